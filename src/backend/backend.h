@@ -1,0 +1,170 @@
+// The op interface every backend (cpu, cuda) implements, and the plain-data
+// batch descriptions the model runner hands it. Model code composes these
+// ops; it never sees a concrete backend.
+//
+// Conventions for every op:
+//  - Tensors are row-major and contiguous. T = tokens in the batch (rows),
+//    H = hidden size, D = head dim, Hq / Hkv = query / key-value heads.
+//  - Activations and weights use the backend's compute_dtype() (f32 on cpu,
+//    bf16 or f16 on cuda) unless an op says otherwise; accumulation is f32.
+//  - Ops are enqueued in order on the backend's stream; on the CPU they run
+//    synchronously. Only copy_to_host() and synchronize() wait.
+//  - Index tensors (ids, positions, slots, block tables) are i32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/sampling_batch.h"
+#include "core/tensor.h"
+
+namespace pagoda {
+
+enum class DeviceKind { kCpu, kCuda };
+
+// Layout of the fused QKV projection output: one row per token,
+// [q heads (Hq*D) | k heads (Hkv*D) | v heads (Hkv*D)].
+struct QkvLayout {
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int64_t row_width() const { return static_cast<int64_t>(num_q_heads + 2 * num_kv_heads) * head_dim; }
+};
+
+// Paged KV cache of one layer: k and v each [num_blocks, block_size, Hkv, D].
+// Token position t of a sequence lives in slot
+//   block_table[t / block_size] * block_size + t % block_size.
+struct KvCacheView {
+  Tensor k;
+  Tensor v;
+  int block_size = 0;
+};
+
+// Describes the sequences of a ragged batch for attention. Device tensors are
+// i32; the host fields mirror them for launch decisions.
+struct AttentionMetadata {
+  Tensor query_start_loc;  // [S+1]: the new tokens of sequence s are batch rows [qsl[s], qsl[s+1])
+  Tensor seq_lens;         // [S]: tokens in sequence s's context after this step (cached + new)
+  Tensor block_tables;     // [S, max_blocks_per_seq]: physical block ids, row s for sequence s
+  int num_seqs = 0;
+  int max_query_len = 0;   // max over s of qsl[s+1] - qsl[s]
+  int max_seq_len = 0;     // max over s of seq_lens[s]
+  int max_blocks_per_seq = 0;
+  int num_decode_seqs = 0; // sequences with exactly one new token (a hint; may be 0)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual DeviceKind kind() const = 0;
+  virtual std::string name() const = 0;      // e.g. "cpu (2 threads)", "NVIDIA H100 80GB HBM3"
+  virtual DType compute_dtype() const = 0;
+
+  // ---- memory ---------------------------------------------------------------
+  virtual void* allocate(size_t bytes) = 0;        // device memory; nullptr on failure
+  virtual void deallocate(void* ptr) = 0;
+  virtual void* allocate_host(size_t bytes) = 0;   // host staging (pinned on cuda)
+  virtual void deallocate_host(void* ptr) = 0;
+  // Host -> device; `src` must stay valid and unchanged until synchronize().
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  // Device -> host; waits for all enqueued work, then copies.
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  // Free and total device memory in bytes (cpu: available and total RAM).
+  virtual void memory_info(size_t* free_bytes, size_t* total_bytes) = 0;
+
+  // ---- ops ------------------------------------------------------------------
+  // out[t,:] = table[ids[t],:]. table [V,H], ids [T], out [T,H].
+  virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
+
+  // out = x / sqrt(mean(x^2) + eps) * w, per row. x, out [T,H]; w [H].
+  virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
+
+  // residual += x (in place, rounded to compute dtype); then out = rms_norm(residual).
+  virtual void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                            Tensor& out) = 0;
+
+  // out = x @ w^T (+ bias). x [T,K], w [N,K], bias [N] or empty, out [T,N].
+  // out may be f32 while x and w are in the compute dtype (logits).
+  virtual void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) = 0;
+
+  // Per-head RMSNorm (Qwen3) in place on the q heads with q_w [D] and the k
+  // heads with k_w [D] of qkv [T, row_width].
+  virtual void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
+                       float eps) = 0;
+
+  // Rotary embedding, rotate-half (GPT-NeoX) pairing (i, i + D/2), in place on
+  // the q and k heads of qkv [T, row_width]. positions [T]; cos_sin [P, D] f32
+  // where row p holds cos(p * f_i) for i < D/2, then sin(p * f_i).
+  virtual void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
+                    const Tensor& cos_sin) = 0;
+
+  // Writes the k and v heads of each token t to slot slots[t] of the cache;
+  // a negative slot skips the token (padding).
+  virtual void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots,
+                        KvCacheView& cache) = 0;
+
+  // Causal attention over the paged cache for a ragged batch (prefill chunks
+  // and decode tokens mixed). Query row j of sequence s (j counted from
+  // qsl[s]) sits at position p = seq_lens[s] - q_len_s + j and attends to
+  // positions [0, p] of its sequence. q head h reads kv head h / (Hq / Hkv).
+  // The new tokens' k/v must already be written (kv_write). out [T, Hq*D].
+  virtual void paged_attention(const Tensor& qkv, const QkvLayout& layout,
+                               const KvCacheView& cache, const AttentionMetadata& meta,
+                               float scale, Tensor& out) = 0;
+
+  // out = silu(gate) * up where gate_up [T, 2I] holds gate in columns [0, I)
+  // and up in [I, 2I); out [T, I].
+  virtual void silu_mul(const Tensor& gate_up, Tensor& out) = 0;
+
+  // out[r,:] = x[indices[r],:]. x [T,H], indices [R], out [R,H].
+  virtual void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) = 0;
+
+  // Copies whole blocks within every layer's cache (copy-on-write):
+  // block src[i] -> dst[i] in both k and v.
+  virtual void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
+                           const std::vector<int32_t>& dst) = 0;
+
+  // Logits processing and sampling; see sampling_batch.h for the exact
+  // semantics. logits [R, V] f32. Fills `out` on the host (waits).
+  virtual void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) = 0;
+
+  // ---- graphs (optional) ----------------------------------------------------
+  // Backends that can record a sequence of ops and replay it cheaply (CUDA
+  // graphs) return true; `record` enqueues the ops to capture.
+  virtual bool supports_graphs() const { return false; }
+  virtual int capture_graph(const std::function<void()>& record) { return -1; }
+  virtual void replay_graph(int graph_id) {}
+};
+
+// Owns `bytes` of device memory from a backend; moves, never copies.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Backend* backend, size_t bytes);
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : backend_(o.backend_), ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return ptr_; }
+  size_t size() const { return bytes_; }
+  void reset();
+  Tensor tensor(DType dtype, std::initializer_list<int64_t> dims) const { return Tensor(ptr_, dtype, dims); }
+
+ private:
+  Backend* backend_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace pagoda

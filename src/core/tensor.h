@@ -1,0 +1,56 @@
+// Tensor: a non-owning view of memory on some device, row-major and
+// contiguous in every dimension. Math lives in backends, not here.
+#pragma once
+
+#include <array>
+#include <cassert>
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/dtype.h"
+
+namespace pagoda {
+
+constexpr int kMaxTensorDims = 4;
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  int ndim = 0;
+  std::array<int64_t, kMaxTensorDims> shape{};
+
+  Tensor() = default;
+  Tensor(void* d, DType t, std::initializer_list<int64_t> dims) : data(d), dtype(t) {
+    assert(dims.size() <= kMaxTensorDims);
+    for (int64_t x : dims) shape[ndim++] = x;
+  }
+
+  int64_t dim(int i) const { return shape[i < 0 ? ndim + i : i]; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= shape[i];
+    return n;
+  }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  bool empty() const { return data == nullptr; }
+
+  template <typename T>
+  T* ptr() const { return static_cast<T*>(data); }
+
+  // Rows [begin, end) of the first dimension, same remaining shape.
+  Tensor slice_rows(int64_t begin, int64_t end) const {
+    Tensor t = *this;
+    int64_t row = numel() / shape[0];
+    t.data = static_cast<char*>(data) + begin * row * static_cast<int64_t>(dtype_size(dtype));
+    t.shape[0] = end - begin;
+    return t;
+  }
+  // Same memory, another shape with the same number of elements.
+  Tensor reshape(std::initializer_list<int64_t> dims) const {
+    Tensor t(data, dtype, dims);
+    assert(t.numel() == numel());
+    return t;
+  }
+};
+
+}  // namespace pagoda

@@ -1,0 +1,67 @@
+// Model hyper-parameters, independent of the file format they came from
+// (Hugging Face config.json or GGUF metadata).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace pagoda {
+
+enum class RopeScalingType { kDefault, kLinear, kLlama3, kYarn };
+
+// rope_scaling from config.json (or GGUF rope.scaling.*). Fields unused by a
+// type keep their defaults.
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kDefault;
+  double factor = 1.0;
+  // llama3
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;
+  // yarn
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  std::optional<double> attention_factor;  // yarn mscale override
+  double mscale = 0.0;                     // deepseek-style yarn (0: unused)
+  double mscale_all_dim = 0.0;
+};
+
+struct ModelConfig {
+  std::string architecture;   // canonical family: "llama", "mistral", "qwen2", "qwen3"
+  std::string hf_architecture;// e.g. "LlamaForCausalLM" (informational)
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;       // from config when present, else hidden_size / num_heads
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections have biases (Qwen2)
+  bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
+  int64_t sliding_window = 0;   // 0: full attention everywhere
+  DType dtype = DType::kBF16;   // torch_dtype of the stored weights
+  std::optional<int32_t> bos_token_id;
+  std::vector<int32_t> eos_token_ids;
+};
+
+// generation_config.json: defaults for requests that leave a field unset.
+struct GenerationDefaults {
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> top_k;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+  std::optional<int64_t> max_new_tokens;
+  std::vector<int32_t> eos_token_ids;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,48 @@
+// A model's tensors by Hugging Face name, whatever the file format.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/result.h"
+
+namespace pagoda {
+
+struct TensorInfo {
+  std::string name;             // Hugging Face name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  DType dtype = DType::kF32;    // dtype that read() returns (f32, f16 or bf16)
+  std::vector<int64_t> shape;   // PyTorch order: [out_features, in_features] for linear weights
+  uint64_t file_bytes = 0;      // bytes in the file (quantized size for GGUF), for progress
+};
+
+// Host data of one tensor: `data` points into a memory map or into `owned`.
+struct HostTensor {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  std::vector<uint8_t> owned;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual const std::vector<TensorInfo>& tensors() const = 0;
+  // nullptr when absent.
+  virtual const TensorInfo* find(std::string_view name) const = 0;
+  // The tensor's data in TensorInfo::dtype (GGUF: dequantized, q/k rows
+  // un-permuted to the HF layout). Errors name the tensor and the file.
+  virtual Result<HostTensor> read(std::string_view name) = 0;
+  // Human-readable description for logs, e.g. "3 safetensors shards, 16.06 GB".
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace pagoda
