@@ -12,7 +12,7 @@ cuda_flag=()
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
 
 # 1. Main build (Release; the CUDA backend compiles when nvcc exists) and ctest.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_flag[@]}" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_TESTS=ON "${cuda_flag[@]}" >/dev/null
 ninja -C build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" --label-exclude sanitize
 

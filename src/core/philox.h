@@ -39,12 +39,13 @@ PAGODA_HD Philox4 philox4x32(Philox4 c, uint64_t key) {
   return c;
 }
 
-// A uniform float in (0, 1] from (seed, step, index): 24 random bits.
+// A uniform float strictly inside (0, 1) from (seed, step, index): 23
+// random bits, (x + 0.5) / 2^23, exact in f32, so -log(u) is never 0 or inf.
 PAGODA_HD float philox_uniform(uint64_t seed, uint64_t step, uint64_t index) {
   Philox4 c{{static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),
              static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32)}};
   Philox4 r = philox4x32(c, seed);
-  return (static_cast<float>(r.v[0] >> 8) + 1.0f) * (1.0f / 16777216.0f);
+  return (static_cast<float>(r.v[0] >> 9) + 0.5f) * (1.0f / 8388608.0f);
 }
 
 }  // namespace pagoda

@@ -23,11 +23,14 @@ TEST(Philox, UniformInRangeAndMeanHalf) {
   for (int i = 0; i < n; ++i) {
     float u = philox_uniform(42, 7, static_cast<uint64_t>(i));
     ASSERT_GT(u, 0.0f);
-    ASSERT_LE(u, 1.0f);
+    ASSERT_LT(u, 1.0f);
     sum += u;
   }
   EXPECT_NEAR(sum / n, 0.5, 0.005);
   EXPECT_NE(philox_uniform(1, 0, 0), philox_uniform(2, 0, 0));
+  // The extremes of the 23-bit grid stay strictly inside (0, 1).
+  EXPECT_GT((0.0f + 0.5f) * (1.0f / 8388608.0f), 0.0f);
+  EXPECT_LT((8388607.0f + 0.5f) * (1.0f / 8388608.0f), 1.0f);
   EXPECT_NE(philox_uniform(1, 0, 0), philox_uniform(1, 1, 0));
 }
 

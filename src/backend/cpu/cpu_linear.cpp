@@ -1,0 +1,50 @@
+// linear: out = x @ w^T (+ bias), cache-blocked and threaded.
+//
+// The output is cut into panels of kRowPanel rows x kColPanel columns; one
+// panel reads kRowPanel rows of x and kColPanel rows of w (both [*, K]),
+// which stay in L2 while the kernel's register tiles sweep them. Panels are
+// ordered column-panel-major so each thread streams its own slice of w
+// (decode is bound by reading the weights once).
+#include <algorithm>
+#include <cassert>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_ops.h"
+#include "core/thread_pool.h"
+
+namespace pagoda::cpu {
+namespace {
+
+constexpr int64_t kRowPanel = 64;
+constexpr int64_t kColPanel = 64;
+
+}  // namespace
+
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+  assert(x.dtype == DType::kF32 && w.dtype == DType::kF32 && out.dtype == DType::kF32);
+  const int64_t num_rows = x.dim(0);
+  const int64_t k = x.dim(1);
+  const int64_t num_cols = w.dim(0);
+  assert(w.dim(1) == k && out.dim(0) == num_rows && out.dim(1) == num_cols);
+  assert(bias.empty() || (bias.dtype == DType::kF32 && bias.numel() == num_cols));
+  const float* xp = x.ptr<float>();
+  const float* wp = w.ptr<float>();
+  const float* bp = bias.empty() ? nullptr : bias.ptr<float>();
+  float* op = out.ptr<float>();
+  const CpuKernels& kern = kernels();
+
+  const int64_t num_row_panels = (num_rows + kRowPanel - 1) / kRowPanel;
+  const int64_t num_col_panels = (num_cols + kColPanel - 1) / kColPanel;
+  parallel_for(num_row_panels * num_col_panels, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const int64_t c0 = (p / num_row_panels) * kColPanel;
+      const int64_t r0 = (p % num_row_panels) * kRowPanel;
+      const int64_t nc = std::min(kColPanel, num_cols - c0);
+      const int64_t nr = std::min(kRowPanel, num_rows - r0);
+      kern.gemm(xp + r0 * k, nr, wp + c0 * k, nc, k, bp != nullptr ? bp + c0 : nullptr,
+                op + r0 * num_cols + c0, num_cols);
+    }
+  });
+}
+
+}  // namespace pagoda::cpu

@@ -1,0 +1,36 @@
+// The CPU backend's op implementations, one family per .cpp file; CpuBackend
+// forwards to these. Contracts and shapes: backend.h and sampling_batch.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace pagoda::cpu {
+
+// cpu_elementwise.cpp
+void embedding(const Tensor& table, const Tensor& ids, Tensor& out);
+void silu_mul(const Tensor& gate_up, Tensor& out);
+void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
+void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions, const Tensor& cos_sin);
+
+// cpu_norm.cpp
+void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out);
+void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out);
+void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w, float eps);
+
+// cpu_linear.cpp
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
+
+// cpu_attention.cpp
+void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots, KvCacheView& cache);
+void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
+                     const AttentionMetadata& meta, float scale, Tensor& out);
+void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
+                 const std::vector<int32_t>& dst);
+
+// cpu_sampling.cpp
+void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out);
+
+}  // namespace pagoda::cpu

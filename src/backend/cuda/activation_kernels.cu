@@ -1,0 +1,91 @@
+#include "backend/cuda/activation_kernels.h"
+
+#include "backend/cuda/cuda_common.cuh"
+
+namespace pagoda::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(int64_t work) {
+  const int64_t blocks = ceil_div(work, kThreads);
+  return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+}
+
+template <typename T>
+__device__ __forceinline__ T silu_mul_one(T g, T u) {
+  const float gf = to_float(g);
+  const T s = from_float<T>(gf / (1.0f + expf(-gf)));
+  return from_float<T>(to_float(s) * to_float(u));
+}
+
+// Grid-stride over (row, kVec-wide column group).
+template <typename T, int kVec>
+__global__ void silu_mul_kernel(SiluMulParams p) {
+  const int64_t groups = p.inter / kVec;
+  const int64_t total = p.num_rows * groups;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx / groups;
+    const int64_t c = (idx % groups) * kVec;
+    const T* gate = static_cast<const T*>(p.gate_up) + r * 2 * p.inter + c;
+    const Vec<T, kVec> g = load_vec<T, kVec>(gate);
+    const Vec<T, kVec> u = load_vec<T, kVec>(gate + p.inter);
+    Vec<T, kVec> o;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) o.v[j] = silu_mul_one<T>(g.v[j], u.v[j]);
+    store_vec<T, kVec>(static_cast<T*>(p.out) + r * p.inter + c, o);
+  }
+}
+
+template <typename O, typename B>
+__global__ void bias_add_kernel(BiasAddParams p) {
+  const int64_t total = p.num_rows * p.num_cols;
+  O* out = static_cast<O*>(p.out);
+  const B* bias = static_cast<const B*>(p.bias);
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[idx] = from_float<O>(to_float(out[idx]) + to_float(bias[idx % p.num_cols]));
+  }
+}
+
+template <typename O>
+cudaError_t launch_bias_add_out(const BiasAddParams& p, cudaStream_t stream) {
+  const unsigned grid = grid_for(p.num_rows * p.num_cols);
+  switch (p.bias_dtype) {
+    case DType::kF32: bias_add_kernel<O, float><<<grid, kThreads, 0, stream>>>(p); break;
+    case DType::kBF16: bias_add_kernel<O, bf16><<<grid, kThreads, 0, stream>>>(p); break;
+    case DType::kF16: bias_add_kernel<O, f16><<<grid, kThreads, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
+  if (p.num_rows == 0 || p.inter == 0) return cudaSuccess;
+  const bool vec8 = p.inter % 8 == 0 && is_aligned(p.gate_up, 16) && is_aligned(p.out, 16);
+  const unsigned grid = grid_for(p.num_rows * (vec8 ? p.inter / 8 : p.inter));
+  return dispatch_half(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (vec8) {
+      silu_mul_kernel<T, 8><<<grid, kThreads, 0, stream>>>(p);
+    } else {
+      silu_mul_kernel<T, 1><<<grid, kThreads, 0, stream>>>(p);
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_bias_add(const BiasAddParams& p, cudaStream_t stream) {
+  if (p.num_rows == 0 || p.num_cols == 0) return cudaSuccess;
+  switch (p.out_dtype) {
+    case DType::kF32: return launch_bias_add_out<float>(p, stream);
+    case DType::kBF16: return launch_bias_add_out<bf16>(p, stream);
+    case DType::kF16: return launch_bias_add_out<f16>(p, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,78 @@
+// Paged causal attention over a ragged batch (prefill chunks and decode
+// tokens mixed), GQA/MQA, head dims that are multiples of 8 up to 256.
+//
+// Design: one kernel for every row. A CTA owns one sequence s, one kv head
+// and a tile of 64 "rows", where row r of sequence s is (query j = r / G,
+// q head kv_head * G + r % G), G = Hq / Hkv; so every row of a CTA reads the
+// same K/V and a decode step packs the G heads of a group into one tile.
+// Four warps each own 16 rows; S = Q K^T and O += P V run on tensor cores
+// (mma.sync m16n8k16, 16-bit inputs, f32 accumulation) with an online
+// softmax (exp2, scores scaled by scale * log2 e). K/V tiles are gathered from
+// the paged cache through the block table with cp.async. When the grid would
+// leave the GPU idle (decode, short batches, long contexts) the key range is
+// split over several CTAs (flash-decoding) that write f32 partials (O, max,
+// sum) to a workspace, and a combine kernel merges them.
+//
+// Graph capture: grid sizes come from the host hints (num_seqs,
+// max_query_len, max_seq_len); each CTA reads the real lengths on the device
+// and covers any batch within those hints.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace pagoda::cuda {
+
+struct AttentionParams {
+  DType dtype = DType::kBF16;
+  const void* qkv = nullptr;     // [num_tokens, row_width] = [q | k | v] heads
+  int64_t num_tokens = 0;
+  int64_t row_width = 0;
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;              // multiple of 8, <= 256
+  const void* k_cache = nullptr; // [num_blocks, block_size, Hkv, D]
+  const void* v_cache = nullptr;
+  int block_size = 0;
+  int64_t num_blocks = 0;
+  const int32_t* query_start_loc = nullptr;  // [num_seqs + 1]
+  const int32_t* seq_lens = nullptr;         // [num_seqs]
+  const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq]
+  int max_blocks_per_seq = 0;
+  int num_seqs = 0;
+  int max_query_len = 0;
+  int max_seq_len = 0;
+  float scale = 1.0f;
+  void* out = nullptr;           // [num_tokens, Hq * D]
+  // Set by the launcher (split-KV plan):
+  int num_splits = 1;
+  float* partial_out = nullptr;  // [num_tokens * Hq, num_splits, head_dim]
+  float* partial_ml = nullptr;   // [num_tokens * Hq, num_splits, 2]: max (log2 units), sum
+};
+
+// Workspace the launcher may use for split-KV partials; sized once by the
+// backend (the ops never allocate).
+struct AttentionWorkspace {
+  void* data = nullptr;
+  size_t bytes = 0;
+  int num_sms = 132;
+};
+
+// Validates p (returns cudaErrorInvalidValue for unsupported shapes),
+// chooses the split count and launches the attention (and combine) kernels.
+cudaError_t launch_paged_attention(const AttentionParams& p, const AttentionWorkspace& ws,
+                                   cudaStream_t stream);
+
+// Sets the dynamic shared-memory limit of every attention instantiation; call
+// once before any launch (outside graph capture).
+cudaError_t init_attention_kernels();
+
+// Rows per CTA tile and the split plan, exposed for tests and benchmarks.
+constexpr int kAttentionBlockM = 64;
+int plan_attention_splits(const AttentionParams& p, const AttentionWorkspace& ws);
+
+}  // namespace pagoda::cuda

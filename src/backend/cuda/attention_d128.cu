@@ -1,0 +1,11 @@
+// Attention tile kernel instantiations for padded head dim 128.
+#include "backend/cuda/attention_kernel.cuh"
+
+namespace pagoda::cuda {
+
+template cudaError_t launch_attention_tiles<bf16, 128>(const AttentionParams&, cudaStream_t);
+template cudaError_t launch_attention_tiles<f16, 128>(const AttentionParams&, cudaStream_t);
+template cudaError_t configure_attention_tiles<bf16, 128>();
+template cudaError_t configure_attention_tiles<f16, 128>();
+
+}  // namespace pagoda::cuda

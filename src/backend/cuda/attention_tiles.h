@@ -1,0 +1,18 @@
+// Per-head-dim instantiations of the attention tile kernel
+// (attention_kernel.cuh); explicit instantiations live in attention_d*.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "backend/cuda/attention.h"
+
+namespace pagoda::cuda {
+
+// kHeadDim: padded head dim (32, 64, 96, 128, 192 or 256) >= p.head_dim.
+template <typename T, int kHeadDim>
+cudaError_t launch_attention_tiles(const AttentionParams& p, cudaStream_t stream);
+
+template <typename T, int kHeadDim>
+cudaError_t configure_attention_tiles();
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,70 @@
+// out = x @ w^T (+ bias) through cuBLASLt: 16-bit inputs, f32 compute, 16-bit
+// or f32 output, the bias fused as an epilogue when its dtype equals the
+// output's. Matmul descriptors, layouts and the chosen algorithm are cached
+// per (shape, dtypes, pointer alignments); the workspace is allocated once,
+// so run() never allocates device memory and is graph-capturable.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "core/dtype.h"
+#include "core/result.h"
+
+namespace pagoda::cuda {
+
+struct LinearArgs {
+  const void* x = nullptr;    // [rows, k]
+  const void* w = nullptr;    // [n, k]
+  const void* bias = nullptr; // [n] or null
+  void* out = nullptr;        // [rows, n]
+  int64_t rows = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  DType in_dtype = DType::kBF16;   // x and w: bf16 or f16
+  DType bias_dtype = DType::kBF16; // must equal out_dtype (callers add other biases apart)
+  DType out_dtype = DType::kBF16;  // in_dtype or f32
+};
+
+class CublasLtLinear {
+ public:
+  // Creates the cuBLASLt handle and a device workspace of `workspace_bytes`.
+  static Result<std::unique_ptr<CublasLtLinear>> create(size_t workspace_bytes);
+  ~CublasLtLinear();
+  CublasLtLinear(const CublasLtLinear&) = delete;
+  CublasLtLinear& operator=(const CublasLtLinear&) = delete;
+
+  // Enqueues the product on `stream`. rows == 0 is a no-op.
+  Status run(const LinearArgs& a, cudaStream_t stream);
+
+  size_t num_cached_plans() const { return plans_.size(); }
+
+ private:
+  // (n, rows, k, in dtype, out dtype, has bias, alignment log2 of x, w, out, bias)
+  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int, int>;
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr;  // w as column-major [k, n], transposed
+    cublasLtMatrixLayout_t b = nullptr;  // x as column-major [k, rows]
+    cublasLtMatrixLayout_t d = nullptr;  // out as column-major [n, rows]
+    cublasLtMatmulAlgo_t algo{};
+  };
+
+  CublasLtLinear() = default;
+  Result<Plan*> find_plan(const LinearArgs& a);
+  Status build_plan(const LinearArgs& a, const Key& key, Plan& plan);
+  static void destroy(Plan& plan);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::map<Key, Plan> plans_;
+};
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,145 @@
+// The CUDA backend (Hopper, sm_90a): every op of backend.h in bf16 or fp16
+// with f32 accumulation, on one stream, capturable into CUDA graphs.
+//
+// Properties other code may rely on:
+//  - Ops enqueue on the backend's stream and return at once; only
+//    copy_to_host(), synchronize() and sample() wait.
+//  - Ops never allocate device memory (workspaces are allocated at creation),
+//    never synchronize, and read host-side shape hints only, so any sequence
+//    of ops can be captured with capture_graph() and replayed.
+//  - Tensors of an op share its dtype (bf16 or f16; the dtype is read from
+//    the tensors, not from compute_dtype()), except: linear may write f32
+//    (logits), rope's cos_sin and sample's logits are f32, index tensors i32,
+//    embedding / gather_rows copy rows of any dtype.
+//  - Ops return nothing, so a bad argument or a CUDA failure is logged and
+//    kept as the backend's sticky status() (the first error); the op then
+//    does nothing. Check status() after a step in tests and at startup.
+//  - Calls must come from a thread on which the backend's device is current
+//    (the factory makes it current on its calling thread; see make_current()).
+//  - Not thread-safe: one engine thread drives it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/result.h"
+
+struct CUstream_st;
+struct CUgraphExec_st;
+
+namespace pagoda {
+
+namespace cuda {
+class CublasLtLinear;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  std::string name() const override { return name_; }  // the GPU's name
+  DType compute_dtype() const override { return compute_dtype_; }
+
+  void* allocate(size_t bytes) override;  // cudaMalloc; nullptr on failure
+  void deallocate(void* ptr) override;
+  void* allocate_host(size_t bytes) override;  // pinned (cudaMallocHost)
+  void deallocate_host(void* ptr) override;
+  void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  void copy_device(void* dst, const void* src, size_t bytes) override;
+  void synchronize() override;
+  void memory_info(size_t* free_bytes, size_t* total_bytes) override;
+
+  void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
+  void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                    Tensor& out) override;
+  void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) override;
+  void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
+               float eps) override;
+  void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
+            const Tensor& cos_sin) override;
+  void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots,
+                KvCacheView& cache) override;
+  void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
+                       const AttentionMetadata& meta, float scale, Tensor& out) override;
+  void silu_mul(const Tensor& gate_up, Tensor& out) override;
+  void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) override;
+  // Block ids out of range are skipped; a dst must not also be a src.
+  void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
+                   const std::vector<int32_t>& dst) override;
+  // Waits. Tokens within one row's bias list (and within its penalty list)
+  // must be unique. Top-K rows beyond a row's num_top_logprobs hold id -1 and
+  // logprob NaN (like the CPU backend). max_top_logprobs <= 1024.
+  void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) override;
+
+  bool supports_graphs() const override { return true; }
+  // Captures the ops `record` enqueues (thread-local capture mode) and
+  // instantiates them; returns the graph id, or -1 (logged) on failure.
+  // Inside `record`, copy_to_device must read pinned memory (allocate_host),
+  // which each replay re-reads; copy_to_host, synchronize and sample fail.
+  int capture_graph(const std::function<void()>& record) override;
+  void replay_graph(int graph_id) override;
+
+  // The first error since creation; ok while every call succeeded.
+  const Status& status() const { return status_; }
+  void clear_status() { status_ = Status::Ok(); }
+  int device() const { return device_; }
+  // The stream every op is enqueued on (cudaStream_t), for timing and interop.
+  CUstream_st* stream() const { return stream_; }
+  int num_sms() const { return num_sms_; }
+  // Makes the backend's device current on the calling thread.
+  void make_current();
+
+ private:
+  struct Buffer {  // a device or pinned allocation that grows on demand
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+
+  CudaBackend() = default;
+  friend std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype);
+  Status init(int device, DType compute_dtype);
+
+  // Records (first error) and logs a failure; clears CUDA's last error.
+  void fail(const std::string& message);
+  // fail() unless e is cudaSuccess; returns e == cudaSuccess.
+  bool check(int cuda_error, const char* what);
+  bool capturing() const;
+
+  // Sampling helpers (cuda_sample.cpp).
+  bool ensure_device(Buffer& b, size_t bytes);
+  bool ensure_pinned(Buffer& b, size_t bytes);
+  void free_sample_buffers();
+
+  int device_ = 0;
+  int num_sms_ = 0;
+  DType compute_dtype_ = DType::kBF16;
+  std::string name_;
+  CUstream_st* stream_ = nullptr;
+  std::unique_ptr<cuda::CublasLtLinear> linear_;
+  void* attention_workspace_ = nullptr;
+  size_t attention_workspace_bytes_ = 0;
+  std::vector<CUgraphExec_st*> graphs_;
+  bool capturing_ = false;
+  Status status_;
+  int num_errors_logged_ = 0;
+
+  // sample(): device inputs / results / scratch rows, pinned mirrors.
+  Buffer sample_in_dev_, sample_out_dev_, sample_scratch_;
+  Buffer sample_in_host_, sample_out_host_;
+};
+
+// A CUDA backend on `device` computing in `compute_dtype` (kBF16 or kF16);
+// nullptr, with a logged error, when there is no such GPU, the dtype is not
+// supported or initialisation fails.
+std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype);
+
+}  // namespace pagoda

@@ -1,0 +1,318 @@
+// CudaBackend ops: check the tensors against backend.h's contracts, then
+// hand plain parameters to the kernel launchers (one family per .cu).
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cuda/activation_kernels.h"
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cublaslt_linear.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gather_kernels.h"
+#include "backend/cuda/kv_cache_kernels.h"
+#include "backend/cuda/norm_kernels.h"
+#include "backend/cuda/rope_kernels.h"
+
+namespace pagoda {
+namespace {
+
+bool is_half(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+bool is_aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+std::string describe(const Tensor& t) {
+  std::string s = "[";
+  for (int i = 0; i < t.ndim; ++i) s += fmt::format("{}{}", i ? ", " : "", t.shape[i]);
+  return fmt::format("{}] {}", s, dtype_name(t.dtype));
+}
+
+// Elements per row when t is read as rows of its last dimension.
+int64_t last_dim(const Tensor& t) { return t.ndim > 0 ? t.dim(-1) : 0; }
+int64_t num_rows(const Tensor& t) { return t.ndim > 0 && last_dim(t) > 0 ? t.numel() / last_dim(t) : 0; }
+
+// Dtypes and sizes of paged_attention's arguments (shapes the kernel cannot
+// handle are reported by the launcher).
+bool attention_args_ok(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
+                       const AttentionMetadata& meta, const Tensor& out) {
+  const int64_t width = static_cast<int64_t>(layout.num_kv_heads) * layout.head_dim;
+  const bool meta_ok = meta.query_start_loc.dtype == DType::kI32 &&
+                       meta.seq_lens.dtype == DType::kI32 && meta.block_tables.dtype == DType::kI32 &&
+                       meta.num_seqs >= 0 && meta.max_blocks_per_seq >= 0 &&
+                       meta.query_start_loc.numel() >= meta.num_seqs + 1 &&
+                       meta.seq_lens.numel() >= meta.num_seqs &&
+                       meta.block_tables.numel() >=
+                           static_cast<int64_t>(meta.num_seqs) * meta.max_blocks_per_seq;
+  const bool cache_ok = cache.k.dtype == qkv.dtype && cache.v.dtype == qkv.dtype && width > 0 &&
+                        cache.block_size > 0 && cache.k.numel() == cache.v.numel() &&
+                        cache.k.numel() % (width * cache.block_size) == 0;
+  return is_half(qkv.dtype) && last_dim(qkv) == layout.row_width() && out.dtype == qkv.dtype &&
+         out.numel() == num_rows(qkv) * layout.num_q_heads * layout.head_dim && meta_ok && cache_ok;
+}
+
+}  // namespace
+
+void CudaBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
+  if (table.ndim != 2 || ids.dtype != DType::kI32 || out.dtype != table.dtype ||
+      out.numel() != ids.numel() * table.dim(1)) {
+    return fail(fmt::format("embedding: table {} ids {} out {}", describe(table), describe(ids),
+                            describe(out)));
+  }
+  cuda::GatherRowsParams p;
+  p.src = table.data;
+  p.num_src_rows = table.dim(0);
+  p.row_bytes = static_cast<int64_t>(table.nbytes()) / std::max<int64_t>(table.dim(0), 1);
+  p.indices = ids.ptr<int32_t>();
+  p.num_rows = ids.numel();
+  p.out = out.data;
+  check(cuda::launch_gather_rows(p, stream_), "embedding");
+}
+
+void CudaBackend::gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) {
+  const int64_t rows = x.ndim > 0 ? x.dim(0) : 0;
+  const int64_t row_bytes = rows > 0 ? static_cast<int64_t>(x.nbytes()) / rows : 0;
+  if (indices.dtype != DType::kI32 || out.dtype != x.dtype ||
+      static_cast<int64_t>(out.nbytes()) != indices.numel() * row_bytes) {
+    return fail(fmt::format("gather_rows: x {} indices {} out {}", describe(x), describe(indices),
+                            describe(out)));
+  }
+  cuda::GatherRowsParams p;
+  p.src = x.data;
+  p.num_src_rows = rows;
+  p.row_bytes = row_bytes;
+  p.indices = indices.ptr<int32_t>();
+  p.num_rows = indices.numel();
+  p.out = out.data;
+  check(cuda::launch_gather_rows(p, stream_), "gather_rows");
+}
+
+void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  const int64_t hidden = last_dim(x);
+  if (!is_half(x.dtype) || w.dtype != x.dtype || out.dtype != x.dtype || w.numel() != hidden ||
+      out.numel() != x.numel()) {
+    return fail(fmt::format("rms_norm: x {} w {} out {}", describe(x), describe(w), describe(out)));
+  }
+  cuda::RmsNormParams p;
+  p.dtype = x.dtype;
+  p.x = x.data;
+  p.weight = w.data;
+  p.out = out.data;
+  p.num_rows = num_rows(x);
+  p.hidden = hidden;
+  p.eps = eps;
+  check(cuda::launch_rms_norm(p, stream_), "rms_norm");
+}
+
+void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                               Tensor& out) {
+  const int64_t hidden = last_dim(residual);
+  if (!is_half(residual.dtype) || x.dtype != residual.dtype || w.dtype != residual.dtype ||
+      out.dtype != residual.dtype || w.numel() != hidden || x.numel() != residual.numel() ||
+      out.numel() != residual.numel() || out.data == residual.data) {
+    return fail(fmt::format("add_rms_norm: residual {} x {} w {} out {}", describe(residual),
+                            describe(x), describe(w), describe(out)));
+  }
+  cuda::RmsNormParams p;
+  p.dtype = residual.dtype;
+  p.x = x.data;
+  p.residual = residual.data;
+  p.weight = w.data;
+  p.out = out.data;
+  p.num_rows = num_rows(residual);
+  p.hidden = hidden;
+  p.eps = eps;
+  check(cuda::launch_rms_norm(p, stream_), "add_rms_norm");
+}
+
+void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+  const int64_t k = last_dim(x);
+  const int64_t rows = num_rows(x);
+  const int64_t n = w.ndim == 2 ? w.dim(0) : 0;
+  const bool out_ok = out.dtype == x.dtype || out.dtype == DType::kF32;
+  const bool bias_ok = bias.empty() || (bias.numel() == n && (is_half(bias.dtype) || bias.dtype == DType::kF32));
+  if (!is_half(x.dtype) || w.dtype != x.dtype || !out_ok || !bias_ok || k == 0 || w.ndim != 2 ||
+      w.dim(1) != k || out.numel() != rows * n) {
+    return fail(fmt::format("linear: x {} w {} bias {} out {}", describe(x), describe(w),
+                            bias.empty() ? std::string("none") : describe(bias), describe(out)));
+  }
+  // The cuBLASLt bias epilogue reads the bias in the output dtype; other
+  // biases are added by a separate kernel.
+  const bool fused_bias = !bias.empty() && bias.dtype == out.dtype && is_aligned_16(bias.data);
+  cuda::LinearArgs a;
+  a.x = x.data;
+  a.w = w.data;
+  a.bias = fused_bias ? bias.data : nullptr;
+  a.out = out.data;
+  a.rows = rows;
+  a.n = n;
+  a.k = k;
+  a.in_dtype = x.dtype;
+  a.bias_dtype = out.dtype;
+  a.out_dtype = out.dtype;
+  const Status st = linear_->run(a, stream_);
+  if (!st.ok()) return fail(st.error().message);
+  if (!bias.empty() && !fused_bias) {
+    cuda::BiasAddParams b;
+    b.out_dtype = out.dtype;
+    b.out = out.data;
+    b.bias_dtype = bias.dtype;
+    b.bias = bias.data;
+    b.num_rows = rows;
+    b.num_cols = n;
+    check(cuda::launch_bias_add(b, stream_), "linear (bias)");
+  }
+}
+
+void CudaBackend::qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w,
+                          const Tensor& k_w, float eps) {
+  const int64_t d = layout.head_dim;
+  if (!is_half(qkv.dtype) || last_dim(qkv) != layout.row_width() || q_w.dtype != qkv.dtype ||
+      k_w.dtype != qkv.dtype || q_w.numel() != d || k_w.numel() != d || d <= 0 || d > 256) {
+    return fail(fmt::format("qk_norm: qkv {} q_w {} k_w {} head_dim {}", describe(qkv),
+                            describe(q_w), describe(k_w), d));
+  }
+  cuda::QkNormParams p;
+  p.dtype = qkv.dtype;
+  p.qkv = qkv.data;
+  p.num_tokens = num_rows(qkv);
+  p.row_width = layout.row_width();
+  p.num_q_heads = layout.num_q_heads;
+  p.num_kv_heads = layout.num_kv_heads;
+  p.head_dim = layout.head_dim;
+  p.q_weight = q_w.data;
+  p.k_weight = k_w.data;
+  p.eps = eps;
+  check(cuda::launch_qk_norm(p, stream_), "qk_norm");
+}
+
+void CudaBackend::rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
+                       const Tensor& cos_sin) {
+  const int64_t tokens = num_rows(qkv);
+  if (!is_half(qkv.dtype) || last_dim(qkv) != layout.row_width() || positions.dtype != DType::kI32 ||
+      positions.numel() != tokens || cos_sin.dtype != DType::kF32 || cos_sin.ndim != 2 ||
+      cos_sin.dim(1) != layout.head_dim || layout.head_dim % 2 != 0) {
+    return fail(fmt::format("rope: qkv {} positions {} cos_sin {} head_dim {}", describe(qkv),
+                            describe(positions), describe(cos_sin), layout.head_dim));
+  }
+  cuda::RopeParams p;
+  p.dtype = qkv.dtype;
+  p.qkv = qkv.data;
+  p.num_tokens = tokens;
+  p.row_width = layout.row_width();
+  p.num_heads = layout.num_q_heads + layout.num_kv_heads;
+  p.head_dim = layout.head_dim;
+  p.positions = positions.ptr<int32_t>();
+  p.cos_sin = cos_sin.ptr<float>();
+  p.num_positions = cos_sin.dim(0);
+  check(cuda::launch_rope(p, stream_), "rope");
+}
+
+void CudaBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots,
+                           KvCacheView& cache) {
+  const int64_t tokens = num_rows(qkv);
+  const int64_t width = static_cast<int64_t>(layout.num_kv_heads) * layout.head_dim;
+  if (!is_half(qkv.dtype) || last_dim(qkv) != layout.row_width() || slots.dtype != DType::kI32 ||
+      slots.numel() != tokens || cache.k.dtype != qkv.dtype || cache.v.dtype != qkv.dtype ||
+      width <= 0 || cache.k.numel() != cache.v.numel() || cache.k.numel() % width != 0) {
+    return fail(fmt::format("kv_write: qkv {} slots {} k {} v {}", describe(qkv), describe(slots),
+                            describe(cache.k), describe(cache.v)));
+  }
+  cuda::KvWriteParams p;
+  p.dtype = qkv.dtype;
+  p.qkv = qkv.data;
+  p.num_tokens = tokens;
+  p.row_width = layout.row_width();
+  p.num_q_heads = layout.num_q_heads;
+  p.num_kv_heads = layout.num_kv_heads;
+  p.head_dim = layout.head_dim;
+  p.slots = slots.ptr<int32_t>();
+  p.k_cache = cache.k.data;
+  p.v_cache = cache.v.data;
+  p.num_slots = cache.k.numel() / width;
+  check(cuda::launch_kv_write(p, stream_), "kv_write");
+}
+
+void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
+                                  const KvCacheView& cache, const AttentionMetadata& meta,
+                                  float scale, Tensor& out) {
+  if (!attention_args_ok(qkv, layout, cache, meta, out)) {
+    return fail(fmt::format(
+        "paged_attention: qkv {} out {} k {} block_size {} qsl {} seq_lens {} block_tables {} "
+        "num_seqs {} max_blocks_per_seq {}",
+        describe(qkv), describe(out), describe(cache.k), cache.block_size,
+        describe(meta.query_start_loc), describe(meta.seq_lens), describe(meta.block_tables),
+        meta.num_seqs, meta.max_blocks_per_seq));
+  }
+  const int64_t width = static_cast<int64_t>(layout.num_kv_heads) * layout.head_dim;
+  cuda::AttentionParams p;
+  p.dtype = qkv.dtype;
+  p.qkv = qkv.data;
+  p.num_tokens = num_rows(qkv);
+  p.row_width = layout.row_width();
+  p.num_q_heads = layout.num_q_heads;
+  p.num_kv_heads = layout.num_kv_heads;
+  p.head_dim = layout.head_dim;
+  p.k_cache = cache.k.data;
+  p.v_cache = cache.v.data;
+  p.block_size = cache.block_size;
+  p.num_blocks = cache.k.numel() / (width * cache.block_size);
+  p.query_start_loc = meta.query_start_loc.ptr<int32_t>();
+  p.seq_lens = meta.seq_lens.ptr<int32_t>();
+  p.block_tables = meta.block_tables.ptr<int32_t>();
+  p.max_blocks_per_seq = meta.max_blocks_per_seq;
+  p.num_seqs = meta.num_seqs;
+  p.max_query_len = meta.max_query_len;
+  p.max_seq_len = meta.max_seq_len;
+  p.scale = scale;
+  p.out = out.data;
+  const cuda::AttentionWorkspace ws{attention_workspace_, attention_workspace_bytes_, num_sms_};
+  const cudaError_t e = cuda::launch_paged_attention(p, ws, stream_);
+  if (e == cudaErrorInvalidValue) {
+    return fail(fmt::format("paged_attention: unsupported shape (head_dim {} must be a multiple of "
+                            "8 in [8, 256], Hq {} a multiple of Hkv {}, 16-byte aligned qkv/cache)",
+                            layout.head_dim, layout.num_q_heads, layout.num_kv_heads));
+  }
+  check(e, "paged_attention");
+}
+
+void CudaBackend::silu_mul(const Tensor& gate_up, Tensor& out) {
+  const int64_t inter = last_dim(gate_up) / 2;
+  if (!is_half(gate_up.dtype) || out.dtype != gate_up.dtype || last_dim(gate_up) % 2 != 0 ||
+      out.numel() != num_rows(gate_up) * inter) {
+    return fail(fmt::format("silu_mul: gate_up {} out {}", describe(gate_up), describe(out)));
+  }
+  cuda::SiluMulParams p;
+  p.dtype = gate_up.dtype;
+  p.gate_up = gate_up.data;
+  p.out = out.data;
+  p.num_rows = num_rows(gate_up);
+  p.inter = inter;
+  check(cuda::launch_silu_mul(p, stream_), "silu_mul");
+}
+
+void CudaBackend::copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
+                              const std::vector<int32_t>& dst) {
+  if (src.size() != dst.size()) {
+    return fail(fmt::format("copy_blocks: {} sources but {} destinations", src.size(), dst.size()));
+  }
+  for (KvCacheView& c : caches) {
+    if (c.k.ndim < 1 || c.k.dim(0) <= 0 || c.k.nbytes() != c.v.nbytes() || c.k.dtype != c.v.dtype) {
+      return fail(fmt::format("copy_blocks: cache k {} v {}", describe(c.k), describe(c.v)));
+    }
+    for (size_t begin = 0; begin < src.size(); begin += cuda::kMaxCopyPairs) {
+      cuda::CopyBlocksParams p;
+      p.k_cache = c.k.data;
+      p.v_cache = c.v.data;
+      p.num_blocks = c.k.dim(0);
+      p.block_bytes = static_cast<int64_t>(c.k.nbytes()) / p.num_blocks;
+      p.num_pairs = static_cast<int>(std::min<size_t>(cuda::kMaxCopyPairs, src.size() - begin));
+      for (int i = 0; i < p.num_pairs; ++i) {
+        p.src[i] = src[begin + static_cast<size_t>(i)];
+        p.dst[i] = dst[begin + static_cast<size_t>(i)];
+      }
+      if (!check(cuda::launch_copy_blocks(p, stream_), "copy_blocks")) return;
+    }
+  }
+}
+
+}  // namespace pagoda

@@ -1,0 +1,121 @@
+#include "backend/cuda/norm_kernels.h"
+
+#include "backend/cuda/cuda_common.cuh"
+
+namespace pagoda::cuda {
+namespace {
+
+template <typename T>
+__device__ __forceinline__ T norm_apply(float x, float inv, T w) {
+  const T y = from_float<T>(x * inv);
+  return from_float<T>(to_float(y) * to_float(w));
+}
+
+// One block per row; each thread handles kVec consecutive elements per step.
+// Pass 1 (optionally) updates the residual and sums squares; pass 2 re-reads
+// the row (the same thread's own elements) and writes the output.
+template <typename T, int kVec>
+__global__ void rms_norm_kernel(RmsNormParams p) {
+  const int64_t row = blockIdx.x;
+  const int64_t num_vec = p.hidden / kVec;
+  const T* x = static_cast<const T*>(p.x) + row * p.hidden;
+  T* res = p.residual ? static_cast<T*>(p.residual) + row * p.hidden : nullptr;
+  const T* w = static_cast<const T*>(p.weight);
+  T* out = static_cast<T*>(p.out) + row * p.hidden;
+
+  float sum_sq = 0.0f;
+  for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
+    Vec<T, kVec> v = load_vec<T, kVec>(x + i * kVec);
+    if (res != nullptr) {
+      Vec<T, kVec> r = load_vec<T, kVec>(res + i * kVec);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) r.v[j] = from_float<T>(to_float(r.v[j]) + to_float(v.v[j]));
+      store_vec<T, kVec>(res + i * kVec, r);
+      v = r;
+    }
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      const float f = to_float(v.v[j]);
+      sum_sq += f * f;
+    }
+  }
+  sum_sq = block_sum(sum_sq);
+  const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(p.hidden) + p.eps);
+
+  const T* src = res != nullptr ? res : x;
+  for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
+    const Vec<T, kVec> v = load_vec<T, kVec>(src + i * kVec);
+    const Vec<T, kVec> wv = load_vec<T, kVec>(w + i * kVec);
+    Vec<T, kVec> o;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) o.v[j] = norm_apply<T>(to_float(v.v[j]), inv, wv.v[j]);
+    store_vec<T, kVec>(out + i * kVec, o);
+  }
+}
+
+// One warp per (token, head); a lane caches up to 8 elements (head_dim <= 256).
+template <typename T>
+__global__ void qk_norm_kernel(QkNormParams p) {
+  constexpr int kMaxPerLane = 8;
+  const int num_heads = p.num_q_heads + p.num_kv_heads;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (item >= p.num_tokens * num_heads) return;
+  const int lane = threadIdx.x & 31;
+  const int64_t t = item / num_heads;
+  const int h = static_cast<int>(item % num_heads);
+  T* head = static_cast<T*>(p.qkv) + t * p.row_width + static_cast<int64_t>(h) * p.head_dim;
+  const T* w = static_cast<const T*>(h < p.num_q_heads ? p.q_weight : p.k_weight);
+
+  float vals[kMaxPerLane];
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kMaxPerLane; ++k) {
+    const int d = lane + 32 * k;
+    vals[k] = d < p.head_dim ? to_float(head[d]) : 0.0f;
+    sum_sq += vals[k] * vals[k];
+  }
+  sum_sq = warp_sum(sum_sq);
+  const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(p.head_dim) + p.eps);
+#pragma unroll
+  for (int k = 0; k < kMaxPerLane; ++k) {
+    const int d = lane + 32 * k;
+    if (d < p.head_dim) head[d] = norm_apply<T>(vals[k], inv, w[d]);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream) {
+  if (p.num_rows == 0) return cudaSuccess;
+  if (p.hidden <= 0 || p.num_rows > 0x7fffffff) return cudaErrorInvalidValue;
+  const bool vec8 = p.hidden % 8 == 0 && is_aligned(p.x, 16) && is_aligned(p.weight, 16) &&
+                    is_aligned(p.out, 16) && (p.residual == nullptr || is_aligned(p.residual, 16));
+  const int64_t num_vec = vec8 ? p.hidden / 8 : p.hidden;
+  const int threads = static_cast<int>(num_vec >= 1024 ? 1024 : ceil_div(num_vec, 32) * 32);
+  const unsigned blocks = static_cast<unsigned>(p.num_rows);
+  return dispatch_half(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (vec8) {
+      rms_norm_kernel<T, 8><<<blocks, threads, 0, stream>>>(p);
+    } else {
+      rms_norm_kernel<T, 1><<<blocks, threads, 0, stream>>>(p);
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_qk_norm(const QkNormParams& p, cudaStream_t stream) {
+  const int64_t items = p.num_tokens * (p.num_q_heads + p.num_kv_heads);
+  if (items == 0) return cudaSuccess;
+  if (p.head_dim <= 0 || p.head_dim > 256) return cudaErrorInvalidValue;
+  constexpr int kWarpsPerBlock = 8;
+  const int64_t blocks = ceil_div(items, kWarpsPerBlock);
+  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  return dispatch_half(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    qk_norm_kernel<T><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(p);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,29 @@
+// Rotary position embedding, rotate-half (GPT-NeoX) pairing, in place.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace pagoda::cuda {
+
+struct RopeParams {
+  DType dtype = DType::kBF16;
+  void* qkv = nullptr;           // [num_tokens, row_width]; heads [0, num_heads) rotated
+  int64_t num_tokens = 0;
+  int64_t row_width = 0;
+  int num_heads = 0;             // q heads + k heads (they are adjacent in the row)
+  int head_dim = 0;              // even
+  const int32_t* positions = nullptr;  // [num_tokens]
+  const float* cos_sin = nullptr;      // [num_positions, head_dim]: cos(p f_i) i < D/2, then sin
+  int64_t num_positions = 0;
+};
+
+// x[i], x[i + D/2] <- x1 cos - x2 sin, x2 cos + x1 sin, computed in f32 and
+// rounded once. A token whose position is outside [0, num_positions) is left
+// unchanged.
+cudaError_t launch_rope(const RopeParams& p, cudaStream_t stream);
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,222 @@
+// Block-wide building blocks of the sampling kernel (one CTA per row):
+// reductions, an inclusive scan, and a radix select that finds the
+// threshold of the "first n" tokens in (value descending, id ascending)
+// order, by count or by probability mass.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace pagoda::cuda::sampling {
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int32_t kNoCutoff = 0x7fffffff;
+
+// Monotone map of a float to uint32 (larger float -> larger key); -0 maps
+// like +0 so that equal floats get equal keys.
+__device__ __forceinline__ uint32_t order_key(float f) {
+  const uint32_t b = f == 0.0f ? 0u : __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+// The selected set: tokens with key > key, or key == key and id <= cutoff.
+struct Threshold {
+  uint32_t key = 0;
+  int32_t cutoff = kNoCutoff;
+  __device__ __forceinline__ bool selects(uint32_t k, int32_t id) const {
+    return k > key || (k == key && id <= cutoff);
+  }
+};
+
+// A (score, id) candidate; id -1 is "none".
+struct Candidate {
+  float score;
+  int32_t id;
+};
+
+// Prefers the higher score, then the lower id (NaN scores never win).
+__device__ __forceinline__ Candidate better(Candidate a, Candidate b) {
+  if (b.id < 0) return a;
+  if (a.id < 0) return b;
+  if (b.score > a.score || (b.score == a.score && b.id < a.id)) return b;
+  return a;
+}
+
+__device__ __forceinline__ Candidate warp_best(Candidate c) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    Candidate other;
+    other.score = __shfl_xor_sync(0xffffffffu, c.score, o);
+    other.id = __shfl_xor_sync(0xffffffffu, c.id, o);
+    c = better(c, other);
+  }
+  return c;
+}
+
+// Every thread gets the block's best candidate.
+__device__ __forceinline__ Candidate block_best(Candidate c) {
+  __shared__ Candidate buf[kWarps];
+  c = warp_best(c);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = c;
+  __syncthreads();
+  Candidate r = buf[0];
+  for (int i = 1; i < kWarps; ++i) r = better(r, buf[i]);
+  return r;
+}
+
+struct MaxOp {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const { return a > b ? a : b; }
+};
+struct SumOp {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+
+// Every thread gets op over the block (warps combined in a fixed order).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op) {
+  __shared__ T buf[kWarps];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
+  __syncthreads();
+  T r = buf[0];
+  for (int i = 1; i < kWarps; ++i) r = op(r, buf[i]);
+  return r;
+}
+
+// Inclusive prefix sum over the block in thread order; `total` gets the sum.
+__device__ __forceinline__ double block_inclusive_scan(double v, double& total) {
+  __shared__ double warp_sums[kWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const double n = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += n;
+  }
+  __syncthreads();
+  if (lane == 31) warp_sums[warp] = v;
+  __syncthreads();
+  double offset = 0.0;
+  total = 0.0;
+  for (int i = 0; i < kWarps; ++i) {
+    if (i < warp) offset += warp_sums[i];
+    total += warp_sums[i];
+  }
+  return v + offset;
+}
+
+struct SelectShared {
+  double hist[256];
+  int bin;
+  double above;
+  bool found;
+  int32_t cutoff;
+};
+
+// Warp 0: scanning bins 255 -> 0, finds the first non-empty bin where the
+// weight of the higher bins plus its own reaches `target`; writes bin,
+// above (weight of the higher bins) and found to sh.
+__device__ __forceinline__ void pick_bin(SelectShared& sh, double target) {
+  const int lane = threadIdx.x & 31;
+  double c[8];
+  double local = 0.0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    c[j] = sh.hist[255 - 8 * lane - j];
+    local += c[j];
+  }
+  double incl = local;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const double n = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += n;
+  }
+  double excl = __shfl_up_sync(0xffffffffu, incl, 1);
+  if (lane == 0) excl = 0.0;
+  const unsigned hit = __ballot_sync(0xffffffffu, local > 0.0 && incl >= target);
+  if (hit == 0) {
+    if (lane == 0) sh.found = false;
+    return;
+  }
+  if (lane != __ffs(hit) - 1) return;
+  double cum = excl;
+  int last = -1;
+  double last_above = 0.0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if (c[j] > 0.0) {
+      last = j;
+      last_above = cum;
+      if (cum + c[j] >= target) break;
+    }
+    cum += c[j];
+  }
+  // `last` is the hit bin, or (rounding) the lowest non-empty bin of the lane.
+  sh.bin = 255 - 8 * lane - last;
+  sh.above = last_above;
+  sh.found = true;
+}
+
+// Finds the threshold of the first tokens, in (value desc, id asc) order
+// among eligible tokens, whose summed weight reaches `target` (> 0).
+// fn(t, &key, &weight) returns whether token t is eligible and sets its
+// order key and weight (1 for counting). When the eligible total stays below
+// target every eligible token is selected. Call from all threads; fn must
+// give every thread the same answer for the same token.
+template <typename Fn>
+__device__ Threshold block_select(Fn fn, int64_t vocab, double target, SelectShared& sh) {
+  uint32_t prefix = 0, mask = 0;
+  double remaining = target;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hist[i] = 0.0;
+    __syncthreads();
+    for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+      uint32_t key;
+      double w;
+      if (fn(t, key, w) && (key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) pick_bin(sh, remaining);
+    __syncthreads();
+    if (!sh.found) {  // (rounding) the target is not reached: every key >= prefix
+      Threshold all;
+      all.key = prefix;
+      __syncthreads();
+      return all;
+    }
+    remaining -= sh.above;
+    prefix |= static_cast<uint32_t>(sh.bin) << shift;
+    mask |= 255u << shift;
+    __syncthreads();  // sh.* read by all before the next pass rewrites it
+  }
+  // Ties at the threshold key: the first of them in id order until the
+  // remaining weight is reached.
+  if (threadIdx.x == 0) sh.cutoff = kNoCutoff;
+  double run = 0.0;
+  for (int64_t base = 0; base < vocab; base += kThreads) {
+    const int64_t t = base + threadIdx.x;
+    double w = 0.0;
+    uint32_t key;
+    double tw;
+    if (t < vocab && fn(t, key, tw) && key == prefix) w = tw;
+    double total;
+    const double incl = block_inclusive_scan(w, total);
+    if (w > 0.0 && run + incl >= remaining) atomicMin(&sh.cutoff, static_cast<int32_t>(t));
+    __syncthreads();
+    if (sh.cutoff != kNoCutoff) break;
+    run += total;
+  }
+  Threshold th;
+  th.key = prefix;
+  th.cutoff = sh.cutoff;
+  __syncthreads();
+  return th;
+}
+
+}  // namespace pagoda::cuda::sampling

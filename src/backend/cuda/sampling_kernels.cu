@@ -1,0 +1,240 @@
+// The sampling kernel: one CTA of sampling::kThreads per logits row. Every
+// step mirrors the CPU reference (cpu_sampling.cpp) operation by operation,
+// including its f64 sums and its rounding points (no FMA contraction in the
+// penalty arithmetic), so that unambiguous draws agree exactly.
+#include <cmath>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/sampling_block.cuh"
+#include "backend/cuda/sampling_kernels.h"
+#include "core/philox.h"
+
+namespace pagoda::cuda {
+namespace {
+
+using sampling::Candidate;
+using sampling::kThreads;
+using sampling::MaxOp;
+using sampling::SumOp;
+using sampling::Threshold;
+using sampling::order_key;
+
+constexpr float kGreedyTemperature = 1e-5f;
+
+// log-sum-exp of a raw row: max in f32, sum of exp in f64 (like the CPU).
+__device__ double row_log_sum_exp(const float* x, int64_t vocab) {
+  float m = -INFINITY;
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) m = fmaxf(m, x[t]);
+  m = sampling::block_reduce(m, MaxOp{});
+  double s = 0.0;
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) s += exp(static_cast<double>(x[t]) - m);
+  s = sampling::block_reduce(s, SumOp{});
+  return static_cast<double>(m) + log(s);
+}
+
+__device__ __forceinline__ float raw_logprob(const float* x, double lse, int64_t t) {
+  return static_cast<float>(static_cast<double>(x[t]) - lse);
+}
+
+// Steps 1-2 (bias, then penalties) into `scratch` when the row has any;
+// returns the row to sample from. Tokens must be unique within each list.
+__device__ const float* processed_row(const SampleParams& p, const SampleRowParams& rp,
+                                      const float* x, float* scratch) {
+  if (rp.bias_end <= rp.bias_begin && rp.penalty_end <= rp.penalty_begin) return x;
+  for (int64_t t = threadIdx.x; t < p.vocab; t += kThreads) scratch[t] = x[t];
+  __syncthreads();
+  for (int i = rp.bias_begin + threadIdx.x; i < rp.bias_end; i += kThreads) {
+    const int32_t tok = p.bias_tokens[i];
+    if (tok >= 0 && tok < p.vocab) scratch[tok] = __fadd_rn(scratch[tok], p.bias_values[i]);
+  }
+  __syncthreads();
+  for (int i = rp.penalty_begin + threadIdx.x; i < rp.penalty_end; i += kThreads) {
+    const int32_t tok = p.penalty_tokens[i];
+    if (tok < 0 || tok >= p.vocab) continue;
+    const int32_t c = p.penalty_counts[i];
+    float v = scratch[tok];
+    if (rp.repetition_penalty != 1.0f && (c > 0 || p.penalty_in_prompt[i] != 0)) {
+      v = v > 0.0f ? __fdiv_rn(v, rp.repetition_penalty) : __fmul_rn(v, rp.repetition_penalty);
+    }
+    const float sub = __fadd_rn(__fmul_rn(rp.frequency_penalty, static_cast<float>(c)),
+                                __fmul_rn(rp.presence_penalty, c > 0 ? 1.0f : 0.0f));
+    scratch[tok] = __fsub_rn(v, sub);
+  }
+  __syncthreads();
+  return scratch;
+}
+
+// First index of the maximum of f(t) (lowest id on ties).
+template <typename F>
+__device__ int32_t block_argmax(F f, int64_t vocab) {
+  Candidate best{-INFINITY, -1};
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+    const float v = f(t);
+    if (best.id < 0 || v > best.score) best = Candidate{v, static_cast<int32_t>(t)};
+  }
+  return sampling::block_best(best).id;
+}
+
+// Step 4: temperature, min_p, top_k, top_p and the exponential race.
+__device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int64_t vocab,
+                              sampling::SelectShared& sh) {
+  const float temperature = rp.temperature;
+  auto scaled = [&](int64_t t) { return __fdiv_rn(proc[t], temperature); };
+  float y_max = -INFINITY;
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) y_max = fmaxf(y_max, scaled(t));
+  y_max = sampling::block_reduce(y_max, MaxOp{});
+  double y_sum = 0.0;
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+    y_sum += static_cast<double>(expf(__fsub_rn(scaled(t), y_max)));
+  }
+  y_sum = sampling::block_reduce(y_sum, SumOp{});
+  auto prob = [&](float y) {
+    return static_cast<float>(static_cast<double>(expf(__fsub_rn(y, y_max))) / y_sum);
+  };
+  const float min_p_cut = __fmul_rn(rp.min_p, static_cast<float>(1.0 / y_sum));
+  auto keep_min_p = [&](float pr) { return !(rp.min_p > 0.0f && pr < min_p_cut); };
+
+  Threshold top_k;  // selects everything unless top_k is active
+  if (rp.top_k > 0 && rp.top_k < vocab) {
+    top_k = sampling::block_select(
+        [&](int64_t t, uint32_t& key, double& w) {
+          const float y = scaled(t);
+          key = order_key(y);
+          w = 1.0;
+          return keep_min_p(prob(y));
+        },
+        vocab, static_cast<double>(rp.top_k), sh);
+  }
+  // kept(t) after min_p and top_k; sets y and p of the token.
+  auto kept_k = [&](int64_t t, float& y, float& pr) {
+    y = scaled(t);
+    pr = prob(y);
+    return keep_min_p(pr) && top_k.selects(order_key(y), static_cast<int32_t>(t));
+  };
+  Threshold top_p;
+  if (rp.top_p < 1.0f) {
+    double total = 0.0;
+    for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+      float y, pr;
+      if (kept_k(t, y, pr)) total += pr;
+    }
+    total = sampling::block_reduce(total, SumOp{});
+    const double target = fmax(static_cast<double>(rp.top_p) * total, 1e-300);
+    top_p = sampling::block_select(
+        [&](int64_t t, uint32_t& key, double& w) {
+          float y, pr;
+          const bool keep = kept_k(t, y, pr);
+          key = order_key(pr);
+          w = pr;
+          return keep;
+        },
+        vocab, target, sh);
+  }
+  Candidate best{-1.0f, -1};
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+    float y, pr;
+    if (!kept_k(t, y, pr) || !top_p.selects(order_key(pr), static_cast<int32_t>(t))) continue;
+    const float e = -logf(philox_uniform(rp.seed, rp.step, static_cast<uint64_t>(t)));
+    const float score = pr / e;
+    if (score > best.score) best = Candidate{score, static_cast<int32_t>(t)};
+  }
+  const int32_t token = sampling::block_best(best).id;
+  return token >= 0 ? token : block_argmax(scaled, vocab);
+}
+
+// 1 + number of tokens whose raw logprob is strictly larger than token's.
+__device__ int32_t raw_rank(const float* x, double lse, int64_t vocab, int32_t token) {
+  const float lp = raw_logprob(x, lse, token);
+  int count = 0;
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) count += raw_logprob(x, lse, t) > lp ? 1 : 0;
+  return 1 + sampling::block_reduce(count, SumOp{});
+}
+
+// The row's top-n tokens by raw logprob (lower id first on ties) into
+// ids/lps [width]; entries past n hold -1 / NaN.
+__device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, int n, int width,
+                                   int32_t* ids, float* lps, sampling::SelectShared& sh) {
+  __shared__ uint32_t keys_s[kMaxTopLogprobs];
+  __shared__ int32_t ids_s[kMaxTopLogprobs];
+  __shared__ int count_s;
+  n = static_cast<int>(min(static_cast<int64_t>(min(n, width)), vocab));
+  for (int i = threadIdx.x; i < width; i += kThreads) {
+    if (i >= n) {
+      ids[i] = -1;
+      lps[i] = NAN;
+    }
+  }
+  if (n <= 0) return;
+  const Threshold th = sampling::block_select(
+      [&](int64_t t, uint32_t& key, double& w) {
+        key = order_key(raw_logprob(x, lse, t));
+        w = 1.0;
+        return true;
+      },
+      vocab, static_cast<double>(n), sh);
+  if (threadIdx.x == 0) count_s = 0;
+  __syncthreads();
+  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+    const uint32_t key = order_key(raw_logprob(x, lse, t));
+    if (!th.selects(key, static_cast<int32_t>(t))) continue;
+    const int i = atomicAdd(&count_s, 1);
+    if (i < n) {
+      keys_s[i] = key;
+      ids_s[i] = static_cast<int32_t>(t);
+    }
+  }
+  __syncthreads();
+  const int found = min(count_s, n);
+  for (int i = threadIdx.x; i < found; i += kThreads) {
+    int rank = 0;
+    for (int j = 0; j < found; ++j) {
+      rank += (keys_s[j] > keys_s[i] || (keys_s[j] == keys_s[i] && ids_s[j] < ids_s[i])) ? 1 : 0;
+    }
+    ids[rank] = ids_s[i];
+    lps[rank] = raw_logprob(x, lse, ids_s[i]);
+  }
+  __syncthreads();
+}
+
+__global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p) {
+  __shared__ sampling::SelectShared sh;
+  const int r = blockIdx.x;
+  const SampleRowParams rp = p.rows[r];
+  const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
+  const double lse = row_log_sum_exp(x, p.vocab);
+  const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab);
+
+  const int32_t token = rp.temperature < kGreedyTemperature
+                            ? block_argmax([&](int64_t t) { return proc[t]; }, p.vocab)
+                            : draw_token(rp, proc, p.vocab, sh);
+  const int32_t rank = raw_rank(x, lse, p.vocab, token);
+  const bool has_target = rp.target_token >= 0 && rp.target_token < p.vocab;
+  const int32_t target_rank = has_target ? raw_rank(x, lse, p.vocab, rp.target_token) : 0;
+  if (threadIdx.x == 0) {
+    SampleRowResult res;
+    res.token = token;
+    res.rank = rank;
+    res.logprob = raw_logprob(x, lse, token);
+    res.target_rank = target_rank;
+    res.target_logprob = has_target ? raw_logprob(x, lse, rp.target_token) : NAN;
+    p.results[r] = res;
+  }
+  if (p.top_width > 0) {
+    const int64_t off = static_cast<int64_t>(r) * p.top_width;
+    write_top_logprobs(x, lse, p.vocab, rp.num_top_logprobs, p.top_width, p.top_ids + off,
+                       p.top_logprobs + off, sh);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream) {
+  if (p.num_rows == 0) return cudaSuccess;
+  if (p.vocab <= 0 || p.top_width > kMaxTopLogprobs || p.top_width < 0) {
+    return cudaErrorInvalidValue;
+  }
+  sample_kernel<<<static_cast<unsigned>(p.num_rows), kThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace pagoda::cuda

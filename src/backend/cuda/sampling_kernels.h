@@ -1,0 +1,67 @@
+// Logits processing and sampling on the GPU, exactly per
+// backend/sampling_batch.h: one CTA per logits row computes the raw
+// log-softmax statistics, applies bias and penalties (into a scratch copy of
+// the row, only when the row has any), then greedy argmax or
+// temperature / min_p / top_k / top_p and the philox exponential race, and
+// the sampled token's logprob and rank, the target token's, and the top-K.
+// top_k, top_p and top-K use a 4-pass 8-bit radix select over the row (counts
+// or probability mass per bin) and a block scan for ties, which go to the
+// lower id.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace pagoda::cuda {
+
+// Largest SamplingBatch::max_top_logprobs the kernel supports.
+constexpr int kMaxTopLogprobs = 1024;
+
+// One row's settings; list ranges index the flat arrays of SampleParams.
+struct SampleRowParams {
+  uint64_t seed = 0;
+  uint64_t step = 0;
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int32_t top_k = 0;
+  int32_t num_top_logprobs = 0;
+  int32_t target_token = -1;
+  int32_t penalty_begin = 0;  // [penalty_begin, penalty_end) of the penalty arrays
+  int32_t penalty_end = 0;
+  int32_t bias_begin = 0;     // [bias_begin, bias_end) of the bias arrays
+  int32_t bias_end = 0;
+};
+
+struct SampleRowResult {
+  int32_t token = -1;
+  int32_t rank = 0;
+  int32_t target_rank = 0;       // 0 when the row has no target
+  float logprob = 0.0f;
+  float target_logprob = 0.0f;   // NaN when the row has no target
+};
+
+struct SampleParams {
+  const float* logits = nullptr;  // [num_rows, vocab] f32 (rows of this launch)
+  int64_t vocab = 0;
+  int num_rows = 0;
+  const SampleRowParams* rows = nullptr;  // [num_rows]
+  const int32_t* penalty_tokens = nullptr;
+  const int32_t* penalty_counts = nullptr;
+  const uint8_t* penalty_in_prompt = nullptr;
+  const int32_t* bias_tokens = nullptr;
+  const float* bias_values = nullptr;
+  float* scratch = nullptr;       // [num_rows, vocab]: processed logits of rows with bias/penalties
+  int top_width = 0;              // K: row stride of top_ids / top_logprobs
+  SampleRowResult* results = nullptr;  // [num_rows]
+  int32_t* top_ids = nullptr;     // [num_rows, K]; past a row's num_top_logprobs: -1
+  float* top_logprobs = nullptr;  // [num_rows, K]; past a row's num_top_logprobs: NaN
+};
+
+cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream);
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,217 @@
+// GGUF metadata → ModelConfig. Keys follow llama.cpp's llama-arch.cpp
+// ("{arch}.embedding_length", "tokenizer.ggml.eos_token_id", ...).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "io/gguf_model.h"
+
+namespace pagoda {
+
+namespace {
+
+struct GgufFamily {
+  const char* gguf_arch;
+  const char* hf_architecture;
+};
+
+constexpr GgufFamily kGgufFamilies[] = {
+    {"llama", "LlamaForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},
+};
+
+// llama_ftype values of unquantized files.
+constexpr int64_t kFileTypeAllF32 = 0;
+constexpr int64_t kFileTypeMostlyF16 = 1;
+constexpr int64_t kFileTypeMostlyBF16 = 32;
+
+// Reads "{arch}.<suffix>" keys of one file; errors name key and file.
+class ArchKeys {
+ public:
+  ArchKeys(const GgufFile& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+
+  std::string key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
+
+  Error missing(const std::string& k) const {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("GGUF {}: missing or non-integer metadata key '{}'", f_.path(), k));
+  }
+
+  Status req_positive(std::string_view suffix, int64_t* out) const {
+    const std::string k = key(suffix);
+    auto v = f_.get_int(k);
+    if (!v) return missing(k);
+    if (*v <= 0) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("GGUF {}: '{}' is {}", f_.path(), k, *v));
+    }
+    *out = *v;
+    return Status::Ok();
+  }
+  void opt_int(std::string_view suffix, int64_t* out) const {
+    if (auto v = f_.get_int(key(suffix))) *out = *v;
+  }
+  void opt_float(std::string_view suffix, double* out) const {
+    if (auto v = f_.get_float(key(suffix))) *out = *v;
+  }
+
+ private:
+  const GgufFile& f_;
+  std::string arch_;
+};
+
+Status read_shapes(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
+  PAGODA_RETURN_IF_ERROR(k.req_positive("context_length", &c->max_position_embeddings));
+  PAGODA_RETURN_IF_ERROR(k.req_positive("embedding_length", &c->hidden_size));
+  PAGODA_RETURN_IF_ERROR(k.req_positive("block_count", &c->num_layers));
+  PAGODA_RETURN_IF_ERROR(k.req_positive("feed_forward_length", &c->intermediate_size));
+  PAGODA_RETURN_IF_ERROR(k.req_positive("attention.head_count", &c->num_heads));
+  c->num_kv_heads = c->num_heads;
+  if (f.has(k.key("attention.head_count_kv"))) {
+    PAGODA_RETURN_IF_ERROR(k.req_positive("attention.head_count_kv", &c->num_kv_heads));
+  }
+  if (c->num_heads % c->num_kv_heads != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("GGUF {}: head_count {} is not a multiple of head_count_kv {}",
+                                  f.path(), c->num_heads, c->num_kv_heads));
+  }
+  if (f.has(k.key("attention.key_length"))) {
+    PAGODA_RETURN_IF_ERROR(k.req_positive("attention.key_length", &c->head_dim));
+  } else if (c->hidden_size % c->num_heads == 0) {
+    c->head_dim = c->hidden_size / c->num_heads;
+  } else {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("GGUF {}: embedding_length {} is not a multiple of head_count {}",
+                                  f.path(), c->hidden_size, c->num_heads));
+  }
+  const std::string eps_key = k.key("attention.layer_norm_rms_epsilon");
+  auto eps = f.get_float(eps_key);
+  if (!eps)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("GGUF {}: missing '{}'", f.path(), eps_key));
+  c->rms_norm_eps = *eps;
+  int64_t rope_dims = c->head_dim;
+  k.opt_int("rope.dimension_count", &rope_dims);
+  if (rope_dims != c->head_dim) {
+    return make_error(
+        ErrorCode::kUnsupported,
+        fmt::format("GGUF {}: partial rotary embedding (rope.dimension_count {} != head dim {})",
+                    f.path(), rope_dims, c->head_dim));
+  }
+  int64_t num_experts = 0;
+  k.opt_int("expert_count", &num_experts);
+  if (num_experts > 0) {
+    return make_error(
+        ErrorCode::kUnsupported,
+        fmt::format("GGUF {}: mixture-of-experts models (expert_count {}) are not supported",
+                    f.path(), num_experts));
+  }
+  return Status::Ok();
+}
+
+Status read_rope(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
+  k.opt_float("rope.freq_base", &c->rope_theta);
+  RopeScaling& s = c->rope_scaling;
+  std::string type = f.get_string(k.key("rope.scaling.type")).value_or("");
+  double linear_scale = 0.0;
+  k.opt_float("rope.scale_linear", &linear_scale);  // older files
+  if (type.empty() && linear_scale > 0.0 && linear_scale != 1.0) {
+    s.type = RopeScalingType::kLinear;
+    s.factor = linear_scale;
+    return Status::Ok();
+  }
+  if (type.empty() || type == "none") return Status::Ok();
+  if (type == "linear") {
+    s.type = RopeScalingType::kLinear;
+  } else if (type == "yarn") {
+    s.type = RopeScalingType::kYarn;
+  } else {
+    return make_error(
+        ErrorCode::kUnsupported,
+        fmt::format("GGUF {}: rope.scaling.type '{}' is not supported (none, linear, yarn)",
+                    f.path(), type));
+  }
+  k.opt_float("rope.scaling.factor", &s.factor);
+  k.opt_int("rope.scaling.original_context_length", &s.original_max_position_embeddings);
+  k.opt_float("rope.scaling.yarn_beta_fast", &s.beta_fast);
+  k.opt_float("rope.scaling.yarn_beta_slow", &s.beta_slow);
+  if (s.type == RopeScalingType::kYarn && s.original_max_position_embeddings == 0) {
+    s.original_max_position_embeddings = c->max_position_embeddings;
+  }
+  return Status::Ok();
+}
+
+void read_tokens(const GgufFile& f, ModelConfig* c) {
+  if (const auto* tokens = f.get_string_array("tokenizer.ggml.tokens")) {
+    c->vocab_size = static_cast<int64_t>(tokens->size());
+  } else if (const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
+             emb != nullptr && emb->dims.size() == 2) {
+    c->vocab_size = emb->dims[1];
+  }
+  auto valid_id = [](std::optional<int64_t> v) { return v && *v >= 0 && *v <= INT32_MAX; };
+  if (auto bos = f.get_int("tokenizer.ggml.bos_token_id"); valid_id(bos))
+    c->bos_token_id = static_cast<int32_t>(*bos);
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    auto id = f.get_int(key);
+    if (!valid_id(id)) continue;
+    const auto id32 = static_cast<int32_t>(*id);
+    if (std::find(c->eos_token_ids.begin(), c->eos_token_ids.end(), id32) ==
+        c->eos_token_ids.end()) {
+      c->eos_token_ids.push_back(id32);
+    }
+  }
+}
+
+DType dtype_from_file_type(std::optional<int64_t> file_type) {
+  if (file_type == kFileTypeAllF32) return DType::kF32;
+  if (file_type == kFileTypeMostlyF16) return DType::kF16;
+  if (file_type == kFileTypeMostlyBF16) return DType::kBF16;
+  return DType::kBF16;
+}
+
+}  // namespace
+
+Result<ModelConfig> gguf_model_config(const GgufFile& f) {
+  auto arch = f.get_string("general.architecture");
+  if (!arch) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("GGUF {}: missing metadata key 'general.architecture'", f.path()));
+  }
+  ModelConfig c;
+  for (const GgufFamily& fam : kGgufFamilies) {
+    if (*arch == fam.gguf_arch) {
+      c.architecture = fam.gguf_arch;
+      c.hf_architecture = fam.hf_architecture;
+    }
+  }
+  if (c.architecture.empty()) {
+    return make_error(
+        ErrorCode::kUnsupported,
+        fmt::format(
+            "GGUF {}: unsupported general.architecture '{}' (supported: llama, qwen2, qwen3)",
+            f.path(), *arch));
+  }
+  const ArchKeys keys(f, *arch);
+  PAGODA_RETURN_IF_ERROR(read_shapes(f, keys, &c));
+  PAGODA_RETURN_IF_ERROR(read_rope(f, keys, &c));
+  keys.opt_int("attention.sliding_window", &c.sliding_window);
+  read_tokens(f, &c);
+  if (c.vocab_size <= 0) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format(
+            "GGUF {}: no vocabulary size (no tokenizer.ggml.tokens and no token_embd.weight)",
+            f.path()));
+  }
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+  c.attention_bias = c.architecture == "qwen2" || f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.qk_norm = c.architecture == "qwen3";
+  c.dtype = dtype_from_file_type(f.get_int("general.file_type"));
+  return c;
+}
+
+}  // namespace pagoda

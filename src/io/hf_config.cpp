@@ -1,0 +1,356 @@
+// config.json / generation_config.json parsing. Field semantics follow
+// transformers' LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config.
+#include "io/hf_config.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "io/mapped_file.h"
+
+namespace pagoda {
+
+namespace {
+
+using Json = nlohmann::json;
+
+struct Family {
+  const char* hf_architecture;
+  const char* model_type;
+  const char* canonical;
+};
+
+constexpr Family kFamilies[] = {
+    {"LlamaForCausalLM", "llama", "llama"},
+    {"MistralForCausalLM", "mistral", "mistral"},
+    {"Qwen2ForCausalLM", "qwen2", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3", "qwen3"},
+};
+
+std::string supported_list() {
+  std::string s;
+  for (const Family& f : kFamilies) s += (s.empty() ? "" : ", ") + std::string(f.hf_architecture);
+  return s;
+}
+
+// Typed access to the fields of one JSON object; errors name field and file.
+class Fields {
+ public:
+  Fields(const Json& j, const std::string& path) : j_(j), path_(path) {}
+
+  const Json* find(std::string_view key) const {
+    auto it = j_.find(std::string(key));
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  Error bad(std::string_view key, std::string_view expected) const {
+    auto it = j_.find(std::string(key));
+    const std::string got = it == j_.end() ? "nothing" : it->dump();
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: field '{}' must be {} (got {})", path_, key, expected, got));
+  }
+
+  Error missing(std::string_view key) const {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: missing required field '{}'", path_, key));
+  }
+
+  // Leaves *out unchanged when the field is absent or null.
+  Status opt_int(std::string_view key, int64_t* out) const {
+    const Json* v = find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_number_integer()) return bad(key, "an integer");
+    *out = v->get<int64_t>();
+    return Status::Ok();
+  }
+  Status opt_int(std::string_view key, std::optional<int64_t>* out) const {
+    int64_t x = 0;
+    if (find(key) == nullptr) return Status::Ok();
+    PAGODA_RETURN_IF_ERROR(opt_int(key, &x));
+    *out = x;
+    return Status::Ok();
+  }
+  Status req_positive_int(std::string_view key, int64_t* out) const {
+    if (find(key) == nullptr) return missing(key);
+    PAGODA_RETURN_IF_ERROR(opt_int(key, out));
+    if (*out <= 0) return bad(key, "a positive integer");
+    return Status::Ok();
+  }
+  Status opt_double(std::string_view key, double* out) const {
+    const Json* v = find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_number()) return bad(key, "a number");
+    *out = v->get<double>();
+    return Status::Ok();
+  }
+  Status opt_double(std::string_view key, std::optional<double>* out) const {
+    double x = 0;
+    if (find(key) == nullptr) return Status::Ok();
+    PAGODA_RETURN_IF_ERROR(opt_double(key, &x));
+    *out = x;
+    return Status::Ok();
+  }
+  Status req_double(std::string_view key, double* out) const {
+    if (find(key) == nullptr) return missing(key);
+    return opt_double(key, out);
+  }
+  Status opt_bool(std::string_view key, bool* out) const {
+    const Json* v = find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_boolean()) return bad(key, "a boolean");
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+  Status opt_string(std::string_view key, std::string* out) const {
+    const Json* v = find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_string()) return bad(key, "a string");
+    *out = v->get<std::string>();
+    return Status::Ok();
+  }
+  // An int, a list of ints, or null/absent (leaves *out empty).
+  Status token_ids(std::string_view key, std::vector<int32_t>* out) const {
+    const Json* v = find(key);
+    if (v == nullptr) return Status::Ok();
+    auto valid = [](const Json& x) {
+      return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT32_MAX;
+    };
+    if (valid(*v)) {
+      out->push_back(v->get<int32_t>());
+      return Status::Ok();
+    }
+    if (!v->is_array()) return bad(key, "a token id or a list of token ids");
+    for (const Json& x : *v) {
+      if (!valid(x)) return bad(key, "a token id or a list of token ids");
+      out->push_back(x.get<int32_t>());
+    }
+    return Status::Ok();
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  const Json& j_;
+  const std::string& path_;
+};
+
+Status parse_architecture(const Fields& f, ModelConfig* c) {
+  std::string model_type;
+  PAGODA_RETURN_IF_ERROR(f.opt_string("model_type", &model_type));
+  const Json* archs = f.find("architectures");
+  if (archs != nullptr) {
+    if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
+      return f.bad("architectures", "a non-empty list of strings");
+    }
+    c->hf_architecture = (*archs)[0].get<std::string>();
+  }
+  for (const Family& fam : kFamilies) {
+    if (archs != nullptr ? c->hf_architecture == fam.hf_architecture
+                         : model_type == fam.model_type) {
+      c->architecture = fam.canonical;
+      if (c->hf_architecture.empty()) c->hf_architecture = fam.hf_architecture;
+      return Status::Ok();
+    }
+  }
+  const std::string got = archs != nullptr ? c->hf_architecture : "model_type '" + model_type + "'";
+  return make_error(ErrorCode::kUnsupported,
+                    fmt::format("{}: unsupported architecture {} (supported: {})", f.path(),
+                                got.empty() ? "(none)" : got, supported_list()));
+}
+
+Result<RopeScalingType> rope_type_from(const Fields& f, std::string_view field,
+                                       const std::string& name) {
+  if (name == "default" || name.empty()) return RopeScalingType::kDefault;
+  if (name == "linear") return RopeScalingType::kLinear;
+  if (name == "llama3") return RopeScalingType::kLlama3;
+  if (name == "yarn") return RopeScalingType::kYarn;
+  return make_error(
+      ErrorCode::kUnsupported,
+      fmt::format("{}: {} type '{}' is not supported (supported: default, linear, llama3, yarn)",
+                  f.path(), field, name));
+}
+
+// A rope_scaling / rope_parameters object. `field` names it in errors.
+Status parse_rope_dict(const Json& r, const std::string& field, const std::string& path,
+                       ModelConfig* c) {
+  if (!r.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: field '{}' must be an object", path, field));
+  }
+  const std::string ctx = path + " (" + field + ")";
+  Fields f(r, ctx);
+  std::string type;
+  PAGODA_RETURN_IF_ERROR(
+      f.opt_string(f.find("rope_type") != nullptr ? "rope_type" : "type", &type));
+  PAGODA_ASSIGN_OR_RETURN(c->rope_scaling.type, rope_type_from(f, field, type));
+  PAGODA_RETURN_IF_ERROR(f.opt_double("rope_theta", &c->rope_theta));
+  RopeScaling& s = c->rope_scaling;
+  switch (s.type) {
+    case RopeScalingType::kDefault:
+      return Status::Ok();
+    case RopeScalingType::kLinear:
+      return f.req_double("factor", &s.factor);
+    case RopeScalingType::kLlama3:
+      PAGODA_RETURN_IF_ERROR(f.req_double("factor", &s.factor));
+      PAGODA_RETURN_IF_ERROR(f.req_double("low_freq_factor", &s.low_freq_factor));
+      PAGODA_RETURN_IF_ERROR(f.req_double("high_freq_factor", &s.high_freq_factor));
+      if (f.find("original_max_position_embeddings") == nullptr)
+        return f.missing("original_max_position_embeddings");
+      return f.opt_int("original_max_position_embeddings", &s.original_max_position_embeddings);
+    case RopeScalingType::kYarn:
+      PAGODA_RETURN_IF_ERROR(f.req_double("factor", &s.factor));
+      PAGODA_RETURN_IF_ERROR(
+          f.opt_int("original_max_position_embeddings", &s.original_max_position_embeddings));
+      PAGODA_RETURN_IF_ERROR(f.opt_double("beta_fast", &s.beta_fast));
+      PAGODA_RETURN_IF_ERROR(f.opt_double("beta_slow", &s.beta_slow));
+      PAGODA_RETURN_IF_ERROR(f.opt_double("attention_factor", &s.attention_factor));
+      PAGODA_RETURN_IF_ERROR(f.opt_double("mscale", &s.mscale));
+      return f.opt_double("mscale_all_dim", &s.mscale_all_dim);
+  }
+  return Status::Ok();
+}
+
+// rope_theta + rope_scaling (transformers 4) or rope_parameters (transformers 5).
+Status parse_rope(const Fields& f, ModelConfig* c) {
+  PAGODA_RETURN_IF_ERROR(f.opt_double("rope_theta", &c->rope_theta));
+  if (const Json* p = f.find("rope_parameters")) {
+    PAGODA_RETURN_IF_ERROR(parse_rope_dict(*p, "rope_parameters", f.path(), c));
+  } else if (const Json* s = f.find("rope_scaling")) {
+    PAGODA_RETURN_IF_ERROR(parse_rope_dict(*s, "rope_scaling", f.path(), c));
+  }
+  if (c->rope_scaling.type == RopeScalingType::kYarn &&
+      c->rope_scaling.original_max_position_embeddings == 0) {
+    c->rope_scaling.original_max_position_embeddings = c->max_position_embeddings;
+  }
+  if (c->rope_theta <= 0) return f.bad("rope_theta", "positive");
+  return Status::Ok();
+}
+
+Status parse_dtype(const Fields& f, ModelConfig* c) {
+  const char* key = f.find("dtype") != nullptr ? "dtype" : "torch_dtype";
+  std::string name;
+  PAGODA_RETURN_IF_ERROR(f.opt_string(key, &name));
+  if (name.empty()) return Status::Ok();
+  if (name == "float32" || name == "float") {
+    c->dtype = DType::kF32;
+  } else if (name == "float16" || name == "half") {
+    c->dtype = DType::kF16;
+  } else if (name == "bfloat16") {
+    c->dtype = DType::kBF16;
+  } else {
+    return f.bad(key, "float32, float16 or bfloat16");
+  }
+  return Status::Ok();
+}
+
+Status parse_shapes(const Fields& f, ModelConfig* c) {
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int("vocab_size", &c->vocab_size));
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int("hidden_size", &c->hidden_size));
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int("intermediate_size", &c->intermediate_size));
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int("num_hidden_layers", &c->num_layers));
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int("num_attention_heads", &c->num_heads));
+  PAGODA_RETURN_IF_ERROR(
+      f.req_positive_int("max_position_embeddings", &c->max_position_embeddings));
+  c->num_kv_heads = c->num_heads;
+  PAGODA_RETURN_IF_ERROR(f.opt_int("num_key_value_heads", &c->num_kv_heads));
+  if (c->num_kv_heads <= 0 || c->num_heads % c->num_kv_heads != 0) {
+    return f.bad("num_key_value_heads",
+                 fmt::format("a positive divisor of num_attention_heads ({})", c->num_heads));
+  }
+  if (f.find("head_dim") != nullptr) {
+    PAGODA_RETURN_IF_ERROR(f.req_positive_int("head_dim", &c->head_dim));
+  } else if (c->hidden_size % c->num_heads != 0) {
+    return f.bad("hidden_size",
+                 fmt::format("a multiple of num_attention_heads ({}) when head_dim is absent",
+                             c->num_heads));
+  } else {
+    c->head_dim = c->hidden_size / c->num_heads;
+  }
+  PAGODA_RETURN_IF_ERROR(f.opt_double("rms_norm_eps", &c->rms_norm_eps));
+  return Status::Ok();
+}
+
+// Bias, norm and attention-window flags that depend on the family.
+Status parse_family_flags(const Fields& f, ModelConfig* c) {
+  bool mlp_bias = false;
+  std::string act = "silu";
+  PAGODA_RETURN_IF_ERROR(f.opt_bool("mlp_bias", &mlp_bias));
+  PAGODA_RETURN_IF_ERROR(f.opt_string("hidden_act", &act));
+  if (mlp_bias)
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: mlp_bias=true is not supported", f.path()));
+  if (act != "silu") {
+    return make_error(
+        ErrorCode::kUnsupported,
+        fmt::format("{}: hidden_act '{}' is not supported (expected silu)", f.path(), act));
+  }
+  PAGODA_RETURN_IF_ERROR(f.opt_bool("tie_word_embeddings", &c->tie_word_embeddings));
+  if (c->architecture == "qwen2") {
+    c->attention_bias = true;
+  } else if (c->architecture != "mistral") {
+    PAGODA_RETURN_IF_ERROR(f.opt_bool("attention_bias", &c->attention_bias));
+  }
+  c->qk_norm = c->architecture == "qwen3";
+  if (c->architecture == "mistral") return f.opt_int("sliding_window", &c->sliding_window);
+  if (c->architecture == "qwen2" || c->architecture == "qwen3") {
+    bool use_sliding_window = false;
+    PAGODA_RETURN_IF_ERROR(f.opt_bool("use_sliding_window", &use_sliding_window));
+    if (use_sliding_window) return f.opt_int("sliding_window", &c->sliding_window);
+  }
+  return Status::Ok();
+}
+
+Result<Json> parse_json_object(std::string_view text, const std::string& path) {
+  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return make_error(ErrorCode::kCorrupt, fmt::format("{}: not valid JSON", path));
+  if (!j.is_object())
+    return make_error(ErrorCode::kCorrupt, fmt::format("{}: not a JSON object", path));
+  return j;
+}
+
+}  // namespace
+
+Result<ModelConfig> parse_hf_config(std::string_view json_text, const std::string& path) {
+  PAGODA_ASSIGN_OR_RETURN(Json j, parse_json_object(json_text, path));
+  const Fields f(j, path);
+  ModelConfig c;
+  PAGODA_RETURN_IF_ERROR(parse_architecture(f, &c));
+  PAGODA_RETURN_IF_ERROR(parse_shapes(f, &c));
+  PAGODA_RETURN_IF_ERROR(parse_rope(f, &c));
+  PAGODA_RETURN_IF_ERROR(parse_dtype(f, &c));
+  PAGODA_RETURN_IF_ERROR(parse_family_flags(f, &c));
+  std::vector<int32_t> bos;  // an id, or (rarely) a list whose first entry is used
+  PAGODA_RETURN_IF_ERROR(f.token_ids("bos_token_id", &bos));
+  if (!bos.empty()) c.bos_token_id = bos.front();
+  PAGODA_RETURN_IF_ERROR(f.token_ids("eos_token_id", &c.eos_token_ids));
+  return c;
+}
+
+Result<ModelConfig> load_hf_config(const std::string& path) {
+  PAGODA_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
+  return parse_hf_config(text, path);
+}
+
+Result<GenerationDefaults> parse_generation_config(std::string_view json_text,
+                                                   const std::string& path) {
+  PAGODA_ASSIGN_OR_RETURN(Json j, parse_json_object(json_text, path));
+  const Fields f(j, path);
+  GenerationDefaults g;
+  PAGODA_RETURN_IF_ERROR(f.opt_double("temperature", &g.temperature));
+  PAGODA_RETURN_IF_ERROR(f.opt_double("top_p", &g.top_p));
+  PAGODA_RETURN_IF_ERROR(f.opt_int("top_k", &g.top_k));
+  PAGODA_RETURN_IF_ERROR(f.opt_double("min_p", &g.min_p));
+  PAGODA_RETURN_IF_ERROR(f.opt_double("repetition_penalty", &g.repetition_penalty));
+  PAGODA_RETURN_IF_ERROR(f.opt_int("max_new_tokens", &g.max_new_tokens));
+  PAGODA_RETURN_IF_ERROR(f.token_ids("eos_token_id", &g.eos_token_ids));
+  return g;
+}
+
+Result<GenerationDefaults> load_generation_config(const std::string& path) {
+  PAGODA_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
+  return parse_generation_config(text, path);
+}
+
+}  // namespace pagoda

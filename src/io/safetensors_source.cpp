@@ -1,0 +1,169 @@
+// WeightSource over memory-mapped safetensors files.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/log.h"
+#include "io/mapped_file.h"
+#include "io/safetensors.h"
+
+namespace pagoda {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Located {
+  size_t file;  // index into files_
+  SafetensorsEntry entry;
+};
+
+class SafetensorsSource final : public WeightSource {
+ public:
+  Status add_file(const std::string& path) {
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> map, MappedFile::open(path));
+    PAGODA_ASSIGN_OR_RETURN(SafetensorsHeader header,
+                            parse_safetensors_header(map->data(), map->size(), path));
+    for (SafetensorsEntry& e : header.tensors) {
+      if (!e.dtype) {
+        return make_error(
+            ErrorCode::kUnsupported,
+            fmt::format("safetensors {}: tensor '{}' has dtype {}; only F32, F16 and BF16 are "
+                        "supported",
+                        path, e.name, e.dtype_name));
+      }
+      if (index_.count(e.name) != 0) {
+        return make_error(ErrorCode::kCorrupt,
+                          fmt::format("tensor '{}' appears in both {} and {}", e.name,
+                                      files_[located_[index_[e.name]].file]->path(), path));
+      }
+      index_[e.name] = located_.size();
+      infos_.push_back(TensorInfo{e.name, *e.dtype, e.shape, e.end - e.begin});
+      located_.push_back(Located{files_.size(), std::move(e)});
+    }
+    total_bytes_ += map->size();
+    files_.push_back(std::move(map));
+    return Status::Ok();
+  }
+
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+
+  const TensorInfo* find(std::string_view name) const override {
+    auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &infos_[it->second];
+  }
+
+  Result<HostTensor> read(std::string_view name) override {
+    auto it = index_.find(name);
+    if (it == index_.end()) {
+      return make_error(ErrorCode::kNotFound,
+                        fmt::format("tensor '{}' not found in {}", name, describe()));
+    }
+    const Located& loc = located_[it->second];
+    const TensorInfo& info = infos_[it->second];
+    HostTensor t;
+    t.dtype = info.dtype;
+    t.shape = info.shape;
+    const uint8_t* p = files_[loc.file]->data() + loc.entry.begin;
+    const size_t nbytes = loc.entry.end - loc.entry.begin;
+    if (reinterpret_cast<uintptr_t>(p) % dtype_size(info.dtype) == 0) {
+      t.data = p;
+    } else {  // misaligned for its element type: copy so callers may cast
+      t.owned.assign(p, p + nbytes);
+      t.data = t.owned.data();
+    }
+    return t;
+  }
+
+  std::string describe() const override {
+    const double gb = static_cast<double>(total_bytes_) / 1e9;
+    if (files_.size() == 1)
+      return fmt::format("{} ({} tensors, {:.2f} GB)", files_[0]->path(), infos_.size(), gb);
+    return fmt::format("{} safetensors shards ({} tensors, {:.2f} GB)", files_.size(),
+                       infos_.size(), gb);
+  }
+
+ private:
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::vector<TensorInfo> infos_;
+  std::vector<Located> located_;
+  std::map<std::string, size_t, std::less<>> index_;
+  uint64_t total_bytes_ = 0;
+};
+
+// Shard file names from model.safetensors.index.json, in first-use order, and
+// the tensor → shard map to cross-check.
+Status read_index(const std::string& index_path, std::vector<std::string>* shards,
+                  std::map<std::string, std::string>* weight_map) {
+  PAGODA_ASSIGN_OR_RETURN(std::string text, read_file_text(index_path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return make_error(ErrorCode::kCorrupt, fmt::format("{}: not a valid JSON object", index_path));
+  }
+  auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object()) {
+    return make_error(ErrorCode::kCorrupt,
+                      fmt::format("{}: missing object field 'weight_map'", index_path));
+  }
+  std::set<std::string> seen;
+  for (const auto& [name, file] : wm->items()) {
+    if (!file.is_string()) {
+      return make_error(ErrorCode::kCorrupt,
+                        fmt::format("{}: weight_map['{}'] is not a string", index_path, name));
+    }
+    const std::string f = file.get<std::string>();
+    if (f.empty() || f.find('/') != std::string::npos || f.find('\\') != std::string::npos ||
+        f == "..") {
+      return make_error(
+          ErrorCode::kCorrupt,
+          fmt::format("{}: weight_map['{}'] names '{}', not a file in the same folder", index_path,
+                      name, f));
+    }
+    (*weight_map)[name] = f;
+    if (seen.insert(f).second) shards->push_back(f);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WeightSource>> open_safetensors_files(
+    const std::vector<std::string>& paths) {
+  auto source = std::make_unique<SafetensorsSource>();
+  for (const std::string& p : paths) PAGODA_RETURN_IF_ERROR(source->add_file(p));
+  log_info("opened {}", source->describe());
+  return std::unique_ptr<WeightSource>(std::move(source));
+}
+
+Result<std::unique_ptr<WeightSource>> open_safetensors_folder(const std::string& folder) {
+  const fs::path dir(folder);
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  const fs::path single_path = dir / "model.safetensors";
+  std::error_code ec;
+  if (fs::exists(index_path, ec)) {
+    std::vector<std::string> shards;
+    std::map<std::string, std::string> weight_map;
+    PAGODA_RETURN_IF_ERROR(read_index(index_path.string(), &shards, &weight_map));
+    std::vector<std::string> paths;
+    for (const std::string& s : shards) paths.push_back((dir / s).string());
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> source, open_safetensors_files(paths));
+    for (const auto& [name, shard] : weight_map) {
+      if (source->find(name) == nullptr) {
+        return make_error(ErrorCode::kCorrupt,
+                          fmt::format("{}: tensor '{}' is mapped to {} but not found there",
+                                      index_path.string(), name, shard));
+      }
+    }
+    return source;
+  }
+  if (fs::exists(single_path, ec)) return open_safetensors_files({single_path.string()});
+  return make_error(ErrorCode::kNotFound,
+                    fmt::format("no weights in {}: expected model.safetensors or "
+                                "model.safetensors.index.json",
+                                folder));
+}
+
+}  // namespace pagoda

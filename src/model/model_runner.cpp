@@ -1,0 +1,392 @@
+#include "model/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "core/log.h"
+#include "model/architecture.h"
+#include "model/load_weights.h"
+#include "model/rope.h"
+#include "model/step_validation.h"
+
+namespace pagoda {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Host staging memory from the backend (pinned on cuda).
+class HostBuffer {
+ public:
+  HostBuffer(Backend* backend, size_t bytes)
+      : backend_(backend), ptr_(backend->allocate_host(bytes)) {
+    if (ptr_ == nullptr) throw std::bad_alloc();
+  }
+  ~HostBuffer() { backend_->deallocate_host(ptr_); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  int32_t* i32() const { return static_cast<int32_t*>(ptr_); }
+
+ private:
+  Backend* backend_;
+  void* ptr_;
+};
+
+// Offsets (in i32 elements) of the step's index arrays in one device buffer;
+// fixed for the runner's life so tensors keep their addresses step to step.
+struct IndexLayout {
+  int64_t ids = 0, positions = 0, slots = 0, qsl = 0, seq_lens = 0, tables = 0, rows = 0, total = 0;
+  IndexLayout(int64_t max_tokens, int64_t max_seqs, int64_t max_table, int64_t max_rows) {
+    positions = ids + max_tokens;
+    slots = positions + max_tokens;
+    qsl = slots + max_tokens;
+    seq_lens = qsl + max_seqs + 1;
+    tables = seq_lens + max_seqs;
+    rows = tables + max_seqs * max_table;
+    total = rows + max_rows;
+  }
+};
+
+// Rows [r0, r1) of a sampling batch, with its CSR lists rebased.
+SamplingBatch slice_sampling_batch(const SamplingBatch& b, int64_t r0, int64_t r1) {
+  SamplingBatch s;
+  s.rows.assign(b.rows.begin() + r0, b.rows.begin() + r1);
+  s.max_top_logprobs = b.max_top_logprobs;
+  if (!b.penalty_offsets.empty()) {
+    const int32_t lo = b.penalty_offsets[r0], hi = b.penalty_offsets[r1];
+    for (int64_t r = r0; r <= r1; ++r) s.penalty_offsets.push_back(b.penalty_offsets[r] - lo);
+    s.penalty_tokens.assign(b.penalty_tokens.begin() + lo, b.penalty_tokens.begin() + hi);
+    s.penalty_output_counts.assign(b.penalty_output_counts.begin() + lo,
+                                   b.penalty_output_counts.begin() + hi);
+    s.penalty_in_prompt.assign(b.penalty_in_prompt.begin() + lo, b.penalty_in_prompt.begin() + hi);
+  }
+  if (!b.bias_offsets.empty()) {
+    const int32_t lo = b.bias_offsets[r0], hi = b.bias_offsets[r1];
+    for (int64_t r = r0; r <= r1; ++r) s.bias_offsets.push_back(b.bias_offsets[r] - lo);
+    s.bias_tokens.assign(b.bias_tokens.begin() + lo, b.bias_tokens.begin() + hi);
+    s.bias_values.assign(b.bias_values.begin() + lo, b.bias_values.begin() + hi);
+  }
+  return s;
+}
+
+template <typename T>
+void append(const std::vector<T>& part, std::vector<T>* all) {
+  all->insert(all->end(), part.begin(), part.end());
+}
+
+void append_sample_output(const SampleOutput& part, SampleOutput* out) {
+  append(part.token_ids, &out->token_ids);
+  append(part.logprobs, &out->logprobs);
+  append(part.ranks, &out->ranks);
+  append(part.top_ids, &out->top_ids);
+  append(part.top_logprobs, &out->top_logprobs);
+  append(part.target_logprobs, &out->target_logprobs);
+  append(part.target_ranks, &out->target_ranks);
+}
+
+}  // namespace
+
+struct ModelRunner::Buffers {
+  // Activations, [max_num_batched_tokens, *] in the compute dtype.
+  DeviceBuffer residual, normed;           // [T, H]
+  DeviceBuffer qkv;                        // [T, (Hq + 2 Hkv) D]
+  DeviceBuffer attn;                       // [T, Hq D]
+  DeviceBuffer proj;                       // [T, H]: o_proj and down_proj outputs
+  DeviceBuffer gate_up;                    // [T, 2I]
+  DeviceBuffer act;                        // [T, I]
+  DeviceBuffer gathered;                   // [max_num_seqs, H]: one lm_head chunk
+  DeviceBuffer logits;                     // [max_num_seqs, V] f32
+  DeviceBuffer cos_sin;                    // [max_model_len, D] f32
+  DeviceBuffer index;                      // i32 step arrays at `layout` offsets
+  std::unique_ptr<HostBuffer> host_index;  // staging for `index`
+  DeviceBuffer kv;                  // per layer: k then v, each [num_kv_blocks, block_size, Hkv, D]
+  std::vector<KvCacheView> caches;  // [num_layers] views into kv
+  IndexLayout layout{0, 0, 0, 0};
+
+  Tensor i32(int64_t offset, int64_t n) const {
+    return Tensor(static_cast<int32_t*>(index.data()) + offset, DType::kI32, {n});
+  }
+};
+
+ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, const RunnerOptions& options)
+    : backend_(backend), config_(config), options_(options) {}
+
+ModelRunner::~ModelRunner() = default;
+
+Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
+                                                         const ModelConfig& config,
+                                                         WeightSource& weights,
+                                                         const RunnerOptions& options) {
+  PAGODA_ASSIGN_OR_RETURN(const Architecture* arch, find_architecture(config));
+  if (options.block_size < 1 || options.max_num_batched_tokens < 1 || options.max_num_seqs < 1 ||
+      options.max_model_len < 0 || options.num_kv_blocks < 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "runner options: block_size, max_num_batched_tokens and max_num_seqs must be "
+                      "positive; max_model_len and num_kv_blocks non-negative");
+  if (options.max_model_len > config.max_position_embeddings)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "max_model_len " + std::to_string(options.max_model_len) +
+                          " exceeds the model's max_position_embeddings " +
+                          std::to_string(config.max_position_embeddings));
+  std::unique_ptr<ModelRunner> r(new ModelRunner(backend, config, options));
+  r->layout_ = {static_cast<int>(config.num_heads), static_cast<int>(config.num_kv_heads),
+                static_cast<int>(config.head_dim)};
+  r->attention_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
+  int64_t max_len =
+      options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
+  if (config.sliding_window > 0 && max_len > config.sliding_window) {
+    log_warn(
+        "max_model_len {} capped to the sliding window {} (sliding-window attention is not "
+        "implemented; within the window it equals full attention)",
+        max_len, config.sliding_window);
+    max_len = config.sliding_window;
+  }
+
+  PAGODA_RETURN_IF_ERROR(rope_frequencies(config));  // fail before a long weight upload
+  PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights));
+  PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
+  return r;
+}
+
+// Scratch activations, the rope table and the index arrays for contexts up
+// to max_len, then the KV pool from what is left.
+Status ModelRunner::allocate(int64_t max_len) {
+  const size_t es = dtype_size(backend_.compute_dtype());
+  const int64_t t = options_.max_num_batched_tokens, h = config_.hidden_size;
+  const int64_t inter = config_.intermediate_size, v = config_.vocab_size, d = config_.head_dim;
+  const int64_t chunk = options_.max_num_seqs;
+  const int64_t max_table = (max_len + options_.block_size - 1) / options_.block_size;
+  PAGODA_ASSIGN_OR_RETURN(RopeFrequencies freqs, rope_frequencies(config_));
+  const std::vector<float> cos_sin = rope_cos_sin_table(freqs, max_len);
+  buf_ = std::make_unique<Buffers>();
+  Buffers& b = *buf_;
+  b.layout = IndexLayout(t, options_.max_num_seqs, max_table, chunk);
+  try {
+    b.residual = DeviceBuffer(&backend_, t * h * es);
+    b.normed = DeviceBuffer(&backend_, t * h * es);
+    b.qkv = DeviceBuffer(&backend_, t * layout_.row_width() * es);
+    b.attn = DeviceBuffer(&backend_, t * config_.num_heads * d * es);
+    b.proj = DeviceBuffer(&backend_, t * h * es);
+    b.gate_up = DeviceBuffer(&backend_, t * 2 * inter * es);
+    b.act = DeviceBuffer(&backend_, t * inter * es);
+    b.gathered = DeviceBuffer(&backend_, chunk * h * es);
+    b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
+    b.cos_sin = DeviceBuffer(&backend_, cos_sin.size() * sizeof(float));
+    b.index = DeviceBuffer(&backend_, b.layout.total * sizeof(int32_t));
+    b.host_index = std::make_unique<HostBuffer>(&backend_, b.layout.total * sizeof(int32_t));
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted,
+                      "out of device memory for the scratch of " + std::to_string(t) +
+                          " tokens; lower max_num_batched_tokens or max_num_seqs");
+  }
+  backend_.copy_to_device(b.cos_sin.data(), cos_sin.data(), cos_sin.size() * sizeof(float));
+  backend_.synchronize();
+  return allocate_kv(max_len);
+}
+
+// Blocks of `block_bytes` the options allow: num_kv_blocks when set, else
+// the cpu byte budget (at most the fraction of available RAM) or, on cuda,
+// the fraction of total memory minus what is already in use.
+int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes) const {
+  if (options_.num_kv_blocks > 0) return options_.num_kv_blocks;
+  size_t free_bytes = 0, total_bytes = 0;
+  backend_.memory_info(&free_bytes, &total_bytes);
+  const double fraction = options_.kv_cache_memory_fraction;
+  double budget = 0;
+  if (backend_.kind() == DeviceKind::kCpu) {
+    budget = static_cast<double>(options_.cpu_kv_cache_bytes);
+    if (free_bytes > 0) budget = std::min(budget, fraction * static_cast<double>(free_bytes));
+  } else {
+    budget =
+        fraction * static_cast<double>(total_bytes) - static_cast<double>(total_bytes - free_bytes);
+  }
+  return budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
+}
+
+// Sizes the pool (budget_kv_blocks), caps max_model_len to what one sequence can hold when it
+// was derived from the config, allocates and logs the capacity.
+Status ModelRunner::allocate_kv(int64_t max_len) {
+  const int64_t bs = options_.block_size;
+  const int64_t block_bytes = 2 * config_.num_layers * bs * config_.num_kv_heads *
+                              config_.head_dim *
+                              static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
+  const int64_t num_blocks = budget_kv_blocks(block_bytes);
+  if (num_blocks < 1)
+    return make_error(ErrorCode::kResourceExhausted,
+                      "no memory left for the KV cache (" + std::to_string(block_bytes) +
+                          " bytes per block); raise the memory fraction or the cpu KV budget");
+  if (num_blocks * bs < max_len) {
+    if (options_.max_model_len > 0)
+      return make_error(ErrorCode::kResourceExhausted,
+                        "the KV cache holds " + std::to_string(num_blocks * bs) +
+                            " tokens, less than max_model_len " + std::to_string(max_len) +
+                            "; lower max_model_len or give the cache more memory");
+    log_warn("max_model_len {} capped to the KV cache capacity {}", max_len, num_blocks * bs);
+    max_len = num_blocks * bs;
+  }
+  max_model_len_ = max_len;
+  max_blocks_per_seq_ = (max_len + bs - 1) / bs;
+  num_kv_blocks_ = num_blocks;
+  Buffers& b = *buf_;
+  try {
+    b.kv = DeviceBuffer(&backend_, static_cast<size_t>(num_blocks * block_bytes));
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted, "out of memory allocating a KV cache of " +
+                                                         std::to_string(num_blocks) + " blocks");
+  }
+  const int64_t half_block =
+      block_bytes / (2 * config_.num_layers);  // k or v of one layer, per block
+  char* base = static_cast<char*>(b.kv.data());
+  const DType cd = backend_.compute_dtype();
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    char* k = base + 2 * l * num_blocks * half_block;
+    char* v = k + num_blocks * half_block;
+    const std::initializer_list<int64_t> dims = {num_blocks, bs, config_.num_kv_heads,
+                                                 config_.head_dim};
+    b.caches.push_back({Tensor(k, cd, dims), Tensor(v, cd, dims), static_cast<int>(bs)});
+  }
+  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB); max_model_len {}", num_blocks,
+           bs, num_blocks * bs, static_cast<double>(num_blocks * block_bytes) / kGiB,
+           max_model_len_);
+  return {};
+}
+
+Status ModelRunner::validate(const StepInput& step, bool sampling) const {
+  StepLimits l;
+  l.max_tokens = options_.max_num_batched_tokens;
+  l.max_seqs = options_.max_num_seqs;
+  l.max_blocks_per_seq = max_blocks_per_seq_;
+  l.num_kv_blocks = num_kv_blocks_;
+  l.block_size = options_.block_size;
+  l.vocab_size = config_.vocab_size;
+  l.max_model_len = max_model_len_;
+  return validate_step(step, l, sampling);
+}
+
+void ModelRunner::upload_index(int64_t offset, const int32_t* data, int64_t n) {
+  Buffers& b = *buf_;
+  std::memcpy(b.host_index->i32() + offset, data, static_cast<size_t>(n) * sizeof(int32_t));
+  backend_.copy_to_device(static_cast<int32_t*>(b.index.data()) + offset,
+                          b.host_index->i32() + offset, static_cast<size_t>(n) * sizeof(int32_t));
+}
+
+void ModelRunner::prepare_and_forward(const StepInput& step) {
+  Buffers& b = *buf_;
+  const IndexLayout& at = b.layout;
+  const int64_t t = static_cast<int64_t>(step.token_ids.size());
+  const int64_t num_seqs = static_cast<int64_t>(step.seq_lens.size());
+  // The previous step's uploads read the staging buffer until they ran (a
+  // step without logits rows ends without waiting).
+  backend_.synchronize();
+  upload_index(at.ids, step.token_ids.data(), t);
+  upload_index(at.positions, step.positions.data(), t);
+  upload_index(at.slots, step.slot_mapping.data(), t);
+  upload_index(at.qsl, step.query_start_loc.data(), num_seqs + 1);
+  upload_index(at.seq_lens, step.seq_lens.data(), num_seqs);
+  upload_index(at.tables, step.block_tables.data(), num_seqs * step.max_blocks_per_seq);
+  if (!step.copy_src.empty()) backend_.copy_blocks(b.caches, step.copy_src, step.copy_dst);
+
+  AttentionMetadata meta;
+  meta.query_start_loc = b.i32(at.qsl, num_seqs + 1);
+  meta.seq_lens = b.i32(at.seq_lens, num_seqs);
+  meta.block_tables = b.i32(at.tables, num_seqs * step.max_blocks_per_seq)
+                          .reshape({num_seqs, step.max_blocks_per_seq});
+  meta.num_seqs = static_cast<int>(num_seqs);
+  meta.max_blocks_per_seq = step.max_blocks_per_seq;
+  for (int64_t s = 0; s < num_seqs; ++s) {
+    const int q_len = step.query_start_loc[s + 1] - step.query_start_loc[s];
+    meta.max_query_len = std::max(meta.max_query_len, q_len);
+    meta.max_seq_len = std::max(meta.max_seq_len, step.seq_lens[s]);
+    meta.num_decode_seqs += q_len == 1 ? 1 : 0;
+  }
+  forward(t, meta);
+}
+
+// The decoder: a fixed list of op calls on the scratch (graph-capturable).
+void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
+  Buffers& b = *buf_;
+  Backend& be = backend_;
+  const DType cd = be.compute_dtype();
+  const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const Tensor ids = b.i32(b.layout.ids, t), positions = b.i32(b.layout.positions, t);
+  const Tensor slots = b.i32(b.layout.slots, t);
+  Tensor residual = b.residual.tensor(cd, {t, h}), normed = b.normed.tensor(cd, {t, h});
+  Tensor qkv = b.qkv.tensor(cd, {t, layout_.row_width()});
+  Tensor attn =
+      b.attn.tensor(cd, {t, static_cast<int64_t>(layout_.num_q_heads) * layout_.head_dim});
+  Tensor proj = b.proj.tensor(cd, {t, h}), gate_up = b.gate_up.tensor(cd, {t, 2 * inter});
+  Tensor act = b.act.tensor(cd, {t, inter});
+  const Tensor cos_sin = b.cos_sin.tensor(DType::kF32, {max_model_len_, config_.head_dim});
+
+  be.embedding(weights_.embed, ids, residual);
+  for (size_t i = 0; i < weights_.layers.size(); ++i) {
+    const LayerWeights& l = weights_.layers[i];
+    if (i == 0)
+      be.rms_norm(residual, l.input_norm, eps, normed);
+    else
+      be.add_rms_norm(residual, proj, l.input_norm, eps, normed);
+    be.linear(normed, l.qkv, l.qkv_bias, qkv);
+    if (!l.q_norm.empty()) be.qk_norm(qkv, layout_, l.q_norm, l.k_norm, eps);
+    be.rope(qkv, layout_, positions, cos_sin);
+    be.kv_write(qkv, layout_, slots, b.caches[i]);
+    be.paged_attention(qkv, layout_, b.caches[i], meta, attention_scale_, attn);
+    be.linear(attn, l.o_proj, Tensor(), proj);
+    be.add_rms_norm(residual, proj, l.post_attn_norm, eps, normed);
+    be.linear(normed, l.gate_up, Tensor(), gate_up);
+    be.silu_mul(gate_up, act);
+    be.linear(act, l.down, Tensor(), proj);
+  }
+  be.add_rms_norm(residual, proj, weights_.final_norm, eps, normed);
+}
+
+Tensor ModelRunner::compute_logits(const StepInput& step, int64_t r0, int64_t r1) {
+  Buffers& b = *buf_;
+  const DType cd = backend_.compute_dtype();
+  const int64_t t = static_cast<int64_t>(step.token_ids.size());
+  const int64_t n = r1 - r0;
+  // The previous chunk's upload has run: its sample() / copy_to_host waited.
+  upload_index(b.layout.rows, step.logits_rows.data() + r0, n);
+  Tensor normed = b.normed.tensor(cd, {t, config_.hidden_size});
+  Tensor gathered = b.gathered.tensor(cd, {n, config_.hidden_size});
+  Tensor logits = b.logits.tensor(DType::kF32, {n, config_.vocab_size});
+  backend_.gather_rows(normed, b.i32(b.layout.rows, n), gathered);
+  backend_.linear(gathered, weights_.lm_head, Tensor(), logits);
+  return logits;
+}
+
+Status ModelRunner::execute(const StepInput& step, SampleOutput* out) {
+  PAGODA_RETURN_IF_ERROR(validate(step, /*sampling=*/true));
+  prepare_and_forward(step);
+  const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
+  *out = SampleOutput{};
+  for (int64_t r0 = 0; r0 < num_rows; r0 += options_.max_num_seqs) {
+    const int64_t r1 = std::min(num_rows, r0 + options_.max_num_seqs);
+    const Tensor logits = compute_logits(step, r0, r1);
+    if (r0 == 0 && r1 == num_rows) {
+      backend_.sample(logits, step.sampling, *out);
+    } else {
+      SampleOutput part;
+      backend_.sample(logits, slice_sampling_batch(step.sampling, r0, r1), part);
+      append_sample_output(part, out);
+    }
+  }
+  return {};
+}
+
+Status ModelRunner::execute_logits(const StepInput& step, std::vector<float>* logits) {
+  PAGODA_RETURN_IF_ERROR(validate(step, /*sampling=*/false));
+  prepare_and_forward(step);
+  const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
+  const int64_t v = config_.vocab_size;
+  logits->resize(static_cast<size_t>(num_rows * v));
+  for (int64_t r0 = 0; r0 < num_rows; r0 += options_.max_num_seqs) {
+    const int64_t r1 = std::min(num_rows, r0 + options_.max_num_seqs);
+    const Tensor chunk = compute_logits(step, r0, r1);
+    backend_.copy_to_host(logits->data() + r0 * v, chunk.data, chunk.nbytes());
+  }
+  return {};
+}
+
+}  // namespace pagoda

@@ -1,0 +1,115 @@
+// ModelRunner: the model's weights, KV cache and scratch on one backend, and
+// the forward step that turns a plain-data StepInput into sampled tokens.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/sampling_batch.h"
+#include "core/result.h"
+#include "io/model_config.h"
+#include "io/weight_source.h"
+#include "model/weights.h"
+
+namespace pagoda {
+
+struct RunnerOptions {
+  // Tokens per KV block.
+  int block_size = 16;
+  // KV blocks; 0: derived from the memory budget (cpu_kv_cache_bytes on cpu,
+  // kv_cache_memory_fraction of total memory on cuda).
+  int64_t num_kv_blocks = 0;
+  // T limit of one step; the activation scratch is sized for it.
+  int64_t max_num_batched_tokens = 2048;
+  // S limit of one step; also the rows of one lm_head + sampling chunk (the
+  // number of logits rows R itself is unlimited).
+  int64_t max_num_seqs = 256;
+  // 0: the config's max_position_embeddings, capped to what the KV cache holds.
+  int64_t max_model_len = 0;
+  // cuda: gpu_memory_utilization (fraction of total memory the process may use).
+  double kv_cache_memory_fraction = 0.9;
+  // cpu: KV cache budget in bytes.
+  int64_t cpu_kv_cache_bytes = int64_t{1} << 30;
+};
+
+// Host plain data of one forward step. T tokens, S sequences, R logits rows.
+// Contract (checked by execute): sequence s owns batch rows
+// [query_start_loc[s], query_start_loc[s+1]) (at least one), row j of it sits
+// at position seq_lens[s] - q_len + j, and its slot is
+// block_tables[s][pos / block_size] * block_size + pos % block_size.
+struct StepInput {
+  std::vector<int32_t> token_ids, positions, slot_mapping;  // [T]
+  std::vector<int32_t> query_start_loc;                     // [S+1]
+  std::vector<int32_t> seq_lens;      // [S] context after this step (cached + new)
+  std::vector<int32_t> block_tables;  // [S * max_blocks_per_seq]
+  int32_t max_blocks_per_seq = 0;
+  std::vector<int32_t>
+      logits_rows;         // [R] batch rows whose logits feed sampling row r (repeats allowed)
+  SamplingBatch sampling;  // R rows (execute only)
+  std::vector<int32_t> copy_src,
+      copy_dst;  // block copies applied before the forward (copy-on-write)
+};
+
+class ModelRunner {
+ public:
+  // Validates the config, uploads the weights (progress bar + log line:
+  // tensors, bytes, seconds), sizes and allocates the KV pool (logs its
+  // capacity in tokens), precomputes the rope table and allocates scratch
+  // for max_num_batched_tokens.
+  static Result<std::unique_ptr<ModelRunner>> create(Backend& backend, const ModelConfig& config,
+                                                     WeightSource& weights,
+                                                     const RunnerOptions& options);
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  int block_size() const { return options_.block_size; }
+  int64_t max_model_len() const { return max_model_len_; }
+  int64_t max_num_batched_tokens() const { return options_.max_num_batched_tokens; }
+  int64_t max_num_seqs() const { return options_.max_num_seqs; }
+  int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }  // table width limit
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() const { return backend_; }
+
+  // One forward + sampling. Checks every size and index of `step` first
+  // (T <= max_num_batched_tokens, S <= max_num_seqs, ids < vocab, slots and
+  // blocks in range, ...) and returns an error naming the field.
+  Status execute(const StepInput& step, SampleOutput* out);
+  // The same forward, returning the f32 logits [R, V] instead of sampling
+  // (tests, prompt-logprob tools). step.sampling is ignored.
+  Status execute_logits(const StepInput& step, std::vector<float>* logits);
+
+ private:
+  struct Buffers;  // device scratch, index arrays, KV pool (model_runner.cpp)
+
+  ModelRunner(Backend& backend, const ModelConfig& config, const RunnerOptions& options);
+  Status allocate(int64_t max_len);
+  Status allocate_kv(int64_t max_len);
+  int64_t budget_kv_blocks(int64_t block_bytes) const;
+  Status validate(const StepInput& step, bool sampling) const;
+  // Uploads the index arrays, applies block copies and runs the forward.
+  void prepare_and_forward(const StepInput& step);
+  // Every layer over the first `num_tokens` scratch rows; leaves the final
+  // normed hidden states [T, H] in the scratch.
+  void forward(int64_t num_tokens, const AttentionMetadata& meta);
+  // Logits [r1 - r0, V] f32 of step.logits_rows[r0, r1) (at most max_num_seqs rows).
+  Tensor compute_logits(const StepInput& step, int64_t r0, int64_t r1);
+  // Host staging -> device index buffer at `offset` (i32 elements).
+  void upload_index(int64_t offset, const int32_t* data, int64_t n);
+
+  Backend& backend_;
+  ModelConfig config_;
+  RunnerOptions options_;
+  ModelWeights weights_;
+  QkvLayout layout_;
+  float attention_scale_ = 1.0f;
+  int64_t max_model_len_ = 0;
+  int64_t max_blocks_per_seq_ = 0;
+  int64_t num_kv_blocks_ = 0;
+  std::unique_ptr<Buffers> buf_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,29 @@
+// Qwen2 / Qwen2.5: the llama decoder with q/k/v biases (always present).
+#include <string>
+
+#include "model/architecture.h"
+
+namespace pagoda {
+namespace {
+
+Status validate_qwen2(const ModelConfig& c) {
+  if (c.qk_norm)
+    return make_error(ErrorCode::kUnsupported,
+                      "model config (qwen2): q/k norms are not part of this family");
+  return {};
+}
+
+LayerTensorNames qwen2_layer_names(const ModelConfig& config, int64_t layer) {
+  ModelConfig with_bias = config;
+  with_bias.attention_bias = true;
+  return llama_layer_names(with_bias, layer);
+}
+
+}  // namespace
+
+const Architecture& qwen2_architecture() {
+  static const Architecture a{"qwen2", validate_qwen2, qwen2_layer_names, llama_global_names};
+  return a;
+}
+
+}  // namespace pagoda

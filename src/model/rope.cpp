@@ -1,0 +1,151 @@
+#include "model/rope.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+namespace pagoda {
+namespace {
+
+Error bad(const std::string& what) {
+  return make_error(ErrorCode::kInvalidArgument, "rope_scaling: " + what);
+}
+
+// transformers: base ** (arange(0, dim, 2).float() / dim), all in f32.
+std::vector<float> base_powers(double base, int64_t dim) {
+  std::vector<float> out(static_cast<size_t>(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const float e = static_cast<float>(2 * i) / static_cast<float>(dim);
+    out[static_cast<size_t>(i)] = std::pow(static_cast<float>(base), e);
+  }
+  return out;
+}
+
+std::vector<float> default_inv_freq(double base, int64_t dim) {
+  std::vector<float> inv = base_powers(base, dim);
+  for (float& x : inv) x = 1.0f / x;
+  return inv;
+}
+
+// _compute_llama3_parameters.
+std::vector<float> llama3_inv_freq(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  const float factor = static_cast<float>(s.factor);
+  const double old_len = static_cast<double>(s.original_max_position_embeddings);
+  const float low_wavelen = static_cast<float>(old_len / s.low_freq_factor);
+  const float high_wavelen = static_cast<float>(old_len / s.high_freq_factor);
+  std::vector<float> inv = default_inv_freq(c.rope_theta, c.head_dim);
+  for (float& f : inv) {
+    const float wavelen = static_cast<float>(2.0 * std::numbers::pi) / f;
+    const float scaled = wavelen > low_wavelen ? f / factor : f;
+    const float smooth =
+        (static_cast<float>(old_len) / wavelen - static_cast<float>(s.low_freq_factor)) /
+        static_cast<float>(s.high_freq_factor - s.low_freq_factor);
+    const float smoothed = (1.0f - smooth) * scaled / factor + smooth * scaled;
+    const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+    f = medium ? smoothed : scaled;
+  }
+  return inv;
+}
+
+double yarn_mscale(double scale, double mscale) {
+  return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+// _compute_yarn_parameters (truncate = true, the transformers default).
+RopeFrequencies yarn_frequencies(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  const int64_t dim = c.head_dim;
+  const double base = c.rope_theta;
+  const double orig = static_cast<double>(s.original_max_position_embeddings);
+  auto correction_dim = [&](double rotations) {
+    return (static_cast<double>(dim) * std::log(orig / (rotations * 2.0 * std::numbers::pi))) /
+           (2.0 * std::log(base));
+  };
+  const double beta_fast = s.beta_fast != 0.0 ? s.beta_fast : 32.0;
+  const double beta_slow = s.beta_slow != 0.0 ? s.beta_slow : 1.0;
+  const double low = std::max(std::floor(correction_dim(beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(beta_slow)), static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;  // as transformers: avoid a zero-width ramp
+
+  const std::vector<float> pos = base_powers(base, dim);
+  RopeFrequencies out;
+  out.inv_freq.resize(pos.size());
+  for (size_t i = 0; i < pos.size(); ++i) {
+    const float extrapolation = 1.0f / pos[i];
+    const float interpolation = 1.0f / (static_cast<float>(s.factor) * pos[i]);
+    const float ramp = std::clamp(
+        (static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.0f,
+        1.0f);
+    const float extra_factor = 1.0f - ramp;
+    out.inv_freq[i] = interpolation * (1.0f - extra_factor) + extrapolation * extra_factor;
+  }
+  double attention = 0.0;
+  if (s.attention_factor.has_value()) {
+    attention = *s.attention_factor;
+  } else if (s.mscale != 0.0 && s.mscale_all_dim != 0.0) {
+    attention = yarn_mscale(s.factor, s.mscale) / yarn_mscale(s.factor, s.mscale_all_dim);
+  } else {
+    attention = yarn_mscale(s.factor, 1.0);
+  }
+  out.attention_factor = static_cast<float>(attention);
+  return out;
+}
+
+Status validate(const ModelConfig& c) {
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0)
+    return bad("head_dim must be positive and even, found " + std::to_string(c.head_dim));
+  if (c.rope_theta <= 0) return bad("rope_theta must be positive");
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == RopeScalingType::kDefault) return {};
+  if (!(s.factor > 0)) return bad("factor must be positive, found " + std::to_string(s.factor));
+  if (s.type == RopeScalingType::kLlama3) {
+    if (s.original_max_position_embeddings <= 0)
+      return bad("llama3 needs original_max_position_embeddings");
+    if (!(s.high_freq_factor > s.low_freq_factor) || !(s.low_freq_factor > 0))
+      return bad("llama3 needs 0 < low_freq_factor < high_freq_factor");
+  }
+  if (s.type == RopeScalingType::kYarn && s.original_max_position_embeddings <= 0)
+    return bad("yarn needs original_max_position_embeddings");
+  return {};
+}
+
+}  // namespace
+
+Result<RopeFrequencies> rope_frequencies(const ModelConfig& config) {
+  PAGODA_RETURN_IF_ERROR(validate(config));
+  switch (config.rope_scaling.type) {
+    case RopeScalingType::kDefault:
+      return RopeFrequencies{default_inv_freq(config.rope_theta, config.head_dim), 1.0f};
+    case RopeScalingType::kLinear: {
+      RopeFrequencies f{default_inv_freq(config.rope_theta, config.head_dim), 1.0f};
+      for (float& x : f.inv_freq) x /= static_cast<float>(config.rope_scaling.factor);
+      return f;
+    }
+    case RopeScalingType::kLlama3:
+      return RopeFrequencies{llama3_inv_freq(config), 1.0f};
+    case RopeScalingType::kYarn:
+      return yarn_frequencies(config);
+  }
+  return bad("unknown rope type");
+}
+
+void rope_cos_sin_row(const RopeFrequencies& freqs, int64_t position, float* row) {
+  const size_t half = freqs.inv_freq.size();
+  for (size_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(position) * freqs.inv_freq[i];
+    row[i] = static_cast<float>(std::cos(static_cast<double>(angle))) * freqs.attention_factor;
+    row[half + i] =
+        static_cast<float>(std::sin(static_cast<double>(angle))) * freqs.attention_factor;
+  }
+}
+
+std::vector<float> rope_cos_sin_table(const RopeFrequencies& freqs, int64_t num_positions) {
+  const int64_t d = 2 * static_cast<int64_t>(freqs.inv_freq.size());
+  std::vector<float> table(static_cast<size_t>(num_positions * d));
+  for (int64_t p = 0; p < num_positions; ++p) rope_cos_sin_row(freqs, p, table.data() + p * d);
+  return table;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,157 @@
+#include "model/step_validation.h"
+
+#include <string>
+#include <vector>
+
+namespace pagoda {
+namespace {
+
+Error bad(const std::string& what) {
+  return make_error(ErrorCode::kInvalidArgument, "step input: " + what);
+}
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+Status check_size(const char* field, size_t got, int64_t want) {
+  if (static_cast<int64_t>(got) != want)
+    return bad(std::string(field) + " has " + str(static_cast<int64_t>(got)) +
+               " entries, expected " + str(want));
+  return {};
+}
+
+// CSR offsets of `num_rows` rows over a list of `list_size` entries; empty is
+// allowed (no row has entries).
+Status check_offsets(const char* field, const std::vector<int32_t>& offsets, int64_t num_rows,
+                     int64_t list_size) {
+  if (offsets.empty())
+    return list_size == 0 ? Status{} : bad(std::string(field) + " is empty but its lists are not");
+  PAGODA_RETURN_IF_ERROR(check_size(field, offsets.size(), num_rows + 1));
+  if (offsets[0] != 0 || offsets.back() != list_size)
+    return bad(std::string(field) + " must run from 0 to " + str(list_size));
+  for (size_t i = 1; i < offsets.size(); ++i)
+    if (offsets[i] < offsets[i - 1])
+      return bad(std::string(field) + " decreases at " + str(static_cast<int64_t>(i)));
+  return {};
+}
+
+Status check_token(const char* field, int64_t i, int32_t token, int64_t vocab) {
+  if (token < 0 || token >= vocab)
+    return bad(std::string(field) + "[" + str(i) + "] = " + str(token) +
+               " is outside the vocabulary [0, " + str(vocab) + ")");
+  return {};
+}
+
+// Sequences, positions, slots and block tables.
+Status check_sequences(const StepInput& s, const StepLimits& l) {
+  const int64_t num_tokens = static_cast<int64_t>(s.token_ids.size());
+  const int64_t num_seqs = static_cast<int64_t>(s.seq_lens.size());
+  if (num_seqs < 1 || num_seqs > l.max_seqs)
+    return bad("number of sequences " + str(num_seqs) + " not in [1, " + str(l.max_seqs) + "]");
+  PAGODA_RETURN_IF_ERROR(check_size("query_start_loc", s.query_start_loc.size(), num_seqs + 1));
+  const int64_t width = s.max_blocks_per_seq;
+  if (width < 1 || width > l.max_blocks_per_seq)
+    return bad("max_blocks_per_seq " + str(width) + " not in [1, " + str(l.max_blocks_per_seq) +
+               "]");
+  PAGODA_RETURN_IF_ERROR(check_size("block_tables", s.block_tables.size(), num_seqs * width));
+  if (s.query_start_loc[0] != 0 || s.query_start_loc.back() != num_tokens)
+    return bad("query_start_loc must run from 0 to the number of tokens " + str(num_tokens));
+  for (int64_t q = 0; q < num_seqs; ++q) {
+    const int64_t begin = s.query_start_loc[q], q_len = s.query_start_loc[q + 1] - begin,
+                  len = s.seq_lens[q];
+    if (q_len < 1)
+      return bad("sequence " + str(q) + " has " + str(q_len) + " new tokens (needs at least 1)");
+    if (len < q_len || len > l.max_model_len)
+      return bad("seq_lens[" + str(q) + "] = " + str(len) + " not in [" + str(q_len) +
+                 ", max_model_len " + str(l.max_model_len) + "]");
+    const int64_t num_blocks = (len + l.block_size - 1) / l.block_size;
+    if (num_blocks > width)
+      return bad("sequence " + str(q) + " needs " + str(num_blocks) + " blocks, table width is " +
+                 str(width));
+    const int32_t* table = s.block_tables.data() + q * width;
+    for (int64_t b = 0; b < num_blocks; ++b)
+      if (table[b] < 0 || table[b] >= l.num_kv_blocks)
+        return bad("block_tables[" + str(q) + "][" + str(b) + "] = " + str(table[b]) +
+                   " not in [0, " + str(l.num_kv_blocks) + ")");
+    for (int64_t j = 0; j < q_len; ++j) {
+      const int64_t t = begin + j, pos = len - q_len + j;
+      if (s.positions[t] != pos)
+        return bad("positions[" + str(t) + "] = " + str(s.positions[t]) + ", expected " + str(pos));
+      const int64_t slot =
+          static_cast<int64_t>(table[pos / l.block_size]) * l.block_size + pos % l.block_size;
+      if (s.slot_mapping[t] != slot)
+        return bad("slot_mapping[" + str(t) + "] = " + str(s.slot_mapping[t]) + ", expected " +
+                   str(slot));
+    }
+  }
+  return {};
+}
+
+Status check_sampling(const SamplingBatch& b, int64_t num_rows, int64_t vocab) {
+  PAGODA_RETURN_IF_ERROR(check_size("sampling.rows", b.rows.size(), num_rows));
+  PAGODA_RETURN_IF_ERROR(check_offsets("sampling.penalty_offsets", b.penalty_offsets, num_rows,
+                                       static_cast<int64_t>(b.penalty_tokens.size())));
+  PAGODA_RETURN_IF_ERROR(check_size("sampling.penalty_output_counts",
+                                    b.penalty_output_counts.size(),
+                                    static_cast<int64_t>(b.penalty_tokens.size())));
+  PAGODA_RETURN_IF_ERROR(check_size("sampling.penalty_in_prompt", b.penalty_in_prompt.size(),
+                                    static_cast<int64_t>(b.penalty_tokens.size())));
+  PAGODA_RETURN_IF_ERROR(check_offsets("sampling.bias_offsets", b.bias_offsets, num_rows,
+                                       static_cast<int64_t>(b.bias_tokens.size())));
+  PAGODA_RETURN_IF_ERROR(check_size("sampling.bias_values", b.bias_values.size(),
+                                    static_cast<int64_t>(b.bias_tokens.size())));
+  for (size_t i = 0; i < b.penalty_tokens.size(); ++i)
+    PAGODA_RETURN_IF_ERROR(check_token("sampling.penalty_tokens", static_cast<int64_t>(i),
+                                       b.penalty_tokens[i], vocab));
+  for (size_t i = 0; i < b.bias_tokens.size(); ++i)
+    PAGODA_RETURN_IF_ERROR(
+        check_token("sampling.bias_tokens", static_cast<int64_t>(i), b.bias_tokens[i], vocab));
+  if (b.max_top_logprobs < 0) return bad("sampling.max_top_logprobs is negative");
+  for (size_t r = 0; r < b.rows.size(); ++r) {
+    const SamplingRow& row = b.rows[r];
+    if (row.num_top_logprobs < 0 || row.num_top_logprobs > b.max_top_logprobs)
+      return bad("sampling.rows[" + str(static_cast<int64_t>(r)) +
+                 "].num_top_logprobs = " + str(row.num_top_logprobs) +
+                 " not in [0, max_top_logprobs " + str(b.max_top_logprobs) + "]");
+    if (row.target_token >= vocab)
+      return bad("sampling.rows[" + str(static_cast<int64_t>(r)) +
+                 "].target_token is outside the vocabulary");
+    if (!(row.temperature >= 0.0f))
+      return bad("sampling.rows[" + str(static_cast<int64_t>(r)) + "].temperature must be >= 0");
+    if (!(row.top_p > 0.0f && row.top_p <= 1.0f))
+      return bad("sampling.rows[" + str(static_cast<int64_t>(r)) + "].top_p must be in (0, 1]");
+  }
+  return {};
+}
+
+}  // namespace
+
+Status validate_step(const StepInput& s, const StepLimits& l, bool sampling) {
+  const int64_t num_tokens = static_cast<int64_t>(s.token_ids.size());
+  if (num_tokens < 1 || num_tokens > l.max_tokens)
+    return bad("number of tokens " + str(num_tokens) + " not in [1, max_num_batched_tokens " +
+               str(l.max_tokens) + "]");
+  PAGODA_RETURN_IF_ERROR(check_size("positions", s.positions.size(), num_tokens));
+  PAGODA_RETURN_IF_ERROR(check_size("slot_mapping", s.slot_mapping.size(), num_tokens));
+  for (int64_t t = 0; t < num_tokens; ++t)
+    PAGODA_RETURN_IF_ERROR(check_token("token_ids", t, s.token_ids[t], l.vocab_size));
+  PAGODA_RETURN_IF_ERROR(check_sequences(s, l));
+
+  const int64_t num_rows = static_cast<int64_t>(s.logits_rows.size());
+  for (int64_t r = 0; r < num_rows; ++r)
+    if (s.logits_rows[r] < 0 || s.logits_rows[r] >= num_tokens)
+      return bad("logits_rows[" + str(r) + "] = " + str(s.logits_rows[r]) + " not in [0, " +
+                 str(num_tokens) + ")");
+  if (sampling) PAGODA_RETURN_IF_ERROR(check_sampling(s.sampling, num_rows, l.vocab_size));
+
+  if (s.copy_src.size() != s.copy_dst.size()) return bad("copy_src and copy_dst differ in length");
+  for (size_t i = 0; i < s.copy_src.size(); ++i)
+    for (int32_t b : {s.copy_src[i], s.copy_dst[i]})
+      if (b < 0 || b >= l.num_kv_blocks)
+        return bad("block copy " + str(static_cast<int64_t>(i)) + " names block " + str(b) +
+                   " outside [0, " + str(l.num_kv_blocks) + ")");
+  return {};
+}
+
+}  // namespace pagoda

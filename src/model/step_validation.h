@@ -1,0 +1,27 @@
+// Checks a StepInput against the runner's limits before anything touches
+// device memory: every size, index and slot, so a bad step is an error value
+// naming the field, never an out-of-bounds access.
+#pragma once
+
+#include <cstdint>
+
+#include "core/result.h"
+#include "model/model_runner.h"
+
+namespace pagoda {
+
+struct StepLimits {
+  int64_t max_tokens = 0;          // T
+  int64_t max_seqs = 0;            // S
+  int64_t max_blocks_per_seq = 0;  // block table width
+  int64_t num_kv_blocks = 0;
+  int64_t block_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_model_len = 0;
+};
+
+// `sampling`: also check step.sampling (one row per logits row, CSR offsets,
+// token ids, top-logprob widths).
+Status validate_step(const StepInput& step, const StepLimits& limits, bool sampling);
+
+}  // namespace pagoda

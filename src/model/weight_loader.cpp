@@ -1,0 +1,155 @@
+#include "model/weight_loader.h"
+
+#include <cstring>
+#include <new>
+
+#include "core/half.h"
+
+namespace pagoda {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+uint64_t total_file_bytes(const WeightSource& source) {
+  uint64_t n = 0;
+  for (const TensorInfo& t : source.tensors()) n += t.file_bytes;
+  return n;
+}
+
+float load_float(DType t, const void* data, int64_t i) {
+  switch (t) {
+    case DType::kF16:
+      return fp16_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DType::kBF16:
+      return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
+    default:
+      return static_cast<const float*>(data)[i];
+  }
+}
+
+// n elements of `from` at src to `to` at dst; both float types.
+void convert(DType from, const void* src, int64_t n, DType to, void* dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float f = load_float(from, src, i);
+    switch (to) {
+      case DType::kF16:
+        static_cast<uint16_t*>(dst)[i] = float_to_fp16(f);
+        break;
+      case DType::kBF16:
+        static_cast<uint16_t*>(dst)[i] = float_to_bf16(f);
+        break;
+      default:
+        static_cast<float*>(dst)[i] = f;
+        break;
+    }
+  }
+}
+
+bool is_float_type(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights)
+    : backend_(backend),
+      source_(source),
+      weights_(weights),
+      progress_("loading weights", total_file_bytes(source), source.tensors().size()) {}
+
+Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector<int64_t>& shape) {
+  const DType cd = backend_.compute_dtype();
+  const size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(cd);
+  try {
+    weights_->buffers.emplace_back(&backend_, bytes);
+  } catch (const std::bad_alloc&) {
+    return make_error(
+        ErrorCode::kResourceExhausted,
+        "out of device memory allocating " + std::to_string(bytes) + " bytes for " + name);
+  }
+  weights_->num_bytes += bytes;
+  Tensor t;
+  t.data = weights_->buffers.back().data();
+  t.dtype = cd;
+  t.ndim = static_cast<int>(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) t.shape[i] = shape[i];
+  return t;
+}
+
+Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
+                               void* dst) {
+  const TensorInfo* info = source_.find(name);
+  if (info == nullptr)
+    return make_error(ErrorCode::kNotFound,
+                      "tensor " + name + " not found in " + source_.describe());
+  if (info->shape != shape)
+    return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": expected " +
+                                                       shape_string(shape) + ", found " +
+                                                       shape_string(info->shape));
+  PAGODA_ASSIGN_OR_RETURN(HostTensor host, source_.read(name));
+  if (host.shape != shape || !is_float_type(host.dtype))
+    return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": read " +
+                                                       shape_string(host.shape) + " " +
+                                                       std::string(dtype_name(host.dtype)) +
+                                                       ", expected " + shape_string(shape));
+  const DType cd = backend_.compute_dtype();
+  const int64_t n = host.numel();
+  const size_t bytes = static_cast<size_t>(n) * dtype_size(cd);
+  if (host.dtype == cd) {
+    backend_.copy_to_device(dst, host.data, bytes);
+  } else {
+    staging_.resize(bytes);
+    convert(host.dtype, host.data, n, cd, staging_.data());
+    backend_.copy_to_device(dst, staging_.data(), bytes);
+  }
+  backend_.synchronize();  // the source (host or staging_) must outlive the copy
+  ++num_read_;
+  bytes_read_ += info->file_bytes;
+  progress_.advance(info->file_bytes);
+  return {};
+}
+
+Result<Tensor> WeightLoader::load(const std::string& name, const std::vector<int64_t>& shape) {
+  if (!has(name))
+    return make_error(ErrorCode::kNotFound,
+                      "tensor " + name + " not found in " + source_.describe());
+  PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, shape));
+  PAGODA_RETURN_IF_ERROR(read_into(name, shape, t.data));
+  return t;
+}
+
+Result<Tensor> WeightLoader::load_fused(const std::vector<std::string>& names,
+                                        const std::vector<int64_t>& rows,
+                                        const std::vector<int64_t>& cols) {
+  int64_t total_rows = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!has(names[i]))
+      return make_error(ErrorCode::kNotFound,
+                        "tensor " + names[i] + " not found in " + source_.describe());
+    total_rows += rows[i];
+  }
+  std::vector<int64_t> fused_shape = {total_rows};
+  fused_shape.insert(fused_shape.end(), cols.begin(), cols.end());
+  PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(names[0], fused_shape));
+  const size_t row_bytes = static_cast<size_t>(numel(cols)) * dtype_size(t.dtype);
+  char* dst = static_cast<char*>(t.data);
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<int64_t> shape = {rows[i]};
+    shape.insert(shape.end(), cols.begin(), cols.end());
+    PAGODA_RETURN_IF_ERROR(read_into(names[i], shape, dst));
+    dst += static_cast<size_t>(rows[i]) * row_bytes;
+  }
+  return t;
+}
+
+}  // namespace pagoda

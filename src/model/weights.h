@@ -1,0 +1,34 @@
+// The model's weights on the backend, in the backend's compute dtype (cd).
+// H = hidden, V = vocab, I = intermediate, D = head dim, Hq / Hkv = query /
+// key-value heads, Q = (Hq + 2 Hkv) * D = the fused QKV width.
+// Views into `buffers`, which own the device memory.
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace pagoda {
+
+struct LayerWeights {
+  Tensor input_norm;      // [H] cd: RMSNorm before attention
+  Tensor qkv;             // [Q, H] cd: q rows, then k rows, then v rows
+  Tensor qkv_bias;        // [Q] cd, same order; empty without attention bias
+  Tensor q_norm;          // [D] cd: per-head RMSNorm of q (Qwen3); empty otherwise
+  Tensor k_norm;          // [D] cd: per-head RMSNorm of k (Qwen3); empty otherwise
+  Tensor o_proj;          // [H, Hq * D] cd
+  Tensor post_attn_norm;  // [H] cd: RMSNorm before the MLP
+  Tensor gate_up;         // [2I, H] cd: gate rows first, then up rows
+  Tensor down;            // [H, I] cd
+};
+
+struct ModelWeights {
+  Tensor embed;  // [V, H] cd
+  std::vector<LayerWeights> layers;
+  Tensor final_norm;  // [H] cd
+  Tensor lm_head;     // [V, H] cd; the same memory as `embed` when embeddings are tied
+  std::vector<DeviceBuffer> buffers;  // owns every tensor above
+  size_t num_bytes = 0;               // device bytes held by `buffers`
+};
+
+}  // namespace pagoda

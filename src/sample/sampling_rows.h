@@ -1,0 +1,50 @@
+// Builders from per-sequence state to the backend's SamplingBatch rows
+// (backend/sampling_batch.h). All rows of a batch must be appended through
+// these functions, which keep the penalty and bias offset arrays at
+// rows.size() + 1 entries.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backend/sampling_batch.h"
+#include "sample/sampling_params.h"
+
+namespace pagoda {
+
+// What a row needs to know about its sequence.
+struct SeqSamplingState {
+  std::span<const int32_t> prompt_tokens;
+  std::span<const int32_t> output_tokens;  // generated so far; its size is the row's step
+  uint64_t seed = 0;                       // the sequence's seed (see sample_seed)
+};
+
+// The seed of sample `index` of a request whose seed is `request_seed`, so
+// that the n samples of one seeded request differ yet reproduce.
+uint64_t sample_seed(uint64_t request_seed, int32_t index);
+
+// Appends the row that samples the next token of a sequence:
+//  - temperature, top_k (-1 becomes 0: off), top_p, min_p, penalties from
+//    params (unset fields take the kDefault* values);
+//  - penalty tokens, ascending ids: every output token with its count and,
+//    when repetition_penalty != 1, every prompt token flagged in_prompt
+//    (presence and frequency penalties use output counts only);
+//  - bias, ascending ids: logit_bias, and -inf on the stop tokens
+//    (stop_token_ids, EOS unless ignore_eos) while fewer than min_tokens
+//    tokens exist;
+//  - seed and step = output_tokens.size(), so a draw depends only on the
+//    sequence, never on the batch or on preemption;
+//  - num_top_logprobs = params.logprobs (0 when unset).
+void append_sampling_row(SamplingBatch& batch, const SamplingParams& params,
+                         std::span<const int32_t> eos_token_ids, const SeqSamplingState& seq);
+
+// Appends a row that reports the logprob and rank of `target` (the next
+// prompt token) and the prompt_logprobs top tokens; its sampled token is
+// ignored (greedy, no processing).
+void append_prompt_logprob_row(SamplingBatch& batch, const SamplingParams& params, int32_t target);
+
+// Appends a beam-search row: greedy, no processing, reporting the
+// num_candidates top tokens by raw logprob (BeamSearch::num_candidates_per_beam()).
+void append_beam_row(SamplingBatch& batch, int32_t num_candidates);
+
+}  // namespace pagoda

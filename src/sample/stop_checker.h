@@ -1,0 +1,73 @@
+// Per-sequence stop conditions over the generated tokens and their
+// detokenized text, for streaming.
+//
+// Stops, in this order of precedence within one token:
+//  - a stop string appearing in the text not yet emitted (the earliest match;
+//    on equal positions, the first in SamplingParams::stop),
+//  - a stop token: stop_token_ids, or an EOS id unless ignore_eos,
+//  - max_tokens reached (finish "length").
+// Stop strings and stop tokens count only once min_tokens tokens exist;
+// before that, text is emitted as it comes and is not searched.
+// Hold-back: a suffix of the text that could begin a stop string is held
+// until the next tokens resolve it, so stop text never reaches the client
+// unless include_stop_str_in_output (then the text up to the end of the
+// matched stop string is emitted). A stop token's own text is dropped
+// unless include_stop_str_in_output.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sample/sampling_params.h"
+
+namespace pagoda {
+
+enum class StopFinish { kNone, kStop, kLength };
+
+struct StopUpdate {
+  std::string text;  // text safe to emit now (may be empty)
+  StopFinish finish = StopFinish::kNone;
+  std::string stop_string;  // the matched stop string (finish kStop by string)
+  int32_t stop_token = -1;  // the matched stop token (finish kStop by token)
+  bool finished() const { return finish != StopFinish::kNone; }
+};
+
+class StopChecker {
+ public:
+  // max_tokens: the resolved output cap (the request's max_tokens or what
+  // max_model_len leaves), >= 1. eos_token_ids: the model's EOS ids.
+  StopChecker(const SamplingParams& params, std::span<const int32_t> eos_token_ids,
+              int32_t max_tokens);
+
+  // Feeds the next generated token and the text its detokenization added.
+  // Must not be called after a finishing update.
+  StopUpdate append(int32_t token, std::string_view text);
+
+  bool finished() const { return finished_; }
+  int32_t num_tokens() const { return num_tokens_; }
+  // Everything emitted so far.
+  const std::string& emitted_text() const { return emitted_; }
+
+ private:
+  bool is_stop_token(int32_t token) const;
+  // Position and index of the earliest stop string in pending_, or npos.
+  size_t find_stop(size_t* which) const;
+  // Length of the longest suffix of pending_ that is a proper prefix of a stop string.
+  size_t held_suffix() const;
+  StopUpdate emit(size_t num_bytes);
+
+  std::vector<std::string> stop_;
+  std::vector<int32_t> stop_tokens_;  // stop_token_ids, plus EOS unless ignore_eos
+  bool include_stop_;
+  int32_t min_tokens_;
+  int32_t max_tokens_;
+  int32_t num_tokens_ = 0;
+  bool finished_ = false;
+  std::string pending_;  // generated, not yet emitted
+  std::string emitted_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,140 @@
+// Scheduler::schedule() and its phases.
+#include "sched/scheduler.h"
+
+#include "core/log.h"
+
+namespace pagoda {
+
+Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
+  PAGODA_RETURN_IF_ERROR(config.validate());
+  return Scheduler(config);
+}
+
+ScheduleOutput Scheduler::schedule() {
+  if (!in_flight_.empty()) {
+    log_error(
+        "scheduler: schedule() called before update() of the previous step; nothing scheduled");
+    return {};
+  }
+  StepPlan plan(config_.max_num_batched_tokens);
+  schedule_running(plan);
+  // A step that had to preempt has no room to admit anyone.
+  if (!plan.preempted_any()) admit_waiting(plan);
+  for (const StepPlan::Entry& e : plan.entries())
+    in_flight_.push_back({e.seq->id, e.num_new_tokens});
+  ScheduleOutput out = plan.build(kv_);
+  out.finished = std::move(finished_);
+  finished_.clear();
+  return out;
+}
+
+std::vector<int32_t> Scheduler::uncomputed_counts(const Request& req) const {
+  std::vector<int32_t> counts;
+  for (SeqId id : req.seqs) counts.push_back(seqs_.at(id).num_uncomputed());
+  return counts;
+}
+
+// Running requests in (priority, arrival) order. A request that cannot get
+// blocks for its chunks preempts from the back of the queue; the back is
+// never already planned (planning goes front to back), unless it is the
+// request itself, which then stops the phase.
+void Scheduler::schedule_running(StepPlan& plan) {
+  for (auto it = running_.begin(); it != running_.end() && plan.budget() > 0; ++it) {
+    const Request& req = requests_.at(it->id);
+    GroupChunks chunks =
+        split_group(uncomputed_counts(req), plan.budget(), config_.max_chunk_tokens);
+    if (chunks.total == 0) continue;
+    if (!reserve_blocks(req, chunks, plan)) break;
+    grow_and_plan(req, chunks, plan);
+  }
+}
+
+bool Scheduler::reserve_blocks(const Request& req, const GroupChunks& chunks, StepPlan& plan) {
+  while (true) {
+    int32_t needed = 0;
+    for (size_t i = 0; i < req.seqs.size(); ++i) {
+      const Sequence& seq = seqs_.at(req.seqs[i]);
+      needed += kv_.blocks_needed(seq.id, seq.num_computed_tokens + chunks.num_new_tokens[i]);
+    }
+    if (needed <= kv_.num_allocatable_blocks()) return true;
+    Request& victim = requests_.at(running_.back().id);
+    bool self = &victim == &req;
+    preempt(victim, plan);
+    if (self) return false;
+  }
+}
+
+void Scheduler::grow_and_plan(const Request& req, const GroupChunks& chunks, StepPlan& plan) {
+  for (size_t i = 0; i < req.seqs.size(); ++i) {
+    int32_t n = chunks.num_new_tokens[i];
+    if (n == 0) continue;
+    const Sequence& seq = seqs_.at(req.seqs[i]);
+    kv_.grow(seq.id, seq.num_computed_tokens + n, plan.copies());
+    plan.add(seq, n, chunks.samples);
+  }
+}
+
+void Scheduler::preempt(Request& req, StepPlan& plan) {
+  for (SeqId id : req.seqs) {
+    kv_.free(id);
+    seqs_.at(id).num_computed_tokens = 0;
+  }
+  running_.erase(queue_key(req));
+  waiting_.insert(queue_key(req));
+  req.running = false;
+  plan.add_preempted(req.spec.id, req.seqs);
+  ++num_preemptions_;
+}
+
+int32_t Scheduler::num_running_seats() const {
+  int32_t seats = 0;
+  for (const QueueKey& k : running_) seats += requests_.at(k.id).num_seats();
+  return seats;
+}
+
+// Waiting requests in (priority, arrival) order, until the budget, the
+// sequence cap or the KV pool stops the first one that does not fit (no
+// skipping ahead, so large requests are not starved).
+void Scheduler::admit_waiting(StepPlan& plan) {
+  int32_t seats = num_running_seats();
+  while (!waiting_.empty() && plan.budget() > 0) {
+    Request& req = requests_.at(waiting_.front().id);
+    if (seats + req.num_seats() > config_.max_num_seqs) break;
+    if (!try_admit(req, plan)) break;
+    seats += req.num_seats();
+  }
+}
+
+// Looks up each sequence's cached prefix, plans the group's first chunks,
+// and admits the whole group only if all their blocks are available.
+bool Scheduler::try_admit(Request& req, StepPlan& plan) {
+  std::vector<PrefixHit> hits;
+  std::vector<int32_t> remaining;
+  for (SeqId id : req.seqs) {
+    const Sequence& seq = seqs_.at(id);
+    hits.push_back(req.spec.use_prefix_cache ? kv_.find_prefix(seq.tokens, req.spec.cache_keys)
+                                             : PrefixHit{});
+    remaining.push_back(seq.num_tokens() - hits.back().num_tokens);
+  }
+  GroupChunks chunks = split_group(remaining, plan.budget(), config_.max_chunk_tokens);
+  if (chunks.total == 0) return false;
+  int32_t needed = 0;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    needed += kv_.blocks_needed(hits[i], hits[i].num_tokens + chunks.num_new_tokens[i]);
+  }
+  if (needed > kv_.num_allocatable_blocks()) return false;
+  // Claim every hit before allocating new blocks, so that no allocation
+  // evicts a cached block that another sequence of the group just matched.
+  for (size_t i = 0; i < hits.size(); ++i) {
+    Sequence& seq = seqs_.at(req.seqs[i]);
+    kv_.allocate(seq.id, hits[i], hits[i].num_tokens, req.spec.cache_keys);
+    seq.num_computed_tokens = hits[i].num_tokens;
+  }
+  grow_and_plan(req, chunks, plan);  // new blocks only: hits end on a block boundary
+  waiting_.erase(queue_key(req));
+  running_.insert(queue_key(req));
+  req.running = true;
+  return true;
+}
+
+}  // namespace pagoda

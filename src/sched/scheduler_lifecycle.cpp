@@ -1,0 +1,291 @@
+// Scheduler: adding, updating, forking, finishing and aborting requests, and
+// the integrity check.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "sched/scheduler.h"
+
+namespace pagoda {
+
+namespace {
+
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
+Error internal(std::string message) {
+  return make_error(ErrorCode::kInternal, std::move(message));
+}
+
+}  // namespace
+
+Status Scheduler::check_new_request(const RequestSpec& spec) const {
+  if (requests_.contains(spec.id))
+    return invalid(fmt::format("request {}: id already in use", spec.id));
+  const int64_t num_prompt = static_cast<int64_t>(spec.prompt_tokens.size());
+  if (num_prompt == 0) return invalid(fmt::format("request {}: empty prompt", spec.id));
+  if (num_prompt >= config_.max_model_len) {
+    return invalid(fmt::format(
+        "request {}: prompt of {} tokens leaves no room for output within max_model_len = {}",
+        spec.id, num_prompt, config_.max_model_len));
+  }
+  int32_t max_width = std::min(config_.max_num_seqs, config_.max_num_batched_tokens);
+  if (spec.num_seqs < 1 || spec.num_seqs > max_width) {
+    return invalid(fmt::format("request {}: num_seqs = {} must be in [1, {}]", spec.id,
+                               spec.num_seqs, max_width));
+  }
+  if (spec.max_new_tokens < 0) {
+    return invalid(
+        fmt::format("request {}: max_new_tokens = {} must be >= 0", spec.id, spec.max_new_tokens));
+  }
+  // Worst case without any sharing must fit the pool, or the request could
+  // be preempted forever.
+  int64_t max_len = spec.max_new_tokens > 0
+                        ? std::min<int64_t>(num_prompt + spec.max_new_tokens, config_.max_model_len)
+                        : config_.max_model_len;
+  int64_t blocks = spec.num_seqs * ((max_len + kv_.block_size() - 1) / kv_.block_size());
+  if (blocks > kv_.num_blocks()) {
+    return invalid(fmt::format(
+        "request {}: {} sequence(s) of up to {} tokens need {} KV blocks; the pool has {}", spec.id,
+        spec.num_seqs, max_len, blocks, kv_.num_blocks()));
+  }
+  return Status::Ok();
+}
+
+Result<SeqId> Scheduler::add_request(RequestSpec spec) {
+  PAGODA_RETURN_IF_ERROR(check_new_request(spec));
+  if (waiting_.size() >= config_.max_waiting) {
+    return make_error(
+        ErrorCode::kResourceExhausted,
+        fmt::format("request {}: waiting queue is full ({} requests)", spec.id, waiting_.size()));
+  }
+  SeqId seq_id = next_seq_id_++;
+  Sequence& seq = seqs_[seq_id];
+  seq.id = seq_id;
+  seq.request_id = spec.id;
+  seq.num_prompt_tokens = static_cast<int32_t>(spec.prompt_tokens.size());
+  seq.tokens = std::move(spec.prompt_tokens);
+  spec.prompt_tokens.clear();
+  RequestId id = spec.id;
+  Request& req = requests_[id];
+  req.spec = std::move(spec);
+  req.arrival = next_arrival_++;
+  req.seqs = {seq_id};
+  waiting_.insert(queue_key(req));
+  return seq_id;
+}
+
+void Scheduler::commit_in_flight() {
+  for (const InFlight& f : in_flight_) {
+    auto it = seqs_.find(f.seq);
+    if (it == seqs_.end()) continue;  // finished or aborted since schedule()
+    Sequence& seq = it->second;
+    seq.num_computed_tokens += f.num_new_tokens;
+    kv_.commit(seq.id, seq.tokens, seq.num_computed_tokens);
+  }
+  in_flight_.clear();
+}
+
+Status Scheduler::update(std::span<const SampledToken> sampled) {
+  commit_in_flight();
+  for (const SampledToken& s : sampled) {
+    if (!seqs_.contains(s.seq_id)) continue;  // finished or aborted since schedule()
+    PAGODA_RETURN_IF_ERROR(append_token(s.seq_id, s.token));
+  }
+  return Status::Ok();
+}
+
+Status Scheduler::append_token(SeqId id, int32_t token) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", id));
+  Sequence& seq = it->second;
+  if (!requests_.at(seq.request_id).running || seq.num_uncomputed() != 0) {
+    return invalid(
+        fmt::format("sequence {}: cannot take a token before its last token is computed ({} of {})",
+                    id, seq.num_computed_tokens, seq.num_tokens()));
+  }
+  if (seq.num_tokens() >= config_.max_model_len) {
+    return invalid(
+        fmt::format("sequence {}: already at max_model_len = {}", id, config_.max_model_len));
+  }
+  seq.tokens.push_back(token);
+  return Status::Ok();
+}
+
+SeqId Scheduler::fork_unchecked(Sequence& parent, Request& req) {
+  SeqId child_id = next_seq_id_++;
+  Sequence child = parent;
+  child.id = child_id;
+  if (kv_.contains(parent.id)) kv_.fork(parent.id, child_id);
+  seqs_.emplace(child_id, std::move(child));
+  req.seqs.push_back(child_id);
+  return child_id;
+}
+
+Result<SeqId> Scheduler::fork(SeqId parent) {
+  if (!in_flight_.empty())
+    return internal(fmt::format("fork({}) while a step is in flight", parent));
+  auto it = seqs_.find(parent);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", parent));
+  Request& req = requests_.at(it->second.request_id);
+  if (static_cast<int32_t>(req.seqs.size()) >= req.spec.num_seqs) {
+    return invalid(fmt::format("request {}: already has num_seqs = {} sequences", req.spec.id,
+                               req.spec.num_seqs));
+  }
+  return fork_unchecked(it->second, req);
+}
+
+Result<std::vector<SeqId>> Scheduler::branch(RequestId id, std::span<const Branch> branches) {
+  if (!in_flight_.empty())
+    return internal(fmt::format("branch(request {}) while a step is in flight", id));
+  auto rit = requests_.find(id);
+  if (rit == requests_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("request {}: unknown", id));
+  Request& req = rit->second;
+  if (branches.empty() || static_cast<int32_t>(branches.size()) > req.spec.num_seqs) {
+    return invalid(fmt::format("request {}: {} branches, expected 1..{}", id, branches.size(),
+                               req.spec.num_seqs));
+  }
+  std::unordered_set<SeqId> parents;
+  for (const Branch& b : branches) {
+    auto sit = seqs_.find(b.parent);
+    if (sit == seqs_.end() || sit->second.request_id != id) {
+      return invalid(
+          fmt::format("request {}: branch parent {} is not one of its sequences", id, b.parent));
+    }
+    if (!req.running || sit->second.num_uncomputed() != 0 ||
+        sit->second.num_tokens() >= config_.max_model_len) {
+      return invalid(fmt::format("request {}: sequence {} cannot take a token now", id, b.parent));
+    }
+    parents.insert(b.parent);
+  }
+  std::vector<SeqId> live = req.seqs;
+  for (SeqId s : live) {
+    if (!parents.contains(s)) drop_seq(req, s, SeqEndReason::kDropped);
+  }
+  // Fork before appending, so that forks copy the parent's tokens without the new one.
+  std::vector<SeqId> targets;
+  std::unordered_set<SeqId> used;
+  for (const Branch& b : branches) {
+    bool first = used.insert(b.parent).second;
+    targets.push_back(first ? b.parent : fork_unchecked(seqs_.at(b.parent), req));
+  }
+  for (size_t i = 0; i < branches.size(); ++i)
+    seqs_.at(targets[i]).tokens.push_back(branches[i].token);
+  return targets;
+}
+
+void Scheduler::drop_seq(Request& req, SeqId id, SeqEndReason reason) {
+  if (kv_.contains(id)) kv_.free(id);
+  seqs_.erase(id);
+  std::erase(req.seqs, id);
+  finished_.push_back({req.spec.id, id, reason});
+}
+
+void Scheduler::remove_request(Request& req) {
+  running_.erase(queue_key(req));
+  waiting_.erase(queue_key(req));
+  requests_.erase(req.spec.id);
+}
+
+Status Scheduler::finish(SeqId id, SeqEndReason reason) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", id));
+  Request& req = requests_.at(it->second.request_id);
+  drop_seq(req, id, reason);
+  if (req.seqs.empty()) remove_request(req);
+  return Status::Ok();
+}
+
+Status Scheduler::finish_request(RequestId id, SeqEndReason reason) {
+  auto it = requests_.find(id);
+  if (it == requests_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("request {}: unknown", id));
+  Request& req = it->second;
+  std::vector<SeqId> live = req.seqs;
+  for (SeqId s : live) drop_seq(req, s, reason);
+  remove_request(req);
+  return Status::Ok();
+}
+
+Status Scheduler::abort(RequestId id) {
+  return finish_request(id, SeqEndReason::kAbort);
+}
+
+const Sequence* Scheduler::sequence(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+const Request* Scheduler::request(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats st;
+  st.num_running_requests = running_.size();
+  st.num_waiting_requests = waiting_.size();
+  st.num_running_seqs = kv_.num_seqs();
+  st.num_preemptions = num_preemptions_;
+  st.kv = kv_.stats();
+  return st;
+}
+
+Status Scheduler::check_request(const Request& req) const {
+  const RequestId id = req.spec.id;
+  const RequestQueue& home = req.running ? running_ : waiting_;
+  const RequestQueue& other = req.running ? waiting_ : running_;
+  if (!home.contains(queue_key(req)) || other.contains(queue_key(req))) {
+    return internal(fmt::format("request {}: wrong queue membership", id));
+  }
+  if (req.seqs.empty() || static_cast<int32_t>(req.seqs.size()) > req.spec.num_seqs) {
+    return internal(fmt::format("request {}: {} live sequences", id, req.seqs.size()));
+  }
+  for (SeqId s : req.seqs) {
+    auto it = seqs_.find(s);
+    if (it == seqs_.end() || it->second.request_id != id)
+      return internal(fmt::format("request {}: bad sequence {}", id, s));
+    const Sequence& seq = it->second;
+    if (seq.num_computed_tokens < 0 || seq.num_computed_tokens > seq.num_tokens()) {
+      return internal(fmt::format("sequence {}: {} computed of {} tokens", s,
+                                  seq.num_computed_tokens, seq.num_tokens()));
+    }
+    if (req.running != kv_.contains(s))
+      return internal(fmt::format("sequence {}: KV table presence", s));
+    if (req.running ? kv_.num_computed_tokens(s) != seq.num_computed_tokens
+                    : seq.num_computed_tokens != 0) {
+      return internal(fmt::format("sequence {}: computed count disagrees with the KV manager", s));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Scheduler::check_invariants() const {
+  PAGODA_RETURN_IF_ERROR(kv_.check_invariants());
+  if (!in_flight_.empty()) return internal("check_invariants() while a step is in flight");
+  size_t num_seqs = 0;
+  for (const auto& [id, req] : requests_) {
+    PAGODA_RETURN_IF_ERROR(check_request(req));
+    num_seqs += req.seqs.size();
+  }
+  if (num_seqs != seqs_.size() ||
+      static_cast<size_t>(running_.size() + waiting_.size()) != requests_.size()) {
+    return internal("sequences or queue entries without a request");
+  }
+  int32_t running_seqs = 0;
+  for (const QueueKey& k : running_)
+    running_seqs += static_cast<int32_t>(requests_.at(k.id).seqs.size());
+  if (running_seqs != kv_.num_seqs()) return internal("KV tables without a running sequence");
+  if (num_running_seats() > config_.max_num_seqs) {
+    return internal(fmt::format("{} running seats exceed max_num_seqs = {}", num_running_seats(),
+                                config_.max_num_seqs));
+  }
+  return Status::Ok();
+}
+
+}  // namespace pagoda

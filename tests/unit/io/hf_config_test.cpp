@@ -1,0 +1,300 @@
+// config.json / generation_config.json parsing for each supported family,
+// rope scaling variants (transformers 4 and 5 styles) and error cases.
+#include "io/hf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "io_test_util.h"
+
+namespace pagoda {
+namespace {
+
+using Json = nlohmann::json;
+
+// A minimal valid Llama config; tests patch fields into it.
+Json llama_base() {
+  return Json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+    "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]})");
+}
+
+Result<ModelConfig> parse(const Json& j) {
+  return parse_hf_config(j.dump(), "/models/x/config.json");
+}
+
+ModelConfig parse_ok(const Json& j) {
+  auto r = parse(j);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : ModelConfig{};
+}
+
+void expect_error(const Json& j, const std::string& fragment,
+                  ErrorCode code = ErrorCode::kInvalidArgument) {
+  auto r = parse(j);
+  ASSERT_FALSE(r.ok()) << j.dump();
+  EXPECT_EQ(r.error().code, code) << r.error().message;
+  EXPECT_NE(r.error().message.find(fragment), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("/models/x/config.json"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(HfConfig, Llama) {
+  ModelConfig c = parse_ok(llama_base());
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.hf_architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.vocab_size, 128256);
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.intermediate_size, 14336);
+  EXPECT_EQ(c.num_layers, 32);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kDefault);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.dtype, DType::kBF16);
+  EXPECT_EQ(c.bos_token_id, 128000);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{128001, 128008, 128009}));
+}
+
+TEST(HfConfig, DefaultsAndNulls) {
+  Json j = llama_base();
+  j.erase("num_key_value_heads");
+  j.erase("rms_norm_eps");
+  j.erase("rope_theta");
+  j.erase("tie_word_embeddings");
+  j.erase("torch_dtype");
+  j["bos_token_id"] = nullptr;
+  j["eos_token_id"] = 2;
+  j["head_dim"] = nullptr;
+  j["rope_scaling"] = nullptr;
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.num_kv_heads, 32);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_EQ(c.rope_theta, 10000.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.bos_token_id, std::nullopt);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+}
+
+TEST(HfConfig, ExplicitHeadDimAndDtypes) {
+  Json j = llama_base();
+  j["head_dim"] = 64;
+  j["torch_dtype"] = "float32";
+  EXPECT_EQ(parse_ok(j).head_dim, 64);
+  EXPECT_EQ(parse_ok(j).dtype, DType::kF32);
+  j.erase("torch_dtype");
+  j["dtype"] = "float16";  // transformers 5 spelling
+  EXPECT_EQ(parse_ok(j).dtype, DType::kF16);
+}
+
+TEST(HfConfig, Mistral) {
+  Json j = llama_base();
+  j["architectures"] = {"MistralForCausalLM"};
+  j["sliding_window"] = 4096;
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "mistral");
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_FALSE(c.attention_bias);
+  j["sliding_window"] = nullptr;
+  EXPECT_EQ(parse_ok(j).sliding_window, 0);
+}
+
+TEST(HfConfig, Qwen2) {
+  Json j = llama_base();
+  j["architectures"] = {"Qwen2ForCausalLM"};
+  j["sliding_window"] = 32768;
+  j["use_sliding_window"] = false;
+  j["tie_word_embeddings"] = true;
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "qwen2");
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.sliding_window, 0);
+  j["use_sliding_window"] = true;
+  EXPECT_EQ(parse_ok(j).sliding_window, 32768);
+}
+
+TEST(HfConfig, Qwen3) {
+  Json j = llama_base();
+  j["architectures"] = {"Qwen3ForCausalLM"};
+  j["head_dim"] = 128;
+  j["hidden_size"] = 2048;
+  j["num_attention_heads"] = 16;
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "qwen3");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.head_dim, 128);
+  j["attention_bias"] = true;
+  EXPECT_TRUE(parse_ok(j).attention_bias);
+}
+
+TEST(HfConfig, ModelTypeWhenArchitecturesAbsent) {
+  Json j = llama_base();
+  j.erase("architectures");
+  j["model_type"] = "qwen2";
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "qwen2");
+  EXPECT_EQ(c.hf_architecture, "Qwen2ForCausalLM");
+}
+
+TEST(HfConfig, RopeScalingVariants) {
+  Json j = llama_base();
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);
+
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_EQ(c.rope_scaling.low_freq_factor, 1.0);
+  EXPECT_EQ(c.rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+
+  j["rope_scaling"] = {
+      {"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 32.0);
+  EXPECT_EQ(c.rope_scaling.beta_slow, 1.0);
+  EXPECT_EQ(c.rope_scaling.attention_factor, std::nullopt);
+
+  j["rope_scaling"] = {{"rope_type", "yarn"},  {"factor", 2.0},           {"beta_fast", 16},
+                       {"beta_slow", 2},       {"attention_factor", 1.5}, {"mscale", 0.707},
+                       {"mscale_all_dim", 1.0}};
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 131072);  // max_position_embeddings
+  EXPECT_EQ(c.rope_scaling.beta_fast, 16.0);
+  EXPECT_EQ(c.rope_scaling.beta_slow, 2.0);
+  EXPECT_EQ(c.rope_scaling.attention_factor, 1.5);
+  EXPECT_EQ(c.rope_scaling.mscale, 0.707);
+  EXPECT_EQ(c.rope_scaling.mscale_all_dim, 1.0);
+
+  j["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(parse_ok(j).rope_scaling.type, RopeScalingType::kDefault);
+}
+
+TEST(HfConfig, Transformers5RopeParameters) {
+  Json j = llama_base();
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_theta", 1000000.0}, {"rope_type", "default"}};
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.rope_theta, 1000000.0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kDefault);
+
+  j["rope_parameters"] = {{"rope_theta", 500000.0},  {"rope_type", "llama3"},
+                          {"factor", 32.0},          {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_EQ(c.rope_scaling.factor, 32.0);
+}
+
+TEST(HfConfig, Errors) {
+  Json j = llama_base();
+  j["architectures"] = {"GPT2LMHeadModel"};
+  expect_error(j, "GPT2LMHeadModel", ErrorCode::kUnsupported);
+  expect_error(j, "Qwen3ForCausalLM", ErrorCode::kUnsupported);  // lists the supported ones
+  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                            "num_attention_heads", "max_position_embeddings"}) {
+    Json k = llama_base();
+    k.erase(field);
+    expect_error(k, std::string("missing required field '") + field + "'");
+  }
+  j = llama_base();
+  j["hidden_size"] = "4096";
+  expect_error(j, "'hidden_size' must be");
+  j = llama_base();
+  j["num_key_value_heads"] = 5;
+  expect_error(j, "num_key_value_heads");
+  j = llama_base();
+  j["hidden_size"] = 4095;
+  expect_error(j, "multiple of num_attention_heads");
+  j = llama_base();
+  j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  expect_error(j, "'dynamic'", ErrorCode::kUnsupported);
+  j["rope_scaling"] = {{"type", "llama3"}, {"factor", 8.0}};
+  expect_error(j, "low_freq_factor");
+  j["rope_scaling"] = {{"type", "linear"}};
+  expect_error(j, "factor");
+  j = llama_base();
+  j["torch_dtype"] = "int8";
+  expect_error(j, "torch_dtype");
+  j = llama_base();
+  j["eos_token_id"] = "x";
+  expect_error(j, "eos_token_id");
+  j = llama_base();
+  j["mlp_bias"] = true;
+  expect_error(j, "mlp_bias", ErrorCode::kUnsupported);
+  j = llama_base();
+  j["hidden_act"] = "gelu";
+  expect_error(j, "gelu", ErrorCode::kUnsupported);
+  auto r = parse_hf_config("{not json", "/models/x/config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kCorrupt);
+  r = load_hf_config("/nonexistent/config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("/nonexistent/config.json"), std::string::npos);
+}
+
+TEST(HfConfig, Stories260K) {
+  const std::string path = testing::shared_path("models/stories260K/config.json");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "absent: " << path;
+  auto c = load_hf_config(path);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->head_dim, 8);
+  EXPECT_EQ(c->num_kv_heads, 4);
+  EXPECT_EQ(c->intermediate_size, 172);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->dtype, DType::kF32);
+}
+
+TEST(GenerationConfig, Fields) {
+  auto g =
+      parse_generation_config(R"({"do_sample": true, "temperature": 0.6, "top_p": 0.9, "top_k": 20,
+    "min_p": 0.05, "repetition_penalty": 1.1, "max_new_tokens": 512, "eos_token_id": [1, 2]})",
+                              "generation_config.json");
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->temperature, 0.6);
+  EXPECT_EQ(g->top_p, 0.9);
+  EXPECT_EQ(g->top_k, 20);
+  EXPECT_EQ(g->min_p, 0.05);
+  EXPECT_EQ(g->repetition_penalty, 1.1);
+  EXPECT_EQ(g->max_new_tokens, 512);
+  EXPECT_EQ(g->eos_token_ids, (std::vector<int32_t>{1, 2}));
+  g = parse_generation_config(R"({"bos_token_id": 1, "eos_token_id": 2})",
+                              "generation_config.json");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->temperature, std::nullopt);
+  EXPECT_EQ(g->top_k, std::nullopt);
+  EXPECT_EQ(g->eos_token_ids, std::vector<int32_t>{2});
+  g = parse_generation_config(R"({"temperature": "hot"})", "generation_config.json");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("temperature"), std::string::npos);
+  EXPECT_NE(g.error().message.find("generation_config.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pagoda

@@ -1,0 +1,122 @@
+// An in-memory WeightSource and a tiny random llama-family model for the
+// model unit tests.
+#pragma once
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "io/model_config.h"
+#include "io/weight_source.h"
+
+namespace pagoda::test {
+
+class MemorySource final : public WeightSource {
+ public:
+  // Stores `values` as `dtype` (f32, f16 or bf16).
+  void add(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& values,
+           DType dtype = DType::kF32) {
+    std::vector<uint8_t> bytes(values.size() * dtype_size(dtype));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == DType::kF32) std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+      uint16_t h = dtype == DType::kF16 ? float_to_fp16(values[i]) : float_to_bf16(values[i]);
+      if (dtype != DType::kF32) std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+    infos_.erase(std::remove_if(infos_.begin(), infos_.end(),
+                                [&](const TensorInfo& t) { return t.name == name; }),
+                 infos_.end());
+    infos_.push_back({name, dtype, shape, bytes.size()});
+    data_[name] = std::move(bytes);
+  }
+  void remove(const std::string& name) {
+    infos_.erase(std::remove_if(infos_.begin(), infos_.end(),
+                                [&](const TensorInfo& t) { return t.name == name; }),
+                 infos_.end());
+    data_.erase(name);
+  }
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  const TensorInfo* find(std::string_view name) const override {
+    for (const TensorInfo& t : infos_)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+  Result<HostTensor> read(std::string_view name) override {
+    const TensorInfo* t = find(name);
+    if (t == nullptr) return make_error(ErrorCode::kNotFound, "no " + std::string(name));
+    HostTensor h;
+    h.dtype = t->dtype;
+    h.shape = t->shape;
+    h.data = data_.at(std::string(name)).data();
+    return h;
+  }
+  std::string describe() const override { return "memory source"; }
+
+ private:
+  std::vector<TensorInfo> infos_;
+  std::map<std::string, std::vector<uint8_t>> data_;
+};
+
+// A 2-layer GQA llama: hidden 32, 4 heads / 2 kv heads, head_dim 8, vocab 97.
+inline ModelConfig tiny_config(const std::string& arch = "llama") {
+  ModelConfig c;
+  c.architecture = arch;
+  c.vocab_size = 97;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 8;
+  c.rms_norm_eps = 1e-5;
+  c.max_position_embeddings = 128;
+  c.dtype = DType::kF32;
+  return c;
+}
+
+// Random weights for every tensor `config` needs (biases when
+// attention_bias, q/k norms when qk_norm, lm_head unless tied).
+inline void fill_random(const ModelConfig& c, MemorySource* src, uint32_t seed = 1,
+                        DType dtype = DType::kF32) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.0f, 0.3f);
+  auto rnd = [&](std::vector<int64_t> shape, float base = 0.0f) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = base + nd(gen);
+    return v;
+  };
+  const int64_t h = c.hidden_size, d = c.head_dim, q = c.num_heads * d, kv = c.num_kv_heads * d;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, float base = 0.0f) {
+    src->add(name, shape, rnd(shape, base), dtype);
+  };
+  add("model.embed_tokens.weight", {c.vocab_size, h});
+  add("model.norm.weight", {h}, 1.0f);
+  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h});
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {h}, 1.0f);
+    add(p + "post_attention_layernorm.weight", {h}, 1.0f);
+    add(p + "self_attn.q_proj.weight", {q, h});
+    add(p + "self_attn.k_proj.weight", {kv, h});
+    add(p + "self_attn.v_proj.weight", {kv, h});
+    add(p + "self_attn.o_proj.weight", {h, q});
+    if (c.attention_bias) {
+      add(p + "self_attn.q_proj.bias", {q});
+      add(p + "self_attn.k_proj.bias", {kv});
+      add(p + "self_attn.v_proj.bias", {kv});
+    }
+    if (c.qk_norm) {
+      add(p + "self_attn.q_norm.weight", {d}, 1.0f);
+      add(p + "self_attn.k_norm.weight", {d}, 1.0f);
+    }
+    add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
+    add(p + "mlp.up_proj.weight", {c.intermediate_size, h});
+    add(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+  }
+}
+
+}  // namespace pagoda::test

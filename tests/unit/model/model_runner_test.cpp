@@ -1,0 +1,274 @@
+// ModelRunner mechanics on a tiny random model: KV sizing and max_model_len,
+// lm_head chunking and sampling-batch slicing, copy-on-write block copies,
+// and step validation errors. (Numerical correctness against transformers is
+// the golden tests' job.)
+#include "model/model_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "memory_source.h"
+#include "model/step_validation.h"
+
+namespace pagoda {
+namespace {
+
+using test::MemorySource;
+using test::tiny_config;
+
+struct SeqStep {
+  std::vector<int32_t> tokens;  // the new tokens
+  int32_t num_cached = 0;
+  std::vector<int32_t> table;
+};
+
+// One step over `seqs`, sampling the last row of each sequence.
+StepInput make_step(const std::vector<SeqStep>& seqs, int bs, int32_t width) {
+  StepInput in;
+  in.query_start_loc = {0};
+  in.max_blocks_per_seq = width;
+  for (const SeqStep& s : seqs) {
+    for (size_t j = 0; j < s.tokens.size(); ++j) {
+      const int32_t pos = s.num_cached + static_cast<int32_t>(j);
+      in.token_ids.push_back(s.tokens[j]);
+      in.positions.push_back(pos);
+      in.slot_mapping.push_back(s.table[pos / bs] * bs + pos % bs);
+    }
+    in.query_start_loc.push_back(static_cast<int32_t>(in.token_ids.size()));
+    in.seq_lens.push_back(s.num_cached + static_cast<int32_t>(s.tokens.size()));
+    for (int32_t b = 0; b < width; ++b)
+      in.block_tables.push_back(b < (int32_t)s.table.size() ? s.table[b] : 0);
+    in.logits_rows.push_back(in.query_start_loc.back() - 1);
+    in.sampling.rows.push_back(SamplingRow{});
+  }
+  return in;
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<ModelRunner> make(RunnerOptions o, ModelConfig c = tiny_config()) {
+    test::fill_random(c, &src_);
+    auto r = ModelRunner::create(be_, c, src_, o);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? std::move(r).value() : nullptr;
+  }
+  Error create_error(RunnerOptions o, ModelConfig c = tiny_config()) {
+    test::fill_random(c, &src_);
+    auto r = ModelRunner::create(be_, c, src_, o);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? Error{} : r.error();
+  }
+  CpuBackend be_;
+  MemorySource src_;
+};
+
+TEST_F(RunnerTest, SizesKvCacheAndMaxModelLen) {
+  RunnerOptions o;
+  o.block_size = 16;
+  o.cpu_kv_cache_bytes = 1 << 20;  // block = 2 (k,v) * 2 layers * 16 * 2 heads * 8 * 4 B = 4 KiB
+  auto r = make(o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->num_kv_blocks(), 256);
+  EXPECT_EQ(r->max_model_len(), 128);  // the config's max_position_embeddings
+  EXPECT_EQ(r->max_blocks_per_seq(), 8);
+
+  o.cpu_kv_cache_bytes = 5 * 4096;  // 80 tokens: a derived max_model_len shrinks to fit
+  r = make(o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->num_kv_blocks(), 5);
+  EXPECT_EQ(r->max_model_len(), 80);
+
+  o.max_model_len = 100;  // an explicit one that does not fit is an error
+  Error e = create_error(o);
+  EXPECT_EQ(e.code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(e.message.find("max_model_len 100"), std::string::npos) << e.message;
+
+  o = RunnerOptions{};
+  o.max_model_len = 129;
+  e = create_error(o);
+  EXPECT_NE(e.message.find("max_position_embeddings 128"), std::string::npos) << e.message;
+
+  o = RunnerOptions{};
+  o.num_kv_blocks = 40;
+  o.block_size = 4;
+  r = make(o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->num_kv_blocks(), 40);
+  EXPECT_EQ(r->max_model_len(), 128);
+
+  e = create_error(o, tiny_config("gpt_neox"));
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+}
+
+TEST_F(RunnerTest, LogitsChunksAndSamplingSlicesMatchOneShot) {
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 32;
+  o.max_num_seqs = 3;  // lm_head runs in chunks of 3 rows
+  auto r = make(o);
+  ASSERT_NE(r, nullptr);
+  StepInput in = make_step({{{5, 6, 7, 8, 9}, 0, {0, 1}}, {{10, 11, 12}, 0, {2}}}, 4, 2);
+  in.logits_rows = {0, 1, 2, 3, 4, 5, 6, 4, 4};  // R = 9 > 3, with repeats
+  std::vector<float> logits;
+  ASSERT_TRUE(r->execute_logits(in, &logits).ok());
+  const int64_t v = 97;
+  ASSERT_EQ(logits.size(), 9u * v);
+  EXPECT_EQ(0, std::memcmp(&logits[4 * v], &logits[7 * v], v * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(&logits[4 * v], &logits[8 * v], v * sizeof(float)));
+
+  // Seeded sampling with penalties and biases spread over the chunks equals
+  // the backend's sampler on the one-shot logits.
+  SamplingBatch& b = in.sampling;
+  b.rows.assign(9, SamplingRow{});
+  b.max_top_logprobs = 3;
+  b.penalty_offsets = {0};
+  b.bias_offsets = {0};
+  for (int i = 0; i < 9; ++i) {
+    b.rows[i].seed = 100 + i;
+    b.rows[i].temperature = i % 3 == 0 ? 0.0f : 0.8f;
+    b.rows[i].num_top_logprobs = i % 4;
+    b.rows[i].target_token = i;
+    b.rows[i].repetition_penalty = 1.3f;
+    for (int k = 0; k < i % 3; ++k) {
+      b.penalty_tokens.push_back(i * 7 + k);
+      b.penalty_output_counts.push_back(k + 1);
+      b.penalty_in_prompt.push_back(1);
+    }
+    b.penalty_offsets.push_back(static_cast<int32_t>(b.penalty_tokens.size()));
+    if (i % 2) {
+      b.bias_tokens.push_back(i * 3);
+      b.bias_values.push_back(-2.0f);
+    }
+    b.bias_offsets.push_back(static_cast<int32_t>(b.bias_tokens.size()));
+  }
+  SampleOutput got, want;
+  ASSERT_TRUE(r->execute(in, &got).ok());
+  be_.sample(Tensor(logits.data(), DType::kF32, {9, v}), b, want);
+  EXPECT_EQ(got.token_ids, want.token_ids);
+  EXPECT_EQ(got.logprobs, want.logprobs);
+  EXPECT_EQ(got.ranks, want.ranks);
+  EXPECT_EQ(got.top_ids, want.top_ids);
+  EXPECT_EQ(got.target_ranks, want.target_ranks);
+  EXPECT_EQ(got.target_logprobs, want.target_logprobs);
+}
+
+TEST_F(RunnerTest, CopyOnWriteBlockCopyIsAppliedBeforeTheForward) {
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 16;
+  auto r = make(o);
+  ASSERT_NE(r, nullptr);
+  const std::vector<int32_t> prompt = {3, 1, 4, 1, 5,
+                                       9, 2, 6, 5, 3};  // fills blocks 0, 1 and half of 2
+  SampleOutput out;
+  ASSERT_TRUE(r->execute(make_step({{prompt, 0, {0, 1, 2}}}, 4, 3), &out).ok());
+  // A fork appends into its own copy of the shared partial block 2 (as 7);
+  // the original appends the same token into block 2: identical logits.
+  StepInput in = make_step({{{42}, 10, {0, 1, 2}}, {{42}, 10, {0, 1, 7}}}, 4, 3);
+  in.copy_src = {2};
+  in.copy_dst = {7};
+  std::vector<float> logits;
+  ASSERT_TRUE(r->execute_logits(in, &logits).ok());
+  EXPECT_EQ(0, std::memcmp(logits.data(), logits.data() + 97, 97 * sizeof(float)));
+  // Without the copy, block 8 holds no prefix: the logits differ.
+  StepInput no_copy = make_step({{{42}, 10, {0, 1, 2}}, {{42}, 10, {0, 1, 8}}}, 4, 3);
+  ASSERT_TRUE(r->execute_logits(no_copy, &logits).ok());
+  EXPECT_NE(0, std::memcmp(logits.data(), logits.data() + 97, 97 * sizeof(float)));
+}
+
+TEST_F(RunnerTest, ExecuteRejectsBadSteps) {
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 8;
+  o.max_num_batched_tokens = 6;
+  auto r = make(o);
+  ASSERT_NE(r, nullptr);
+  SampleOutput out;
+  StepInput ok = make_step({{{1, 2, 3}, 0, {0}}}, 4, 1);
+  ASSERT_TRUE(r->execute(ok, &out).ok());
+  auto expect_error = [&](StepInput in, const std::string& needle) {
+    Status s = r->execute(in, &out);
+    ASSERT_FALSE(s.ok()) << needle;
+    EXPECT_NE(s.error().message.find(needle), std::string::npos) << s.error().message;
+  };
+  expect_error(make_step({{{1, 2, 3, 4, 5, 6, 7}, 0, {0, 1}}}, 4, 2), "max_num_batched_tokens 6");
+  StepInput bad = ok;
+  bad.token_ids[1] = 97;
+  expect_error(bad, "token_ids[1] = 97");
+  bad = ok;
+  bad.positions[2] = 5;
+  expect_error(bad, "positions[2] = 5, expected 2");
+  bad = ok;
+  bad.slot_mapping[0] = 9;
+  expect_error(bad, "slot_mapping[0] = 9, expected 0");
+  expect_error(make_step({{{1}, 3, {8}}}, 4, 1), "block_tables[0][0] = 8");
+  bad = ok;
+  bad.logits_rows = {3};
+  expect_error(bad, "logits_rows[0] = 3");
+  bad = ok;
+  bad.sampling.rows.push_back({});
+  expect_error(bad, "sampling.rows has 2 entries, expected 1");
+  bad = ok;
+  bad.copy_src = {1};
+  bad.copy_dst = {8};
+  expect_error(bad, "block 8");
+}
+
+TEST(StepValidation, CatchesEveryMalformedField) {
+  StepLimits l{8, 2, 3, 10, 4, 50, 12};
+  StepInput ok = make_step({{{1, 2, 3}, 0, {4}}, {{7}, 5, {1, 2}}}, 4, 2);
+  ASSERT_TRUE(validate_step(ok, l, true).ok()) << validate_step(ok, l, true).error().message;
+  auto expect_error = [&](const StepInput& in, const std::string& needle) {
+    Status s = validate_step(in, l, true);
+    ASSERT_FALSE(s.ok()) << needle;
+    EXPECT_NE(s.error().message.find(needle), std::string::npos) << s.error().message;
+  };
+  StepInput s = ok;
+  s.query_start_loc = {0, 3, 3};
+  expect_error(s, "query_start_loc must run from 0");
+  s = ok;
+  s.query_start_loc = {0, 0, 4};
+  expect_error(s, "sequence 0 has 0 new tokens");
+  s = ok;
+  s.seq_lens[1] = 13;
+  expect_error(s, "seq_lens[1] = 13");
+  s = ok;
+  s.max_blocks_per_seq = 4;
+  expect_error(s, "max_blocks_per_seq 4");
+  s = ok;
+  s.block_tables.pop_back();
+  expect_error(s, "block_tables has 3 entries, expected 4");
+  s = ok;
+  s.sampling.penalty_offsets = {0, 1, 1};
+  s.sampling.penalty_tokens = {60};
+  s.sampling.penalty_output_counts = {1};
+  s.sampling.penalty_in_prompt = {0};
+  expect_error(s, "sampling.penalty_tokens[0] = 60");
+  s.sampling.penalty_tokens = {6};
+  s.sampling.penalty_offsets = {0, 1};
+  expect_error(s, "sampling.penalty_offsets has 2 entries, expected 3");
+  s = ok;
+  s.sampling.bias_offsets = {0, 1, 0};
+  s.sampling.bias_tokens = {1};
+  s.sampling.bias_values = {1.0f};
+  expect_error(s, "sampling.bias_offsets must run from 0 to 1");
+  s = ok;
+  s.sampling.rows[0].num_top_logprobs = 1;
+  expect_error(s, "num_top_logprobs = 1");
+  s = ok;
+  s.sampling.rows[1].top_p = 0.0f;
+  expect_error(s, "top_p");
+  s = ok;
+  s.copy_src = {1, 2};
+  s.copy_dst = {3};
+  expect_error(s, "copy_src and copy_dst differ");
+  // execute_logits ignores the sampling batch.
+  s = ok;
+  s.sampling.rows.clear();
+  EXPECT_TRUE(validate_step(s, l, false).ok());
+}
+
+}  // namespace
+}  // namespace pagoda

@@ -1,0 +1,99 @@
+// Rope tables against transformers' rotary embedding
+// (tests/data/golden/rope_tables.json from tools/make_golden.py).
+#include "model/rope.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace pagoda {
+namespace {
+
+using nlohmann::json;
+
+ModelConfig config_from(const json& c) {
+  ModelConfig m;
+  m.head_dim = c.at("head_dim");
+  m.max_position_embeddings = c.at("max_position_embeddings");
+  const json& p = c.at("rope_parameters");
+  m.rope_theta = p.at("rope_theta");
+  const std::string type = p.at("rope_type");
+  RopeScaling& s = m.rope_scaling;
+  s.type = type == "linear"   ? RopeScalingType::kLinear
+           : type == "llama3" ? RopeScalingType::kLlama3
+           : type == "yarn"   ? RopeScalingType::kYarn
+                              : RopeScalingType::kDefault;
+  s.factor = p.value("factor", 1.0);
+  s.low_freq_factor = p.value("low_freq_factor", 1.0);
+  s.high_freq_factor = p.value("high_freq_factor", 4.0);
+  s.original_max_position_embeddings = p.value("original_max_position_embeddings", int64_t{0});
+  s.beta_fast = p.value("beta_fast", 32.0);
+  s.beta_slow = p.value("beta_slow", 1.0);
+  if (p.contains("attention_factor")) s.attention_factor = p.at("attention_factor").get<double>();
+  s.mscale = p.value("mscale", 0.0);
+  s.mscale_all_dim = p.value("mscale_all_dim", 0.0);
+  return m;
+}
+
+TEST(Rope, MatchesTransformers) {
+  std::ifstream f(std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/data/golden/rope_tables.json");
+  ASSERT_TRUE(f.good());
+  const json doc = json::parse(f);
+  ASSERT_GE(doc.at("cases").size(), 5u);
+  for (const auto& [name, c] : doc.at("cases").items()) {
+    SCOPED_TRACE(name);
+    auto freqs = rope_frequencies(config_from(c));
+    ASSERT_TRUE(freqs.ok()) << freqs.error().message;
+    const auto ref_inv = c.at("inv_freq").get<std::vector<double>>();
+    ASSERT_EQ(freqs->inv_freq.size(), ref_inv.size());
+    for (size_t i = 0; i < ref_inv.size(); ++i)
+      ASSERT_NEAR(freqs->inv_freq[i], ref_inv[i], 2.5e-7 * ref_inv[i]) << "inv_freq " << i;
+    EXPECT_NEAR(freqs->attention_factor, double(c.at("attention_factor")), 1e-6);
+
+    const auto positions = c.at("positions").get<std::vector<int64_t>>();
+    const int64_t half = static_cast<int64_t>(ref_inv.size()), d = 2 * half;
+    const std::vector<float> table = rope_cos_sin_table(*freqs, 256);
+    std::vector<float> row(static_cast<size_t>(d));
+    for (size_t k = 0; k < positions.size(); ++k) {
+      const int64_t p = positions[k];
+      rope_cos_sin_row(*freqs, p, row.data());
+      if (p < 256) {
+        for (int64_t i = 0; i < d; ++i) ASSERT_EQ(table[p * d + i], row[i]) << "table row " << p;
+      }
+      for (int64_t i = 0; i < half; ++i) {
+        // cos/sin of f32 angles: exact when inv_freq agrees bit for bit;
+        // otherwise the angle may differ by p * |d inv_freq|.
+        const double tol = 3e-7 + freqs->attention_factor * static_cast<double>(p) *
+                                      std::abs(freqs->inv_freq[i] - ref_inv[i]);
+        ASSERT_NEAR(row[i], double(c.at("cos")[k][i]), tol) << "cos p=" << p << " i=" << i;
+        ASSERT_NEAR(row[half + i], double(c.at("sin")[k][i]), tol) << "sin p=" << p << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(Rope, RejectsBadParameters) {
+  ModelConfig c;
+  c.head_dim = 64;
+  c.rope_theta = 10000;
+  c.max_position_embeddings = 4096;
+  c.rope_scaling.type = RopeScalingType::kLinear;
+  c.rope_scaling.factor = 0;
+  auto r = rope_frequencies(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("factor"), std::string::npos);
+  c.rope_scaling.type = RopeScalingType::kLlama3;
+  c.rope_scaling.factor = 8;
+  r = rope_frequencies(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("original_max_position_embeddings"), std::string::npos);
+  c.rope_scaling.type = RopeScalingType::kDefault;
+  c.head_dim = 63;
+  EXPECT_FALSE(rope_frequencies(c).ok());
+}
+
+}  // namespace
+}  // namespace pagoda

@@ -1,0 +1,181 @@
+// Architecture lookup, config validation and weight loading (fusing, dtype
+// conversion, tied embeddings, error messages).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/half.h"
+#include "memory_source.h"
+#include "model/architecture.h"
+#include "model/load_weights.h"
+
+namespace pagoda {
+namespace {
+
+using test::MemorySource;
+using test::tiny_config;
+
+template <typename T>
+std::string error_of(const Result<T>& r) {
+  return r.ok() ? "" : r.error().message;
+}
+
+std::vector<float> host(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  std::memcpy(v.data(), t.data, v.size() * sizeof(float));
+  return v;
+}
+
+std::vector<float> source_values(MemorySource& src, const std::string& name) {
+  HostTensor h = src.read(name).value();
+  std::vector<float> v(static_cast<size_t>(h.numel()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint16_t* p16 = static_cast<const uint16_t*>(h.data);
+    v[i] = h.dtype == DType::kF32    ? static_cast<const float*>(h.data)[i]
+           : h.dtype == DType::kBF16 ? bf16_to_float(p16[i])
+                                     : fp16_to_float(p16[i]);
+  }
+  return v;
+}
+
+TEST(Architecture, FindsEverySupportedFamilyAndListsThemOtherwise) {
+  for (const char* name : {"llama", "mistral", "qwen2"}) {
+    ModelConfig c = tiny_config(name);
+    auto a = find_architecture(c);
+    ASSERT_TRUE(a.ok()) << error_of(a);
+    EXPECT_STREQ((*a)->name, name);
+  }
+  ModelConfig q3 = tiny_config("qwen3");
+  q3.qk_norm = true;
+  EXPECT_TRUE(find_architecture(q3).ok());
+  ModelConfig bad = tiny_config("gpt2");
+  auto r = find_architecture(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(r.error().message.find("\"gpt2\""), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("llama, mistral, qwen2, qwen3"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(Architecture, ValidationNamesTheField) {
+  auto expect_field = [](ModelConfig c, const std::string& field) {
+    auto r = find_architecture(c);
+    ASSERT_FALSE(r.ok()) << field;
+    EXPECT_NE(r.error().message.find(field), std::string::npos) << r.error().message;
+  };
+  ModelConfig c = tiny_config();
+  c.num_kv_heads = 3;
+  expect_field(c, "num_key_value_heads");
+  c = tiny_config();
+  c.head_dim = 7;
+  expect_field(c, "head_dim");
+  c = tiny_config();
+  c.vocab_size = 0;
+  expect_field(c, "vocab_size");
+  c = tiny_config();
+  c.rms_norm_eps = 0;
+  expect_field(c, "rms_norm_eps");
+  c = tiny_config("qwen3");  // qwen3 without q/k norms
+  expect_field(c, "q/k norms");
+  c = tiny_config("llama");
+  c.qk_norm = true;
+  expect_field(c, "q/k norms");
+}
+
+TEST(LoadWeights, FusesQkvAndGateUpInOrder) {
+  CpuBackend be;
+  ModelConfig c = tiny_config("qwen2");
+  c.attention_bias = true;
+  MemorySource src;
+  test::fill_random(c, &src);
+  auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+  ASSERT_TRUE(w.ok()) << error_of(w);
+  ASSERT_EQ(w->layers.size(), 2u);
+  const LayerWeights& l = w->layers[1];
+  EXPECT_EQ(l.qkv.dim(0), (4 + 2 * 2) * 8);
+  EXPECT_EQ(l.qkv.dim(1), 32);
+  std::vector<float> want;
+  for (const char* part : {"q", "k", "v"}) {
+    auto v = source_values(src, std::string("model.layers.1.self_attn.") + part + "_proj.weight");
+    want.insert(want.end(), v.begin(), v.end());
+  }
+  EXPECT_EQ(host(l.qkv), want);
+  want.clear();
+  for (const char* part : {"q", "k", "v"}) {
+    auto v = source_values(src, std::string("model.layers.1.self_attn.") + part + "_proj.bias");
+    want.insert(want.end(), v.begin(), v.end());
+  }
+  EXPECT_EQ(host(l.qkv_bias), want);
+  want = source_values(src, "model.layers.1.mlp.gate_proj.weight");
+  auto up = source_values(src, "model.layers.1.mlp.up_proj.weight");
+  want.insert(want.end(), up.begin(), up.end());
+  EXPECT_EQ(host(l.gate_up), want);
+  EXPECT_EQ(l.gate_up.dim(0), 2 * 48);
+  EXPECT_TRUE(l.q_norm.empty());
+  EXPECT_EQ(host(l.down), source_values(src, "model.layers.1.mlp.down_proj.weight"));
+  EXPECT_NE(w->lm_head.data, w->embed.data);
+}
+
+TEST(LoadWeights, ConvertsHalfTypesToF32) {
+  CpuBackend be;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    ModelConfig c = tiny_config("qwen3");
+    c.qk_norm = true;
+    MemorySource src;
+    test::fill_random(c, &src, 3, dt);
+    auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+    ASSERT_TRUE(w.ok()) << error_of(w);
+    EXPECT_EQ(w->embed.dtype, DType::kF32);
+    EXPECT_EQ(host(w->embed), source_values(src, "model.embed_tokens.weight"));
+    EXPECT_EQ(host(w->layers[0].k_norm),
+              source_values(src, "model.layers.0.self_attn.k_norm.weight"));
+  }
+}
+
+TEST(LoadWeights, TiesLmHeadWhenAbsentOrConfigured) {
+  CpuBackend be;
+  ModelConfig c = tiny_config();
+  MemorySource src;
+  test::fill_random(c, &src);
+  src.remove("lm_head.weight");
+  auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+  ASSERT_TRUE(w.ok()) << error_of(w);
+  EXPECT_EQ(w->lm_head.data, w->embed.data);
+  c.tie_word_embeddings = true;
+  test::fill_random(c, &src);
+  src.add("lm_head.weight", {97, 32}, std::vector<float>(97 * 32, 5.0f));  // ignored when tied
+  auto w2 = load_model_weights(*find_architecture(c).value(), c, be, src);
+  ASSERT_TRUE(w2.ok()) << error_of(w2);
+  EXPECT_EQ(w2->lm_head.data, w2->embed.data);
+}
+
+TEST(LoadWeights, ErrorsNameTheTensor) {
+  CpuBackend be;
+  ModelConfig c = tiny_config();
+  MemorySource src;
+  test::fill_random(c, &src);
+  src.add("model.layers.1.self_attn.k_proj.weight", {8, 32}, std::vector<float>(8 * 32));
+  auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message,
+            "tensor model.layers.1.self_attn.k_proj.weight: expected [16, 32], found [8, 32]");
+
+  test::fill_random(c, &src);
+  src.remove("model.layers.0.mlp.up_proj.weight");
+  w = load_model_weights(*find_architecture(c).value(), c, be, src);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(w.error().message,
+            "tensor model.layers.0.mlp.up_proj.weight not found in memory source");
+
+  ModelConfig biased = tiny_config("qwen2");  // qwen2 always needs biases
+  test::fill_random(tiny_config(), &src);
+  w = load_model_weights(*find_architecture(biased).value(), biased, be, src);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("self_attn.q_proj.bias not found"), std::string::npos)
+      << w.error().message;
+}
+
+}  // namespace
+}  // namespace pagoda
