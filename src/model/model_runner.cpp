@@ -1,13 +1,16 @@
 #include "model/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <new>
 
 #include "core/log.h"
 #include "model/architecture.h"
+#include "model/decode_graphs.h"
 #include "model/load_weights.h"
+#include "model/memory_profile.h"
 #include "model/rope.h"
 #include "model/step_validation.h"
 
@@ -15,6 +18,17 @@ namespace pagoda {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+// Startup time the decode-graph captures may take; sizes not captured by
+// then run eagerly (a capture takes milliseconds, so this only bounds
+// pathological cases).
+constexpr double kGraphCaptureBudgetSeconds = 30.0;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 // Host staging memory from the backend (pinned on cuda).
 class HostBuffer {
@@ -107,6 +121,14 @@ struct ModelRunner::Buffers {
   Tensor i32(int64_t offset, int64_t n) const {
     return Tensor(static_cast<int32_t*>(index.data()) + offset, DType::kI32, {n});
   }
+  // Bytes of the activation scratch (everything sized by T or the lm_head chunk).
+  size_t scratch_bytes() const {
+    size_t n = 0;
+    for (const DeviceBuffer* d : {&residual, &normed, &qkv, &attn, &proj, &gate_up, &act, &gathered,
+                                  &logits})
+      n += d->size();
+    return n;
+  }
 };
 
 ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, const RunnerOptions& options)
@@ -130,6 +152,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
                           " exceeds the model's max_position_embeddings " +
                           std::to_string(config.max_position_embeddings));
   std::unique_ptr<ModelRunner> r(new ModelRunner(backend, config, options));
+  r->use_graphs_ = backend.supports_graphs() && !options.enforce_eager;
   r->layout_ = {static_cast<int>(config.num_heads), static_cast<int>(config.num_kv_heads),
                 static_cast<int>(config.head_dim)};
   r->attention_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
@@ -150,7 +173,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
 }
 
 // Scratch activations, the rope table and the index arrays for contexts up
-// to max_len, then the KV pool from what is left.
+// to max_len; on a device, the memory profile; then the KV pool from what is
+// left, then the decode graphs.
 Status ModelRunner::allocate(int64_t max_len) {
   const size_t es = dtype_size(backend_.compute_dtype());
   const int64_t t = options_.max_num_batched_tokens, h = config_.hidden_size;
@@ -182,7 +206,46 @@ Status ModelRunner::allocate(int64_t max_len) {
   }
   backend_.copy_to_device(b.cos_sin.data(), cos_sin.data(), cos_sin.size() * sizeof(float));
   backend_.synchronize();
-  return allocate_kv(max_len);
+  if (backend_.kind() != DeviceKind::kCpu) PAGODA_RETURN_IF_ERROR(profile_memory(max_len));
+  PAGODA_RETURN_IF_ERROR(allocate_kv(max_len));
+  if (use_graphs_) capture_decode_graphs();
+  return {};
+}
+
+Status ModelRunner::profile_memory(int64_t max_len) {
+  size_t free_before = 0, free_after = 0, total = 0;
+  backend_.memory_info(&free_before, &total);
+  const Clock::time_point start = Clock::now();
+  const ProfileStep p =
+      make_profile_step(options_.max_num_batched_tokens, options_.max_num_seqs, max_len,
+                        options_.block_size, options_.max_num_seqs, config_.vocab_size);
+  DeviceBuffer kv;
+  try {
+    kv = DeviceBuffer(&backend_, static_cast<size_t>(p.num_blocks * kv_block_bytes()));
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted,
+                      "out of device memory for the memory profile's KV cache (" +
+                          std::to_string(p.num_blocks) + " blocks); lower max_num_batched_tokens");
+  }
+  map_kv_caches(kv.data(), p.num_blocks);
+  num_kv_blocks_ = p.num_blocks;
+  max_blocks_per_seq_ = p.table_width;
+  max_model_len_ = max_len;
+  SampleOutput out;
+  const Status st = execute(p.step, &out);
+  backend_.synchronize();
+  buf_->caches.clear();
+  kv.reset();
+  num_kv_blocks_ = max_blocks_per_seq_ = max_model_len_ = 0;
+  if (!st.ok()) return make_error(st.error().code, "memory profile step: " + st.error().message);
+  backend_.memory_info(&free_after, &total);
+  log_info(
+      "memory profile: {} tokens in {} sequences + {} sampled rows in {:.2f}s; activation "
+      "scratch {:.2f} GiB (preallocated), runtime allocations {:.2f} GiB",
+      p.step.token_ids.size(), p.step.seq_lens.size(), p.step.logits_rows.size(),
+      seconds_since(start), static_cast<double>(buf_->scratch_bytes()) / kGiB,
+      (static_cast<double>(free_before) - static_cast<double>(free_after)) / kGiB);
+  return {};
 }
 
 // Blocks of `block_bytes` the options allow: num_kv_blocks when set, else
@@ -204,14 +267,33 @@ int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes) const {
   return budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
 }
 
-// Sizes the pool (budget_kv_blocks), caps max_model_len to what one sequence can hold when it
-// was derived from the config, allocates and logs the capacity.
+int64_t ModelRunner::kv_block_bytes() const {
+  return 2 * config_.num_layers * options_.block_size * config_.num_kv_heads * config_.head_dim *
+         static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
+}
+
+void ModelRunner::map_kv_caches(void* base, int64_t num_blocks) {
+  const int64_t half_block = kv_block_bytes() / (2 * config_.num_layers);  // k or v of one layer
+  const DType cd = backend_.compute_dtype();
+  const std::initializer_list<int64_t> dims = {num_blocks, options_.block_size,
+                                               config_.num_kv_heads, config_.head_dim};
+  buf_->caches.clear();
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    char* k = static_cast<char*>(base) + 2 * l * num_blocks * half_block;
+    char* v = k + num_blocks * half_block;
+    buf_->caches.push_back({Tensor(k, cd, dims), Tensor(v, cd, dims), options_.block_size});
+  }
+}
+
+// Sizes the pool (budget_kv_blocks; with graphs one more block, the padding
+// rows' scratch, zeroed), caps max_model_len to what one sequence can hold
+// when it was derived from the config, allocates and logs the capacity.
 Status ModelRunner::allocate_kv(int64_t max_len) {
   const int64_t bs = options_.block_size;
-  const int64_t block_bytes = 2 * config_.num_layers * bs * config_.num_kv_heads *
-                              config_.head_dim *
-                              static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
-  const int64_t num_blocks = budget_kv_blocks(block_bytes);
+  const int64_t block_bytes = kv_block_bytes();
+  const int64_t reserved = use_graphs_ ? 1 : 0;
+  const int64_t budget = budget_kv_blocks(block_bytes);
+  const int64_t num_blocks = options_.num_kv_blocks > 0 ? budget : budget - reserved;
   if (num_blocks < 1)
     return make_error(ErrorCode::kResourceExhausted,
                       "no memory left for the KV cache (" + std::to_string(block_bytes) +
@@ -228,27 +310,28 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   max_model_len_ = max_len;
   max_blocks_per_seq_ = (max_len + bs - 1) / bs;
   num_kv_blocks_ = num_blocks;
+  const int64_t pool = num_blocks + reserved;
   Buffers& b = *buf_;
   try {
-    b.kv = DeviceBuffer(&backend_, static_cast<size_t>(num_blocks * block_bytes));
+    b.kv = DeviceBuffer(&backend_, static_cast<size_t>(pool * block_bytes));
   } catch (const std::bad_alloc&) {
-    return make_error(ErrorCode::kResourceExhausted, "out of memory allocating a KV cache of " +
-                                                         std::to_string(num_blocks) + " blocks");
+    return make_error(ErrorCode::kResourceExhausted,
+                      "out of memory allocating a KV cache of " + std::to_string(pool) + " blocks");
   }
-  const int64_t half_block =
-      block_bytes / (2 * config_.num_layers);  // k or v of one layer, per block
-  char* base = static_cast<char*>(b.kv.data());
-  const DType cd = backend_.compute_dtype();
-  for (int64_t l = 0; l < config_.num_layers; ++l) {
-    char* k = base + 2 * l * num_blocks * half_block;
-    char* v = k + num_blocks * half_block;
-    const std::initializer_list<int64_t> dims = {num_blocks, bs, config_.num_kv_heads,
-                                                 config_.head_dim};
-    b.caches.push_back({Tensor(k, cd, dims), Tensor(v, cd, dims), static_cast<int>(bs)});
+  map_kv_caches(b.kv.data(), pool);
+  if (reserved > 0) {
+    scratch_block_ = static_cast<int32_t>(num_blocks);
+    const size_t half_block = static_cast<size_t>(block_bytes / (2 * config_.num_layers));
+    const std::vector<char> zeros(half_block, 0);
+    for (const KvCacheView& c : b.caches)
+      for (const Tensor& t : {c.k, c.v})
+        backend_.copy_to_device(static_cast<char*>(t.data) + scratch_block_ * half_block,
+                                zeros.data(), half_block);
+    backend_.synchronize();
   }
-  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB); max_model_len {}", num_blocks,
-           bs, num_blocks * bs, static_cast<double>(num_blocks * block_bytes) / kGiB,
-           max_model_len_);
+  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB){}; max_model_len {}",
+           num_blocks, bs, num_blocks * bs, static_cast<double>(pool * block_bytes) / kGiB,
+           reserved > 0 ? " + 1 scratch block for decode-graph padding" : "", max_model_len_);
   return {};
 }
 
@@ -267,8 +350,26 @@ Status ModelRunner::validate(const StepInput& step, bool sampling) const {
 void ModelRunner::upload_index(int64_t offset, const int32_t* data, int64_t n) {
   Buffers& b = *buf_;
   std::memcpy(b.host_index->i32() + offset, data, static_cast<size_t>(n) * sizeof(int32_t));
+  upload_staged(offset, n);
+}
+
+void ModelRunner::upload_staged(int64_t offset, int64_t n) {
+  Buffers& b = *buf_;
   backend_.copy_to_device(static_cast<int32_t*>(b.index.data()) + offset,
                           b.host_index->i32() + offset, static_cast<size_t>(n) * sizeof(int32_t));
+}
+
+void ModelRunner::run_forward(const StepInput& step) {
+  const int graph = is_decode_only(step)
+                        ? pick_decode_graph(graph_sizes_, static_cast<int64_t>(step.seq_lens.size()))
+                        : -1;
+  if (graph >= 0) {
+    prepare_and_replay(step, graph);
+    last_graph_batch_ = graph_sizes_[static_cast<size_t>(graph)];
+  } else {
+    prepare_and_forward(step);
+    last_graph_batch_ = 0;
+  }
 }
 
 void ModelRunner::prepare_and_forward(const StepInput& step) {
@@ -301,6 +402,79 @@ void ModelRunner::prepare_and_forward(const StepInput& step) {
     meta.num_decode_seqs += q_len == 1 ? 1 : 0;
   }
   forward(t, meta);
+}
+
+void ModelRunner::prepare_and_replay(const StepInput& step, int graph) {
+  // The previous step's uploads read the staging buffer until they ran.
+  backend_.synchronize();
+  upload_decode_index(step, graph_sizes_[static_cast<size_t>(graph)]);
+  if (!step.copy_src.empty()) backend_.copy_blocks(buf_->caches, step.copy_src, step.copy_dst);
+  backend_.replay_graph(graph_ids_[static_cast<size_t>(graph)]);
+}
+
+void ModelRunner::upload_decode_index(const StepInput& step, int64_t batch) {
+  Buffers& b = *buf_;
+  const IndexLayout& at = b.layout;
+  int32_t* h = b.host_index->i32();
+  write_padded_decode_index(step, batch, max_blocks_per_seq_, scratch_block_,
+                            {h + at.ids, h + at.positions, h + at.slots, h + at.qsl,
+                             h + at.seq_lens, h + at.tables});
+  // ids, positions, slots, qsl and seq_lens are consecutive regions: one
+  // upload covers their first `batch` (+1) entries; then the tables.
+  upload_staged(at.ids, at.seq_lens + batch - at.ids);
+  upload_staged(at.tables, batch * max_blocks_per_seq_);
+}
+
+AttentionMetadata ModelRunner::decode_graph_metadata(int64_t batch) const {
+  const Buffers& b = *buf_;
+  const IndexLayout& at = b.layout;
+  AttentionMetadata m;
+  m.query_start_loc = b.i32(at.qsl, batch + 1);
+  m.seq_lens = b.i32(at.seq_lens, batch);
+  m.block_tables =
+      b.i32(at.tables, batch * max_blocks_per_seq_).reshape({batch, max_blocks_per_seq_});
+  m.num_seqs = static_cast<int>(batch);
+  m.max_query_len = 1;
+  m.max_seq_len = static_cast<int>(max_model_len_);
+  m.max_blocks_per_seq = static_cast<int>(max_blocks_per_seq_);
+  m.num_decode_seqs = static_cast<int>(batch);
+  return m;
+}
+
+void ModelRunner::capture_decode_graphs() {
+  const std::vector<int64_t> sizes = decode_graph_batch_sizes(
+      std::min(options_.max_num_seqs, options_.max_num_batched_tokens));
+  size_t free_before = 0, free_after = 0, total = 0;
+  backend_.memory_info(&free_before, &total);
+  const Clock::time_point start = Clock::now();
+  const StepInput no_seqs;  // an all-padding batch: what the graphs read at capture
+  for (const int64_t batch : sizes) {
+    if (seconds_since(start) > kGraphCaptureBudgetSeconds) {
+      log_warn("decode graphs: capture stopped at batch {} after {:.1f}s; larger decode "
+               "batches run eagerly", batch, seconds_since(start));
+      break;
+    }
+    upload_decode_index(no_seqs, batch);
+    const AttentionMetadata meta = decode_graph_metadata(batch);
+    // Eager warm-up: per-shape library plans (cuBLASLt) are built outside
+    // the capture; the sync also frees the staging buffer for the next size.
+    forward(batch, meta);
+    backend_.synchronize();
+    const int id = backend_.capture_graph([this, batch, meta] { forward(batch, meta); });
+    if (id < 0) {
+      log_warn("decode graphs: capture failed at batch {}; every step runs eagerly", batch);
+      graph_sizes_.clear();
+      graph_ids_.clear();
+      return;
+    }
+    graph_sizes_.push_back(batch);
+    graph_ids_.push_back(id);
+  }
+  if (graph_sizes_.empty()) return;
+  backend_.memory_info(&free_after, &total);
+  log_info("decode graphs: {} batch sizes ({}..{}) captured in {:.2f}s, {:.0f} MiB of device memory",
+           graph_sizes_.size(), graph_sizes_.front(), graph_sizes_.back(), seconds_since(start),
+           (static_cast<double>(free_before) - static_cast<double>(free_after)) / kMiB);
 }
 
 // The decoder: a fixed list of op calls on the scratch (graph-capturable).
@@ -358,7 +532,7 @@ Tensor ModelRunner::compute_logits(const StepInput& step, int64_t r0, int64_t r1
 
 Status ModelRunner::execute(const StepInput& step, SampleOutput* out) {
   PAGODA_RETURN_IF_ERROR(validate(step, /*sampling=*/true));
-  prepare_and_forward(step);
+  run_forward(step);
   const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
   *out = SampleOutput{};
   for (int64_t r0 = 0; r0 < num_rows; r0 += options_.max_num_seqs) {
@@ -377,7 +551,7 @@ Status ModelRunner::execute(const StepInput& step, SampleOutput* out) {
 
 Status ModelRunner::execute_logits(const StepInput& step, std::vector<float>* logits) {
   PAGODA_RETURN_IF_ERROR(validate(step, /*sampling=*/false));
-  prepare_and_forward(step);
+  run_forward(step);
   const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
   const int64_t v = config_.vocab_size;
   logits->resize(static_cast<size_t>(num_rows * v));

@@ -32,6 +32,9 @@ struct RunnerOptions {
   double kv_cache_memory_fraction = 0.9;
   // cpu: KV cache budget in bytes.
   int64_t cpu_kv_cache_bytes = int64_t{1} << 30;
+  // Backends with graphs (cuda): true runs every step eagerly; false captures
+  // decode graphs at startup (see decode_graphs.h).
+  bool enforce_eager = false;
 };
 
 // Host plain data of one forward step. T tokens, S sequences, R logits rows.
@@ -55,9 +58,12 @@ struct StepInput {
 class ModelRunner {
  public:
   // Validates the config, uploads the weights (progress bar + log line:
-  // tensors, bytes, seconds), sizes and allocates the KV pool (logs its
-  // capacity in tokens), precomputes the rope table and allocates scratch
-  // for max_num_batched_tokens.
+  // tensors, bytes, seconds), precomputes the rope table and allocates
+  // scratch for max_num_batched_tokens. On a device backend (not cpu) it then
+  // runs one profile step at that size (memory_profile.h) so every lazy
+  // allocation has happened, sizes the KV pool from what is left under
+  // kv_cache_memory_fraction and, unless enforce_eager or the backend has no
+  // graphs, captures the decode graphs. Logs the KV capacity in tokens.
   static Result<std::unique_ptr<ModelRunner>> create(Backend& backend, const ModelConfig& config,
                                                      WeightSource& weights,
                                                      const RunnerOptions& options);
@@ -73,10 +79,17 @@ class ModelRunner {
   int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }  // table width limit
   const ModelConfig& config() const { return config_; }
   Backend& backend() const { return backend_; }
+  // Batch sizes with a captured decode graph, ascending (empty: all eager).
+  const std::vector<int64_t>& decode_graph_sizes() const { return graph_sizes_; }
+  // The padded batch size of the graph the last step replayed; 0 when it ran
+  // eagerly.
+  int64_t last_graph_batch_size() const { return last_graph_batch_; }
 
   // One forward + sampling. Checks every size and index of `step` first
   // (T <= max_num_batched_tokens, S <= max_num_seqs, ids < vocab, slots and
-  // blocks in range, ...) and returns an error naming the field.
+  // blocks in range, ...) and returns an error naming the field. A
+  // decode-only step whose S fits a captured size replays that graph; the
+  // lm_head and sampling always run eagerly.
   Status execute(const StepInput& step, SampleOutput* out);
   // The same forward, returning the f32 logits [R, V] instead of sampling
   // (tests, prompt-logprob tools). step.sampling is ignored.
@@ -87,11 +100,30 @@ class ModelRunner {
 
   ModelRunner(Backend& backend, const ModelConfig& config, const RunnerOptions& options);
   Status allocate(int64_t max_len);
+  // Runs make_profile_step's batch on a temporary KV pool and logs the
+  // device memory it took beyond the preallocated scratch.
+  Status profile_memory(int64_t max_len);
   Status allocate_kv(int64_t max_len);
   int64_t budget_kv_blocks(int64_t block_bytes) const;
+  // Bytes of one KV block across all layers (k and v).
+  int64_t kv_block_bytes() const;
+  // Points buf_->caches at a pool of `num_blocks` blocks starting at `base`.
+  void map_kv_caches(void* base, int64_t num_blocks);
+  // Warm-up run and capture for every decode_graph_batch_sizes() entry;
+  // on a failed capture all graphs are dropped (eager from then on).
+  void capture_decode_graphs();
   Status validate(const StepInput& step, bool sampling) const;
+  // The forward of a validated step: graph replay or eager.
+  void run_forward(const StepInput& step);
   // Uploads the index arrays, applies block copies and runs the forward.
   void prepare_and_forward(const StepInput& step);
+  // Uploads `step` padded to graph_sizes_[graph] rows, applies block copies
+  // and replays that graph.
+  void prepare_and_replay(const StepInput& step, int graph);
+  // write_padded_decode_index into the staging buffer, then two uploads.
+  void upload_decode_index(const StepInput& step, int64_t batch);
+  // The metadata a decode graph of `batch` rows is captured with.
+  AttentionMetadata decode_graph_metadata(int64_t batch) const;
   // Every layer over the first `num_tokens` scratch rows; leaves the final
   // normed hidden states [T, H] in the scratch.
   void forward(int64_t num_tokens, const AttentionMetadata& meta);
@@ -99,6 +131,8 @@ class ModelRunner {
   Tensor compute_logits(const StepInput& step, int64_t r0, int64_t r1);
   // Host staging -> device index buffer at `offset` (i32 elements).
   void upload_index(int64_t offset, const int32_t* data, int64_t n);
+  // Staging -> device index buffer for elements [offset, offset + n).
+  void upload_staged(int64_t offset, int64_t n);
 
   Backend& backend_;
   ModelConfig config_;
@@ -108,7 +142,12 @@ class ModelRunner {
   float attention_scale_ = 1.0f;
   int64_t max_model_len_ = 0;
   int64_t max_blocks_per_seq_ = 0;
-  int64_t num_kv_blocks_ = 0;
+  int64_t num_kv_blocks_ = 0;  // blocks sequences may use: [0, num_kv_blocks_)
+  bool use_graphs_ = false;
+  int32_t scratch_block_ = -1;  // = num_kv_blocks_ when graphs are used: padding rows' block
+  std::vector<int64_t> graph_sizes_;
+  std::vector<int> graph_ids_;  // backend graph id per graph_sizes_ entry
+  int64_t last_graph_batch_ = 0;
   std::unique_ptr<Buffers> buf_;
 };
 

@@ -13,7 +13,8 @@
 #   3. compute-sanitizer memcheck, test subset    -> $OUT/memcheck.log
 #      and racecheck on the attention prefill tests -> $OUT/racecheck.log
 #   4. hooks: every tests/gpu/hooks/*.sh, run as `hook BUILD_DIR` (end-to-end
-#      tests, benchmarks; skipped when there are none) -> $OUT/<hook>.log
+#      tests, benchmarks; skipped when there are none) -> $OUT/<hook>.log;
+#      90 s each unless the hook has a line "# hook-timeout: SECONDS"
 #   5. kernel microbenchmarks (last)              -> $OUT/kernel_bench.txt
 # A summary table is printed at the end.
 set -u
@@ -102,7 +103,9 @@ if [ ${#hooks[@]} -eq 0 ]; then
 fi
 for hook in "${hooks[@]}"; do
   name=$(basename "$hook" .sh)
-  stage "$name" 90 "$out/$name.log" bash "$hook" "$build"
+  # A hook may declare its own limit with a line "# hook-timeout: SECONDS".
+  limit=$(sed -n 's/^# hook-timeout: *\([0-9][0-9]*\).*/\1/p' "$hook" | head -n 1)
+  stage "$name" "${limit:-90}" "$out/$name.log" bash "$hook" "$build"
 done
 
 if [ -x "$bin/kernel_bench" ]; then

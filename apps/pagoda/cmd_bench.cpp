@@ -1,0 +1,379 @@
+// pagoda bench serve | latency | throughput: the serving benchmark against an
+// OpenAI-compatible server, and the in-process engine benches
+// (docs/benchmarks.md).
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/serve_bench.h"
+#include "core/result.h"
+#include "pagoda/command.h"
+#ifdef PAGODA_HAVE_BENCH_INPROC
+#include <fstream>
+
+#include "bench/inproc/engine_bench.h"
+#include "bench/inproc/inproc_report.h"
+#include "bench/inproc/model_cost.h"
+#include "engine/backend_factory.h"
+#include "engine/engine_api.h"
+#include "io/model_files.h"
+#include "pagoda/engine_flags.h"
+#endif
+
+namespace {
+
+using pagoda::Error;
+using pagoda::ErrorCode;
+using pagoda::Result;
+using pagoda::Status;
+using pagoda::bench::DatasetKind;
+using pagoda::bench::ServeBenchOptions;
+
+Result<double> parse_rate(const std::string& s) {
+  if (s == "inf" || s == "Inf" || s == "INF") return std::numeric_limits<double>::infinity();
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size() && v > 0.0) return v;
+  } catch (const std::exception&) {
+  }
+  return pagoda::make_error(ErrorCode::kInvalidArgument,
+                            "bad request rate '" + s + "': expected a number > 0 or 'inf'");
+}
+
+Result<std::vector<double>> parse_rates(const std::string& list) {
+  std::vector<double> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    PAGODA_ASSIGN_OR_RETURN(double r, parse_rate(item));
+    out.push_back(r);
+  }
+  if (out.empty()) return pagoda::make_error(ErrorCode::kInvalidArgument, "--sweep-rates is empty");
+  return out;
+}
+
+// "ttft:200" "tpot:50" "e2el:2000" (milliseconds) into the SLO config.
+Status parse_goodput(const std::vector<std::string>& pairs, pagoda::bench::SloConfig& slo) {
+  for (const auto& p : pairs) {
+    auto colon = p.find(':');
+    std::string key = p.substr(0, colon);
+    double ms = -1.0;
+    try {
+      if (colon != std::string::npos) ms = std::stod(p.substr(colon + 1));
+    } catch (const std::exception&) {
+    }
+    if (colon == std::string::npos || ms < 0.0)
+      return pagoda::make_error(
+          ErrorCode::kInvalidArgument,
+          "bad --goodput entry '" + p + "': expected KEY:MILLISECONDS with KEY ttft, tpot or e2el");
+    if (key == "ttft")
+      slo.ttft_ms = ms;
+    else if (key == "tpot")
+      slo.tpot_ms = ms;
+    else if (key == "e2el")
+      slo.e2el_ms = ms;
+    else
+      return pagoda::make_error(ErrorCode::kInvalidArgument,
+                                "bad --goodput metric '" + key + "': expected ttft, tpot or e2el");
+  }
+  return Status::Ok();
+}
+
+struct ServeFlags {
+  ServeBenchOptions o;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string dataset = "random";
+  std::string rate = "inf";
+  std::string sweep;
+  std::vector<std::string> goodput;
+  std::string percentiles = "90,99";
+  bool no_ignore_eos = false;
+  bool no_progress = false;
+};
+
+void add_serve_flags(CLI::App* cmd, ServeFlags& f) {
+  auto& o = f.o;
+  cmd->add_option("--base-url", o.base_url,
+                  "server URL, http://HOST:PORT[/prefix] (default: from --host and --port)");
+  cmd->add_option("--host", f.host, "server host when --base-url is not given")
+      ->capture_default_str();
+  cmd->add_option("--port", f.port, "server port when --base-url is not given")
+      ->capture_default_str();
+  cmd->add_option("--endpoint", o.endpoint, "API path: /v1/completions or /v1/chat/completions")
+      ->capture_default_str();
+  cmd->add_option("--model", o.model,
+                  "model name sent in requests (default: the first of GET /v1/models)");
+  cmd->add_option("--api-key", o.api_key, "bearer token (default: $OPENAI_API_KEY)");
+  cmd->add_option("--dataset,--dataset-name", f.dataset,
+                  "random: random token ids of exact lengths; sharegpt: a ShareGPT JSON "
+                  "(--dataset-path) or, "
+                  "without one, ShareGPT-like log-normal lengths (mean ~220 in / ~190 out); "
+                  "prefix: a shared "
+                  "prefix of --prefix-len tokens + a unique suffix")
+      ->check(CLI::IsMember({"random", "sharegpt", "prefix"}))
+      ->capture_default_str();
+  cmd->add_option("--dataset-path", o.dataset_path,
+                  "ShareGPT-format JSON file for --dataset sharegpt");
+  cmd->add_option("--num-prompts", o.num_prompts, "number of requests")->capture_default_str();
+  cmd->add_option("--input-len,--random-input-len", o.input_len,
+                  "prompt tokens (random: 1024; prefix: unique suffix, 128)");
+  cmd->add_option(
+      "--output-len,--random-output-len", o.output_len,
+      "max_tokens of every request (random: 128, prefix: 128; sharegpt: overrides the dataset's)");
+  cmd->add_option("--range-ratio,--random-range-ratio", o.range_ratio,
+                  "lengths uniform in [L*(1-X), L*(1+X)], X in [0, 1)")
+      ->capture_default_str();
+  cmd->add_option("--prefix-len,--random-prefix-len", o.prefix_len,
+                  "shared prefix tokens before every prompt (prefix dataset: 2048)");
+  cmd->add_option("--vocab-size", o.vocab_size,
+                  "draw random token ids from [0, N) (default: ids of a sample text tokenized by "
+                  "the server's /tokenize)");
+  cmd->add_option("--request-rate", f.rate, "requests per second, or inf to send all at once")
+      ->capture_default_str();
+  cmd->add_option("--burstiness", o.burstiness,
+                  "gamma shape of inter-arrival times: 1 = Poisson, < 1 burstier, > 1 more regular")
+      ->capture_default_str();
+  cmd->add_option("--max-concurrency", o.max_concurrency,
+                  "at most this many requests in flight (0: unbounded)")
+      ->capture_default_str();
+  cmd->add_option("--sweep-rates", f.sweep,
+                  "comma-separated request rates (e.g. 1,4,16,inf): one run per rate");
+  cmd->add_option("--goodput", f.goodput,
+                  "SLOs in ms as KEY:VALUE pairs (ttft, tpot, e2el), e.g. ttft:200 tpot:50")
+      ->expected(1, 3);
+  cmd->add_option("--metric-percentiles", f.percentiles, "comma-separated percentiles to report")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed of the dataset and of the arrival times")
+      ->capture_default_str();
+  cmd->add_flag("--no-ignore-eos", f.no_ignore_eos,
+                "let requests stop at EOS (default: ignore_eos, so output lengths are exact)");
+  cmd->add_option("--result-json", o.result_json,
+                  "write the results (vLLM's field names) to this JSON file");
+  cmd->add_option("--plots", o.plots_dir,
+                  "write PNG plots (latency CDFs; with --sweep-rates, throughput and latency "
+                  "against rate) here");
+  cmd->add_option("--ready-check-timeout-sec", o.ready_timeout_s,
+                  "retry the initial test request for this long (0: no test request)")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", o.request_timeout_s, "seconds before one request is failed")
+      ->capture_default_str();
+  cmd->add_flag("--disable-tqdm,--no-progress", f.no_progress, "no progress bar");
+}
+
+Status finish_serve_flags(CLI::App* cmd, ServeFlags& f) {
+  auto& o = f.o;
+  if (cmd->count("--base-url") == 0) o.base_url = "http://" + f.host + ":" + std::to_string(f.port);
+  if (f.dataset == "sharegpt") o.dataset = DatasetKind::kShareGpt;
+  if (f.dataset == "prefix") {
+    o.dataset = DatasetKind::kPrefix;
+    if (cmd->count("--input-len") == 0) o.input_len = 128;
+    if (cmd->count("--prefix-len") == 0) o.prefix_len = 2048;
+  }
+  o.output_len_set = cmd->count("--output-len") > 0;
+  if (!o.dataset_path.empty() && o.dataset != DatasetKind::kShareGpt)
+    return pagoda::make_error(ErrorCode::kInvalidArgument,
+                              "--dataset-path needs --dataset sharegpt");
+  PAGODA_ASSIGN_OR_RETURN(o.request_rate, parse_rate(f.rate));
+  if (!f.sweep.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(o.sweep_rates, parse_rates(f.sweep));
+  }
+  PAGODA_RETURN_IF_ERROR(parse_goodput(f.goodput, o.slo));
+  o.percentiles.clear();
+  std::stringstream ss(f.percentiles);
+  for (std::string item; std::getline(ss, item, ',');) {
+    try {
+      double p = std::stod(item);
+      if (p < 0.0 || p > 100.0) throw std::out_of_range("percentile");
+      o.percentiles.push_back(p);
+    } catch (const std::exception&) {
+      return pagoda::make_error(ErrorCode::kInvalidArgument,
+                                "bad --metric-percentiles entry '" + item + "'");
+    }
+  }
+  o.ignore_eos = !f.no_ignore_eos;
+  o.progress = !f.no_progress;
+  return Status::Ok();
+}
+
+#ifdef PAGODA_HAVE_BENCH_INPROC
+// ---- in-process benches ------------------------------------------------------
+
+struct InprocFlags {
+  pagoda::EngineOptions engine;
+  pagoda::bench::LatencyBenchOptions latency;
+  pagoda::bench::ThroughputBenchOptions throughput;
+  double ceiling_gbps = 0.0;    // 0: measure before the engine starts
+  double ceiling_tflops = 0.0;  // 0: no prefill ratio
+  std::string result_json;
+  CLI::App* latency_cmd = nullptr;
+  CLI::App* throughput_cmd = nullptr;
+};
+
+// The model positional and the shared engine flags (vLLM names).
+void add_engine_flags(CLI::App* cmd, pagoda::EngineOptions& e) {
+  cmd->add_option("model", e.model, "model folder, .gguf file or HF repo id (offline cache)")
+      ->required();
+  pagoda::app::add_engine_flags(*cmd, e);
+}
+
+void add_ceiling_flags(CLI::App* cmd, InprocFlags& f) {
+  cmd->add_option(
+      "--ceiling-gbps", f.ceiling_gbps,
+      "memory bandwidth ceiling in GB/s (read + written) measured elsewhere; default: measured "
+      "before the engine starts (a 1 GiB device-to-device copy on cuda, a threaded memcpy on cpu)");
+  cmd->add_option("--ceiling-tflops", f.ceiling_tflops,
+                  "bf16 matrix rate ceiling in TFLOP/s (prefill ratio)");
+  cmd->add_option("--result-json", f.result_json, "write the results to this JSON file");
+}
+
+void add_inproc_commands(CLI::App& app, InprocFlags& f) {
+  f.latency_cmd =
+      app.add_subcommand("latency",
+                         "W1: batch latency in-process: TTFT, TPOT and decode GB/s against "
+                         "the bandwidth ceiling (speed of light)");
+  add_engine_flags(f.latency_cmd, f.engine);
+  auto& l = f.latency;
+  f.latency_cmd->add_option("--input-len", l.input_len, "prompt tokens")->capture_default_str();
+  f.latency_cmd->add_option("--output-len", l.output_len, "generated tokens")
+      ->capture_default_str();
+  f.latency_cmd->add_option("--batch-size", l.batch_size, "requests per iteration")
+      ->capture_default_str();
+  f.latency_cmd->add_option("--num-iters", l.num_iters, "timed iterations")->capture_default_str();
+  f.latency_cmd->add_option("--num-iters-warmup,--warmup", l.num_warmup, "untimed iterations first")
+      ->capture_default_str();
+  add_ceiling_flags(f.latency_cmd, f);
+  f.throughput_cmd = app.add_subcommand("throughput",
+                                        "W2/W6: offline throughput in-process: every request added "
+                                        "at once; output tok/s, total tok/s, req/s");
+  add_engine_flags(f.throughput_cmd, f.engine);
+  auto& t = f.throughput;
+  f.throughput_cmd->add_option("--num-prompts", t.num_prompts, "requests")->capture_default_str();
+  f.throughput_cmd->add_option("--input-len", t.input_len, "prompt tokens")->capture_default_str();
+  f.throughput_cmd->add_option("--output-len", t.output_len, "generated tokens")
+      ->capture_default_str();
+  f.throughput_cmd
+      ->add_option("--range-ratio", t.range_ratio, "lengths uniform in [L*(1-X), L*(1+X)]")
+      ->capture_default_str();
+  f.throughput_cmd->add_option("--result-json", f.result_json,
+                               "write the results to this JSON file");
+}
+
+Status write_json(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return Status::Ok();
+  std::ofstream out(path, std::ios::trunc);
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out)
+    return pagoda::make_error(ErrorCode::kIo, "cannot write --result-json file '" + path + "'");
+  return Status::Ok();
+}
+
+// The bandwidth ceiling, measured before the engine takes the device memory:
+// a device-to-device copy through the backend --device selects (cuda), or a
+// threaded memcpy (cpu). Also returns the backend's compute dtype size.
+Status measure_ceiling(InprocFlags& f, const pagoda::ModelConfig& config,
+                       pagoda::bench::LatencyReportInputs& in) {
+  PAGODA_ASSIGN_OR_RETURN(auto backend, pagoda::create_backend(f.engine.device, config));
+  double elem = static_cast<double>(pagoda::dtype_size(backend->compute_dtype()));
+  in.bytes_per_weight = in.bytes_per_kv_elem = elem;
+  if (f.ceiling_gbps > 0) {
+    in.bandwidth = pagoda::bench::BandwidthCeiling{f.ceiling_gbps * 1e9, "given by --ceiling-gbps"};
+  } else if (backend->kind() == pagoda::DeviceKind::kCuda) {
+    PAGODA_ASSIGN_OR_RETURN(in.bandwidth, pagoda::bench::measure_backend_bandwidth(*backend));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(in.bandwidth, pagoda::bench::measure_host_bandwidth());
+  }
+  return Status::Ok();
+}
+
+Status run_latency(InprocFlags& f) {
+  PAGODA_ASSIGN_OR_RETURN(auto location, pagoda::resolve_model(f.engine.model));
+  PAGODA_ASSIGN_OR_RETURN(auto opened, pagoda::open_model(location));
+  pagoda::bench::LatencyReportInputs in;
+  PAGODA_RETURN_IF_ERROR(measure_ceiling(f, opened.config, in));
+  opened.weights.reset();
+  PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
+  auto result = pagoda::bench::run_latency_bench(*engine, f.latency);
+  engine->drain();
+  if (!result.ok()) return result.error();
+  in.options = f.latency;
+  in.result = std::move(result).value();
+  in.cost = pagoda::bench::model_cost(opened.config);
+  in.device = engine->info().device;
+  in.model = engine->info().served_model_name;
+  in.matrix_flops_per_s = f.ceiling_tflops * 1e12;
+  auto report = pagoda::bench::latency_report(in);
+  std::printf("%s", pagoda::bench::format_latency_report(report).c_str());
+  return write_json(f.result_json, report);
+}
+
+Status run_throughput(InprocFlags& f) {
+  PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
+  auto result = pagoda::bench::run_throughput_bench(*engine, f.throughput);
+  engine->drain();
+  if (!result.ok()) return result.error();
+  auto report = pagoda::bench::throughput_report(
+      f.throughput, *result, engine->info().served_model_name, engine->info().device);
+  std::printf("%s", pagoda::bench::format_throughput_report(report).c_str());
+  return write_json(f.result_json, report);
+}
+
+Status run_inproc_command(InprocFlags& f) {
+  return f.latency_cmd->parsed() ? run_latency(f) : run_throughput(f);
+}
+#endif  // PAGODA_HAVE_BENCH_INPROC
+
+int run_bench(int argc, char** argv) {
+  CLI::App app{
+      "Benchmarks: serve (online, over HTTP against an OpenAI-compatible server), "
+      "latency and throughput (in-process, through the engine)"};
+  app.require_subcommand(1);
+  ServeFlags serve;
+  auto* serve_cmd =
+      app.add_subcommand("serve",
+                         "stream requests to a running server and measure TTFT, TPOT, ITL, "
+                         "E2E latency, throughput and goodput (like `vllm bench serve`)");
+  add_serve_flags(serve_cmd, serve);
+#ifdef PAGODA_HAVE_BENCH_INPROC
+  InprocFlags inproc;
+  add_inproc_commands(app, inproc);
+#else
+  for (const char* name : {"latency", "throughput"})
+    app.add_subcommand(name,
+                       "in-process engine bench (not in this build: it has no engine library)")
+        ->allow_extras();
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  Status st;
+  if (serve_cmd->parsed()) {
+    st = finish_serve_flags(serve_cmd, serve);
+    if (st.ok()) st = pagoda::bench::run_serve_bench(serve.o);
+  } else {
+#ifdef PAGODA_HAVE_BENCH_INPROC
+    st = run_inproc_command(inproc);
+#else
+    st = pagoda::make_error(ErrorCode::kUnsupported,
+                            "this build has no engine: in-process benches are unavailable");
+#endif
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "pagoda bench: %s\n", st.error().message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+PAGODA_COMMAND(bench, "benchmark a server (serve) or the engine in-process (latency, throughput)",
+               run_bench);

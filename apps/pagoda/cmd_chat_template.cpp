@@ -1,0 +1,327 @@
+// pagoda chat-template: renders a model's chat template for a conversation
+// exactly as transformers' apply_chat_template(..., tokenize=False) does.
+// `--batch` renders many cases in one process (the differential tests).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "core/result.h"
+#include "io/gguf.h"
+#include "jinja/chat_template.h"
+#include "pagoda/command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+using pagoda::ErrorCode;
+using pagoda::make_error;
+using pagoda::Result;
+
+// The template of a model and the special-token texts it renders with.
+struct ModelTemplate {
+  std::string source;
+  std::string bos_token, eos_token;
+  // The other named special tokens transformers passes (unk_token, pad_token, ...).
+  ordered_json other_tokens = ordered_json::object();
+};
+
+constexpr const char* kOtherTokens[] = {"unk_token", "sep_token", "pad_token", "cls_token",
+                                        "mask_token"};
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(ErrorCode::kNotFound, "cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Result<ordered_json> read_json(const std::string& path) {
+  PAGODA_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  try {
+    return ordered_json::parse(text);
+  } catch (const ordered_json::exception& e) {
+    return make_error(ErrorCode::kInvalidArgument, "'" + path + "' is not valid JSON: " + e.what());
+  }
+}
+
+// tokenizer_config.json writes a token as a string or as {"content": ...}.
+std::string token_text(const ordered_json& config, const char* key) {
+  auto it = config.find(key);
+  if (it == config.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
+    return (*it)["content"].get<std::string>();
+  }
+  return "";
+}
+
+// transformers' get_chat_template for a list of named templates: the given
+// name, else "tool_use" when tools are passed, else "default".
+Result<std::string> pick_named(const std::map<std::string, std::string>& named,
+                               const std::string& name, bool has_tools, const std::string& where) {
+  if (!name.empty()) {
+    auto it = named.find(name);
+    if (it == named.end())
+      return make_error(ErrorCode::kNotFound, where + " has no chat template '" + name + "'");
+    return it->second;
+  }
+  if (has_tools && named.count("tool_use")) return named.at("tool_use");
+  if (named.count("default")) return named.at("default");
+  std::string names;
+  for (const auto& [n, t] : named) names += (names.empty() ? "" : ", ") + n;
+  return make_error(ErrorCode::kInvalidArgument,
+                    where + " has several chat templates and no 'default' (" + names +
+                        "); choose one with --template-name");
+}
+
+Result<ModelTemplate> load_from_folder(const fs::path& dir, const std::string& name,
+                                       bool has_tools) {
+  ModelTemplate out;
+  ordered_json config = ordered_json::object();
+  fs::path config_path = dir / "tokenizer_config.json";
+  if (fs::exists(config_path)) {
+    PAGODA_ASSIGN_OR_RETURN(config, read_json(config_path.string()));
+    out.bos_token = token_text(config, "bos_token");
+    out.eos_token = token_text(config, "eos_token");
+    for (const char* key : kOtherTokens) {
+      std::string text = token_text(config, key);
+      if (!text.empty()) out.other_tokens[key] = text;
+    }
+  }
+  std::map<std::string, std::string> named;
+  if (fs::exists(dir / "chat_template.jinja")) {
+    PAGODA_ASSIGN_OR_RETURN(named["default"], read_file((dir / "chat_template.jinja").string()));
+  } else if (config.contains("chat_template") && config["chat_template"].is_string()) {
+    named["default"] = config["chat_template"].get<std::string>();
+  } else if (config.contains("chat_template") && config["chat_template"].is_array()) {
+    for (const ordered_json& e : config["chat_template"]) {
+      if (e.is_object() && e.value("name", "").size() && e.contains("template") &&
+          e["template"].is_string()) {
+        named[e["name"].get<std::string>()] = e["template"].get<std::string>();
+      }
+    }
+  }
+  if (named.empty()) {
+    return make_error(ErrorCode::kNotFound,
+                      "no chat template in '" + dir.string() +
+                          "' (tokenizer_config.json chat_template or chat_template.jinja)");
+  }
+  PAGODA_ASSIGN_OR_RETURN(out.source, pick_named(named, name, has_tools, "'" + dir.string() + "'"));
+  return out;
+}
+
+Result<ModelTemplate> load_from_gguf(const std::string& path, const std::string& name,
+                                     bool has_tools) {
+  PAGODA_ASSIGN_OR_RETURN(auto gguf, pagoda::GgufFile::open(path));
+  std::map<std::string, std::string> named;
+  const std::string prefix = "tokenizer.chat_template";
+  for (const std::string& key : gguf->keys()) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    std::optional<std::string> text = gguf->get_string(key);
+    if (!text) continue;
+    named[key == prefix ? "default" : key.substr(prefix.size() + 1)] = *text;
+  }
+  if (named.empty())
+    return make_error(ErrorCode::kNotFound, "'" + path + "' has no tokenizer.chat_template");
+  ModelTemplate out;
+  PAGODA_ASSIGN_OR_RETURN(out.source, pick_named(named, name, has_tools, "'" + path + "'"));
+  const std::vector<std::string>* tokens = gguf->get_string_array("tokenizer.ggml.tokens");
+  auto token = [&](const char* key) -> std::string {
+    std::optional<int64_t> id = gguf->get_int(key);
+    if (!tokens || !id || *id < 0 || static_cast<size_t>(*id) >= tokens->size()) return "";
+    return (*tokens)[static_cast<size_t>(*id)];
+  };
+  out.bos_token = token("tokenizer.ggml.bos_token_id");
+  out.eos_token = token("tokenizer.ggml.eos_token_id");
+  const std::pair<const char*, const char*> others[] = {
+      {"unk_token", "tokenizer.ggml.unknown_token_id"},
+      {"sep_token", "tokenizer.ggml.seperator_token_id"},
+      {"pad_token", "tokenizer.ggml.padding_token_id"}};
+  for (const auto& [name, key] : others) {
+    std::string text = token(key);
+    if (!text.empty()) out.other_tokens[name] = text;
+  }
+  return out;
+}
+
+Result<ModelTemplate> load_template(const std::string& model, const std::string& template_file,
+                                    const std::string& name, bool has_tools) {
+  if (!template_file.empty()) {
+    ModelTemplate out;
+    PAGODA_ASSIGN_OR_RETURN(out.source, read_file(template_file));
+    return out;
+  }
+  if (fs::is_directory(model)) return load_from_folder(model, name, has_tools);
+  if (fs::is_regular_file(model)) return load_from_gguf(model, name, has_tools);
+  return make_error(ErrorCode::kNotFound,
+                    "MODEL '" + model + "' is neither a folder nor a .gguf file");
+}
+
+// --messages accepts an array of messages or an object with a "messages" key.
+Result<ordered_json> load_messages(const std::string& path) {
+  PAGODA_ASSIGN_OR_RETURN(ordered_json j, read_json(path));
+  if (j.is_object() && j.contains("messages")) return j["messages"];
+  if (!j.is_array())
+    return make_error(ErrorCode::kInvalidArgument, "'" + path + "' must hold an array of messages");
+  return j;
+}
+
+// One --batch case: {"template": S} and either {"variables": {...}} or the
+// chat inputs {"messages", "tools", "documents", "add_generation_prompt",
+// "bos_token", "eos_token", "kwargs"}.
+ordered_json render_case(const ordered_json& c,
+                         std::map<std::string, Result<pagoda::ChatTemplate>>& cache) {
+  if (!c.is_object() || !c.contains("template") || !c["template"].is_string()) {
+    return {{"error", "a batch case needs a \"template\" string"}};
+  }
+  const std::string source = c["template"].get<std::string>();
+  auto it = cache.find(source);
+  if (it == cache.end()) it = cache.emplace(source, pagoda::ChatTemplate::parse(source)).first;
+  if (!it->second.ok()) return {{"error", it->second.error().message}};
+  const pagoda::ChatTemplate& tmpl = it->second.value();
+  Result<std::string> out = std::string();
+  if (c.contains("variables")) {
+    out = tmpl.render_variables(c["variables"]);
+  } else {
+    pagoda::ChatTemplateInputs in;
+    in.messages = c.value("messages", ordered_json::array());
+    in.tools = c.value("tools", ordered_json());
+    in.documents = c.value("documents", ordered_json());
+    in.add_generation_prompt = c.value("add_generation_prompt", false);
+    in.bos_token = c.value("bos_token", "");
+    in.eos_token = c.value("eos_token", "");
+    in.extra = c.value("kwargs", ordered_json::object());
+    out = tmpl.render(in);
+  }
+  if (!out.ok()) return {{"error", out.error().message}};
+  return {{"output", out.value()}};
+}
+
+int run_batch(const std::string& path) {
+  Result<ordered_json> cases = read_json(path);
+  if (!cases.ok() || !cases->is_array()) {
+    std::fprintf(
+        stderr, "pagoda chat-template: %s\n",
+        cases.ok() ? "--batch file must hold a JSON array" : cases.error().message.c_str());
+    return 1;
+  }
+  std::map<std::string, Result<pagoda::ChatTemplate>> cache;
+  ordered_json results = ordered_json::array();
+  for (const ordered_json& c : *cases) results.push_back(render_case(c, cache));
+  std::cout << results.dump(-1, ' ', false, ordered_json::error_handler_t::strict) << '\n';
+  return 0;
+}
+
+struct Options {
+  std::string model, template_file, template_name, messages, tools, documents, kwargs;
+  std::optional<std::string> bos_token, eos_token;
+  bool add_generation_prompt = false;
+};
+
+int render_one(const Options& opt) {
+  auto report = [](const pagoda::Error& e) {
+    std::fprintf(stderr, "pagoda chat-template: %s\n", e.message.c_str());
+    return 1;
+  };
+  pagoda::ChatTemplateInputs in;
+  Result<ordered_json> messages = load_messages(opt.messages);
+  if (!messages.ok()) return report(messages.error());
+  in.messages = *messages;
+  for (auto [path, slot] :
+       {std::pair{&opt.tools, &in.tools}, std::pair{&opt.documents, &in.documents}}) {
+    if (path->empty()) continue;
+    Result<ordered_json> j = read_json(*path);
+    if (!j.ok()) return report(j.error());
+    *slot = *j;
+  }
+  if (!opt.kwargs.empty()) {
+    try {
+      in.extra = ordered_json::parse(opt.kwargs);
+    } catch (const ordered_json::exception& e) {
+      return report(make_error(ErrorCode::kInvalidArgument,
+                               std::string("--kwargs is not valid JSON: ") + e.what()));
+    }
+    if (!in.extra.is_object()) {
+      return report(make_error(ErrorCode::kInvalidArgument, "--kwargs must be a JSON object"));
+    }
+  }
+  Result<ModelTemplate> model =
+      load_template(opt.model, opt.template_file, opt.template_name, !in.tools.is_null());
+  if (!model.ok()) return report(model.error());
+  in.bos_token = opt.bos_token.value_or(model->bos_token);
+  in.eos_token = opt.eos_token.value_or(model->eos_token);
+  for (const auto& [key, text] : model->other_tokens.items()) {
+    if (!in.extra.contains(key))
+      in.extra[key] = text;  // --kwargs wins, as kwargs do in transformers
+  }
+  in.add_generation_prompt = opt.add_generation_prompt;
+  Result<pagoda::ChatTemplate> tmpl = pagoda::ChatTemplate::parse(model->source);
+  if (!tmpl.ok()) return report(tmpl.error());
+  Result<std::string> out = tmpl->render(in);
+  if (!out.ok()) return report(out.error());
+  std::fwrite(out->data(), 1, out->size(), stdout);
+  return 0;
+}
+
+int run_chat_template(int argc, char** argv) {
+  CLI::App app{
+      "Render a chat template for a conversation, exactly as Hugging Face transformers' "
+      "apply_chat_template(..., tokenize=False) does. Prints the prompt with no added newline; "
+      "on a template error prints it to stderr and exits 1."};
+  app.name("pagoda chat-template");
+  Options opt;
+  std::string batch;
+  app.add_option(
+      "MODEL", opt.model,
+      "model folder (chat_template.jinja or tokenizer_config.json chat_template; special "
+      "tokens from tokenizer_config.json) or .gguf file (tokenizer.chat_template, tokens "
+      "from the vocabulary)");
+  app.add_option("--template", opt.template_file,
+                 "render this Jinja file instead of MODEL's template");
+  app.add_option("--template-name", opt.template_name,
+                 "which of several named templates to use (default: 'tool_use' when --tools is "
+                 "given and it exists, else 'default')");
+  app.add_option(
+      "--messages", opt.messages,
+      "JSON file: the conversation, an array of messages (or an object with a \"messages\" key)");
+  app.add_option("--tools", opt.tools,
+                 "JSON file: an array of tool definitions (passed as `tools`)");
+  app.add_option("--documents", opt.documents,
+                 "JSON file: an array of documents (passed as `documents`)");
+  app.add_flag("--add-generation-prompt", opt.add_generation_prompt,
+               "end with the header of an assistant turn (add_generation_prompt=True)");
+  app.add_option("--bos-token", opt.bos_token, "bos_token text (default: MODEL's)");
+  app.add_option("--eos-token", opt.eos_token, "eos_token text (default: MODEL's)");
+  app.add_option("--kwargs", opt.kwargs,
+                 "JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'");
+  app.add_option(
+      "--batch", batch,
+      "test mode: JSON file with an array of cases {\"template\": S, \"variables\": {...}} or "
+      "{\"template\": S, \"messages\": [...], \"tools\", \"documents\", \"add_generation_prompt\", "
+      "\"bos_token\", \"eos_token\", \"kwargs\"}; prints a JSON array of {\"output\"} / "
+      "{\"error\"}");
+  CLI11_PARSE(app, argc, argv);
+  if (!batch.empty()) return run_batch(batch);
+  if (opt.messages.empty() || (opt.model.empty() && opt.template_file.empty())) {
+    std::fprintf(stderr,
+                 "pagoda chat-template: need MODEL or --template, and --messages (see --help)\n");
+    return 2;
+  }
+  return render_one(opt);
+}
+
+}  // namespace
+
+// Registered by hand: PAGODA_COMMAND cannot spell a name with a dash.
+static ::pagoda::app::CommandRegistrar pagoda_command_chat_template(
+    "chat-template", "render a chat template for a conversation (like transformers)",
+    run_chat_template);

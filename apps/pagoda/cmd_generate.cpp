@@ -1,0 +1,385 @@
+// pagoda generate: one prompt streamed to stdout, or a JSONL batch of
+// prompts run through the engine together.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_api.h"
+#include "pagoda/command.h"
+#include "pagoda/engine_flags.h"
+#include "server/field_reader.h"
+#include "server/sampling_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::app {
+namespace {
+
+// Ordered like the server's JSON so field readers see the same type.
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// Collects the events of one request; wait() returns when every index ended.
+class Collector {
+ public:
+  explicit Collector(int n, bool stream) : outputs_(static_cast<size_t>(n)), stream_(stream) {}
+
+  OutputSink sink() {
+    return [this](RequestOutput&& ev) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!first_token_ && !ev.token_ids.empty()) first_token_ = Clock::now();
+      if (stream_ && ev.index == 0 && !ev.text.empty()) {
+        std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+        std::fflush(stdout);
+      }
+      Output& o = outputs_.at(static_cast<size_t>(ev.index));
+      o.text += ev.text;
+      o.token_ids.insert(o.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+      o.logprobs.insert(o.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+      if (!ev.prompt_logprobs.empty()) o.prompt_logprobs = std::move(ev.prompt_logprobs);
+      o.num_prompt_tokens = ev.num_prompt_tokens;
+      o.num_cached_tokens = ev.num_cached_prompt_tokens;
+      if (!ev.error.empty()) o.error = ev.error;
+      if (ev.finish_reason) {
+        o.finish_reason = finish_reason_name(*ev.finish_reason);
+        if (auto* s = std::get_if<std::string>(&ev.stop_reason)) o.stop_reason = *s;
+        if (auto* t = std::get_if<int32_t>(&ev.stop_reason)) o.stop_reason = *t;
+        ++num_done_;
+        cv_.notify_all();
+      }
+    };
+  }
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return num_done_ == outputs_.size(); });
+  }
+
+  struct Output {
+    std::string text;
+    std::vector<int32_t> token_ids;
+    std::vector<TokenLogprob> logprobs;
+    std::vector<std::optional<TokenLogprob>> prompt_logprobs;
+    std::string finish_reason;
+    json stop_reason;
+    std::string error;
+    int64_t num_prompt_tokens = 0;
+    int64_t num_cached_tokens = 0;
+  };
+  const std::vector<Output>& outputs() const { return outputs_; }
+  std::optional<Clock::time_point> first_token() const { return first_token_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Output> outputs_;
+  size_t num_done_ = 0;
+  bool stream_;
+  std::optional<Clock::time_point> first_token_;
+};
+
+// The prompt ids of one JSONL item: "prompt" (text or ids) or "messages".
+Result<std::vector<int32_t>> prompt_ids(Engine& engine, const json& item, bool chat) {
+  const Tokenizer& tok = engine.tokenizer();
+  if (item.contains("messages")) {
+    ChatTemplateInputs in;
+    in.messages = nlohmann::json(item["messages"]);
+    in.add_generation_prompt = true;
+    if (item.contains("tools")) in.tools = nlohmann::json(item["tools"]);
+    if (item.contains("chat_template_kwargs")) in.extra = nlohmann::json(item["chat_template_kwargs"]);
+    PAGODA_ASSIGN_OR_RETURN(std::string text, engine.apply_chat_template(in));
+    return tok.encode_prompt(text);
+  }
+  if (!item.contains("prompt")) return make_error(ErrorCode::kInvalidArgument, "needs \"prompt\" or \"messages\"");
+  const json& p = item["prompt"];
+  if (p.is_array()) {
+    std::vector<int32_t> ids;
+    for (const json& v : p) {
+      if (!v.is_number_integer()) return make_error(ErrorCode::kInvalidArgument, "\"prompt\" ids must be integers");
+      ids.push_back(v.get<int32_t>());
+    }
+    return ids;
+  }
+  if (!p.is_string()) return make_error(ErrorCode::kInvalidArgument, "\"prompt\" must be a string or token ids");
+  if (chat) {
+    ChatTemplateInputs in;
+    in.messages = nlohmann::json::array({{{"role", "user"}, {"content", p.get<std::string>()}}});
+    in.add_generation_prompt = true;
+    PAGODA_ASSIGN_OR_RETURN(std::string text, engine.apply_chat_template(in));
+    return tok.encode_prompt(text);
+  }
+  return tok.encode(p.get<std::string>(), true, false);
+}
+
+// SamplingParams from the item's OpenAI-style fields (the server's reader).
+Result<GenerateRequest> make_request(Engine& engine, const json& item, bool chat, const std::string& id) {
+  GenerateRequest req;
+  req.request_id = id;
+  PAGODA_ASSIGN_OR_RETURN(req.prompt_token_ids, prompt_ids(engine, item, chat));
+  server::FieldReader reader(item);
+  const int64_t vocab = engine.info().vocab_size;
+  server::SamplingFields fields = server::read_sampling_fields(reader, vocab);
+  if (auto lp = reader.integer("logprobs", 0, kMaxLogprobCount)) fields.logprobs = static_cast<int>(*lp);
+  if (auto lp = reader.integer("prompt_logprobs", 0, kMaxLogprobCount)) fields.prompt_logprobs = static_cast<int>(*lp);
+  if (reader.error()) return make_error(ErrorCode::kInvalidArgument, reader.error()->message);
+  auto max_tokens = server::fit_context(static_cast<int64_t>(req.prompt_token_ids.size()), fields.max_tokens, -1,
+                                        engine.info().max_model_len, item.contains("messages") ? "messages" : "prompt");
+  if (!max_tokens.ok()) return make_error(ErrorCode::kInvalidArgument, max_tokens.error().message);
+  auto params = server::to_sampling_params(fields, max_tokens.value(), vocab);
+  if (!params.ok()) return make_error(ErrorCode::kInvalidArgument, params.error().message);
+  req.params = std::move(params.value());
+  req.priority = fields.priority;
+  return req;
+}
+
+json logprob_json(const TokenLogprob& t) {
+  json top = json::array();
+  for (const TopLogprob& x : t.top) top.push_back({{"token_id", x.token_id}, {"logprob", x.logprob}});
+  return {{"token_id", t.token_id}, {"logprob", t.logprob}, {"rank", t.rank}, {"top_logprobs", std::move(top)}};
+}
+
+// One sample's fields: text, token_ids, finish_reason, stop_reason (when a
+// stop string or token ended it), logprobs (when requested), error.
+void add_sample_fields(const Collector::Output& o, bool with_logprobs, json& out) {
+  out["text"] = o.text;
+  out["token_ids"] = o.token_ids;
+  out["finish_reason"] = o.finish_reason;
+  if (!o.stop_reason.is_null()) out["stop_reason"] = o.stop_reason;
+  if (with_logprobs) {
+    out["logprobs"] = json::array();
+    for (const TokenLogprob& t : o.logprobs) out["logprobs"].push_back(logprob_json(t));
+  }
+  if (!o.error.empty()) out["error"] = o.error;
+}
+
+// The output line of one item: its prompt (or messages), index 0's sample
+// fields, "choices" with every sample when n > 1, "prompt_logprobs" when
+// requested (null for the first prompt token), and "usage".
+json output_json(const json& item, const GenerateRequest& request, const Collector& c) {
+  const auto& outs = c.outputs();
+  const bool with_logprobs = request.params.logprobs.has_value();
+  json line;
+  if (item.contains("messages")) line["messages"] = item["messages"];
+  else line["prompt"] = item["prompt"];
+  add_sample_fields(outs[0], with_logprobs, line);
+  int64_t completion = 0;
+  for (const auto& o : outs) completion += static_cast<int64_t>(o.token_ids.size());
+  if (outs.size() > 1) {
+    line["choices"] = json::array();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      json choice = {{"index", i}};
+      add_sample_fields(outs[i], with_logprobs, choice);
+      line["choices"].push_back(std::move(choice));
+    }
+  }
+  if (request.params.prompt_logprobs) {
+    line["prompt_logprobs"] = json::array();
+    for (const auto& t : outs[0].prompt_logprobs) line["prompt_logprobs"].push_back(t ? logprob_json(*t) : json());
+  }
+  line["usage"] = {{"prompt_tokens", outs[0].num_prompt_tokens},
+                   {"completion_tokens", completion},
+                   {"total_tokens", outs[0].num_prompt_tokens + completion},
+                   {"cached_tokens", outs[0].num_cached_tokens}};
+  return line;
+}
+
+void print_cache_stats(const Engine& engine) {
+  EngineMetrics m = engine.metrics();
+  double rate = m.prefix_cache_queries ? 100.0 * static_cast<double>(m.prefix_cache_hits) /
+                                             static_cast<double>(m.prefix_cache_queries)
+                                       : 0.0;
+  std::fprintf(stderr, "prefix cache: %llu of %llu prompt tokens hit (%.1f%%); preemptions: %llu\n",
+               static_cast<unsigned long long>(m.prefix_cache_hits),
+               static_cast<unsigned long long>(m.prefix_cache_queries), rate,
+               static_cast<unsigned long long>(m.num_preemptions));
+}
+
+// The JSON objects of a JSONL file (blank lines skipped).
+Result<std::vector<json>> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(ErrorCode::kNotFound, "cannot read --input " + path);
+  std::vector<json> items;
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json item = json::parse(line, nullptr, false);
+    if (item.is_discarded() || !item.is_object()) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}:{}: not a JSON object", path, lineno));
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+// Every item's request, built before any is submitted so that a bad item
+// fails the batch before anything runs. Errors name the item (1-based).
+Result<std::vector<GenerateRequest>> make_requests(Engine& engine, const std::vector<json>& items, bool chat,
+                                                   const std::string& input) {
+  std::vector<GenerateRequest> requests;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Result<GenerateRequest> req = make_request(engine, items[i], chat, "batch-" + std::to_string(i));
+    if (!req.ok()) {
+      return make_error(req.error().code, fmt::format("{}: item {}: {}", input, i + 1, req.error().message));
+    }
+    requests.push_back(std::move(req.value()));
+  }
+  return requests;
+}
+
+// Submits every request with its own collector. When the engine refuses
+// one, the ones already in are aborted and drained (their sinks point into
+// `collectors`) and the error names the item.
+Status submit_all(Engine& engine, const std::vector<GenerateRequest>& requests, const std::string& input,
+                  std::vector<std::unique_ptr<Collector>>* collectors) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    collectors->push_back(std::make_unique<Collector>(requests[i].params.n, false));
+    GenerateRequest req = requests[i];
+    req.sink = collectors->back()->sink();
+    Status st = engine.add_request(std::move(req));
+    if (!st.ok()) {
+      for (size_t j = 0; j < i; ++j) engine.abort(requests[j].request_id);
+      engine.drain();
+      return make_error(st.error().code, fmt::format("{}: item {}: {}", input, i + 1, st.error().message));
+    }
+  }
+  return Status::Ok();
+}
+
+int run_batch(Engine& engine, const std::string& input, const std::string& output, bool chat) {
+  auto fail = [](const Error& e) {
+    std::fprintf(stderr, "pagoda generate: %s\n", e.message.c_str());
+    return 1;
+  };
+  Result<std::vector<json>> items = read_jsonl(input);
+  if (!items.ok()) return fail(items.error());
+  Result<std::vector<GenerateRequest>> requests = make_requests(engine, *items, chat, input);
+  if (!requests.ok()) return fail(requests.error());
+  std::ofstream file;
+  if (!output.empty()) {
+    file.open(output);
+    if (!file) return fail(make_error(ErrorCode::kInvalidArgument, "cannot write --output " + output));
+  }
+  const auto start = Clock::now();
+  std::vector<std::unique_ptr<Collector>> collectors;
+  Status submitted = submit_all(engine, *requests, input, &collectors);
+  if (!submitted.ok()) return fail(submitted.error());
+  std::ostream& out = output.empty() ? std::cout : file;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < items->size(); ++i) {
+    collectors[i]->wait();
+    for (const auto& o : collectors[i]->outputs()) tokens += static_cast<int64_t>(o.token_ids.size());
+    out << output_json((*items)[i], (*requests)[i], *collectors[i]).dump(-1, ' ', false, json::error_handler_t::replace)
+        << "\n";
+  }
+  out.flush();
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  engine.drain();  // the metrics below then include the last step
+  std::fprintf(stderr, "%zu requests, %lld generated tokens in %.2f s (%.1f tok/s)\n", items->size(),
+               static_cast<long long>(tokens), secs, static_cast<double>(tokens) / secs);
+  print_cache_stats(engine);
+  return 0;
+}
+
+int run_one(Engine& engine, const json& item, bool chat) {
+  Result<GenerateRequest> req = make_request(engine, item, chat, "generate-0");
+  if (!req.ok()) {
+    std::fprintf(stderr, "pagoda generate: %s\n", req.error().message.c_str());
+    return 1;
+  }
+  const size_t num_prompt = req->prompt_token_ids.size();
+  Collector collector(req->params.n, true);
+  req->sink = collector.sink();
+  auto start = Clock::now();
+  Status st = engine.add_request(std::move(req.value()));
+  if (!st.ok()) {
+    std::fprintf(stderr, "pagoda generate: %s\n", st.error().message.c_str());
+    return 1;
+  }
+  collector.wait();
+  auto end = Clock::now();
+  std::printf("\n");
+  const auto& o = collector.outputs()[0];
+  if (!o.error.empty()) {
+    std::fprintf(stderr, "pagoda generate: %s\n", o.error.c_str());
+    return 1;
+  }
+  double total = std::chrono::duration<double>(end - start).count();
+  double ttft = collector.first_token() ? std::chrono::duration<double>(*collector.first_token() - start).count() : total;
+  size_t n = o.token_ids.size();
+  std::fprintf(stderr, "[%zu prompt tokens, %zu generated, finish: %s; TTFT %.1f ms, %.1f tok/s decode]\n", num_prompt,
+               n, o.finish_reason.c_str(), ttft * 1e3, n > 1 ? static_cast<double>(n - 1) / (total - ttft) : 0.0);
+  return 0;
+}
+
+int run_generate(int argc, char** argv) {
+  CLI::App app{"Generate text with a model: one prompt streamed to stdout, or a JSONL batch."};
+  app.name(argv[0]);
+  EngineOptions options;
+  std::string prompt, input, output;
+  bool chat = false;
+  json item = json::object();
+  std::optional<int64_t> max_tokens, top_k;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  app.add_option("model", options.model,
+                 "Model: a Hugging Face folder, a .gguf file, or a repo id in the local HF cache "
+                 "(default: SmolLM2-135M-Instruct from the pagoda cache)");
+  app.add_option("-p,--prompt", prompt, "Prompt text (completion), or the user message with --chat");
+  app.add_flag("--chat", chat, "Render --prompt as a user message through the model's chat template");
+  app.add_option("--input", input,
+                 "JSONL file: one request per line with \"prompt\" (text or token ids) or \"messages\", "
+                 "plus OpenAI-style sampling fields (max_tokens, temperature, top_p, top_k, seed, stop, n, best_of, "
+                 "use_beam_search, logprobs, prompt_logprobs, priority, ...). Writes one JSON line per item, in "
+                 "input order: prompt (or messages), text, token_ids, finish_reason, stop_reason (when a stop string "
+                 "or token ended it), usage; plus choices when n > 1 and logprobs / prompt_logprobs when "
+                 "requested. Reports the prefix-cache hit rate and preemptions on stderr");
+  app.add_option("--output", output, "Write the batch results (JSONL) here instead of stdout");
+  app.add_option("--max-tokens", max_tokens, "Tokens to generate (default: up to the context length)");
+  app.add_option("--temperature", temperature, "Sampling temperature; 0 = greedy (default: generation_config, else 1)");
+  app.add_option("--top-p", top_p, "Nucleus sampling probability mass (0, 1]");
+  app.add_option("--top-k", top_k, "Sample from the k most likely tokens (0 or -1: off)");
+  app.add_option("--min-p", min_p, "Drop tokens below min_p x the top probability");
+  app.add_option("--repetition-penalty", repetition_penalty, "Penalty (> 0; 1 = off) for tokens already seen");
+  app.add_option("--stop", stop, "Stop string (repeatable)");
+  app.add_flag("--ignore-eos", ignore_eos, "Do not stop at the end-of-sequence token");
+  add_engine_flags(app, options);
+  CLI11_PARSE(app, argc, argv);
+
+  if (options.model.empty()) options.model = default_model_path();
+  if (prompt.empty() == input.empty()) {
+    std::fprintf(stderr, "pagoda generate: give exactly one of --prompt or --input (see --help)\n");
+    return 2;
+  }
+  Result<std::unique_ptr<Engine>> engine = create_engine(options);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "pagoda generate: %s\n", engine.error().message.c_str());
+    return 1;
+  }
+  if (!input.empty()) return run_batch(**engine, input, output, chat);
+  item["prompt"] = prompt;
+  if (max_tokens) item["max_tokens"] = *max_tokens;
+  if (temperature) item["temperature"] = *temperature;
+  if (top_p) item["top_p"] = *top_p;
+  if (top_k) item["top_k"] = *top_k;
+  if (min_p) item["min_p"] = *min_p;
+  if (repetition_penalty) item["repetition_penalty"] = *repetition_penalty;
+  if (options.seed != 0) item["seed"] = options.seed;  // --seed makes this request reproducible
+  if (!stop.empty()) item["stop"] = stop;
+  if (ignore_eos) item["ignore_eos"] = true;
+  return run_one(**engine, item, chat);
+}
+
+}  // namespace
+}  // namespace pagoda::app
+
+PAGODA_COMMAND(generate, "generate text from a prompt or a JSONL batch of prompts", pagoda::app::run_generate);

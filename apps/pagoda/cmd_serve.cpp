@@ -1,0 +1,115 @@
+// pagoda serve: the OpenAI-compatible HTTP server (docs/api.md).
+#if __has_include("server/server.h")
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/log.h"
+#include "engine/engine_api.h"
+#include "pagoda/command.h"
+#include "pagoda/engine_flags.h"
+#include "server/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using pagoda::EngineOptions;
+using pagoda::server::ServerOptions;
+
+void add_server_flags(CLI::App& app, EngineOptions& engine, ServerOptions& server) {
+  app.add_option("--host", server.host, "address to listen on (0.0.0.0: every interface)")
+      ->capture_default_str();
+  app.add_option("--port", server.port, "TCP port; 0 picks a free one (the log says which)")
+      ->capture_default_str();
+  app.add_option(
+         "--api-key", server.service.api_key,
+         "require `Authorization: Bearer KEY` on every route but /health (env PAGODA_API_KEY)")
+      ->envname("PAGODA_API_KEY");
+  app.add_option("--served-model-name", engine.served_model_name,
+                 "the model name clients send and see; default: the model's folder or file name");
+  app.add_option("--max-waiting-requests", engine.max_waiting_requests,
+                 "requests that may wait for a batch slot; more are refused with 429")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", server.limits.max_body_bytes,
+                 "largest request body; larger ones get 413")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--tool-call-parser", server.service.tool_call_parser,
+                 "how tool calls are read from model output: auto (from the chat template), hermes "
+                 "(<tool_call>{json}</tool_call>), llama3_json, or none")
+      ->check(CLI::IsMember({"auto", "hermes", "llama3_json", "none"}))
+      ->capture_default_str();
+}
+
+// The chat template text in use, for picking the tool-call parser: the
+// --chat-template file, else the model's templates (default and tool_use).
+std::string chat_template_text(const EngineOptions& options, const pagoda::Engine& engine) {
+  if (!options.chat_template_file.empty()) {
+    std::ifstream in(options.chat_template_file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  const pagoda::Tokenizer& tokenizer = engine.tokenizer();
+  return tokenizer.chat_template().value_or("") + tokenizer.chat_template("tool_use").value_or("");
+}
+
+int run_serve(int argc, char** argv) {
+  CLI::App app{
+      "Serve a model with the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, "
+      "/v1/models, /tokenize, /detokenize, /health, /version, /metrics).",
+      "pagoda serve"};
+  EngineOptions engine_options;
+  ServerOptions server_options;
+  server_options.service.version = PAGODA_VERSION;
+  app.add_option(
+      "model", engine_options.model,
+      "a model folder, .gguf file or Hugging Face repo id in the offline cache; default: "
+      "SmolLM2-135M-Instruct from the local cache");
+  add_server_flags(app, engine_options, server_options);
+  pagoda::app::add_engine_flags(app, engine_options);
+  CLI11_PARSE(app, argc, argv);
+
+  if (engine_options.model.empty()) {
+    engine_options.model = pagoda::app::default_model_path();
+    if (!std::filesystem::exists(engine_options.model)) {
+      std::fprintf(stderr, "pagoda serve: no MODEL given and the default model is not at %s: %s\n",
+                   engine_options.model.c_str(), pagoda::app::kFetchDefaultModelHint);
+      return 2;
+    }
+  }
+  const int64_t fd_limit = pagoda::server::raise_open_file_limit();
+  auto engine = pagoda::create_engine(engine_options);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "pagoda serve: %s\n", engine.error().message.c_str());
+    return 1;
+  }
+  server_options.service.served_model_name = engine.value()->info().served_model_name;
+  server_options.service.chat_template_text = chat_template_text(engine_options, *engine.value());
+  server_options.handle_signals = true;
+  auto server = pagoda::server::Server::start(*engine.value(), server_options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "pagoda serve: %s\n", server.error().message.c_str());
+    return 1;
+  }
+  const pagoda::ModelInfo& info = engine.value()->info();
+  pagoda::log_info(
+      "serving '{}' ({}, {}) on {}: context {} tokens, KV cache {} tokens ({} blocks of {})",
+      info.served_model_name, info.architecture, engine_options.model, info.device,
+      info.max_model_len, info.kv_capacity_tokens, info.num_kv_blocks, info.block_size);
+  pagoda::log_info("listening at {} (OpenAI API under /v1; open-file limit {})",
+                   server.value()->url(), fd_limit);
+  server.value()->wait_for_signal();
+  return 0;
+}
+
+}  // namespace
+
+PAGODA_COMMAND(serve, "serve a model with the OpenAI-compatible HTTP API", run_serve);
+
+#endif  // __has_include("server/server.h")

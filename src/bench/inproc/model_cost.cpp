@@ -1,0 +1,40 @@
+#include "bench/inproc/model_cost.h"
+
+namespace pagoda::bench {
+
+ModelCost model_cost(const ModelConfig& c) {
+  ModelCost m;
+  const int64_t h = c.hidden_size, d = c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_heads;
+  const int64_t q = c.num_heads * d, kv = c.num_kv_heads * d;
+  int64_t attn = h * q + 2 * h * kv + q * h;
+  if (c.attention_bias) attn += q + 2 * kv;
+  const int64_t mlp = 3 * h * c.intermediate_size;
+  const int64_t norms = 2 * h + (c.qk_norm ? 2 * d : 0);
+  m.layer_matmul_params = c.num_layers * (h * q + 2 * h * kv + q * h + mlp);
+  m.lm_head_params = c.vocab_size * h;
+  const int64_t layers = c.num_layers * (attn + mlp + norms);
+  const int64_t embedding = c.vocab_size * h;
+  m.num_params = embedding + layers + h + (c.tie_word_embeddings ? 0 : m.lm_head_params);
+  m.decode_weight_params = layers + h + m.lm_head_params;
+  m.kv_elems_per_token = 2 * c.num_layers * kv;
+  m.num_layers = c.num_layers;
+  m.num_heads = c.num_heads;
+  m.head_dim = d;
+  return m;
+}
+
+double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
+                             double bytes_per_kv_elem, int64_t batch, double context_len) {
+  return static_cast<double>(cost.decode_weight_params) * bytes_per_weight +
+         static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
+             bytes_per_kv_elem;
+}
+
+double prefill_flops(const ModelCost& cost, int64_t tokens) {
+  const auto t = static_cast<double>(tokens);
+  return 2.0 * static_cast<double>(cost.layer_matmul_params) * t +
+         2.0 * static_cast<double>(cost.lm_head_params) +
+         2.0 * static_cast<double>(cost.num_layers * cost.num_heads * cost.head_dim) * t * t;
+}
+
+}  // namespace pagoda::bench

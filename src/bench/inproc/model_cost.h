@@ -1,0 +1,36 @@
+// What one forward pass of a dense decoder (Llama / Qwen families) costs in
+// memory traffic and arithmetic, from its config alone: the numerators of
+// the speed-of-light ratios in /work/shared/BENCHMARKS.md.
+#pragma once
+
+#include <cstdint>
+
+#include "io/model_config.h"
+
+namespace pagoda::bench {
+
+struct ModelCost {
+  int64_t num_params = 0;  // every weight (embedding and lm_head once each if untied)
+  int64_t decode_weight_params =
+      0;  // weights one decode step reads: all but the embedding table
+          // (only a row per token is gathered); lm_head counts even when tied
+  int64_t layer_matmul_params = 0;  // q, k, v, o, gate, up, down weights of all layers
+  int64_t lm_head_params = 0;       // vocab * hidden
+  int64_t kv_elems_per_token = 0;   // 2 (k, v) * layers * kv_heads * head_dim
+  int64_t num_layers = 0, num_heads = 0, head_dim = 0;
+};
+
+ModelCost model_cost(const ModelConfig& config);
+
+// Bytes one decode step of `batch` sequences reads at `context_len` cached
+// tokens each: decode weights + the KV cache of every sequence.
+double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
+                             double bytes_per_kv_elem, int64_t batch, double context_len);
+
+// FLOPs of prefilling one prompt of `tokens` tokens: 2 * layer matmul
+// params * tokens, the lm_head for the last token only, and causal attention
+// (QK^T and PV over half the T x T score matrix: 2 * layers * heads *
+// head_dim * T^2).
+double prefill_flops(const ModelCost& cost, int64_t tokens);
+
+}  // namespace pagoda::bench

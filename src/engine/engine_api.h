@@ -1,0 +1,151 @@
+// The engine's public contract: requests in, per-request output events out.
+// The server and the CLI use only this header (and the protocol types it
+// names); everything behind it runs on the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "core/result.h"
+#include "jinja/chat_template.h"
+#include "sample/sampling_params.h"
+
+namespace pagoda {
+
+class Tokenizer;
+
+// Flags shared by `pagoda generate`, `serve` and `bench` (names follow vLLM).
+struct EngineOptions {
+  std::string model;                 // folder, .gguf file, or HF repo id (offline cache)
+  std::string served_model_name;     // default: the model's folder/file name
+  std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
+  std::string chat_template_file;    // overrides the model's chat template
+  int block_size = 16;
+  int64_t num_kv_blocks = 0;         // 0: size the pool from memory
+  int64_t max_model_len = 0;         // 0: the model's max_position_embeddings
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 2048;
+  bool enable_prefix_caching = true;
+  int64_t max_waiting_requests = 4096;
+  double gpu_memory_utilization = 0.9;
+  bool enforce_eager = false;
+  uint64_t seed = 0;                 // base for requests without a seed (0: random per process)
+};
+
+enum class FinishReason { kStop, kLength, kAbort };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort"
+
+struct TopLogprob {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+};
+
+// Logprob information of one token (generated or prompt).
+struct TokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+  int32_t rank = 0;                  // 1 = most likely
+  std::vector<TopLogprob> top;       // the requested number of most likely tokens, descending
+};
+
+// One output event of one sample (index) of a request. Events for the same
+// (request, index) arrive in order; the last one carries finish_reason.
+struct RequestOutput {
+  std::string request_id;
+  int index = 0;                         // sample index in [0, n); beam search: hypothesis rank
+  std::vector<int32_t> token_ids;        // tokens generated since the previous event of this index
+  std::string text;                      // text since the previous event (stop strings held back)
+  std::vector<TokenLogprob> logprobs;    // one per token in token_ids when logprobs requested
+  std::optional<FinishReason> finish_reason;
+  std::variant<std::monostate, std::string, int32_t> stop_reason;  // matched stop string or token id
+  int64_t num_prompt_tokens = 0;
+  int64_t num_output_tokens = 0;         // of this index so far
+  int64_t num_cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
+  // Only in the first event of index 0 when prompt_logprobs requested:
+  // one entry per prompt token (the first is nullopt: nothing predicts it).
+  std::vector<std::optional<TokenLogprob>> prompt_logprobs;
+  // Non-empty when the request failed inside the engine (finish_reason is
+  // kAbort): a message for logs and a 500 response.
+  std::string error;
+};
+
+// Receives the events of one request. Called on the engine thread: it must
+// return quickly and never block (hand the event to another thread).
+using OutputSink = std::function<void(RequestOutput&&)>;
+
+struct GenerateRequest {
+  std::string request_id;               // unique among live requests
+  std::vector<int32_t> prompt_token_ids;
+  SamplingParams params;
+  int priority = 0;                      // lower runs first; FCFS within a level
+  OutputSink sink;
+};
+
+struct ModelInfo {
+  std::string served_model_name;
+  std::string architecture;
+  int64_t max_model_len = 0;
+  int64_t vocab_size = 0;
+  int64_t num_kv_blocks = 0;
+  int block_size = 0;
+  int64_t kv_capacity_tokens = 0;
+  std::string device;                    // e.g. "cpu (2 threads)"
+};
+
+// A snapshot of counters and histograms for /metrics. Histograms hold
+// cumulative counts per upper bound (seconds) plus sum and count.
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;  // counts[i]: observations <= bounds[i]; same size as bounds
+  double sum = 0.0;
+  uint64_t count = 0;
+};
+
+struct EngineMetrics {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
+  uint64_t prompt_tokens = 0;         // prompt tokens of admitted requests
+  uint64_t generation_tokens = 0;
+  uint64_t num_preemptions = 0;
+  double kv_usage = 0.0;              // fraction of KV blocks in use
+  uint64_t prefix_cache_queries = 0;  // tokens looked up
+  uint64_t prefix_cache_hits = 0;     // tokens found
+  Histogram time_to_first_token, time_per_output_token, e2e_latency, queue_time;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Queues a request. Errors: kInvalidArgument (bad params, empty or too long
+  // prompt; the message names the field), kResourceExhausted (waiting queue
+  // full). Thread-safe.
+  virtual Status add_request(GenerateRequest request) = 0;
+  // Aborts a live request (no-op if unknown or finished); its KV is freed at
+  // once and its sink gets a final event with FinishReason::kAbort. Thread-safe.
+  virtual void abort(const std::string& request_id) = 0;
+
+  // Thread-safe helpers for frontends.
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual bool has_chat_template() const = 0;
+  virtual Result<std::string> apply_chat_template(const ChatTemplateInputs& inputs) const = 0;
+  virtual const ModelInfo& info() const = 0;
+  virtual EngineMetrics metrics() const = 0;
+
+  // Stops accepting requests, finishes the ones in flight, then stops the
+  // engine thread. Returns when done.
+  virtual void drain() = 0;
+};
+
+// Loads the model, tokenizer and chat template, sizes the KV pool and starts
+// the engine thread.
+Result<std::unique_ptr<Engine>> create_engine(const EngineOptions& options);
+
+}  // namespace pagoda

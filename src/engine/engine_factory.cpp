@@ -1,0 +1,153 @@
+// create_engine(): resolve and load everything the engine needs, log what was
+// loaded, and start the engine thread.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/log.h"
+#include "engine/backend_factory.h"
+#include "engine/llm_engine.h"
+#include "io/model_files.h"
+
+namespace pagoda {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+  }
+  return "abort";
+}
+
+namespace {
+
+Result<std::optional<ChatTemplate>> load_chat_template(const EngineOptions& options, const Tokenizer& tokenizer) {
+  std::optional<std::string> source;
+  std::string origin;
+  if (!options.chat_template_file.empty()) {
+    std::ifstream in(options.chat_template_file, std::ios::binary);
+    if (!in) return make_error(ErrorCode::kNotFound, "--chat-template: cannot read " + options.chat_template_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    source = ss.str();
+    origin = options.chat_template_file;
+  } else {
+    source = tokenizer.chat_template();
+    origin = "the model's tokenizer config";
+  }
+  if (!source) return std::optional<ChatTemplate>{};
+  Result<ChatTemplate> parsed = ChatTemplate::parse(*source);
+  if (!parsed.ok()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("chat template from {}: {}", origin, parsed.error().message));
+  }
+  return std::optional<ChatTemplate>(std::move(parsed).value());
+}
+
+SamplingDefaults to_sampling_defaults(const GenerationDefaults& g) {
+  SamplingDefaults d;
+  d.temperature = g.temperature;
+  d.top_p = g.top_p;
+  d.top_k = g.top_k;
+  d.min_p = g.min_p;
+  d.repetition_penalty = g.repetition_penalty;
+  d.max_new_tokens = g.max_new_tokens;
+  return d;
+}
+
+std::vector<int32_t> collect_eos(const Tokenizer& tok, const ModelConfig& config, const GenerationDefaults& gen) {
+  std::vector<int32_t> ids = tok.eos_ids();
+  ids.insert(ids.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
+  ids.insert(ids.end(), gen.eos_token_ids.begin(), gen.eos_token_ids.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+RunnerOptions to_runner_options(const EngineOptions& o) {
+  RunnerOptions r;
+  r.block_size = o.block_size;
+  r.num_kv_blocks = o.num_kv_blocks;
+  r.max_num_batched_tokens = o.max_num_batched_tokens;
+  r.max_num_seqs = o.max_num_seqs;
+  r.max_model_len = o.max_model_len;
+  r.kv_cache_memory_fraction = o.gpu_memory_utilization;
+  r.enforce_eager = o.enforce_eager;
+  return r;
+}
+
+Status check_options(const EngineOptions& o) {
+  auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
+  if (o.block_size < 1 || o.block_size > 256) return bad(fmt::format("--block-size must be in [1, 256], got {}", o.block_size));
+  if (o.max_num_seqs < 1) return bad("--max-num-seqs must be >= 1");
+  if (o.max_num_batched_tokens < 1) return bad("--max-num-batched-tokens must be >= 1");
+  if (o.max_num_batched_tokens < o.max_num_seqs) {
+    return bad(fmt::format("--max-num-batched-tokens ({}) must be >= --max-num-seqs ({})", o.max_num_batched_tokens,
+                           o.max_num_seqs));
+  }
+  if (o.num_kv_blocks < 0) return bad("--num-kv-blocks must be >= 0");
+  if (o.max_waiting_requests < 1) return bad("--max-waiting-requests must be >= 1");
+  if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
+    return bad("--gpu-memory-utilization must be in (0, 1]");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::string& tokenizer_path) {
+  PAGODA_RETURN_IF_ERROR(check_options(options));
+  PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_model(options.model));
+  PAGODA_ASSIGN_OR_RETURN(OpenedModel opened, open_model(location));
+  log_info("model: {} ({}, {} layers, hidden {}, vocab {}); weights: {}", location.display_name,
+           opened.config.architecture, opened.config.num_layers, opened.config.hidden_size, opened.config.vocab_size,
+           opened.weights->describe());
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
+                          Tokenizer::load(tokenizer_path.empty() ? location.path : tokenizer_path));
+  log_info("tokenizer: {}", tokenizer->description());
+  PAGODA_ASSIGN_OR_RETURN(std::optional<ChatTemplate> chat_template, load_chat_template(options, *tokenizer));
+  if (!chat_template) log_warn("no chat template: /v1/chat/completions is unavailable (pass --chat-template FILE)");
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, create_backend(options.device, opened.config));
+  log_info("backend: {}", backend->name());
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
+                          ModelRunner::create(*backend, opened.config, *opened.weights, to_runner_options(options)));
+
+  EngineParts parts;
+  parts.options = options;
+  parts.info.served_model_name = options.served_model_name.empty() ? location.display_name : options.served_model_name;
+  parts.info.architecture = opened.config.architecture;
+  parts.info.max_model_len = runner->max_model_len();
+  parts.info.vocab_size = opened.config.vocab_size;
+  parts.info.num_kv_blocks = runner->num_kv_blocks();
+  parts.info.block_size = runner->block_size();
+  parts.info.kv_capacity_tokens = runner->num_kv_blocks() * runner->block_size();
+  parts.info.device = backend->name();
+  parts.scheduler_config.max_num_batched_tokens = static_cast<int32_t>(options.max_num_batched_tokens);
+  parts.scheduler_config.max_num_seqs = static_cast<int32_t>(options.max_num_seqs);
+  parts.scheduler_config.max_waiting = static_cast<int32_t>(options.max_waiting_requests);
+  parts.scheduler_config.max_model_len = static_cast<int32_t>(runner->max_model_len());
+  parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner->num_kv_blocks());
+  parts.scheduler_config.kv.block_size = runner->block_size();
+  parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
+  parts.defaults = to_sampling_defaults(opened.generation);
+  parts.eos_token_ids = collect_eos(*tokenizer, opened.config, opened.generation);
+  parts.tokenizer = std::move(tokenizer);
+  parts.chat_template = std::move(chat_template);
+  parts.backend = std::move(backend);
+  parts.runner = std::move(runner);
+  log_info("KV cache: {} blocks x {} tokens = {} tokens; max model len {}; prefix caching {}",
+           parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens, parts.info.max_model_len,
+           options.enable_prefix_caching ? "on" : "off");
+  return parts;
+}
+
+Result<std::unique_ptr<Engine>> create_engine(const EngineOptions& options) {
+  PAGODA_ASSIGN_OR_RETURN(EngineParts parts, load_engine_parts(options));
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<LlmEngine> engine, LlmEngine::start(std::move(parts)));
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+}  // namespace pagoda

@@ -1,0 +1,223 @@
+// One engine step: schedule, turn the ScheduleOutput into the runner's
+// StepInput (one sampling row per purpose), run the model, and hand the
+// sampled tokens back to the scheduler and the per-request state.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/log.h"
+#include "engine/llm_engine.h"
+#include "sample/sampling_rows.h"
+
+namespace pagoda {
+
+void LlmEngine::step() {
+  ScheduleOutput out = scheduler_.schedule();
+  if (out.empty()) {
+    // Nothing can run now (e.g. waiting requests need blocks that running ones
+    // hold); wait briefly for commands instead of spinning.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
+    (void)scheduler_.update({});
+    return;
+  }
+  std::vector<RowRef> refs;
+  StepInput input = build_step(out, refs);
+  SampleOutput so;
+  Status st = parts_.runner->execute(input, &so);
+  if (!st.ok()) {
+    fail_batch(out, st.error().message);
+    return;
+  }
+  apply_results(refs, so);
+}
+
+StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& refs) {
+  StepInput step;
+  step.token_ids = out.token_ids;
+  step.positions = out.positions;
+  step.slot_mapping = out.slot_mapping;
+  step.query_start_loc = out.query_start_loc;
+  step.seq_lens = out.seq_lens;
+  step.block_tables = out.block_tables;
+  step.max_blocks_per_seq = out.max_blocks_per_seq;
+  step.copy_src = out.copy_src;
+  step.copy_dst = out.copy_dst;
+  step.sampling.max_top_logprobs = 0;
+  const Clock::time_point now = Clock::now();
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    auto it = requests_.find(out.seqs[i].request_id);
+    if (it == requests_.end()) continue;
+    if (!it->second->first_scheduled) {
+      it->second->first_scheduled = now;
+      it->second->num_cached_prompt_tokens = out.seqs[i].start_position;
+    }
+    add_rows_for_seq(out, i, step, refs);
+  }
+  int32_t k = 0;
+  for (const SamplingRow& row : step.sampling.rows) k = std::max(k, row.num_top_logprobs);
+  step.sampling.max_top_logprobs = k;
+  return step;
+}
+
+void LlmEngine::add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput& step, std::vector<RowRef>& refs) {
+  const ScheduledSeq& s = out.seqs[i];
+  RequestState& req = *requests_.at(s.request_id);
+  const auto num_prompt = static_cast<int32_t>(req.prompt.size());
+  if (req.wants_prompt_logprobs() && !req.prompt_logprobs_complete()) {
+    // Row of position p predicts prompt token p + 1.
+    int32_t end = std::min(s.start_position + s.num_new_tokens, num_prompt - 1);
+    for (int32_t p = s.start_position; p < end; ++p) {
+      step.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
+      append_prompt_logprob_row(step.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
+      refs.push_back({RowKind::kPromptLogprob, &req, s.seq_id, p + 1});
+    }
+  }
+  if (s.logits_index < 0) return;
+  const int32_t row = out.logits_rows[static_cast<size_t>(s.logits_index)];
+  const Sequence* seq = scheduler_.sequence(s.seq_id);
+  std::span<const int32_t> outputs(seq->tokens.data() + seq->num_prompt_tokens,
+                                   static_cast<size_t>(seq->num_output_tokens()));
+  if (req.beam) {
+    step.logits_rows.push_back(row);
+    append_beam_row(step.sampling, req.beam->num_candidates_per_beam());
+    refs.push_back({RowKind::kBeam, &req, s.seq_id, 0});
+  } else if (req.num_seqs > 1 && !req.branched) {
+    for (int32_t k = 0; k < req.num_seqs; ++k) {
+      step.logits_rows.push_back(row);
+      append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
+                          {req.prompt, {}, sample_seed(req.seed, k)});
+      refs.push_back({RowKind::kFirstSamples, &req, s.seq_id, k});
+    }
+  } else {
+    const SampleState& sample = *req.samples.at(s.seq_id);
+    step.logits_rows.push_back(row);
+    append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
+                        {req.prompt, outputs, sample_seed(req.seed, sample.index)});
+    refs.push_back({RowKind::kSample, &req, s.seq_id, 0});
+  }
+}
+
+void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutput& so) {
+  std::vector<SampledToken> sampled;
+  struct Pending {
+    RequestId req;  // an id, not a pointer: an earlier event of this step may end the request
+    SeqId seq;
+    int32_t token;
+    size_t row;
+  };
+  std::vector<Pending> tokens;
+  std::map<RequestState*, std::vector<std::pair<int32_t, size_t>>> first;  // token, row per sample index
+  std::map<RequestState*, std::vector<std::vector<BeamCandidate>>> beams;
+  for (size_t r = 0; r < refs.size(); ++r) {
+    const RowRef& ref = refs[r];
+    const int32_t token = so.token_ids[r];
+    switch (ref.kind) {
+      case RowKind::kPromptLogprob:
+        record_prompt_logprob(ref, so, r);
+        break;
+      case RowKind::kSample:
+        sampled.push_back({ref.seq, token});
+        tokens.push_back({ref.req->id, ref.seq, token, r});
+        break;
+      case RowKind::kFirstSamples:
+        first[ref.req].push_back({token, r});
+        break;
+      case RowKind::kBeam: {
+        auto& cands = beams[ref.req];
+        cands.resize(ref.req->beam_seqs.size());
+        auto pos = std::find(ref.req->beam_seqs.begin(), ref.req->beam_seqs.end(), ref.seq);
+        auto& list = cands[static_cast<size_t>(pos - ref.req->beam_seqs.begin())];
+        const size_t k = so.top_ids.size() / std::max<size_t>(1, so.token_ids.size());
+        for (size_t j = 0; j < k && j < static_cast<size_t>(ref.req->beam->num_candidates_per_beam()); ++j) {
+          list.push_back({so.top_ids[r * k + j], so.top_logprobs[r * k + j]});
+        }
+        break;
+      }
+    }
+  }
+  Status st = scheduler_.update(sampled);
+  if (!st.ok()) log_error("scheduler update failed: {}", st.error().message);
+  for (auto& [req, list] : first) start_samples(*req, req->samples.begin()->first, list, so);
+  for (auto& [req, cands] : beams) step_beam(*req, cands);
+  for (const Pending& p : tokens) {
+    auto rit = requests_.find(p.req);
+    if (rit == requests_.end()) continue;  // ended by an earlier event this step
+    RequestState& req = *rit->second;
+    auto it = req.samples.find(p.seq);
+    if (it != req.samples.end()) on_token(req, *it->second, p.seq, p.token, so, p.row);
+  }
+}
+
+void LlmEngine::record_prompt_logprob(const RowRef& ref, const SampleOutput& so, size_t r) {
+  RequestState& req = *ref.req;
+  auto& slot = req.prompt_logprobs[static_cast<size_t>(ref.arg)];
+  if (slot) return;  // already computed before a preemption
+  const int32_t target = req.prompt[static_cast<size_t>(ref.arg)];
+  slot = make_logprob(so, r, target, so.target_logprobs[r], so.target_ranks[r], *req.params.prompt_logprobs);
+}
+
+// The prompt's prefill finished: fork the request into its n samples, the
+// k-th continuing with tokens[k].
+void LlmEngine::start_samples(RequestState& req, SeqId seq0,
+                              const std::vector<std::pair<int32_t, size_t>>& tokens, const SampleOutput& so) {
+  std::vector<Branch> branches;
+  for (const auto& t : tokens) branches.push_back({seq0, t.first});
+  Result<std::vector<SeqId>> ids = scheduler_.branch(req.id, branches);
+  if (!ids.ok()) {
+    log_error("request {}: fork into {} samples failed: {}", req.external_id, tokens.size(), ids.error().message);
+    (void)scheduler_.abort(req.id);
+    finish_request(req, FinishReason::kAbort);
+    return;
+  }
+  req.branched = true;
+  for (size_t k = 1; k < ids->size(); ++k) {
+    req.samples.emplace((*ids)[k], std::make_unique<SampleState>(static_cast<int>(k), *parts_.tokenizer, req.params,
+                                                                 parts_.eos_token_ids, req.max_tokens, req.prompt));
+  }
+  const RequestId id = req.id;  // on_token may end (and destroy) the request
+  for (size_t k = 0; k < ids->size(); ++k) {
+    if (!requests_.contains(id)) return;
+    auto it = req.samples.find((*ids)[k]);
+    if (it != req.samples.end()) on_token(req, *it->second, (*ids)[k], tokens[k].first, so, tokens[k].second);
+  }
+}
+
+void LlmEngine::step_beam(RequestState& req, std::vector<std::vector<BeamCandidate>>& candidates) {
+  if (!req.first_token) {
+    req.first_token = Clock::now();
+    metrics_.on_first_token(seconds_between(req.arrival, *req.first_token),
+                            seconds_between(req.arrival, req.first_scheduled.value_or(*req.first_token)));
+  }
+  std::vector<BeamChoice> choices = req.beam->step(candidates);
+  if (req.beam->done() || choices.empty()) {
+    finish_beam(req);
+    return;
+  }
+  std::vector<Branch> branches;
+  for (const BeamChoice& c : choices) branches.push_back({req.beam_seqs[static_cast<size_t>(c.parent)], c.token});
+  Result<std::vector<SeqId>> ids = scheduler_.branch(req.id, branches);
+  if (!ids.ok()) {
+    log_error("request {}: beam step failed: {}", req.external_id, ids.error().message);
+    (void)scheduler_.abort(req.id);
+    finish_request(req, FinishReason::kAbort);
+    return;
+  }
+  metrics_.on_tokens(static_cast<int64_t>(branches.size()));
+  req.beam_seqs = std::move(*ids);
+}
+
+void LlmEngine::fail_batch(const ScheduleOutput& out, const std::string& message) {
+  log_error("model step failed: {}", message);
+  (void)scheduler_.update({});
+  for (const ScheduledSeq& s : out.seqs) {
+    auto it = requests_.find(s.request_id);
+    if (it == requests_.end()) continue;
+    RequestState& req = *it->second;
+    (void)scheduler_.abort(req.id);
+    finish_request(req, FinishReason::kAbort, message);
+  }
+}
+
+}  // namespace pagoda

@@ -1,0 +1,259 @@
+#include "engine/llm_engine.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "core/log.h"
+#include "sample/sampling_rows.h"
+
+namespace pagoda {
+
+Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
+  PAGODA_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(parts.scheduler_config));
+  std::unique_ptr<LlmEngine> engine(new LlmEngine(std::move(parts), std::move(scheduler)));
+  engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
+  return engine;
+}
+
+LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
+    : parts_(std::move(parts)), scheduler_(std::move(scheduler)) {
+  uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
+  rng_.seed(seed);
+}
+
+LlmEngine::~LlmEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<std::string> LlmEngine::apply_chat_template(const ChatTemplateInputs& inputs) const {
+  if (!parts_.chat_template) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "this model has no chat template; start the server with --chat-template FILE");
+  }
+  ChatTemplateInputs filled = inputs;
+  if (filled.bos_token.empty()) filled.bos_token = parts_.tokenizer->bos_token();
+  if (filled.eos_token.empty()) filled.eos_token = parts_.tokenizer->eos_token();
+  return parts_.chat_template->render(filled);
+}
+
+Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) const {
+  auto invalid = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
+  if (request.request_id.empty()) return invalid("request_id must not be empty");
+  if (!request.sink) return invalid("request has no output sink");
+  const int64_t vocab = parts_.info.vocab_size;
+  const int64_t max_len = parts_.info.max_model_len;
+  const auto num_prompt = static_cast<int64_t>(request.prompt_token_ids.size());
+  if (num_prompt == 0) return invalid("the prompt is empty");
+  for (int32_t id : request.prompt_token_ids) {
+    if (id < 0 || id >= vocab) return invalid(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
+  }
+  state.params = request.params;
+  state.params.apply_defaults(parts_.defaults);
+  PAGODA_RETURN_IF_ERROR(state.params.validate(static_cast<int32_t>(vocab)));
+  if (num_prompt >= max_len) {
+    return invalid(fmt::format("This model's maximum context length is {} tokens. However, your prompt has {} "
+                               "tokens; at least one token must remain for the completion.",
+                               max_len, num_prompt));
+  }
+  if (state.params.max_tokens && num_prompt + *state.params.max_tokens > max_len) {
+    return invalid(fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
+                               "({} in the prompt, {} for the completion). Reduce the prompt or max_tokens.",
+                               max_len, num_prompt + *state.params.max_tokens, num_prompt,
+                               *state.params.max_tokens));
+  }
+  state.max_tokens = static_cast<int32_t>(state.params.max_tokens.value_or(static_cast<int32_t>(max_len - num_prompt)));
+  state.num_seqs = state.params.num_seqs();
+  if (state.num_seqs > parts_.scheduler_config.max_num_seqs) {
+    return invalid(fmt::format("n/best_of/beam width {} exceeds --max-num-seqs {}", state.num_seqs,
+                               parts_.scheduler_config.max_num_seqs));
+  }
+  // The scheduler refuses a group whose worst case (no sharing, full length)
+  // cannot fit the pool; say so here, where the caller gets the error.
+  const int64_t bs = parts_.info.block_size;
+  const int64_t blocks = state.num_seqs * ((num_prompt + state.max_tokens + bs - 1) / bs);
+  if (blocks > parts_.info.num_kv_blocks) {
+    return invalid(fmt::format("{} sequence(s) of up to {} tokens ({} prompt + {} max_tokens) need {} KV blocks; "
+                               "the pool has {}. Reduce max_tokens, n or best_of, or raise --num-kv-blocks.",
+                               state.num_seqs, num_prompt + state.max_tokens, num_prompt, state.max_tokens, blocks,
+                               parts_.info.num_kv_blocks));
+  }
+  state.external_id = request.request_id;
+  state.sink = request.sink;
+  state.prompt = request.prompt_token_ids;
+  state.arrival = Clock::now();
+  return Status::Ok();
+}
+
+Status LlmEngine::add_request(GenerateRequest request) {
+  auto state = std::make_unique<RequestState>();
+  PAGODA_RETURN_IF_ERROR(prepare(request, *state));
+  state->priority = request.priority;
+  state->prompt_logprobs.resize(state->prompt.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_ || stop_) return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
+    int64_t waiting = num_waiting_.load() + static_cast<int64_t>(commands_.size());
+    if (waiting >= parts_.scheduler_config.max_waiting) {
+      return make_error(ErrorCode::kResourceExhausted,
+                        fmt::format("too many waiting requests ({}); retry later", waiting));
+    }
+    if (live_ids_.contains(state->external_id)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("request id '{}' is already in use", state->external_id));
+    }
+    state->id = next_id_++;
+    state->seed = state->params.seed ? *state->params.seed : rng_();
+    live_ids_.emplace(state->external_id, state->id);
+    idle_ = false;
+    Command c;
+    c.add = std::move(state);
+    commands_.push_back(std::move(c));
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+void LlmEngine::abort(const std::string& request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!live_ids_.contains(request_id)) return;
+    Command c;
+    c.abort_id = request_id;
+    commands_.push_back(std::move(c));
+  }
+  cv_.notify_one();
+}
+
+void LlmEngine::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+  }
+  wait_idle();
+}
+
+void LlmEngine::wait_idle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return idle_ && commands_.empty(); });
+}
+
+std::string LlmEngine::invariant_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return invariant_error_;
+}
+
+void LlmEngine::loop() {
+  for (;;) {
+    std::deque<Command> commands;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !commands_.empty() || scheduler_.has_unfinished(); });
+      if (stop_) return;
+      commands.swap(commands_);
+    }
+    apply_commands(commands);
+    if (scheduler_.has_unfinished()) step();
+    if (parts_.check_invariants) check_invariants();
+    publish_state();
+  }
+}
+
+void LlmEngine::apply_commands(std::deque<Command>& commands) {
+  for (Command& c : commands) {
+    if (c.add) {
+      admit(std::move(c.add));
+    } else {
+      abort_now(c.abort_id);
+    }
+  }
+}
+
+void LlmEngine::admit(std::unique_ptr<RequestState> state) {
+  RequestSpec spec;
+  spec.id = state->id;
+  spec.prompt_tokens = state->prompt;
+  spec.priority = state->priority;
+  spec.num_seqs = state->num_seqs;
+  spec.max_new_tokens = state->max_tokens;
+  spec.use_prefix_cache = !state->wants_prompt_logprobs();
+  Result<SeqId> seq = scheduler_.add_request(std::move(spec));
+  if (!seq.ok()) {
+    report_admit_failure(*state, seq.error().message);
+    return;
+  }
+  metrics_.on_admitted(static_cast<int64_t>(state->prompt.size()));
+  RequestState& req = *state;
+  req.index_reported.assign(static_cast<size_t>(req.params.n), false);
+  if (req.params.use_beam_search) {
+    BeamSearchConfig bc;
+    bc.beam_width = req.params.beam_width;
+    bc.num_return = req.params.n;
+    bc.length_penalty = req.params.length_penalty;
+    bc.early_stopping = req.params.early_stopping;
+    bc.max_new_tokens = req.max_tokens;
+    bc.eos_token_ids = req.params.ignore_eos ? std::vector<int32_t>{} : parts_.eos_token_ids;
+    req.beam = std::make_unique<BeamSearch>(bc);
+    req.beam_seqs = {*seq};
+  } else {
+    req.samples.emplace(*seq, std::make_unique<SampleState>(0, *parts_.tokenizer, req.params, parts_.eos_token_ids,
+                                                            req.max_tokens, req.prompt));
+  }
+  requests_.emplace(req.id, std::move(state));
+}
+
+// The scheduler refused the request: every index gets its final event.
+void LlmEngine::report_admit_failure(RequestState& state, const std::string& message) {
+  log_error("request {}: {}", state.external_id, message);
+  for (int k = 0; k < state.params.n; ++k) {
+    RequestOutput ev;
+    ev.request_id = state.external_id;
+    ev.index = k;
+    ev.finish_reason = FinishReason::kAbort;
+    ev.error = message;
+    ev.num_prompt_tokens = static_cast<int64_t>(state.prompt.size());
+    state.sink(std::move(ev));
+  }
+  metrics_.on_finished(FinishReason::kAbort, seconds_between(state.arrival, Clock::now()));
+  std::lock_guard<std::mutex> lock(mu_);
+  live_ids_.erase(state.external_id);
+}
+
+void LlmEngine::abort_now(const std::string& external_id) {
+  RequestId id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_ids_.find(external_id);
+    if (it == live_ids_.end()) return;
+    id = it->second;
+  }
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  finish_request(*it->second, FinishReason::kAbort);
+}
+
+void LlmEngine::publish_state() {
+  SchedulerStats st = scheduler_.stats();
+  num_waiting_.store(st.num_waiting_requests);
+  double usage = st.kv.num_blocks ? static_cast<double>(st.kv.num_used_blocks) / st.kv.num_blocks : 0.0;
+  metrics_.set_state(st.num_running_requests, st.num_waiting_requests, st.num_preemptions, usage,
+                     st.kv.num_query_tokens, st.kv.num_hit_tokens);
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_ = commands_.empty() && live_ids_.empty();
+  if (idle_) idle_cv_.notify_all();
+}
+
+void LlmEngine::check_invariants() {
+  Status st = scheduler_.check_invariants();
+  if (st.ok()) return;
+  log_error("scheduler invariant broken: {}", st.error().message);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (invariant_error_.empty()) invariant_error_ = st.error().message;
+}
+
+}  // namespace pagoda

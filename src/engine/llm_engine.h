@@ -1,0 +1,142 @@
+// LlmEngine: the Engine implementation. One engine thread owns the
+// scheduler, the model runner and every RequestState; other threads talk to
+// it only through the command queue (add, abort) and the sinks it calls.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/engine_api.h"
+#include "engine/metrics_recorder.h"
+#include "engine/request_state.h"
+#include "jinja/chat_template.h"
+#include "model/model_runner.h"
+#include "sample/sampling_params.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda {
+
+// Everything create_engine() loaded, handed to the engine.
+struct EngineParts {
+  EngineOptions options;
+  ModelInfo info;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::optional<ChatTemplate> chat_template;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<ModelRunner> runner;
+  SchedulerConfig scheduler_config;
+  SamplingDefaults defaults;
+  std::vector<int32_t> eos_token_ids;
+  // Test hook: run Scheduler::check_invariants() after every step; the first
+  // failure is kept (LlmEngine::invariant_error()) and logged.
+  bool check_invariants = false;
+};
+
+// Resolves and loads everything create_engine() needs without starting the
+// engine, so that tests can adjust the parts (e.g. scheduler_config's
+// max_chunk_tokens) first. tokenizer_path: a tokenizer to load instead of
+// the model's own ("" = the model's; tests give tokenizer-less tiny models
+// one).
+Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::string& tokenizer_path = {});
+
+class LlmEngine final : public Engine {
+ public:
+  static Result<std::unique_ptr<LlmEngine>> start(EngineParts parts);
+  ~LlmEngine() override;
+
+  Status add_request(GenerateRequest request) override;
+  void abort(const std::string& request_id) override;
+  const Tokenizer& tokenizer() const override { return *parts_.tokenizer; }
+  bool has_chat_template() const override { return parts_.chat_template.has_value(); }
+  Result<std::string> apply_chat_template(const ChatTemplateInputs& inputs) const override;
+  const ModelInfo& info() const override { return parts_.info; }
+  EngineMetrics metrics() const override { return metrics_.snapshot(); }
+  void drain() override;
+
+  // Returns once every request added so far has sent its final events and
+  // the metrics reflect the idle state; the engine keeps accepting requests.
+  void wait_idle();
+  // The first check_invariants failure ("" when none or when not checking).
+  std::string invariant_error() const;
+
+ private:
+  // Why a logits row is sampled (see engine_step.cpp).
+  enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob };
+  struct RowRef {
+    RowKind kind;
+    RequestState* req;
+    SeqId seq;
+    int32_t arg;  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted
+  };
+  struct Command {
+    std::unique_ptr<RequestState> add;  // set for an add
+    std::string abort_id;               // set for an abort
+  };
+
+  LlmEngine(EngineParts parts, Scheduler scheduler);
+
+  // Caller-thread checks of add_request; fills the resolved fields of `state`.
+  Status prepare(const GenerateRequest& request, RequestState& state) const;
+
+  // Engine thread.
+  void loop();
+  void apply_commands(std::deque<Command>& commands);
+  void admit(std::unique_ptr<RequestState> state);
+  void abort_now(const std::string& external_id);
+  void step();
+  StepInput build_step(const ScheduleOutput& out, std::vector<RowRef>& refs);
+  void add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput& step, std::vector<RowRef>& refs);
+  void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so);
+  void record_prompt_logprob(const RowRef& ref, const SampleOutput& so, size_t r);
+  void start_samples(RequestState& req, SeqId seq0, const std::vector<std::pair<int32_t, size_t>>& tokens,
+                     const SampleOutput& so);
+  void step_beam(RequestState& req, std::vector<std::vector<BeamCandidate>>& candidates);
+  void finish_beam(RequestState& req);
+  void on_token(RequestState& req, SampleState& sample, SeqId seq, int32_t token, const SampleOutput& so, size_t r);
+  void emit(RequestState& req, SampleState* sample, RequestOutput&& event);
+  // Moves the prompt logprobs into `event` once per request (output index 0).
+  void attach_prompt_logprobs(RequestState& req, RequestOutput& event);
+  void finish_sample(RequestState& req, SeqId seq, FinishReason reason);
+  void finish_request(RequestState& req, FinishReason reason, const std::string& error = {});
+  void fail_batch(const ScheduleOutput& out, const std::string& message);
+  void publish_state();
+  void check_invariants();
+  void report_admit_failure(RequestState& state, const std::string& message);
+  TokenLogprob make_logprob(const SampleOutput& so, size_t r, int32_t token, float lp, int32_t rank,
+                            int32_t num_top) const;
+
+  EngineParts parts_;
+  Scheduler scheduler_;
+  MetricsRecorder metrics_;
+
+  // Shared with caller threads, under mu_.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // wakes the engine thread
+  std::condition_variable idle_cv_;  // wakes drain()
+  std::deque<Command> commands_;
+  std::unordered_map<std::string, RequestId> live_ids_;  // external id -> id, until the final event
+  RequestId next_id_ = 1;
+  mutable std::mt19937_64 rng_;
+  bool stop_ = false;
+  bool draining_ = false;
+  bool idle_ = true;  // nothing queued or live as of the last publish_state()
+  std::string invariant_error_;
+  std::atomic<int64_t> num_waiting_{0};
+
+  // Engine thread only.
+  std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
+  int32_t max_top_logprobs_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace pagoda

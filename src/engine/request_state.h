@@ -1,0 +1,79 @@
+// Engine-side state of one live request: what the scheduler does not know
+// (sampling parameters, the output sink, per-sample detokenizers and stop
+// checkers, timing, beam search). Owned by the engine thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_api.h"
+#include "sample/beam_search.h"
+#include "sample/stop_checker.h"
+#include "sched/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// One sample (index) of a request: a live sequence of the scheduler.
+struct SampleState {
+  int index = 0;                 // output index in [0, num_seqs)
+  IncrementalDetokenizer detok;
+  StopChecker stop;
+  double cumulative_logprob = 0.0;
+  Clock::time_point last_token_time{};
+  // With best_of > n, events are held until the request ends.
+  std::vector<RequestOutput> held;
+  bool finished = false;
+
+  SampleState(int idx, const Tokenizer& tok, const SamplingParams& p, std::span<const int32_t> eos,
+              int32_t max_tokens, std::span<const int32_t> prompt)
+      : index(idx), detok(tok, p.skip_special_tokens, prompt), stop(p, eos, max_tokens) {}
+};
+
+struct RequestState {
+  std::string external_id;
+  RequestId id = 0;
+  SamplingParams params;
+  OutputSink sink;
+  std::vector<int32_t> prompt;
+  uint64_t seed = 0;
+  int priority = 0;
+  int32_t max_tokens = 0;        // resolved output cap per sample
+  int32_t num_seqs = 1;          // scheduler group width
+  bool branched = false;         // the group has been forked into num_seqs samples
+  std::vector<bool> index_reported;  // [params.n]: the final event of index k was sent
+  int64_t num_cached_prompt_tokens = 0;
+
+  Clock::time_point arrival{};
+  std::optional<Clock::time_point> first_scheduled;
+  std::optional<Clock::time_point> first_token;
+
+  std::map<SeqId, std::unique_ptr<SampleState>> samples;  // live sequences
+  int num_finished_samples = 0;
+  std::vector<std::unique_ptr<SampleState>> done_samples; // finished (best_of / beam bookkeeping)
+
+  // Prompt logprobs: entry p for prompt token p (entry 0 is nullopt).
+  std::vector<std::optional<TokenLogprob>> prompt_logprobs;
+  bool prompt_logprobs_sent = false;
+
+  std::unique_ptr<BeamSearch> beam;  // beam search requests only
+  std::vector<SeqId> beam_seqs;       // live beam i is sequence beam_seqs[i]
+
+  bool wants_prompt_logprobs() const { return params.prompt_logprobs.has_value(); }
+  // Every prompt token's logprob is known (rows are computed in prompt order).
+  bool prompt_logprobs_complete() const { return prompt_logprobs.size() < 2 || prompt_logprobs.back().has_value(); }
+  bool holds_outputs() const { return params.best_of.has_value() && *params.best_of > params.n; }
+};
+
+}  // namespace pagoda

@@ -1,0 +1,33 @@
+// The dummy step of the startup memory profile: the largest batch the
+// runner accepts, run once on a device backend before the KV pool is sized,
+// so every lazy allocation (kernel modules, library handles, sampling
+// buffers) has happened when free memory is measured.
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_runner.h"
+
+namespace pagoda {
+
+// Top logprobs each profile row asks for (the OpenAI API's maximum), so the
+// sampler's result buffers reach their usual size.
+constexpr int32_t kProfileTopLogprobs = 20;
+
+struct ProfileStep {
+  StepInput step;
+  int64_t num_blocks = 0;   // KV blocks the step uses: ids [0, num_blocks)
+  int32_t table_width = 0;  // = step.max_blocks_per_seq
+};
+
+// min(max_tokens, max_seqs * max_len) prompt tokens (ids t % vocab) split
+// into sequences of at most max_len tokens (at least one sequence), each on
+// its own fresh blocks; `num_rows` logits rows (row r samples the last token
+// of sequence r % S), each sampled with temperature, top-k, top-p, a
+// repetition penalty and a logit bias on one token (so the sampler sizes its
+// processed-row scratch too) and kProfileTopLogprobs top logprobs.
+// Requires every argument >= 1.
+ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_len,
+                              int64_t block_size, int64_t num_rows, int64_t vocab);
+
+}  // namespace pagoda

@@ -1,0 +1,53 @@
+// Errors in OpenAI's shape: {"error": {"message", "type", "param", "code"}}
+// with the HTTP status that OpenAI (or vLLM) uses for the same failure.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "core/result.h"
+#include "server/json_util.h"
+
+namespace pagoda::server {
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string param;  // the offending request field, e.g. "messages[1].content"; "" → null
+  std::string code;   // e.g. "context_length_exceeded"; "" → null
+};
+
+// 400 invalid_request_error naming `param`.
+ApiError invalid_field(std::string param, std::string message);
+
+// 503 service_unavailable: the server is draining.
+ApiError shutting_down_error();
+// 500 internal_error naming the request id (the log has the details).
+ApiError internal_error(const std::string& request_id);
+
+// Maps an engine/library error: kInvalidArgument → 400, kNotFound → 404,
+// kUnsupported → 400, kResourceExhausted → 429, everything else → 500.
+ApiError api_error_from(const Error& error);
+
+// "type" for a status: invalid_request_error (4xx), authentication_error (401),
+// rate_limit_error (429), server_error (5xx).
+const char* error_type_for_status(int status);
+
+Json api_error_json(const ApiError& error);
+
+// A T or the ApiError to answer with.
+template <typename T>
+class [[nodiscard]] ApiResult {
+ public:
+  ApiResult(T value) : v_(std::move(value)) {}
+  ApiResult(ApiError error) : v_(std::move(error)) {}
+  bool ok() const { return v_.index() == 0; }
+  T& value() { return std::get<0>(v_); }
+  const ApiError& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, ApiError> v_;
+};
+
+}  // namespace pagoda::server

@@ -1,0 +1,45 @@
+// Accepts TCP connections and starts an HttpSession (on its own strand) for each.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "server/http_session.h"
+
+namespace pagoda::server {
+
+class HttpListener : public std::enable_shared_from_this<HttpListener> {
+ public:
+  // Binds host:port (port 0: a free port) and listens. Errors name the address.
+  static Result<std::shared_ptr<HttpListener>> open(boost::asio::io_context& ioc,
+                                                    const std::string& host, uint16_t port,
+                                                    HttpLimits limits, RequestCallback callback,
+                                                    std::shared_ptr<ConnectionStats> stats);
+
+  void start();  // accept loop; runs on the io_context threads
+  void stop();   // stops accepting; thread-safe; open connections stay
+  uint16_t port() const { return port_; }
+
+  HttpListener(boost::asio::io_context& ioc, HttpLimits limits, RequestCallback callback,
+               std::shared_ptr<ConnectionStats> stats);
+
+ private:
+  void accept();
+  void on_accept(boost::system::error_code ec, boost::asio::ip::tcp::socket socket);
+
+  boost::asio::io_context& ioc_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_timer_;
+  HttpLimits limits_;
+  RequestCallback callback_;
+  std::shared_ptr<ConnectionStats> stats_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace pagoda::server

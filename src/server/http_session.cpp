@@ -1,0 +1,461 @@
+#include "server/http_session.h"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cerrno>
+#include <optional>
+#include <vector>
+
+#include "core/log.h"
+#include "server/sse.h"
+
+namespace pagoda::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+const char* http_reason(int status) {
+  auto reason = http::obsolete_reason(static_cast<http::status>(status));
+  return reason.empty() ? "Unknown" : reason.data();
+}
+
+namespace {
+
+constexpr auto kLingerTimeout = std::chrono::seconds(5);
+constexpr size_t kMaxLingerBytes = 64 << 20;
+std::atomic<uint64_t> g_next_request_id{1};
+
+class HttpSession;
+
+// The Responder of one request: posts every call to its session's strand,
+// tagged with the request's sequence number so late calls are ignored.
+class SessionResponder : public Responder {
+ public:
+  SessionResponder(std::shared_ptr<HttpSession> session, uint64_t seq)
+      : session_(std::move(session)), seq_(seq) {}
+  ~SessionResponder() override;
+  void send(HttpResponse response) override;
+  void start_stream(int status, std::string content_type) override;
+  void write(std::string data) override;
+  void end_stream() override;
+  void fail(const ApiError& error) override;
+  void on_cancel(std::function<void()> fn) override;
+
+ private:
+  template <typename Fn>
+  void post(Fn&& fn);
+
+  std::shared_ptr<HttpSession> session_;
+  uint64_t seq_;
+  std::atomic<bool> finished_{false};  // send() or end_stream() was called
+};
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
+              std::shared_ptr<ConnectionStats> stats)
+      : stream_(std::move(socket)),
+        limits_(limits),
+        callback_(std::move(callback)),
+        stats_(std::move(stats)) {
+    ++stats_->num_connections;
+  }
+  ~HttpSession() {
+    end_active();
+    --stats_->num_connections;
+  }
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+  }
+  net::any_io_executor executor() { return stream_.get_executor(); }
+
+  // Responder calls, run on the strand.
+  void do_send(uint64_t seq, HttpResponse response) {
+    if (!accepts_response(seq)) return;
+    response_started_ = response_complete_ = true;
+    status_ = response.status;
+    std::string data = response_head(response.status, response.content_type, response.headers,
+                                     std::to_string(response.body.size()));
+    data += response.body;
+    enqueue(std::move(data));
+  }
+  void do_start_stream(uint64_t seq, int status, std::string content_type) {
+    if (!accepts_response(seq)) return;
+    response_started_ = streaming_ = true;
+    status_ = status;
+    if (version_ < 11) keep_alive_ = false;  // HTTP/1.0: the body ends when the connection does
+    enqueue(response_head(status, content_type,
+                          {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}},
+                          version_ < 11 ? "" : "chunked"));
+  }
+  void do_write_data(uint64_t seq, std::string data) {
+    if (seq != seq_ || closed_ || !streaming_ || response_complete_ || data.empty()) return;
+    if (version_ < 11) return enqueue(std::move(data));
+    std::string chunk = fmt::format("{:x}\r\n", data.size());
+    chunk += data;
+    chunk += "\r\n";
+    enqueue(std::move(chunk));
+  }
+  void do_end_stream(uint64_t seq) {
+    if (seq != seq_ || closed_ || !streaming_ || response_complete_) return;
+    response_complete_ = true;
+    enqueue(version_ < 11 ? std::string() : std::string("0\r\n\r\n"));
+  }
+  void do_fail(uint64_t seq, const ApiError& error) {
+    if (seq != seq_ || closed_ || response_complete_) return;
+    if (!response_started_) return do_send(seq, error_response(error));
+    do_write_data(seq, sse_event(api_error_json(error)));
+    do_end_stream(seq);
+  }
+  void do_set_cancel(uint64_t seq, std::function<void()> fn) {
+    if (seq != seq_ || response_complete_) return;
+    if (cancelled_) return fn();
+    cancel_fn_ = std::move(fn);
+  }
+  void do_dropped(uint64_t seq) {
+    if (seq != seq_ || closed_ || response_complete_) return;
+    log_error("request {}: handler dropped its responder without answering", request_id_);
+    do_fail(seq, internal_error(request_id_));
+  }
+
+ private:
+  enum class State { kReading, kHandling, kClosed };
+
+  bool accepts_response(uint64_t seq) const {
+    return seq == seq_ && !closed_ && !response_started_;
+  }
+
+  // --- reading -------------------------------------------------------------
+  void read_header() {
+    state_ = State::kReading;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
+    parser_->body_limit(static_cast<uint64_t>(limits_.max_body_bytes));
+    stream_.expires_after(limits_.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+  }
+
+  void on_header(beast::error_code ec, size_t) {
+    if (ec) return on_read_error(ec);
+    const auto& req = parser_->get();
+    version_ = req.version();
+    keep_alive_ = req.keep_alive();
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      continue_.assign("HTTP/1.1 100 Continue\r\n\r\n");
+      stream_.expires_after(limits_.io_timeout);
+      net::async_write(stream_, net::buffer(continue_),
+                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                         if (ec) return self->close();
+                         self->read_body();
+                       });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    stream_.expires_after(limits_.io_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&HttpSession::on_body, shared_from_this()));
+  }
+
+  void on_body(beast::error_code ec, size_t) {
+    if (ec) return on_read_error(ec);
+    dispatch();
+  }
+
+  void on_read_error(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      return reject(
+          413, fmt::format("request body exceeds the limit of {} bytes", limits_.max_body_bytes),
+          "request_too_large");
+    }
+    if (ec == http::error::header_limit) {
+      return reject(
+          431,
+          fmt::format("request headers exceed the limit of {} bytes", limits_.max_header_bytes),
+          "headers_too_large");
+    }
+    const bool http_syntax =
+        ec.category() == http::make_error_code(http::error::bad_method).category();
+    if (http_syntax && ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      return reject(400, fmt::format("malformed HTTP request: {}", ec.message()),
+                    "bad_http_request");
+    }
+    close();  // end of stream, reset, timeout: nothing to answer
+  }
+
+  // Answers an unreadable request and closes, reading what the client still
+  // sends so that it sees the answer instead of a reset.
+  void reject(int status, std::string message, const char* code) {
+    ++seq_;
+    response_started_ = response_complete_ = streaming_ = cancelled_ = false;
+    method_.clear();  // unknown: the request line may not have parsed
+    path_.clear();
+    begin_active();
+    keep_alive_ = false;
+    linger_ = true;
+    state_ = State::kHandling;
+    do_send(seq_, error_response(ApiError{status, std::move(message), "", code}));
+  }
+
+  void dispatch() {
+    stream_.expires_never();
+    ++seq_;
+    state_ = State::kHandling;
+    response_started_ = response_complete_ = streaming_ = cancelled_ = false;
+    cancel_fn_ = nullptr;
+    begin_active();
+    HttpRequest request = to_request(parser_->release());
+    request_id_ = request.request_id;
+    method_ = request.method;
+    path_ = request.path;
+    watch_disconnect();
+    auto responder = std::make_shared<SessionResponder>(shared_from_this(), seq_);
+    try {
+      callback_(std::move(request), responder);
+    } catch (const std::exception& e) {
+      log_error("request {}: unhandled exception: {}", request_id_, e.what());
+      responder->fail(internal_error(request_id_));
+    }
+  }
+
+  static HttpRequest to_request(http::request<http::string_body> req) {
+    HttpRequest out;
+    out.method = std::string(req.method_string());
+    const std::string_view target(req.target().data(), req.target().size());
+    const size_t q = target.find('?');
+    out.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) out.query = std::string(target.substr(q + 1));
+    for (const auto& field : req) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out.headers.emplace_back(std::move(name), std::string(field.value()));
+    }
+    out.body = std::move(req.body());
+    out.request_id = fmt::format("req-{}", g_next_request_id++);
+    return out;
+  }
+
+  // --- disconnect detection while a request is answered ----------------------
+  void watch_disconnect() {
+    if (watching_) return;
+    watching_ = true;
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this(), seq = seq_](beast::error_code ec) {
+                                  self->on_readable(ec, seq);
+                                });
+  }
+
+  void on_readable(beast::error_code ec, uint64_t watch_seq) {
+    watching_ = false;
+    if (closed_ || ec == net::error::operation_aborted || state_ != State::kHandling) return;
+    if (!ec) {
+      // A wait started for an earlier request woke for this request's bytes.
+      if (watch_seq != seq_) return watch_disconnect();
+      // Readiness can be stale: only a peek tells data, end of stream and
+      // nothing apart.
+      char byte;
+      const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0) return;  // a pipelined request: the next read takes it
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return watch_disconnect();
+    }
+    log_debug("request {}: client disconnected", request_id_);
+    close();
+  }
+
+  // --- writing -------------------------------------------------------------
+  std::string response_head(int status, const std::string& content_type,
+                            const std::vector<std::pair<std::string, std::string>>& extra,
+                            const std::string& length_or_chunked) {
+    std::string head = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\n", status,
+                                   http_reason(status), content_type);
+    if (length_or_chunked == "chunked") {
+      head += "Transfer-Encoding: chunked\r\n";
+    } else if (!length_or_chunked.empty()) {
+      head += fmt::format("Content-Length: {}\r\n", length_or_chunked);
+    }
+    head += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+    head += fmt::format("X-Request-Id: {}\r\n", request_id_);
+    for (const auto& [name, value] : extra) head += fmt::format("{}: {}\r\n", name, value);
+    head += "\r\n";
+    return head;
+  }
+
+  void enqueue(std::string data) {
+    if (closed_) return;
+    pending_bytes_ += data.size();
+    if (static_cast<int64_t>(pending_bytes_) > limits_.max_pending_write_bytes) {
+      log_warn("request {}: client reads too slowly ({} bytes queued); closing", request_id_,
+               pending_bytes_);
+      return close();
+    }
+    if (!data.empty()) queue_.push_back(std::move(data));
+    if (!writing_) write_queued();
+  }
+
+  void write_queued() {
+    if (queue_.empty()) {
+      if (response_complete_) on_response_written();
+      return;
+    }
+    writing_ = true;
+    in_flight_.swap(queue_);
+    buffers_.clear();
+    for (const auto& s : in_flight_) buffers_.emplace_back(net::buffer(s));
+    stream_.expires_after(limits_.io_timeout);
+    net::async_write(stream_, buffers_,
+                     beast::bind_front_handler(&HttpSession::on_write, shared_from_this()));
+  }
+
+  void on_write(beast::error_code ec, size_t bytes) {
+    writing_ = false;
+    pending_bytes_ -= std::min(pending_bytes_, bytes);
+    in_flight_.clear();
+    if (ec) return close();
+    if (closed_) return;
+    write_queued();
+  }
+
+  void on_response_written() {
+    log_debug("{} {} {} -> {}", request_id_, method_, path_, status_);
+    stream_.expires_never();
+    cancel_fn_ = nullptr;
+    end_active();
+    if (linger_) return linger();
+    if (!keep_alive_) {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+      return close();
+    }
+    read_header();
+  }
+
+  void linger() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(kLingerTimeout);
+    stream_.async_read_some(net::buffer(linger_buffer_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->lingered_ += n;
+                              if (ec || self->lingered_ > kMaxLingerBytes) return self->close();
+                              self->linger();
+                            });
+  }
+
+  // Closes the connection; cancels the request if its answer is unfinished.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    state_ = State::kClosed;
+    if (active_ && !response_complete_) {
+      cancelled_ = true;
+      if (cancel_fn_) std::exchange(cancel_fn_, nullptr)();
+    }
+    end_active();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+  }
+
+  void begin_active() {
+    if (!active_) ++stats_->num_active_requests;
+    active_ = true;
+  }
+  void end_active() {
+    if (active_) --stats_->num_active_requests;
+    active_ = false;
+  }
+
+  beast::tcp_stream stream_;
+  HttpLimits limits_;
+  RequestCallback callback_;
+  std::shared_ptr<ConnectionStats> stats_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::string continue_;
+
+  State state_ = State::kReading;
+  uint64_t seq_ = 0;                        // sequence number of the current request
+  std::string request_id_, method_, path_;  // of the current request, for logs
+  int status_ = 0;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool linger_ = false;
+  bool active_ = false;  // a request is being answered (counted in stats_)
+  bool response_started_ = false, response_complete_ = false, streaming_ = false;
+  bool cancelled_ = false, closed_ = false, watching_ = false, writing_ = false;
+  std::function<void()> cancel_fn_;
+
+  std::vector<std::string> queue_, in_flight_;
+  std::vector<net::const_buffer> buffers_;
+  size_t pending_bytes_ = 0;
+  std::array<char, 16384> linger_buffer_;
+  size_t lingered_ = 0;
+};
+
+template <typename Fn>
+void SessionResponder::post(Fn&& fn) {
+  net::post(session_->executor(), std::forward<Fn>(fn));
+}
+
+SessionResponder::~SessionResponder() {
+  if (!finished_) post([s = session_, seq = seq_] { s->do_dropped(seq); });
+}
+
+void SessionResponder::send(HttpResponse response) {
+  if (finished_.exchange(true)) return;
+  post([s = session_, seq = seq_, r = std::move(response)]() mutable {
+    s->do_send(seq, std::move(r));
+  });
+}
+
+void SessionResponder::start_stream(int status, std::string content_type) {
+  post([s = session_, seq = seq_, status, ct = std::move(content_type)]() mutable {
+    s->do_start_stream(seq, status, std::move(ct));
+  });
+}
+
+void SessionResponder::write(std::string data) {
+  post([s = session_, seq = seq_, d = std::move(data)]() mutable {
+    s->do_write_data(seq, std::move(d));
+  });
+}
+
+void SessionResponder::end_stream() {
+  if (finished_.exchange(true)) return;
+  post([s = session_, seq = seq_] { s->do_end_stream(seq); });
+}
+
+void SessionResponder::fail(const ApiError& error) {
+  if (finished_.exchange(true)) return;
+  post([s = session_, seq = seq_, e = error] { s->do_fail(seq, e); });
+}
+
+void SessionResponder::on_cancel(std::function<void()> fn) {
+  post([s = session_, seq = seq_, f = std::move(fn)]() mutable {
+    s->do_set_cancel(seq, std::move(f));
+  });
+}
+
+}  // namespace
+
+void start_http_session(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
+                        std::shared_ptr<ConnectionStats> stats) {
+  std::make_shared<HttpSession>(std::move(socket), limits, std::move(callback), std::move(stats))
+      ->start();
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,36 @@
+// JSON helpers shared by the HTTP handlers.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace pagoda::server {
+
+// JSON values of the server. Ordered: key order reaches chat templates (a
+// tool's parameters rendered with tojson) as it does in Python, and responses
+// keep OpenAI's field order.
+using Json = nlohmann::ordered_json;
+
+// Serializes compactly for an HTTP body. Never throws: bytes that are not valid
+// UTF-8 inside strings (a token may end mid-character) become U+FFFD.
+std::string dump_json(const Json& value);
+
+// Deepest array/object nesting a request body may have.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses a request body. Errors (kInvalidArgument) say what is wrong and where:
+// invalid UTF-8 (byte offset), JSON syntax (byte offset), or a body that is not
+// a JSON object, or nesting deeper than kMaxJsonDepth.
+Result<Json> parse_json_object(std::string_view body);
+
+// Returns the byte offset of the first invalid UTF-8 sequence (overlong forms,
+// surrogates and code points above U+10FFFF are invalid), or npos.
+size_t find_invalid_utf8(std::string_view text);
+
+// Number of Unicode code points in valid UTF-8 text (invalid bytes count one each).
+size_t count_code_points(std::string_view text);
+
+}  // namespace pagoda::server

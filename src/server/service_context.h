@@ -1,0 +1,78 @@
+// What every route handler shares: the engine, the options, the executors and
+// the drain flag. Handlers run on an I/O thread and must return quickly; they
+// move parsing, templating and tokenization to the worker pool.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "engine/engine_api.h"
+#include "server/api_error.h"
+#include "server/generation_job.h"
+#include "server/http_types.h"
+#include "server/tool_parser.h"
+
+namespace pagoda::server {
+
+struct ServiceOptions {
+  std::string served_model_name;          // "" → the engine's ModelInfo name
+  std::string api_key;                    // "" → no authentication
+  std::string version = "0.0.0";          // for /version and system_fingerprint
+  std::string tool_call_parser = "auto";  // auto | hermes | llama3_json | none
+  std::string chat_template_text;         // the template in use; "auto" picks the parser from it
+};
+
+struct ServiceContext {
+  // Errors: an unknown tool_call_parser name.
+  static Result<std::unique_ptr<ServiceContext>> create(Engine& engine, ServiceOptions options,
+                                                        boost::asio::any_io_executor io,
+                                                        boost::asio::any_io_executor workers);
+
+  Engine& engine;
+  const ServiceOptions options;
+  const std::string model_name;
+  const std::string system_fingerprint;
+  const int64_t created;                       // unix seconds at start
+  const boost::asio::any_io_executor io;       // strands for response assembly
+  const boost::asio::any_io_executor workers;  // parsing, templating, tokenization
+  std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
+  const std::shared_ptr<PostGate> io_gate = std::make_shared<PostGate>();  // engine thread → io
+  std::atomic<bool> draining{false};
+
+  // Runs `fn` on the worker pool; an exception it throws answers 500.
+  void run_on_worker(std::shared_ptr<Responder> responder, std::string request_id,
+                     std::function<void()> fn) const;
+
+  // 404 when body["model"] is present and names another model; 400 if not a string.
+  std::optional<ApiError> check_model(const Json& body) const;
+
+  ServiceContext(Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
+                 boost::asio::any_io_executor workers, std::unique_ptr<ToolParser> tool_parser);
+};
+
+// Route handlers (one file per group).
+void handle_completions(ServiceContext& ctx, const HttpRequest& request,
+                        std::shared_ptr<Responder> responder);
+void handle_chat_completions(ServiceContext& ctx, const HttpRequest& request,
+                             std::shared_ptr<Responder> responder);
+void handle_tokenize(ServiceContext& ctx, const HttpRequest& request,
+                     std::shared_ptr<Responder> responder);
+void handle_detokenize(ServiceContext& ctx, const HttpRequest& request,
+                       std::shared_ptr<Responder> responder);
+void handle_models(ServiceContext& ctx, const HttpRequest& request,
+                   std::shared_ptr<Responder> responder);
+void handle_model(ServiceContext& ctx, const HttpRequest& request,
+                  std::shared_ptr<Responder> responder);
+void handle_health(ServiceContext& ctx, const HttpRequest& request,
+                   std::shared_ptr<Responder> responder);
+void handle_version(ServiceContext& ctx, const HttpRequest& request,
+                    std::shared_ptr<Responder> responder);
+void handle_metrics(ServiceContext& ctx, const HttpRequest& request,
+                    std::shared_ptr<Responder> responder);
+
+}  // namespace pagoda::server

@@ -1,0 +1,55 @@
+// Everything a loaded tokenizer is made of; filled by the loaders
+// (tokenizer.json, tokenizer.model, GGUF) and read by Tokenizer.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+#include "tokenizer/added_vocab.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/model.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/pre_tokenizer.h"
+
+namespace pagoda::tok {
+
+struct TokenizerState {
+  std::string description;
+  Normalizer normalizer;
+  PreTokenizer pre_tokenizer;
+  std::unique_ptr<Model> model;
+  AddedVocab added;
+  Decoder decoder;
+  // add_special_tokens: ids around the text (post-processor, then config).
+  std::vector<int32_t> prefix_ids;
+  std::vector<int32_t> suffix_ids;
+
+  std::optional<int32_t> bos_id, eos_id, unk_id, pad_id;
+  std::string bos_token, eos_token;
+  std::vector<int32_t> extra_eos_ids;  // generation_config.json, GGUF eot/eom
+  bool add_bos = false;
+  bool add_eos = false;
+  std::vector<std::pair<std::string, std::string>> chat_templates;  // (name, template)
+
+  // Filled by finish_state().
+  int32_t vocab_size = 0;
+  std::vector<bool> special;  // by id
+  std::vector<int32_t> eos_ids;
+};
+
+// Completes a loaded state: special-token table, vocabulary size, matchers of
+// normalized added tokens, end-of-generation ids.
+void finish_state(TokenizerState& state);
+
+Result<std::unique_ptr<TokenizerState>> load_tokenizer_json(const std::string& json_path);
+Result<std::unique_ptr<TokenizerState>> load_sentencepiece_file(const std::string& model_path);
+Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const std::string& gguf_path);
+// Reads tokenizer_config.json, special_tokens_map.json, generation_config.json
+// and chat_template.jinja from `folder` (each optional) into `state`.
+Status apply_hf_config(const std::string& folder, TokenizerState& state);
+
+}  // namespace pagoda::tok

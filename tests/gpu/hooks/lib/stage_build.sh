@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Stages what tests/gpu/hooks/e2e.sh needs from a PAGODA_CUDA=ON build folder
+# into a folder that can be carried to the GPU machine (run here, on the
+# development machine):
+#   tests/gpu/hooks/lib/stage_build.sh SRC_BUILD DEST   (e.g. DEST=.devcarry/build)
+# Copies SRC_BUILD/pagoda to DEST/pagoda, the engine test binaries (if built)
+# to DEST/tests/unit/engine/, and every shared library they load that the GPU
+# machine's image may lack (all but glibc, libstdc++, libgcc and CUDA's) to
+# DEST/lib/, which e2e.sh puts on LD_LIBRARY_PATH.
+set -euo pipefail
+src=${1:?usage: stage_build.sh SRC_BUILD DEST}
+dest=${2:?usage: stage_build.sh SRC_BUILD DEST}
+[ -x "$src/pagoda" ] || { echo "stage_build: no $src/pagoda (ninja -C $src pagoda)" >&2; exit 1; }
+mkdir -p "$dest/lib"
+bins=("$src/pagoda")
+cp "$src/pagoda" "$dest/pagoda"
+if [ -d "$src/tests/unit/engine" ]; then
+  mkdir -p "$dest/tests/unit/engine"
+  while IFS= read -r f; do
+    cp "$f" "$dest/tests/unit/engine/"
+    bins+=("$f")
+  done < <(find "$src/tests/unit/engine" -maxdepth 1 -type f -executable)
+fi
+system='^(linux-vdso|ld-linux|libc\.|libm\.|libgcc_s|libstdc\+\+|libpthread|libdl\.|librt\.|libcuda\.|libcublas|libcudart)'
+for b in "${bins[@]}"; do
+  ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
+    [[ $name =~ $system ]] && continue
+    cp -L "$path" "$dest/lib/$name"
+  done
+done
+echo "stage_build: $(du -sh "$dest" | cut -f1) in $dest: pagoda, $(ls "$dest/lib" | tr '\n' ' ')"

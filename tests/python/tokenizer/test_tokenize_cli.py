@@ -1,0 +1,69 @@
+"""`pagoda tokenize` and `pagoda detokenize` on the command line."""
+import json
+import subprocess
+
+import pytest
+from tokenizers import Tokenizer
+
+import tok_harness as h
+
+
+def run(*args):
+    assert h.BIN.exists(), f"pagoda binary not found at {h.BIN} (set PAGODA_BIN)"
+    return subprocess.run([str(h.BIN), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_help_explains_every_flag():
+    tok = run("tokenize", "--help")
+    assert tok.returncode == 0
+    for flag in ("MODEL", "TEXT", "--no-special-tokens", "--no-parse-special", "--pieces", "--jsonl"):
+        assert flag in tok.stdout
+    detok = run("detokenize", "--help")
+    assert detok.returncode == 0
+    for flag in ("MODEL", "IDS_JSON", "--skip-special-tokens"):
+        assert flag in detok.stdout
+
+
+def test_tokenize_and_detokenize_round_trip():
+    folder = h.STORIES
+    hf = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    text = "Once upon a time, there was a little girl named Lily."
+    out = run("tokenize", folder, text)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 1
+    ids = json.loads(lines[0])
+    assert ids == hf.encode(text).ids and ids[0] == 1
+
+    out = run("tokenize", folder, "--no-special-tokens", "--pieces", text)
+    ids_line, pieces_line = out.stdout.splitlines()
+    assert json.loads(ids_line) == hf.encode(text, add_special_tokens=False).ids
+    assert json.loads(pieces_line) == hf.encode(text, add_special_tokens=False).tokens
+
+    out = run("detokenize", folder, json.dumps(ids))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == hf.decode(ids, skip_special_tokens=False) + "\n"
+    out = run("detokenize", "--skip-special-tokens", folder, json.dumps(ids))
+    assert out.stdout == text + "\n"
+
+
+def test_gguf_model_path():
+    path = h.VOCAB_TESTS / "ggml-vocab-gpt-2.gguf"
+    if not path.exists():
+        pytest.skip(f"optional input {path} is absent")
+    out = run("tokenize", path, "--no-special-tokens", "Hello world")
+    assert json.loads(out.stdout) == [15496, 995]
+
+
+def test_errors_name_the_problem(tmp_path):
+    missing = tmp_path / "nope"
+    out = run("tokenize", missing, "hi")
+    assert out.returncode != 0 and str(missing) in out.stderr
+    (tmp_path / "tokenizer.json").write_text('{"model": {"type": "Unigram", "vocab": []}}')
+    out = run("tokenize", tmp_path, "hi")
+    assert out.returncode != 0 and "Unigram" in out.stderr
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    out = run("tokenize", tmp_path, "hi")
+    assert out.returncode != 0 and "tokenizer.json" in out.stderr
+    out = run("detokenize", h.STORIES, "[1, oops]")
+    assert out.returncode != 0 and "IDS_JSON" in out.stderr

@@ -1,0 +1,231 @@
+// Greedy and seeded outputs do not depend on how the engine runs a request:
+// alone, in a batch, with prefill chunks of 1, 7 or 64 tokens, after
+// preemption in a tiny KV pool, or through the prefix cache. Every run is
+// compared with the reference model (its own runner, full recompute per
+// token), and stories260K's prompt [BOS] also with the llama2.c golden.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine_harness.h"
+#include "sample/sampling_rows.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::test {
+namespace {
+
+constexpr int32_t kMaxTokens = 40;
+
+struct Config {
+  std::string name;
+  int64_t num_kv_blocks = 256;
+  int64_t max_num_seqs = 32;
+  int64_t max_num_batched_tokens = 256;
+  int32_t max_chunk_tokens = 0;
+  bool expect_preemption = false;
+};
+
+const std::vector<Config>& batch_configs() {
+  static const std::vector<Config> configs = {
+      {"batch"},
+      {"chunk1", 256, 32, 256, 1},
+      {"chunk7", 256, 32, 256, 7},
+      {"chunk64", 256, 32, 128, 64},
+      {"budget7", 256, 7, 7, 0},
+      {"preempt", 14, 32, 256, 0, true},
+  };
+  return configs;
+}
+
+// Token-id prompts for the tokenizer-less tiny models: lengths from 1 to
+// 130, and three that share a 40-token prefix.
+std::vector<std::vector<int32_t>> id_prompts() {
+  uint64_t state = 7;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int32_t>(3 + (state >> 33) % 509);
+  };
+  std::vector<std::vector<int32_t>> prompts;
+  for (int len : {1, 5, 23, 70, 130}) {
+    std::vector<int32_t> p = {1};
+    while (static_cast<int>(p.size()) < len) p.push_back(next());
+    prompts.push_back(p);
+  }
+  std::vector<int32_t> prefix = {1};
+  while (prefix.size() < 40) prefix.push_back(next());
+  for (int k = 0; k < 3; ++k) {
+    std::vector<int32_t> p = prefix;
+    for (int j = 0; j < 3 + 4 * k; ++j) p.push_back(next());
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+std::vector<std::vector<int32_t>> text_prompts(const Tokenizer& tok) {
+  const std::string story =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park. One day, "
+      "she saw a big, red ball. She wanted to play with it, but it was too high.\nLily's mom said, "
+      "\"Lily, let's "
+      "go to the park.\" Lily was sad and didn't know what to do. She said, \"I want to play with "
+      "your ball, but "
+      "I can't find it.\"";
+  std::vector<std::string> texts = {"Once upon a time",
+                                    "Lily and Ben went to the park. They saw a big",
+                                    "The little dog was sad because",
+                                    story,
+                                    story.substr(0, 100) + " Tom",
+                                    story.substr(0, 100) + " The sun was"};
+  std::vector<std::vector<int32_t>> prompts = {{1}};
+  for (const std::string& t : texts) prompts.push_back(tok.encode(t));
+  return prompts;
+}
+
+SamplingParams greedy_params() {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = kMaxTokens;
+  return p;
+}
+
+SamplingParams seeded_params(uint64_t seed) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_p = 0.9f;
+  p.top_k = 40;
+  p.seed = seed;
+  p.max_tokens = kMaxTokens;
+  return p;
+}
+
+std::vector<TestRequest> make_requests(const std::vector<std::vector<int32_t>>& prompts,
+                                       bool seeded) {
+  std::vector<TestRequest> out;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    out.push_back(
+        {"r" + std::to_string(i), prompts[i], seeded ? seeded_params(100 + i) : greedy_params()});
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> reference_outputs(ReferenceModel& ref,
+                                                    const std::vector<TestRequest>& requests,
+                                                    std::span<const int32_t> eos) {
+  std::vector<std::vector<int32_t>> out;
+  for (const TestRequest& r : requests) {
+    out.push_back(ref.generate(r.prompt, r.params, eos, sample_seed(r.params.seed.value_or(0), 0),
+                               kMaxTokens));
+  }
+  return out;
+}
+
+void expect_outputs(const std::vector<std::shared_ptr<RequestLog>>& logs,
+                    const std::vector<std::vector<int32_t>>& want, const std::string& what) {
+  ASSERT_EQ(logs.size(), want.size()) << what;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    EXPECT_EQ(logs[i]->samples[0].tokens, want[i]) << what << ": request " << i;
+  }
+}
+
+// Runs `requests` in every configuration (and alone, and twice through the
+// prefix cache) and compares each run with `want`.
+void check_all_configs(const EngineSetup& base, const std::vector<TestRequest>& requests,
+                       const std::vector<std::vector<int32_t>>& want) {
+  {
+    auto engine = start_engine(base);
+    ASSERT_NE(engine, nullptr);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      auto logs = run_all(*engine, {requests[i]});
+      expect_outputs(logs, {want[i]}, "alone");
+    }
+  }
+  for (const Config& c : batch_configs()) {
+    EngineSetup s = base;
+    s.num_kv_blocks = c.num_kv_blocks;
+    s.max_num_seqs = c.max_num_seqs;
+    s.max_num_batched_tokens = c.max_num_batched_tokens;
+    s.max_chunk_tokens = c.max_chunk_tokens;
+    auto engine = start_engine(s);
+    ASSERT_NE(engine, nullptr);
+    expect_outputs(run_all(*engine, requests), want, c.name);
+    if (c.expect_preemption) {
+      EXPECT_GT(engine->metrics().num_preemptions, 0u) << c.name;
+    }
+  }
+  // Prefix cache: the second run of the same prompts hits.
+  auto engine = start_engine(base);
+  ASSERT_NE(engine, nullptr);
+  expect_outputs(run_all(*engine, requests), want, "prefix cache, first run");
+  const uint64_t first_hits = engine->metrics().prefix_cache_hits;
+  std::vector<TestRequest> again = requests;
+  for (TestRequest& r : again) r.id += "-again";
+  auto logs = run_all(*engine, again);
+  expect_outputs(logs, want, "prefix cache, second run");
+  EXPECT_GT(engine->metrics().prefix_cache_hits, first_hits);
+  int64_t cached = 0;
+  for (const auto& log : logs) cached += log->num_cached_prompt_tokens;
+  EXPECT_GT(cached, 0);
+}
+
+class StoriesConsistency : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto tok = Tokenizer::load(stories_dir());
+    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    prompts_ = new std::vector<std::vector<int32_t>>(text_prompts(**tok));
+    ref_ = ReferenceModel::load(stories_dir()).release();
+  }
+  static void TearDownTestSuite() {
+    delete ref_;
+    delete prompts_;
+  }
+  static inline ReferenceModel* ref_ = nullptr;
+  static inline std::vector<std::vector<int32_t>>* prompts_ = nullptr;
+  static inline const std::vector<int32_t> kEos = {2};
+};
+
+TEST_F(StoriesConsistency, ReferenceMatchesLlama2cGolden) {
+  ASSERT_NE(ref_, nullptr);
+  std::ifstream in(stories_dir() + "/golden_greedy.json");
+  nlohmann::json golden = nlohmann::json::parse(in);
+  std::vector<int32_t> want = golden["greedy_ids"].get<std::vector<int32_t>>();
+  want.erase(want.begin());  // the BOS prompt
+  want.resize(kMaxTokens);
+  EXPECT_EQ(ref_->generate(std::vector<int32_t>{1}, greedy_params(), kEos, 0, kMaxTokens), want);
+}
+
+TEST_F(StoriesConsistency, GreedyIdenticalAcrossBatchingChunkingPreemptionAndCache) {
+  ASSERT_NE(ref_, nullptr);
+  std::vector<TestRequest> requests = make_requests(*prompts_, false);
+  check_all_configs({.model = stories_dir()}, requests, reference_outputs(*ref_, requests, kEos));
+}
+
+TEST_F(StoriesConsistency, SeededSamplingIdenticalAcrossBatchingChunkingPreemptionAndCache) {
+  ASSERT_NE(ref_, nullptr);
+  std::vector<TestRequest> requests = make_requests(*prompts_, true);
+  check_all_configs({.model = stories_dir()}, requests, reference_outputs(*ref_, requests, kEos));
+}
+
+class TinyModelConsistency : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyModelConsistency, GreedyAndSeededIdenticalAcrossConfigs) {
+  const std::string dir = tiny_model_dir(GetParam());
+  auto ref = ReferenceModel::load(dir);
+  ASSERT_NE(ref, nullptr);
+  const std::vector<int32_t> eos = {2};
+  EngineSetup base{.model = dir, .tokenizer = stories_dir()};
+  for (bool seeded : {false, true}) {
+    SCOPED_TRACE(seeded ? "seeded" : "greedy");
+    std::vector<TestRequest> requests = make_requests(id_prompts(), seeded);
+    check_all_configs(base, requests, reference_outputs(*ref, requests, eos));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TinyModelConsistency,
+                         ::testing::Values("tiny_llama_gqa_llama3", "tiny_llama_linear",
+                                           "tiny_llama_yarn", "tiny_mistral_mqa",
+                                           "tiny_qwen2_bias_tied", "tiny_qwen3_qknorm"));
+
+}  // namespace
+}  // namespace pagoda::test

@@ -1,0 +1,270 @@
+#include "engine_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/log.h"
+#include "io/model_files.h"
+#include "sample/sampling_rows.h"
+
+namespace pagoda::test {
+
+std::string stories_dir() {
+  return std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
+}
+
+std::string tiny_model_dir(const std::string& name) {
+  return std::string(PAGODA_TEST_DATA) + "/models/" + name;
+}
+
+std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
+  set_log_level(LogLevel::kError);
+  EngineOptions o;
+  o.model = setup.model;
+  o.device = "cpu";
+  o.block_size = setup.block_size;
+  o.num_kv_blocks = setup.num_kv_blocks;
+  o.max_num_seqs = setup.max_num_seqs;
+  o.max_num_batched_tokens = setup.max_num_batched_tokens;
+  o.enable_prefix_caching = setup.prefix_caching;
+  o.seed = 12345;
+  Result<EngineParts> parts = load_engine_parts(o, setup.tokenizer);
+  if (!parts.ok()) {
+    ADD_FAILURE() << "load_engine_parts(" << setup.model << "): " << parts.error().message;
+    return nullptr;
+  }
+  parts->scheduler_config.max_chunk_tokens = setup.max_chunk_tokens;
+  parts->check_invariants = true;
+  Result<std::unique_ptr<LlmEngine>> engine = LlmEngine::start(std::move(parts.value()));
+  if (!engine.ok()) {
+    ADD_FAILURE() << "LlmEngine::start: " << engine.error().message;
+    return nullptr;
+  }
+  return std::move(engine.value());
+}
+
+bool RequestLog::done() const {
+  std::lock_guard<std::mutex> lock(mu);
+  for (const SampleLog& s : samples) {
+    if (s.num_finals == 0) return false;
+  }
+  return true;
+}
+
+namespace {
+
+void record(RequestLog& log, RequestOutput& ev) {
+  std::lock_guard<std::mutex> lock(log.mu);
+  auto problem = [&](const std::string& what) { log.problems.push_back(log.id + ": " + what); };
+  if (ev.request_id != log.id) problem("event for request '" + ev.request_id + "'");
+  if (ev.index < 0 || ev.index >= log.n) {
+    problem("index " + std::to_string(ev.index) + " out of range");
+    return;
+  }
+  SampleLog& s = log.samples[static_cast<size_t>(ev.index)];
+  if (s.num_finals > 0) problem("event after the final one, index " + std::to_string(ev.index));
+  if (!ev.logprobs.empty() && ev.logprobs.size() != ev.token_ids.size())
+    problem("logprobs/token_ids sizes differ");
+  s.tokens.insert(s.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+  s.text += ev.text;
+  s.deltas.push_back(ev.text);
+  s.logprobs.insert(s.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+  if (ev.num_output_tokens != 0 && ev.num_output_tokens != static_cast<int64_t>(s.tokens.size())) {
+    problem("num_output_tokens " + std::to_string(ev.num_output_tokens) + " but " +
+            std::to_string(s.tokens.size()) + " tokens received");
+  }
+  log.num_prompt_tokens = ev.num_prompt_tokens;
+  if (!ev.prompt_logprobs.empty()) {
+    log.prompt_logprobs = std::move(ev.prompt_logprobs);
+    ++log.num_prompt_logprob_events;
+  }
+  if (ev.num_cached_prompt_tokens != 0) log.num_cached_prompt_tokens = ev.num_cached_prompt_tokens;
+  if (!ev.error.empty()) s.error = ev.error;
+  if (ev.finish_reason) {
+    s.finish = ev.finish_reason;
+    s.stop_reason = ev.stop_reason;
+    ++s.num_finals;
+  }
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r, EventHook hook) {
+  auto log = std::make_shared<RequestLog>();
+  log->id = r.id;
+  log->n = r.params.n;
+  log->samples.resize(static_cast<size_t>(r.params.n));
+  GenerateRequest g;
+  g.request_id = r.id;
+  g.prompt_token_ids = r.prompt;
+  g.params = r.params;
+  g.priority = r.priority;
+  g.sink = [log, hook](RequestOutput&& ev) {
+    record(*log, ev);
+    if (hook) hook(ev);
+  };
+  PAGODA_RETURN_IF_ERROR(engine.add_request(std::move(g)));
+  return log;
+}
+
+void expect_complete(const RequestLog& log) {
+  std::lock_guard<std::mutex> lock(log.mu);
+  for (const std::string& p : log.problems) ADD_FAILURE() << p;
+  for (size_t k = 0; k < log.samples.size(); ++k) {
+    EXPECT_EQ(log.samples[k].num_finals, 1) << log.id << " index " << k;
+  }
+}
+
+void expect_idle_and_empty(LlmEngine& engine) {
+  engine.wait_idle();
+  EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.num_running, 0);
+  EXPECT_EQ(m.num_waiting, 0);
+  EXPECT_EQ(m.kv_usage, 0.0) << "KV blocks still in use after every request ended";
+  EXPECT_EQ(engine.invariant_error(), "");
+}
+
+std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,
+                                                 const std::vector<TestRequest>& requests) {
+  std::vector<std::shared_ptr<RequestLog>> logs;
+  for (const TestRequest& r : requests) {
+    Result<std::shared_ptr<RequestLog>> log = submit(engine, r);
+    if (!log.ok()) {
+      ADD_FAILURE() << "add_request(" << r.id << "): " << log.error().message;
+      continue;
+    }
+    logs.push_back(std::move(log.value()));
+  }
+  expect_idle_and_empty(engine);
+  for (const auto& log : logs) expect_complete(*log);
+  return logs;
+}
+
+std::unique_ptr<ReferenceModel> ReferenceModel::load(const std::string& model_dir) {
+  set_log_level(LogLevel::kError);
+  Result<ModelLocation> location = resolve_model(model_dir);
+  if (!location.ok()) {
+    ADD_FAILURE() << location.error().message;
+    return nullptr;
+  }
+  Result<OpenedModel> opened = open_model(*location);
+  if (!opened.ok()) {
+    ADD_FAILURE() << opened.error().message;
+    return nullptr;
+  }
+  std::unique_ptr<ReferenceModel> ref(new ReferenceModel());
+  ref->backend_ = create_cpu_backend();
+  RunnerOptions ro;
+  ro.block_size = 16;
+  ro.num_kv_blocks = 40;  // 640 tokens: one sequence up to max_model_len 512
+  ro.max_num_batched_tokens = 640;
+  ro.max_num_seqs = 64;
+  Result<std::unique_ptr<ModelRunner>> runner =
+      ModelRunner::create(*ref->backend_, opened->config, *opened->weights, ro);
+  if (!runner.ok()) {
+    ADD_FAILURE() << runner.error().message;
+    return nullptr;
+  }
+  ref->runner_ = std::move(runner.value());
+  return ref;
+}
+
+std::vector<float> ReferenceModel::logits(std::span<const int32_t> tokens) {
+  const auto n = static_cast<int32_t>(tokens.size());
+  const int32_t bs = runner_->block_size();
+  StepInput in;
+  in.max_blocks_per_seq = (n + bs - 1) / bs;
+  for (int32_t p = 0; p < n; ++p) {
+    in.token_ids.push_back(tokens[static_cast<size_t>(p)]);
+    in.positions.push_back(p);
+    in.slot_mapping.push_back(p);  // blocks 0, 1, 2, ... in order
+    in.logits_rows.push_back(p);
+  }
+  in.query_start_loc = {0, n};
+  in.seq_lens = {n};
+  for (int32_t b = 0; b < in.max_blocks_per_seq; ++b) in.block_tables.push_back(b);
+  std::vector<float> out;
+  Status st = runner_->execute_logits(in, &out);
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+  return out;
+}
+
+std::vector<float> ReferenceModel::next_logits(std::span<const int32_t> tokens) {
+  std::vector<float> all = logits(tokens);
+  const auto v = static_cast<size_t>(vocab_size());
+  if (all.size() < v) return std::vector<float>(v, 0.0f);
+  return std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(v), all.end());
+}
+
+int32_t ReferenceModel::draw(std::span<const float> logits, float temperature, int32_t top_k,
+                             float top_p, uint64_t seed, uint64_t step) {
+  SamplingBatch batch;
+  SamplingRow row;
+  row.temperature = temperature;
+  row.top_k = top_k;
+  row.top_p = top_p;
+  row.seed = seed;
+  row.step = step;
+  batch.rows.push_back(row);
+  std::vector<float> copy(logits.begin(), logits.end());
+  SampleOutput out;
+  backend_->sample(Tensor(copy.data(), DType::kF32, {1, vocab_size()}), batch, out);
+  return out.token_ids.at(0);
+}
+
+std::vector<int32_t> ReferenceModel::generate(std::span<const int32_t> prompt,
+                                              const SamplingParams& params,
+                                              std::span<const int32_t> eos_ids, uint64_t seed,
+                                              int32_t max_tokens, double* cumulative) {
+  std::vector<int32_t> stops(params.stop_token_ids.begin(), params.stop_token_ids.end());
+  if (!params.ignore_eos) stops.insert(stops.end(), eos_ids.begin(), eos_ids.end());
+  std::vector<int32_t> tokens(prompt.begin(), prompt.end());
+  std::vector<int32_t> out;
+  double sum = 0.0;
+  while (static_cast<int32_t>(out.size()) < max_tokens) {
+    std::vector<float> x = next_logits(tokens);
+    const std::vector<double> lp = log_softmax(x);
+    if (static_cast<int32_t>(out.size()) < params.min_tokens) {
+      for (int32_t t : stops) x[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+    }
+    const int32_t token = params.is_greedy() ? argmax(x)
+                                             : draw(x, params.effective_temperature(),
+                                                    std::max(0, params.top_k.value_or(0)),
+                                                    params.top_p.value_or(1.0f), seed, out.size());
+    sum += lp[static_cast<size_t>(token)];
+    out.push_back(token);
+    tokens.push_back(token);
+    const bool may_stop = static_cast<int32_t>(out.size()) >= params.min_tokens;
+    if (may_stop && std::find(stops.begin(), stops.end(), token) != stops.end()) break;
+  }
+  if (cumulative) *cumulative = sum;
+  return out;
+}
+
+std::vector<double> log_softmax(std::span<const float> row) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (float x : row) m = std::max(m, static_cast<double>(x));
+  double s = 0.0;
+  for (float x : row) s += std::exp(static_cast<double>(x) - m);
+  const double lse = m + std::log(s);
+  std::vector<double> out;
+  out.reserve(row.size());
+  for (float x : row) out.push_back(static_cast<double>(x) - lse);
+  return out;
+}
+
+int32_t argmax(std::span<const float> row) {
+  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+int32_t rank_of(std::span<const double> lp, int32_t token) {
+  int32_t r = 1;
+  for (double x : lp) r += x > lp[static_cast<size_t>(token)];
+  return r;
+}
+
+}  // namespace pagoda::test

@@ -1,0 +1,368 @@
+// Decode graphs and the memory profile without a GPU: the host-side helpers
+// (ladder, padding, profile step), and a ModelRunner on a backend that
+// emulates graphs over the CPU backend (capture records the closure without
+// running it; replay runs it, and any wait, read-back, sampling or
+// allocation inside a replay fails the test, as it would break a CUDA
+// graph). Its logits must equal an all-eager runner's on the CPU backend.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "memory_source.h"
+#include "model/decode_graphs.h"
+#include "model/memory_profile.h"
+#include "model/model_runner.h"
+#include "model/step_validation.h"
+
+namespace pagoda {
+namespace {
+
+// The CPU backend, presented as a device with graphs.
+class GraphEmulatingBackend final : public Backend {
+ public:
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  std::string name() const override { return "graph-emulating " + cpu_.name(); }
+  DType compute_dtype() const override { return cpu_.compute_dtype(); }
+  void* allocate(size_t bytes) override {
+    forbid_in_replay("allocate");
+    return cpu_.allocate(bytes);
+  }
+  void deallocate(void* ptr) override { cpu_.deallocate(ptr); }
+  void* allocate_host(size_t bytes) override { return cpu_.allocate_host(bytes); }
+  void deallocate_host(void* ptr) override { cpu_.deallocate_host(ptr); }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    forbid_in_replay("copy_to_device");  // the runner uploads outside its graphs
+    cpu_.copy_to_device(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    forbid_in_replay("copy_to_host");
+    cpu_.copy_to_host(dst, src, bytes);
+  }
+  void copy_device(void* dst, const void* src, size_t bytes) override {
+    cpu_.copy_device(dst, src, bytes);
+  }
+  void synchronize() override { forbid_in_replay("synchronize"); }
+  void memory_info(size_t* free_bytes, size_t* total_bytes) override {
+    cpu_.memory_info(free_bytes, total_bytes);
+  }
+  void embedding(const Tensor& t, const Tensor& ids, Tensor& out) override {
+    cpu_.embedding(t, ids, out);
+  }
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
+    cpu_.rms_norm(x, w, eps, out);
+  }
+  void add_rms_norm(Tensor& r, const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
+    cpu_.add_rms_norm(r, x, w, eps, out);
+  }
+  void linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& out) override {
+    cpu_.linear(x, w, b, out);
+  }
+  void qk_norm(Tensor& qkv, const QkvLayout& l, const Tensor& q, const Tensor& k,
+               float eps) override {
+    cpu_.qk_norm(qkv, l, q, k, eps);
+  }
+  void rope(Tensor& qkv, const QkvLayout& l, const Tensor& pos, const Tensor& cs) override {
+    cpu_.rope(qkv, l, pos, cs);
+  }
+  void kv_write(const Tensor& qkv, const QkvLayout& l, const Tensor& slots,
+                KvCacheView& c) override {
+    cpu_.kv_write(qkv, l, slots, c);
+  }
+  void paged_attention(const Tensor& qkv, const QkvLayout& l, const KvCacheView& c,
+                       const AttentionMetadata& m, float scale, Tensor& out) override {
+    // A real graph freezes these hints: they must bound every replay.
+    if (replaying_) EXPECT_EQ(m.max_query_len, 1);
+    cpu_.paged_attention(qkv, l, c, m, scale, out);
+  }
+  void silu_mul(const Tensor& gu, Tensor& out) override { cpu_.silu_mul(gu, out); }
+  void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
+    cpu_.gather_rows(x, idx, out);
+  }
+  void copy_blocks(std::vector<KvCacheView>& c, const std::vector<int32_t>& src,
+                   const std::vector<int32_t>& dst) override {
+    cpu_.copy_blocks(c, src, dst);
+  }
+  void sample(const Tensor& logits, const SamplingBatch& b, SampleOutput& out) override {
+    forbid_in_replay("sample");
+    cpu_.sample(logits, b, out);
+  }
+  bool supports_graphs() const override { return true; }
+  int capture_graph(const std::function<void()>& record) override {
+    graphs_.push_back(record);
+    return static_cast<int>(graphs_.size()) - 1;
+  }
+  void replay_graph(int id) override {
+    ASSERT_GE(id, 0);
+    ASSERT_LT(id, static_cast<int>(graphs_.size()));
+    replaying_ = true;
+    graphs_[static_cast<size_t>(id)]();
+    replaying_ = false;
+    ++num_replays_;
+  }
+  int num_graphs() const { return static_cast<int>(graphs_.size()); }
+  int num_replays() const { return num_replays_; }
+
+ private:
+  void forbid_in_replay(const char* what) const {
+    if (replaying_) ADD_FAILURE() << what << " inside a graph replay";
+  }
+  CpuBackend cpu_;
+  std::vector<std::function<void()>> graphs_;
+  bool replaying_ = false;
+  int num_replays_ = 0;
+};
+
+// Sequences with fixed block tables that grow token by token.
+struct Seq {
+  std::vector<int32_t> tokens;  // all tokens so far
+  int32_t num_cached = 0;       // tokens whose KV is written
+  std::vector<int32_t> table;
+};
+
+// One step: each listed sequence feeds tokens [num_cached, num_cached + n).
+// The table width is the widest need in the step (like the scheduler).
+StepInput make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& num_new, int bs) {
+  StepInput in;
+  in.query_start_loc = {0};
+  int32_t width = 1;
+  for (size_t i = 0; i < seqs.size(); ++i)
+    width = std::max(width, (seqs[i]->num_cached + num_new[i] + bs - 1) / bs);
+  in.max_blocks_per_seq = width;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const Seq& s = *seqs[i];
+    for (int32_t j = 0; j < num_new[i]; ++j) {
+      const int32_t pos = s.num_cached + j;
+      in.token_ids.push_back(s.tokens[static_cast<size_t>(pos)]);
+      in.positions.push_back(pos);
+      in.slot_mapping.push_back(s.table[static_cast<size_t>(pos / bs)] * bs + pos % bs);
+    }
+    in.query_start_loc.push_back(static_cast<int32_t>(in.token_ids.size()));
+    in.seq_lens.push_back(s.num_cached + num_new[i]);
+    for (int32_t b = 0; b < width; ++b) in.block_tables.push_back(s.table[static_cast<size_t>(b)]);
+    in.logits_rows.push_back(in.query_start_loc.back() - 1);
+    SamplingRow row;
+    row.temperature = 0.0f;
+    row.num_top_logprobs = 3;
+    in.sampling.rows.push_back(row);
+  }
+  in.sampling.max_top_logprobs = 3;
+  return in;
+}
+
+class DecodeGraphRunnerTest : public ::testing::Test {
+ protected:
+  static constexpr int kBlockSize = 4;
+
+  void SetUp() override {
+    config_ = test::tiny_config();
+    test::fill_random(config_, &src_);
+    RunnerOptions o;
+    o.block_size = kBlockSize;
+    o.num_kv_blocks = 64;
+    o.max_num_seqs = 8;
+    o.max_num_batched_tokens = 64;
+    auto g = ModelRunner::create(graphs_, config_, src_, o);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    graph_runner_ = std::move(g).value();
+    auto e = ModelRunner::create(cpu_, config_, src_, o);
+    ASSERT_TRUE(e.ok()) << e.error().message;
+    eager_runner_ = std::move(e).value();
+    const int32_t lens[] = {3, 6, 1, 9, 4};
+    for (int i = 0; i < 5; ++i) {
+      Seq s;
+      for (int32_t t = 0; t < lens[i]; ++t) s.tokens.push_back((7 * i + 3 * t + 1) % 97);
+      for (int32_t b = 0; b < 8; ++b) s.table.push_back(8 * i + (b * 5) % 8);  // scattered
+      seqs_.push_back(s);
+    }
+  }
+
+  // Runs `step` on both runners; expects equal logits and returns the
+  // greedy next token of each logits row.
+  std::vector<int32_t> run_both(const StepInput& step, int64_t want_graph_batch) {
+    std::vector<float> a, b;
+    const Status sa = graph_runner_->execute_logits(step, &a);
+    EXPECT_TRUE(sa.ok()) << sa.error().message;
+    EXPECT_EQ(graph_runner_->last_graph_batch_size(), want_graph_batch);
+    const Status sb = eager_runner_->execute_logits(step, &b);
+    EXPECT_TRUE(sb.ok()) << sb.error().message;
+    EXPECT_EQ(a, b) << "graph and eager logits differ";
+    std::vector<int32_t> next;
+    const auto v = static_cast<size_t>(config_.vocab_size);
+    for (size_t r = 0; r * v < b.size(); ++r)
+      next.push_back(static_cast<int32_t>(
+          std::max_element(b.begin() + r * v, b.begin() + (r + 1) * v) - (b.begin() + r * v)));
+    return next;
+  }
+
+  // Feeds the listed sequences (all pending tokens, or one each when
+  // decoding) and appends the greedy tokens.
+  void step(const std::vector<int>& ids, bool decode, int64_t want_graph_batch) {
+    std::vector<Seq*> seqs;
+    std::vector<int32_t> num_new;
+    for (int i : ids) {
+      Seq& s = seqs_[static_cast<size_t>(i)];
+      seqs.push_back(&s);
+      num_new.push_back(decode ? 1 : static_cast<int32_t>(s.tokens.size()) - s.num_cached);
+    }
+    const std::vector<int32_t> next = run_both(make_step(seqs, num_new, kBlockSize), want_graph_batch);
+    ASSERT_EQ(next.size(), seqs.size());
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i]->num_cached += num_new[i];
+      seqs[i]->tokens.push_back(next[i]);
+    }
+  }
+
+  ModelConfig config_;
+  test::MemorySource src_;
+  GraphEmulatingBackend graphs_;
+  CpuBackend cpu_;
+  std::unique_ptr<ModelRunner> graph_runner_, eager_runner_;
+  std::vector<Seq> seqs_;
+};
+
+TEST(DecodeGraphSizes, LadderCoversEveryBatchUpToTheLimit) {
+  const std::vector<int64_t> l256 = decode_graph_batch_sizes(256);
+  ASSERT_EQ(l256.size(), 35u);
+  EXPECT_EQ((std::vector<int64_t>(l256.begin(), l256.begin() + 6)),
+            (std::vector<int64_t>{1, 2, 4, 8, 16, 24}));
+  EXPECT_EQ(l256.back(), 256);
+  EXPECT_EQ(decode_graph_batch_sizes(10), (std::vector<int64_t>{1, 2, 4, 8, 10}));
+  EXPECT_EQ(decode_graph_batch_sizes(3), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(decode_graph_batch_sizes(1), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(decode_graph_batch_sizes(0).empty());
+  EXPECT_EQ(decode_graph_batch_sizes(4096).back(), kMaxDecodeGraphBatch);
+
+  EXPECT_EQ(pick_decode_graph(l256, 1), 0);
+  EXPECT_EQ(pick_decode_graph(l256, 3), 2);    // -> 4
+  EXPECT_EQ(pick_decode_graph(l256, 17), 5);   // -> 24
+  EXPECT_EQ(pick_decode_graph(l256, 256), 34);
+  EXPECT_EQ(pick_decode_graph(l256, 257), -1);
+}
+
+TEST(DecodeGraphIndex, PadsRowsOntoTheScratchBlockAndRelaysTables) {
+  StepInput s;
+  s.token_ids = {5, 6};
+  s.positions = {9, 2};
+  s.slot_mapping = {41, 18};
+  s.query_start_loc = {0, 1, 2};
+  s.seq_lens = {10, 3};
+  s.max_blocks_per_seq = 3;
+  s.block_tables = {3, 10, 7, 4, 0, 0};
+  ASSERT_TRUE(is_decode_only(s));
+  const int64_t batch = 4, width = 5;
+  std::vector<int32_t> ids(batch, 99), pos(batch, 99), slots(batch, 99), qsl(batch + 1, 99),
+      lens(batch, 99), tables(batch * width, 99);
+  write_padded_decode_index(s, batch, width, /*scratch_block=*/77,
+                            {ids.data(), pos.data(), slots.data(), qsl.data(), lens.data(),
+                             tables.data()});
+  EXPECT_EQ(ids, (std::vector<int32_t>{5, 6, 0, 0}));
+  EXPECT_EQ(pos, (std::vector<int32_t>{9, 2, 0, 0}));
+  EXPECT_EQ(slots, (std::vector<int32_t>{41, 18, -1, -1}));
+  EXPECT_EQ(qsl, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(lens, (std::vector<int32_t>{10, 3, 1, 1}));
+  EXPECT_EQ((std::vector<int32_t>(tables.begin(), tables.begin() + 3)),
+            (std::vector<int32_t>{3, 10, 7}));
+  EXPECT_EQ((std::vector<int32_t>(tables.begin() + 5, tables.begin() + 8)),
+            (std::vector<int32_t>{4, 0, 0}));
+  EXPECT_EQ(tables[10], 77);
+  EXPECT_EQ(tables[15], 77);
+
+  s.token_ids.push_back(1);  // a sequence with two new tokens: not decode-only
+  s.query_start_loc.back() = 3;
+  EXPECT_FALSE(is_decode_only(s));
+}
+
+TEST(MemoryProfileStep, IsAValidStepOfTheLargestBatch) {
+  struct Case {
+    int64_t max_tokens, max_seqs, max_len, block_size, rows;
+  };
+  for (const Case& c : {Case{2048, 256, 4096, 16, 256}, Case{100, 8, 30, 7, 8},
+                        Case{64, 2, 16, 16, 2}, Case{5, 8, 128, 4, 8}}) {
+    const ProfileStep p = make_profile_step(c.max_tokens, c.max_seqs, c.max_len, c.block_size,
+                                            c.rows, /*vocab=*/97);
+    const int64_t want_tokens = std::min(c.max_tokens, c.max_seqs * c.max_len);
+    EXPECT_EQ(static_cast<int64_t>(p.step.token_ids.size()), want_tokens);
+    EXPECT_EQ(static_cast<int64_t>(p.step.logits_rows.size()), c.rows);
+    StepLimits l;
+    l.max_tokens = c.max_tokens;
+    l.max_seqs = c.max_seqs;
+    l.max_blocks_per_seq = p.table_width;
+    l.num_kv_blocks = p.num_blocks;
+    l.block_size = c.block_size;
+    l.vocab_size = 97;
+    l.max_model_len = c.max_len;
+    const Status st = validate_step(p.step, l, /*sampling=*/true);
+    EXPECT_TRUE(st.ok()) << st.error().message;
+    // Every slot is distinct: no two tokens share KV.
+    std::vector<int32_t> slots = p.step.slot_mapping;
+    std::sort(slots.begin(), slots.end());
+    EXPECT_EQ(std::adjacent_find(slots.begin(), slots.end()), slots.end());
+  }
+}
+
+TEST_F(DecodeGraphRunnerTest, CapturesTheLadderAndKeepsTheRequestedPool) {
+  EXPECT_EQ(graph_runner_->decode_graph_sizes(), (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(graphs_.num_graphs(), 4);
+  EXPECT_EQ(graph_runner_->num_kv_blocks(), 64);  // the scratch block is extra
+  EXPECT_TRUE(eager_runner_->decode_graph_sizes().empty());
+
+  RunnerOptions o;
+  o.block_size = kBlockSize;
+  o.num_kv_blocks = 64;
+  o.max_num_seqs = 8;
+  o.max_num_batched_tokens = 64;
+  o.enforce_eager = true;
+  GraphEmulatingBackend other;
+  auto r = ModelRunner::create(other, config_, src_, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE((*r)->decode_graph_sizes().empty());
+  EXPECT_EQ(other.num_graphs(), 0);
+}
+
+TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
+  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);  // prefill: eager
+  for (int i = 0; i < 6; ++i) step({0, 1, 2, 3, 4}, true, 8);  // 5 padded to 8
+  step({1, 3, 4}, true, 4);                                       // 3 padded to 4
+  step({2}, true, 1);
+  step({0, 2}, true, 2);
+  seqs_[4].tokens.insert(seqs_[4].tokens.end(), {11, 12, 13});  // a prefill chunk joins: eager
+  {
+    std::vector<Seq*> seqs = {&seqs_[0], &seqs_[4]};
+    const int32_t chunk = static_cast<int32_t>(seqs_[4].tokens.size()) - seqs_[4].num_cached;
+    const StepInput mixed = make_step(seqs, {1, chunk}, kBlockSize);
+    run_both(mixed, 0);
+    seqs_[0].num_cached += 1;
+    seqs_[4].num_cached += chunk;
+    seqs_[0].tokens.push_back(1);
+    seqs_[4].tokens.push_back(2);
+  }
+  for (int i = 0; i < 4; ++i) step({0, 1, 2, 3, 4}, true, 8);
+  EXPECT_GT(graphs_.num_replays(), 10);
+}
+
+TEST_F(DecodeGraphRunnerTest, SamplingAndBlockCopiesWorkAroundAReplay) {
+  step({0, 1, 2}, false, 0);
+  // Copy-on-write of sequence 1's first block into a free block, applied
+  // before the replayed forward; the sequence then reads the copy.
+  std::vector<Seq*> seqs = {&seqs_[0], &seqs_[1], &seqs_[2]};
+  StepInput in = make_step(seqs, {1, 1, 1}, kBlockSize);
+  in.copy_src = {seqs_[1].table[0]};
+  in.copy_dst = {60};
+  const int32_t width = in.max_blocks_per_seq;
+  in.block_tables[static_cast<size_t>(width)] = 60;
+  SampleOutput a, b;
+  ASSERT_TRUE(graph_runner_->execute(in, &a).ok());
+  EXPECT_EQ(graph_runner_->last_graph_batch_size(), 4);
+  ASSERT_TRUE(eager_runner_->execute(in, &b).ok());
+  EXPECT_EQ(a.token_ids, b.token_ids);
+  EXPECT_EQ(a.logprobs, b.logprobs);
+  EXPECT_EQ(a.top_ids, b.top_ids);
+  EXPECT_EQ(a.top_logprobs, b.top_logprobs);
+}
+
+}  // namespace
+}  // namespace pagoda

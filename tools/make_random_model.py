@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Create a random-weight model of a real architecture for benchmarks.
+
+Writes a Hugging Face folder: config.json and generation_config.json (from
+transformers' config classes), sharded safetensors (model-0000K-of-0000N,
+5 GB shards by default, with model.safetensors.index.json) and a real
+tokenizer copied from ../shared/models/tokenizers/<family> (or --tokenizer).
+
+Weights follow Hugging Face's initialisation without running it: linear and
+embedding weights normal(0, 0.02), RMSNorm weights 1, biases 0. Tensors are
+drawn on the GPU when there is one (seeded, one tensor at a time) and saved
+shard by shard, so the 8B model takes about a minute, mostly disk writes.
+
+Usage:
+  python3 tools/make_random_model.py --preset llama3-8b --out /tmp/llama3-8b
+  python3 tools/make_random_model.py --preset tiny --out /tmp/tiny --dtype float32
+Presets: llama3-8b (Llama-3.1-8B shape, the default), qwen2.5-0.5b,
+qwen3-0.6b, tiny (a 2-layer Llama with the Llama 3.1 tokenizer). --arch and
+the shape flags override a preset's fields.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("PAGODA_SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
+
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 8192}
+
+PRESETS = {
+    "llama3-8b": dict(arch="llama", hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                      num_key_value_heads=8, head_dim=128, intermediate_size=14336, vocab_size=128256,
+                      rope_theta=500000.0, rope_scaling=LLAMA3_ROPE, max_position_embeddings=131072,
+                      rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=128000,
+                      eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1"),
+    "qwen2.5-0.5b": dict(arch="qwen2", hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
+                         num_key_value_heads=2, head_dim=64, intermediate_size=4864, vocab_size=151936,
+                         rope_theta=1000000.0, rope_scaling=None, max_position_embeddings=32768,
+                         rms_norm_eps=1e-6, tie_word_embeddings=True, bos_token_id=151643,
+                         eos_token_id=151645, tokenizer="qwen3"),
+    "qwen3-0.6b": dict(arch="qwen3", hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=128, intermediate_size=3072, vocab_size=151936,
+                       rope_theta=1000000.0, rope_scaling=None, max_position_embeddings=40960,
+                       rms_norm_eps=1e-6, tie_word_embeddings=True, bos_token_id=151643,
+                       eos_token_id=151645, tokenizer="qwen3"),
+    "tiny": dict(arch="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16, intermediate_size=172, vocab_size=128256,
+                 rope_theta=500000.0, rope_scaling=LLAMA3_ROPE, max_position_embeddings=131072,
+                 rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=128000,
+                 eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1"),
+}
+
+ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+SHAPE_FLAGS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+               "intermediate_size", "vocab_size"]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), default="llama3-8b", help="architecture and shape")
+    p.add_argument("--arch", choices=sorted(ARCHS), help="override the preset's architecture family")
+    for name in SHAPE_FLAGS:
+        p.add_argument("--" + name.replace("_", "-"), type=int, help="override the preset's " + name)
+    p.add_argument("--out", required=True, help="output folder (created; existing model files are replaced)")
+    p.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
+    p.add_argument("--std", type=float, default=0.02, help="standard deviation of weights (HF initializer_range)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shard-gb", type=float, default=5.0, help="maximum shard size in GB (1e9 bytes)")
+    p.add_argument("--tokenizer", help="folder with tokenizer.json / tokenizer_config.json "
+                                       "(default: ../shared/models/tokenizers/<preset's family>)")
+    p.add_argument("--device", default="auto", help="where tensors are drawn: cuda, cpu or auto")
+    return p.parse_args(argv)
+
+
+def model_spec(args):
+    spec = dict(PRESETS[args.preset])
+    if args.arch:
+        spec["arch"] = args.arch
+    for name in SHAPE_FLAGS:
+        if getattr(args, name) is not None:
+            spec[name] = getattr(args, name)
+    return spec
+
+
+def tensor_shapes(spec):
+    """(name, shape, kind) of every weight in Hugging Face naming; kind is
+    'normal' (std), 'ones' (norms) or 'zeros' (biases)."""
+    h, d = spec["hidden_size"], spec["head_dim"]
+    q, kv, inter = spec["num_attention_heads"] * d, spec["num_key_value_heads"] * d, spec["intermediate_size"]
+    out = [("model.embed_tokens.weight", (spec["vocab_size"], h), "normal")]
+    for i in range(spec["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        out += [(p + "input_layernorm.weight", (h,), "ones"),
+                (p + "self_attn.q_proj.weight", (q, h), "normal"),
+                (p + "self_attn.k_proj.weight", (kv, h), "normal"),
+                (p + "self_attn.v_proj.weight", (kv, h), "normal")]
+        if spec["arch"] == "qwen2":
+            out += [(p + "self_attn.q_proj.bias", (q,), "zeros"), (p + "self_attn.k_proj.bias", (kv,), "zeros"),
+                    (p + "self_attn.v_proj.bias", (kv,), "zeros")]
+        if spec["arch"] == "qwen3":
+            out += [(p + "self_attn.q_norm.weight", (d,), "ones"), (p + "self_attn.k_norm.weight", (d,), "ones")]
+        out += [(p + "self_attn.o_proj.weight", (h, q), "normal"),
+                (p + "post_attention_layernorm.weight", (h,), "ones"),
+                (p + "mlp.gate_proj.weight", (inter, h), "normal"),
+                (p + "mlp.up_proj.weight", (inter, h), "normal"),
+                (p + "mlp.down_proj.weight", (h, inter), "normal")]
+    out.append(("model.norm.weight", (h,), "ones"))
+    if not spec["tie_word_embeddings"]:
+        out.append(("lm_head.weight", (spec["vocab_size"], h), "normal"))
+    return out
+
+
+def plan_shards(shapes, elem_bytes, shard_bytes):
+    shards, current, size = [], [], 0
+    for entry in shapes:
+        n = math.prod(entry[1]) * elem_bytes
+        if current and size + n > shard_bytes:
+            shards.append(current)
+            current, size = [], 0
+        current.append(entry)
+        size += n
+    if current:
+        shards.append(current)
+    return shards
+
+
+def write_config(spec, out, dtype):
+    import transformers
+    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
+           "qwen3": transformers.Qwen3Config}[spec["arch"]]
+    kw = {k: spec[k] for k in SHAPE_FLAGS + ["rope_theta", "max_position_embeddings", "rms_norm_eps",
+                                               "tie_word_embeddings", "bos_token_id", "eos_token_id"]}
+    if spec["rope_scaling"]:
+        kw["rope_scaling"] = dict(spec["rope_scaling"])
+    if spec["arch"] == "llama":
+        kw["attention_bias"] = False
+        kw["mlp_bias"] = False
+    config = cls(architectures=[ARCHS[spec["arch"]]], torch_dtype=dtype, initializer_range=0.02, **kw)
+    config.save_pretrained(out)
+    gen = transformers.GenerationConfig(bos_token_id=spec["bos_token_id"], eos_token_id=spec["eos_token_id"])
+    gen.save_pretrained(out)
+
+
+def copy_tokenizer(spec, args, out):
+    src = args.tokenizer or os.path.join(SHARED, "models", "tokenizers", spec["tokenizer"])
+    copied = []
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model"):
+        if os.path.exists(os.path.join(src, name)):
+            shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
+            copied.append(name)
+    if "tokenizer.json" not in copied:
+        sys.exit("make_random_model: no tokenizer.json in '%s' (pass --tokenizer DIR)" % src)
+
+
+def write_weights(spec, args, out):
+    import torch
+    from safetensors.torch import save_file
+    dtype = getattr(torch, args.dtype)
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    gen = torch.Generator(device=device)
+    gen.manual_seed(args.seed)
+    shapes = tensor_shapes(spec)
+    elem = torch.empty((), dtype=dtype).element_size()
+    shards = plan_shards(shapes, elem, int(args.shard_gb * 1e9))
+    weight_map, total = {}, 0
+    for k, shard in enumerate(shards):
+        name = "model-%05d-of-%05d.safetensors" % (k + 1, len(shards)) if len(shards) > 1 else "model.safetensors"
+        tensors = {}
+        for tname, shape, kind in shard:
+            if kind == "normal":
+                t = torch.empty(shape, dtype=dtype, device=device).normal_(0.0, args.std, generator=gen)
+            elif kind == "ones":
+                t = torch.ones(shape, dtype=dtype, device=device)
+            else:
+                t = torch.zeros(shape, dtype=dtype, device=device)
+            tensors[tname] = t.cpu()
+            weight_map[tname] = name
+            total += t.numel() * elem
+        save_file(tensors, os.path.join(out, name), metadata={"format": "pt"})
+        print("  wrote %s (%d tensors)" % (name, len(tensors)), flush=True)
+    if len(shards) > 1:
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+    return total, device
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    spec = model_spec(args)
+    os.makedirs(args.out, exist_ok=True)
+    for old in os.listdir(args.out):
+        if old.endswith(".safetensors") or old == "model.safetensors.index.json":
+            os.remove(os.path.join(args.out, old))
+    t0 = time.time()
+    write_config(spec, args.out, args.dtype)
+    copy_tokenizer(spec, args, args.out)
+    total, device = write_weights(spec, args, args.out)
+    num_params = total // {"bfloat16": 2, "float16": 2, "float32": 4}[args.dtype]
+    print("make_random_model: %s (%s) %d params, %.2f GB %s, drawn on %s, %.1fs -> %s"
+          % (args.preset, ARCHS[spec["arch"]], num_params, total / 1e9, args.dtype, device, time.time() - t0,
+             args.out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
