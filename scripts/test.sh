@@ -24,5 +24,7 @@ ninja -C build-san -j "$jobs" pagoda_sanitize_targets
 ctest --test-dir build-san --output-on-failure -j "$jobs" --label-regex sanitize
 
 # 3. Python tests: differential tokenizer/template tests, the OpenAI SDK
-#    against `pagoda serve`, the bench client.
+#    against `pagoda serve` (fake engine, then the real engine on
+#    stories260K), the bench client.
 PAGODA_BIN="$PWD/build/pagoda" .venv/bin/python -m pytest -q
+PAGODA_TEST_REAL_ENGINE=1 PAGODA_BIN="$PWD/build/pagoda" .venv/bin/python -m pytest -q tests/python/server
