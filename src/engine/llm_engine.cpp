@@ -143,6 +143,11 @@ void LlmEngine::wait_idle() {
   idle_cv_.wait(lock, [this] { return idle_ && commands_.empty(); });
 }
 
+bool LlmEngine::wait_idle_for(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [this] { return idle_ && commands_.empty(); });
+}
+
 std::string LlmEngine::invariant_error() const {
   std::lock_guard<std::mutex> lock(mu_);
   return invariant_error_;
@@ -234,6 +239,7 @@ void LlmEngine::abort_now(const std::string& external_id) {
   }
   auto it = requests_.find(id);
   if (it == requests_.end()) return;
+  (void)scheduler_.abort(id);
   finish_request(*it->second, FinishReason::kAbort);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -65,7 +66,10 @@ class LlmEngine final : public Engine {
 
   // Returns once every request added so far has sent its final events and
   // the metrics reflect the idle state; the engine keeps accepting requests.
+  // Not from the engine thread (a sink).
   void wait_idle();
+  // wait_idle() for at most `timeout`; false when it ran out (tests).
+  bool wait_idle_for(std::chrono::milliseconds timeout);
   // The first check_invariants failure ("" when none or when not checking).
   std::string invariant_error() const;
 

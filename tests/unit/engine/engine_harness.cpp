@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/log.h"
@@ -120,8 +122,13 @@ void expect_complete(const RequestLog& log) {
 }
 
 void expect_idle_and_empty(LlmEngine& engine) {
-  engine.wait_idle();
+  // Generous: the sanitizer build is slow. A stuck request fails here
+  // instead of hanging the test.
+  constexpr std::chrono::seconds kTimeout(120);
+  const bool idle = engine.wait_idle_for(kTimeout);
   EngineMetrics m = engine.metrics();
+  ASSERT_TRUE(idle) << "requests still live after " << kTimeout.count() << " s: " << m.num_running
+                    << " running, " << m.num_waiting << " waiting, kv usage " << m.kv_usage;
   EXPECT_EQ(m.num_running, 0);
   EXPECT_EQ(m.num_waiting, 0);
   EXPECT_EQ(m.kv_usage, 0.0) << "KV blocks still in use after every request ended";
@@ -130,6 +137,22 @@ void expect_idle_and_empty(LlmEngine& engine) {
 
 std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,
                                                  const std::vector<TestRequest>& requests) {
+  // Several requests are made to arrive together, whatever the scheduling of
+  // this thread: a one-token "gate" request holds the engine thread in its
+  // only event until every request is queued.
+  std::atomic<bool> all_in{false};
+  std::shared_ptr<RequestLog> gate;
+  if (requests.size() > 1) {
+    SamplingParams one;
+    one.temperature = 0.0f;
+    one.max_tokens = 1;
+    auto hold = [&all_in](const RequestOutput&) {
+      while (!all_in.load()) std::this_thread::yield();
+    };
+    Result<std::shared_ptr<RequestLog>> g = submit(engine, {"gate", {1}, one}, hold);
+    if (!g.ok()) ADD_FAILURE() << "gate: " << g.error().message;
+    if (g.ok()) gate = std::move(g.value());
+  }
   std::vector<std::shared_ptr<RequestLog>> logs;
   for (const TestRequest& r : requests) {
     Result<std::shared_ptr<RequestLog>> log = submit(engine, r);
@@ -139,7 +162,9 @@ std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,
     }
     logs.push_back(std::move(log.value()));
   }
+  all_in = true;
   expect_idle_and_empty(engine);
+  if (gate) expect_complete(*gate);
   for (const auto& log : logs) expect_complete(*log);
   return logs;
 }

@@ -81,8 +81,8 @@ using EventHook = std::function<void(const RequestOutput&)>;
 Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r,
                                            EventHook hook = {});
 
-// Submits every request, waits until the engine is idle, and checks the
-// contract: one final event per index, no problems, nothing running or
+// Submits every request (arriving together: see the gate in run_all), waits
+// until the engine is idle, and checks the contract: one final event per index, no problems, nothing running or
 // waiting, no KV block in use, no scheduler invariant broken.
 std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,
                                                  const std::vector<TestRequest>& requests);

@@ -256,24 +256,20 @@ TEST_F(EngineStop, AbortInEveryState) {
   SamplingParams best_of = sampled;
   best_of.best_of = 3;
   Engine& e = *engine_;
-  // "driver" decodes one token per step; its events abort the others.
-  // The others come first (so that they exist when the driver's events
-  // abort them), "waiting" last: admission never skips ahead, so it waits
-  // for seats while the driver runs.
-  auto prefill = submit(e, {"prefill", long_prompt, params(10)});
-  auto n3_log = submit(e, {"n3", *prompt_, n3});
-  auto beam_log = submit(e, {"beam", *prompt_, beam});
-  // "driver" decodes one token per step; its events abort the others. Its
-  // first event waits until every request is in.
+  // "driver" decodes one token per step and its events abort the others.
+  // It comes first, and its first event waits until every request is in,
+  // so that the others exist (and "prefill" is still early in its prefill)
+  // when the aborts come. "waiting" comes last: with the 8 seats taken it
+  // waits (admission never skips ahead).
   std::atomic<bool> submitted{false};
   auto driver =
       submit(e, {"driver", *prompt_, params(50)}, [&e, &submitted](const RequestOutput& ev) {
         while (!submitted.load()) std::this_thread::yield();
         if (ev.num_output_tokens == 3) {
           e.abort("prefill");  // mid-prefill
-          e.abort("waiting");  // still waiting: the 8 seats are taken
+          e.abort("waiting");  // still waiting
         } else if (ev.num_output_tokens == 10) {
-          e.abort("n3");
+          e.abort("n3");  // decoding, after the fork into 3 samples
           e.abort("beam");
         } else if (ev.num_output_tokens == 20) {
           e.abort("driver");
@@ -281,6 +277,9 @@ TEST_F(EngineStop, AbortInEveryState) {
           e.abort("unknown");
         }
       });
+  auto prefill = submit(e, {"prefill", long_prompt, params(10)});
+  auto n3_log = submit(e, {"n3", *prompt_, n3});
+  auto beam_log = submit(e, {"beam", *prompt_, beam});
   auto waiting = submit(e, {"waiting", *prompt_, best_of});
   submitted = true;
   ASSERT_TRUE(prefill.ok() && n3_log.ok() && beam_log.ok() && driver.ok() && waiting.ok());
@@ -294,7 +293,7 @@ TEST_F(EngineStop, AbortInEveryState) {
             std::vector<int32_t>(greedy_->begin(), greedy_->begin() + 20));
   EXPECT_TRUE((*prefill)->samples[0].tokens.empty());
   EXPECT_TRUE((*waiting)->samples[0].tokens.empty());
-  for (const SampleLog& s : (*n3_log)->samples) EXPECT_GE(s.tokens.size(), 5u);
+  for (const SampleLog& s : (*n3_log)->samples) EXPECT_GE(s.tokens.size(), 1u);
   for (const SampleLog& s : (*beam_log)->samples) EXPECT_TRUE(s.tokens.empty());
   EngineMetrics m = engine_->metrics();
   EXPECT_EQ(m.finished_abort, 5u);
