@@ -92,10 +92,10 @@ Result<std::vector<int32_t>> prompt_ids(Engine& engine, const json& item, bool c
   const Tokenizer& tok = engine.tokenizer();
   if (item.contains("messages")) {
     ChatTemplateInputs in;
-    in.messages = nlohmann::json(item["messages"]);
+    in.messages = item["messages"];
     in.add_generation_prompt = true;
-    if (item.contains("tools")) in.tools = nlohmann::json(item["tools"]);
-    if (item.contains("chat_template_kwargs")) in.extra = nlohmann::json(item["chat_template_kwargs"]);
+    if (item.contains("tools")) in.tools = item["tools"];
+    if (item.contains("chat_template_kwargs")) in.extra = item["chat_template_kwargs"];
     PAGODA_ASSIGN_OR_RETURN(std::string text, engine.apply_chat_template(in));
     return tok.encode_prompt(text);
   }
