@@ -13,7 +13,9 @@
 #      shape last; `pagoda serve` with the llama model and one completions
 #      request. Table in the log, details in $OUT/e2e_details.json.
 #   2. engine tests with PAGODA_TEST_DEVICE=cuda, when BUILD_DIR has them
-#      (tests/unit/engine/*).
+#      (tests/unit/engine/*): the engine on the GPU in bf16 against the f32
+#      CPU reference, within the tolerances of tests/unit/engine/engine_harness.h
+#      (each comparison prints a "[   cuda   ]" line with what it measured).
 # Environment:
 #   PAGODA_E2E_STORIES  stories260K folder (default .devcarry/stories260K;
 #                       skipped with a note when absent)
@@ -89,9 +91,10 @@ fi
 if [ ${#engine_bins[@]} -eq 0 ]; then
   note engine_cuda SKIP 0 "no engine test binaries in $build/tests/unit/engine"
 fi
-# The tests find shared inputs at the compiled-in ../shared beside the
-# checkout (absent on the device machine: made here from the carried
-# stories260K) or at $PAGODA_SHARED_DIR.
+# The tests take their inputs from $PAGODA_SHARED_DIR (stories260K under
+# models/: ../shared beside the checkout, made here from the carried
+# stories260K when absent) and $PAGODA_TEST_DATA (this checkout's tests/data);
+# the paths compiled into the binaries are the development machine's.
 shared=$repo/../shared
 if [ ! -e "$shared" ] && [ -d "$stories" ]; then
   mkdir -p "$shared/models" && ln -s "$stories" "$shared/models/stories260K"
@@ -104,7 +107,8 @@ for bin in "${engine_bins[@]}"; do
   fi
   echo "=== $name with PAGODA_TEST_DEVICE=cuda ($(date +%T))"
   t0=$SECONDS
-  if PAGODA_TEST_DEVICE=cuda PAGODA_SHARED_DIR="$shared" timeout --kill-after=10 150 "$bin" --gtest_color=no; then
+  if PAGODA_TEST_DEVICE=cuda PAGODA_SHARED_DIR="$shared" PAGODA_TEST_DATA="$repo/tests/data" \
+       timeout --kill-after=10 150 "$bin" --gtest_color=no; then
     note "$name" PASS $((SECONDS - t0))
   else
     note "$name" FAIL $((SECONDS - t0))

@@ -2,7 +2,8 @@
 // alone, in a batch, with prefill chunks of 1, 7 or 64 tokens, after
 // preemption in a tiny KV pool, or through the prefix cache. Every run is
 // compared with the reference model (its own runner, full recompute per
-// token), and stories260K's prompt [BOS] also with the llama2.c golden.
+// token; on cuda up to bf16 near-ties, see engine_harness.h), and
+// stories260K's prompt [BOS] also with the llama2.c golden.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -109,35 +110,38 @@ std::vector<TestRequest> make_requests(const std::vector<std::vector<int32_t>>& 
   return out;
 }
 
-std::vector<std::vector<int32_t>> reference_outputs(ReferenceModel& ref,
-                                                    const std::vector<TestRequest>& requests,
-                                                    std::span<const int32_t> eos) {
-  std::vector<std::vector<int32_t>> out;
+std::vector<RefSample> reference_outputs(ReferenceModel& ref,
+                                         const std::vector<TestRequest>& requests,
+                                         std::span<const int32_t> eos) {
+  std::vector<RefSample> out;
   for (const TestRequest& r : requests) {
-    out.push_back(ref.generate(r.prompt, r.params, eos, sample_seed(r.params.seed.value_or(0), 0),
-                               kMaxTokens));
+    out.push_back(
+        ref.sample(r.prompt, r.params, eos, sample_seed(r.params.seed.value_or(0), 0), kMaxTokens));
   }
   return out;
 }
 
-void expect_outputs(const std::vector<std::shared_ptr<RequestLog>>& logs,
-                    const std::vector<std::vector<int32_t>>& want, const std::string& what) {
+void expect_outputs(ReferenceCheck& check, const std::vector<std::shared_ptr<RequestLog>>& logs,
+                    const std::vector<RefSample>& want, const std::string& what) {
   ASSERT_EQ(logs.size(), want.size()) << what;
   for (size_t i = 0; i < logs.size(); ++i) {
-    EXPECT_EQ(logs[i]->samples[0].tokens, want[i]) << what << ": request " << i;
+    check.expect_tokens(logs[i]->samples[0].tokens, want[i],
+                        what + ": request " + std::to_string(i));
   }
 }
 
 // Runs `requests` in every configuration (and alone, and twice through the
 // prefix cache) and compares each run with `want`.
-void check_all_configs(const EngineSetup& base, const std::vector<TestRequest>& requests,
-                       const std::vector<std::vector<int32_t>>& want) {
+void check_all_configs(ReferenceModel& ref, const EngineSetup& base,
+                       const std::vector<TestRequest>& requests,
+                       const std::vector<RefSample>& want) {
+  ReferenceCheck check(&ref);
   {
     auto engine = start_engine(base);
     ASSERT_NE(engine, nullptr);
     for (size_t i = 0; i < requests.size(); ++i) {
       auto logs = run_all(*engine, {requests[i]});
-      expect_outputs(logs, {want[i]}, "alone");
+      expect_outputs(check, logs, {want[i]}, "alone");
     }
   }
   for (const Config& c : batch_configs()) {
@@ -148,7 +152,7 @@ void check_all_configs(const EngineSetup& base, const std::vector<TestRequest>& 
     s.max_chunk_tokens = c.max_chunk_tokens;
     auto engine = start_engine(s);
     ASSERT_NE(engine, nullptr);
-    expect_outputs(run_all(*engine, requests), want, c.name);
+    expect_outputs(check, run_all(*engine, requests), want, c.name);
     if (c.expect_preemption) {
       EXPECT_GT(engine->metrics().num_preemptions, 0u) << c.name;
     }
@@ -156,12 +160,12 @@ void check_all_configs(const EngineSetup& base, const std::vector<TestRequest>& 
   // Prefix cache: the second run of the same prompts hits.
   auto engine = start_engine(base);
   ASSERT_NE(engine, nullptr);
-  expect_outputs(run_all(*engine, requests), want, "prefix cache, first run");
+  expect_outputs(check, run_all(*engine, requests), want, "prefix cache, first run");
   const uint64_t first_hits = engine->metrics().prefix_cache_hits;
   std::vector<TestRequest> again = requests;
   for (TestRequest& r : again) r.id += "-again";
   auto logs = run_all(*engine, again);
-  expect_outputs(logs, want, "prefix cache, second run");
+  expect_outputs(check, logs, want, "prefix cache, second run");
   EXPECT_GT(engine->metrics().prefix_cache_hits, first_hits);
   int64_t cached = 0;
   for (const auto& log : logs) cached += log->num_cached_prompt_tokens;
@@ -187,7 +191,14 @@ class StoriesConsistency : public ::testing::Test {
 
 TEST_F(StoriesConsistency, ReferenceMatchesLlama2cGolden) {
   ASSERT_NE(ref_, nullptr);
-  std::ifstream in(stories_dir() + "/golden_greedy.json");
+  const std::string path = stories_dir() + "/golden_greedy.json";
+  std::ifstream in(path);
+  if (!in.good() && on_cuda()) {
+    // The CPU reference alone is checked here: nothing of the device. A GPU
+    // machine's copy of stories260K may lack the llama2.c golden.
+    GTEST_SKIP() << path << " is absent";
+  }
+  ASSERT_TRUE(in.good()) << path;
   nlohmann::json golden = nlohmann::json::parse(in);
   std::vector<int32_t> want = golden["greedy_ids"].get<std::vector<int32_t>>();
   want.erase(want.begin());  // the BOS prompt
@@ -198,13 +209,15 @@ TEST_F(StoriesConsistency, ReferenceMatchesLlama2cGolden) {
 TEST_F(StoriesConsistency, GreedyIdenticalAcrossBatchingChunkingPreemptionAndCache) {
   ASSERT_NE(ref_, nullptr);
   std::vector<TestRequest> requests = make_requests(*prompts_, false);
-  check_all_configs({.model = stories_dir()}, requests, reference_outputs(*ref_, requests, kEos));
+  check_all_configs(*ref_, {.model = stories_dir()}, requests,
+                    reference_outputs(*ref_, requests, kEos));
 }
 
 TEST_F(StoriesConsistency, SeededSamplingIdenticalAcrossBatchingChunkingPreemptionAndCache) {
   ASSERT_NE(ref_, nullptr);
   std::vector<TestRequest> requests = make_requests(*prompts_, true);
-  check_all_configs({.model = stories_dir()}, requests, reference_outputs(*ref_, requests, kEos));
+  check_all_configs(*ref_, {.model = stories_dir()}, requests,
+                    reference_outputs(*ref_, requests, kEos));
 }
 
 class TinyModelConsistency : public ::testing::TestWithParam<std::string> {};
@@ -218,7 +231,37 @@ TEST_P(TinyModelConsistency, GreedyAndSeededIdenticalAcrossConfigs) {
   for (bool seeded : {false, true}) {
     SCOPED_TRACE(seeded ? "seeded" : "greedy");
     std::vector<TestRequest> requests = make_requests(id_prompts(), seeded);
-    check_all_configs(base, requests, reference_outputs(*ref, requests, eos));
+    check_all_configs(*ref, base, requests, reference_outputs(*ref, requests, eos));
+  }
+}
+
+// What the cuda comparisons above assume, measured per model: every
+// reported logprob (the chosen token's and the top 5) of a batch of greedy
+// runs equals the reference's log-softmax (cuda: within tol::kLogprob).
+TEST_P(TinyModelConsistency, LogprobsEqualTheReference) {
+  const std::string dir = tiny_model_dir(GetParam());
+  auto ref = ReferenceModel::load(dir);
+  ASSERT_NE(ref, nullptr);
+  auto engine = start_engine({.model = dir, .tokenizer = stories_dir()});
+  ASSERT_NE(engine, nullptr);
+  std::vector<TestRequest> requests = make_requests(id_prompts(), false);
+  for (TestRequest& r : requests) {
+    r.params.logprobs = 5;
+    r.params.max_tokens = 16;
+  }
+  auto logs = run_all(*engine, requests);
+  ASSERT_EQ(logs.size(), requests.size());
+  ReferenceCheck check(ref.get());
+  for (size_t i = 0; i < logs.size(); ++i) {
+    const SampleLog& s = logs[i]->samples[0];
+    ASSERT_EQ(s.logprobs.size(), s.tokens.size());
+    std::vector<int32_t> context = requests[i].prompt;
+    for (size_t t = 0; t < s.tokens.size(); ++t) {
+      const std::vector<double> lp = log_softmax(ref->next_logits(context));
+      check.expect_logprob(s.logprobs[t], s.tokens[t], lp, 5,
+                           "request " + std::to_string(i) + " token " + std::to_string(t));
+      context.push_back(s.tokens[t]);
+    }
   }
 }
 

@@ -5,29 +5,90 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/log.h"
+#include "engine/backend_factory.h"
 #include "io/model_files.h"
 #include "sample/sampling_rows.h"
 
 namespace pagoda::test {
 
+namespace {
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : std::string(fallback);
+}
+
+bool valid_device(const std::string& d) {
+  return d == "cpu" || d == "cuda";
+}
+
+// Checks PAGODA_TEST_DEVICE once before any test: an invalid value, or cuda
+// without a usable CUDA backend, fails the binary with one clear message
+// instead of every test.
+class DeviceEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string& d = test_device();
+    ASSERT_TRUE(valid_device(d)) << "PAGODA_TEST_DEVICE must be cpu or cuda, got '" << d << "'";
+    if (d == "cuda") {
+      set_log_level(LogLevel::kError);
+      Result<std::unique_ptr<Backend>> backend = create_backend("cuda", ModelConfig{});
+      ASSERT_TRUE(backend.ok()) << "PAGODA_TEST_DEVICE=cuda: " << backend.error().message;
+    }
+    std::printf(
+        "[  DEVICE  ] engine on %s (PAGODA_TEST_DEVICE), reference f32 on the CPU; "
+        "inputs %s, %s\n",
+        d.c_str(), shared_dir().c_str(), test_data_dir().c_str());
+    std::fflush(stdout);
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const kDeviceEnvironment =
+    ::testing::AddGlobalTestEnvironment(new DeviceEnvironment);
+
+}  // namespace
+
+const std::string& test_device() {
+  static const std::string device = env_or("PAGODA_TEST_DEVICE", "cpu");
+  return device;
+}
+
+bool on_cuda() {
+  return test_device() == "cuda";
+}
+
+std::string shared_dir() {
+  return env_or("PAGODA_SHARED_DIR", PAGODA_SHARED_DIR);
+}
+
+std::string test_data_dir() {
+  return env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA);
+}
+
 std::string stories_dir() {
-  return std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
+  return shared_dir() + "/models/stories260K";
 }
 
 std::string tiny_model_dir(const std::string& name) {
-  return std::string(PAGODA_TEST_DATA) + "/models/" + name;
+  return test_data_dir() + "/models/" + name;
 }
 
 std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   set_log_level(LogLevel::kError);
+  if (!valid_device(test_device())) {
+    ADD_FAILURE() << "PAGODA_TEST_DEVICE must be cpu or cuda, got '" << test_device() << "'";
+    return nullptr;
+  }
   EngineOptions o;
   o.model = setup.model;
-  o.device = "cpu";
+  o.device = test_device();
   o.block_size = setup.block_size;
   o.num_kv_blocks = setup.num_kv_blocks;
   o.max_num_seqs = setup.max_num_seqs;
@@ -241,33 +302,107 @@ int32_t ReferenceModel::draw(std::span<const float> logits, float temperature, i
   return out.token_ids.at(0);
 }
 
+namespace {
+
+// Bans the stop ids (stop_token_ids, and EOS unless ignore_eos) before
+// min_tokens, as the engine does.
+void ban_stops(const RefSample& s, size_t step, std::vector<float>& x) {
+  if (static_cast<int64_t>(step) >= s.params.min_tokens) return;
+  auto ban = [&x](int32_t t) {
+    if (t >= 0 && static_cast<size_t>(t) < x.size())
+      x[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+  };
+  for (int32_t t : s.params.stop_token_ids) ban(t);
+  if (!s.params.ignore_eos)
+    for (int32_t t : s.eos) ban(t);
+}
+
+}  // namespace
+
+bool RefSample::stops_on(int32_t token) const {
+  auto in = [token](std::span<const int32_t> ids) {
+    return std::find(ids.begin(), ids.end(), token) != ids.end();
+  };
+  return in(params.stop_token_ids) || (!params.ignore_eos && in(eos));
+}
+
+RefSample RefSample::prefix(size_t n) const {
+  RefSample s = *this;
+  s.tokens.resize(std::min(n, tokens.size()));
+  s.max_tokens = static_cast<int32_t>(s.tokens.size());
+  s.first_near_tie = std::min(first_near_tie, s.tokens.size());
+  return s;
+}
+
+std::vector<float> ReferenceModel::sampler_input(const RefSample& s,
+                                                 std::span<const int32_t> context, size_t step) {
+  std::vector<float> x = next_logits(context);
+  ban_stops(s, step, x);
+  return x;
+}
+
+RefSample ReferenceModel::sample(std::span<const int32_t> prompt, const SamplingParams& params,
+                                 std::span<const int32_t> eos_ids, uint64_t seed,
+                                 int32_t max_tokens) {
+  RefSample s;
+  s.prompt.assign(prompt.begin(), prompt.end());
+  s.params = params;
+  s.eos.assign(eos_ids.begin(), eos_ids.end());
+  s.seed = seed;
+  s.max_tokens = max_tokens;
+  s.first_near_tie = std::numeric_limits<size_t>::max();
+  std::vector<int32_t> context = s.prompt;
+  while (static_cast<int32_t>(s.tokens.size()) < max_tokens) {
+    const size_t step = s.tokens.size();
+    std::vector<float> x = next_logits(context);
+    const std::vector<double> lp = log_softmax(x);
+    ban_stops(s, step, x);
+    const int32_t token = choose(x, params, seed, step);
+    if (s.first_near_tie > step) {
+      const std::vector<char> ties = near_tie_tokens(x, params, seed, step, tol::kLogprob, token);
+      if (std::find(ties.begin(), ties.end(), 1) != ties.end()) s.first_near_tie = step;
+    }
+    s.cumulative += lp[static_cast<size_t>(token)];
+    s.tokens.push_back(token);
+    context.push_back(token);
+    const bool may_stop = static_cast<int32_t>(s.tokens.size()) >= params.min_tokens;
+    if (may_stop && s.stops_on(token)) break;
+  }
+  s.first_near_tie = std::min(s.first_near_tie, s.tokens.size());
+  return s;
+}
+
 std::vector<int32_t> ReferenceModel::generate(std::span<const int32_t> prompt,
                                               const SamplingParams& params,
                                               std::span<const int32_t> eos_ids, uint64_t seed,
                                               int32_t max_tokens, double* cumulative) {
-  std::vector<int32_t> stops(params.stop_token_ids.begin(), params.stop_token_ids.end());
-  if (!params.ignore_eos) stops.insert(stops.end(), eos_ids.begin(), eos_ids.end());
-  std::vector<int32_t> tokens(prompt.begin(), prompt.end());
-  std::vector<int32_t> out;
+  RefSample s = sample(prompt, params, eos_ids, seed, max_tokens);
+  if (cumulative) *cumulative = s.cumulative;
+  return std::move(s.tokens);
+}
+
+int32_t ReferenceModel::choose(std::span<const float> x, const SamplingParams& params,
+                               uint64_t seed, uint64_t step) {
+  if (params.is_greedy()) return argmax(x);
+  return draw(x, params.effective_temperature(), std::max(0, params.top_k.value_or(0)),
+              params.top_p.value_or(1.0f), seed, step);
+}
+
+double ReferenceModel::cumulative_logprob(std::span<const int32_t> prompt,
+                                          std::span<const int32_t> tokens) {
+  if (tokens.empty()) return 0.0;
+  std::vector<int32_t> all(prompt.begin(), prompt.end());
+  all.insert(all.end(), tokens.begin(), tokens.end());
+  const std::vector<float> rows = logits(all);
+  const auto v = static_cast<size_t>(vocab_size());
+  if (rows.size() < all.size() * v) return -std::numeric_limits<double>::infinity();
   double sum = 0.0;
-  while (static_cast<int32_t>(out.size()) < max_tokens) {
-    std::vector<float> x = next_logits(tokens);
-    const std::vector<double> lp = log_softmax(x);
-    if (static_cast<int32_t>(out.size()) < params.min_tokens) {
-      for (int32_t t : stops) x[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
-    }
-    const int32_t token = params.is_greedy() ? argmax(x)
-                                             : draw(x, params.effective_temperature(),
-                                                    std::max(0, params.top_k.value_or(0)),
-                                                    params.top_p.value_or(1.0f), seed, out.size());
-    sum += lp[static_cast<size_t>(token)];
-    out.push_back(token);
-    tokens.push_back(token);
-    const bool may_stop = static_cast<int32_t>(out.size()) >= params.min_tokens;
-    if (may_stop && std::find(stops.begin(), stops.end(), token) != stops.end()) break;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const size_t row = prompt.size() - 1 + i;  // predicts token i
+    const std::vector<double> lp = log_softmax(std::span<const float>(rows.data() + row * v, v));
+    sum += lp[static_cast<size_t>(tokens[i])];
   }
-  if (cumulative) *cumulative = sum;
-  return out;
+  return sum;
 }
 
 std::vector<double> log_softmax(std::span<const float> row) {

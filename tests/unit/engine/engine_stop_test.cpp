@@ -3,7 +3,10 @@
 // client unless asked for), stop_token_ids, EOS with ignore_eos and
 // min_tokens, max_tokens; priorities; aborts in every state (waiting,
 // mid-prefill, decoding, n > 1, best_of, beam search) with the KV pool empty
-// afterwards; requests that can never fit.
+// afterwards; requests that can never fit. The stop rules are checked
+// against the greedy text of the engine under test: the reference's on cpu;
+// on cuda the engine's own (which may leave the reference's path at a bf16
+// near-tie), itself checked against the reference.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -27,19 +30,27 @@ class EngineStop : public ::testing::Test {
     ref_ = ReferenceModel::load(stories_dir()).release();
     ASSERT_NE(ref_, nullptr);
     prompt_ = new std::vector<int32_t>(tok_->encode("Once upon a time"));
-    SamplingParams greedy;
-    greedy.temperature = 0.0f;
-    greedy_ = new std::vector<int32_t>(
-        ref_->generate(*prompt_, greedy, std::vector<int32_t>{2}, 0, kLen));
+    ref_greedy_ = new RefSample(ref_->sample(*prompt_, params(), std::vector<int32_t>{2}, 0, kLen));
+    greedy_ = new std::vector<int32_t>(on_cuda() ? engine_greedy() : ref_greedy_->tokens);
   }
   static void TearDownTestSuite() {
     delete greedy_;
+    delete ref_greedy_;
     delete prompt_;
     delete ref_;
     delete tok_;
   }
+  // The engine's greedy continuation of the prompt, alone in a fresh engine
+  // of SetUp()'s setup.
+  static std::vector<int32_t> engine_greedy() {
+    auto engine = start_engine({.model = stories_dir()});
+    if (engine == nullptr) return {};
+    auto logs = run_all(*engine, {{"baseline", *prompt_, params()}});
+    return logs.empty() ? std::vector<int32_t>{} : logs[0]->samples[0].tokens;
+  }
   void SetUp() override {
     ASSERT_NE(ref_, nullptr);
+    ASSERT_EQ(greedy_->size(), static_cast<size_t>(kLen));
     engine_ = start_engine({.model = stories_dir()});
     ASSERT_NE(engine_, nullptr);
   }
@@ -65,13 +76,16 @@ class EngineStop : public ::testing::Test {
   static inline Tokenizer* tok_ = nullptr;
   static inline ReferenceModel* ref_ = nullptr;
   static inline std::vector<int32_t>* prompt_ = nullptr;
-  static inline std::vector<int32_t>* greedy_ = nullptr;
+  static inline RefSample* ref_greedy_ = nullptr;         // the reference's greedy continuation
+  static inline std::vector<int32_t>* greedy_ = nullptr;  // the engine's (see the top)
   std::unique_ptr<LlmEngine> engine_;
 };
 
 TEST_F(EngineStop, PlainRunStreamsTheFullTextAndStopsAtMaxTokens) {
   auto log = run_one(params());
   const SampleLog& s = log->samples[0];
+  ReferenceCheck check(ref_);
+  check.expect_tokens(s.tokens, *ref_greedy_, "greedy");
   EXPECT_EQ(s.tokens, *greedy_);
   EXPECT_EQ(s.text, text_of(kLen));
   EXPECT_EQ(s.finish, FinishReason::kLength);
@@ -177,10 +191,12 @@ TEST_F(EngineStop, StopTokenIds) {
   SamplingParams p = params(30);
   p.stop_token_ids = {stop};
   p.min_tokens = static_cast<int32_t>(first) + 3;
-  std::vector<int32_t> want = ref_->generate(*prompt_, p, std::vector<int32_t>{2}, 0, 30);
+  RefSample want = ref_->sample(*prompt_, p, std::vector<int32_t>{2}, 0, 30);
   auto log = run_one(p);
-  EXPECT_EQ(log->samples[0].tokens, want);
-  EXPECT_EQ(log->samples[0].finish, want.size() < 30 ? FinishReason::kStop : FinishReason::kLength);
+  ReferenceCheck check(ref_);
+  const std::vector<int32_t>& got = log->samples[0].tokens;
+  check.expect_tokens(got, want, "stop id banned before min_tokens");
+  EXPECT_EQ(log->samples[0].finish, got.size() < 30 ? FinishReason::kStop : FinishReason::kLength);
 }
 
 TEST_F(EngineStop, EosIgnoreEosAndMinTokens) {
@@ -289,8 +305,8 @@ TEST_F(EngineStop, AbortInEveryState) {
     for (const SampleLog& s : (**l)->samples)
       EXPECT_EQ(s.finish, FinishReason::kAbort) << (**l)->id;
   }
-  EXPECT_EQ((*driver)->samples[0].tokens,
-            std::vector<int32_t>(greedy_->begin(), greedy_->begin() + 20));
+  ReferenceCheck check(ref_);
+  check.expect_tokens((*driver)->samples[0].tokens, ref_greedy_->prefix(20), "driver");
   EXPECT_TRUE((*prefill)->samples[0].tokens.empty());
   EXPECT_TRUE((*waiting)->samples[0].tokens.empty());
   for (const SampleLog& s : (*n3_log)->samples) EXPECT_GE(s.tokens.size(), 1u);
