@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/sampling_batch.h"
+#include "core/result.h"
 #include "core/tensor.h"
 
 namespace pagoda {
@@ -137,6 +138,11 @@ class Backend {
   // ---- graphs (optional) ----------------------------------------------------
   // Backends that can record a sequence of ops and replay it cheaply (CUDA
   // graphs) return true; `record` enqueues the ops to capture.
+  // The first failure of an op since creation (ops return nothing; a device
+  // backend keeps its first error here and does nothing on later calls). The
+  // model runner checks it after every step.
+  virtual Status status() const { return {}; }
+
   virtual bool supports_graphs() const { return false; }
   virtual int capture_graph(const std::function<void()>& record) { return -1; }
   virtual void replay_graph(int graph_id) {}

@@ -117,6 +117,13 @@ struct EngineMetrics {
   double kv_usage = 0.0;              // fraction of KV blocks in use
   uint64_t prefix_cache_queries = 0;  // tokens looked up
   uint64_t prefix_cache_hits = 0;     // tokens found
+  // Engine steps that ran the model, their wall time on the engine thread and
+  // the part of it spent blocked on the device (waiting for sampled ids):
+  // step_seconds - step_device_wait_seconds is the host work per step that the
+  // device does not overlap.
+  uint64_t num_steps = 0;
+  double step_seconds = 0.0;
+  double step_device_wait_seconds = 0.0;
   Histogram time_to_first_token, time_per_output_token, e2e_latency, queue_time;
 };
 

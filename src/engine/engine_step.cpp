@@ -13,6 +13,7 @@
 namespace pagoda {
 
 void LlmEngine::step() {
+  const Clock::time_point start = Clock::now();
   ScheduleOutput out = scheduler_.schedule();
   if (out.empty()) {
     // Nothing can run now (e.g. waiting requests need blocks that running ones
@@ -31,6 +32,7 @@ void LlmEngine::step() {
     return;
   }
   apply_results(refs, so);
+  metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds());
 }
 
 StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& refs) {

@@ -63,6 +63,13 @@ void MetricsRecorder::on_finished(FinishReason reason, double e2e_s) {
   observe(m_.e2e_latency, e2e_s);
 }
 
+void MetricsRecorder::on_step(double seconds, double device_wait_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++m_.num_steps;
+  m_.step_seconds += seconds;
+  m_.step_device_wait_seconds += device_wait_seconds;
+}
+
 void MetricsRecorder::set_state(int64_t num_running, int64_t num_waiting, int64_t num_preemptions,
                                 double kv_usage, int64_t prefix_queries, int64_t prefix_hits) {
   std::lock_guard<std::mutex> lock(mu_);

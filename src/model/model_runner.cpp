@@ -530,14 +530,23 @@ Tensor ModelRunner::compute_logits(const StepInput& step, int64_t r0, int64_t r1
   return logits;
 }
 
+Status ModelRunner::device_status() const {
+  const Status st = backend_.status();
+  if (st.ok()) return st;
+  return make_error(ErrorCode::kInternal,
+                    fmt::format("{} failed: {}", backend_.name(), st.error().message));
+}
+
 Status ModelRunner::execute(const StepInput& step, SampleOutput* out) {
   PAGODA_RETURN_IF_ERROR(validate(step, /*sampling=*/true));
   run_forward(step);
   const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
   *out = SampleOutput{};
+  last_wait_seconds_ = 0.0;
   for (int64_t r0 = 0; r0 < num_rows; r0 += options_.max_num_seqs) {
     const int64_t r1 = std::min(num_rows, r0 + options_.max_num_seqs);
     const Tensor logits = compute_logits(step, r0, r1);
+    const Clock::time_point wait_start = Clock::now();
     if (r0 == 0 && r1 == num_rows) {
       backend_.sample(logits, step.sampling, *out);
     } else {
@@ -545,8 +554,9 @@ Status ModelRunner::execute(const StepInput& step, SampleOutput* out) {
       backend_.sample(logits, slice_sampling_batch(step.sampling, r0, r1), part);
       append_sample_output(part, out);
     }
+    last_wait_seconds_ += seconds_since(wait_start);
   }
-  return {};
+  return device_status();
 }
 
 Status ModelRunner::execute_logits(const StepInput& step, std::vector<float>* logits) {
@@ -560,7 +570,7 @@ Status ModelRunner::execute_logits(const StepInput& step, std::vector<float>* lo
     const Tensor chunk = compute_logits(step, r0, r1);
     backend_.copy_to_host(logits->data() + r0 * v, chunk.data, chunk.nbytes());
   }
-  return {};
+  return device_status();
 }
 
 }  // namespace pagoda

@@ -84,6 +84,9 @@ class ModelRunner {
   // The padded batch size of the graph the last step replayed; 0 when it ran
   // eagerly.
   int64_t last_graph_batch_size() const { return last_graph_batch_; }
+  // Seconds the last execute() spent in the backend's sample() calls: on a
+  // device backend, waiting for the forward and sampling to finish.
+  double last_step_wait_seconds() const { return last_wait_seconds_; }
 
   // One forward + sampling. Checks every size and index of `step` first
   // (T <= max_num_batched_tokens, S <= max_num_seqs, ids < vocab, slots and
@@ -113,6 +116,9 @@ class ModelRunner {
   // on a failed capture all graphs are dropped (eager from then on).
   void capture_decode_graphs();
   Status validate(const StepInput& step, bool sampling) const;
+  // The backend's sticky status as this step's result: once an op has failed
+  // (a CUDA error, a rejected shape) every later step fails with its message.
+  Status device_status() const;
   // The forward of a validated step: graph replay or eager.
   void run_forward(const StepInput& step);
   // Uploads the index arrays, applies block copies and runs the forward.
@@ -148,6 +154,7 @@ class ModelRunner {
   std::vector<int64_t> graph_sizes_;
   std::vector<int> graph_ids_;  // backend graph id per graph_sizes_ entry
   int64_t last_graph_batch_ = 0;
+  double last_wait_seconds_ = 0.0;
   std::unique_ptr<Buffers> buf_;
 };
 

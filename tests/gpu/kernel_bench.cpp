@@ -10,15 +10,18 @@
 // the numbers are from device memory. Data is random, never zeros.
 //
 // Usage: kernel_bench [--quick]
+//        kernel_bench --attention BATCH CTX   (one decode-attention shape, e.g. under ncu)
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -146,13 +149,12 @@ void bench_rms_norm(CudaBackend& gpu, const Ceilings& c, bool quick) {
   std::printf("\n");
 }
 
-void bench_decode_attention(CudaBackend& gpu, const Ceilings& c, bool quick) {
+void bench_decode_attention(CudaBackend& gpu, const Ceilings& c, const std::vector<int>& batches,
+                            const std::vector<int>& contexts) {
   const int hq = 32, hkv = 8, d = 128, block_size = 16;
   const QkvLayout layout{hq, hkv, d};
   std::printf("decode paged_attention (bf16, Hq=%d Hkv=%d D=%d, block %d; bytes = KV read)\n"
               "%6s %6s %10s %10s %8s\n", hq, hkv, d, block_size, "batch", "ctx", "us", "GB/s", "%copy");
-  const std::vector<int> batches = quick ? std::vector<int>{1, 64} : std::vector<int>{1, 8, 32, 64, 128, 256};
-  const std::vector<int> contexts = quick ? std::vector<int>{1024} : std::vector<int>{1024, 4096, 8192};
   const size_t token_bytes = static_cast<size_t>(hkv) * d * 2;  // one of k or v
   const size_t max_kv_tokens = std::max<size_t>(static_cast<size_t>(batches.back()) * contexts.back(),
                                                 kRotateBytes / (2 * token_bytes));
@@ -210,19 +212,24 @@ struct GemmShape {
 };
 
 void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
-  const GemmShape shapes[] = {{"o_proj 4096x4096", 4096, 4096, false},
+  const GemmShape shapes[] = {{"qkv 4096->6144", 6144, 4096, false},
+                              {"o_proj 4096x4096", 4096, 4096, false},
                               {"gate_up 4096->28672", 28672, 4096, false},
                               {"down 14336->4096", 4096, 14336, false},
                               {"lm_head 4096->128256 (f32 out)", 128256, 4096, true}};
   std::printf("linear (bf16 in, f32 accumulate; bytes = weights + x + out)\n%-32s %6s %10s %9s %8s %9s %8s\n",
-              "shape (N x K)", "T", "us", "TFLOP/s", "%gemm", "GB/s", "%copy");
+              "shape (N x K)", "T", "us", "TFLOP/s", "%gemm", "GB/s", "%copy");  // + kernel
   for (const GemmShape& s : shapes) {
     const size_t w_bytes = static_cast<size_t>(s.n * s.k * 2);
     const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / w_bytes, 1, 4));
     DeviceBuffer w(&gpu, w_bytes * sets);
     fill_random(gpu, w.data(), w.size());
-    for (int64_t t : {int64_t{1}, int64_t{64}, int64_t{256}, int64_t{4096}}) {
+    // T = 1 twice: the skinny-product kernel, then cuBLASLt.
+    const std::pair<int64_t, bool> runs[] = {{1, true},   {1, false},   {4, false},
+                                             {64, false}, {256, false}, {4096, false}};
+    for (const auto& [t, skinny] : runs) {
       if (quick && t > 256) continue;
+      gpu.set_skinny_linear(skinny);
       const size_t out_bytes = static_cast<size_t>(t * s.n) * (s.f32_out ? 4 : 2);
       DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
       fill_random(gpu, x.data(), x.size());
@@ -234,10 +241,12 @@ void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
       });
       const double tflops = 2.0 * t * s.n * s.k / (ms * 1e-3) / 1e12;
       const double gbps = static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
-      std::printf("%-32s %6lld %10.1f %9.1f %7.0f%% %9.0f %7.0f%%\n", s.name, static_cast<long long>(t),
-                  ms * 1e3, tflops, 100.0 * tflops / c.gemm_tflops, gbps, 100.0 * gbps / c.copy_gbps);
+      std::printf("%-32s %6lld %10.1f %9.1f %7.0f%% %9.0f %7.0f%% %s\n", s.name,
+                  static_cast<long long>(t), ms * 1e3, tflops, 100.0 * tflops / c.gemm_tflops, gbps,
+                  100.0 * gbps / c.copy_gbps, skinny ? "skinny" : "cublaslt");
     }
   }
+  gpu.set_skinny_linear(true);
   std::printf("\n");
 }
 
@@ -254,9 +263,15 @@ int main(int argc, char** argv) {
   }
   auto& gpu = static_cast<CudaBackend&>(*backend);
   std::printf("kernel_bench on %s (%d SMs)%s\n\n", gpu.name().c_str(), gpu.num_sms(), quick ? " --quick" : "");
+  if (argc == 4 && std::strcmp(argv[1], "--attention") == 0) {
+    // One decode-attention shape only (for ncu: --attention BATCH CTX).
+    bench_decode_attention(gpu, Ceilings{4275.0, 792.0}, {std::atoi(argv[2])}, {std::atoi(argv[3])});
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
   const Ceilings c = measure_ceilings(gpu);
   bench_rms_norm(gpu, c, quick);
-  bench_decode_attention(gpu, c, quick);
+  bench_decode_attention(gpu, c, quick ? std::vector<int>{1, 64} : std::vector<int>{1, 8, 32, 64, 128, 256},
+                         quick ? std::vector<int>{1024} : std::vector<int>{1024, 4096, 8192});
   bench_linear(gpu, c, quick);
   if (!gpu.status().ok()) {
     std::fprintf(stderr, "kernel_bench: backend error: %s\n", gpu.status().error().message.c_str());

@@ -157,19 +157,28 @@ void run_linear_case(DType dt, const LinearCase& c) {
   expect_close(gout.download(), cout.download(), dt, "linear", 1.0, c.f32_out ? 0.25 : 1.0);
 }
 
+// One row takes the skinny-product kernel (gemv_kernels.h) unless it is
+// turned off: every case runs both ways. k % 8 != 0 falls back to cuBLASLt.
 TEST(CudaOpsTest, LinearMatchesCpu) {
   PAGODA_REQUIRE_GPU();
   const LinearCase cases[] = {
       {1, 64, 96, false, false},     {7, 128, 200, true, false},   {64, 4096, 1024, false, false},
       {3, 896, 4864, true, false},   {5, 64, 512, false, true},    {9, 256, 1000, true, true},
       {1, 4096, 4096, false, false}, {300, 512, 768, true, false}, {2, 40, 37, false, false},
-      {1, 576, 49152, false, true}};
+      {1, 576, 49152, false, true},  {1, 14336, 4096, false, false}, {1, 8, 3, true, true},
+      {1, 4096, 6144, true, false},  {1, 1032, 33, false, true},   {1, 24, 1, true, false},
+      {1, 2048, 257, true, true},    {1, 136, 5000, false, false}, {4, 14336, 4096, false, false}};
   for (DType dt : kHalfTypes) {
-    for (const LinearCase& c : cases) {
-      SCOPED_TRACE(name_of(dt) + " rows=" + std::to_string(c.rows) + " k=" + std::to_string(c.k) +
-                   " n=" + std::to_string(c.n) + (c.bias ? " bias" : "") + (c.f32_out ? " f32-out" : ""));
-      run_linear_case(dt, c);
+    for (bool skinny : {true, false}) {
+      cuda_backend(dt)->set_skinny_linear(skinny);
+      for (const LinearCase& c : cases) {
+        SCOPED_TRACE(name_of(dt) + " rows=" + std::to_string(c.rows) + " k=" + std::to_string(c.k) +
+                     " n=" + std::to_string(c.n) + (c.bias ? " bias" : "") +
+                     (c.f32_out ? " f32-out" : "") + (skinny ? " skinny" : " cublaslt"));
+        run_linear_case(dt, c);
+      }
     }
+    cuda_backend(dt)->set_skinny_linear(true);
     expect_status_ok(*cuda_backend(dt));
   }
 }

@@ -78,6 +78,7 @@ if [ -x "$bin/kernel_test" ]; then
     filter='CudaOpsTest.EmbeddingAndGatherRowsCopyExactly:CudaOpsTest.RmsNormMatchesCpu'
     filter+=':CudaOpsTest.AddRmsNormMatchesCpu:CudaOpsTest.KvWriteMatchesCpu'
     filter+=':CudaOpsTest.CopyBlocksMatchesCpu:CudaOpsTest.SiluMulMatchesCpu:CudaOpsTest.RopeMatchesCpu'
+    filter+=':CudaOpsTest.LinearMatchesCpu'
     filter+=':CudaAttentionTest.DecodeOnly:CudaAttentionTest.PrefillOnly'
     filter+=':CudaAttentionTest.MixedPrefillAndDecode:CudaSamplingTest.MatchesCpuOnTiedLogits'
     stage memcheck 100 "$out/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -1,6 +1,7 @@
 #include "backend/cuda/activation_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -22,6 +23,7 @@ __device__ __forceinline__ T silu_mul_one(T g, T u) {
 // Grid-stride over (row, kVec-wide column group).
 template <typename T, int kVec>
 __global__ void silu_mul_kernel(SiluMulParams p) {
+  pdl_enter();
   const int64_t groups = p.inter / kVec;
   const int64_t total = p.num_rows * groups;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
@@ -40,6 +42,7 @@ __global__ void silu_mul_kernel(SiluMulParams p) {
 
 template <typename O, typename B>
 __global__ void bias_add_kernel(BiasAddParams p) {
+  pdl_enter();
   const int64_t total = p.num_rows * p.num_cols;
   O* out = static_cast<O*>(p.out);
   const B* bias = static_cast<const B*>(p.bias);
@@ -53,9 +56,9 @@ template <typename O>
 cudaError_t launch_bias_add_out(const BiasAddParams& p, cudaStream_t stream) {
   const unsigned grid = grid_for(p.num_rows * p.num_cols);
   switch (p.bias_dtype) {
-    case DType::kF32: bias_add_kernel<O, float><<<grid, kThreads, 0, stream>>>(p); break;
-    case DType::kBF16: bias_add_kernel<O, bf16><<<grid, kThreads, 0, stream>>>(p); break;
-    case DType::kF16: bias_add_kernel<O, f16><<<grid, kThreads, 0, stream>>>(p); break;
+    case DType::kF32: launch_kernel(bias_add_kernel<O, float>, grid, kThreads, 0, stream, p); break;
+    case DType::kBF16: launch_kernel(bias_add_kernel<O, bf16>, grid, kThreads, 0, stream, p); break;
+    case DType::kF16: launch_kernel(bias_add_kernel<O, f16>, grid, kThreads, 0, stream, p); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
@@ -70,9 +73,9 @@ cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (vec8) {
-      silu_mul_kernel<T, 8><<<grid, kThreads, 0, stream>>>(p);
+      launch_kernel(silu_mul_kernel<T, 8>, grid, kThreads, 0, stream, p);
     } else {
-      silu_mul_kernel<T, 1><<<grid, kThreads, 0, stream>>>(p);
+      launch_kernel(silu_mul_kernel<T, 1>, grid, kThreads, 0, stream, p);
     }
     return cudaGetLastError();
   });

@@ -5,45 +5,69 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/attention_tiles.h"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/mma_helpers.cuh"
 
 namespace pagoda::cuda {
 namespace {
 
 constexpr int kMaxSplits = 32;          // one lane per split in the combine kernel
-constexpr int kMinKeysPerSplit = 256;   // below this a split costs more than it saves
-constexpr int kCombineWarps = 8;
+// One 64-key tile per split at least: a decode CTA's time is mostly the
+// latency of its first K/V tile, so for a short batch many one-tile splits
+// beat a few long ones (batch 1, 1024 keys: 16 splits).
+constexpr int kMinKeysPerSplit = 64;
+constexpr int kCombineThreads = 32;      // one warp per (token, q head)
+constexpr int kCombineBatch = 8;         // split partials loaded before any is used
 
-// One warp per (token, q head): merges the num_splits partials
+// One warp per (token, q head) item: merges the num_splits partials
 // O_i (unnormalised), m_i (log2 units), l_i into out = sum_i w_i O_i / sum_i w_i l_i,
-// w_i = 2^(m_i - max m). Rows outside [qsl[0], qsl[S]) belong to no sequence
-// and are left untouched, like the unsplit path.
+// w_i = 2^(m_i - max m). Lane i computes w_i / sum; lanes then own 4
+// consecutive dims (head_dim <= 256: two passes at most) and loads the
+// partials of kCombineBatch splits before accumulating them, so the loads
+// overlap instead of paying one L2 latency per split. Rows outside
+// [qsl[0], qsl[S]) belong to no sequence and are left untouched, like the
+// unsplit path.
 template <typename T>
-__global__ void attention_combine_kernel(AttentionParams p) {
-  const int lane = threadIdx.x & 31;
-  const int64_t item = static_cast<int64_t>(blockIdx.x) * kCombineWarps + (threadIdx.x >> 5);
-  if (item >= p.num_tokens * p.num_q_heads) return;
+__global__ void __launch_bounds__(kCombineThreads) attention_combine_kernel(AttentionParams p) {
+  pdl_enter();
+  const int lane = threadIdx.x;
+  const int64_t item = blockIdx.x;
   const int64_t t = item / p.num_q_heads;
   if (t < p.query_start_loc[0] || t >= p.query_start_loc[p.num_seqs]) return;
   const float2* ml = reinterpret_cast<const float2*>(p.partial_ml) + item * p.num_splits;
   const float2 mine = lane < p.num_splits ? ml[lane] : make_float2(-INFINITY, 0.0f);
   const float m_max = warp_max(mine.x);
-  T* out = static_cast<T*>(p.out) + item * p.head_dim;
-  if (m_max == -INFINITY) {
-    for (int d = lane; d < p.head_dim; d += 32) out[d] = from_float<T>(0.0f);
-    return;
-  }
-  const float weight = lane < p.num_splits ? exp2f(mine.x - m_max) : 0.0f;
+  const float weight = lane < p.num_splits && m_max != -INFINITY ? exp2f(mine.x - m_max) : 0.0f;
   const float total = warp_sum(weight * mine.y);
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  // Normalised weights through shared memory: the dim loop below runs on
+  // fewer than 32 lanes when head_dim < 128, so it cannot shuffle.
+  __shared__ float w_s[kMaxSplits];
+  if (lane < p.num_splits) w_s[lane] = total > 0.0f ? weight / total : 0.0f;  // 0: no key at all
+  __syncwarp();
   const float* partial = p.partial_out + item * p.num_splits * p.head_dim;
-  for (int d0 = 0; d0 < p.head_dim; d0 += 32) {
-    const int d = d0 + lane;
-    float acc = 0.0f;
-    for (int i = 0; i < p.num_splits; ++i) {
-      const float w = __shfl_sync(0xffffffffu, weight, i);
-      if (d < p.head_dim) acc += w * partial[static_cast<int64_t>(i) * p.head_dim + d];
+  T* out = static_cast<T*>(p.out) + item * p.head_dim;
+  for (int d = 4 * lane; d < p.head_dim; d += 4 * kCombineThreads) {
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i0 = 0; i0 < p.num_splits; i0 += kCombineBatch) {
+      float4 v[kCombineBatch];
+#pragma unroll
+      for (int j = 0; j < kCombineBatch; ++j) {
+        v[j] = i0 + j < p.num_splits
+                   ? *reinterpret_cast<const float4*>(partial + static_cast<int64_t>(i0 + j) * p.head_dim + d)
+                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+#pragma unroll
+      for (int j = 0; j < kCombineBatch; ++j) {
+        const float w = i0 + j < p.num_splits ? w_s[i0 + j] : 0.0f;
+        acc.x += w * v[j].x;
+        acc.y += w * v[j].y;
+        acc.z += w * v[j].z;
+        acc.w += w * v[j].w;
+      }
     }
-    if (d < p.head_dim) out[d] = from_float<T>(acc * inv);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(out + d);
+    dst[0] = pack2<T>(acc.x, acc.y);
+    dst[1] = pack2<T>(acc.z, acc.w);
   }
 }
 
@@ -122,11 +146,9 @@ cudaError_t launch_paged_attention(const AttentionParams& params, const Attentio
     cudaError_t e = launch_for_head_dim<T>(p, stream);
     if (e != cudaSuccess || p.num_splits == 1) return e;
     const int64_t items = p.num_tokens * p.num_q_heads;
-    const int64_t blocks = ceil_div(items, kCombineWarps);
-    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-    attention_combine_kernel<T>
-        <<<static_cast<unsigned>(blocks), kCombineWarps * 32, 0, stream>>>(p);
-    return cudaGetLastError();
+    if (items > 0x7fffffff) return cudaErrorInvalidValue;
+    return launch_kernel(attention_combine_kernel<T>, static_cast<unsigned>(items), kCombineThreads,
+                         0, stream, p);
   });
 }
 

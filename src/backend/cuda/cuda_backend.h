@@ -89,12 +89,16 @@ class CudaBackend final : public Backend {
   void replay_graph(int graph_id) override;
 
   // The first error since creation; ok while every call succeeded.
-  const Status& status() const { return status_; }
+  Status status() const override { return status_; }
   void clear_status() { status_ = Status::Ok(); }
   int device() const { return device_; }
   // The stream every op is enqueued on (cudaStream_t), for timing and interop.
   CUstream_st* stream() const { return stream_; }
   int num_sms() const { return num_sms_; }
+  // linear() with at most cuda::kGemvMaxRows rows uses the skinny-product
+  // kernel (gemv_kernels.h) unless turned off here (benchmarks and tests
+  // compare it with cuBLASLt). On by default.
+  void set_skinny_linear(bool on) { skinny_linear_ = on; }
   // Makes the backend's device current on the calling thread.
   void make_current();
 
@@ -129,6 +133,7 @@ class CudaBackend final : public Backend {
   size_t attention_workspace_bytes_ = 0;
   std::vector<CUgraphExec_st*> graphs_;
   bool capturing_ = false;
+  bool skinny_linear_ = true;
   Status status_;
   int num_errors_logged_ = 0;
 

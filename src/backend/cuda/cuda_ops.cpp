@@ -10,6 +10,7 @@
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gather_kernels.h"
+#include "backend/cuda/gemv_kernels.h"
 #include "backend/cuda/kv_cache_kernels.h"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/rope_kernels.h"
@@ -134,6 +135,23 @@ void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& bias, T
       w.dim(1) != k || out.numel() != rows * n) {
     return fail(fmt::format("linear: x {} w {} bias {} out {}", describe(x), describe(w),
                             bias.empty() ? std::string("none") : describe(bias), describe(out)));
+  }
+  if (skinny_linear_ && rows <= cuda::kGemvMaxRows) {
+    cuda::GemvParams g;
+    g.dtype = x.dtype;
+    g.x = x.data;
+    g.w = w.data;
+    g.bias = bias.empty() ? nullptr : bias.data;
+    g.bias_dtype = bias.dtype;
+    g.out = out.data;
+    g.out_dtype = out.dtype;
+    g.rows = static_cast<int>(rows);
+    g.n = n;
+    g.k = k;
+    if (cuda::gemv_supports(g)) {
+      check(cuda::launch_gemv(g, stream_), "linear (gemv)");
+      return;
+    }
   }
   // The cuBLASLt bias epilogue reads the bias in the output dtype; other
   // biases are added by a separate kernel.

@@ -1,6 +1,7 @@
 #include "backend/cuda/gather_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -8,6 +9,7 @@ namespace {
 // One block per output row; V is the access unit (16, 4, 2 or 1 bytes).
 template <typename V>
 __global__ void gather_rows_kernel(GatherRowsParams p) {
+  pdl_enter();
   const int64_t r = blockIdx.x;
   const int64_t n = p.row_bytes / static_cast<int64_t>(sizeof(V));
   const int32_t idx = p.indices[r];
@@ -26,8 +28,8 @@ template <typename V>
 cudaError_t launch_typed(const GatherRowsParams& p, cudaStream_t stream) {
   const int64_t n = p.row_bytes / static_cast<int64_t>(sizeof(V));
   const int threads = static_cast<int>(n >= 256 ? 256 : ((n + 31) / 32) * 32);
-  gather_rows_kernel<V><<<static_cast<unsigned>(p.num_rows), threads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_kernel(gather_rows_kernel<V>, static_cast<unsigned>(p.num_rows), threads, 0, stream,
+                       p);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "backend/cuda/kv_cache_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -8,6 +9,7 @@ namespace {
 // One block per token; copies the token's Hkv*D k values and v values.
 template <typename T, int kVec>
 __global__ void kv_write_kernel(KvWriteParams p) {
+  pdl_enter();
   const int64_t t = blockIdx.x;
   const int64_t slot = p.slots[t];
   if (slot < 0 || slot >= p.num_slots) return;
@@ -26,6 +28,7 @@ __global__ void kv_write_kernel(KvWriteParams p) {
 // grid (num_pairs, 2): blockIdx.y selects k (0) or v (1).
 template <typename V>
 __global__ void copy_blocks_kernel(CopyBlocksParams p) {
+  pdl_enter();
   const int i = blockIdx.x;
   const int64_t src = p.src[i];
   const int64_t dst = p.dst[i];
@@ -48,9 +51,9 @@ cudaError_t launch_kv_write(const KvWriteParams& p, cudaStream_t stream) {
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (vec8) {
-      kv_write_kernel<T, 8><<<grid, 128, 0, stream>>>(p);
+      launch_kernel(kv_write_kernel<T, 8>, grid, 128, 0, stream, p);
     } else {
-      kv_write_kernel<T, 1><<<grid, 128, 0, stream>>>(p);
+      launch_kernel(kv_write_kernel<T, 1>, grid, 128, 0, stream, p);
     }
     return cudaGetLastError();
   });
@@ -63,11 +66,11 @@ cudaError_t launch_copy_blocks(const CopyBlocksParams& p, cudaStream_t stream) {
   const bool vec16 =
       p.block_bytes % 16 == 0 && is_aligned(p.k_cache, 16) && is_aligned(p.v_cache, 16);
   if (vec16) {
-    copy_blocks_kernel<uint4><<<grid, 256, 0, stream>>>(p);
+    launch_kernel(copy_blocks_kernel<uint4>, grid, 256, 0, stream, p);
   } else if (p.block_bytes % 2 == 0 && is_aligned(p.k_cache, 2) && is_aligned(p.v_cache, 2)) {
-    copy_blocks_kernel<uint16_t><<<grid, 256, 0, stream>>>(p);
+    launch_kernel(copy_blocks_kernel<uint16_t>, grid, 256, 0, stream, p);
   } else {
-    copy_blocks_kernel<uint8_t><<<grid, 256, 0, stream>>>(p);
+    launch_kernel(copy_blocks_kernel<uint8_t>, grid, 256, 0, stream, p);
   }
   return cudaGetLastError();
 }

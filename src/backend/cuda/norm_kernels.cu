@@ -1,6 +1,7 @@
 #include "backend/cuda/norm_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -16,6 +17,7 @@ __device__ __forceinline__ T norm_apply(float x, float inv, T w) {
 // the row (the same thread's own elements) and writes the output.
 template <typename T, int kVec>
 __global__ void rms_norm_kernel(RmsNormParams p) {
+  pdl_enter();
   const int64_t row = blockIdx.x;
   const int64_t num_vec = p.hidden / kVec;
   const T* x = static_cast<const T*>(p.x) + row * p.hidden;
@@ -56,6 +58,7 @@ __global__ void rms_norm_kernel(RmsNormParams p) {
 // One warp per (token, head); a lane caches up to 8 elements (head_dim <= 256).
 template <typename T>
 __global__ void qk_norm_kernel(QkNormParams p) {
+  pdl_enter();
   constexpr int kMaxPerLane = 8;
   const int num_heads = p.num_q_heads + p.num_kv_heads;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -96,9 +99,9 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream) {
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (vec8) {
-      rms_norm_kernel<T, 8><<<blocks, threads, 0, stream>>>(p);
+      launch_kernel(rms_norm_kernel<T, 8>, blocks, threads, 0, stream, p);
     } else {
-      rms_norm_kernel<T, 1><<<blocks, threads, 0, stream>>>(p);
+      launch_kernel(rms_norm_kernel<T, 1>, blocks, threads, 0, stream, p);
     }
     return cudaGetLastError();
   });
@@ -113,8 +116,8 @@ cudaError_t launch_qk_norm(const QkNormParams& p, cudaStream_t stream) {
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    qk_norm_kernel<T><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_kernel(qk_norm_kernel<T>, static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0,
+                         stream, p);
   });
 }
 

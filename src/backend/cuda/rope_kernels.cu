@@ -1,6 +1,7 @@
 #include "backend/cuda/rope_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -8,6 +9,7 @@ namespace {
 // One thread per rotated pair (token, head, i < D/2), grid-stride.
 template <typename T>
 __global__ void rope_kernel(RopeParams p) {
+  pdl_enter();
   const int half = p.head_dim / 2;
   const int64_t total = p.num_tokens * p.num_heads * half;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
@@ -40,7 +42,7 @@ cudaError_t launch_rope(const RopeParams& p, cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    rope_kernel<T><<<grid, kThreads, 0, stream>>>(p);
+    launch_kernel(rope_kernel<T>, grid, kThreads, 0, stream, p);
     return cudaGetLastError();
   });
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/sampling_block.cuh"
 #include "backend/cuda/sampling_kernels.h"
 #include "core/philox.h"
@@ -197,6 +198,7 @@ __device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, in
 }
 
 __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p) {
+  pdl_enter();
   __shared__ sampling::SelectShared sh;
   const int r = blockIdx.x;
   const SampleRowParams rp = p.rows[r];
@@ -233,8 +235,7 @@ cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream) {
   if (p.vocab <= 0 || p.top_width > kMaxTopLogprobs || p.top_width < 0) {
     return cudaErrorInvalidValue;
   }
-  sample_kernel<<<static_cast<unsigned>(p.num_rows), kThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_kernel(sample_kernel, static_cast<unsigned>(p.num_rows), kThreads, 0, stream, p);
 }
 
 }  // namespace pagoda::cuda

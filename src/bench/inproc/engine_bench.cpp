@@ -104,6 +104,14 @@ Result<std::vector<RequestTiming>> run_engine_batch(
   return state->timings;
 }
 
+StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after) {
+  StepTotals t;
+  t.num_steps = after.num_steps - before.num_steps;
+  t.seconds = after.step_seconds - before.step_seconds;
+  t.device_wait_seconds = after.step_device_wait_seconds - before.step_device_wait_seconds;
+  return t;
+}
+
 Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchOptions& o) {
   if (o.input_len < 1 || o.output_len < 1 || o.batch_size < 1 || o.num_iters < 1 ||
       o.num_warmup < 0)
@@ -113,7 +121,9 @@ Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchO
   LatencyBenchResult out;
   out.min_output_tokens = o.output_len;
   const int64_t vocab = engine.info().vocab_size;
+  EngineMetrics timed_start;
   for (int it = 0; it < o.num_warmup + o.num_iters; ++it) {
+    if (it == o.num_warmup) timed_start = engine.metrics();
     auto prompts = random_prompts(o.batch_size, o.input_len, 0.0, vocab,
                                   o.seed + static_cast<uint64_t>(it), nullptr, 1);
     std::vector<int64_t> lens(prompts.size(), o.output_len);
@@ -135,6 +145,7 @@ Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchO
     out.tpot_s.push_back(mean_of(tpot));
     out.latency_s.push_back(end);
   }
+  out.steps = step_totals_between(timed_start, engine.metrics());
   return out;
 }
 
@@ -148,8 +159,10 @@ Result<ThroughputBenchResult> run_throughput_bench(Engine& engine,
                                 o.seed, &lens, o.output_len);
   if (prompts.empty())
     return make_error(ErrorCode::kInvalidArgument, "bad --range-ratio: must be in [0, 1)");
+  const EngineMetrics before = engine.metrics();
   PAGODA_ASSIGN_OR_RETURN(auto timings, run_engine_batch(engine, prompts, lens, "tput-"));
   ThroughputBenchResult out;
+  out.steps = step_totals_between(before, engine.metrics());
   out.num_requests = static_cast<int64_t>(timings.size());
   for (size_t i = 0; i < timings.size(); ++i) {
     out.elapsed_s = std::max(out.elapsed_s, timings[i].end);

@@ -35,6 +35,15 @@ Result<std::vector<RequestTiming>> run_engine_batch(
     Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
     const std::vector<int64_t>& output_lens, const std::string& id_prefix);
 
+// Engine steps over a timed span (EngineMetrics differences): host_us_per_step
+// is the engine thread's time per step not spent waiting for the device.
+struct StepTotals {
+  uint64_t num_steps = 0;
+  double seconds = 0.0;
+  double device_wait_seconds = 0.0;
+};
+StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after);
+
 struct LatencyBenchOptions {
   int64_t input_len = 1024;
   int64_t output_len = 256;
@@ -51,6 +60,7 @@ struct LatencyBenchResult {
   std::vector<double> tpot_s;
   std::vector<double> latency_s;
   int64_t min_output_tokens = 0;  // fewest tokens any request produced (== output_len when healthy)
+  StepTotals steps;                // over the timed iterations
 };
 
 Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchOptions& options);
@@ -68,6 +78,7 @@ struct ThroughputBenchResult {
   int64_t num_requests = 0;
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;
+  StepTotals steps;
 };
 
 Result<ThroughputBenchResult> run_throughput_bench(Engine& engine,

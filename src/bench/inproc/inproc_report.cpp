@@ -27,6 +27,19 @@ std::string num(const json& j, const char* key, const char* unit = "") {
   return fmt::format("{:.2f}{}", j[key].get<double>(), unit);
 }
 
+void step_fields(json& j, const StepTotals& s) {
+  j["num_steps"] = s.num_steps;
+  j["host_us_per_step"] =
+      s.num_steps > 0 ? json((s.seconds - s.device_wait_seconds) / s.num_steps * 1e6) : json(nullptr);
+  j["device_wait_pct"] = s.seconds > 0 ? json(100.0 * s.device_wait_seconds / s.seconds) : json(nullptr);
+}
+
+void step_lines(std::string& out, const json& j) {
+  line(out, "Engine steps:", j.contains("num_steps") ? std::to_string(j["num_steps"].get<uint64_t>()) : "n/a");
+  line(out, "Host time per step, not overlapped (us):", num(j, "host_us_per_step"));
+  line(out, "Step time waiting for the device (%):", num(j, "device_wait_pct"));
+}
+
 }  // namespace
 
 json latency_report(const LatencyReportInputs& in) {
@@ -69,6 +82,7 @@ json latency_report(const LatencyReportInputs& in) {
     j["matrix_ceiling_tflops"] = in.matrix_flops_per_s / 1e12;
     j["pct_of_matrix_ceiling"] = 100.0 * flops / ttft_s / in.matrix_flops_per_s;
   }
+  step_fields(j, in.result.steps);
   return j;
 }
 
@@ -99,13 +113,14 @@ std::string format_latency_report(const json& j) {
   line(out, "Prefill tok/s (batch * input / TTFT):", num(j, "prefill_tok_s"));
   line(out, "Prefill TFLOP/s:", num(j, "prefill_tflops"));
   line(out, "Prefill vs matrix ceiling (%):", num(j, "pct_of_matrix_ceiling"));
+  step_lines(out, j);
   return out + std::string(60, '=') + "\n";
 }
 
 json throughput_report(const ThroughputBenchOptions& o, const ThroughputBenchResult& r,
                        const std::string& model, const std::string& device) {
   double d = r.elapsed_s > 0 ? r.elapsed_s : 1.0;
-  return {{"bench", "throughput"},
+  json j = {{"bench", "throughput"},
           {"model", model},
           {"device", device},
           {"num_prompts", o.num_prompts},
@@ -119,6 +134,8 @@ json throughput_report(const ThroughputBenchOptions& o, const ThroughputBenchRes
           {"requests_per_s", static_cast<double>(r.num_requests) / d},
           {"output_tok_s", static_cast<double>(r.num_output_tokens) / d},
           {"total_tok_s", static_cast<double>(r.num_prompt_tokens + r.num_output_tokens) / d}};
+  step_fields(j, r.steps);
+  return j;
 }
 
 std::string format_throughput_report(const json& j) {
@@ -132,6 +149,7 @@ std::string format_throughput_report(const json& j) {
   line(out, "Requests/s:", num(j, "requests_per_s"));
   line(out, "Output tokens/s:", num(j, "output_tok_s"));
   line(out, "Total tokens/s:", num(j, "total_tok_s"));
+  step_lines(out, j);
   return out + std::string(60, '=') + "\n";
 }
 

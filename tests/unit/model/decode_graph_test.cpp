@@ -75,7 +75,9 @@ class GraphEmulatingBackend final : public Backend {
   void paged_attention(const Tensor& qkv, const QkvLayout& l, const KvCacheView& c,
                        const AttentionMetadata& m, float scale, Tensor& out) override {
     // A real graph freezes these hints: they must bound every replay.
-    if (replaying_) EXPECT_EQ(m.max_query_len, 1);
+    if (replaying_) {
+      EXPECT_EQ(m.max_query_len, 1);
+    }
     cpu_.paged_attention(qkv, l, c, m, scale, out);
   }
   void silu_mul(const Tensor& gu, Tensor& out) override { cpu_.silu_mul(gu, out); }
