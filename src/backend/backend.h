@@ -72,6 +72,16 @@ class Backend {
   virtual void deallocate_host(void* ptr) = 0;
   // Host -> device; `src` must stay valid and unchanged until synchronize().
   virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  // `rows` rows of `row_bytes` each, host rows `src_pitch` bytes apart to
+  // device rows `dst_pitch` bytes apart; same lifetime rule as copy_to_device.
+  // Default: one copy_to_device per row.
+  virtual void copy_to_device_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                                 size_t row_bytes, size_t rows) {
+    for (size_t r = 0; r < rows; ++r) {
+      copy_to_device(static_cast<char*>(dst) + r * dst_pitch,
+                     static_cast<const char*>(src) + r * src_pitch, row_bytes);
+    }
+  }
   // Device -> host; waits for all enqueued work, then copies.
   virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_device(void* dst, const void* src, size_t bytes) = 0;

@@ -124,6 +124,10 @@ struct EngineMetrics {
   uint64_t num_steps = 0;
   double step_seconds = 0.0;
   double step_device_wait_seconds = 0.0;
+  // The same three for the steps that replayed a decode graph (a subset).
+  uint64_t num_graph_steps = 0;
+  double graph_step_seconds = 0.0;
+  double graph_step_device_wait_seconds = 0.0;
   Histogram time_to_first_token, time_per_output_token, e2e_latency, queue_time;
 };
 

@@ -32,7 +32,8 @@ void LlmEngine::step() {
     return;
   }
   apply_results(refs, so);
-  metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds());
+  metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
+                   parts_.runner->last_graph_batch_size() > 0);
 }
 
 StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& refs) {

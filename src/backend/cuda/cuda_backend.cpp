@@ -154,6 +154,14 @@ void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
         "copy_to_device");
 }
 
+void CudaBackend::copy_to_device_2d(void* dst, size_t dst_pitch, const void* src,
+                                    size_t src_pitch, size_t row_bytes, size_t rows) {
+  if (row_bytes == 0 || rows == 0) return;
+  check(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyHostToDevice,
+                          as_stream(stream_)),
+        "copy_to_device_2d");
+}
+
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
   if (capturing_) return fail("copy_to_host inside capture_graph");
   if (bytes == 0) return synchronize();

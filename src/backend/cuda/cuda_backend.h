@@ -52,6 +52,8 @@ class CudaBackend final : public Backend {
   void* allocate_host(size_t bytes) override;  // pinned (cudaMallocHost)
   void deallocate_host(void* ptr) override;
   void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_device_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                         size_t row_bytes, size_t rows) override;  // one cudaMemcpy2DAsync
   void copy_to_host(void* dst, const void* src, size_t bytes) override;
   void copy_device(void* dst, const void* src, size_t bytes) override;
   void synchronize() override;

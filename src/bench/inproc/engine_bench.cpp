@@ -109,6 +109,10 @@ StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics&
   t.num_steps = after.num_steps - before.num_steps;
   t.seconds = after.step_seconds - before.step_seconds;
   t.device_wait_seconds = after.step_device_wait_seconds - before.step_device_wait_seconds;
+  t.num_graph_steps = after.num_graph_steps - before.num_graph_steps;
+  t.graph_seconds = after.graph_step_seconds - before.graph_step_seconds;
+  t.graph_device_wait_seconds =
+      after.graph_step_device_wait_seconds - before.graph_step_device_wait_seconds;
   return t;
 }
 

@@ -41,6 +41,9 @@ struct StepTotals {
   uint64_t num_steps = 0;
   double seconds = 0.0;
   double device_wait_seconds = 0.0;
+  uint64_t num_graph_steps = 0;  // the decode-graph replays among them
+  double graph_seconds = 0.0;
+  double graph_device_wait_seconds = 0.0;
 };
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after);
 

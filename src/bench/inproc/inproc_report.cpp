@@ -27,16 +27,28 @@ std::string num(const json& j, const char* key, const char* unit = "") {
   return fmt::format("{:.2f}{}", j[key].get<double>(), unit);
 }
 
+json host_us(uint64_t steps, double seconds, double wait_seconds) {
+  return steps > 0 ? json((seconds - wait_seconds) / static_cast<double>(steps) * 1e6) : json(nullptr);
+}
+
 void step_fields(json& j, const StepTotals& s) {
   j["num_steps"] = s.num_steps;
-  j["host_us_per_step"] =
-      s.num_steps > 0 ? json((s.seconds - s.device_wait_seconds) / s.num_steps * 1e6) : json(nullptr);
+  j["num_graph_steps"] = s.num_graph_steps;
+  j["host_us_per_step"] = host_us(s.num_steps, s.seconds, s.device_wait_seconds);
+  j["host_us_per_graph_step"] = host_us(s.num_graph_steps, s.graph_seconds, s.graph_device_wait_seconds);
+  j["host_us_per_eager_step"] = host_us(s.num_steps - s.num_graph_steps, s.seconds - s.graph_seconds,
+                                        s.device_wait_seconds - s.graph_device_wait_seconds);
   j["device_wait_pct"] = s.seconds > 0 ? json(100.0 * s.device_wait_seconds / s.seconds) : json(nullptr);
 }
 
+// Host time = step wall time minus the wait for sampled ids; for eager steps
+// it includes kernel launches, which the device overlaps.
 void step_lines(std::string& out, const json& j) {
-  line(out, "Engine steps:", j.contains("num_steps") ? std::to_string(j["num_steps"].get<uint64_t>()) : "n/a");
-  line(out, "Host time per step, not overlapped (us):", num(j, "host_us_per_step"));
+  line(out, "Engine steps (decode-graph replays):",
+       fmt::format("{} ({})", j.value("num_steps", uint64_t{0}), j.value("num_graph_steps", uint64_t{0})));
+  line(out, "Host us/step outside the device wait:", num(j, "host_us_per_step"));
+  line(out, "  graph steps / eager steps (us):",
+       fmt::format("{} / {}", num(j, "host_us_per_graph_step"), num(j, "host_us_per_eager_step")));
   line(out, "Step time waiting for the device (%):", num(j, "device_wait_pct"));
 }
 
