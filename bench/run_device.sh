@@ -189,8 +189,10 @@ if [ "$STATUS" = run ]; then
     SMI_PID=$!
     run_step W3-1 40 "${SERVE[@]}" --dataset sharegpt --num-prompts 20 --request-rate 1 \
       --result-json "$W/pagoda_w3_r1.json"
+    PLOTS=()  # the plots need gnuplot, which the device image may lack
+    if command -v gnuplot >/dev/null; then PLOTS=(--plots "$W/w3_plots"); else note "W3: no gnuplot, no plots"; fi
     run_step W3 150 "${SERVE[@]}" --dataset sharegpt --num-prompts 100 --sweep-rates 4,16,64,inf \
-      --plots "$W/w3_plots" --result-json "$W/pagoda_w3.json"
+      "${PLOTS[@]}" --result-json "$W/pagoda_w3.json"
     kill "$SMI_PID" 2>/dev/null
     python3 -c "
 import json; v=[float(x) for x in open('$W/util.txt') if x.strip()]
