@@ -170,7 +170,8 @@ TEST(CudaOpsTest, LinearMatchesCpu) {
       {1, 2048, 257, true, true},    {1, 136, 5000, false, false}, {4, 14336, 4096, false, false}};
   for (DType dt : kHalfTypes) {
     for (bool skinny : {true, false}) {
-      cuda_backend(dt)->set_skinny_linear(skinny);
+      cuda_backend(dt)->set_linear_path(skinny ? CudaBackend::LinearPath::kSkinny
+                                               : CudaBackend::LinearPath::kCublasLt);
       for (const LinearCase& c : cases) {
         SCOPED_TRACE(name_of(dt) + " rows=" + std::to_string(c.rows) + " k=" + std::to_string(c.k) +
                      " n=" + std::to_string(c.n) + (c.bias ? " bias" : "") +
@@ -178,7 +179,25 @@ TEST(CudaOpsTest, LinearMatchesCpu) {
         run_linear_case(dt, c);
       }
     }
-    cuda_backend(dt)->set_skinny_linear(true);
+    cuda_backend(dt)->set_linear_path(CudaBackend::LinearPath::kAuto);
+    for (const LinearCase& c : cases) run_linear_case(dt, c);  // auto: timed once per shape, then either
+    expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// Row counts that share a heuristic bucket reuse its algorithm
+// (cublaslt_linear.h): every count from 2 to 70, and a few large ones.
+TEST(CudaOpsTest, LinearAcrossRowCountsMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    for (int64_t rows = 2; rows <= 70; ++rows) {
+      SCOPED_TRACE(name_of(dt) + " rows=" + std::to_string(rows));
+      run_linear_case(dt, {rows, 256, 384, rows % 3 == 0, rows % 5 == 0});
+    }
+    for (int64_t rows : {1000, 1023, 1024, 1025, 2047, 2100}) {
+      SCOPED_TRACE(name_of(dt) + " rows=" + std::to_string(rows));
+      run_linear_case(dt, {rows, 512, 1024, false, false});
+    }
     expect_status_ok(*cuda_backend(dt));
   }
 }

@@ -64,9 +64,15 @@ void CublasLtLinear::destroy(Plan& plan) {
   plan = Plan{};
 }
 
+int64_t CublasLtLinear::row_bucket(int64_t rows) {
+  if (rows <= 8) return rows;
+  const int64_t step = int64_t{1} << (std::bit_width(static_cast<uint64_t>(rows - 1)) - 3);
+  return (rows + step - 1) / step * step;
+}
+
 // Column-major view of the row-major product: out^T [n, rows] =
 // w [n, k] (stored as col-major [k, n], op T) * x^T (col-major [k, rows]).
-Status CublasLtLinear::build_plan(const LinearArgs& a, const Key& key, Plan& plan) {
+Status CublasLtLinear::build_layouts(const LinearArgs& a, Plan& plan) {
   const cudaDataType_t in_type = cuda_type(a.in_dtype);
   const cudaDataType_t out_type = cuda_type(a.out_dtype);
   const uint64_t n = static_cast<uint64_t>(a.n), rows = static_cast<uint64_t>(a.rows);
@@ -91,8 +97,14 @@ Status CublasLtLinear::build_plan(const LinearArgs& a, const Key& key, Plan& pla
   if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&plan.b, in_type, k, rows, static_cast<int64_t>(k));
   if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&plan.d, out_type, n, rows, static_cast<int64_t>(n));
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "MatrixLayoutCreate", a);
+  return Status::Ok();
+}
 
+Status CublasLtLinear::run_heuristic(const LinearArgs& a, const Key& key, const Plan& plan,
+                                     cublasLtMatmulAlgo_t* algo) {
+  ++num_heuristic_calls_;
   cublasLtMatmulPreference_t pref = nullptr;
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
   s = cublasLtMatmulPreferenceCreate(&pref);
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "MatmulPreferenceCreate", a);
   const uint64_t ws = workspace_bytes_;
@@ -112,8 +124,16 @@ Status CublasLtLinear::build_plan(const LinearArgs& a, const Key& key, Plan& pla
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "MatmulAlgoGetHeuristic", a);
   if (num_results == 0) return lt_error(CUBLAS_STATUS_NOT_SUPPORTED, "MatmulAlgoGetHeuristic (no algorithm)", a);
-  plan.algo = result.algo;
+  *algo = result.algo;
   return Status::Ok();
+}
+
+bool CublasLtLinear::algo_fits(const Plan& plan, const cublasLtMatmulAlgo_t& algo) {
+  cublasLtMatmulHeuristicResult_t result{};
+  const cublasStatus_t s = cublasLtMatmulAlgoCheck(handle_, plan.desc, plan.a, plan.b, plan.d,
+                                                   plan.d, &algo, &result);
+  return s == CUBLAS_STATUS_SUCCESS && result.state == CUBLAS_STATUS_SUCCESS &&
+         result.workspaceSize <= workspace_bytes_;
 }
 
 Result<CublasLtLinear::Plan*> CublasLtLinear::find_plan(const LinearArgs& a) {
@@ -130,7 +150,29 @@ Result<CublasLtLinear::Plan*> CublasLtLinear::find_plan(const LinearArgs& a) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return &it->second;
   Plan plan;
-  const Status st = build_plan(a, key, plan);
+  Status st = build_layouts(a, plan);
+  Key bucket_key = key;
+  std::get<1>(bucket_key) = row_bucket(a.rows);
+  if (st.ok()) {
+    auto known = algos_.find(bucket_key);
+    if (known != algos_.end() && algo_fits(plan, known->second)) {
+      plan.algo = known->second;
+    } else if (known != algos_.end()) {
+      st = run_heuristic(a, key, plan, &plan.algo);  // the bucket's choice does not fit
+    } else {
+      // Choose for the bucket's top row count (the largest it will serve).
+      LinearArgs top = a;
+      top.rows = std::get<1>(bucket_key);
+      Plan probe;
+      st = build_layouts(top, probe);
+      if (st.ok()) st = run_heuristic(top, bucket_key, probe, &plan.algo);
+      destroy(probe);
+      if (st.ok()) {
+        algos_.emplace(bucket_key, plan.algo);
+        if (!algo_fits(plan, plan.algo)) st = run_heuristic(a, key, plan, &plan.algo);
+      }
+    }
+  }
   if (!st.ok()) {
     destroy(plan);
     return st.error();

@@ -1,8 +1,15 @@
 // out = x @ w^T (+ bias) through cuBLASLt: 16-bit inputs, f32 compute, 16-bit
 // or f32 output, the bias fused as an epilogue when its dtype equals the
-// output's. Matmul descriptors, layouts and the chosen algorithm are cached
-// per (shape, dtypes, pointer alignments); the workspace is allocated once,
-// so run() never allocates device memory and is graph-capturable.
+// output's. Matmul descriptors and layouts are cached per (shape, dtypes,
+// pointer alignments); the workspace is allocated once, so run() never
+// allocates device memory and is graph-capturable.
+//
+// Algorithm choice: cublasLtMatmulAlgoGetHeuristic costs milliseconds, and
+// mixed prefill/decode steps bring a new row count almost every step. So the
+// heuristic runs once per row bucket (four per octave, at the bucket's top
+// row count) and a new row count in the bucket reuses that algorithm after
+// cublasLtMatmulAlgoCheck accepts it for the exact shape (else it gets its own
+// heuristic call).
 #pragma once
 
 #include <cublasLt.h>
@@ -44,6 +51,11 @@ class CublasLtLinear {
   Status run(const LinearArgs& a, cudaStream_t stream);
 
   size_t num_cached_plans() const { return plans_.size(); }
+  size_t num_heuristic_calls() const { return num_heuristic_calls_; }
+
+  // The row count whose heuristic choice serves `rows`: rows itself up to 8,
+  // then rounded up to four buckets per power of two (9..10 -> 10, 33..40 -> 40).
+  static int64_t row_bucket(int64_t rows);
 
  private:
   // (n, rows, k, in dtype, out dtype, has bias, alignment log2 of x, w, out, bias)
@@ -58,13 +70,20 @@ class CublasLtLinear {
 
   CublasLtLinear() = default;
   Result<Plan*> find_plan(const LinearArgs& a);
-  Status build_plan(const LinearArgs& a, const Key& key, Plan& plan);
+  // Descriptor and layouts for the exact shape of `a`.
+  Status build_layouts(const LinearArgs& a, Plan& plan);
+  // The heuristic's first algorithm for `plan`'s descriptor and layouts.
+  Status run_heuristic(const LinearArgs& a, const Key& key, const Plan& plan,
+                       cublasLtMatmulAlgo_t* algo);
+  bool algo_fits(const Plan& plan, const cublasLtMatmulAlgo_t& algo);
   static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  std::map<Key, Plan> plans_;
+  std::map<Key, Plan> plans_;                  // exact shapes
+  std::map<Key, cublasLtMatmulAlgo_t> algos_;  // rows -> row_bucket(rows)
+  size_t num_heuristic_calls_ = 0;
 };
 
 }  // namespace pagoda::cuda
