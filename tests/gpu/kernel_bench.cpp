@@ -229,7 +229,7 @@ void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
                                              {64, false}, {256, false}, {4096, false}};
     for (const auto& [t, skinny] : runs) {
       if (quick && t > 256) continue;
-      gpu.set_linear_path(skinny ? CudaBackend::LinearPath::kSkinny : CudaBackend::LinearPath::kCublasLt);
+      gpu.set_skinny_linear(skinny);
       const size_t out_bytes = static_cast<size_t>(t * s.n) * (s.f32_out ? 4 : 2);
       DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
       fill_random(gpu, x.data(), x.size());
@@ -246,7 +246,7 @@ void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
                   100.0 * gbps / c.copy_gbps, skinny ? "skinny" : "cublaslt");
     }
   }
-  gpu.set_linear_path(CudaBackend::LinearPath::kAuto);
+  gpu.set_skinny_linear(true);
   std::printf("\n");
 }
 

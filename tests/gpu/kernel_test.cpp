@@ -170,8 +170,7 @@ TEST(CudaOpsTest, LinearMatchesCpu) {
       {1, 2048, 257, true, true},    {1, 136, 5000, false, false}, {4, 14336, 4096, false, false}};
   for (DType dt : kHalfTypes) {
     for (bool skinny : {true, false}) {
-      cuda_backend(dt)->set_linear_path(skinny ? CudaBackend::LinearPath::kSkinny
-                                               : CudaBackend::LinearPath::kCublasLt);
+      cuda_backend(dt)->set_skinny_linear(skinny);
       for (const LinearCase& c : cases) {
         SCOPED_TRACE(name_of(dt) + " rows=" + std::to_string(c.rows) + " k=" + std::to_string(c.k) +
                      " n=" + std::to_string(c.n) + (c.bias ? " bias" : "") +
@@ -179,8 +178,7 @@ TEST(CudaOpsTest, LinearMatchesCpu) {
         run_linear_case(dt, c);
       }
     }
-    cuda_backend(dt)->set_linear_path(CudaBackend::LinearPath::kAuto);
-    for (const LinearCase& c : cases) run_linear_case(dt, c);  // auto: timed once per shape, then either
+    cuda_backend(dt)->set_skinny_linear(true);
     expect_status_ok(*cuda_backend(dt));
   }
 }

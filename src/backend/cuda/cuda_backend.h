@@ -21,10 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
-#include <tuple>
 #include <string>
 #include <vector>
 
@@ -100,13 +97,10 @@ class CudaBackend final : public Backend {
   // The stream every op is enqueued on (cudaStream_t), for timing and interop.
   CUstream_st* stream() const { return stream_; }
   int num_sms() const { return num_sms_; }
-  // How linear() with at most cuda::kGemvMaxRows rows runs: kAuto (default)
-  // times the skinny-product kernel (gemv_kernels.h) against cuBLASLt the
-  // first time a weight shape is seen outside a graph capture and keeps the
-  // faster (during a capture, before timing: skinny); the others force one
-  // path (tests and benchmarks).
-  enum class LinearPath { kAuto, kSkinny, kCublasLt };
-  void set_linear_path(LinearPath path) { linear_path_ = path; }
+  // linear() with at most cuda::kGemvMaxRows rows uses the skinny-product
+  // kernel (gemv_kernels.h) unless turned off here (benchmarks and tests
+  // compare it with cuBLASLt). On by default.
+  void set_skinny_linear(bool on) { skinny_linear_ = on; }
   // Makes the backend's device current on the calling thread.
   void make_current();
 
@@ -125,12 +119,6 @@ class CudaBackend final : public Backend {
   // fail() unless e is cudaSuccess; returns e == cudaSuccess.
   bool check(int cuda_error, const char* what);
   bool capturing() const;
-  // linear() through cuBLASLt (bias fused or added by a kernel).
-  void linear_cublaslt(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
-  // Times `skinny` against `cublaslt` (each run a few times between events)
-  // and returns whether skinny was faster; true when timing fails.
-  bool time_skinny_faster(const std::function<void()>& skinny,
-                          const std::function<void()>& cublaslt);
 
   // Sampling helpers (cuda_sample.cpp).
   bool ensure_device(Buffer& b, size_t bytes);
@@ -147,9 +135,7 @@ class CudaBackend final : public Backend {
   size_t attention_workspace_bytes_ = 0;
   std::vector<CUgraphExec_st*> graphs_;
   bool capturing_ = false;
-  LinearPath linear_path_ = LinearPath::kAuto;
-  // kAuto's choices: (n, k, in dtype, out dtype, bias) -> skinny is faster.
-  std::map<std::tuple<int64_t, int64_t, int, int, bool>, bool> skinny_faster_;
+  bool skinny_linear_ = true;
   Status status_;
   int num_errors_logged_ = 0;
 

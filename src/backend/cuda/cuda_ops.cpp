@@ -136,7 +136,7 @@ void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& bias, T
     return fail(fmt::format("linear: x {} w {} bias {} out {}", describe(x), describe(w),
                             bias.empty() ? std::string("none") : describe(bias), describe(out)));
   }
-  if (linear_path_ != LinearPath::kCublasLt && rows <= cuda::kGemvMaxRows) {
+  if (skinny_linear_ && rows <= cuda::kGemvMaxRows) {
     cuda::GemvParams g;
     g.dtype = x.dtype;
     g.x = x.data;
@@ -149,61 +149,10 @@ void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& bias, T
     g.n = n;
     g.k = k;
     if (cuda::gemv_supports(g)) {
-      auto skinny = [&] { check(cuda::launch_gemv(g, stream_), "linear (gemv)"); };
-      bool use_skinny = true;
-      if (linear_path_ == LinearPath::kAuto) {
-        const auto key = std::make_tuple(n, k, static_cast<int>(x.dtype),
-                                         static_cast<int>(out.dtype), !bias.empty());
-        auto it = skinny_faster_.find(key);
-        if (it != skinny_faster_.end()) {
-          use_skinny = it->second;
-        } else if (!capturing()) {
-          use_skinny = time_skinny_faster(skinny, [&] { linear_cublaslt(x, w, bias, out); });
-          skinny_faster_.emplace(key, use_skinny);
-        }
-      }
-      if (use_skinny) return skinny();
+      check(cuda::launch_gemv(g, stream_), "linear (gemv)");
+      return;
     }
   }
-  linear_cublaslt(x, w, bias, out);
-}
-
-bool CudaBackend::time_skinny_faster(const std::function<void()>& skinny,
-                                     const std::function<void()>& cublaslt) {
-  constexpr int kCalls = 5, kReps = 3;
-  cudaEvent_t ev[3] = {};
-  for (cudaEvent_t& e : ev) {
-    if (cudaEventCreate(&e) != cudaSuccess) e = nullptr;
-  }
-  float skinny_ms = 0.0f, cublaslt_ms = 0.0f;
-  bool ok = ev[0] != nullptr && ev[1] != nullptr && ev[2] != nullptr;
-  skinny();  // warm-up (and cuBLASLt's plan)
-  cublaslt();
-  for (int rep = 0; ok && rep < kReps; ++rep) {
-    ok = cudaEventRecord(ev[0], stream_) == cudaSuccess;
-    for (int i = 0; i < kCalls; ++i) skinny();
-    ok = ok && cudaEventRecord(ev[1], stream_) == cudaSuccess;
-    for (int i = 0; i < kCalls; ++i) cublaslt();
-    ok = ok && cudaEventRecord(ev[2], stream_) == cudaSuccess;
-    ok = ok && cudaEventSynchronize(ev[2]) == cudaSuccess;
-    float a = 0.0f, b = 0.0f;
-    ok = ok && cudaEventElapsedTime(&a, ev[0], ev[1]) == cudaSuccess &&
-         cudaEventElapsedTime(&b, ev[1], ev[2]) == cudaSuccess;
-    skinny_ms += a;
-    cublaslt_ms += b;
-  }
-  for (cudaEvent_t e : ev) {
-    if (e != nullptr) cudaEventDestroy(e);
-  }
-  (void)cudaGetLastError();  // a failed timing only means the default
-  return !ok || skinny_ms <= cublaslt_ms;
-}
-
-void CudaBackend::linear_cublaslt(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                  Tensor& out) {
-  const int64_t k = last_dim(x);
-  const int64_t rows = num_rows(x);
-  const int64_t n = w.dim(0);
   // The cuBLASLt bias epilogue reads the bias in the output dtype; other
   // biases are added by a separate kernel.
   const bool fused_bias = !bias.empty() && bias.dtype == out.dtype && is_aligned_16(bias.data);

@@ -7,8 +7,11 @@
 // cuBLASLt by 0-14% (o_proj 11.1 vs 12.7 us, lm_head 234 vs 249 us); at four
 // rows the CUDA-core math (x conversion and FMAs per weight) is the limit and
 // cuBLASLt's tensor-core kernel is 1.2-1.5x faster, so only one row is routed
-// here, and CudaBackend times both on each weight shape (qkv, gate_up and down
-// came out ~1 us faster in cuBLASLt).
+// here. Alone, cuBLASLt is ~1 us faster on qkv, gate_up and down; but a
+// variant that timed both per shape and kept the faster made W1 slower (TPOT
+// 4.66 vs 4.57-4.60 ms): in a decode graph this kernel takes part in PDL
+// (kernel_launch.cuh) and cuBLASLt's do not. So every one-row product of a
+// supported shape comes here.
 #pragma once
 
 #include <cuda_runtime.h>
