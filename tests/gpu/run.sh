@@ -11,7 +11,7 @@
 #   1. nvidia-smi
 #   2. kernel tests (GoogleTest)                  -> $OUT/kernel_test.log
 #   3. compute-sanitizer memcheck, test subset    -> $OUT/memcheck.log
-#      and racecheck on the attention prefill tests -> $OUT/racecheck.log
+#      and racecheck on attention (prefill, split decode) -> $OUT/racecheck.log
 #   4. hooks: every tests/gpu/hooks/*.sh, run as `hook BUILD_DIR` (end-to-end
 #      tests, benchmarks; skipped when there are none) -> $OUT/<hook>.log;
 #      90 s each unless the hook has a line "# hook-timeout: SECONDS"
@@ -85,7 +85,8 @@ if [ -x "$bin/kernel_test" ]; then
       --print-limit 20 "$bin/kernel_test" --gtest_color=no --gtest_filter="$filter"
     # Shared-memory hazards of the attention tiles (a missing barrier).
     stage racecheck 90 "$out/racecheck.log" compute-sanitizer --tool racecheck --error-exitcode 1 \
-      --print-limit 20 "$bin/kernel_test" --gtest_color=no --gtest_filter='CudaAttentionTest.PrefillOnly'
+      --print-limit 20 "$bin/kernel_test" --gtest_color=no \
+      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints'
   else
     echo "compute-sanitizer not found"
     record memcheck FAIL 0
