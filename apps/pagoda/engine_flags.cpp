@@ -33,7 +33,9 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
                "reuse the KV cache of shared prompt prefixes (default on)");
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
-                 "fraction of GPU memory the engine may use (weights + KV cache)")
+                 "fraction of the GPU's total memory this engine may use (weights, activations, "
+                 "KV cache); memory other processes hold does not count, so two engines at 0.45 "
+                 "can share a GPU")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");

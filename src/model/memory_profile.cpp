@@ -57,4 +57,11 @@ ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_
   return p;
 }
 
+double device_kv_budget_bytes(double fraction, size_t total, size_t free_at_start, size_t free_now) {
+  const double own = free_at_start > free_now ? static_cast<double>(free_at_start - free_now) : 0.0;
+  const double by_fraction = fraction * static_cast<double>(total) - own;
+  const double by_free = static_cast<double>(free_now) - kDeviceFreeReserve;
+  return std::min(by_fraction, by_free);
+}
+
 }  // namespace pagoda

@@ -30,4 +30,14 @@ struct ProfileStep {
 ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_len,
                               int64_t block_size, int64_t num_rows, int64_t vocab);
 
+// Bytes left for the KV cache on a device where this process may use
+// `fraction` of `total` (gpu_memory_utilization): fraction * total minus what
+// the process has taken since `free_at_start` (weights, scratch, profile
+// allocations), and never more than `free_now` minus kDeviceFreeReserve (for
+// graphs and other processes' growth). Memory other processes held at start
+// does not count against the fraction, so several engines can share a GPU.
+// <= 0: no room.
+constexpr double kDeviceFreeReserve = 512.0 * 1024 * 1024;
+double device_kv_budget_bytes(double fraction, size_t total, size_t free_at_start, size_t free_now);
+
 }  // namespace pagoda

@@ -167,6 +167,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   }
 
   PAGODA_RETURN_IF_ERROR(rope_frequencies(config));  // fail before a long weight upload
+  size_t total_bytes = 0;
+  backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
   PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights));
   PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
   return r;
@@ -261,8 +263,7 @@ int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes) const {
     budget = static_cast<double>(options_.cpu_kv_cache_bytes);
     if (free_bytes > 0) budget = std::min(budget, fraction * static_cast<double>(free_bytes));
   } else {
-    budget =
-        fraction * static_cast<double>(total_bytes) - static_cast<double>(total_bytes - free_bytes);
+    budget = device_kv_budget_bytes(fraction, total_bytes, free_at_start_, free_bytes);
   }
   return budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
 }

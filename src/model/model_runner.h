@@ -28,7 +28,9 @@ struct RunnerOptions {
   int64_t max_num_seqs = 256;
   // 0: the config's max_position_embeddings, capped to what the KV cache holds.
   int64_t max_model_len = 0;
-  // cuda: gpu_memory_utilization (fraction of total memory the process may use).
+  // cuda: gpu_memory_utilization, the fraction of total device memory this
+  // runner may use (weights + activations + KV); memory other processes held
+  // when it started does not count (device_kv_budget_bytes).
   double kv_cache_memory_fraction = 0.9;
   // cpu: KV cache budget in bytes.
   int64_t cpu_kv_cache_bytes = int64_t{1} << 30;
@@ -155,6 +157,7 @@ class ModelRunner {
   std::vector<int> graph_ids_;  // backend graph id per graph_sizes_ entry
   int64_t last_graph_batch_ = 0;
   double last_wait_seconds_ = 0.0;
+  size_t free_at_start_ = 0;  // device memory free before the weights (budget_kv_blocks)
   std::unique_ptr<Buffers> buf_;
 };
 

@@ -2,7 +2,7 @@
 # End-to-end checks of pagoda on the GPU, against transformers (device
 # machine; run by tests/gpu/run.sh, or alone):
 #   OUT=<dir> bash tests/gpu/hooks/e2e.sh BUILD_DIR
-# hook-timeout: 240
+# hook-timeout: 360
 #
 # BUILD_DIR holds `pagoda` (and lib/ with the shared libraries the device
 # image lacks): see tests/gpu/hooks/lib/stage_build.sh. Steps, each run even
@@ -16,12 +16,18 @@
 #      (tests/unit/engine/*): the engine on the GPU in bf16 against the f32
 #      CPU reference, within the tolerances of tests/unit/engine/engine_harness.h
 #      (each comparison prints a "[   cuda   ]" line with what it measured).
+#   3. the OpenAI-SDK server suite (tests/python/server) against
+#      `pagoda serve stories260K --device cuda` (PAGODA_TEST_REAL_ENGINE=1),
+#      when python3 can import openai, requests and pytest, or they can be
+#      installed from PAGODA_E2E_WHEELS (offline wheels for the device's
+#      Python: tests/gpu/hooks/lib/fetch_wheels.sh DIR, run here).
 # Environment:
 #   PAGODA_E2E_STORIES  stories260K folder (default .devcarry/stories260K;
 #                       skipped with a note when absent)
 #   PAGODA_E2E_MODELS   the model list to pass instead (hf_e2e.py --models)
 #   PAGODA_E2E_8B_LAYERS  fewer layers for the 8B shape (default: all 32)
 #   PAGODA_E2E_SKIP_8B=1  leave the 8B shape out
+#   PAGODA_E2E_WHEELS   folder of wheels for step 3 (default .devcarry/wheels)
 set -u
 build=$(cd "${1:?usage: e2e.sh BUILD_DIR}" && pwd) || exit 2
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -114,6 +120,29 @@ for bin in "${engine_bins[@]}"; do
     note "$name" FAIL $((SECONDS - t0))
   fi
 done
+
+# ---- 3. OpenAI SDK against pagoda serve on the GPU ---------------------------
+pylib=$work/pylib
+wheels=${PAGODA_E2E_WHEELS:-$repo/.devcarry/wheels}
+if ! python3 -c "import openai, requests, pytest" 2>/dev/null && [ -d "$wheels" ]; then
+  mkdir -p "$pylib"
+  python3 -m pip install -q --no-index --find-links "$wheels" --target "$pylib" openai requests pytest \
+    >"$out/wheels.log" 2>&1 || echo "e2e: installing wheels from $wheels failed (see $out/wheels.log)"
+fi
+if PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" python3 -c "import openai, requests, pytest" 2>/dev/null; then
+  echo "=== OpenAI SDK server suite, pagoda serve --device cuda ($(date +%T))"
+  t0=$SECONDS
+  if PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" PAGODA_TEST_REAL_ENGINE=1 PAGODA_TEST_DEVICE=cuda \
+     PAGODA_BIN="$pagoda" PAGODA_SHARED_DIR="$shared" timeout --kill-after=10 200 \
+     python3 -m pytest -q -p no:cacheprovider "$repo/tests/python/server"; then
+    note openai_sdk PASS $((SECONDS - t0))
+  else
+    note openai_sdk FAIL $((SECONDS - t0))
+  fi
+else
+  note openai_sdk SKIP 0 "python3 lacks openai/requests/pytest and no wheels in $wheels"
+fi
+rm -rf "$pylib"
 
 echo
 echo "=== e2e summary"

@@ -3,7 +3,9 @@
 By default the server is build/pagoda_fake_server: the real HTTP server over a
 deterministic fake engine (tests/unit/server/fake_engine.h). With
 PAGODA_TEST_REAL_ENGINE=1 it is `pagoda serve` with the tiny real model
-../shared/models/stories260K and tests/data/server/simple_chat.jinja.
+../shared/models/stories260K and tests/data/server/simple_chat.jinja, on the
+device PAGODA_TEST_DEVICE names (cpu by default; tests/gpu/hooks/e2e.sh runs
+the suite with cuda).
 Tests that need behaviour only the fake can produce (a tool call, an exact
 scripted answer) use the `fake_only` fixture (conftest.py).
 """
@@ -24,6 +26,7 @@ SHARED = pathlib.Path(os.environ.get("PAGODA_SHARED_DIR", ROOT.parent / "shared"
 PAGODA_BIN = pathlib.Path(os.environ.get("PAGODA_BIN", ROOT / "build" / "pagoda"))
 FAKE_BIN = pathlib.Path(os.environ.get("PAGODA_FAKE_SERVER_BIN", PAGODA_BIN.parent / "pagoda_fake_server"))
 REAL = os.environ.get("PAGODA_TEST_REAL_ENGINE") == "1"
+DEVICE = os.environ.get("PAGODA_TEST_DEVICE", "cpu")
 CHAT_TEMPLATE = ROOT / "tests" / "data" / "server" / "simple_chat.jinja"
 API_KEY = "sk-pagoda-test"
 MODEL = "stories260K"
@@ -86,10 +89,12 @@ def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=No
     if REAL:
         if not PAGODA_BIN.exists():
             pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
-        args = [PAGODA_BIN, "serve", SHARED / "models" / "stories260K", "--device", "cpu",
+        args = [PAGODA_BIN, "serve", SHARED / "models" / "stories260K", "--device", DEVICE,
                 "--chat-template", CHAT_TEMPLATE]
         if max_waiting is not None:
             args += ["--max-waiting-requests", max_waiting]
+        if DEVICE == "cuda":  # several servers run at once (the shared one + a test's own)
+            args += ["--gpu-memory-utilization", 0.1]
     else:
         if not FAKE_BIN.exists():
             pytest.fail(f"{FAKE_BIN} does not exist (it is built with the tests: ninja -C build)")

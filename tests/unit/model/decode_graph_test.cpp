@@ -278,6 +278,24 @@ TEST(DecodeGraphIndex, PadsRowsOntoTheScratchBlockAndRelaysTables) {
   EXPECT_FALSE(is_decode_only(s));
 }
 
+// gpu_memory_utilization is per process: memory others held at start does
+// not count, what this process took since does, and free memory caps it.
+TEST(DeviceKvBudget, CountsOnlyThisProcessAndStaysUnderFreeMemory) {
+  constexpr size_t kGiB = size_t{1} << 30;
+  const double reserve = kDeviceFreeReserve;
+  // Alone on a 100 GiB device: 0.9 * 100 - (16 GiB of weights and scratch).
+  EXPECT_DOUBLE_EQ(device_kv_budget_bytes(0.9, 100 * kGiB, 99 * kGiB, 83 * kGiB), 74.0 * kGiB);
+  // Another engine holds 90 GiB: a 0.05 share (5 GiB) minus 1 GiB of our own.
+  EXPECT_DOUBLE_EQ(device_kv_budget_bytes(0.05, 100 * kGiB, 10 * kGiB, 9 * kGiB), 4.0 * kGiB);
+  // The share is larger than what is free: free memory minus the reserve.
+  EXPECT_DOUBLE_EQ(device_kv_budget_bytes(0.9, 100 * kGiB, 10 * kGiB, 9 * kGiB),
+                   9.0 * kGiB - reserve);
+  // Our own use already exceeds the share: no room.
+  EXPECT_LE(device_kv_budget_bytes(0.1, 100 * kGiB, 99 * kGiB, 80 * kGiB), 0.0);
+  // Free memory grew since start (another process exited): nothing counted as ours.
+  EXPECT_DOUBLE_EQ(device_kv_budget_bytes(0.5, 100 * kGiB, 40 * kGiB, 60 * kGiB), 50.0 * kGiB);
+}
+
 TEST(MemoryProfileStep, IsAValidStepOfTheLargestBatch) {
   struct Case {
     int64_t max_tokens, max_seqs, max_len, block_size, rows;
