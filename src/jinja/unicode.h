@@ -6,14 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace pagoda::jinja::unicode {
 
-// True when `s` is well-formed UTF-8 (no surrogates, no overlongs).
-bool is_valid_utf8(std::string_view s);
-
-// Decodes the code point at s[pos] and advances pos. `s` must be valid UTF-8.
-char32_t next_code_point(std::string_view s, size_t& pos);
-void append_utf8(std::string& out, char32_t cp);
+// Validation, decoding and encoding are core/utf8.h's.
+using ::pagoda::append_utf8;
+using ::pagoda::is_valid_utf8;
+using ::pagoda::next_code_point;
 
 std::u32string to_u32(std::string_view s);
 std::string to_utf8(std::u32string_view s);

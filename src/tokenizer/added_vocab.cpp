@@ -1,7 +1,7 @@
 #include "tokenizer/added_vocab.h"
 
 #include "tokenizer/unicode_data.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda::tok {
 

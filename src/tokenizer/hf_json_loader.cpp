@@ -5,7 +5,7 @@
 
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/tokenizer_state.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "tokenizer/wordpiece_model.h"
 
 namespace pagoda::tok {

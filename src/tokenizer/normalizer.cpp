@@ -1,6 +1,6 @@
 #include "tokenizer/normalizer.h"
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda::tok {
 

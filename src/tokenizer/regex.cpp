@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "tokenizer/unicode_data.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda::tok {
 

@@ -3,7 +3,7 @@
 #include <queue>
 
 #include "tokenizer/decoder.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda::tok {
 

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "tokenizer/tokenizer_state.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda {
 
@@ -153,8 +153,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
                                        bool parse_special) const {
   const TokenizerState& s = *state_;
   std::string repaired;
-  if (!tok::is_valid_utf8(text)) {
-    repaired = tok::to_valid_utf8(text);
+  if (!is_valid_utf8(text)) {
+    repaired = to_valid_utf8(text);
     text = repaired;
   }
   std::vector<int32_t> ids;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda::tok {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace {
 
@@ -32,12 +32,12 @@ void check_stream(const pagoda::Tokenizer& tok, const std::vector<int32_t>& ids,
   std::string text;
   for (int32_t id : ids) {
     std::string delta = detok.feed(id);
-    require(pagoda::tok::is_valid_utf8(delta));
+    require(pagoda::is_valid_utf8(delta));
     text += delta;
   }
   text += detok.flush();
   std::string full = tok.decode(ids, skip);
-  require(pagoda::tok::is_valid_utf8(full));
+  require(pagoda::is_valid_utf8(full));
   require(text == full);
 }
 
@@ -55,8 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<int32_t> ids = tok.encode(text, add_special, parse_special);
   for (int32_t id : ids) require(id >= 0 && id < tok.vocab_size());
   std::string decoded = tok.decode(ids, skip);
-  require(pagoda::tok::is_valid_utf8(decoded));
-  if (!(flags & 1) && !add_special && !parse_special && pagoda::tok::is_valid_utf8(text)) {
+  require(pagoda::is_valid_utf8(decoded));
+  if (!(flags & 1) && !add_special && !parse_special && pagoda::is_valid_utf8(text)) {
     require(decoded == text);
   }
   check_stream(tok, ids, skip);

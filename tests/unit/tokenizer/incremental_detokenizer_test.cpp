@@ -6,7 +6,7 @@
 #include <random>
 
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda {
 namespace {
@@ -24,7 +24,7 @@ void check_random_streams(const Tokenizer& tok, uint32_t seed) {
       std::string text;
       for (int32_t id : ids) {
         std::string delta = detok.feed(id);
-        ASSERT_TRUE(tok::is_valid_utf8(delta));
+        ASSERT_TRUE(is_valid_utf8(delta));
         text += delta;
       }
       text += detok.flush();

@@ -5,7 +5,7 @@
 #include "tokenizer/gguf_presets.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode_data.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace pagoda::tok {
 namespace {

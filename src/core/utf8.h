@@ -1,5 +1,6 @@
-// UTF-8 helpers shared by the tokenizer: decoding of valid text, encoding,
-// validation and lossy repair (invalid bytes -> U+FFFD, like Rust's
+// UTF-8 helpers shared by the tokenizer and the Jinja interpreter: decoding,
+// encoding, validation (Unicode Table 3-7: no overlongs, no surrogates, at
+// most U+10FFFF) and lossy repair (invalid bytes -> U+FFFD, like Rust's
 // String::from_utf8_lossy and Python's errors="replace").
 #pragma once
 
@@ -8,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace pagoda::tok {
+namespace pagoda {
 
 constexpr uint32_t kReplacementChar = 0xFFFD;
 
@@ -20,24 +21,20 @@ inline size_t utf8_len(unsigned char c) {
   return 4;
 }
 
-// Decodes the code point at s[i] of VALID UTF-8 and advances i past it.
+// Decodes the code point at s[i] of VALID UTF-8 and advances i past it. On
+// invalid input the value is unspecified, but nothing past s is read.
 inline uint32_t next_code_point(std::string_view s, size_t& i) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data()) + i;
-  uint32_t c = p[0];
+  const uint32_t c = p[0];
   if (c < 0x80) {
     i += 1;
     return c;
   }
-  if (c < 0xE0) {
-    i += 2;
-    return ((c & 0x1F) << 6) | (p[1] & 0x3F);
-  }
-  if (c < 0xF0) {
-    i += 3;
-    return ((c & 0x0F) << 12) | ((p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-  }
-  i += 4;
-  return ((c & 0x07) << 18) | ((p[1] & 0x3F) << 12) | ((p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+  const size_t len = utf8_len(static_cast<unsigned char>(c));
+  uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (i + k < s.size() ? (p[k] & 0x3F) : 0);
+  i += len;
+  return cp;
 }
 
 // Decodes the code point that ends at s[end) of VALID UTF-8; `end` moves to its start.
@@ -83,4 +80,4 @@ std::string to_valid_utf8(std::string_view s);
 // (more continuation bytes could still complete it).
 bool ends_with_incomplete_utf8(std::string_view s);
 
-}  // namespace pagoda::tok
+}  // namespace pagoda

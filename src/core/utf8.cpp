@@ -1,6 +1,6 @@
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-namespace pagoda::tok {
+namespace pagoda {
 
 namespace {
 
@@ -97,4 +97,4 @@ bool ends_with_incomplete_utf8(std::string_view s) {
   return false;
 }
 
-}  // namespace pagoda::tok
+}  // namespace pagoda
