@@ -105,18 +105,22 @@ def serve_row(label, r):
         r["output_throughput"])
 
 
-def section_w3(sweep, r1, util):
+def section_w3(sweep, r1, util, sat=None):
     rows = ["## W3 online serving (ShareGPT-like lengths, Poisson arrivals)", "",
             "| rate req/s | done | TTFT mean/p50/p99 ms | TPOT mean/p50/p99 ms | ITL mean/p50/p99 ms "
             "| E2E mean/p50/p99 ms | output tok/s |", "|---|---|---|---|---|---|---|"]
     runs = ([r1] if r1 else []) + ((sweep or {}).get("sweep") or [])
     for r in runs:
         rows.append(serve_row(str(r["request_rate"]), r))
+    if sat:
+        rows.append(serve_row("inf (%d requests, GPU-busy run)" % sat["num_prompts"], sat))
     if not runs:
         rows.append("| not run | | | | | | |")
     busy = (util or {}).get("all")
-    return rows + ["", "GPU busy: %s%% (mean of nvidia-smi utilization.gpu every 200 ms over all W3 runs)"
-                   % fmt(busy, ".0f"), ""]
+    saturated = (util or {}).get("saturated")
+    return rows + ["", "GPU busy: %s%% (mean of nvidia-smi utilization.gpu every 200 ms over all W3 runs); "
+                   "%s%% saturated (every 100 ms over one unbounded-rate run of 200 requests)"
+                   % (fmt(busy, ".0f"), fmt(saturated, ".0f")), ""]
 
 
 def section_w4(on, off, hits):
@@ -169,7 +173,8 @@ def main():
     lines += section_ceilings(c, cost)
     lines += section_w1(parts.get("pagoda_w1"), hf, c, cost)
     lines += section_w2(parts.get("pagoda_w2_1024"), parts.get("pagoda_w2_128"), hf)
-    lines += section_w3(parts.get("pagoda_w3"), parts.get("pagoda_w3_r1"), parts.get("gpu_util"))
+    lines += section_w3(parts.get("pagoda_w3"), parts.get("pagoda_w3_r1"), parts.get("gpu_util"),
+                        parts.get("pagoda_w3_sat"))
     lines += section_w4(parts.get("pagoda_w4_on"), parts.get("pagoda_w4_off"), parts.get("w4_hits"))
     lines += section_w5_w6(parts.get("pagoda_w5"), parts.get("pagoda_w6"), hf, c, cost)
     if meta.get("steps"):

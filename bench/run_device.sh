@@ -194,9 +194,19 @@ if [ "$STATUS" = run ]; then
     run_step W3 150 "${SERVE[@]}" --dataset sharegpt --num-prompts 100 --sweep-rates 4,16,64,inf \
       "${PLOTS[@]}" --result-json "$W/pagoda_w3.json"
     kill "$SMI_PID" 2>/dev/null
+    # W3 saturated: GPU busy over one unbounded-rate run alone (the figure
+    # above includes 1-16 req/s, where the GPU idles between arrivals).
+    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$W/util_sat.txt" 2>/dev/null &
+    SMI_PID=$!
+    run_step W3-sat 60 "${SERVE[@]}" --dataset sharegpt --num-prompts 200 --request-rate inf \
+      --result-json "$W/pagoda_w3_sat.json"
+    kill "$SMI_PID" 2>/dev/null
     python3 -c "
-import json; v=[float(x) for x in open('$W/util.txt') if x.strip()]
-json.dump({'all': sum(v)/len(v) if v else None}, open('$W/gpu_util.json','w'))" 2>/dev/null
+import json
+def mean(f):
+    v = [float(x) for x in open(f) if x.strip()]
+    return sum(v) / len(v) if v else None
+json.dump({'all': mean('$W/util.txt'), 'saturated': mean('$W/util_sat.txt')}, open('$W/gpu_util.json', 'w'))" 2>/dev/null
     read -r H0 Q0 < <(prefix_cache_rate 2>/dev/null || echo "0 0")
     run_step W4-on 60 "${SERVE[@]}" --dataset prefix --prefix-len 2048 --input-len 128 --output-len 128 \
       --num-prompts 100 --result-json "$W/pagoda_w4_on.json"
