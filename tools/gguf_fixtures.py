@@ -19,6 +19,13 @@ implementation.
   qwen3_tiny.gguf / qwen3_tiny.json / qwen3_tiny.bin
                                  a 1-layer qwen3 model (no permutation,
                                  q/k norms, tied embeddings)
+  llama3_tiny.gguf / llama3_tiny.json / llama3_tiny.bin
+                                 llama_tiny without rope scaling metadata but
+                                 with rope_freqs.weight, the factors
+                                 convert_hf_to_gguf.py writes for Llama 3.x
+                                 llama3 rope scaling (see llama3_rope_factors);
+                                 the JSON adds them and their llama3 params
+                                 under "rope"
   reference.safetensors          w [3,4] f32 = 0.5*arange, h [5] f16, idx [2]
                                  i64, written by the safetensors package
   vocab_expected.json            what GGUFReader reads from the shared
@@ -164,11 +171,38 @@ def quantize_roundtrip(x: np.ndarray, qtype: Q) -> tuple[np.ndarray, np.ndarray]
     return raw, gguf.quants.dequantize(raw, qtype)
 
 
-def write_tiny_model(out: Path, arch: str, seed: int) -> None:
+# llama3 rope parameters of the llama3_tiny fixture (context 256 so that one
+# of the four frequency pairs falls in the smoothed band).
+LLAMA3_ROPE = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 256}
+
+
+def llama3_rope_factors(base: float, dim: int, p: dict) -> list[float]:
+    """rope_freqs.weight as llama.cpp's convert_hf_to_gguf.py computes it for
+    rope_type llama3 (LlamaModel.generate_extra_tensors): inv_freq / factor is
+    the llama3-scaled inv_freq."""
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    old = p["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / p["low_freq_factor"], old / p["high_freq_factor"]
+    factors = []
+    for freq in freqs:
+        wavelen = 2 * np.pi / freq
+        if wavelen < high_wavelen:
+            factors.append(1.0)
+        elif wavelen > low_wavelen:
+            factors.append(p["factor"])
+        else:
+            smooth = (old / wavelen - p["low_freq_factor"]) / (p["high_freq_factor"] - p["low_freq_factor"])
+            factors.append(1.0 / ((1 - smooth) / p["factor"] + smooth))
+    return [float(np.float32(f)) for f in factors]
+
+
+def write_tiny_model(out: Path, arch: str, seed: int, name: str | None = None, rope_freqs: bool = False) -> None:
     """A 1-layer model: hidden 32, 4 heads of 8, 2 kv heads, ffn 32, vocab 8."""
     rng = np.random.default_rng(seed)
     hidden, n_head, n_kv, head_dim, ffn, vocab = 32, 4, 2, 8, 32, 8
-    w = gguf.GGUFWriter(str(out / f"{arch}_tiny.gguf"), arch)
+    name = name or arch
+    w = gguf.GGUFWriter(str(out / f"{name}_tiny.gguf"), arch)
     w.add_context_length(256)
     w.add_embedding_length(hidden)
     w.add_block_count(1)
@@ -182,10 +216,14 @@ def write_tiny_model(out: Path, arch: str, seed: int) -> None:
     w.add_token_list([f"t{i}" for i in range(vocab)])
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
-    if arch == "llama":
+    expected = {}
+    if rope_freqs:
+        factors = llama3_rope_factors(500000.0, head_dim, LLAMA3_ROPE)
+        w.add_tensor("rope_freqs.weight", np.array(factors, dtype=np.float32))
+        expected["rope"] = {"factors": factors, "rope_theta": 500000.0, **LLAMA3_ROPE}
+    elif arch == "llama":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(2.0)
-    expected = {}
     values = []
 
     def add(hf_name: str, gguf_name: str, hf_value: np.ndarray, stored: np.ndarray, qtype: Q | None = None):
@@ -236,8 +274,8 @@ def write_tiny_model(out: Path, arch: str, seed: int) -> None:
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    (out / f"{arch}_tiny.json").write_text(json.dumps(expected, indent=1) + "\n")
-    np.concatenate(values).astype("<f4").tofile(out / f"{arch}_tiny.bin")
+    (out / f"{name}_tiny.json").write_text(json.dumps(expected, indent=1) + "\n")
+    np.concatenate(values).astype("<f4").tofile(out / f"{name}_tiny.bin")
 
 
 def write_vocab_expectations(out: Path, shared: Path) -> None:
@@ -320,6 +358,7 @@ def main() -> None:
     write_metadata(out)
     write_tiny_model(out, "llama", 7)
     write_tiny_model(out, "qwen3", 8)
+    write_tiny_model(out, "llama", 9, name="llama3", rope_freqs=True)
     write_safetensors_reference(out)
     shared = Path(__file__).resolve().parents[2] / "shared"
     if not args.no_external and (shared / "models" / "llama.cpp-vocab-tests").is_dir():

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "io/gguf_model.h"
 
@@ -143,6 +144,29 @@ Status read_rope(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
   return Status::Ok();
 }
 
+// rope_freqs.weight ([head_dim / 2] f32): the per-pair frequency divisors in
+// which llama.cpp's converter stores Llama 3.x's llama3 rope scaling.
+Status read_rope_freqs(const GgufFile& f, ModelConfig* c) {
+  const GgufTensorInfo* t = f.find_tensor("rope_freqs.weight");
+  if (t == nullptr) return Status::Ok();
+  if (t->type != GgufType::kF32 || t->numel() != c->head_dim / 2 ||
+      t->nbytes != static_cast<uint64_t>(t->numel()) * sizeof(float)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("GGUF {}: tensor rope_freqs.weight must be f32 with head_dim / "
+                                  "2 = {} values (found {} values of type {})",
+                                  f.path(), c->head_dim / 2, t->numel(),
+                                  static_cast<uint32_t>(t->type)));
+  }
+  const uint8_t* data = f.tensor_data(*t);
+  if (data == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("GGUF {}: tensor rope_freqs.weight has no data", f.path()));
+  }
+  c->rope_freq_factors.resize(static_cast<size_t>(t->numel()));
+  std::memcpy(c->rope_freq_factors.data(), data, t->nbytes);  // little-endian file
+  return Status::Ok();
+}
+
 void read_tokens(const GgufFile& f, ModelConfig* c) {
   if (const auto* tokens = f.get_string_array("tokenizer.ggml.tokens")) {
     c->vocab_size = static_cast<int64_t>(tokens->size());
@@ -198,6 +222,7 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
   const ArchKeys keys(f, *arch);
   PAGODA_RETURN_IF_ERROR(read_shapes(f, keys, &c));
   PAGODA_RETURN_IF_ERROR(read_rope(f, keys, &c));
+  PAGODA_RETURN_IF_ERROR(read_rope_freqs(f, &c));
   keys.opt_int("attention.sliding_window", &c.sliding_window);
   read_tokens(f, &c);
   if (c.vocab_size <= 0) {

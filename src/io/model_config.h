@@ -43,6 +43,10 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
+  // Per-pair divisors of the rotary frequencies, [head_dim / 2], applied after
+  // rope_scaling: GGUF's rope_freqs.weight, in which llama.cpp's converter
+  // stores Llama 3.x's llama3 scaling. Empty: none.
+  std::vector<float> rope_freq_factors;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections have biases (Qwen2)

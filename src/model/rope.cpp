@@ -111,10 +111,23 @@ Status validate(const ModelConfig& c) {
   return {};
 }
 
-}  // namespace
+Status validate_factors(const ModelConfig& c) {
+  const std::vector<float>& f = c.rope_freq_factors;
+  if (f.empty()) return {};
+  if (static_cast<int64_t>(f.size()) != c.head_dim / 2)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "rope frequency factors (rope_freqs.weight): " + std::to_string(f.size()) +
+                          " values, expected head_dim / 2 = " + std::to_string(c.head_dim / 2));
+  for (float x : f) {
+    if (!(x > 0.0f) || !std::isfinite(x))
+      return make_error(ErrorCode::kInvalidArgument,
+                        "rope frequency factors (rope_freqs.weight): every value must be positive "
+                        "and finite, found " + std::to_string(x));
+  }
+  return {};
+}
 
-Result<RopeFrequencies> rope_frequencies(const ModelConfig& config) {
-  PAGODA_RETURN_IF_ERROR(validate(config));
+Result<RopeFrequencies> scaled_frequencies(const ModelConfig& config) {
   switch (config.rope_scaling.type) {
     case RopeScalingType::kDefault:
       return RopeFrequencies{default_inv_freq(config.rope_theta, config.head_dim), 1.0f};
@@ -129,6 +142,17 @@ Result<RopeFrequencies> rope_frequencies(const ModelConfig& config) {
       return yarn_frequencies(config);
   }
   return bad("unknown rope type");
+}
+
+}  // namespace
+
+Result<RopeFrequencies> rope_frequencies(const ModelConfig& config) {
+  PAGODA_RETURN_IF_ERROR(validate(config));
+  PAGODA_RETURN_IF_ERROR(validate_factors(config));
+  PAGODA_ASSIGN_OR_RETURN(RopeFrequencies f, scaled_frequencies(config));
+  // llama.cpp: theta_i / freq_factor_i (one f32 division).
+  for (size_t i = 0; i < config.rope_freq_factors.size(); ++i) f.inv_freq[i] /= config.rope_freq_factors[i];
+  return f;
 }
 
 void rope_cos_sin_row(const RopeFrequencies& freqs, int64_t position, float* row) {

@@ -17,8 +17,10 @@ struct RopeFrequencies {
   float attention_factor = 1.0f;  // multiplies cos and sin (yarn); 1 otherwise
 };
 
-// Errors name the bad field (factor <= 0, odd head_dim, missing
-// original_max_position_embeddings, ...).
+// The config's rope_scaling, then config.rope_freq_factors (GGUF
+// rope_freqs.weight) as divisors of inv_freq. Errors name the bad field
+// (factor <= 0, odd head_dim, missing original_max_position_embeddings, a
+// factor list of the wrong length, ...).
 Result<RopeFrequencies> rope_frequencies(const ModelConfig& config);
 
 // The backend's cos_sin table [num_positions, D] f32: row p holds

@@ -7,6 +7,9 @@
 // pool at the end. Also built with ASan + UBSan (pagoda_add_sanitize_test).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -46,6 +49,7 @@ class Stress {
 
   void run(int num_ops) {
     for (int op = 0; op < num_ops; ++op) {
+      if (op % 250 == 0) burst();
       const int r = pick(0, 99);
       if (r < 60) {
         add();
@@ -104,6 +108,41 @@ class Stress {
     }
     if (pick(0, 4) == 0) p.prompt_logprobs = pick(0, 3);
     return p;
+  }
+
+  // Ten long requests that reach the engine together, whatever the relative
+  // speed of this thread and the engine thread (a loaded CI machine): a
+  // one-token gate request holds the engine thread in its event until they
+  // are queued. They overfill the 24-block pool (preemption) and share
+  // prompt prefixes (cache hits), so every run covers both.
+  void burst() {
+    auto queued = std::make_shared<std::atomic<bool>>(false);
+    SamplingParams one;
+    one.temperature = 0.0f;
+    one.max_tokens = 1;
+    EventHook hold = [queued](const RequestOutput&) {
+      for (int i = 0; i < 5000 && !queued->load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    TestRequest gate{"s" + std::to_string(next_id_++), {1}, one, 0};
+    Result<std::shared_ptr<RequestLog>> g = submit(engine_, gate, hold);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    added_.push_back(gate);
+    logs_.push_back(*g);
+    for (int k = 0; k < 10; ++k) {
+      std::vector<int32_t> p = prefixes_.back();
+      for (int i = 0; i < 20; ++i) p.push_back(pick(3, 511));
+      SamplingParams long_run;
+      long_run.temperature = 0.0f;
+      long_run.max_tokens = 20;
+      long_run.ignore_eos = true;
+      TestRequest r{"s" + std::to_string(next_id_++), p, long_run, 0};
+      Result<std::shared_ptr<RequestLog>> log = submit(engine_, r);
+      ASSERT_TRUE(log.ok()) << log.error().message;
+      added_.push_back(r);
+      logs_.push_back(*log);
+    }
+    queued->store(true);
   }
 
   void add() {

@@ -70,8 +70,11 @@ void expect_weights_match(const std::string& stem, WeightSource& w) {
   auto index_bytes = read_bytes(data_path(stem + ".json"));
   const nlohmann::json index = nlohmann::json::parse(index_bytes.begin(), index_bytes.end());
   const auto bin = read_bytes(data_path(stem + ".bin"));
-  ASSERT_EQ(w.tensors().size(), index.size());
+  // llama3_tiny's index has a "rope" entry instead of rope_freqs.weight.
+  const size_t extra = w.find("rope_freqs.weight") != nullptr ? 1 : 0;
+  ASSERT_EQ(w.tensors().size(), index.size() - index.count("rope") + extra);
   for (const auto& [name, e] : index.items()) {
+    if (name == "rope") continue;  // llama3_tiny: rope_freqs.weight, checked by the config
     SCOPED_TRACE(name);
     const TensorInfo* info = w.find(name);
     ASSERT_NE(info, nullptr);
@@ -113,6 +116,7 @@ TEST(GgufModel, LlamaTinyConfigAndUnpermutedWeights) {
   EXPECT_EQ(c->rope_theta, 500000.0);
   EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLinear);
   EXPECT_EQ(c->rope_scaling.factor, 2.0);
+  EXPECT_TRUE(c->rope_freq_factors.empty());
   EXPECT_FALSE(c->tie_word_embeddings);
   EXPECT_FALSE(c->attention_bias);
   EXPECT_FALSE(c->qk_norm);
@@ -121,6 +125,21 @@ TEST(GgufModel, LlamaTinyConfigAndUnpermutedWeights) {
   auto w = open_gguf_weights(f, *c);
   ASSERT_TRUE(w.ok()) << w.error().message;
   expect_weights_match("llama_tiny", **w);
+}
+
+TEST(GgufModel, Llama3RopeFreqsBecomeFrequencyFactors) {
+  auto f = open_gguf(data_path("llama3_tiny.gguf"));
+  ASSERT_NE(f, nullptr);
+  auto c = gguf_model_config(*f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kDefault);
+  auto index_bytes = read_bytes(data_path("llama3_tiny.json"));
+  const nlohmann::json index = nlohmann::json::parse(index_bytes.begin(), index_bytes.end());
+  EXPECT_EQ(c->rope_freq_factors, index.at("rope").at("factors").get<std::vector<float>>());
+  auto w = open_gguf_weights(f, *c);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_NE((*w)->find("rope_freqs.weight"), nullptr);  // listed by its GGUF name, not loaded as a weight
+  expect_weights_match("llama3_tiny", **w);
 }
 
 TEST(GgufModel, Qwen3TinyIsNotPermutedAndTied) {

@@ -2,6 +2,9 @@
 // (tests/data/golden/rope_tables.json from tools/make_golden.py).
 #include "model/rope.h"
 
+#include "io/gguf.h"
+#include "io/gguf_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,6 +96,55 @@ TEST(Rope, RejectsBadParameters) {
   c.rope_scaling.type = RopeScalingType::kDefault;
   c.head_dim = 63;
   EXPECT_FALSE(rope_frequencies(c).ok());
+  c.head_dim = 64;
+  c.rope_freq_factors.assign(31, 1.0f);  // needs 32
+  r = rope_frequencies(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("rope_freqs.weight"), std::string::npos) << r.error().message;
+  c.rope_freq_factors.assign(32, 1.0f);
+  c.rope_freq_factors[3] = 0.0f;
+  EXPECT_FALSE(rope_frequencies(c).ok());
+}
+
+// A Llama 3.x GGUF stores llama3 rope scaling as rope_freqs.weight (written
+// by tools/gguf_fixtures.py with convert_hf_to_gguf.py's formula): read
+// through the GGUF config, its frequencies equal those of the llama3 rope
+// type with the same parameters.
+TEST(Rope, GgufRopeFreqsEqualLlama3Scaling) {
+  const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/data/io";
+  auto file = GgufFile::open((dir / "llama3_tiny.gguf").string());
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  auto from_gguf = gguf_model_config(**file);
+  ASSERT_TRUE(from_gguf.ok()) << from_gguf.error().message;
+  EXPECT_EQ(from_gguf->rope_scaling.type, RopeScalingType::kDefault);
+  ASSERT_EQ(from_gguf->rope_freq_factors.size(), static_cast<size_t>(from_gguf->head_dim / 2));
+
+  std::ifstream f(dir / "llama3_tiny.json");
+  const json rope = json::parse(f).at("rope");
+  EXPECT_EQ(from_gguf->rope_freq_factors, rope.at("factors").get<std::vector<float>>());
+  ModelConfig llama3;
+  llama3.head_dim = from_gguf->head_dim;
+  llama3.rope_theta = rope.at("rope_theta");
+  llama3.rope_scaling.type = RopeScalingType::kLlama3;
+  llama3.rope_scaling.factor = rope.at("factor");
+  llama3.rope_scaling.low_freq_factor = rope.at("low_freq_factor");
+  llama3.rope_scaling.high_freq_factor = rope.at("high_freq_factor");
+  llama3.rope_scaling.original_max_position_embeddings = rope.at("original_max_position_embeddings");
+  EXPECT_EQ(from_gguf->rope_theta, llama3.rope_theta);
+
+  auto got = rope_frequencies(*from_gguf);
+  auto want = rope_frequencies(llama3);
+  ASSERT_TRUE(got.ok() && want.ok());
+  auto plain = llama3;
+  plain.rope_scaling.type = RopeScalingType::kDefault;
+  const auto unscaled = rope_frequencies(plain);
+  ASSERT_EQ(got->inv_freq.size(), want->inv_freq.size());
+  int scaled = 0;
+  for (size_t i = 0; i < got->inv_freq.size(); ++i) {
+    EXPECT_NEAR(got->inv_freq[i], want->inv_freq[i], 2e-7 * want->inv_freq[i]) << "pair " << i;
+    scaled += want->inv_freq[i] != unscaled->inv_freq[i] ? 1 : 0;
+  }
+  EXPECT_GE(scaled, 2);  // the fixture really scales (the smoothed pair and the long ones)
 }
 
 }  // namespace
