@@ -107,6 +107,27 @@ struct Histogram {
   uint64_t count = 0;
 };
 
+// Engine steps that ran the model: how many, their wall time on the engine
+// thread and the part of it spent blocked on the device (waiting for sampled
+// ids); seconds - device_wait_seconds is the host work per step that the
+// device does not overlap.
+struct StepTimes {
+  uint64_t steps = 0;
+  double seconds = 0.0;
+  double device_wait_seconds = 0.0;
+
+  void add(double step_seconds, double wait_seconds) {
+    ++steps;
+    seconds += step_seconds;
+    device_wait_seconds += wait_seconds;
+  }
+  // These steps less `part` (an earlier snapshot, or a subset of them).
+  StepTimes minus(const StepTimes& part) const {
+    return {steps - part.steps, seconds - part.seconds,
+            device_wait_seconds - part.device_wait_seconds};
+  }
+};
+
 struct EngineMetrics {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
@@ -117,17 +138,8 @@ struct EngineMetrics {
   double kv_usage = 0.0;              // fraction of KV blocks in use
   uint64_t prefix_cache_queries = 0;  // tokens looked up
   uint64_t prefix_cache_hits = 0;     // tokens found
-  // Engine steps that ran the model, their wall time on the engine thread and
-  // the part of it spent blocked on the device (waiting for sampled ids):
-  // step_seconds - step_device_wait_seconds is the host work per step that the
-  // device does not overlap.
-  uint64_t num_steps = 0;
-  double step_seconds = 0.0;
-  double step_device_wait_seconds = 0.0;
-  // The same three for the steps that replayed a decode graph (a subset).
-  uint64_t num_graph_steps = 0;
-  double graph_step_seconds = 0.0;
-  double graph_step_device_wait_seconds = 0.0;
+  StepTimes steps;        // every step that ran the model
+  StepTimes graph_steps;  // the subset that replayed a decode graph
   Histogram time_to_first_token, time_per_output_token, e2e_latency, queue_time;
 };
 

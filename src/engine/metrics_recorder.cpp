@@ -65,14 +65,8 @@ void MetricsRecorder::on_finished(FinishReason reason, double e2e_s) {
 
 void MetricsRecorder::on_step(double seconds, double device_wait_seconds, bool graph) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++m_.num_steps;
-  m_.step_seconds += seconds;
-  m_.step_device_wait_seconds += device_wait_seconds;
-  if (graph) {
-    ++m_.num_graph_steps;
-    m_.graph_step_seconds += seconds;
-    m_.graph_step_device_wait_seconds += device_wait_seconds;
-  }
+  m_.steps.add(seconds, device_wait_seconds);
+  if (graph) m_.graph_steps.add(seconds, device_wait_seconds);
 }
 
 void MetricsRecorder::set_state(int64_t num_running, int64_t num_waiting, int64_t num_preemptions,

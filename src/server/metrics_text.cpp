@@ -87,11 +87,11 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
             "Prompt tokens of admitted requests.");
   e.counter("pagoda:generation_tokens", static_cast<double>(m.generation_tokens),
             "Generated tokens.");
-  e.counter("pagoda:engine_steps", static_cast<double>(m.num_steps),
+  e.counter("pagoda:engine_steps", static_cast<double>(m.steps.steps),
             "Engine steps that ran the model.");
-  e.counter("pagoda:engine_step_seconds", m.step_seconds,
+  e.counter("pagoda:engine_step_seconds", m.steps.seconds,
             "Wall time of those steps on the engine thread.");
-  e.counter("pagoda:engine_step_device_wait_seconds", m.step_device_wait_seconds,
+  e.counter("pagoda:engine_step_device_wait_seconds", m.steps.device_wait_seconds,
             "Part of the step time spent waiting for the device (the rest is host work).");
   e.header("pagoda:request_success", "counter", "Finished requests by finish reason.");
   e.sample("pagoda:request_success_total", static_cast<double>(m.finished_stop),

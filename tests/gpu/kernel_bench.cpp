@@ -263,12 +263,12 @@ int main(int argc, char** argv) {
   }
   auto& gpu = static_cast<CudaBackend&>(*backend);
   std::printf("kernel_bench on %s (%d SMs)%s\n\n", gpu.name().c_str(), gpu.num_sms(), quick ? " --quick" : "");
+  const Ceilings c = measure_ceilings(gpu);
   if (argc == 4 && std::strcmp(argv[1], "--attention") == 0) {
     // One decode-attention shape only (for ncu: --attention BATCH CTX).
-    bench_decode_attention(gpu, Ceilings{4275.0, 792.0}, {std::atoi(argv[2])}, {std::atoi(argv[3])});
+    bench_decode_attention(gpu, c, {std::atoi(argv[2])}, {std::atoi(argv[3])});
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
-  const Ceilings c = measure_ceilings(gpu);
   bench_rms_norm(gpu, c, quick);
   bench_decode_attention(gpu, c, quick ? std::vector<int>{1, 64} : std::vector<int>{1, 8, 32, 64, 128, 256},
                          quick ? std::vector<int>{1024} : std::vector<int>{1024, 4096, 8192});

@@ -105,15 +105,7 @@ Result<std::vector<RequestTiming>> run_engine_batch(
 }
 
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after) {
-  StepTotals t;
-  t.num_steps = after.num_steps - before.num_steps;
-  t.seconds = after.step_seconds - before.step_seconds;
-  t.device_wait_seconds = after.step_device_wait_seconds - before.step_device_wait_seconds;
-  t.num_graph_steps = after.num_graph_steps - before.num_graph_steps;
-  t.graph_seconds = after.graph_step_seconds - before.graph_step_seconds;
-  t.graph_device_wait_seconds =
-      after.graph_step_device_wait_seconds - before.graph_step_device_wait_seconds;
-  return t;
+  return {after.steps.minus(before.steps), after.graph_steps.minus(before.graph_steps)};
 }
 
 Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchOptions& o) {

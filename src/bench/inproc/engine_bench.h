@@ -35,15 +35,10 @@ Result<std::vector<RequestTiming>> run_engine_batch(
     Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
     const std::vector<int64_t>& output_lens, const std::string& id_prefix);
 
-// Engine steps over a timed span (EngineMetrics differences): host_us_per_step
-// is the engine thread's time per step not spent waiting for the device.
+// Engine steps over a timed span (EngineMetrics differences).
 struct StepTotals {
-  uint64_t num_steps = 0;
-  double seconds = 0.0;
-  double device_wait_seconds = 0.0;
-  uint64_t num_graph_steps = 0;  // the decode-graph replays among them
-  double graph_seconds = 0.0;
-  double graph_device_wait_seconds = 0.0;
+  StepTimes all;
+  StepTimes graph;  // the decode-graph replays among them
 };
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after);
 

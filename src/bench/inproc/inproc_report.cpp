@@ -27,18 +27,20 @@ std::string num(const json& j, const char* key, const char* unit = "") {
   return fmt::format("{:.2f}{}", j[key].get<double>(), unit);
 }
 
-json host_us(uint64_t steps, double seconds, double wait_seconds) {
-  return steps > 0 ? json((seconds - wait_seconds) / static_cast<double>(steps) * 1e6) : json(nullptr);
+json host_us(const StepTimes& t) {
+  return t.steps > 0
+             ? json((t.seconds - t.device_wait_seconds) / static_cast<double>(t.steps) * 1e6)
+             : json(nullptr);
 }
 
 void step_fields(json& j, const StepTotals& s) {
-  j["num_steps"] = s.num_steps;
-  j["num_graph_steps"] = s.num_graph_steps;
-  j["host_us_per_step"] = host_us(s.num_steps, s.seconds, s.device_wait_seconds);
-  j["host_us_per_graph_step"] = host_us(s.num_graph_steps, s.graph_seconds, s.graph_device_wait_seconds);
-  j["host_us_per_eager_step"] = host_us(s.num_steps - s.num_graph_steps, s.seconds - s.graph_seconds,
-                                        s.device_wait_seconds - s.graph_device_wait_seconds);
-  j["device_wait_pct"] = s.seconds > 0 ? json(100.0 * s.device_wait_seconds / s.seconds) : json(nullptr);
+  j["num_steps"] = s.all.steps;
+  j["num_graph_steps"] = s.graph.steps;
+  j["host_us_per_step"] = host_us(s.all);
+  j["host_us_per_graph_step"] = host_us(s.graph);
+  j["host_us_per_eager_step"] = host_us(s.all.minus(s.graph));
+  j["device_wait_pct"] =
+      s.all.seconds > 0 ? json(100.0 * s.all.device_wait_seconds / s.all.seconds) : json(nullptr);
 }
 
 // Host time = step wall time minus the wait for sampled ids; for eager steps
