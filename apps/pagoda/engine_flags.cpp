@@ -39,6 +39,10 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");
+  app.add_flag("--async-scheduling,!--no-async-scheduling", o.async_scheduling,
+               "plan and launch the next engine step while the GPU runs the current one, so host "
+               "work hides behind device work (default on; steps of beam search, n > 1 forks and "
+               "penalties wait for their tokens)");
   app.add_option("--seed", o.seed,
                  "base seed for requests without their own; 0: random per process")
       ->capture_default_str();

@@ -8,7 +8,8 @@
 //  - Activations and weights use the backend's compute_dtype() (f32 on cpu,
 //    bf16 or f16 on cuda) unless an op says otherwise; accumulation is f32.
 //  - Ops are enqueued in order on the backend's stream; on the CPU they run
-//    synchronously. Only copy_to_host() and synchronize() wait.
+//    synchronously. Only copy_to_host(), synchronize(), finish_sample() and
+//    wait_fence() wait.
 //  - Index tensors (ids, positions, slots, block tables) are i32.
 #pragma once
 
@@ -25,6 +26,10 @@
 namespace pagoda {
 
 enum class DeviceKind { kCpu, kCuda };
+
+// Pipelined steps in flight at once: sample_async / finish_sample and the
+// fences take a slot in [0, kNumStepSlots).
+constexpr int kNumStepSlots = 2;
 
 // Layout of the fused QKV projection output: one row per token,
 // [q heads (Hq*D) | k heads (Hkv*D) | v heads (Hkv*D)].
@@ -142,8 +147,32 @@ class Backend {
                            const std::vector<int32_t>& dst) = 0;
 
   // Logits processing and sampling; see sampling_batch.h for the exact
-  // semantics. logits [R, V] f32. Fills `out` on the host (waits).
-  virtual void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) = 0;
+  // semantics. logits [R, V] f32. sample_async() enqueues it and returns;
+  // finish_sample(slot) waits for that sampling and fills `out` on the host.
+  // Slots 0 and 1 have their own host buffers, so two pipelined steps may
+  // each have a sampling outstanding; a slot's sampling must be finished
+  // before the slot is used again. The device keeps the ids drawn by the
+  // most recently enqueued sampling (any slot) for copy_sampled_tokens().
+  virtual void sample_async(const Tensor& logits, const SamplingBatch& batch, int slot) = 0;
+  virtual void finish_sample(int slot, SampleOutput& out) = 0;
+  // sample_async + finish_sample on slot 0 (waits).
+  void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) {
+    sample_async(logits, batch, 0);
+    finish_sample(0, out);
+  }
+
+  // ids[rows[i]] = the token that the most recently enqueued sampling drew
+  // for its row src_rows[i], for i < N: a pipelined step's inputs taken from
+  // the previous step's samples without a trip through the host. rows and
+  // src_rows [N] i32, ids [T] i32; rows must be < T and src_rows < that
+  // sampling's R (out-of-range entries are skipped, a device backend fails).
+  virtual void copy_sampled_tokens(const Tensor& rows, const Tensor& src_rows, Tensor& ids) = 0;
+
+  // record_fence(slot) marks the work enqueued so far; wait_fence(slot)
+  // returns once that work has run (a step without sampling waits on this).
+  // Backends that run ops synchronously need neither.
+  virtual void record_fence(int slot) {}
+  virtual void wait_fence(int slot) {}
 
   // ---- graphs (optional) ----------------------------------------------------
   // Backends that can record a sequence of ops and replay it cheaply (CUDA

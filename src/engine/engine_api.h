@@ -35,6 +35,10 @@ struct EngineOptions {
   int64_t max_waiting_requests = 4096;
   double gpu_memory_utilization = 0.9;
   bool enforce_eager = false;
+  // Plan and launch step N+1 while the device runs step N (steps whose
+  // requests need step N's tokens first -- beam search, the fork of n > 1,
+  // repetition/presence/frequency penalties -- wait).
+  bool async_scheduling = true;
   uint64_t seed = 0;                 // base for requests without a seed (0: random per process)
 };
 
@@ -140,6 +144,9 @@ struct EngineMetrics {
   uint64_t prefix_cache_hits = 0;     // tokens found
   StepTimes steps;        // every step that ran the model
   StepTimes graph_steps;  // the subset that replayed a decode graph
+  // Steps during whose device time the next step was planned and launched
+  // (async scheduling); the others waited for their samples first.
+  uint64_t overlapped_steps = 0;
   Histogram time_to_first_token, time_per_output_token, e2e_latency, queue_time;
 };
 

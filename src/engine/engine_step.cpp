@@ -1,10 +1,14 @@
 // One engine step: schedule, turn the ScheduleOutput into the runner's
-// StepInput (one sampling row per purpose), run the model, and hand the
-// sampled tokens back to the scheduler and the per-request state.
+// StepInput (one sampling row per purpose), launch it, and hand the sampled
+// tokens back to the scheduler and the per-request state. With async
+// scheduling the next step is planned and launched before the current one's
+// samples are read (Scheduler::schedule_ahead), its placeholder tokens fed
+// on the device from the current step's samples.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "core/log.h"
 #include "engine/llm_engine.h"
@@ -14,26 +18,106 @@ namespace pagoda {
 
 void LlmEngine::step() {
   const Clock::time_point start = Clock::now();
-  ScheduleOutput out = scheduler_.schedule();
-  if (out.empty()) {
-    // Nothing can run now (e.g. waiting requests need blocks that running ones
-    // hold); wait briefly for commands instead of spinning.
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
-    (void)scheduler_.update({});
-    return;
+  if (!running_step_) {
+    ScheduleOutput out = scheduler_.schedule();
+    if (out.empty()) {
+      // Nothing can run now (e.g. waiting requests need blocks that running ones
+      // hold); wait briefly for commands instead of spinning.
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
+      (void)scheduler_.update({});
+      return;
+    }
+    running_step_.emplace();
+    if (!launch(std::move(out), nullptr, *running_step_)) {
+      (void)scheduler_.update({});
+      running_step_.reset();
+      return;
+    }
   }
-  std::vector<RowRef> refs;
-  StepInput input = build_step(out, refs);
+  // Step N runs on the device. With async scheduling, plan and launch step
+  // N+1 now, so that the host work of both hides behind N's device time.
+  LaunchedStep current = std::move(*running_step_);
+  running_step_.reset();
+  const bool ahead = parts_.options.async_scheduling && can_run_ahead(current);
+  bool next_failed = false;
+  bool overlapped = false;
+  if (ahead) {
+    std::vector<SeqId> pending;
+    for (const RowRef& ref : current.refs) {
+      if (ref.kind == RowKind::kSample) pending.push_back(ref.seq);
+    }
+    ScheduleOutput next = scheduler_.schedule_ahead(pending);
+    if (!next.empty()) {
+      LaunchedStep launched;
+      if (launch(std::move(next), &current, launched)) {
+        running_step_ = std::move(launched);
+        overlapped = true;
+      } else {
+        next_failed = true;
+      }
+    }
+  }
   SampleOutput so;
-  Status st = parts_.runner->execute(input, &so);
+  const Status st = parts_.runner->collect(current.slot, &so);
   if (!st.ok()) {
-    fail_batch(out, st.error().message);
-    return;
+    fail_batch(current.out, st.error().message);
+    if (ahead) (void)scheduler_.resolve({});
+    else (void)scheduler_.update({});
+  } else {
+    apply_results(current.refs, so, ahead);
   }
-  apply_results(refs, so);
+  // A failed ahead launch aborted its requests; its scheduler step is empty now.
+  if (next_failed) (void)scheduler_.update({});
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
-                   parts_.runner->last_graph_batch_size() > 0);
+                   parts_.runner->last_graph_batch_size() > 0, overlapped);
+}
+
+bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step) {
+  StepInput input = build_step(out, step.refs);
+  if (prev != nullptr) link_pending_tokens(*prev, out, input);
+  step.slot = next_slot_;
+  const Status st = parts_.runner->launch(input, step.slot);
+  step.out = std::move(out);
+  if (!st.ok()) {
+    fail_batch(step.out, st.error().message);
+    return false;
+  }
+  next_slot_ = (next_slot_ + 1) % kNumStepSlots;
+  return true;
+}
+
+bool LlmEngine::can_run_ahead(const LaunchedStep& s) const {
+  if (static_cast<int64_t>(s.refs.size()) > parts_.runner->max_num_seqs()) return false;
+  for (const RowRef& ref : s.refs) {
+    if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
+    auto it = requests_.find(ref.req);
+    if (it == requests_.end()) continue;
+    const SamplingParams& p = it->second->params;
+    if (p.repetition_penalty.value_or(kDefaultRepetitionPenalty) != 1.0f || p.presence_penalty != 0.0f ||
+        p.frequency_penalty != 0.0f) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void LlmEngine::link_pending_tokens(const LaunchedStep& prev, const ScheduleOutput& out, StepInput& input) const {
+  std::unordered_map<SeqId, int32_t> sample_row;
+  for (size_t r = 0; r < prev.refs.size(); ++r) {
+    if (prev.refs[r].kind == RowKind::kSample) sample_row.emplace(prev.refs[r].seq, static_cast<int32_t>(r));
+  }
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    for (int32_t row = out.query_start_loc[i]; row < out.query_start_loc[i + 1]; ++row) {
+      if (out.token_ids[static_cast<size_t>(row)] != kPendingToken) continue;
+      auto it = sample_row.find(out.seqs[i].seq_id);
+      // A placeholder always stands for a sample of the previous step; if
+      // not, the runner rejects the step (token -1 outside the vocabulary).
+      if (it == sample_row.end()) continue;
+      input.pending_rows.push_back(row);
+      input.pending_sources.push_back(it->second);
+    }
+  }
 }
 
 StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& refs) {
@@ -74,7 +158,7 @@ void LlmEngine::add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput&
     for (int32_t p = s.start_position; p < end; ++p) {
       step.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
       append_prompt_logprob_row(step.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
-      refs.push_back({RowKind::kPromptLogprob, &req, s.seq_id, p + 1});
+      refs.push_back({RowKind::kPromptLogprob, req.id, s.seq_id, p + 1});
     }
   }
   if (s.logits_index < 0) return;
@@ -85,24 +169,24 @@ void LlmEngine::add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput&
   if (req.beam) {
     step.logits_rows.push_back(row);
     append_beam_row(step.sampling, req.beam->num_candidates_per_beam());
-    refs.push_back({RowKind::kBeam, &req, s.seq_id, 0});
+    refs.push_back({RowKind::kBeam, req.id, s.seq_id, 0});
   } else if (req.num_seqs > 1 && !req.branched) {
     for (int32_t k = 0; k < req.num_seqs; ++k) {
       step.logits_rows.push_back(row);
       append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
                           {req.prompt, {}, sample_seed(req.seed, k)});
-      refs.push_back({RowKind::kFirstSamples, &req, s.seq_id, k});
+      refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
     }
   } else {
     const SampleState& sample = *req.samples.at(s.seq_id);
     step.logits_rows.push_back(row);
     append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
                         {req.prompt, outputs, sample_seed(req.seed, sample.index)});
-    refs.push_back({RowKind::kSample, &req, s.seq_id, 0});
+    refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
   }
 }
 
-void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutput& so) {
+void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead) {
   std::vector<SampledToken> sampled;
   struct Pending {
     RequestId req;  // an id, not a pointer: an earlier event of this step may end the request
@@ -115,33 +199,36 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
   std::map<RequestState*, std::vector<std::vector<BeamCandidate>>> beams;
   for (size_t r = 0; r < refs.size(); ++r) {
     const RowRef& ref = refs[r];
+    auto rit = requests_.find(ref.req);
+    if (rit == requests_.end()) continue;  // ended (aborted, or stopped by the step before) after launch
+    RequestState* req = rit->second.get();
     const int32_t token = so.token_ids[r];
     switch (ref.kind) {
       case RowKind::kPromptLogprob:
-        record_prompt_logprob(ref, so, r);
+        record_prompt_logprob(*req, ref, so, r);
         break;
       case RowKind::kSample:
         sampled.push_back({ref.seq, token});
-        tokens.push_back({ref.req->id, ref.seq, token, r});
+        tokens.push_back({ref.req, ref.seq, token, r});
         break;
       case RowKind::kFirstSamples:
-        first[ref.req].push_back({token, r});
+        first[req].push_back({token, r});
         break;
       case RowKind::kBeam: {
-        auto& cands = beams[ref.req];
-        cands.resize(ref.req->beam_seqs.size());
-        auto pos = std::find(ref.req->beam_seqs.begin(), ref.req->beam_seqs.end(), ref.seq);
-        auto& list = cands[static_cast<size_t>(pos - ref.req->beam_seqs.begin())];
+        auto& cands = beams[req];
+        cands.resize(req->beam_seqs.size());
+        auto pos = std::find(req->beam_seqs.begin(), req->beam_seqs.end(), ref.seq);
+        auto& list = cands[static_cast<size_t>(pos - req->beam_seqs.begin())];
         const size_t k = so.top_ids.size() / std::max<size_t>(1, so.token_ids.size());
-        for (size_t j = 0; j < k && j < static_cast<size_t>(ref.req->beam->num_candidates_per_beam()); ++j) {
+        for (size_t j = 0; j < k && j < static_cast<size_t>(req->beam->num_candidates_per_beam()); ++j) {
           list.push_back({so.top_ids[r * k + j], so.top_logprobs[r * k + j]});
         }
         break;
       }
     }
   }
-  Status st = scheduler_.update(sampled);
-  if (!st.ok()) log_error("scheduler update failed: {}", st.error().message);
+  Status st = ahead ? scheduler_.resolve(sampled) : scheduler_.update(sampled);
+  if (!st.ok()) log_error("scheduler {} failed: {}", ahead ? "resolve" : "update", st.error().message);
   for (auto& [req, list] : first) start_samples(*req, req->samples.begin()->first, list, so);
   for (auto& [req, cands] : beams) step_beam(*req, cands);
   for (const Pending& p : tokens) {
@@ -153,8 +240,7 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
   }
 }
 
-void LlmEngine::record_prompt_logprob(const RowRef& ref, const SampleOutput& so, size_t r) {
-  RequestState& req = *ref.req;
+void LlmEngine::record_prompt_logprob(RequestState& req, const RowRef& ref, const SampleOutput& so, size_t r) {
   auto& slot = req.prompt_logprobs[static_cast<size_t>(ref.arg)];
   if (slot) return;  // already computed before a preemption
   const int32_t target = req.prompt[static_cast<size_t>(ref.arg)];
@@ -213,7 +299,6 @@ void LlmEngine::step_beam(RequestState& req, std::vector<std::vector<BeamCandida
 
 void LlmEngine::fail_batch(const ScheduleOutput& out, const std::string& message) {
   log_error("model step failed: {}", message);
-  (void)scheduler_.update({});
   for (const ScheduledSeq& s : out.seqs) {
     auto it = requests_.find(s.request_id);
     if (it == requests_.end()) continue;

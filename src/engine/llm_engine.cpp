@@ -158,12 +158,14 @@ void LlmEngine::loop() {
     std::deque<Command> commands;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !commands_.empty() || scheduler_.has_unfinished(); });
+      cv_.wait(lock, [this] {
+        return stop_ || !commands_.empty() || scheduler_.has_unfinished() || running_step_.has_value();
+      });
       if (stop_) return;
       commands.swap(commands_);
     }
     apply_commands(commands);
-    if (scheduler_.has_unfinished()) step();
+    if (scheduler_.has_unfinished() || running_step_) step();
     if (parts_.check_invariants) check_invariants();
     publish_state();
   }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -78,9 +79,16 @@ class LlmEngine final : public Engine {
   enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob };
   struct RowRef {
     RowKind kind;
-    RequestState* req;
+    RequestId req;  // an id: the request may end before the row's result is read
     SeqId seq;
     int32_t arg;  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted
+  };
+  // A launched step, until its samples are applied.
+  struct LaunchedStep {
+    ScheduleOutput out;
+    std::vector<RowRef> refs;  // one per sampling row
+    int slot = 0;              // the runner's step slot
+    bool launch_failed = false;
   };
   struct Command {
     std::unique_ptr<RequestState> add;  // set for an add
@@ -98,10 +106,22 @@ class LlmEngine final : public Engine {
   void admit(std::unique_ptr<RequestState> state);
   void abort_now(const std::string& external_id);
   void step();
+  // Builds and launches `out` on the free slot; on failure fails its batch
+  // (returns false).
+  // `prev`: the step still running, whose samples feed the placeholders.
+  bool launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step);
+  // Whether the step after `s` may be planned before s's tokens are known:
+  // every sampled row is a plain sample (no beam, no n > 1 fork) without
+  // penalties, and all fit one lm_head chunk (their ids stay on the device).
+  bool can_run_ahead(const LaunchedStep& s) const;
+  // Rows of `input` whose token is a placeholder, fed from `prev`'s samples.
+  void link_pending_tokens(const LaunchedStep& prev, const ScheduleOutput& out, StepInput& input) const;
   StepInput build_step(const ScheduleOutput& out, std::vector<RowRef>& refs);
   void add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput& step, std::vector<RowRef>& refs);
-  void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so);
-  void record_prompt_logprob(const RowRef& ref, const SampleOutput& so, size_t r);
+  // Hands the samples to the scheduler (update(), or resolve() when the next
+  // step was planned ahead) and to the requests.
+  void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);
+  void record_prompt_logprob(RequestState& req, const RowRef& ref, const SampleOutput& so, size_t r);
   void start_samples(RequestState& req, SeqId seq0, const std::vector<std::pair<int32_t, size_t>>& tokens,
                      const SampleOutput& so);
   void step_beam(RequestState& req, std::vector<std::vector<BeamCandidate>>& candidates);
@@ -112,6 +132,7 @@ class LlmEngine final : public Engine {
   void attach_prompt_logprobs(RequestState& req, RequestOutput& event);
   void finish_sample(RequestState& req, SeqId seq, FinishReason reason);
   void finish_request(RequestState& req, FinishReason reason, const std::string& error = {});
+  // Aborts every request of `out` with `message`.
   void fail_batch(const ScheduleOutput& out, const std::string& message);
   void publish_state();
   void check_invariants();
@@ -139,7 +160,8 @@ class LlmEngine final : public Engine {
 
   // Engine thread only.
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
-  int32_t max_top_logprobs_ = 0;
+  std::optional<LaunchedStep> running_step_;  // launched, samples not applied yet
+  int next_slot_ = 0;
   std::thread thread_;
 };
 

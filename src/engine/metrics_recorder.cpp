@@ -63,10 +63,11 @@ void MetricsRecorder::on_finished(FinishReason reason, double e2e_s) {
   observe(m_.e2e_latency, e2e_s);
 }
 
-void MetricsRecorder::on_step(double seconds, double device_wait_seconds, bool graph) {
+void MetricsRecorder::on_step(double seconds, double device_wait_seconds, bool graph, bool overlapped) {
   std::lock_guard<std::mutex> lock(mu_);
   m_.steps.add(seconds, device_wait_seconds);
   if (graph) m_.graph_steps.add(seconds, device_wait_seconds);
+  if (overlapped) ++m_.overlapped_steps;
 }
 
 void MetricsRecorder::set_state(int64_t num_running, int64_t num_waiting, int64_t num_preemptions,

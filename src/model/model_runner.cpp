@@ -50,7 +50,8 @@ class HostBuffer {
 // Offsets (in i32 elements) of the step's index arrays in one device buffer;
 // fixed for the runner's life so tensors keep their addresses step to step.
 struct IndexLayout {
-  int64_t ids = 0, positions = 0, slots = 0, qsl = 0, seq_lens = 0, tables = 0, rows = 0, total = 0;
+  int64_t ids = 0, positions = 0, slots = 0, qsl = 0, seq_lens = 0, tables = 0, rows = 0,
+          pending_rows = 0, pending_sources = 0, total = 0;
   IndexLayout(int64_t max_tokens, int64_t max_seqs, int64_t max_table, int64_t max_rows) {
     positions = ids + max_tokens;
     slots = positions + max_tokens;
@@ -58,7 +59,9 @@ struct IndexLayout {
     seq_lens = qsl + max_seqs + 1;
     tables = seq_lens + max_seqs;
     rows = tables + max_seqs * max_table;
-    total = rows + max_rows;
+    pending_rows = rows + max_rows;
+    pending_sources = pending_rows + max_tokens;
+    total = pending_sources + max_tokens;
   }
 };
 
@@ -113,7 +116,9 @@ struct ModelRunner::Buffers {
   DeviceBuffer logits;                     // [max_num_seqs, V] f32
   DeviceBuffer cos_sin;                    // [max_model_len, D] f32
   DeviceBuffer index;                      // i32 step arrays at `layout` offsets
-  std::unique_ptr<HostBuffer> host_index;  // staging for `index`
+  // Staging for `index`, one per step slot: a step's uploads may still be
+  // queued behind the step before it while the host fills the next one.
+  std::array<std::unique_ptr<HostBuffer>, kNumStepSlots> host_index;
   DeviceBuffer kv;                  // per layer: k then v, each [num_kv_blocks, block_size, Hkv, D]
   std::vector<KvCacheView> caches;  // [num_layers] views into kv
   IndexLayout layout{0, 0, 0, 0};
@@ -200,7 +205,7 @@ Status ModelRunner::allocate(int64_t max_len) {
     b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
     b.cos_sin = DeviceBuffer(&backend_, cos_sin.size() * sizeof(float));
     b.index = DeviceBuffer(&backend_, b.layout.total * sizeof(int32_t));
-    b.host_index = std::make_unique<HostBuffer>(&backend_, b.layout.total * sizeof(int32_t));
+    for (auto& h : b.host_index) h = std::make_unique<HostBuffer>(&backend_, b.layout.total * sizeof(int32_t));
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted,
                       "out of device memory for the scratch of " + std::to_string(t) +
@@ -336,7 +341,7 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   return {};
 }
 
-Status ModelRunner::validate(const StepInput& step, bool sampling) const {
+StepLimits ModelRunner::limits() const {
   StepLimits l;
   l.max_tokens = options_.max_num_batched_tokens;
   l.max_seqs = options_.max_num_seqs;
@@ -345,19 +350,29 @@ Status ModelRunner::validate(const StepInput& step, bool sampling) const {
   l.block_size = options_.block_size;
   l.vocab_size = config_.vocab_size;
   l.max_model_len = max_model_len_;
-  return validate_step(step, l, sampling);
+  return l;
 }
 
+int32_t* ModelRunner::staging() const { return buf_->host_index[static_cast<size_t>(slot_)]->i32(); }
+
 void ModelRunner::upload_index(int64_t offset, const int32_t* data, int64_t n) {
-  Buffers& b = *buf_;
-  std::memcpy(b.host_index->i32() + offset, data, static_cast<size_t>(n) * sizeof(int32_t));
+  std::memcpy(staging() + offset, data, static_cast<size_t>(n) * sizeof(int32_t));
   upload_staged(offset, n);
 }
 
 void ModelRunner::upload_staged(int64_t offset, int64_t n) {
-  Buffers& b = *buf_;
-  backend_.copy_to_device(static_cast<int32_t*>(b.index.data()) + offset,
-                          b.host_index->i32() + offset, static_cast<size_t>(n) * sizeof(int32_t));
+  backend_.copy_to_device(static_cast<int32_t*>(buf_->index.data()) + offset, staging() + offset,
+                          static_cast<size_t>(n) * sizeof(int32_t));
+}
+
+void ModelRunner::fill_pending_tokens(const StepInput& step) {
+  const auto n = static_cast<int64_t>(step.pending_rows.size());
+  if (n == 0) return;
+  const IndexLayout& at = buf_->layout;
+  upload_index(at.pending_rows, step.pending_rows.data(), n);
+  upload_index(at.pending_sources, step.pending_sources.data(), n);
+  Tensor ids = buf_->i32(at.ids, static_cast<int64_t>(step.token_ids.size()));
+  backend_.copy_sampled_tokens(buf_->i32(at.pending_rows, n), buf_->i32(at.pending_sources, n), ids);
 }
 
 void ModelRunner::run_forward(const StepInput& step) {
@@ -378,15 +393,13 @@ void ModelRunner::prepare_and_forward(const StepInput& step) {
   const IndexLayout& at = b.layout;
   const int64_t t = static_cast<int64_t>(step.token_ids.size());
   const int64_t num_seqs = static_cast<int64_t>(step.seq_lens.size());
-  // The previous step's uploads read the staging buffer until they ran (a
-  // step without logits rows ends without waiting).
-  backend_.synchronize();
   upload_index(at.ids, step.token_ids.data(), t);
   upload_index(at.positions, step.positions.data(), t);
   upload_index(at.slots, step.slot_mapping.data(), t);
   upload_index(at.qsl, step.query_start_loc.data(), num_seqs + 1);
   upload_index(at.seq_lens, step.seq_lens.data(), num_seqs);
   upload_index(at.tables, step.block_tables.data(), num_seqs * step.max_blocks_per_seq);
+  fill_pending_tokens(step);
   if (!step.copy_src.empty()) backend_.copy_blocks(b.caches, step.copy_src, step.copy_dst);
 
   AttentionMetadata meta;
@@ -406,9 +419,8 @@ void ModelRunner::prepare_and_forward(const StepInput& step) {
 }
 
 void ModelRunner::prepare_and_replay(const StepInput& step, int graph) {
-  // The previous step's uploads read the staging buffer until they ran.
-  backend_.synchronize();
   upload_decode_index(step, graph_sizes_[static_cast<size_t>(graph)]);
+  fill_pending_tokens(step);
   if (!step.copy_src.empty()) backend_.copy_blocks(buf_->caches, step.copy_src, step.copy_dst);
   backend_.replay_graph(graph_ids_[static_cast<size_t>(graph)]);
 }
@@ -416,7 +428,7 @@ void ModelRunner::prepare_and_replay(const StepInput& step, int graph) {
 void ModelRunner::upload_decode_index(const StepInput& step, int64_t batch) {
   Buffers& b = *buf_;
   const IndexLayout& at = b.layout;
-  int32_t* h = b.host_index->i32();
+  int32_t* h = staging();
   write_padded_decode_index(step, batch, max_blocks_per_seq_, scratch_block_,
                             {h + at.ids, h + at.positions, h + at.slots, h + at.qsl,
                              h + at.seq_lens, h + at.tables});
@@ -546,29 +558,83 @@ Status ModelRunner::device_status() const {
 }
 
 Status ModelRunner::execute(const StepInput& step, SampleOutput* out) {
-  PAGODA_RETURN_IF_ERROR(validate(step, /*sampling=*/true));
-  run_forward(step);
-  const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
-  *out = SampleOutput{};
-  last_wait_seconds_ = 0.0;
-  for (int64_t r0 = 0; r0 < num_rows; r0 += options_.max_num_seqs) {
-    const int64_t r1 = std::min(num_rows, r0 + options_.max_num_seqs);
-    const Tensor logits = compute_logits(step, r0, r1);
-    const Clock::time_point wait_start = Clock::now();
-    if (r0 == 0 && r1 == num_rows) {
-      backend_.sample(logits, step.sampling, *out);
-    } else {
-      SampleOutput part;
-      backend_.sample(logits, slice_sampling_batch(step.sampling, r0, r1), part);
-      append_sample_output(part, out);
-    }
-    last_wait_seconds_ += seconds_since(wait_start);
+  PAGODA_RETURN_IF_ERROR(launch(step, 0));
+  return collect(0, out);
+}
+
+Status ModelRunner::launch(const StepInput& step, int slot) {
+  if (slot < 0 || slot >= kNumStepSlots || launched_[static_cast<size_t>(slot)].active) {
+    return make_error(ErrorCode::kInternal, fmt::format("launch on slot {}: not a free step slot", slot));
   }
+  {
+    StepLimits l = limits();
+    l.num_pending_sources = last_launched_rows_;
+    PAGODA_RETURN_IF_ERROR(validate_step(step, l, /*sampling=*/true));
+  }
+  Launched& st = launched_[static_cast<size_t>(slot)];
+  st = Launched{};
+  st.active = true;
+  slot_ = slot;
+  // The slot's previous step was collected, so its uploads have run; this
+  // returns at once unless the caller skipped collect().
+  backend_.wait_fence(slot);
+  run_forward(step);
+  st.graph_batch = last_graph_batch_;
+  const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
+  const int64_t chunk = options_.max_num_seqs;
+  for (int64_t r0 = 0; r0 < num_rows; r0 += chunk) {
+    const int64_t r1 = std::min(num_rows, r0 + chunk);
+    const Tensor logits = compute_logits(step, r0, r1);
+    if (r1 == num_rows) {
+      backend_.sample_async(logits, r0 == 0 ? step.sampling : slice_sampling_batch(step.sampling, r0, r1), slot);
+      st.has_last_chunk = true;
+    } else {
+      // Earlier chunks wait: the logits and row buffers hold one chunk.
+      const Clock::time_point wait_start = Clock::now();
+      SampleOutput part;
+      backend_.sample_async(logits, slice_sampling_batch(step.sampling, r0, r1), slot);
+      backend_.finish_sample(slot, part);
+      append_sample_output(part, &st.earlier_chunks);
+      st.wait_seconds += seconds_since(wait_start);
+    }
+  }
+  backend_.record_fence(slot);
+  // The device keeps the latest sampling's ids: the whole step's when it had one chunk.
+  last_launched_rows_ = num_rows <= chunk ? num_rows : 0;
+  return device_status();
+}
+
+Status ModelRunner::collect(int slot, SampleOutput* out) {
+  if (slot < 0 || slot >= kNumStepSlots || !launched_[static_cast<size_t>(slot)].active) {
+    return make_error(ErrorCode::kInternal, fmt::format("collect on slot {}: nothing launched there", slot));
+  }
+  Launched& st = launched_[static_cast<size_t>(slot)];
+  st.active = false;
+  const Clock::time_point wait_start = Clock::now();
+  *out = std::move(st.earlier_chunks);
+  if (st.has_last_chunk) {
+    SampleOutput last;
+    backend_.finish_sample(slot, last);
+    append_sample_output(last, out);
+  } else {
+    backend_.wait_fence(slot);
+  }
+  last_wait_seconds_ = st.wait_seconds + seconds_since(wait_start);
+  last_graph_batch_ = st.graph_batch;
+  st = Launched{};
   return device_status();
 }
 
 Status ModelRunner::execute_logits(const StepInput& step, std::vector<float>* logits) {
-  PAGODA_RETURN_IF_ERROR(validate(step, /*sampling=*/false));
+  if (!step.pending_rows.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "step input: execute_logits takes no pending rows");
+  }
+  PAGODA_RETURN_IF_ERROR(validate_step(step, limits(), /*sampling=*/false));
+  for (const Launched& l : launched_) {
+    if (l.active) return make_error(ErrorCode::kInternal, "execute_logits while a step is launched");
+  }
+  slot_ = 0;
+  backend_.wait_fence(0);
   run_forward(step);
   const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
   const int64_t v = config_.vocab_size;

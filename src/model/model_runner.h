@@ -2,6 +2,7 @@
 // the forward step that turns a plain-data StepInput into sampled tokens.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "model/weights.h"
 
 namespace pagoda {
+
+struct StepLimits;  // step_validation.h
 
 struct RunnerOptions {
   // Tokens per KV block.
@@ -55,6 +58,11 @@ struct StepInput {
   SamplingBatch sampling;  // R rows (execute only)
   std::vector<int32_t> copy_src,
       copy_dst;  // block copies applied before the forward (copy-on-write)
+  // Tokens not known on the host yet (async scheduling): token_ids[pending_rows[i]]
+  // (any value) is replaced on the device by the token that the step launched
+  // just before this one sampled for its logits row pending_sources[i]. That
+  // step must have sampled at most max_num_seqs rows (one lm_head chunk).
+  std::vector<int32_t> pending_rows, pending_sources;
 };
 
 class ModelRunner {
@@ -83,19 +91,29 @@ class ModelRunner {
   Backend& backend() const { return backend_; }
   // Batch sizes with a captured decode graph, ascending (empty: all eager).
   const std::vector<int64_t>& decode_graph_sizes() const { return graph_sizes_; }
-  // The padded batch size of the graph the last step replayed; 0 when it ran
-  // eagerly.
+  // The padded batch size of the graph the last collected step replayed; 0
+  // when it ran eagerly.
   int64_t last_graph_batch_size() const { return last_graph_batch_; }
-  // Seconds the last execute() spent in the backend's sample() calls: on a
-  // device backend, waiting for the forward and sampling to finish.
+  // Seconds the last launch() + collect() spent waiting for the device (the
+  // lm_head chunks' samples and the collect).
   double last_step_wait_seconds() const { return last_wait_seconds_; }
 
-  // One forward + sampling. Checks every size and index of `step` first
-  // (T <= max_num_batched_tokens, S <= max_num_seqs, ids < vocab, slots and
-  // blocks in range, ...) and returns an error naming the field. A
-  // decode-only step whose S fits a captured size replays that graph; the
-  // lm_head and sampling always run eagerly.
+  // One forward + sampling: launch(step, 0) then collect(0).
   Status execute(const StepInput& step, SampleOutput* out);
+  // The pipelined halves of execute(). launch() checks every size and index
+  // of `step` first (T <= max_num_batched_tokens, S <= max_num_seqs, ids <
+  // vocab, slots and blocks in range, pending rows, ...) and returns an error
+  // naming the field; then it uploads the step through the slot's host
+  // staging and enqueues the forward and the sampling, and returns without
+  // waiting for the device (except between lm_head chunks when R >
+  // max_num_seqs). A decode-only step whose S fits a captured size replays
+  // that graph; the lm_head and sampling always run eagerly. collect(slot)
+  // waits for that step and returns its samples. slot is 0 or 1; a slot is
+  // collected before it is launched again, and steps are collected in
+  // launch order. While step N runs the caller may launch step N + 1 on the
+  // other slot (the device runs them in order).
+  Status launch(const StepInput& step, int slot);
+  Status collect(int slot, SampleOutput* out);
   // The same forward, returning the f32 logits [R, V] instead of sampling
   // (tests, prompt-logprob tools). step.sampling is ignored.
   Status execute_logits(const StepInput& step, std::vector<float>* logits);
@@ -117,19 +135,23 @@ class ModelRunner {
   // Warm-up run and capture for every decode_graph_batch_sizes() entry;
   // on a failed capture all graphs are dropped (eager from then on).
   void capture_decode_graphs();
-  Status validate(const StepInput& step, bool sampling) const;
+  StepLimits limits() const;  // of validate_step, without the pending-source bound
   // The backend's sticky status as this step's result: once an op has failed
   // (a CUDA error, a rejected shape) every later step fails with its message.
   Status device_status() const;
   // The forward of a validated step: graph replay or eager.
   void run_forward(const StepInput& step);
-  // Uploads the index arrays, applies block copies and runs the forward.
+  // Uploads the index arrays, fills the pending tokens, applies block copies
+  // and runs the forward.
   void prepare_and_forward(const StepInput& step);
-  // Uploads `step` padded to graph_sizes_[graph] rows, applies block copies
-  // and replays that graph.
+  // Uploads `step` padded to graph_sizes_[graph] rows, fills the pending
+  // tokens, applies block copies and replays that graph.
   void prepare_and_replay(const StepInput& step, int graph);
   // write_padded_decode_index into the staging buffer, then two uploads.
   void upload_decode_index(const StepInput& step, int64_t batch);
+  // Uploads step.pending_rows / pending_sources and enqueues
+  // copy_sampled_tokens into the ids array.
+  void fill_pending_tokens(const StepInput& step);
   // The metadata a decode graph of `batch` rows is captured with.
   AttentionMetadata decode_graph_metadata(int64_t batch) const;
   // Every layer over the first `num_tokens` scratch rows; leaves the final
@@ -137,10 +159,11 @@ class ModelRunner {
   void forward(int64_t num_tokens, const AttentionMetadata& meta);
   // Logits [r1 - r0, V] f32 of step.logits_rows[r0, r1) (at most max_num_seqs rows).
   Tensor compute_logits(const StepInput& step, int64_t r0, int64_t r1);
-  // Host staging -> device index buffer at `offset` (i32 elements).
+  // Host staging of slot_ -> device index buffer at `offset` (i32 elements).
   void upload_index(int64_t offset, const int32_t* data, int64_t n);
-  // Staging -> device index buffer for elements [offset, offset + n).
+  // Staging of slot_ -> device index buffer for elements [offset, offset + n).
   void upload_staged(int64_t offset, int64_t n);
+  int32_t* staging() const;  // slot_'s host staging, i32 at the index layout
 
   Backend& backend_;
   ModelConfig config_;
@@ -157,6 +180,19 @@ class ModelRunner {
   std::vector<int> graph_ids_;  // backend graph id per graph_sizes_ entry
   int64_t last_graph_batch_ = 0;
   double last_wait_seconds_ = 0.0;
+  // Pipelining state: the slot whose staging the current launch writes, the
+  // rows the last launched step sampled in its last chunk (bound of the next
+  // step's pending_sources), and per slot what collect() returns.
+  int slot_ = 0;
+  int64_t last_launched_rows_ = 0;
+  struct Launched {
+    bool active = false;
+    SampleOutput earlier_chunks;  // samples of all chunks but the last (R > max_num_seqs)
+    bool has_last_chunk = false;  // the last chunk's sampling is outstanding
+    int64_t graph_batch = 0;
+    double wait_seconds = 0.0;
+  };
+  std::array<Launched, kNumStepSlots> launched_;
   size_t free_at_start_ = 0;  // device memory free before the weights (budget_kv_blocks)
   std::unique_ptr<Buffers> buf_;
 };

@@ -134,8 +134,22 @@ Status validate_step(const StepInput& s, const StepLimits& l, bool sampling) {
                str(l.max_tokens) + "]");
   PAGODA_RETURN_IF_ERROR(check_size("positions", s.positions.size(), num_tokens));
   PAGODA_RETURN_IF_ERROR(check_size("slot_mapping", s.slot_mapping.size(), num_tokens));
+  if (s.pending_rows.size() != s.pending_sources.size())
+    return bad("pending_rows and pending_sources differ in length");
+  std::vector<bool> pending(static_cast<size_t>(num_tokens), false);
+  for (size_t i = 0; i < s.pending_rows.size(); ++i) {
+    const int32_t row = s.pending_rows[i], src = s.pending_sources[i];
+    if (row < 0 || row >= num_tokens)
+      return bad("pending_rows[" + str(static_cast<int64_t>(i)) + "] = " + str(row) + " not in [0, " +
+                 str(num_tokens) + ")");
+    if (src < 0 || src >= l.num_pending_sources)
+      return bad("pending_sources[" + str(static_cast<int64_t>(i)) + "] = " + str(src) + " not in [0, " +
+                 str(l.num_pending_sources) + "), the rows the previous step sampled");
+    pending[static_cast<size_t>(row)] = true;
+  }
   for (int64_t t = 0; t < num_tokens; ++t)
-    PAGODA_RETURN_IF_ERROR(check_token("token_ids", t, s.token_ids[t], l.vocab_size));
+    if (!pending[static_cast<size_t>(t)])
+      PAGODA_RETURN_IF_ERROR(check_token("token_ids", t, s.token_ids[t], l.vocab_size));
   PAGODA_RETURN_IF_ERROR(check_sequences(s, l));
 
   const int64_t num_rows = static_cast<int64_t>(s.logits_rows.size());

@@ -18,6 +18,9 @@ struct StepLimits {
   int64_t block_size = 0;
   int64_t vocab_size = 0;
   int64_t max_model_len = 0;
+  // Rows the previously launched step sampled (the bound of pending_sources;
+  // 0: no step may take pending tokens now).
+  int64_t num_pending_sources = 0;
 };
 
 // `sampling`: also check step.sampling (one row per logits row, CSR offsets,

@@ -16,6 +16,10 @@ namespace pagoda {
 
 using RequestId = uint64_t;
 
+// A sequence's token that its running step has not sampled yet
+// (Scheduler::schedule_ahead); never a vocabulary id.
+constexpr int32_t kPendingToken = -1;
+
 struct RequestSpec {
   RequestId id = 0;  // chosen by the caller, unique among live requests
   std::vector<int32_t> prompt_tokens = {};

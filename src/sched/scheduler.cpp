@@ -16,6 +16,35 @@ ScheduleOutput Scheduler::schedule() {
         "scheduler: schedule() called before update() of the previous step; nothing scheduled");
     return {};
   }
+  if (!placeholders_.empty()) {
+    log_error("scheduler: schedule() called before resolve() of the step planned ahead; nothing scheduled");
+    return {};
+  }
+  return plan_step();
+}
+
+ScheduleOutput Scheduler::schedule_ahead(std::span<const SeqId> pending) {
+  if (!placeholders_.empty()) {
+    log_error("scheduler: schedule_ahead() called before resolve() of the previous one; nothing scheduled");
+    return {};
+  }
+  commit_in_flight();
+  for (SeqId id : pending) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end()) continue;
+    Sequence& seq = it->second;
+    const Request& req = requests_.at(seq.request_id);
+    if (!req.running || seq.num_uncomputed() != 0 || seq.num_tokens() >= config_.max_model_len ||
+        (req.spec.max_new_tokens > 0 && seq.num_output_tokens() + 1 >= req.spec.max_new_tokens)) {
+      continue;  // the running step's sample is its last: nothing to plan after it
+    }
+    placeholders_.push_back({id, seq.num_tokens()});
+    seq.tokens.push_back(kPendingToken);
+  }
+  return plan_step();
+}
+
+ScheduleOutput Scheduler::plan_step() {
   StepPlan plan(config_.max_num_batched_tokens);
   schedule_running(plan);
   // A step that had to preempt has no room to admit anyone.

@@ -18,6 +18,18 @@
 //   parallel sampling or beam search decide; abort(request) at any time.
 // Every schedule() must be followed by update() before the next schedule(),
 // fork() or branch().
+//
+// Async scheduling (the host plans step N+1 while the device runs step N):
+//   out1 = schedule();  run step 1 (do not wait)
+//   out2 = schedule_ahead(seqs sampling in step 1);  run step 2
+//   wait for step 1; resolve(its samples); stop checks: finish(...)
+//   out3 = schedule_ahead(seqs sampling in step 2);  run step 3
+//   wait for step 2; resolve(...); ...
+//   or, to leave the pipeline (e.g. a beam step needs branch()): wait for
+//   the last step and update(its samples) as after a schedule().
+// A step planned ahead may still run a sequence that the resolve() of the
+// step before then finishes; its result is skipped like any other sequence
+// finished since schedule().
 #pragma once
 
 #include <cstdint>
@@ -80,6 +92,23 @@ class Scheduler {
   // Appends a token to a sequence whose tokens are all computed.
   Status append_token(SeqId seq, int32_t token);
 
+  // Plans the next step while the last planned one is still running: first
+  // commits that step's work as update() would, and gives each sequence of
+  // `pending` (those that sample in it) a placeholder token kPendingToken,
+  // planned like a real one (ScheduleOutput::token_ids holds kPendingToken
+  // there). A sequence at max_model_len, or whose running sample is its
+  // max_new_tokens-th, gets none (it ends with that sample, which resolve()
+  // appends). resolve() must replace the placeholders
+  // before the next schedule() or schedule_ahead(), which otherwise log the
+  // misuse and plan nothing.
+  ScheduleOutput schedule_ahead(std::span<const SeqId> pending);
+  // The samples of the step that schedule_ahead() ran ahead of: each replaces
+  // its sequence's placeholder (a sequence without one gets the token
+  // appended, even if schedule_ahead() preempted it); sequences finished or
+  // aborted since are skipped. Every placeholder must get its token here or its sequence be
+  // finished right after.
+  Status resolve(std::span<const SampledToken> sampled);
+
   // A new sequence of parent's request with parent's tokens and KV (blocks
   // shared, copy-on-write); the request's width (num_seqs) bounds it.
   Result<SeqId> fork(SeqId parent);
@@ -101,15 +130,17 @@ class Scheduler {
   const KvManager& kv() const { return kv_; }
   const SchedulerConfig& config() const { return config_; }
 
-  // Idle-time integrity check (between update() and schedule()): the KV
-  // manager's invariants, every running sequence holding a table that
-  // matches its computed count, waiting sequences holding none, queue
-  // membership, the sequence cap.
+  // Integrity check between any two calls: the KV manager's invariants,
+  // every running sequence holding a table that matches its computed count,
+  // waiting sequences holding none, queue membership, the sequence cap, and
+  // placeholder tokens exactly where schedule_ahead() put them.
   Status check_invariants() const;
 
  private:
   explicit Scheduler(const SchedulerConfig& config) : config_(config), kv_(config.kv) {}
 
+  // schedule() and schedule_ahead() once the previous step is accounted for.
+  ScheduleOutput plan_step();
   // schedule() phases.
   void schedule_running(StepPlan& plan);
   void admit_waiting(StepPlan& plan);
@@ -138,6 +169,11 @@ class Scheduler {
     int32_t num_new_tokens = 0;
   };
   std::vector<InFlight> in_flight_;    // the last schedule()'s work, until update()
+  struct Placeholder {
+    SeqId seq = 0;
+    int32_t position = 0;  // index of kPendingToken in the sequence's tokens
+  };
+  std::vector<Placeholder> placeholders_;  // of the last schedule_ahead(), until resolve()
   std::vector<FinishedSeq> finished_;  // reported by the next schedule()
   SeqId next_seq_id_ = 0;
   uint64_t next_arrival_ = 0;

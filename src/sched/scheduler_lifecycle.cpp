@@ -96,6 +96,39 @@ Status Scheduler::update(std::span<const SampledToken> sampled) {
   return Status::Ok();
 }
 
+Status Scheduler::resolve(std::span<const SampledToken> sampled) {
+  std::vector<Placeholder> open = std::move(placeholders_);
+  placeholders_.clear();
+  for (const SampledToken& s : sampled) {
+    auto it = seqs_.find(s.seq_id);
+    if (it == seqs_.end()) continue;  // finished or aborted since
+    auto p = std::find_if(open.begin(), open.end(), [&](const Placeholder& x) { return x.seq == s.seq_id; });
+    Sequence& seq = it->second;
+    if (p == open.end()) {
+      // The sample was the sequence's last (no placeholder was planned). It
+      // may have been preempted by schedule_ahead() since: the token still
+      // belongs after its tokens (a recompute will compute it).
+      if (seq.num_tokens() >= config_.max_model_len) {
+        return invalid(fmt::format("sequence {}: already at max_model_len = {}", s.seq_id, config_.max_model_len));
+      }
+      seq.tokens.push_back(s.token);
+      continue;
+    }
+    if (p->position >= seq.num_tokens() || seq.tokens[static_cast<size_t>(p->position)] != kPendingToken) {
+      return internal(fmt::format("sequence {}: placeholder at {} is gone", s.seq_id, p->position));
+    }
+    seq.tokens[static_cast<size_t>(p->position)] = s.token;
+    *p = open.back();
+    open.pop_back();
+  }
+  for (const Placeholder& p : open) {
+    if (seqs_.contains(p.seq)) {
+      return internal(fmt::format("sequence {}: placeholder without a sampled token", p.seq));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Scheduler::append_token(SeqId id, int32_t token) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
@@ -251,6 +284,13 @@ Status Scheduler::check_request(const Request& req) const {
     if (it == seqs_.end() || it->second.request_id != id)
       return internal(fmt::format("request {}: bad sequence {}", id, s));
     const Sequence& seq = it->second;
+    const auto pending = static_cast<size_t>(std::count(seq.tokens.begin(), seq.tokens.end(), kPendingToken));
+    const bool has_placeholder = std::any_of(placeholders_.begin(), placeholders_.end(),
+                                             [&](const Placeholder& p) { return p.seq == s; });
+    if (pending != (has_placeholder ? 1u : 0u)) {
+      return internal(fmt::format("sequence {}: {} pending tokens, {} placeholders recorded", s, pending,
+                                  has_placeholder ? 1 : 0));
+    }
     if (seq.num_computed_tokens < 0 || seq.num_computed_tokens > seq.num_tokens()) {
       return internal(fmt::format("sequence {}: {} computed of {} tokens", s,
                                   seq.num_computed_tokens, seq.num_tokens()));
@@ -267,7 +307,6 @@ Status Scheduler::check_request(const Request& req) const {
 
 Status Scheduler::check_invariants() const {
   PAGODA_RETURN_IF_ERROR(kv_.check_invariants());
-  if (!in_flight_.empty()) return internal("check_invariants() while a step is in flight");
   size_t num_seqs = 0;
   for (const auto& [id, req] : requests_) {
     PAGODA_RETURN_IF_ERROR(check_request(req));

@@ -264,5 +264,40 @@ TEST(CudaSamplingTest, DeterministicAndIndependentOfRowOrder) {
   expect_status_ok(gpu);
 }
 
+// Two samplings outstanding on slots 0 and 1 (pipelined steps): each
+// finish_sample returns its own batch's result, equal to the CPU's, and
+// copy_sampled_tokens reads the ids of the latest one into an ids array.
+TEST(CudaSamplingTest, TwoSlotsOutstandingAndSampledTokensOnTheDevice) {
+  PAGODA_REQUIRE_GPU();
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const int64_t vocab = 32000, num_rows = 14;
+  std::vector<float> logits0 = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+  std::vector<float> logits1 = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+  SamplingBatch b0, b1;
+  b0.max_top_logprobs = b1.max_top_logprobs = 20;
+  for (auto& [row, lists] : row_mix(vocab, logits0, 0)) add_row(b0, row, lists);
+  for (auto& [row, lists] : row_mix(vocab, logits1, 3)) add_row(b1, row, lists);
+  DevTensor t0(gpu, DType::kF32, {num_rows, vocab}, logits0), t1(gpu, DType::kF32, {num_rows, vocab}, logits1);
+  gpu.sample_async(t0.t(), b0, 0);
+  gpu.sample_async(t1.t(), b1, 1);
+  // ids[rows[i]] = the latest sampling's (b1's) token of row src[i]; the
+  // other ids and out-of-range entries stay as they were.
+  const std::vector<int32_t> rows = {0, 3, 5, 7, 1}, src = {13, 0, 4, 99, -1};
+  DevTensor d_rows(gpu, {5}, rows), d_src(gpu, {5}, src), ids(gpu, {8}, std::vector<int32_t>(8, -7));
+  Tensor ids_t = ids.t();
+  gpu.copy_sampled_tokens(d_rows.t(), d_src.t(), ids_t);
+  SampleOutput g1, g0;
+  gpu.finish_sample(1, g1);  // out of order is allowed: each slot has its own buffers
+  gpu.finish_sample(0, g0);
+  expect_same_output(g0, run_sample(cpu_backend(), logits0, num_rows, vocab, b0), b0, "slot 0");
+  expect_same_output(g1, run_sample(cpu_backend(), logits1, num_rows, vocab, b1), b1, "slot 1");
+  std::vector<int32_t> want(8, -7);
+  want[0] = g1.token_ids[13];
+  want[3] = g1.token_ids[0];
+  want[5] = g1.token_ids[4];
+  EXPECT_EQ(ids.download_i32(), want);
+  expect_status_ok(gpu);
+}
+
 }  // namespace
 }  // namespace pagoda::gpu_test

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_ops.h"
@@ -117,8 +118,28 @@ void CpuBackend::copy_blocks(std::vector<KvCacheView>& caches, const std::vector
   cpu::copy_blocks(caches, src, dst);
 }
 
-void CpuBackend::sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) {
+void CpuBackend::sample_async(const Tensor& logits, const SamplingBatch& batch, int slot) {
+  SampleOutput& out = results_.at(static_cast<size_t>(slot));
   cpu::sample(logits, batch, out);
+  last_ids_ = out.token_ids;
+}
+
+void CpuBackend::finish_sample(int slot, SampleOutput& out) {
+  out = std::move(results_.at(static_cast<size_t>(slot)));
+  results_[static_cast<size_t>(slot)] = SampleOutput{};
+}
+
+void CpuBackend::copy_sampled_tokens(const Tensor& rows, const Tensor& src_rows, Tensor& ids) {
+  const int64_t n = rows.numel();
+  const int32_t* dst = rows.ptr<int32_t>();
+  const int32_t* src = src_rows.ptr<int32_t>();
+  int32_t* out = ids.ptr<int32_t>();
+  const int64_t num_ids = ids.numel();
+  const auto num_sampled = static_cast<int64_t>(last_ids_.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (dst[i] < 0 || dst[i] >= num_ids || src[i] < 0 || src[i] >= num_sampled) continue;
+    out[dst[i]] = last_ids_[static_cast<size_t>(src[i])];
+  }
 }
 
 std::unique_ptr<Backend> create_cpu_backend() {

@@ -12,6 +12,7 @@
 //  - Device memory is host memory (64-byte aligned); copies are memcpy.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,10 +57,16 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) override;
   void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
                    const std::vector<int32_t>& dst) override;
-  // Top-K rows (SampleOutput::top_*) beyond a row's num_top_logprobs hold
-  // id -1 and logprob NaN. A row whose every token is banned (-inf) yields
-  // token 0 (the lowest id of the maximum).
-  void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) override;
+  // Samples at once into the slot's result. Top-K rows (SampleOutput::top_*)
+  // beyond a row's num_top_logprobs hold id -1 and logprob NaN. A row whose
+  // every token is banned (-inf) yields token 0 (the lowest id of the maximum).
+  void sample_async(const Tensor& logits, const SamplingBatch& batch, int slot) override;
+  void finish_sample(int slot, SampleOutput& out) override;
+  void copy_sampled_tokens(const Tensor& rows, const Tensor& src_rows, Tensor& ids) override;
+
+ private:
+  std::array<SampleOutput, kNumStepSlots> results_;  // per slot, until finish_sample
+  std::vector<int32_t> last_ids_;                    // the latest sampling's token ids
 };
 
 std::unique_ptr<Backend> create_cpu_backend();

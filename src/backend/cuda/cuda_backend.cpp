@@ -69,6 +69,12 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));
   stream_ = stream;
+  for (CUevent_st*& fence : fences_) {
+    cudaEvent_t ev = nullptr;
+    e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaEventCreate: {}", cudaGetErrorString(e)));
+    fence = ev;
+  }
   e = cuda::init_attention_kernels();
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("attention kernel setup: {}", cudaGetErrorString(e)));
   e = cudaMalloc(&attention_workspace_, kAttentionWorkspaceBytes);
@@ -92,8 +98,23 @@ CudaBackend::~CudaBackend() {
   }
   linear_.reset();
   free_sample_buffers();
+  for (CUevent_st* fence : fences_) {
+    if (fence != nullptr) cudaEventDestroy(fence);
+  }
   if (attention_workspace_ != nullptr) cudaFree(attention_workspace_);
   if (stream_ != nullptr) cudaStreamDestroy(as_stream(stream_));
+}
+
+void CudaBackend::record_fence(int slot) {
+  if (slot < 0 || slot >= kNumStepSlots) return fail(fmt::format("record_fence: slot {}", slot));
+  if (capturing_) return fail("record_fence inside capture_graph");
+  check(cudaEventRecord(fences_[static_cast<size_t>(slot)], as_stream(stream_)), "record_fence");
+}
+
+void CudaBackend::wait_fence(int slot) {
+  if (slot < 0 || slot >= kNumStepSlots) return fail(fmt::format("wait_fence: slot {}", slot));
+  if (capturing_) return fail("wait_fence inside capture_graph");
+  check(cudaEventSynchronize(fences_[static_cast<size_t>(slot)]), "wait_fence");
 }
 
 void CudaBackend::make_current() { check(cudaSetDevice(device_), "cudaSetDevice"); }

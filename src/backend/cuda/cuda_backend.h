@@ -3,7 +3,7 @@
 //
 // Properties other code may rely on:
 //  - Ops enqueue on the backend's stream and return at once; only
-//    copy_to_host(), synchronize() and sample() wait.
+//    copy_to_host(), synchronize(), finish_sample() and wait_fence() wait.
 //  - Ops never allocate device memory (workspaces are allocated at creation),
 //    never synchronize, and read host-side shape hints only, so any sequence
 //    of ops can be captured with capture_graph() and replayed.
@@ -19,6 +19,7 @@
 //  - Not thread-safe: one engine thread drives it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "core/result.h"
 
 struct CUstream_st;
+struct CUevent_st;
 struct CUgraphExec_st;
 
 namespace pagoda {
@@ -77,10 +79,17 @@ class CudaBackend final : public Backend {
   // Block ids out of range are skipped; a dst must not also be a src.
   void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
                    const std::vector<int32_t>& dst) override;
-  // Waits. Tokens within one row's bias list (and within its penalty list)
-  // must be unique. Top-K rows beyond a row's num_top_logprobs hold id -1 and
-  // logprob NaN (like the CPU backend). max_top_logprobs <= 1024.
-  void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) override;
+  // Tokens within one row's bias list (and within its penalty list) must be
+  // unique. Top-K rows beyond a row's num_top_logprobs hold id -1 and logprob
+  // NaN (like the CPU backend). max_top_logprobs <= 1024. sample_async
+  // records the slot's fence after the results' download; finish_sample
+  // waits for that fence only.
+  void sample_async(const Tensor& logits, const SamplingBatch& batch, int slot) override;
+  void finish_sample(int slot, SampleOutput& out) override;
+  void copy_sampled_tokens(const Tensor& rows, const Tensor& src_rows, Tensor& ids) override;
+  // cudaEventRecord / cudaEventSynchronize of the slot's event.
+  void record_fence(int slot) override;
+  void wait_fence(int slot) override;
 
   bool supports_graphs() const override { return true; }
   // Captures the ops `record` enqueues (thread-local capture mode) and
@@ -139,9 +148,18 @@ class CudaBackend final : public Backend {
   Status status_;
   int num_errors_logged_ = 0;
 
-  // sample(): device inputs / results / scratch rows, pinned mirrors.
+  // Sampling: device inputs / results / scratch rows (stream-ordered, so one
+  // of each serves both slots), and per slot the pinned mirrors, the shape
+  // finish_sample unpacks and the fence event.
+  struct SampleSlot {
+    Buffer in_host, out_host;
+    size_t num_rows = 0, width = 0;
+    bool downloaded = false;  // the results' download was enqueued
+  };
   Buffer sample_in_dev_, sample_out_dev_, sample_scratch_;
-  Buffer sample_in_host_, sample_out_host_;
+  std::array<SampleSlot, kNumStepSlots> sample_slots_;
+  int last_sample_rows_ = 0;  // rows of the latest enqueued sampling (copy_sampled_tokens)
+  std::array<CUevent_st*, kNumStepSlots> fences_{};
 };
 
 // A CUDA backend on `device` computing in `compute_dtype` (kBF16 or kF16);

@@ -1,7 +1,8 @@
-// CudaBackend::sample: validates the batch, uploads the per-row settings and
-// the bias / penalty lists in one copy, runs the sampling kernel over chunks
-// of rows (bounded scratch for processed rows), and copies back only the
-// per-row results and the top-K block.
+// CudaBackend::sample_async / finish_sample: validates the batch, uploads the
+// per-row settings and the bias / penalty lists in one copy, runs the
+// sampling kernel over chunks of rows (bounded scratch for processed rows),
+// and copies back only the per-row results and the top-K block, into the
+// slot's pinned buffer; finish_sample waits for the slot's fence and unpacks.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -202,16 +203,23 @@ void CudaBackend::free_sample_buffers() {
     if (b->ptr != nullptr) cudaFree(b->ptr);
     *b = Buffer{};
   }
-  for (Buffer* b : {&sample_in_host_, &sample_out_host_}) {
-    if (b->ptr != nullptr) cudaFreeHost(b->ptr);
-    *b = Buffer{};
+  for (SampleSlot& slot : sample_slots_) {
+    for (Buffer* b : {&slot.in_host, &slot.out_host}) {
+      if (b->ptr != nullptr) cudaFreeHost(b->ptr);
+      *b = Buffer{};
+    }
   }
 }
 
-void CudaBackend::sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out) {
+void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch, int slot_index) {
+  if (slot_index < 0 || slot_index >= kNumStepSlots) return fail(fmt::format("sample: slot {}", slot_index));
+  SampleSlot& slot = sample_slots_[static_cast<size_t>(slot_index)];
   const size_t num_rows = batch.rows.size();
   const size_t width = static_cast<size_t>(std::max(batch.max_top_logprobs, 0));
-  reset_output(num_rows, width, out);
+  slot.num_rows = num_rows;
+  slot.width = width;
+  slot.downloaded = false;
+  last_sample_rows_ = 0;
   if (capturing_) return fail("sample inside capture_graph");
   const std::string bad = validate(logits, batch);
   if (!bad.empty()) return fail("sample: " + bad);
@@ -228,13 +236,13 @@ void CudaBackend::sample(const Tensor& logits, const SamplingBatch& batch, Sampl
   }
   const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
   const size_t chunk = std::clamp<size_t>(kSampleScratchBytes / row_bytes, 1, num_rows);
-  if (!ensure_pinned(sample_in_host_, in.total) || !ensure_device(sample_in_dev_, in.total) ||
-      !ensure_pinned(sample_out_host_, res.total) || !ensure_device(sample_out_dev_, res.total) ||
+  if (!ensure_pinned(slot.in_host, in.total) || !ensure_device(sample_in_dev_, in.total) ||
+      !ensure_pinned(slot.out_host, res.total) || !ensure_device(sample_out_dev_, res.total) ||
       (any_processed && !ensure_device(sample_scratch_, chunk * row_bytes))) {
     return;
   }
-  fill_inputs(static_cast<char*>(sample_in_host_.ptr), in, batch);
-  if (!check(cudaMemcpyAsync(sample_in_dev_.ptr, sample_in_host_.ptr, in.total,
+  fill_inputs(static_cast<char*>(slot.in_host.ptr), in, batch);
+  if (!check(cudaMemcpyAsync(sample_in_dev_.ptr, slot.in_host.ptr, in.total,
                              cudaMemcpyHostToDevice, stream),
              "sample: upload")) {
     return;
@@ -246,12 +254,45 @@ void CudaBackend::sample(const Tensor& logits, const SamplingBatch& batch, Sampl
                      static_cast<char*>(sample_out_dev_.ptr), static_cast<float*>(sample_scratch_.ptr));
     if (!check(cuda::launch_sample(p, stream), "sample: kernel")) return;
   }
-  if (check(cudaMemcpyAsync(sample_out_host_.ptr, sample_out_dev_.ptr, res.total,
-                            cudaMemcpyDeviceToHost, stream),
-            "sample: download") &&
-      check(cudaStreamSynchronize(stream), "sample: synchronize")) {
-    unpack_results(static_cast<const char*>(sample_out_host_.ptr), res, num_rows, width, out);
+  last_sample_rows_ = static_cast<int>(num_rows);
+  if (!check(cudaMemcpyAsync(slot.out_host.ptr, sample_out_dev_.ptr, res.total,
+                             cudaMemcpyDeviceToHost, stream),
+             "sample: download")) {
+    return;
   }
+  slot.downloaded = true;
+  record_fence(slot_index);
+}
+
+void CudaBackend::finish_sample(int slot_index, SampleOutput& out) {
+  if (slot_index < 0 || slot_index >= kNumStepSlots) {
+    out = SampleOutput{};
+    return fail(fmt::format("finish_sample: slot {}", slot_index));
+  }
+  SampleSlot& slot = sample_slots_[static_cast<size_t>(slot_index)];
+  reset_output(slot.num_rows, slot.width, out);
+  if (!slot.downloaded) return;  // nothing to sample, or sample_async failed (status() says why)
+  slot.downloaded = false;
+  wait_fence(slot_index);
+  if (!status_.ok()) return;
+  const OutputLayout res(slot.num_rows, slot.width);
+  unpack_results(static_cast<const char*>(slot.out_host.ptr), res, slot.num_rows, slot.width, out);
+}
+
+void CudaBackend::copy_sampled_tokens(const Tensor& rows, const Tensor& src_rows, Tensor& ids) {
+  if (rows.dtype != DType::kI32 || src_rows.dtype != DType::kI32 || ids.dtype != DType::kI32 ||
+      rows.numel() != src_rows.numel() || rows.numel() > std::numeric_limits<int32_t>::max()) {
+    return fail(fmt::format("copy_sampled_tokens: rows ({} {}), src_rows ({} {}), ids {} must be i32 and "
+                            "rows, src_rows of one length", dtype_name(rows.dtype), rows.numel(),
+                            dtype_name(src_rows.dtype), src_rows.numel(), dtype_name(ids.dtype)));
+  }
+  if (rows.numel() == 0) return;
+  if (last_sample_rows_ == 0) return fail("copy_sampled_tokens: no sampling was enqueued");
+  check(cuda::launch_copy_sampled_tokens(static_cast<const cuda::SampleRowResult*>(sample_out_dev_.ptr),
+                                         last_sample_rows_, rows.ptr<int32_t>(), src_rows.ptr<int32_t>(),
+                                         static_cast<int>(rows.numel()), ids.ptr<int32_t>(), ids.numel(),
+                                         stream_),
+        "copy_sampled_tokens");
 }
 
 }  // namespace pagoda

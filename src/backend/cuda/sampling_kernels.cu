@@ -230,12 +230,33 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p) {
 
 }  // namespace
 
+__global__ void copy_sampled_tokens_kernel(const SampleRowResult* results, int num_results,
+                                           const int32_t* rows, const int32_t* src_rows, int n,
+                                           int32_t* ids, int64_t num_ids) {
+  pdl_enter();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int32_t dst = rows[i];
+  const int32_t src = src_rows[i];
+  if (dst < 0 || dst >= num_ids || src < 0 || src >= num_results) return;
+  ids[dst] = results[src].token;
+}
+
 cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return cudaSuccess;
   if (p.vocab <= 0 || p.top_width > kMaxTopLogprobs || p.top_width < 0) {
     return cudaErrorInvalidValue;
   }
   return launch_kernel(sample_kernel, static_cast<unsigned>(p.num_rows), kThreads, 0, stream, p);
+}
+
+cudaError_t launch_copy_sampled_tokens(const SampleRowResult* results, int num_results,
+                                       const int32_t* rows, const int32_t* src_rows, int n,
+                                       int32_t* ids, int64_t num_ids, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  constexpr int kCopyThreads = 256;
+  return launch_kernel(copy_sampled_tokens_kernel, static_cast<unsigned>((n + kCopyThreads - 1) / kCopyThreads),
+                       kCopyThreads, 0, stream, results, num_results, rows, src_rows, n, ids, num_ids);
 }
 
 }  // namespace pagoda::cuda

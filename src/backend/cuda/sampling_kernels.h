@@ -64,4 +64,11 @@ struct SampleParams {
 
 cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream);
 
+// ids[rows[i]] = results[src_rows[i]].token for i < n, skipping entries with
+// rows[i] outside [0, num_ids) or src_rows[i] outside [0, num_results): a
+// pipelined step's input tokens taken from the previous step's samples.
+cudaError_t launch_copy_sampled_tokens(const SampleRowResult* results, int num_results,
+                                       const int32_t* rows, const int32_t* src_rows, int n,
+                                       int32_t* ids, int64_t num_ids, cudaStream_t stream);
+
 }  // namespace pagoda::cuda

@@ -105,7 +105,8 @@ Result<std::vector<RequestTiming>> run_engine_batch(
 }
 
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after) {
-  return {after.steps.minus(before.steps), after.graph_steps.minus(before.graph_steps)};
+  return {after.steps.minus(before.steps), after.graph_steps.minus(before.graph_steps),
+          after.overlapped_steps - before.overlapped_steps};
 }
 
 Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchOptions& o) {

@@ -39,6 +39,7 @@ Result<std::vector<RequestTiming>> run_engine_batch(
 struct StepTotals {
   StepTimes all;
   StepTimes graph;  // the decode-graph replays among them
+  uint64_t overlapped = 0;  // steps whose successor was launched while they ran
 };
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after);
 

@@ -1,6 +1,8 @@
 // Greedy and seeded outputs do not depend on how the engine runs a request:
 // alone, in a batch, with prefill chunks of 1, 7 or 64 tokens, after
-// preemption in a tiny KV pool, or through the prefix cache. Every run is
+// preemption in a tiny KV pool, through the prefix cache, with async
+// scheduling (the default: each step planned while the previous one runs)
+// or without. Every run is
 // compared with the reference model (its own runner, full recompute per
 // token; on cuda up to bf16 near-ties, see engine_harness.h), and
 // stories260K's prompt [BOS] also with the llama2.c golden.
@@ -25,6 +27,7 @@ struct Config {
   int64_t max_num_batched_tokens = 256;
   int32_t max_chunk_tokens = 0;
   bool expect_preemption = false;
+  bool async_scheduling = true;
 };
 
 const std::vector<Config>& batch_configs() {
@@ -35,6 +38,8 @@ const std::vector<Config>& batch_configs() {
       {"chunk64", 256, 32, 128, 64},
       {"budget7", 256, 7, 7, 0},
       {"preempt", 14, 32, 256, 0, true},
+      {"sync", 256, 32, 256, 0, false, false},
+      {"sync preempt chunk7", 14, 32, 256, 7, true, false},
   };
   return configs;
 }
@@ -150,11 +155,19 @@ void check_all_configs(ReferenceModel& ref, const EngineSetup& base,
     s.max_num_seqs = c.max_num_seqs;
     s.max_num_batched_tokens = c.max_num_batched_tokens;
     s.max_chunk_tokens = c.max_chunk_tokens;
+    s.async_scheduling = c.async_scheduling;
     auto engine = start_engine(s);
     ASSERT_NE(engine, nullptr);
     expect_outputs(check, run_all(*engine, requests), want, c.name);
     if (c.expect_preemption) {
       EXPECT_GT(engine->metrics().num_preemptions, 0u) << c.name;
+    }
+    // Plain sampling pipelines every decode step (async) or none (sync).
+    const EngineMetrics m = engine->metrics();
+    if (c.async_scheduling) {
+      EXPECT_GT(m.overlapped_steps, m.steps.steps / 2) << c.name;
+    } else {
+      EXPECT_EQ(m.overlapped_steps, 0u) << c.name;
     }
   }
   // Prefix cache: the second run of the same prompts hits.

@@ -109,6 +109,7 @@ struct EngineSetup {
   int64_t max_num_batched_tokens = 256;
   int32_t max_chunk_tokens = 0;  // SchedulerConfig::max_chunk_tokens
   bool prefix_caching = true;
+  bool async_scheduling = true;  // EngineOptions::async_scheduling
 };
 
 // Loads and starts an engine on test_device() with scheduler invariant

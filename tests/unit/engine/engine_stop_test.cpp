@@ -99,6 +99,23 @@ TEST_F(EngineStop, PlainRunStreamsTheFullTextAndStopsAtMaxTokens) {
   EXPECT_EQ(short_log->samples[0].finish, FinishReason::kLength);
 }
 
+// Async scheduling plans each step before the previous one's tokens are
+// known; penalties need them (their counts), so such requests run step by
+// step, and a plain request overlaps every decode step.
+TEST_F(EngineStop, PenaltiesWaitForTheirTokensPlainRequestsOverlap) {
+  const uint64_t before = engine_->metrics().overlapped_steps;
+  SamplingParams p = params();
+  p.presence_penalty = 0.5f;
+  auto log = run_one(p);
+  EXPECT_EQ(log->samples[0].tokens.size(), static_cast<size_t>(kLen));
+  EXPECT_EQ(engine_->metrics().overlapped_steps, before);
+  const uint64_t steps = engine_->metrics().steps.steps;
+  auto plain = run_one(params());
+  EXPECT_EQ(plain->samples[0].tokens, *greedy_);
+  // kLen steps (one prefill, kLen - 1 decodes): all but the last plan the next.
+  EXPECT_EQ(engine_->metrics().overlapped_steps - before, engine_->metrics().steps.steps - steps - 1);
+}
+
 // Reference for stop strings: the first token count k at which some stop
 // string occurs in the text after the first `min_tokens - 1` tokens; the
 // earliest occurrence wins, then the first string in the list.

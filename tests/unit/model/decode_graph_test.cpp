@@ -88,9 +88,17 @@ class GraphEmulatingBackend final : public Backend {
                    const std::vector<int32_t>& dst) override {
     cpu_.copy_blocks(c, src, dst);
   }
-  void sample(const Tensor& logits, const SamplingBatch& b, SampleOutput& out) override {
-    forbid_in_replay("sample");
-    cpu_.sample(logits, b, out);
+  void sample_async(const Tensor& logits, const SamplingBatch& b, int slot) override {
+    forbid_in_replay("sample_async");
+    cpu_.sample_async(logits, b, slot);
+  }
+  void finish_sample(int slot, SampleOutput& out) override {
+    forbid_in_replay("finish_sample");
+    cpu_.finish_sample(slot, out);
+  }
+  void copy_sampled_tokens(const Tensor& rows, const Tensor& src, Tensor& ids) override {
+    forbid_in_replay("copy_sampled_tokens");  // the runner fills pending ids before a replay
+    cpu_.copy_sampled_tokens(rows, src, ids);
   }
   bool supports_graphs() const override { return true; }
   int capture_graph(const std::function<void()>& record) override {

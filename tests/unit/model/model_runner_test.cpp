@@ -178,6 +178,55 @@ TEST_F(RunnerTest, CopyOnWriteBlockCopyIsAppliedBeforeTheForward) {
   EXPECT_NE(0, std::memcmp(logits.data(), logits.data() + 97, 97 * sizeof(float)));
 }
 
+// Async scheduling: step B is launched before step A is collected, its
+// decode tokens taken on the device from A's samples; both equal the
+// sequential run where B's tokens come from the host.
+TEST_F(RunnerTest, PipelinedStepTakesPendingTokensFromThePreviousSamples) {
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 16;
+  auto r = make(o);
+  ASSERT_NE(r, nullptr);
+  auto prefill = [](int32_t b0, int32_t b1) {
+    StepInput in = make_step({{{5, 6, 7}, 0, {b0}}, {{10, 11}, 0, {b1}}}, 4, 1);
+    for (int i = 0; i < 2; ++i) in.sampling.rows[i].seed = 7 + i;
+    return in;
+  };
+  auto decode = [](int32_t t0, int32_t t1, int32_t b0, int32_t b1) {
+    StepInput in = make_step({{{t0}, 3, {b0}}, {{t1}, 2, {b1}}}, 4, 1);
+    for (int i = 0; i < 2; ++i) in.sampling.rows[i] = {.seed = 9 + static_cast<uint64_t>(i), .step = 1};
+    return in;
+  };
+  SampleOutput a, b;
+  ASSERT_TRUE(r->execute(prefill(0, 1), &a).ok());
+  ASSERT_TRUE(r->execute(decode(a.token_ids[0], a.token_ids[1], 0, 1), &b).ok());
+
+  StepInput next = decode(-1, -1, 2, 3);  // placeholders (the scheduler's kPendingToken)
+  next.pending_rows = {0, 1};
+  next.pending_sources = {0, 1};
+  ASSERT_TRUE(r->launch(prefill(2, 3), 0).ok());
+  ASSERT_TRUE(r->launch(next, 1).ok());
+  SampleOutput pa, pb;
+  ASSERT_TRUE(r->collect(0, &pa).ok());
+  ASSERT_TRUE(r->collect(1, &pb).ok());
+  EXPECT_EQ(pa.token_ids, a.token_ids);
+  EXPECT_EQ(pa.logprobs, a.logprobs);
+  EXPECT_EQ(pb.token_ids, b.token_ids);
+  EXPECT_EQ(pb.logprobs, b.logprobs);
+
+  // Misuse is an error, not a wrong step.
+  SampleOutput out;
+  EXPECT_FALSE(r->collect(0, &out).ok());  // nothing launched there
+  next.pending_sources = {0, 2};           // the step before sampled 2 rows
+  Status st = r->launch(next, 0);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("pending_sources[1] = 2 not in [0, 2)"), std::string::npos)
+      << st.error().message;
+  ASSERT_TRUE(r->launch(prefill(4, 5), 0).ok());
+  EXPECT_FALSE(r->launch(prefill(6, 7), 0).ok());  // slot 0 is not collected yet
+  ASSERT_TRUE(r->collect(0, &out).ok());
+}
+
 TEST_F(RunnerTest, ExecuteRejectsBadSteps) {
   RunnerOptions o;
   o.block_size = 4;

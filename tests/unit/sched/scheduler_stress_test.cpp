@@ -5,10 +5,15 @@
 // then "attends" over every position of every scheduled sequence, so a wrong
 // slot, a missed copy, a bad prefix hit or an early eviction shows up as a
 // wrong value. check_invariants() runs after every operation; at the end
-// everything is freed.
+// everything is freed. In the async mode a step is "launched" (the fake
+// model runs, the device's order) and the next one planned with
+// schedule_ahead() before the step's samples are resolved, as the engine
+// does; placeholder tokens are filled by the fake device from the previous
+// step's samples.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -27,6 +32,7 @@ struct StressParams {
   int32_t budget;
   int32_t max_chunk;
   bool prefix_caching;
+  bool async = false;  // schedule_ahead / resolve pipelining
 };
 
 enum class GroupMode { kSingle, kParallel, kBeam };
@@ -40,7 +46,7 @@ struct Tracked {
 
 class StressRun {
  public:
-  explicit StressRun(const StressParams& p) : rng_(p.seed) {
+  explicit StressRun(const StressParams& p) : rng_(p.seed), async_(p.async) {
     SchedulerConfig c;
     c.max_num_batched_tokens = p.budget;
     c.max_num_seqs = 8;
@@ -66,6 +72,8 @@ class StressRun {
       Status st = sched_->check_invariants();
       ASSERT_TRUE(st.ok()) << "op " << i << ": " << st.error().message;
     }
+    if (running_) collect(*running_, false);
+    running_.reset();
     for (auto& [id, t] : tracked_) ASSERT_TRUE(sched_->abort(id).ok());
     tracked_.clear();
     ASSERT_TRUE(sched_->check_invariants().ok());
@@ -77,6 +85,8 @@ class StressRun {
 
   const SchedulerStats stats() const { return sched_->stats(); }
   int32_t num_finished_checked() const { return num_checked_; }
+  int32_t num_ahead() const { return num_ahead_; }
+  int64_t num_pending_filled() const { return num_pending_filled_; }
 
  private:
   int32_t pick(int32_t lo, int32_t hi) {
@@ -148,7 +158,14 @@ class StressRun {
     for (size_t i = 0; i < out.seqs.size(); ++i) {
       const ScheduledSeq& e = out.seqs[i];
       ASSERT_TRUE(seen.insert(e.seq_id).second) << "sequence scheduled twice";
-      const Ids& tokens = sched_->sequence(e.seq_id)->tokens;
+      // The device's view: a placeholder holds the previous step's sample.
+      Ids tokens = sched_->sequence(e.seq_id)->tokens;
+      for (size_t p = 0; p < tokens.size(); ++p) {
+        if (tokens[p] == kPendingToken) {
+          tokens[p] = fake_next_token(std::span<const int32_t>(tokens.data(), p));
+          ++num_pending_filled_;
+        }
+      }
       std::vector<uint64_t> prefix(out.seq_lens[i]);
       uint64_t h = 1469598103934665603ull;
       for (int32_t p = 0; p < out.seq_lens[i]; ++p)
@@ -164,22 +181,59 @@ class StressRun {
     }
   }
 
+  // Sync: schedule, run, update. Async: launch a step if none runs, plan
+  // and launch the next one ahead unless the running step branches, then
+  // collect the running step.
   void step() {
-    ScheduleOutput out = sched_->schedule();
-    expect_consistent(*sched_, out);
-    run_fake_model(out);
+    if (!running_) {
+      ScheduleOutput out = sched_->schedule();
+      expect_consistent(*sched_, out);
+      run_fake_model(out);
+      if (!async_) {
+        collect(out, false);
+        return;
+      }
+      running_ = std::move(out);
+    }
+    ScheduleOutput current = std::move(*running_);
+    running_.reset();
+    bool ahead = true;
+    std::vector<SeqId> pending;
+    for (const ScheduledSeq& e : current.seqs) {
+      if (e.logits_index < 0 || !sched_->sequence(e.seq_id)) continue;
+      const Tracked& t = tracked_.at(e.request_id);
+      ahead &= !(t.mode == GroupMode::kBeam || (t.mode == GroupMode::kParallel && !t.branched));
+      pending.push_back(e.seq_id);
+    }
+    if (ahead) {
+      ScheduleOutput next = sched_->schedule_ahead(pending);
+      expect_consistent(*sched_, next);
+      run_fake_model(next);
+      if (!next.empty()) running_ = std::move(next);
+      ++num_ahead_;
+    }
+    collect(current, ahead);
+  }
+
+  // The samples of `out` (run earlier): resolve() when the next step was
+  // planned ahead, else update() and the branches.
+  void collect(const ScheduleOutput& out, bool ahead) {
     std::vector<SampledToken> sampled;
     std::map<RequestId, std::vector<SeqId>> branching;
-    for (const ScheduledSeq& e : out.seqs) {
-      if (e.logits_index < 0) continue;
+    for (size_t i = 0; i < out.seqs.size(); ++i) {
+      const ScheduledSeq& e = out.seqs[i];
+      const Sequence* seq = sched_->sequence(e.seq_id);
+      if (e.logits_index < 0 || seq == nullptr) continue;  // finished or aborted since launch
       Tracked& t = tracked_.at(e.request_id);
       bool branch = t.mode == GroupMode::kBeam || (t.mode == GroupMode::kParallel && !t.branched);
+      const int32_t token =
+          fake_next_token(std::span<const int32_t>(seq->tokens.data(), static_cast<size_t>(out.seq_lens[i])));
       if (branch)
         branching[e.request_id].push_back(e.seq_id);
       else
-        sampled.push_back({e.seq_id, fake_next_token(sched_->sequence(e.seq_id)->tokens)});
+        sampled.push_back({e.seq_id, token});
     }
-    Status st = sched_->update(sampled);
+    Status st = ahead ? sched_->resolve(sampled) : sched_->update(sampled);
     ASSERT_TRUE(st.ok()) << st.error().message;
     for (auto& [id, seqs] : branching) do_branch(id, seqs);
     finish_done();
@@ -225,6 +279,10 @@ class StressRun {
   }
 
   std::mt19937 rng_;
+  bool async_ = false;
+  std::optional<ScheduleOutput> running_;  // async: launched, samples not resolved yet
+  int32_t num_ahead_ = 0;
+  int64_t num_pending_filled_ = 0;
   std::unique_ptr<Scheduler> sched_;
   std::map<RequestId, Tracked> tracked_;
   std::vector<uint64_t> kv_values_;  // fake KV cache: one value per slot
@@ -232,12 +290,12 @@ class StressRun {
   int32_t num_checked_ = 0;
 };
 
-TEST(SchedulerStress, RandomOperationsKeepInvariantsAndFreeEverything) {
+void run_stress(bool async) {
   const StressParams params[] = {
-      {1, 16, 0, true},  {2, 16, 5, true}, {3, 4, 0, true},
-      {4, 64, 0, false}, {5, 7, 3, true},  {6, 1, 0, true},
+      {1, 16, 0, true, async},  {2, 16, 5, true, async}, {3, 4, 0, true, async},
+      {4, 64, 0, false, async}, {5, 7, 3, true, async},  {6, 1, 0, true, async},
   };
-  int64_t preemptions = 0, hits = 0, checked = 0;
+  int64_t preemptions = 0, hits = 0, checked = 0, ahead = 0, filled = 0;
   for (const StressParams& p : params) {
     SCOPED_TRACE(::testing::Message() << "seed " << p.seed << " budget " << p.budget);
     StressRun run(p);
@@ -247,12 +305,23 @@ TEST(SchedulerStress, RandomOperationsKeepInvariantsAndFreeEverything) {
     preemptions += st.num_preemptions;
     hits += st.kv.num_hit_tokens;
     checked += run.num_finished_checked();
+    ahead += run.num_ahead();
+    filled += run.num_pending_filled();
   }
-  // The workload must actually exercise preemption, prefix hits and finishes.
+  // The workload must actually exercise preemption, prefix hits and finishes
+  // (and, async, steps planned ahead).
   EXPECT_GT(preemptions, 20);
   EXPECT_GT(hits, 100);
   EXPECT_GT(checked, 100);
+  if (async) {
+    EXPECT_GT(ahead, 1000);
+    EXPECT_GT(filled, 1000);  // placeholder tokens the fake device fed from samples
+  }
 }
+
+TEST(SchedulerStress, RandomOperationsKeepInvariantsAndFreeEverything) { run_stress(false); }
+
+TEST(SchedulerStress, AsyncSchedulingKeepsInvariantsAndOutputs) { run_stress(true); }
 
 }  // namespace
 }  // namespace pagoda
