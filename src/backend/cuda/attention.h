@@ -1,17 +1,31 @@
 // Paged causal attention over a ragged batch (prefill chunks and decode
 // tokens mixed), GQA/MQA, head dims that are multiples of 8 up to 256.
 //
-// Design: one kernel for every row. A CTA owns one sequence s, one kv head
-// and a tile of 64 "rows", where row r of sequence s is (query j = r / G,
-// q head kv_head * G + r % G), G = Hq / Hkv; so every row of a CTA reads the
-// same K/V and a decode step packs the G heads of a group into one tile.
-// Four warps each own 16 rows; S = Q K^T and O += P V run on tensor cores
-// (mma.sync m16n8k16, 16-bit inputs, f32 accumulation) with an online
-// softmax (exp2, scores scaled by scale * log2 e). K/V tiles are gathered from
-// the paged cache through the block table with cp.async. When the grid would
-// leave the GPU idle (decode, short batches, long contexts) the key range is
-// split over several CTAs (flash-decoding) that write f32 partials (O, max,
-// sum) to a workspace, and a combine kernel merges them.
+// Two kernels; the launcher picks one per call from the host hints:
+//
+// Tile kernel (attention_kernel.cuh), every batch the decode kernel does not
+// take. A CTA owns one sequence s, one kv head and a tile of 64 "rows", where
+// row r of sequence s is (query j = r / G, q head kv_head * G + r % G),
+// G = Hq / Hkv; so every row of a CTA reads the same K/V and a decode step
+// packs the G heads of a group into one tile. Four warps each own 16 rows;
+// S = Q K^T and O += P V run on tensor cores (mma.sync m16n8k16, 16-bit
+// inputs, f32 accumulation) with an online softmax (exp2, scores scaled by
+// scale * log2 e). K/V tiles are gathered from the paged cache through the
+// block table with cp.async, one tile in flight per CTA.
+//
+// Decode kernel (attention_decode.cuh), pure-decode batches (max_query_len
+// == 1) with G <= kAttentionDecodeMaxGroup. A decode CTA of the tile kernel
+// has only G real rows, so one warp of four works and one tile is in flight.
+// Here a CTA = (sequence, kv head, split) has the G rows in one m16 tile that
+// every warp shares, and its four warps split the keys instead (16-key tiles
+// w, w + 4, ...), each with its own two-stage cp.async pipeline and online
+// softmax; the four states are merged in shared memory at the end. Same math
+// (tensor cores, exp2 online softmax, P rounded to the 16-bit type).
+//
+// Split-KV: when the grid would leave the GPU idle (decode, short batches,
+// long contexts) the key range is split over several CTAs (flash-decoding)
+// that write f32 partials (O, max, sum) to a workspace, and a combine kernel
+// merges them (both kernels write the same partial layout).
 //
 // Graph capture: grid sizes come from the host hints (num_seqs,
 // max_query_len, max_seq_len); each CTA reads the real lengths on the device
@@ -71,8 +85,18 @@ cudaError_t launch_paged_attention(const AttentionParams& p, const AttentionWork
 // once before any launch (outside graph capture).
 cudaError_t init_attention_kernels();
 
-// Rows per CTA tile and the split plan, exposed for tests and benchmarks.
+// Rows per CTA tile of the tile kernel; warps and keys per warp tile of the
+// decode kernel, and the largest group (Hq / Hkv) it takes.
 constexpr int kAttentionBlockM = 64;
+constexpr int kAttentionDecodeWarps = 4;
+constexpr int kAttentionDecodeBlockN = 16;
+constexpr int kAttentionDecodeMaxGroup = 16;
+
+// Whether launch_paged_attention runs the decode kernel for p (from the host
+// hints: max_query_len == 1 and G <= kAttentionDecodeMaxGroup).
+bool attention_uses_decode_kernel(const AttentionParams& p);
+
+// The split plan, exposed for tests and benchmarks.
 int plan_attention_splits(const AttentionParams& p, const AttentionWorkspace& ws);
 
 }  // namespace pagoda::cuda

@@ -1,4 +1,5 @@
-// Attention tile kernel instantiations for padded head dim 128.
+// Attention tile and decode kernel instantiations for padded head dim 128.
+#include "backend/cuda/attention_decode.cuh"
 #include "backend/cuda/attention_kernel.cuh"
 
 namespace pagoda::cuda {
@@ -7,5 +8,9 @@ template cudaError_t launch_attention_tiles<bf16, 128>(const AttentionParams&, c
 template cudaError_t launch_attention_tiles<f16, 128>(const AttentionParams&, cudaStream_t);
 template cudaError_t configure_attention_tiles<bf16, 128>();
 template cudaError_t configure_attention_tiles<f16, 128>();
+template cudaError_t launch_attention_decode<bf16, 128>(const AttentionParams&, cudaStream_t);
+template cudaError_t launch_attention_decode<f16, 128>(const AttentionParams&, cudaStream_t);
+template cudaError_t configure_attention_decode<bf16, 128>();
+template cudaError_t configure_attention_decode<f16, 128>();
 
 }  // namespace pagoda::cuda

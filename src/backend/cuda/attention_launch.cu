@@ -1,5 +1,5 @@
-// Paged attention launcher: validation, split-KV plan, head-dim dispatch and
-// the split combine kernel.
+// Paged attention launcher: validation, split-KV plan, kernel and head-dim
+// dispatch (decode kernel or tile kernel) and the split combine kernel.
 #include <algorithm>
 
 #include "backend/cuda/attention.h"
@@ -12,10 +12,14 @@ namespace pagoda::cuda {
 namespace {
 
 constexpr int kMaxSplits = 32;          // one lane per split in the combine kernel
-// One 64-key tile per split at least: a decode CTA's time is mostly the
-// latency of its first K/V tile, so for a short batch many one-tile splits
-// beat a few long ones (batch 1, 1024 keys: 16 splits).
+// Tile kernel: one 64-key tile per split at least: a CTA's time is then
+// mostly the latency of its first K/V tile, so for a short batch many
+// one-tile splits beat a few long ones (batch 1, 1024 keys: 16 splits).
 constexpr int kMinKeysPerSplit = 64;
+// Decode kernel: one 16-key tile per warp per split at least (its four warps
+// issue their first tiles together, so such a split also costs about one
+// tile latency).
+constexpr int kDecodeMinKeysPerSplit = kAttentionDecodeWarps * kAttentionDecodeBlockN;
 constexpr int kCombineThreads = 32;      // one warp per (token, q head)
 constexpr int kCombineBatch = 8;         // split partials loaded before any is used
 
@@ -92,11 +96,24 @@ cudaError_t launch_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
 }
 
 template <typename T>
+cudaError_t launch_decode_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
+  if (p.head_dim <= 32) return launch_attention_decode<T, 32>(p, stream);
+  if (p.head_dim <= 64) return launch_attention_decode<T, 64>(p, stream);
+  if (p.head_dim <= 96) return launch_attention_decode<T, 96>(p, stream);
+  if (p.head_dim <= 128) return launch_attention_decode<T, 128>(p, stream);
+  if (p.head_dim <= 192) return launch_attention_decode<T, 192>(p, stream);
+  return launch_attention_decode<T, 256>(p, stream);
+}
+
+template <typename T>
 cudaError_t configure_all() {
   const cudaError_t errors[] = {
-      configure_attention_tiles<T, 32>(),  configure_attention_tiles<T, 64>(),
-      configure_attention_tiles<T, 96>(),  configure_attention_tiles<T, 128>(),
-      configure_attention_tiles<T, 192>(), configure_attention_tiles<T, 256>()};
+      configure_attention_tiles<T, 32>(),   configure_attention_tiles<T, 64>(),
+      configure_attention_tiles<T, 96>(),   configure_attention_tiles<T, 128>(),
+      configure_attention_tiles<T, 192>(),  configure_attention_tiles<T, 256>(),
+      configure_attention_decode<T, 32>(),  configure_attention_decode<T, 64>(),
+      configure_attention_decode<T, 96>(),  configure_attention_decode<T, 128>(),
+      configure_attention_decode<T, 192>(), configure_attention_decode<T, 256>()};
   for (cudaError_t e : errors) {
     if (e != cudaSuccess) return e;
   }
@@ -105,14 +122,30 @@ cudaError_t configure_all() {
 
 }  // namespace
 
+bool attention_uses_decode_kernel(const AttentionParams& p) {
+  return p.max_query_len == 1 && p.num_kv_heads > 0 &&
+         p.num_q_heads / p.num_kv_heads <= kAttentionDecodeMaxGroup;
+}
+
+// Splits so that the grid has >= 2 CTAs per SM (a decode-kernel CTA keeps
+// up to 8 K/V tiles in flight, a tile-kernel CTA one, but both kernels need
+// the CTAs spread over every SM for a short batch), no more than leave each
+// split its minimum keys at the longest context, capped by the workspace and
+// the combine kernel's 32 lanes.
 int plan_attention_splits(const AttentionParams& p, const AttentionWorkspace& ws) {
+  if (p.num_kv_heads <= 0) return 1;
+  const bool decode = attention_uses_decode_kernel(p);
   const int64_t group = p.num_q_heads / p.num_kv_heads;
-  const int64_t m_tiles = ceil_div(static_cast<int64_t>(p.max_query_len) * group, kAttentionBlockM);
+  // CTAs per split: the decode kernel has one per (kv head, sequence), the
+  // tile kernel one per (row tile, kv head, sequence).
+  const int64_t m_tiles =
+      decode ? 1 : ceil_div(static_cast<int64_t>(p.max_query_len) * group, kAttentionBlockM);
   const int64_t ctas = m_tiles * p.num_kv_heads * p.num_seqs;
   const int64_t target = 2 * static_cast<int64_t>(ws.num_sms);
   if (ctas <= 0 || ctas >= target) return 1;
   int64_t splits = ceil_div(target, ctas);
-  splits = std::min<int64_t>(splits, ceil_div(p.max_seq_len, kMinKeysPerSplit));
+  splits = std::min<int64_t>(
+      splits, ceil_div(p.max_seq_len, decode ? kDecodeMinKeysPerSplit : kMinKeysPerSplit));
   const int64_t bytes_per_split =
       p.num_tokens * p.num_q_heads * (p.head_dim + 2) * static_cast<int64_t>(sizeof(float));
   splits = std::min<int64_t>(splits, bytes_per_split > 0
@@ -143,7 +176,8 @@ cudaError_t launch_paged_attention(const AttentionParams& params, const Attentio
   }
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    cudaError_t e = launch_for_head_dim<T>(p, stream);
+    cudaError_t e = attention_uses_decode_kernel(p) ? launch_decode_for_head_dim<T>(p, stream)
+                                                    : launch_for_head_dim<T>(p, stream);
     if (e != cudaSuccess || p.num_splits == 1) return e;
     const int64_t items = p.num_tokens * p.num_q_heads;
     if (items > 0x7fffffff) return cudaErrorInvalidValue;

@@ -1,5 +1,6 @@
 // Per-head-dim instantiations of the attention tile kernel
-// (attention_kernel.cuh); explicit instantiations live in attention_d*.cu.
+// (attention_kernel.cuh) and the decode kernel (attention_decode.cuh);
+// explicit instantiations live in attention_d*.cu.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,5 +15,12 @@ cudaError_t launch_attention_tiles(const AttentionParams& p, cudaStream_t stream
 
 template <typename T, int kHeadDim>
 cudaError_t configure_attention_tiles();
+
+// The decode kernel: every sequence has one new token, Hq / Hkv <= 16.
+template <typename T, int kHeadDim>
+cudaError_t launch_attention_decode(const AttentionParams& p, cudaStream_t stream);
+
+template <typename T, int kHeadDim>
+cudaError_t configure_attention_decode();
 
 }  // namespace pagoda::cuda
