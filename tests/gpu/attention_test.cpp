@@ -2,10 +2,13 @@
 // 8..256, GQA/MQA/MHA, block sizes 1..256, decode-only, prefill-only (with
 // and without a cached prefix) and mixed ragged batches, contexts up to 32k,
 // and a graph captured with maximal hints replayed on a smaller batch.
+// Pure-decode batches with Hq / Hkv <= 16 run the decode kernel, the others
+// the tile kernel; the DecodeKernel* tests aim at the decode kernel's edges.
 // Cache slots no sequence owns hold NaN, so any read outside a sequence's
 // context shows up in the output.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -156,6 +159,19 @@ std::vector<SeqShape> decodes(int n, int lo, int hi) {
   return s;
 }
 
+// `n` decode sequences: the first contexts sit on the edges of the decode
+// kernel's 16-key warp tiles and 64-key rounds of its four warps, the rest
+// are drawn from [1, hi].
+std::vector<SeqShape> edge_decodes(int n, int hi) {
+  static const int kEdges[] = {1, 2, 15, 16, 17, 63, 64, 65};
+  const std::vector<int32_t> drawn = uniform_ints(static_cast<size_t>(n), 1, hi);
+  std::vector<SeqShape> s;
+  for (int i = 0; i < n; ++i) {
+    s.push_back({1, i < 8 ? kEdges[i] : drawn[static_cast<size_t>(i)]});
+  }
+  return s;
+}
+
 std::vector<SeqShape> concat(std::vector<SeqShape> a, const std::vector<SeqShape>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -210,6 +226,108 @@ TEST(CudaAttentionTest, LongContexts) {
       {4, 1, 64, 32, {{2048, 2048}}},
       {4, 2, 256, 16, concat({{64, 4096}}, decodes(4, 3000, 12000))}};
   for (const AttnCase& c : cases) run_case(c);
+}
+
+// Every group size the decode kernel takes (1..16) with head dims 64, 128,
+// 256 and 80 (zero-padded to 96), block sizes 1..128, and contexts on the
+// tile edges in one batch. Nine sequences of two kv heads are 18 CTAs, so
+// the plan splits the keys (15 splits on 132 SMs): most splits of the short
+// sequences are empty and their partials must still combine to the output.
+TEST(CudaAttentionTest, DecodeKernelGroupsAndHeadDims) {
+  PAGODA_REQUIRE_GPU();
+  const int groups[] = {1, 2, 4, 8, 16};
+  const int dims[] = {64, 128, 256, 80};
+  const int block_sizes[] = {1, 16, 32, 128};
+  const std::vector<SeqShape> seqs = {{1, 1000}, {1, 1},  {1, 2},  {1, 15}, {1, 16},
+                                      {1, 17},   {1, 63}, {1, 64}, {1, 65}};
+  for (size_t gi = 0; gi < std::size(groups); ++gi) {
+    for (size_t di = 0; di < std::size(dims); ++di) {
+      const int hkv = 2;
+      run_case({groups[gi] * hkv, hkv, dims[di], block_sizes[(gi + di) % std::size(block_sizes)], seqs});
+    }
+  }
+  // The other padded head dims (32, 192) once each.
+  run_case({4, 1, 32, 16, seqs});
+  run_case({16, 2, 192, 32, seqs});
+}
+
+// Split and unsplit plans. Batch 1..3 with long contexts: up to 32 splits of
+// several 16-key tiles per warp, so each warp's two-stage pipeline refills.
+// Batch 256 with two or more kv heads is >= 2 CTAs per SM on any GPU up to
+// 256 SMs, so no split: one CTA per (sequence, kv head) walks the whole
+// context (up to 4097 keys: 65 tiles per warp) and writes the output itself.
+TEST(CudaAttentionTest, DecodeKernelSplitAndUnsplit) {
+  PAGODA_REQUIRE_GPU();
+  const AttnCase split_cases[] = {
+      {32, 8, 128, 16, {{1, 4097}}},
+      {16, 1, 128, 32, {{1, 32768}}, 2.0f},
+      {8, 8, 64, 128, {{1, 4097}, {1, 17}}},
+      {8, 2, 256, 16, {{1, 32768}}},
+      {4, 1, 80, 1, {{1, 4097}, {1, 65}, {1, 1000}}},
+      {32, 2, 128, 16, {{1, 4097}, {1, 1}}, 3.0f}};
+  for (const AttnCase& c : split_cases) run_case(c);
+  const AttnCase unsplit_cases[] = {
+      {32, 8, 128, 16, concat(edge_decodes(254, 300), {{1, 4097}, {1, 1000}})},
+      {16, 2, 64, 1, edge_decodes(256, 200)},
+      {32, 2, 256, 32, edge_decodes(256, 100)},
+      {4, 4, 80, 128, edge_decodes(256, 300)}};
+  for (const AttnCase& c : unsplit_cases) run_case(c);
+}
+
+// The decode kernel in a graph captured with hints of a larger batch (9
+// splits for 32 CTAs on 132 SMs), replayed (1) with shorter contexts, so
+// most splits are empty, and (2) with only the first two sequences holding a
+// token (qsl = 0 1 2 2 2): those two rows must match, the other two rows
+// belong to no sequence and must stay untouched (poisoned).
+TEST(CudaAttentionTest, DecodeKernelGraphReplay) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    CudaBackend& gpu = *cuda_backend(dt);
+    const AttnCase big{32, 8, 128, 16, {{1, 5000}, {1, 3000}, {1, 64}, {1, 17}}};
+    AttnBatch b = make_batch(dt, big);
+    AttnTensors g(gpu, dt, b);
+    const float scale = 1.0f / std::sqrt(128.0f);
+    const int id = gpu.capture_graph([&] {
+      gpu.paged_attention(g.qkv.t(), b.layout, g.cache, g.meta, scale, g.out.t());
+    });
+    ASSERT_GE(id, 0);
+
+    // (1) Shorter contexts within the captured maxima.
+    for (size_t s = 0; s < b.seq_lens.size(); ++s) {
+      b.seq_lens[s] = uniform_ints(1, 1, b.seq_lens[s] > 200 ? 200 : b.seq_lens[s])[0];
+    }
+    g.seq_lens.upload_i32(b.seq_lens);
+    g.out.poison();
+    gpu.replay_graph(id);
+    expect_close(g.out.download(), cpu_attention(b), dt, "decode graph replay, shorter contexts");
+
+    // (2) Two of the four sequences hold a token.
+    const int live = 2;
+    AttnBatch r = b;
+    r.qsl = {0, 1, 2};
+    r.seq_lens.resize(live);
+    r.seq_lens[0] = 4000;
+    r.seq_lens[1] = 33;
+    r.tables.resize(static_cast<size_t>(live * b.max_blocks_per_seq));
+    r.num_tokens = live;
+    r.qkv.resize(static_cast<size_t>(live * b.layout.row_width()));
+    std::vector<int32_t> lens = b.seq_lens;
+    lens[0] = r.seq_lens[0];
+    lens[1] = r.seq_lens[1];
+    g.qsl.upload_i32({0, 1, 2, 2, 2});
+    g.seq_lens.upload_i32(lens);
+    g.out.poison();
+    gpu.replay_graph(id);
+    std::vector<float> got = g.out.download();
+    const size_t row = static_cast<size_t>(b.layout.num_q_heads) * b.layout.head_dim;
+    size_t touched = 0;
+    for (size_t i = live * row; i < got.size(); ++i) touched += std::isnan(got[i]) ? 0 : 1;
+    EXPECT_EQ(touched, 0u) << "rows of tokens outside [qsl[0], qsl[num_seqs]) were written";
+    got.resize(live * row);
+    expect_close(got, cpu_attention(r), dt, "decode graph replay, two live sequences");
+    expect_status_ok(gpu);
+  }
 }
 
 // Captured once with hints covering the largest batch, replayed after the
