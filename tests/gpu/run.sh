@@ -11,7 +11,8 @@
 #   1. nvidia-smi
 #   2. kernel tests (GoogleTest)                  -> $OUT/kernel_test.log
 #   3. compute-sanitizer memcheck, test subset    -> $OUT/memcheck.log
-#      and racecheck on attention (prefill, split decode) -> $OUT/racecheck.log
+#      and racecheck on attention (prefill, split decode, the decode
+#      kernel's warp merge)                           -> $OUT/racecheck.log
 #   4. hooks: every tests/gpu/hooks/*.sh, run as `hook BUILD_DIR` (end-to-end
 #      tests, benchmarks; skipped when there are none) -> $OUT/<hook>.log;
 #      90 s each unless the hook has a line "# hook-timeout: SECONDS"
@@ -81,12 +82,13 @@ if [ -x "$bin/kernel_test" ]; then
     filter+=':CudaOpsTest.LinearMatchesCpu'
     filter+=':CudaAttentionTest.DecodeOnly:CudaAttentionTest.PrefillOnly'
     filter+=':CudaAttentionTest.MixedPrefillAndDecode:CudaSamplingTest.MatchesCpuOnTiedLogits'
+    filter+=':CudaSamplingTest.TwoSlotsOutstandingAndSampledTokensOnTheDevice'
     stage memcheck 100 "$out/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no --gtest_filter="$filter"
     # Shared-memory hazards of the attention tiles (a missing barrier).
     stage racecheck 90 "$out/racecheck.log" compute-sanitizer --tool racecheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no \
-      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints'
+      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay'
   else
     echo "compute-sanitizer not found"
     record memcheck FAIL 0
