@@ -2,8 +2,10 @@
 // 8..256, GQA/MQA/MHA, block sizes 1..256, decode-only, prefill-only (with
 // and without a cached prefix) and mixed ragged batches, contexts up to 32k,
 // and a graph captured with maximal hints replayed on a smaller batch.
-// Pure-decode batches with Hq / Hkv <= 16 run the decode kernel, the others
-// the tile kernel; the DecodeKernel* tests aim at the decode kernel's edges.
+// Pure-decode batches with Hq / Hkv <= 16 run the decode kernel, batches
+// with a query longer than 1 and head dims <= 128 the prefill kernel, the
+// others the tile kernel; the DecodeKernel* and PrefillKernel* tests aim at
+// those kernels' edges.
 // Cache slots no sequence owns hold NaN, so any read outside a sequence's
 // context shows up in the output.
 #include <algorithm>
@@ -326,6 +328,102 @@ TEST(CudaAttentionTest, DecodeKernelGraphReplay) {
     EXPECT_EQ(touched, 0u) << "rows of tokens outside [qsl[0], qsl[num_seqs]) were written";
     got.resize(live * row);
     expect_close(got, cpu_attention(r), dt, "decode graph replay, two live sequences");
+    expect_status_ok(gpu);
+  }
+}
+
+// The prefill kernel's edges: 128-row tiles (two m16 tiles per warp, 32
+// rows per warp) and 64-key double-buffered K/V tiles. Group sizes 1, 4, 8
+// (so a tile holds 128, 32 or 16 tokens), query lengths on and off the tile
+// boundaries (rows 127/128/129 for G = 1; 31/32/33 tokens for G = 4), cached
+// prefixes so the diagonal falls inside a key tile at any offset, contexts
+// 1 / 2 / 3 key tiles and one off, block sizes 1..64 (tiles across blocks).
+TEST(CudaAttentionTest, PrefillKernelTileEdges) {
+  PAGODA_REQUIRE_GPU();
+  const int groups[] = {1, 4, 8};
+  const int dims[] = {128, 64, 80, 32};
+  const int block_sizes[] = {16, 1, 64, 7};
+  for (size_t gi = 0; gi < std::size(groups); ++gi) {
+    const int g = groups[gi];
+    const int t = 128 / g;  // tokens per 128-row tile
+    for (size_t di = 0; di < std::size(dims); ++di) {
+      const int hkv = 2;
+      const std::vector<SeqShape> seqs = {
+          {t - 1, t - 1},       {t, t},           {t + 1, t + 1},    {2 * t + 3, 2 * t + 3},
+          {t, t + 64},          {t + 1, t + 63},  {2, 65},           {3 * t - 1, 3 * t + 127},
+          {17, 129},            {t + 5, 4 * t + 200}};
+      run_case({g * hkv, hkv, dims[di], block_sizes[(gi + di) % std::size(block_sizes)], seqs});
+    }
+  }
+}
+
+// Chunked prefill shapes: a 2048-token chunk from scratch and a chunk over
+// a 6144-token cached prefix (up to 104 key tiles per CTA through the double
+// buffer), G = 4 as Llama-3.1-8B (fewer heads: the CPU reference is slow),
+// and few CTAs per split so the plan splits the keys (split partials and
+// the combine kernel with the 128-row tiles).
+TEST(CudaAttentionTest, PrefillKernelChunks) {
+  PAGODA_REQUIRE_GPU();
+  const AttnCase cases[] = {
+      {8, 2, 128, 16, {{2048, 2048}}},
+      {8, 2, 128, 16, {{512, 6656}}},
+      {8, 1, 128, 16, {{200, 4200}}, 2.0f},
+      {4, 4, 128, 32, {{100, 5000}, {2, 3000}}},     // few CTAs: split keys
+      {8, 8, 64, 16, {{129, 129}, {65, 4000}}},      // G = 1 MHA
+      {16, 2, 96, 16, {{16, 16}, {17, 1000}}}};      // G = 8, one tile per seq
+  for (const AttnCase& c : cases) run_case(c);
+}
+
+// Ragged mixed batches through the prefill kernel: decode rows (q_len 1)
+// next to prefill chunks with and without prefix, empty-prefix chunks of 2
+// tokens, and G = 1 / 4 / 8.
+TEST(CudaAttentionTest, PrefillKernelMixedRagged) {
+  PAGODA_REQUIRE_GPU();
+  const AttnCase cases[] = {
+      {32, 8, 128, 16, concat({{513, 513}, {2, 2}, {130, 1130}}, decodes(12, 1, 2000))},
+      {8, 8, 128, 1, concat(decodes(5, 1, 300), {{128, 128}, {129, 700}, {2, 64}})},
+      {16, 2, 64, 16, concat({{33, 33}}, edge_decodes(10, 500))},
+      {8, 1, 32, 64, concat({{300, 300}, {1, 1}}, decodes(7, 60, 130))}};
+  for (const AttnCase& c : cases) run_case(c);
+}
+
+// The prefill kernel in a graph captured with maximal hints (q_len 300 over
+// 2000 keys), replayed with shorter chunks and contexts: grid from the
+// hints, each CTA reads the real lengths, and rows of tokens past qsl[S]
+// stay untouched.
+TEST(CudaAttentionTest, PrefillKernelGraphReplay) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    CudaBackend& gpu = *cuda_backend(dt);
+    const AttnCase big{32, 8, 128, 16, {{300, 2000}, {200, 1500}}};
+    AttnBatch b = make_batch(dt, big);
+    AttnTensors g(gpu, dt, b);
+    const float scale = 1.0f / std::sqrt(128.0f);
+    const int id = gpu.capture_graph([&] {
+      gpu.paged_attention(g.qkv.t(), b.layout, g.cache, g.meta, scale, g.out.t());
+    });
+    ASSERT_GE(id, 0);
+    // Sequence 0 keeps 150 tokens over 1000 keys, sequence 1 gets 70 tokens
+    // over 70 keys; the other 280 token rows belong to no sequence.
+    AttnBatch r = b;
+    r.qsl = {0, 150, 220};
+    r.seq_lens = {1000, 70};
+    r.num_tokens = 220;
+    r.qkv.resize(static_cast<size_t>(r.num_tokens * b.layout.row_width()));
+    g.qsl.upload_i32(r.qsl);
+    g.seq_lens.upload_i32(r.seq_lens);
+    g.out.poison();
+    gpu.replay_graph(id);
+    std::vector<float> got = g.out.download();
+    const size_t row = static_cast<size_t>(b.layout.num_q_heads) * b.layout.head_dim;
+    size_t touched = 0;
+    for (size_t i = static_cast<size_t>(r.num_tokens) * row; i < got.size(); ++i) {
+      touched += std::isnan(got[i]) ? 0 : 1;
+    }
+    EXPECT_EQ(touched, 0u) << "rows of tokens outside [qsl[0], qsl[num_seqs]) were written";
+    got.resize(static_cast<size_t>(r.num_tokens) * row);
+    expect_close(got, cpu_attention(r), dt, "prefill graph replay, shorter chunks");
     expect_status_ok(gpu);
   }
 }

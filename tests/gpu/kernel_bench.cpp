@@ -1,16 +1,19 @@
 // Microbenchmarks of the CUDA backend against the device's measured
 // ceilings: a large D2D copy (bytes read + written) and an 8192^3 bf16
 // cuBLASLt product. Reports achieved GB/s for rms_norm and decode
-// paged_attention (Llama-3.1-8B shapes: 32 q heads, 8 kv heads, D 128) and
-// TFLOP/s for linear at the 8B model's shapes.
+// paged_attention (Llama-3.1-8B shapes: 32 q heads, 8 kv heads, D 128),
+// causal TFLOP/s for prefill paged_attention (same heads; 2048-token chunks
+// over 0..6144 cached tokens, 8 x 512 from scratch) and TFLOP/s for linear
+// at the 8B model's shapes.
 //
 // Timing: each measurement captures `kIters` calls into a CUDA graph (no
 // launch gaps), replays it kReps times between CUDA events and takes the
 // median per call. Inputs that would fit in L2 rotate over several copies so
 // the numbers are from device memory. Data is random, never zeros.
 //
-// Usage: kernel_bench [--quick]
+// Usage: kernel_bench [--quick]              (prefill attention runs in both)
 //        kernel_bench --attention BATCH CTX   (one decode-attention shape, e.g. under ncu)
+//        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -205,6 +208,72 @@ void bench_decode_attention(CudaBackend& gpu, const Ceilings& c, const std::vect
   std::printf("\n");
 }
 
+// Prefill paged_attention, Llama-3.1-8B shapes: one sequence of 2048 new
+// tokens over 0 / 2048 / 4096 / 6144 cached tokens (the four chunks of an
+// 8k prefill) and 8 sequences of 512 new tokens from scratch. FLOP count:
+// 4 * q_len * (average keys a query attends, causal) * Hq * D (two matmuls,
+// 2 FLOP per multiply-add, only the unmasked causal part).
+void bench_prefill_attention(CudaBackend& gpu, const Ceilings& c) {
+  const int hq = 32, hkv = 8, d = 128, block_size = 16;
+  const QkvLayout layout{hq, hkv, d};
+  struct PrefillCase {
+    int seqs, q_len, cached;
+  };
+  const PrefillCase cases[] = {{1, 2048, 0}, {1, 2048, 2048}, {1, 2048, 4096}, {1, 2048, 6144}, {8, 512, 0}};
+  std::printf("prefill paged_attention (bf16, causal, Hq=%d Hkv=%d D=%d, block %d)\n"
+              "%5s %6s %7s %10s %9s %8s\n", hq, hkv, d, block_size, "seqs", "q_len", "cached", "us",
+              "TFLOP/s", "%gemm");
+  const size_t token_bytes = static_cast<size_t>(hkv) * d * 2;  // one of k or v
+  int64_t max_blocks = 0;
+  for (const PrefillCase& pc : cases) {
+    max_blocks = std::max<int64_t>(max_blocks, static_cast<int64_t>(pc.seqs) *
+                                                   ((pc.q_len + pc.cached + block_size - 1) / block_size));
+  }
+  DeviceBuffer k(&gpu, max_blocks * block_size * token_bytes), v(&gpu, max_blocks * block_size * token_bytes);
+  fill_random(gpu, k.data(), k.size());
+  fill_random(gpu, v.data(), v.size());
+  const Tensor tk = k.tensor(DType::kBF16, {max_blocks, block_size, hkv, d});
+  const Tensor tv = v.tensor(DType::kBF16, {max_blocks, block_size, hkv, d});
+  KvCacheView cache{tk, tv, block_size};
+  for (const PrefillCase& pc : cases) {
+    const int seq_len = pc.q_len + pc.cached;
+    const int blocks_per_seq = (seq_len + block_size - 1) / block_size;
+    const int64_t tokens = static_cast<int64_t>(pc.seqs) * pc.q_len;
+    std::vector<int32_t> tables(static_cast<size_t>(pc.seqs) * blocks_per_seq);
+    for (size_t i = 0; i < tables.size(); ++i) tables[i] = static_cast<int32_t>(i);
+    std::vector<int32_t> qsl(static_cast<size_t>(pc.seqs) + 1), lens(static_cast<size_t>(pc.seqs), seq_len);
+    for (int s = 0; s <= pc.seqs; ++s) qsl[static_cast<size_t>(s)] = s * pc.q_len;
+    DeviceBuffer d_tables(&gpu, tables.size() * 4), d_qsl(&gpu, qsl.size() * 4), d_lens(&gpu, lens.size() * 4);
+    gpu.copy_to_device(d_tables.data(), tables.data(), tables.size() * 4);
+    gpu.copy_to_device(d_qsl.data(), qsl.data(), qsl.size() * 4);
+    gpu.copy_to_device(d_lens.data(), lens.data(), lens.size() * 4);
+    DeviceBuffer qkv(&gpu, static_cast<size_t>(tokens) * layout.row_width() * 2);
+    DeviceBuffer out(&gpu, static_cast<size_t>(tokens) * hq * d * 2);
+    fill_random(gpu, qkv.data(), qkv.size());
+    const Tensor tq = qkv.tensor(DType::kBF16, {tokens, layout.row_width()});
+    Tensor to = out.tensor(DType::kBF16, {tokens, static_cast<int64_t>(hq) * d});
+    const double ms = time_op(gpu, [&](int) {
+      AttentionMetadata meta;
+      meta.query_start_loc = d_qsl.tensor(DType::kI32, {pc.seqs + 1});
+      meta.seq_lens = d_lens.tensor(DType::kI32, {pc.seqs});
+      meta.block_tables = d_tables.tensor(DType::kI32, {pc.seqs, blocks_per_seq});
+      meta.num_seqs = pc.seqs;
+      meta.max_query_len = pc.q_len;
+      meta.max_seq_len = seq_len;
+      meta.max_blocks_per_seq = blocks_per_seq;
+      meta.num_decode_seqs = 0;
+      gpu.paged_attention(tq, layout, cache, meta, 1.0f / std::sqrt(static_cast<float>(d)), to);
+    });
+    // Query j (0-based) attends cached + j + 1 keys: average cached + (q_len + 1) / 2.
+    const double avg_keys = pc.cached + (pc.q_len + 1) / 2.0;
+    const double flop = 4.0 * static_cast<double>(tokens) * avg_keys * hq * d;
+    const double tflops = flop / (ms * 1e-3) / 1e12;
+    std::printf("%5d %6d %7d %10.1f %9.1f %7.0f%%\n", pc.seqs, pc.q_len, pc.cached, ms * 1e3, tflops,
+                100.0 * tflops / c.gemm_tflops);
+  }
+  std::printf("\n");
+}
+
 struct GemmShape {
   const char* name;
   int64_t n, k;
@@ -269,9 +338,14 @@ int main(int argc, char** argv) {
     bench_decode_attention(gpu, c, {std::atoi(argv[2])}, {std::atoi(argv[3])});
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
+  if (argc == 2 && std::strcmp(argv[1], "--prefill") == 0) {
+    bench_prefill_attention(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
   bench_rms_norm(gpu, c, quick);
   bench_decode_attention(gpu, c, quick ? std::vector<int>{1, 64} : std::vector<int>{1, 8, 32, 64, 128, 256},
                          quick ? std::vector<int>{1024} : std::vector<int>{1024, 4096, 8192});
+  bench_prefill_attention(gpu, c);
   bench_linear(gpu, c, quick);
   if (!gpu.status().ok()) {
     std::fprintf(stderr, "kernel_bench: backend error: %s\n", gpu.status().error().message.c_str());

@@ -1,10 +1,17 @@
 // Paged causal attention over a ragged batch (prefill chunks and decode
 // tokens mixed), GQA/MQA, head dims that are multiples of 8 up to 256.
 //
-// Two kernels; the launcher picks one per call from the host hints:
+// Three kernels; the launcher picks one per call from the host hints:
 //
-// Tile kernel (attention_kernel.cuh), every batch the decode kernel does not
-// take. A CTA owns one sequence s, one kv head and a tile of 64 "rows", where
+// Prefill kernel (attention_prefill.cuh), batches with max_query_len > 1
+// and head_dim <= 128 (prefill chunks, mixed with any decode rows): the tile
+// kernel's rows and math with 128-row CTA tiles (two m16 tiles per warp, so
+// each K/V fragment feeds twice the mma), double-buffered 64-key K/V tiles
+// (tile t + 1 loads while tile t computes, one barrier per tile), the causal
+// mask only on tiles crossing the diagonal, heaviest m tiles first.
+//
+// Tile kernel (attention_kernel.cuh), every batch the other two do not
+// take (head_dim > 128 prefill, decode batches with G > 16). A CTA owns one sequence s, one kv head and a tile of 64 "rows", where
 // row r of sequence s is (query j = r / G, q head kv_head * G + r % G),
 // G = Hq / Hkv; so every row of a CTA reads the same K/V and a decode step
 // packs the G heads of a group into one tile. Four warps each own 16 rows;
@@ -95,6 +102,15 @@ constexpr int kAttentionDecodeMaxGroup = 16;
 // Whether launch_paged_attention runs the decode kernel for p (from the host
 // hints: max_query_len == 1 and G <= kAttentionDecodeMaxGroup).
 bool attention_uses_decode_kernel(const AttentionParams& p);
+
+// Rows per CTA and keys per K/V tile of the prefill kernel.
+constexpr int kAttentionPrefillBlockM = 128;
+constexpr int kAttentionPrefillBlockN = 64;
+
+// Whether launch_paged_attention runs the prefill kernel for p (from the host
+// hints: max_query_len > 1, head_dim <= 128, at most 65535 row tiles of
+// kAttentionPrefillBlockM, and every cache slot index below 2^31).
+bool attention_uses_prefill_kernel(const AttentionParams& p);
 
 // The split plan, exposed for tests and benchmarks.
 int plan_attention_splits(const AttentionParams& p, const AttentionWorkspace& ws);

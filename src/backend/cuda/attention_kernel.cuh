@@ -82,12 +82,13 @@ __device__ __forceinline__ bool cta_work(const AttentionParams& p, int block_n, 
   return true;
 }
 
-// Issues cp.async for the Q rows of the tile (zero rows/columns outside).
-template <typename T, int kD>
+// Issues cp.async for the kRows Q rows of the tile (zero rows/columns
+// outside); q_s has the row stride kD + 8.
+template <typename T, int kD, int kRows = kBlockM>
 __device__ __forceinline__ void load_q_tile(const AttentionParams& p, const CtaWork& w, T* q_s) {
   using S = TileShape<kD>;
   const T* qkv = static_cast<const T*>(p.qkv);
-  for (int c = threadIdx.x; c < kBlockM * S::kChunks; c += kThreads) {
+  for (int c = threadIdx.x; c < kRows * S::kChunks; c += kThreads) {
     const int r = c / S::kChunks;
     const int col = (c % S::kChunks) * 8;
     const int rr = w.row0 + r;
@@ -233,10 +234,11 @@ __device__ __forceinline__ void online_softmax(float (&s_acc)[kBlockN / 8][4],
   }
 }
 
-// Writes the thread's two rows: normalised T output (one split) or f32
-// partials (several splits).
+// Writes the thread's two rows of the m16 tile starting at row `tile_row`
+// of the CTA tile: normalised T output (one split) or f32 partials (several
+// splits).
 template <typename T, int kD>
-__device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWork& w, int warp,
+__device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWork& w, int tile_row,
                                            int lane, const SoftmaxState& st,
                                            const float (&o_acc)[kD / 8][4]) {
   const int64_t num_q_heads = p.num_q_heads;
@@ -249,7 +251,7 @@ __device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWo
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int rr = w.row0 + warp * 16 + (lane >> 2) + 8 * h;
+    const int rr = w.row0 + tile_row + (lane >> 2) + 8 * h;
     if (rr >= w.num_rows) continue;
     const float l = row_sum[h];
     const int64_t token = w.q_begin + rr / w.group;
@@ -331,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kD>) attention_tile_
     if (warp_active) accumulate_pv<T, kD>(v_s, lane, s_acc, o_acc);
   }
   cp_async_wait<0>();
-  store_rows<T, kD>(p, w, warp, lane, st, o_acc);
+  store_rows<T, kD>(p, w, warp * 16, lane, st, o_acc);
 }
 
 }  // namespace attention_detail

@@ -1,5 +1,5 @@
 // Paged attention launcher: validation, split-KV plan, kernel and head-dim
-// dispatch (decode kernel or tile kernel) and the split combine kernel.
+// dispatch (decode, prefill or tile kernel) and the split combine kernel.
 #include <algorithm>
 
 #include "backend/cuda/attention.h"
@@ -12,9 +12,10 @@ namespace pagoda::cuda {
 namespace {
 
 constexpr int kMaxSplits = 32;          // one lane per split in the combine kernel
-// Tile kernel: one 64-key tile per split at least: a CTA's time is then
-// mostly the latency of its first K/V tile, so for a short batch many
-// one-tile splits beat a few long ones (batch 1, 1024 keys: 16 splits).
+// Tile and prefill kernels (64-key tiles both): one tile per split at least.
+// A tile-kernel CTA's time is then mostly the latency of its first K/V tile,
+// so for a short batch many one-tile splits beat a few long ones (batch 1,
+// 1024 keys: 16 splits).
 constexpr int kMinKeysPerSplit = 64;
 // Decode kernel: one 16-key tile per warp per split at least (its four warps
 // issue their first tiles together, so such a split also costs about one
@@ -106,6 +107,14 @@ cudaError_t launch_decode_for_head_dim(const AttentionParams& p, cudaStream_t st
 }
 
 template <typename T>
+cudaError_t launch_prefill_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
+  if (p.head_dim <= 32) return launch_attention_prefill<T, 32>(p, stream);
+  if (p.head_dim <= 64) return launch_attention_prefill<T, 64>(p, stream);
+  if (p.head_dim <= 96) return launch_attention_prefill<T, 96>(p, stream);
+  return launch_attention_prefill<T, 128>(p, stream);
+}
+
+template <typename T>
 cudaError_t configure_all() {
   const cudaError_t errors[] = {
       configure_attention_tiles<T, 32>(),   configure_attention_tiles<T, 64>(),
@@ -113,7 +122,9 @@ cudaError_t configure_all() {
       configure_attention_tiles<T, 192>(),  configure_attention_tiles<T, 256>(),
       configure_attention_decode<T, 32>(),  configure_attention_decode<T, 64>(),
       configure_attention_decode<T, 96>(),  configure_attention_decode<T, 128>(),
-      configure_attention_decode<T, 192>(), configure_attention_decode<T, 256>()};
+      configure_attention_decode<T, 192>(), configure_attention_decode<T, 256>(),
+      configure_attention_prefill<T, 32>(), configure_attention_prefill<T, 64>(),
+      configure_attention_prefill<T, 96>(), configure_attention_prefill<T, 128>()};
   for (cudaError_t e : errors) {
     if (e != cudaSuccess) return e;
   }
@@ -127,6 +138,13 @@ bool attention_uses_decode_kernel(const AttentionParams& p) {
          p.num_q_heads / p.num_kv_heads <= kAttentionDecodeMaxGroup;
 }
 
+bool attention_uses_prefill_kernel(const AttentionParams& p) {
+  if (p.max_query_len <= 1 || p.num_kv_heads <= 0 || p.head_dim > 128) return false;
+  const int64_t m_tiles = attention_prefill_m_tiles(p);
+  return m_tiles > 0 && m_tiles <= 65535 &&
+         p.num_blocks * static_cast<int64_t>(p.block_size) <= 0x7fffffff;
+}
+
 // Splits so that the grid has >= 2 CTAs per SM (a decode-kernel CTA keeps
 // up to 8 K/V tiles in flight, a tile-kernel CTA one, but both kernels need
 // the CTAs spread over every SM for a short batch), no more than leave each
@@ -137,9 +155,13 @@ int plan_attention_splits(const AttentionParams& p, const AttentionWorkspace& ws
   const bool decode = attention_uses_decode_kernel(p);
   const int64_t group = p.num_q_heads / p.num_kv_heads;
   // CTAs per split: the decode kernel has one per (kv head, sequence), the
-  // tile kernel one per (row tile, kv head, sequence).
+  // prefill and tile kernels one per (row tile, kv head, sequence), with
+  // tiles of kAttentionPrefillBlockM and kAttentionBlockM rows.
   const int64_t m_tiles =
-      decode ? 1 : ceil_div(static_cast<int64_t>(p.max_query_len) * group, kAttentionBlockM);
+      decode ? 1
+      : attention_uses_prefill_kernel(p)
+          ? attention_prefill_m_tiles(p)
+          : ceil_div(static_cast<int64_t>(p.max_query_len) * group, kAttentionBlockM);
   const int64_t ctas = m_tiles * p.num_kv_heads * p.num_seqs;
   const int64_t target = 2 * static_cast<int64_t>(ws.num_sms);
   if (ctas <= 0 || ctas >= target) return 1;
@@ -176,8 +198,9 @@ cudaError_t launch_paged_attention(const AttentionParams& params, const Attentio
   }
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    cudaError_t e = attention_uses_decode_kernel(p) ? launch_decode_for_head_dim<T>(p, stream)
-                                                    : launch_for_head_dim<T>(p, stream);
+    cudaError_t e = attention_uses_decode_kernel(p)    ? launch_decode_for_head_dim<T>(p, stream)
+                    : attention_uses_prefill_kernel(p) ? launch_prefill_for_head_dim<T>(p, stream)
+                                                       : launch_for_head_dim<T>(p, stream);
     if (e != cudaSuccess || p.num_splits == 1) return e;
     const int64_t items = p.num_tokens * p.num_q_heads;
     if (items > 0x7fffffff) return cudaErrorInvalidValue;

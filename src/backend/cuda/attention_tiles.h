@@ -1,9 +1,12 @@
 // Per-head-dim instantiations of the attention tile kernel
-// (attention_kernel.cuh) and the decode kernel (attention_decode.cuh);
+// (attention_kernel.cuh), the decode kernel (attention_decode.cuh) and the
+// prefill kernel (attention_prefill.cuh, head dims <= 128);
 // explicit instantiations live in attention_d*.cu.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "backend/cuda/attention.h"
 
@@ -22,5 +25,20 @@ cudaError_t launch_attention_decode(const AttentionParams& p, cudaStream_t strea
 
 template <typename T, int kHeadDim>
 cudaError_t configure_attention_decode();
+
+// The prefill kernel (kHeadDim <= 128): max_query_len > 1 batches.
+template <typename T, int kHeadDim>
+cudaError_t launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);
+
+template <typename T, int kHeadDim>
+cudaError_t configure_attention_prefill();
+
+// Row tiles of kAttentionPrefillBlockM rows the prefill kernel's grid has
+// (from the host hints).
+inline int64_t attention_prefill_m_tiles(const AttentionParams& p) {
+  if (p.num_kv_heads <= 0) return 0;
+  const int64_t rows = static_cast<int64_t>(p.max_query_len) * (p.num_q_heads / p.num_kv_heads);
+  return (rows + kAttentionPrefillBlockM - 1) / kAttentionPrefillBlockM;
+}
 
 }  // namespace pagoda::cuda
