@@ -49,7 +49,7 @@ void LlmEngine::step() {
     }
     ScheduleOutput next = scheduler_.schedule_ahead(pending);
     if (!next.empty()) {
-      LaunchedStep launched;
+      LaunchedStep launched{};
       if (launch(std::move(next), &current, launched)) {
         running_step_ = std::move(launched);
         overlapped = true;

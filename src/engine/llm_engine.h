@@ -83,12 +83,13 @@ class LlmEngine final : public Engine {
     SeqId seq;
     int32_t arg;  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted
   };
-  // A launched step, until its samples are applied.
+  // A launched step, until its samples are applied. (No member initializers:
+  // std::optional<LaunchedStep> below needs it default-constructible while
+  // LlmEngine is still incomplete.)
   struct LaunchedStep {
     ScheduleOutput out;
     std::vector<RowRef> refs;  // one per sampling row
-    int slot = 0;              // the runner's step slot
-    bool launch_failed = false;
+    int slot;                  // the runner's step slot
   };
   struct Command {
     std::unique_ptr<RequestState> add;  // set for an add

@@ -601,7 +601,9 @@ Status ModelRunner::launch(const StepInput& step, int slot) {
   backend_.record_fence(slot);
   // The device keeps the latest sampling's ids: the whole step's when it had one chunk.
   last_launched_rows_ = num_rows <= chunk ? num_rows : 0;
-  return device_status();
+  const Status status = device_status();
+  if (!status.ok()) st = Launched{};  // a failed launch is not collected; the slot stays free
+  return status;
 }
 
 Status ModelRunner::collect(int slot, SampleOutput* out) {

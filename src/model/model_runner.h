@@ -109,8 +109,8 @@ class ModelRunner {
   // max_num_seqs). A decode-only step whose S fits a captured size replays
   // that graph; the lm_head and sampling always run eagerly. collect(slot)
   // waits for that step and returns its samples. slot is 0 or 1; a slot is
-  // collected before it is launched again, and steps are collected in
-  // launch order. While step N runs the caller may launch step N + 1 on the
+  // collected before it is launched again (a launch that returned an error
+  // is not collected), and steps are collected in launch order. While step N runs the caller may launch step N + 1 on the
   // other slot (the device runs them in order).
   Status launch(const StepInput& step, int slot);
   Status collect(int slot, SampleOutput* out);
