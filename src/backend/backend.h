@@ -59,7 +59,10 @@ struct AttentionMetadata {
   int max_query_len = 0;   // max over s of qsl[s+1] - qsl[s]
   int max_seq_len = 0;     // max over s of seq_lens[s]
   int max_blocks_per_seq = 0;
-  int num_decode_seqs = 0; // sequences with exactly one new token (a hint; may be 0)
+  // The first num_decode_seqs sequences each have exactly one new token (a
+  // hint: 0 is always valid; nonzero must be exact). The engine orders
+  // decodes first (ScheduleOutput).
+  int num_decode_seqs = 0;
 };
 
 class Backend {

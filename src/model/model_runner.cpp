@@ -413,7 +413,7 @@ void ModelRunner::prepare_and_forward(const StepInput& step) {
     const int q_len = step.query_start_loc[s + 1] - step.query_start_loc[s];
     meta.max_query_len = std::max(meta.max_query_len, q_len);
     meta.max_seq_len = std::max(meta.max_seq_len, step.seq_lens[s]);
-    meta.num_decode_seqs += q_len == 1 ? 1 : 0;
+    if (q_len == 1 && meta.num_decode_seqs == s) ++meta.num_decode_seqs;  // the leading run
   }
   forward(t, meta);
 }

@@ -54,7 +54,7 @@ AttnBatch make_batch(DType dt, const AttnCase& c) {
     b.max_blocks_per_seq = std::max(b.max_blocks_per_seq, blocks + 1);  // +1: a spare column
     b.max_query_len = std::max(b.max_query_len, s.q_len);
     b.max_seq_len = std::max(b.max_seq_len, s.seq_len);
-    b.num_decode += s.q_len == 1 ? 1 : 0;
+    if (s.q_len == 1 && b.num_decode == static_cast<int>(b.seq_lens.size()) - 1) ++b.num_decode;  // leading run
     total_blocks += blocks;
   }
   b.num_tokens = b.qsl.back();

@@ -67,6 +67,11 @@ struct AttentionParams {
   int num_seqs = 0;
   int max_query_len = 0;
   int max_seq_len = 0;
+  // Hint: the first num_decode_seqs sequences each have exactly one new
+  // token (0 is always valid; nonzero must be exact). A mixed batch with
+  // such a prefix runs it through the decode kernel and the rest through
+  // the prefill (or tile) kernel: two launches over disjoint rows.
+  int num_decode_seqs = 0;
   float scale = 1.0f;
   void* out = nullptr;           // [num_tokens, Hq * D]
   // Set by the launcher (split-KV plan):

@@ -184,6 +184,27 @@ cudaError_t launch_paged_attention(const AttentionParams& params, const Attentio
     return cudaSuccess;
   }
   if (!valid_shape(params)) return cudaErrorInvalidValue;
+  const int nd = params.num_decode_seqs;
+  if (nd > 0 && nd < params.num_seqs && params.max_query_len > 1) {
+    // Decode rows [0, nd) (one per sequence, leading) through the decode
+    // kernel, then the other sequences; the launches run in stream order,
+    // so they may share the split workspace.
+    AttentionParams d = params;
+    d.num_seqs = nd;
+    d.max_query_len = 1;
+    d.num_tokens = nd;
+    d.num_decode_seqs = 0;
+    if (attention_uses_decode_kernel(d)) {
+      AttentionParams rest = params;
+      rest.query_start_loc += nd;
+      rest.seq_lens += nd;
+      rest.block_tables += static_cast<int64_t>(nd) * params.max_blocks_per_seq;
+      rest.num_seqs -= nd;
+      rest.num_decode_seqs = 0;
+      const cudaError_t e = launch_paged_attention(d, ws, stream);
+      return e != cudaSuccess ? e : launch_paged_attention(rest, ws, stream);
+    }
+  }
   AttentionParams p = params;
   p.num_splits = plan_attention_splits(p, ws);
   if (p.num_splits > 1) {

@@ -281,6 +281,7 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   p.num_seqs = meta.num_seqs;
   p.max_query_len = meta.max_query_len;
   p.max_seq_len = meta.max_seq_len;
+  p.num_decode_seqs = meta.num_decode_seqs;
   p.scale = scale;
   p.out = out.data;
   const cuda::AttentionWorkspace ws{attention_workspace_, attention_workspace_bytes_, num_sms_};

@@ -118,10 +118,12 @@ void run_case(const AttentionCase& c, Rng& rng) {
   meta.block_tables = i32(tables, {num_seqs, mbps});
   meta.num_seqs = num_seqs;
   meta.max_blocks_per_seq = mbps;
+  bool leading = true;  // num_decode_seqs: the leading run of one-token sequences
   for (const SeqCase& sc : c.seqs) {
     meta.max_query_len = std::max(meta.max_query_len, sc.q_len);
     meta.max_seq_len = std::max(meta.max_seq_len, sc.seq_len());
-    meta.num_decode_seqs += sc.q_len == 1 ? 1 : 0;
+    leading = leading && sc.q_len == 1;
+    meta.num_decode_seqs += leading ? 1 : 0;
   }
   std::vector<float> out = test::nan_filled(static_cast<size_t>(t * l.num_q_heads * d));
   Tensor o = f32(out, {t, l.num_q_heads * d});
