@@ -11,7 +11,8 @@
 // mask only on tiles crossing the diagonal, heaviest m tiles first.
 //
 // Tile kernel (attention_kernel.cuh), every batch the other two do not
-// take (head_dim > 128 prefill, decode batches with G > 16). A CTA owns one sequence s, one kv head and a tile of 64 "rows", where
+// take (head_dim > 128 prefill, decode batches with G > 16). A CTA owns
+// one sequence s, one kv head and a tile of 64 "rows", where
 // row r of sequence s is (query j = r / G, q head kv_head * G + r % G),
 // G = Hq / Hkv; so every row of a CTA reads the same K/V and a decode step
 // packs the G heads of a group into one tile. Four warps each own 16 rows;
