@@ -38,7 +38,7 @@ ScheduleOutput Scheduler::schedule_ahead(std::span<const SeqId> pending) {
         (req.spec.max_new_tokens > 0 && seq.num_output_tokens() + 1 >= req.spec.max_new_tokens)) {
       continue;  // the running step's sample is its last: nothing to plan after it
     }
-    placeholders_.push_back({id, seq.num_tokens()});
+    placeholders_.emplace(id, seq.num_tokens());
     seq.tokens.push_back(kPendingToken);
   }
   return plan_step();

@@ -169,11 +169,9 @@ class Scheduler {
     int32_t num_new_tokens = 0;
   };
   std::vector<InFlight> in_flight_;    // the last schedule()'s work, until update()
-  struct Placeholder {
-    SeqId seq = 0;
-    int32_t position = 0;  // index of kPendingToken in the sequence's tokens
-  };
-  std::vector<Placeholder> placeholders_;  // of the last schedule_ahead(), until resolve()
+  // Of the last schedule_ahead(), until resolve(): sequence -> index of its
+  // kPendingToken in the sequence's tokens.
+  std::unordered_map<SeqId, int32_t> placeholders_;
   std::vector<FinishedSeq> finished_;  // reported by the next schedule()
   SeqId next_seq_id_ = 0;
   uint64_t next_arrival_ = 0;

@@ -97,12 +97,12 @@ Status Scheduler::update(std::span<const SampledToken> sampled) {
 }
 
 Status Scheduler::resolve(std::span<const SampledToken> sampled) {
-  std::vector<Placeholder> open = std::move(placeholders_);
+  std::unordered_map<SeqId, int32_t> open = std::move(placeholders_);
   placeholders_.clear();
   for (const SampledToken& s : sampled) {
     auto it = seqs_.find(s.seq_id);
     if (it == seqs_.end()) continue;  // finished or aborted since
-    auto p = std::find_if(open.begin(), open.end(), [&](const Placeholder& x) { return x.seq == s.seq_id; });
+    auto p = open.find(s.seq_id);
     Sequence& seq = it->second;
     if (p == open.end()) {
       // The sample was the sequence's last (no placeholder was planned). It
@@ -114,16 +114,16 @@ Status Scheduler::resolve(std::span<const SampledToken> sampled) {
       seq.tokens.push_back(s.token);
       continue;
     }
-    if (p->position >= seq.num_tokens() || seq.tokens[static_cast<size_t>(p->position)] != kPendingToken) {
-      return internal(fmt::format("sequence {}: placeholder at {} is gone", s.seq_id, p->position));
+    const int32_t position = p->second;
+    if (position >= seq.num_tokens() || seq.tokens[static_cast<size_t>(position)] != kPendingToken) {
+      return internal(fmt::format("sequence {}: placeholder at {} is gone", s.seq_id, position));
     }
-    seq.tokens[static_cast<size_t>(p->position)] = s.token;
-    *p = open.back();
-    open.pop_back();
+    seq.tokens[static_cast<size_t>(position)] = s.token;
+    open.erase(p);
   }
-  for (const Placeholder& p : open) {
-    if (seqs_.contains(p.seq)) {
-      return internal(fmt::format("sequence {}: placeholder without a sampled token", p.seq));
+  for (const auto& [seq, position] : open) {
+    if (seqs_.contains(seq)) {
+      return internal(fmt::format("sequence {}: placeholder without a sampled token", seq));
     }
   }
   return Status::Ok();
@@ -285,8 +285,7 @@ Status Scheduler::check_request(const Request& req) const {
       return internal(fmt::format("request {}: bad sequence {}", id, s));
     const Sequence& seq = it->second;
     const auto pending = static_cast<size_t>(std::count(seq.tokens.begin(), seq.tokens.end(), kPendingToken));
-    const bool has_placeholder = std::any_of(placeholders_.begin(), placeholders_.end(),
-                                             [&](const Placeholder& p) { return p.seq == s; });
+    const bool has_placeholder = placeholders_.contains(s);
     if (pending != (has_placeholder ? 1u : 0u)) {
       return internal(fmt::format("sequence {}: {} pending tokens, {} placeholders recorded", s, pending,
                                   has_placeholder ? 1 : 0));
