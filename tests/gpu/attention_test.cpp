@@ -126,6 +126,20 @@ std::vector<float> cpu_attention(const AttnBatch& b) {
   return t.out.download();
 }
 
+// `got`, the output of a graph replayed on r's tokens (rows [0,
+// r.num_tokens)) after the output was poisoned: the rows past them belong to
+// no sequence and must still be NaN; the live rows must match the CPU on r.
+void expect_live_rows(std::vector<float> got, const AttnBatch& r, DType dt, const std::string& what) {
+  const size_t row = static_cast<size_t>(r.layout.num_q_heads) * r.layout.head_dim;
+  size_t touched = 0;
+  for (size_t i = static_cast<size_t>(r.num_tokens) * row; i < got.size(); ++i) {
+    touched += std::isnan(got[i]) ? 0 : 1;
+  }
+  EXPECT_EQ(touched, 0u) << what << ": rows of tokens outside [qsl[0], qsl[num_seqs]) were written";
+  got.resize(static_cast<size_t>(r.num_tokens) * row);
+  expect_close(got, cpu_attention(r), dt, what);
+}
+
 std::string describe(const AttnCase& c) {
   std::string s = "hq=" + std::to_string(c.hq) + " hkv=" + std::to_string(c.hkv) +
                   " d=" + std::to_string(c.d) + " bs=" + std::to_string(c.block_size) + " seqs=";
@@ -321,13 +335,7 @@ TEST(CudaAttentionTest, DecodeKernelGraphReplay) {
     g.seq_lens.upload_i32(lens);
     g.out.poison();
     gpu.replay_graph(id);
-    std::vector<float> got = g.out.download();
-    const size_t row = static_cast<size_t>(b.layout.num_q_heads) * b.layout.head_dim;
-    size_t touched = 0;
-    for (size_t i = live * row; i < got.size(); ++i) touched += std::isnan(got[i]) ? 0 : 1;
-    EXPECT_EQ(touched, 0u) << "rows of tokens outside [qsl[0], qsl[num_seqs]) were written";
-    got.resize(live * row);
-    expect_close(got, cpu_attention(r), dt, "decode graph replay, two live sequences");
+    expect_live_rows(g.out.download(), r, dt, "decode graph replay, two live sequences");
     expect_status_ok(gpu);
   }
 }
@@ -415,15 +423,7 @@ TEST(CudaAttentionTest, PrefillKernelGraphReplay) {
     g.seq_lens.upload_i32(r.seq_lens);
     g.out.poison();
     gpu.replay_graph(id);
-    std::vector<float> got = g.out.download();
-    const size_t row = static_cast<size_t>(b.layout.num_q_heads) * b.layout.head_dim;
-    size_t touched = 0;
-    for (size_t i = static_cast<size_t>(r.num_tokens) * row; i < got.size(); ++i) {
-      touched += std::isnan(got[i]) ? 0 : 1;
-    }
-    EXPECT_EQ(touched, 0u) << "rows of tokens outside [qsl[0], qsl[num_seqs]) were written";
-    got.resize(static_cast<size_t>(r.num_tokens) * row);
-    expect_close(got, cpu_attention(r), dt, "prefill graph replay, shorter chunks");
+    expect_live_rows(g.out.download(), r, dt, "prefill graph replay, shorter chunks");
     expect_status_ok(gpu);
   }
 }

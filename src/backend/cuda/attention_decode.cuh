@@ -285,12 +285,7 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
   float* o_m = reinterpret_cast<float*>(region);  // [16, kStride] f32
   float* ml_m = o_m + kRows * S::kStride;         // [16][2]
   float row_sum[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {  // quad reduction: every lane takes part
-    row_sum[h] = st.l[h];
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
-  }
+  attention_detail::quad_row_sums(st, row_sum);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = (lane >> 2) + 8 * h;

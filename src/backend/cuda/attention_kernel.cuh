@@ -189,9 +189,11 @@ struct SoftmaxState {
   int pos[2] = {-1, -1};  // query position of the row; -1: padding row
 };
 
-// Masks and exponentiates s_acc in place (scores -> probabilities), updates
-// m/l and rescales o_acc. Keys n0 + col valid iff < kv_end and <= row pos.
-template <int kBlockN, int kD>
+// Masks (kMask) and exponentiates s_acc in place (scores -> probabilities),
+// updates m/l and rescales o_acc. Keys n0 + col valid iff < kv_end and <= row
+// pos; kMask = false compiles the comparisons out, for tiles the caller knows
+// to be fully visible.
+template <int kBlockN, int kD, bool kMask = true>
 __device__ __forceinline__ void online_softmax(float (&s_acc)[kBlockN / 8][4],
                                                float (&o_acc)[kD / 8][4], SoftmaxState& st,
                                                int n0, int kv_end, int lane, float scale_log2) {
@@ -202,9 +204,11 @@ __device__ __forceinline__ void online_softmax(float (&s_acc)[kBlockN / 8][4],
     for (int nt = 0; nt < kBlockN / 8; ++nt) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int key = n0 + nt * 8 + 2 * (lane & 3) + e;
-        const bool ok = key < kv_end && key <= st.pos[h];
-        const float x = ok ? s_acc[nt][2 * h + e] * scale_log2 : -INFINITY;
+        float x = s_acc[nt][2 * h + e] * scale_log2;
+        if constexpr (kMask) {
+          const int key = n0 + nt * 8 + 2 * (lane & 3) + e;
+          x = key < kv_end && key <= st.pos[h] ? x : -INFINITY;
+        }
         s_acc[nt][2 * h + e] = x;
         mx = fmaxf(mx, x);
       }
@@ -234,6 +238,17 @@ __device__ __forceinline__ void online_softmax(float (&s_acc)[kBlockN / 8][4],
   }
 }
 
+// The softmax sums l of the thread's two rows: each thread holds a partial
+// sum; the quad of four lanes sharing a row adds them (every lane takes part).
+__device__ __forceinline__ void quad_row_sums(const SoftmaxState& st, float (&row_sum)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_sum[h] = st.l[h];
+    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
+    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
+  }
+}
+
 // Writes the thread's two rows of the m16 tile starting at row `tile_row`
 // of the CTA tile: normalised T output (one split) or f32 partials (several
 // splits).
@@ -243,12 +258,7 @@ __device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWo
                                            const float (&o_acc)[kD / 8][4]) {
   const int64_t num_q_heads = p.num_q_heads;
   float row_sum[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {  // quad reduction: every lane takes part
-    row_sum[h] = st.l[h];
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
-  }
+  quad_row_sums(st, row_sum);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int rr = w.row0 + tile_row + (lane >> 2) + 8 * h;

@@ -55,6 +55,7 @@ namespace pagoda::cuda {
 namespace attention_prefill_detail {
 
 using attention_detail::CtaWork;
+using attention_detail::online_softmax;
 using attention_detail::SoftmaxState;
 
 constexpr int kWarps = 4;
@@ -136,54 +137,6 @@ __device__ __forceinline__ void issue_kv(const AttentionParams& p, const CtaWork
         valid ? (static_cast<int64_t>(slot) * p.num_kv_heads + w.kv_head) * p.head_dim + col : 0;
     cp_async_16(smem_addr(k_dst + r * S::kStride + col), k_base + src, valid);
     cp_async_16(smem_addr(v_dst + r * S::kStride + col), v_base + src, valid);
-  }
-}
-
-// Masks (when kMask), exponentiates s in place (scores -> probabilities),
-// updates m/l and rescales o: the tile kernel's online_softmax, with the
-// comparisons compiled out on tiles that need no mask.
-template <bool kMask, int kD>
-__device__ __forceinline__ void softmax_tile(float (&s)[kBlockN / 8][4], float (&o)[kD / 8][4],
-                                             SoftmaxState& st, int n0, int kv_end, int lane,
-                                             float scale_log2) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < kBlockN / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float x = s[nt][2 * h + e] * scale_log2;
-        if constexpr (kMask) {
-          const int key = n0 + nt * 8 + 2 * (lane & 3) + e;
-          x = key < kv_end && key <= st.pos[h] ? x : -INFINITY;
-        }
-        s[nt][2 * h + e] = x;
-        mx = fmaxf(mx, x);
-      }
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(st.m[h], mx);
-    const float base = m_new == -INFINITY ? 0.0f : m_new;
-    const float alpha = exp2f(st.m[h] - base);  // 0 while the row had no valid key
-    st.m[h] = m_new;
-    float sum = 0.0f;
-#pragma unroll
-    for (int nt = 0; nt < kBlockN / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float pr = exp2f(s[nt][2 * h + e] - base);
-        s[nt][2 * h + e] = pr;
-        sum += pr;
-      }
-    }
-    st.l[h] = st.l[h] * alpha + sum;
-#pragma unroll
-    for (int dt = 0; dt < kD / 8; ++dt) {
-      o[dt][2 * h] *= alpha;
-      o[dt][2 * h + 1] *= alpha;
-    }
   }
 }
 
@@ -307,12 +260,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
     if (n0 + kBlockN - 1 > min_pos || n0 + kBlockN > w.kv_end) {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        softmax_tile<true, kD>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, scale_log2);
+        online_softmax<kBlockN, kD, true>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, scale_log2);
       }
     } else {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        softmax_tile<false, kD>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, scale_log2);
+        online_softmax<kBlockN, kD, false>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, scale_log2);
       }
     }
 
