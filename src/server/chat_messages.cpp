@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "server/bounded_json.h"
 #include "server/field_reader.h"
 
 namespace pagoda::server {
@@ -73,12 +74,10 @@ ApiResult<Json> normalize_tool_calls(const Json& calls, const std::string& param
       return message_error(p + ".function.name", "must be a string");
     if (fn.contains("arguments") && fn["arguments"].is_string()) {
       // Templates index and tojson the arguments: give them the object.
-      try {
-        Json parsed = Json::parse(fn["arguments"].get<std::string>());
-        if (parsed.is_object()) fn["arguments"] = std::move(parsed);
-      } catch (const Json::exception&) {
-        // Not JSON: the template gets the string as the client sent it.
-      }
+      // Not JSON, or beyond the limits: the template gets the string as the
+      // client sent it.
+      auto parsed = parse_bounded_json(fn["arguments"].get<std::string>(), "arguments");
+      if (parsed.ok() && parsed->is_object()) fn["arguments"] = std::move(parsed.value());
     }
     Json normalized = call;
     normalized["function"] = std::move(fn);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "server/bounded_json.h"
+
 namespace pagoda::server {
 
 std::string dump_json(const Json& value) {
@@ -49,50 +51,8 @@ size_t count_code_points(std::string_view text) {
   return count;
 }
 
-namespace {
-
-// Deepest nesting of arrays/objects in JSON text (strings skipped). Checked
-// before parsing so that no later recursive walk over the value can overflow.
-int max_nesting_depth(std::string_view text) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
-}  // namespace
-
 Result<Json> parse_json_object(std::string_view body) {
-  if (size_t bad = find_invalid_utf8(body); bad != std::string_view::npos) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("request body is not valid UTF-8 (byte offset {})", bad));
-  }
-  if (int depth = max_nesting_depth(body); depth > kMaxJsonDepth) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("request body nests {} levels deep; at most {} are allowed",
-                                  depth, kMaxJsonDepth));
-  }
-  Json value;
-  try {
-    value = Json::parse(body);
-  } catch (const Json::parse_error& e) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("request body is not valid JSON (byte offset {})", e.byte));
-  }
+  PAGODA_ASSIGN_OR_RETURN(Json value, parse_bounded_json(body, "request body"));
   if (!value.is_object()) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("request body must be a JSON object, got {}", value.type_name()));

@@ -21,9 +21,8 @@ std::string dump_json(const Json& value);
 // Deepest array/object nesting a request body may have.
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses a request body. Errors (kInvalidArgument) say what is wrong and where:
-// invalid UTF-8 (byte offset), JSON syntax (byte offset), or a body that is not
-// a JSON object, or nesting deeper than kMaxJsonDepth.
+// Parses a request body with parse_bounded_json (bounded_json.h): its errors,
+// or one saying that the body is not a JSON object.
 Result<Json> parse_json_object(std::string_view body);
 
 // Returns the byte offset of the first invalid UTF-8 sequence (overlong forms,

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/bounded_json.h"
 #include "server/ids.h"
 #include "server/json_util.h"
 
@@ -30,12 +31,9 @@ void ContentHoldBack::add(std::string_view text, std::string& out) {
 }
 
 std::optional<ToolCall> parse_tool_call_json(std::string_view text) {
-  Json value;
-  try {
-    value = Json::parse(text);
-  } catch (const Json::exception&) {
-    return std::nullopt;
-  }
+  auto parsed = parse_bounded_json(text, "tool call");
+  if (!parsed.ok()) return std::nullopt;
+  const Json& value = parsed.value();
   if (!value.is_object() || !value.contains("name") || !value["name"].is_string())
     return std::nullopt;
   ToolCall call;
