@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "io/chat_templates.h"
 #include "io/gguf.h"
 #include "jinja/chat_template.h"
 #include "pagoda/command.h"
@@ -54,7 +55,7 @@ Result<ordered_json> read_json(const std::string& path) {
 }
 
 // tokenizer_config.json writes a token as a string or as {"content": ...}.
-std::string token_text(const ordered_json& config, const char* key) {
+std::string token_text(const nlohmann::json& config, const char* key) {
   auto it = config.find(key);
   if (it == config.end()) return "";
   if (it->is_string()) return it->get<std::string>();
@@ -64,32 +65,20 @@ std::string token_text(const ordered_json& config, const char* key) {
   return "";
 }
 
-// transformers' get_chat_template for a list of named templates: the given
-// name, else "tool_use" when tools are passed, else "default".
-Result<std::string> pick_named(const std::map<std::string, std::string>& named,
-                               const std::string& name, bool has_tools, const std::string& where) {
-  if (!name.empty()) {
-    auto it = named.find(name);
-    if (it == named.end())
-      return make_error(ErrorCode::kNotFound, where + " has no chat template '" + name + "'");
-    return it->second;
-  }
-  if (has_tools && named.count("tool_use")) return named.at("tool_use");
-  if (named.count("default")) return named.at("default");
-  std::string names;
-  for (const auto& [n, t] : named) names += (names.empty() ? "" : ", ") + n;
-  return make_error(ErrorCode::kInvalidArgument,
-                    where + " has several chat templates and no 'default' (" + names +
-                        "); choose one with --template-name");
-}
-
+// The special tokens of a model folder (tokenizer_config.json) and, unless
+// `with_template` is false, its chat template by io/chat_templates.h's rule.
 Result<ModelTemplate> load_from_folder(const fs::path& dir, const std::string& name,
-                                       bool has_tools) {
+                                       bool has_tools, bool with_template) {
   ModelTemplate out;
-  ordered_json config = ordered_json::object();
+  nlohmann::json config = nlohmann::json::object();
   fs::path config_path = dir / "tokenizer_config.json";
   if (fs::exists(config_path)) {
-    PAGODA_ASSIGN_OR_RETURN(config, read_json(config_path.string()));
+    PAGODA_ASSIGN_OR_RETURN(std::string text, read_file(config_path.string()));
+    config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (config.is_discarded()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "'" + config_path.string() + "' is not valid JSON");
+    }
     out.bos_token = token_text(config, "bos_token");
     out.eos_token = token_text(config, "eos_token");
     for (const char* key : kOtherTokens) {
@@ -97,43 +86,34 @@ Result<ModelTemplate> load_from_folder(const fs::path& dir, const std::string& n
       if (!text.empty()) out.other_tokens[key] = text;
     }
   }
-  std::map<std::string, std::string> named;
-  if (fs::exists(dir / "chat_template.jinja")) {
-    PAGODA_ASSIGN_OR_RETURN(named["default"], read_file((dir / "chat_template.jinja").string()));
-  } else if (config.contains("chat_template") && config["chat_template"].is_string()) {
-    named["default"] = config["chat_template"].get<std::string>();
-  } else if (config.contains("chat_template") && config["chat_template"].is_array()) {
-    for (const ordered_json& e : config["chat_template"]) {
-      if (e.is_object() && e.value("name", "").size() && e.contains("template") &&
-          e["template"].is_string()) {
-        named[e["name"].get<std::string>()] = e["template"].get<std::string>();
-      }
-    }
-  }
-  if (named.empty()) {
-    return make_error(ErrorCode::kNotFound,
-                      "no chat template in '" + dir.string() +
-                          "' (tokenizer_config.json chat_template or chat_template.jinja)");
-  }
-  PAGODA_ASSIGN_OR_RETURN(out.source, pick_named(named, name, has_tools, "'" + dir.string() + "'"));
+  if (!with_template) return out;
+  PAGODA_ASSIGN_OR_RETURN(pagoda::NamedChatTemplates named,
+                          pagoda::read_chat_templates(dir, config));
+  PAGODA_ASSIGN_OR_RETURN(out.source,
+                          pagoda::pick_chat_template(named, name, has_tools, "'" + dir.string() + "'"));
   return out;
 }
 
+// The same from a .gguf file: tokenizer.chat_template(.NAME) and the tokens
+// of the vocabulary.
 Result<ModelTemplate> load_from_gguf(const std::string& path, const std::string& name,
-                                     bool has_tools) {
+                                     bool has_tools, bool with_template) {
   PAGODA_ASSIGN_OR_RETURN(auto gguf, pagoda::GgufFile::open(path));
-  std::map<std::string, std::string> named;
-  const std::string prefix = "tokenizer.chat_template";
-  for (const std::string& key : gguf->keys()) {
-    if (key.rfind(prefix, 0) != 0) continue;
-    std::optional<std::string> text = gguf->get_string(key);
-    if (!text) continue;
-    named[key == prefix ? "default" : key.substr(prefix.size() + 1)] = *text;
-  }
-  if (named.empty())
-    return make_error(ErrorCode::kNotFound, "'" + path + "' has no tokenizer.chat_template");
   ModelTemplate out;
-  PAGODA_ASSIGN_OR_RETURN(out.source, pick_named(named, name, has_tools, "'" + path + "'"));
+  if (with_template) {
+    pagoda::NamedChatTemplates named;
+    const std::string prefix = "tokenizer.chat_template";
+    for (const std::string& key : gguf->keys()) {
+      if (key.rfind(prefix, 0) != 0) continue;
+      std::optional<std::string> text = gguf->get_string(key);
+      if (!text) continue;
+      named.emplace_back(key == prefix ? "default" : key.substr(prefix.size() + 1), *text);
+    }
+    if (named.empty())
+      return make_error(ErrorCode::kNotFound, "'" + path + "' has no tokenizer.chat_template");
+    PAGODA_ASSIGN_OR_RETURN(out.source,
+                            pagoda::pick_chat_template(named, name, has_tools, "'" + path + "'"));
+  }
   const std::vector<std::string>* tokens = gguf->get_string_array("tokenizer.ggml.tokens");
   auto token = [&](const char* key) -> std::string {
     std::optional<int64_t> id = gguf->get_int(key);
@@ -153,17 +133,25 @@ Result<ModelTemplate> load_from_gguf(const std::string& path, const std::string&
   return out;
 }
 
+// MODEL's template and special tokens; with --template FILE, FILE's source
+// and MODEL's tokens (none without MODEL), as transformers and `serve
+// --chat-template` render it.
 Result<ModelTemplate> load_template(const std::string& model, const std::string& template_file,
                                     const std::string& name, bool has_tools) {
-  if (!template_file.empty()) {
-    ModelTemplate out;
-    PAGODA_ASSIGN_OR_RETURN(out.source, read_file(template_file));
-    return out;
+  const bool with_template = template_file.empty();
+  ModelTemplate out;
+  if (fs::is_directory(model)) {
+    PAGODA_ASSIGN_OR_RETURN(out, load_from_folder(model, name, has_tools, with_template));
+  } else if (fs::is_regular_file(model)) {
+    PAGODA_ASSIGN_OR_RETURN(out, load_from_gguf(model, name, has_tools, with_template));
+  } else if (!model.empty() || with_template) {
+    return make_error(ErrorCode::kNotFound,
+                      "MODEL '" + model + "' is neither a folder nor a .gguf file");
   }
-  if (fs::is_directory(model)) return load_from_folder(model, name, has_tools);
-  if (fs::is_regular_file(model)) return load_from_gguf(model, name, has_tools);
-  return make_error(ErrorCode::kNotFound,
-                    "MODEL '" + model + "' is neither a folder nor a .gguf file");
+  if (!with_template) {
+    PAGODA_ASSIGN_OR_RETURN(out.source, read_file(template_file));
+  }
+  return out;
 }
 
 // --messages accepts an array of messages or an object with a "messages" key.
@@ -282,11 +270,13 @@ int run_chat_template(int argc, char** argv) {
   std::string batch;
   app.add_option(
       "MODEL", opt.model,
-      "model folder (chat_template.jinja or tokenizer_config.json chat_template; special "
-      "tokens from tokenizer_config.json) or .gguf file (tokenizer.chat_template, tokens "
-      "from the vocabulary)");
+      "model folder (chat_template.jinja and additional_chat_templates/*.jinja when present, "
+      "else tokenizer_config.json chat_template, as transformers; special tokens from "
+      "tokenizer_config.json) or .gguf file (tokenizer.chat_template, tokens from the "
+      "vocabulary)");
   app.add_option("--template", opt.template_file,
-                 "render this Jinja file instead of MODEL's template");
+                 "render this Jinja file instead of MODEL's template (special tokens still come "
+                 "from MODEL when it is given)");
   app.add_option("--template-name", opt.template_name,
                  "which of several named templates to use (default: 'tool_use' when --tools is "
                  "given and it exists, else 'default')");

@@ -1,11 +1,12 @@
 // tokenizer_config.json, special_tokens_map.json, generation_config.json and
-// chat_template.jinja beside a tokenizer.json / tokenizer.model.
+// the chat templates (io/chat_templates.h) beside a tokenizer.json / tokenizer.model.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/chat_templates.h"
 #include "tokenizer/tokenizer_state.h"
 
 namespace pagoda::tok {
@@ -90,23 +91,6 @@ void apply_add_flag(const json& config, const char* key, std::optional<int32_t> 
   }
 }
 
-void read_chat_templates(const json& config, TokenizerState& state) {
-  if (!config.contains("chat_template")) return;
-  const json& t = config["chat_template"];
-  if (t.is_string()) {
-    state.chat_templates.emplace_back("default", t.get<std::string>());
-    return;
-  }
-  if (!t.is_array()) return;
-  for (const json& entry : t) {
-    if (entry.is_object() && entry.value("name", json()).is_string() &&
-        entry.value("template", json()).is_string()) {
-      state.chat_templates.emplace_back(entry["name"].get<std::string>(),
-                                        entry["template"].get<std::string>());
-    }
-  }
-}
-
 // transformers also registers the added tokens listed in tokenizer_config.json.
 void read_added_tokens_decoder(const json& config, TokenizerState& state) {
   if (!config.contains("added_tokens_decoder") || !config["added_tokens_decoder"].is_object()) {
@@ -154,7 +138,6 @@ Status apply_hf_config(const std::string& folder, TokenizerState& state) {
     read_special(config, special_map, "pad_token", state, state.pad_id, nullptr);
     apply_add_flag(config, "add_bos_token", state.bos_id, state.prefix_ids, true, state.add_bos);
     apply_add_flag(config, "add_eos_token", state.eos_id, state.suffix_ids, false, state.add_eos);
-    read_chat_templates(config, state);
     if (generation.is_object() && generation.contains("eos_token_id")) {
       const json& e = generation["eos_token_id"];
       if (e.is_number_integer()) state.extra_eos_ids.push_back(e.get<int32_t>());
@@ -168,12 +151,7 @@ Status apply_hf_config(const std::string& folder, TokenizerState& state) {
     return make_error(ErrorCode::kCorrupt,
                       "tokenizer config in '" + folder + "' has an unexpected field: " + e.what());
   }
-  PAGODA_ASSIGN_OR_RETURN(auto jinja, read_optional(dir / "chat_template.jinja"));
-  if (jinja) {
-    auto it = std::find_if(state.chat_templates.begin(), state.chat_templates.end(),
-                           [](const auto& p) { return p.first == "default"; });
-    if (it == state.chat_templates.end()) state.chat_templates.emplace_back("default", *jinja);
-  }
+  PAGODA_ASSIGN_OR_RETURN(state.chat_templates, read_chat_templates(dir, config));
   return Status::Ok();
 }
 

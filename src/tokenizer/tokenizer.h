@@ -26,7 +26,7 @@ class Tokenizer {
  public:
   // path: a folder (tokenizer.json, else tokenizer.model; plus
   // tokenizer_config.json, special_tokens_map.json, generation_config.json,
-  // chat_template.jinja when present), one of those files, or a .gguf file.
+  // chat templates when present), one of those files, or a .gguf file.
   static Result<std::unique_ptr<Tokenizer>> load(const std::string& path);
   ~Tokenizer();
 
@@ -54,8 +54,9 @@ class Tokenizer {
   std::vector<int32_t> eos_ids() const;
   bool add_bos() const;
   bool add_eos() const;
-  // tokenizer_config.json "chat_template" (a string, or a list of
-  // {name, template}), chat_template.jinja, or GGUF tokenizer.chat_template(.NAME).
+  // The folder's templates by transformers' rule (io/chat_templates.h:
+  // chat_template.jinja and additional_chat_templates/ replace
+  // tokenizer_config.json "chat_template"), or GGUF tokenizer.chat_template(.NAME).
   std::optional<std::string> chat_template(std::string_view name = "default") const;
   std::vector<std::string> chat_template_names() const;
   std::optional<int32_t> token_to_id(std::string_view token) const;
