@@ -12,6 +12,7 @@
 #include "engine/engine_api.h"
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
+#include "pagoda/http_limit_flags.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,10 +36,7 @@ void add_server_flags(CLI::App& app, EngineOptions& engine, ServerOptions& serve
                  "requests that may wait for a batch slot; more are refused with 429")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--max-body-bytes", server.limits.max_body_bytes,
-                 "largest request body; larger ones get 413")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  pagoda::app::add_http_limit_flags(app, server.limits);
   app.add_option("--tool-call-parser", server.service.tool_call_parser,
                  "how tool calls are read from model output: auto (from the chat template), hermes "
                  "(<tool_call>{json}</tool_call>), llama3_json, or none")

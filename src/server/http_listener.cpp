@@ -17,9 +17,11 @@ HttpListener::HttpListener(net::io_context& ioc, HttpLimits limits, RequestCallb
       strand_(net::make_strand(ioc)),
       acceptor_(strand_),
       retry_timer_(strand_),
-      limits_(limits),
+      limits_(resolve_connection_limits(limits)),
       callback_(std::move(callback)),
-      stats_(std::move(stats)) {}
+      stats_(std::move(stats)),
+      registry_(std::make_shared<ConnectionRegistry>(limits_.max_connections,
+                                                     limits_.max_connections_per_peer)) {}
 
 Result<std::shared_ptr<HttpListener>> HttpListener::open(net::io_context& ioc,
                                                          const std::string& host, uint16_t port,
@@ -83,7 +85,7 @@ void HttpListener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   }
   boost::system::error_code opt_ec;
   socket.set_option(tcp::no_delay(true), opt_ec);
-  start_http_session(std::move(socket), limits_, callback_, stats_);
+  start_http_session(std::move(socket), limits_, callback_, stats_, registry_);
   accept();
 }
 

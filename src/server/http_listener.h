@@ -1,4 +1,5 @@
-// Accepts TCP connections and starts an HttpSession (on its own strand) for each.
+// Accepts TCP connections and starts an HttpSession (on its own strand) for each,
+// within the connection limits of its HttpLimits (see ConnectionRegistry).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "server/connection_registry.h"
 #include "server/http_session.h"
 
 namespace pagoda::server {
@@ -24,6 +26,7 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   void start();  // accept loop; runs on the io_context threads
   void stop();   // stops accepting; thread-safe; open connections stay
   uint16_t port() const { return port_; }
+  const HttpLimits& limits() const { return limits_; }  // with the connection limits resolved
 
   HttpListener(boost::asio::io_context& ioc, HttpLimits limits, RequestCallback callback,
                std::shared_ptr<ConnectionStats> stats);
@@ -39,6 +42,7 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   HttpLimits limits_;
   RequestCallback callback_;
   std::shared_ptr<ConnectionStats> stats_;
+  std::shared_ptr<ConnectionRegistry> registry_;
   uint16_t port_ = 0;
 };
 

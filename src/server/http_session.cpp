@@ -1,7 +1,6 @@
 #include "server/http_session.h"
 
 #include <fmt/format.h>
-#include <sys/socket.h>
 
 #include <array>
 #include <boost/asio/dispatch.hpp>
@@ -9,11 +8,11 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <cerrno>
 #include <optional>
 #include <vector>
 
 #include "core/log.h"
+#include "server/connection_registry.h"
 #include "server/sse.h"
 
 namespace pagoda::server {
@@ -31,6 +30,8 @@ const char* http_reason(int status) {
 namespace {
 
 constexpr auto kLingerTimeout = std::chrono::seconds(5);
+constexpr auto kRefusedLingerTimeout = std::chrono::seconds(1);
+constexpr size_t kReadChunk = 16384;
 constexpr size_t kMaxLingerBytes = 64 << 20;
 std::atomic<uint64_t> g_next_request_id{1};
 
@@ -62,20 +63,33 @@ class SessionResponder : public Responder {
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
-              std::shared_ptr<ConnectionStats> stats)
+              std::shared_ptr<ConnectionStats> stats, std::shared_ptr<ConnectionRegistry> registry)
       : stream_(std::move(socket)),
         limits_(limits),
         callback_(std::move(callback)),
-        stats_(std::move(stats)) {
+        stats_(std::move(stats)),
+        registry_(std::move(registry)) {
     ++stats_->num_connections;
   }
   ~HttpSession() {
     end_active();
+    registry_->remove(registry_id_);  // the io_context stopped before close()
     --stats_->num_connections;
   }
 
-  void start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+  // Admits the connection from `peer` (possibly shedding an idle one) and
+  // serves it, or answers 503 when every connection at the limit is busy.
+  void start(std::string peer) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), peer = std::move(peer)] {
+      self->registry_id_ = self->registry_->admit(
+          peer, [weak = std::weak_ptr<HttpSession>(self), executor = self->executor()] {
+            net::post(executor, [weak] {
+              if (auto session = weak.lock()) session->shed();
+            });
+          });
+      if (self->registry_id_ == 0) return self->refuse(peer);
+      self->read_header();
+    });
   }
   net::any_io_executor executor() { return stream_.get_executor(); }
 
@@ -135,19 +149,52 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     return seq == seq_ && !closed_ && !response_started_;
   }
 
+  // --- admission -----------------------------------------------------------
+  // The registry shed this idle connection to admit another.
+  void shed() {
+    if (closed_) return;
+    log_debug("closing an idle connection to admit a new one (connection limit)");
+    close();
+  }
+
+  void refuse(const std::string& peer) {
+    log_debug("refusing a connection from {}: the connection limit is reached and none is idle",
+              peer);
+    linger_timeout_ = kRefusedLingerTimeout;
+    reject(503,
+           fmt::format("too many open connections (at most {}, {} per client address); retry later",
+                       limits_.max_connections, limits_.max_connections_per_peer),
+           "too_many_connections");
+  }
+
   // --- reading -------------------------------------------------------------
+  // Waits for the next request: between requests of a keep-alive connection
+  // up to keep_alive_timeout for its first byte, then header_timeout for the
+  // whole header (on a new connection header_timeout from the start).
   void read_header() {
     state_ = State::kReading;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
     parser_->body_limit(static_cast<uint64_t>(limits_.max_body_bytes));
-    stream_.expires_after(limits_.idle_timeout);
+    if (seq_ == 0 || buffer_.size() > 0) return read_header_bytes();
+    stream_.expires_after(limits_.keep_alive_timeout);
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec) return self->on_read_error(ec);
+                              self->read_header_bytes();
+                            });
+  }
+
+  void read_header_bytes() {
+    stream_.expires_after(limits_.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
   }
 
   void on_header(beast::error_code ec, size_t) {
     if (ec) return on_read_error(ec);
+    if (!registry_->set_busy(registry_id_)) return close();  // shed meanwhile
     const auto& req = parser_->get();
     version_ = req.version();
     keep_alive_ = req.keep_alive();
@@ -249,31 +296,37 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   // --- disconnect detection while a request is answered ----------------------
+  // Reads what the client sends meanwhile into buffer_ (the start of the next
+  // pipelined request, parsed once this one is answered), so that a later end
+  // of stream or reset is seen and cancels the request. The read is on the
+  // socket, outside the stream's timeout. A client more than one request
+  // (max_header_bytes + max_body_bytes) ahead is closed.
   void watch_disconnect() {
-    if (watching_) return;
+    if (watching_ || closed_) return;
+    if (static_cast<int64_t>(buffer_.size()) > limits_.max_header_bytes + limits_.max_body_bytes) {
+      log_warn("request {}: client sent over {} bytes ahead while it was answered; closing",
+               request_id_, buffer_.size());
+      return close();
+    }
     watching_ = true;
-    stream_.socket().async_wait(tcp::socket::wait_read,
-                                [self = shared_from_this(), seq = seq_](beast::error_code ec) {
-                                  self->on_readable(ec, seq);
-                                });
+    stream_.socket().async_read_some(
+        buffer_.prepare(kReadChunk),
+        beast::bind_front_handler(&HttpSession::on_watch_read, shared_from_this()));
   }
 
-  void on_readable(beast::error_code ec, uint64_t watch_seq) {
+  void on_watch_read(beast::error_code ec, size_t n) {
     watching_ = false;
-    if (closed_ || ec == net::error::operation_aborted || state_ != State::kHandling) return;
-    if (!ec) {
-      // A wait started for an earlier request woke for this request's bytes.
-      if (watch_seq != seq_) return watch_disconnect();
-      // Readiness can be stale: only a peek tells data, end of stream and
-      // nothing apart.
-      char byte;
-      const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n > 0) return;  // a pipelined request: the next read takes it
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        return watch_disconnect();
+    buffer_.commit(n);
+    if (closed_) return;
+    if (resume_after_watch_) {  // the response was written while this read was pending
+      resume_after_watch_ = false;
+      return read_header();
     }
-    log_debug("request {}: client disconnected", request_id_);
-    close();
+    if (ec) {
+      log_debug("request {}: client disconnected", request_id_);
+      return close();
+    }
+    watch_disconnect();
   }
 
   // --- writing -------------------------------------------------------------
@@ -297,7 +350,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void enqueue(std::string data) {
     if (closed_) return;
     pending_bytes_ += data.size();
-    if (static_cast<int64_t>(pending_bytes_) > limits_.max_pending_write_bytes) {
+    // Only stream data can outrun the client; a complete response is written
+    // whole, however large.
+    if (streaming_ && static_cast<int64_t>(pending_bytes_) > limits_.max_pending_write_bytes) {
       log_warn("request {}: client reads too slowly ({} bytes queued); closing", request_id_,
                pending_bytes_);
       return close();
@@ -340,13 +395,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
       return close();
     }
+    registry_->set_idle(registry_id_);
+    if (watching_) {  // read_header() once the disconnect watch has stopped using buffer_
+      resume_after_watch_ = true;
+      beast::error_code ec;
+      stream_.socket().cancel(ec);
+      return;
+    }
     read_header();
   }
 
   void linger() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(kLingerTimeout);
+    stream_.expires_after(linger_timeout_);
     stream_.async_read_some(net::buffer(linger_buffer_),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
                               self->lingered_ += n;
@@ -365,6 +427,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       if (cancel_fn_) std::exchange(cancel_fn_, nullptr)();
     }
     end_active();
+    registry_->remove(std::exchange(registry_id_, 0));
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
@@ -383,6 +446,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   HttpLimits limits_;
   RequestCallback callback_;
   std::shared_ptr<ConnectionStats> stats_;
+  std::shared_ptr<ConnectionRegistry> registry_;
+  ConnectionRegistry::Id registry_id_ = 0;  // 0: not admitted, or removed
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string continue_;
@@ -397,11 +462,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool active_ = false;  // a request is being answered (counted in stats_)
   bool response_started_ = false, response_complete_ = false, streaming_ = false;
   bool cancelled_ = false, closed_ = false, watching_ = false, writing_ = false;
+  bool resume_after_watch_ = false;  // read_header() when the disconnect watch ends
   std::function<void()> cancel_fn_;
 
   std::vector<std::string> queue_, in_flight_;
   std::vector<net::const_buffer> buffers_;
   size_t pending_bytes_ = 0;
+  std::chrono::seconds linger_timeout_ = kLingerTimeout;
   std::array<char, 16384> linger_buffer_;
   size_t lingered_ = 0;
 };
@@ -453,9 +520,14 @@ void SessionResponder::on_cancel(std::function<void()> fn) {
 }  // namespace
 
 void start_http_session(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
-                        std::shared_ptr<ConnectionStats> stats) {
-  std::make_shared<HttpSession>(std::move(socket), limits, std::move(callback), std::move(stats))
-      ->start();
+                        std::shared_ptr<ConnectionStats> stats,
+                        std::shared_ptr<ConnectionRegistry> registry) {
+  beast::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return;  // already disconnected
+  std::make_shared<HttpSession>(std::move(socket), limits, std::move(callback), std::move(stats),
+                                std::move(registry))
+      ->start(peer.address().to_string());
 }
 
 }  // namespace pagoda::server

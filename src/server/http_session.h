@@ -16,11 +16,19 @@
 namespace pagoda::server {
 
 struct HttpLimits {
-  int64_t max_body_bytes = 32 << 20;           // larger bodies get 413
-  int64_t max_header_bytes = 64 << 10;         // larger headers get 431
-  int64_t max_pending_write_bytes = 64 << 20;  // a reader this far behind is dropped
-  std::chrono::seconds idle_timeout{120};      // wait for the next request
-  std::chrono::seconds io_timeout{120};        // one body read or one write
+  int64_t max_body_bytes = 32 << 20;    // larger bodies get 413
+  int64_t max_header_bytes = 64 << 10;  // larger headers get 431
+  // Stream data queued this far ahead of the client closes the connection
+  // (a complete response is always written whole, bounded by io_timeout).
+  int64_t max_pending_write_bytes = 64 << 20;
+  // Open connections, overall and from one IP address; at a limit the oldest
+  // idle connection (of that address) is closed to admit a new one, else the
+  // new one gets 503. 0: derived (see resolve_connection_limits).
+  int64_t max_connections = 0;
+  int64_t max_connections_per_peer = 0;
+  std::chrono::seconds header_timeout{10};      // a request header, from accept or its first byte
+  std::chrono::seconds keep_alive_timeout{30};  // between requests, for the next one's first byte
+  std::chrono::seconds io_timeout{120};         // one body read or one write
 };
 
 // Counters shared by all connections of a listener.
@@ -31,10 +39,14 @@ struct ConnectionStats {
 
 using RequestCallback = std::function<void(HttpRequest, std::shared_ptr<Responder>)>;
 
-// Starts serving `socket` (whose executor must be a strand); the session keeps
-// itself alive until the connection closes.
+class ConnectionRegistry;
+
+// Starts serving `socket` (whose executor must be a strand) once `registry`
+// admits it (else it answers 503 and closes); the session keeps itself alive
+// until the connection closes. `limits` has its connection limits resolved.
 void start_http_session(boost::asio::ip::tcp::socket socket, const HttpLimits& limits,
-                        RequestCallback callback, std::shared_ptr<ConnectionStats> stats);
+                        RequestCallback callback, std::shared_ptr<ConnectionStats> stats,
+                        std::shared_ptr<ConnectionRegistry> registry);
 
 // The status line reason phrase ("OK", "Not Found", ...).
 const char* http_reason(int status);

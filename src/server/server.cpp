@@ -64,6 +64,10 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
                                 service->handle(request, std::move(responder));
                               },
                               s.stats_));
+  log_info("connections: at most {} ({} per client address), header timeout {} s, keep-alive {} s",
+           s.listener_->limits().max_connections, s.listener_->limits().max_connections_per_peer,
+           s.listener_->limits().header_timeout.count(),
+           s.listener_->limits().keep_alive_timeout.count());
   s.work_.emplace(s.ioc_.get_executor());
   const int num_io = default_threads(s.options_.num_io_threads);
   for (int i = 0; i < num_io; ++i) s.io_threads_.emplace_back([&s] { s.run_io(); });

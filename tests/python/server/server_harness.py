@@ -84,8 +84,8 @@ class ServerProcess:
         return "".join(self.log)
 
 
-def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=None):
-    """Starts a server; the caller stops it."""
+def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=None, extra_args=()):
+    """Starts a server; the caller stops it. `extra_args`: flags both servers take."""
     if REAL:
         if not PAGODA_BIN.exists():
             pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
@@ -107,7 +107,7 @@ def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=No
         args += ["--max-num-seqs", max_num_seqs]
     if api_key:
         args += ["--api-key", api_key]
-    return ServerProcess(args)
+    return ServerProcess(args + list(extra_args))
 
 
 def metrics(base_url):

@@ -2,6 +2,7 @@
 import json
 import signal
 import socket
+import struct
 import threading
 import time
 from urllib.parse import urlparse
@@ -317,3 +318,88 @@ def test_sigterm_drains_in_flight_requests():
             socket.create_connection(address(proc.url), timeout=5)
     finally:
         proc.stop()
+
+
+def stream_request(source="127.0.0.1", url=None):
+    """A connection from `source` running a long streamed request, once its answer has started."""
+    sock = socket.create_connection(address(url), timeout=30, source_address=(source, 0))
+    body = json.dumps({"prompt": "Once", "max_tokens": 400, "ignore_eos": True, "stream": True}).encode()
+    sock.sendall(raw_request("POST", "/v1/completions", body))
+    assert sock.recv(1024).startswith(b"HTTP/1.1 200")
+    return sock
+
+
+def reset(sock):
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def assert_refused(url, source):
+    """A request from `source` gets 503 too_many_connections, then the server closes."""
+    with socket.create_connection(address(url), timeout=30, source_address=(source, 0)) as sock:
+        sock.sendall(raw_request("GET", "/health"))
+        status, headers, payload, _ = read_response(sock)
+        assert status == 503 and headers["connection"] == "close"
+        error = json.loads(payload)["error"]
+        assert error["type"] == "server_error" and error["code"] == "too_many_connections"
+        assert sock.recv(1) == b""
+
+
+def test_disconnect_after_an_extra_byte_aborts_the_request():
+    proc = launch(fake_step_us=20000)
+    try:
+        body = json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": True}).encode()
+        sock = socket.create_connection(address(proc.url), timeout=30)
+        sock.sendall(raw_request("POST", "/v1/completions", body))
+        assert wait_until(lambda: running_and_aborted(proc.url)[0] == 1), "the request never ran"
+        sock.sendall(b"\r")  # one byte more (the start of a next request), then a reset
+        time.sleep(0.1)
+        reset(sock)
+        assert wait_until(lambda: running_and_aborted(proc.url)[1] == 1, timeout=5), "not aborted"
+    finally:
+        assert proc.stop() == 0
+
+
+def test_connection_limits_shed_idle_and_refuse_when_busy():
+    proc = launch(fake_step_us=20000, extra_args=["--max-connections", 8, "--max-connections-per-peer", 4,
+                                                   "--header-timeout", 1])
+    busy = []
+    try:
+        # Idle connections beyond the limit: the oldest are closed, new clients get in.
+        idle = [socket.create_connection(address(proc.url), timeout=30) for _ in range(12)]
+        assert requests.get(proc.url + "/health", timeout=10).status_code == 200
+        idle[0].settimeout(5)
+        assert idle[0].recv(1) == b"", "the oldest idle connection was not closed"
+        for sock in idle:
+            sock.close()
+        # Busy at the per-peer limit: 503 for that peer only, then at the overall limit for everyone.
+        busy = [stream_request("127.0.0.1", proc.url) for _ in range(4)]
+        assert_refused(proc.url, "127.0.0.1")
+        with socket.create_connection(address(proc.url), timeout=30, source_address=("127.0.0.2", 0)) as sock:
+            sock.sendall(raw_request("GET", "/health"))
+            assert read_response(sock)[0] == 200  # another peer still gets in
+        busy += [stream_request("127.0.0.2", proc.url) for _ in range(4)]
+        assert_refused(proc.url, "127.0.0.3")
+        for sock in busy:
+            reset(sock)
+        busy = []
+        # A client sending its header a byte at a time is closed after --header-timeout.
+        with socket.create_connection(address(proc.url), timeout=30) as sock:
+            start = time.monotonic()
+            closed = False
+            for byte in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa":
+                try:
+                    sock.sendall(bytes([byte]))
+                    sock.settimeout(0.25)
+                    closed = sock.recv(1) == b""
+                except socket.timeout:
+                    continue
+                except OSError:
+                    closed = True
+                if closed:
+                    break
+            assert closed and time.monotonic() - start < 4
+    finally:
+        for sock in busy:
+            reset(sock)
+        assert proc.stop() == 0

@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "fake_engine.h"
+#include "pagoda/http_limit_flags.h"
 #include "server/server.h"
 
 int main(int argc, char** argv) {
@@ -35,8 +36,7 @@ int main(int argc, char** argv) {
   app.add_option("--host", server_options.host, "address")->capture_default_str();
   app.add_option("--port", server_options.port, "port; 0: any")->capture_default_str();
   app.add_option("--api-key", server_options.service.api_key, "API key");
-  app.add_option("--max-body-bytes", server_options.limits.max_body_bytes, "body limit")
-      ->capture_default_str();
+  pagoda::app::add_http_limit_flags(app, server_options.limits);
   app.add_option("--tool-call-parser", server_options.service.tool_call_parser, "tool-call parser")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

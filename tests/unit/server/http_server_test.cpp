@@ -1,6 +1,8 @@
 // The server on a real loopback socket over the FakeEngine: HTTP/1.1
 // keep-alive, chunked SSE, limits, malformed requests, disconnects and drain.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -12,6 +14,7 @@
 #include <thread>
 
 #include "fake_engine.h"
+#include "server/http_listener.h"
 #include "server/server.h"
 
 namespace pagoda::server {
@@ -25,10 +28,20 @@ using json = nlohmann::ordered_json;
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { start_server(); }
+  void TearDown() override {
+    server_.reset();
+    engine_.reset();
+  }
+
+  // (Re)starts the engine and the server; `tweak` adjusts the options.
+  void start_server(const std::function<void(ServerOptions&)>& tweak = {},
+                    std::chrono::milliseconds step_time = std::chrono::milliseconds(2)) {
+    server_.reset();
+    engine_.reset();
     testing::FakeEngineOptions options;
     options.tokenizer_path = std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
-    options.step_time = std::chrono::milliseconds(2);
+    options.step_time = step_time;
     auto engine = testing::FakeEngine::create(options);
     ASSERT_TRUE(engine.ok()) << engine.error().message;
     engine_ = std::move(engine.value());
@@ -37,19 +50,43 @@ class HttpServerTest : public ::testing::Test {
     server_options.num_io_threads = 2;
     server_options.limits.max_body_bytes = 4096;
     server_options.flush_timeout = std::chrono::seconds(5);
+    if (tweak) tweak(server_options);
     auto server = Server::start(*engine_, server_options);
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(server.value());
   }
-  void TearDown() override {
-    server_.reset();
-    engine_.reset();
-  }
 
-  tcp::socket connect() {
+  // A connection from `source` (a loopback address) to the server.
+  tcp::socket connect(const char* source = "127.0.0.1") {
     tcp::socket socket(ioc_);
+    socket.open(tcp::v4());
+    socket.bind(tcp::endpoint(net::ip::make_address(source), 0));
     socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()));
     return socket;
+  }
+  // Whether the server closes `socket` within `timeout` (data it sends first
+  // is skipped).
+  static bool closed_within(tcp::socket& socket, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd pfd{socket.native_handle(), POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
+      char buf[4096];
+      if (::recv(socket.native_handle(), buf, sizeof(buf), 0) <= 0) return true;
+    }
+  }
+  // Closes `socket` with a reset (SO_LINGER 0) instead of a FIN.
+  static void reset(tcp::socket& socket) {
+    socket.set_option(net::socket_base::linger(true, 0));
+    socket.close();
+  }
+  // Sends a request that runs for long on the slow engine (not streamed).
+  static void send_long_request(tcp::socket& socket) {
+    const json request = {{"prompt", "go"}, {"max_tokens", 400}, {"ignore_eos", true}};
+    net::write(socket, net::buffer(post("/v1/completions", request.dump())));
   }
   static std::string post(const std::string& path, const std::string& body,
                           const std::string& extra = "") {
@@ -228,6 +265,175 @@ TEST_F(HttpServerTest, ShutdownDrainsInFlightRequests) {
   boost::system::error_code ec;
   late.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()), ec);
   EXPECT_TRUE(ec) << "the listener is closed after shutdown";
+}
+
+TEST_F(HttpServerTest, DisconnectAfterAnExtraByteAbortsTheRequest) {
+  // The client sends one byte more than its request (a stray CR), then resets
+  // the connection: the reset must still be seen and the request aborted.
+  start_server({}, std::chrono::milliseconds(20));
+  const size_t before = engine_->aborted_ids().size();
+  auto socket = connect();
+  send_long_request(socket);
+  wait_for([&] { return engine_->num_live() == 1; });
+  net::write(socket, net::buffer(std::string("\r")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  reset(socket);
+  wait_for([&] { return engine_->aborted_ids().size() == before + 1; });
+  wait_for([&] { return engine_->num_live() == 0; });
+}
+
+TEST_F(HttpServerTest, RequestPipelinedWhileOneRunsIsAnsweredNext) {
+  auto socket = connect();
+  net::write(socket,
+             net::buffer(post("/v1/completions",
+                              R"({"prompt": "go", "max_tokens": 50, "ignore_eos": true})")));
+  wait_for([&] { return engine_->num_live() == 1; });
+  net::write(socket, net::buffer(std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")));
+  beast::flat_buffer buffer;
+  auto first = read_response(socket, buffer);
+  EXPECT_EQ(json::parse(first.body())["usage"]["completion_tokens"], 50);
+  EXPECT_EQ(read_response(socket, buffer).body(), "{}");
+}
+
+TEST_F(HttpServerTest, ShedsTheOldestIdleConnectionAtTheLimit) {
+  start_server([](ServerOptions& o) { o.limits.max_connections = 64; });
+  std::vector<tcp::socket> idle;
+  for (int i = 0; i < 100; ++i) idle.push_back(connect());
+  auto socket = connect();
+  net::write(socket, net::buffer(std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")));
+  beast::flat_buffer buffer;
+  EXPECT_EQ(read_response(socket, buffer).result_int(), 200);
+  EXPECT_TRUE(closed_within(idle.front(), std::chrono::seconds(5))) << "the oldest was not shed";
+  EXPECT_FALSE(closed_within(idle.back(), std::chrono::milliseconds(100)));
+  wait_for([&] { return server_->stats().num_connections <= 64; });
+}
+
+TEST_F(HttpServerTest, RefusesWith503WhenEveryConnectionIsBusy) {
+  start_server(
+      [](ServerOptions& o) {
+        o.limits.max_connections = 4;
+        o.limits.max_connections_per_peer = 4;
+      },
+      std::chrono::milliseconds(20));
+  std::vector<tcp::socket> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(connect());
+    send_long_request(busy.back());
+  }
+  wait_for([&] { return engine_->num_live() == 4; });
+  auto socket = connect();
+  net::write(socket, net::buffer(std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")));
+  beast::flat_buffer buffer;
+  auto response = read_response(socket, buffer);
+  EXPECT_EQ(response.result_int(), 503);
+  EXPECT_FALSE(response.keep_alive());
+  const json error = json::parse(response.body())["error"];
+  EXPECT_EQ(error["type"], "server_error");
+  EXPECT_EQ(error["code"], "too_many_connections");
+  EXPECT_TRUE(closed_within(socket, std::chrono::seconds(5)));
+  EXPECT_EQ(engine_->num_live(), 4) << "no busy connection was shed";
+  for (auto& s : busy) reset(s);
+  wait_for([&] { return engine_->num_live() == 0; });
+}
+
+TEST_F(HttpServerTest, PerPeerLimitShedsThatPeersIdleAndSparesOtherPeers) {
+  start_server([](ServerOptions& o) { o.limits.max_connections_per_peer = 3; },
+               std::chrono::milliseconds(20));
+  const std::string health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  beast::flat_buffer buffer;
+  {
+    // An idle connection of the peer makes room for its new one.
+    auto idle = connect("127.0.0.2");
+    std::vector<tcp::socket> busy;
+    for (int i = 0; i < 2; ++i) {
+      busy.push_back(connect("127.0.0.2"));
+      send_long_request(busy.back());
+    }
+    wait_for([&] { return engine_->num_live() == 2; });
+    auto socket = connect("127.0.0.2");
+    net::write(socket, net::buffer(health));
+    EXPECT_EQ(read_response(socket, buffer).result_int(), 200);
+    EXPECT_TRUE(closed_within(idle, std::chrono::seconds(5)));
+    for (auto& s : busy) reset(s);
+    wait_for([&] { return engine_->num_live() == 0; });
+  }
+  std::vector<tcp::socket> busy;
+  for (int i = 0; i < 3; ++i) {
+    busy.push_back(connect("127.0.0.1"));
+    send_long_request(busy.back());
+  }
+  wait_for([&] { return engine_->num_live() == 3; });
+  auto refused = connect("127.0.0.1");
+  net::write(refused, net::buffer(health));
+  EXPECT_EQ(read_response(refused, buffer).result_int(), 503);
+  auto other = connect("127.0.0.3");
+  net::write(other, net::buffer(health));
+  EXPECT_EQ(read_response(other, buffer).result_int(), 200);
+  for (auto& s : busy) reset(s);
+  wait_for([&] { return engine_->num_live() == 0; });
+}
+
+TEST_F(HttpServerTest, SlowHeaderIsClosedAfterTheHeaderTimeout) {
+  start_server([](ServerOptions& o) { o.limits.header_timeout = std::chrono::seconds(1); });
+  auto socket = connect();
+  const std::string header = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaa";
+  const auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  boost::system::error_code ec;
+  for (char c : header) {  // a byte every 250 ms: about 13 s if never closed
+    net::write(socket, net::buffer(&c, 1), ec);
+    if (ec || closed_within(socket, std::chrono::milliseconds(250))) {
+      closed = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+}
+
+TEST_F(HttpServerTest, IdleKeepAliveConnectionIsClosedAfterTheKeepAliveTimeout) {
+  start_server([](ServerOptions& o) { o.limits.keep_alive_timeout = std::chrono::seconds(1); });
+  auto socket = connect();
+  net::write(socket, net::buffer(std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")));
+  beast::flat_buffer buffer;
+  EXPECT_TRUE(read_response(socket, buffer).keep_alive());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(closed_within(socket, std::chrono::seconds(5)));
+  EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(800));
+}
+
+// A complete response larger than max_pending_write_bytes is written whole.
+TEST(HttpListenerTest, WritesALargeCompleteResponseWhole) {
+  constexpr size_t kSize = 70 << 20;
+  net::io_context server_ioc;
+  auto listener = HttpListener::open(
+      server_ioc, "127.0.0.1", 0, HttpLimits{},
+      [](HttpRequest, std::shared_ptr<Responder> responder) {
+        HttpResponse response;
+        response.body.assign(kSize, 'x');
+        response.body.back() = 'y';
+        responder->send(std::move(response));
+      },
+      std::make_shared<ConnectionStats>());
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  listener.value()->start();
+  std::thread io([&] { server_ioc.run(); });
+  net::io_context client_ioc;
+  tcp::socket socket(client_ioc);
+  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), listener.value()->port()));
+  net::write(socket, net::buffer(std::string("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")));
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(boost::none);
+  boost::system::error_code ec;
+  http::read(socket, buffer, parser, ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(parser.get().body().size(), kSize);
+  EXPECT_EQ(parser.get().body().back(), 'y');
+  socket.close();
+  listener.value()->stop();
+  server_ioc.stop();
+  io.join();
 }
 
 }  // namespace
