@@ -116,6 +116,14 @@ void launch_generation(const std::shared_ptr<GenerationJob>& job,
   // The job owns this callback, so the raw pointer stays valid inside it.
   job->start([self = job.get(), responder, fn = std::move(on_event)](
                  int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
+    // A request that failed inside the engine is never a success: the client
+    // gets a 500 (non-streaming) or an SSE error event, whatever the handler.
+    if (!out.error.empty()) {
+      log_error("{}: the engine failed the request: {}", self->id(), out.error);
+      self->cancel();
+      responder->fail(internal_error(self->id()));
+      return;
+    }
     try {
       fn(index, prompt_index, out, last, usage);
     } catch (const std::exception& e) {
