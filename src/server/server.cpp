@@ -41,6 +41,9 @@ Server::Server(Engine& engine, ServerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       workers_(default_threads(options_.num_worker_threads)),
+      heavy_workers_(options_.num_heavy_threads > 0
+                         ? options_.num_heavy_threads
+                         : std::max(1, default_threads(options_.num_worker_threads) / 2)),
       stats_(std::make_shared<ConnectionStats>()) {}
 
 Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions options) {
@@ -49,7 +52,8 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
   Server& s = *server;
   PAGODA_ASSIGN_OR_RETURN(auto context,
                           ServiceContext::create(engine, s.options_.service, s.ioc_.get_executor(),
-                                                 s.workers_.get_executor()));
+                                                 s.workers_.get_executor(),
+                                                 s.heavy_workers_.get_executor()));
   if (!context->tool_parser) {
     log_info("tool calls: not parsed (no parser for this chat template; see --tool-call-parser)");
   } else {
@@ -152,7 +156,18 @@ void Server::stop_threads() {
   ioc_.stop();
   for (auto& t : io_threads_) t.join();
   workers_.stop();
-  workers_.join();
+  heavy_workers_.stop();
+  // A request still being parsed or tokenized cannot be interrupted; it
+  // would only be answered 503. Wait for it a bounded time.
+  auto joined = std::async(std::launch::async, [this] {
+    workers_.join();
+    heavy_workers_.join();
+  });
+  if (joined.wait_for(options_.worker_timeout) != std::future_status::ready) {
+    log_warn("requests were still being parsed or tokenized {} s after the drain; exiting without them",
+             options_.worker_timeout.count());
+    std::_Exit(0);
+  }
 }
 
 }  // namespace pagoda::server

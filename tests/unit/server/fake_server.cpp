@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   app.add_option("--api-key", server_options.service.api_key, "API key");
   app.add_option("--max-body-bytes", server_options.limits.max_body_bytes, "body limit")
       ->capture_default_str();
+  app.add_option("--max-response-bytes", server_options.service.max_response_bytes,
+                 "bound on a non-streamed response (as pagoda serve)")
+      ->capture_default_str();
   app.add_option("--tool-call-parser", server_options.service.tool_call_parser, "tool-call parser")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
