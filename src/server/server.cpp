@@ -80,7 +80,7 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
 }
 
 Server::~Server() {
-  stop_threads();
+  stop_threads(/*bounded=*/false);
 }
 
 void Server::run_io() {
@@ -144,11 +144,11 @@ void Server::shutdown() {
     log_warn("{} responses were still being written after {} s; closing",
              stats_->num_active_requests.load(), options_.flush_timeout.count());
   }
-  stop_threads();
+  stop_threads(/*bounded=*/true);
   log_info("server stopped");
 }
 
-void Server::stop_threads() {
+void Server::stop_threads(bool bounded) {
   if (stopped_) return;
   stopped_ = true;
   if (service_) service_->context().io_gate->close();
@@ -157,6 +157,11 @@ void Server::stop_threads() {
   for (auto& t : io_threads_) t.join();
   workers_.stop();
   heavy_workers_.stop();
+  if (!bounded) {
+    workers_.join();
+    heavy_workers_.join();
+    return;
+  }
   // A request still being parsed or tokenized cannot be interrupted; it
   // would only be answered 503. Wait for it a bounded time.
   auto joined = std::async(std::launch::async, [this] {

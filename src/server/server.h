@@ -65,7 +65,9 @@ class Server {
 
  private:
   void run_io();
-  void stop_threads();
+  // `bounded`: wait at most options_.worker_timeout for the worker lanes,
+  // then exit the process (shutdown()); else join them (the destructor).
+  void stop_threads(bool bounded);
 
   Engine& engine_;
   ServerOptions options_;
