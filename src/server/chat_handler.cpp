@@ -198,7 +198,7 @@ void start_chat(ServiceContext& ctx, ChatPlan plan, const std::shared_ptr<Respon
   const ChatPlan& a = assembler->plan();
   launch_generation(
       job, {a.prompt.token_ids}, a.params, a.fields.n, a.fields.priority, a.fields.stream,
-      responder,
+      ctx.draining, responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });

@@ -155,7 +155,8 @@ void start_completion(ServiceContext& ctx, CompletionPlan plan,
                                                          num_choices, responder);
   const CompletionPlan& a = assembler->plan();
   launch_generation(
-      job, a.prompts, a.params, a.fields.n, a.fields.priority, a.fields.stream, responder,
+      job, a.prompts, a.params, a.fields.n, a.fields.priority, a.fields.stream, ctx.draining,
+      responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });

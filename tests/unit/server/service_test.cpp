@@ -504,5 +504,26 @@ TEST(ServiceLanes, LightRequestsRunWhileTheHeavyLaneIsBusy) {
   heavy.join();
 }
 
+// Shutdown began after the handler checked ctx.draining: the engine refuses
+// the request (draining), and the client gets 503, not the queue-full 429.
+TEST(LaunchGeneration, RefusalWhileDrainingIs503) {
+  FakeEngineOptions options;
+  options.tokenizer_path = std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
+  auto engine = FakeEngine::create(options);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  engine.value()->drain();
+  boost::asio::io_context io;
+  auto job = std::make_shared<GenerationJob>(*engine.value(), io.get_executor(),
+                                             std::make_shared<PostGate>(), "cmpl-test");
+  auto responder = std::make_shared<RecordingResponder>();
+  std::atomic<bool> draining{true};
+  SamplingParams params;
+  params.max_tokens = 4;
+  launch_generation(job, {{1, 2, 3}}, params, 1, 0, false, draining, responder,
+                    [](int, int, RequestOutput&, bool, const Usage&) {});
+  ASSERT_TRUE(responder->wait());
+  EXPECT_EQ(responder->status, 503);
+}
+
 }  // namespace
 }  // namespace pagoda::server
