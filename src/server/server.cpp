@@ -136,13 +136,20 @@ void Server::shutdown() {
   listener_->stop();
   service_->set_draining();
   engine_.drain();
-  const auto deadline = std::chrono::steady_clock::now() + options_.flush_timeout;
-  while (stats_->num_active_requests > 0 && std::chrono::steady_clock::now() < deadline) {
+  // Answers being generated or written get flush_timeout; requests still on a
+  // worker lane (answered 503 when they reach the engine) get worker_timeout.
+  const std::atomic<int64_t>& on_lanes = service_->context().num_on_lanes;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const int64_t active = stats_->num_active_requests;
+    const auto waited = std::chrono::steady_clock::now() - start;
+    const bool writing = active > on_lanes;
+    if (active <= 0 || waited >= (writing ? options_.flush_timeout : options_.worker_timeout)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (stats_->num_active_requests > 0) {
+  if (stats_->num_active_requests > on_lanes) {
     log_warn("{} responses were still being written after {} s; closing",
-             stats_->num_active_requests.load(), options_.flush_timeout.count());
+             stats_->num_active_requests - on_lanes, options_.flush_timeout.count());
   }
   stop_threads(/*bounded=*/true);
   log_info("server stopped");
@@ -157,22 +164,15 @@ void Server::stop_threads(bool bounded) {
   for (auto& t : io_threads_) t.join();
   workers_.stop();
   heavy_workers_.stop();
-  if (!bounded) {
-    workers_.join();
-    heavy_workers_.join();
-    return;
-  }
-  // A request still being parsed or tokenized cannot be interrupted; it
-  // would only be answered 503. Wait for it a bounded time.
-  auto joined = std::async(std::launch::async, [this] {
-    workers_.join();
-    heavy_workers_.join();
-  });
-  if (joined.wait_for(options_.worker_timeout) != std::future_status::ready) {
-    log_warn("requests were still being parsed or tokenized {} s after the drain; exiting without them",
-             options_.worker_timeout.count());
+  // A request still being parsed or tokenized cannot be interrupted (it
+  // would only be answered 503); shutdown() waited worker_timeout for it.
+  if (bounded && service_ && service_->context().num_on_lanes > 0) {
+    log_warn("{} requests were still being parsed or tokenized {} s after the drain; exiting without them",
+             service_->context().num_on_lanes.load(), options_.worker_timeout.count());
     std::_Exit(0);
   }
+  workers_.join();
+  heavy_workers_.join();
 }
 
 }  // namespace pagoda::server

@@ -31,9 +31,9 @@ struct ServerOptions {
   int num_worker_threads = 0;              // 0: min(4, cores)
   int num_heavy_threads = 0;               // the heavy lane (large bodies); 0: max(1, workers / 2)
   std::chrono::seconds flush_timeout{30};  // after the drain, for clients to read their answers
-  // After the flush: how long stopping waits for requests still being parsed
-  // or tokenized (they are answered 503 when they reach the engine); then the
-  // process exits without them (std::_Exit(0)).
+  // How long shutdown waits for requests still being parsed or tokenized
+  // (they are answered 503 when they reach the engine), once no other answer
+  // is being written; then the process exits without them (std::_Exit(0)).
   std::chrono::seconds worker_timeout{5};
   bool handle_signals = false;  // catch SIGINT/SIGTERM from start() on, for wait_for_signal()
   HttpLimits limits;
@@ -55,8 +55,8 @@ class Server {
   void wait_for_signal();
   // Stops accepting, answers 503 to new requests, drains the engine (in-flight
   // requests finish), waits up to flush_timeout for their answers to be
-  // written, then stops the threads, waiting at most worker_timeout for work
-  // still on the worker lanes. Idempotent.
+  // written, then stops the threads. Requests still on the worker lanes
+  // (parsing, tokenizing) are waited for at most worker_timeout. Idempotent.
   void shutdown();
 
   ConnectionStats& stats() { return *stats_; }
@@ -65,8 +65,8 @@ class Server {
 
  private:
   void run_io();
-  // `bounded`: wait at most options_.worker_timeout for the worker lanes,
-  // then exit the process (shutdown()); else join them (the destructor).
+  // `bounded` (shutdown(), which waited already): exit the process if work is
+  // still on the worker lanes; else (the destructor) join them.
   void stop_threads(bool bounded);
 
   Engine& engine_;

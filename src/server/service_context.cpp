@@ -58,15 +58,17 @@ Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
 void ServiceContext::run_on_worker(std::shared_ptr<Responder> responder, const HttpRequest& request,
                                    std::function<void()> fn) const {
   const bool heavy = request.body.size() > options.heavy_body_bytes;
+  ++num_on_lanes;
   boost::asio::post(
       heavy ? heavy_workers : workers,
-      [responder = std::move(responder), id = request.request_id, fn = std::move(fn)] {
+      [this, responder = std::move(responder), id = request.request_id, fn = std::move(fn)] {
         try {
           fn();
         } catch (const std::exception& e) {
           log_error("request {}: internal error: {}", id, e.what());
           responder->fail(internal_error(id));
         }
+        --num_on_lanes;
       });
 }
 

@@ -56,6 +56,9 @@ struct ServiceContext {
   std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
   const std::shared_ptr<PostGate> io_gate = std::make_shared<PostGate>();  // engine thread → io
   std::atomic<bool> draining{false};
+  // Requests handed to run_on_worker whose work has not returned yet (queued,
+  // parsing, templating, tokenizing): shutdown waits for them a shorter time.
+  mutable std::atomic<int64_t> num_on_lanes{0};
 
   // Runs `fn` for `request` on its lane (heavy_workers for a large body, else
   // workers); an exception it throws answers 500.

@@ -55,7 +55,7 @@ def test_burst_beyond_the_queue_gets_429_never_an_empty_200():
                 assert status == 429, (status, body)
                 assert body["error"]["message"] and body["error"]["type"], body
                 refused += 1
-        assert ok >= 48 and refused > 0, (ok, refused)
+        assert ok >= 32 and refused > 0, (ok, refused)  # at least the waiting bound is accepted
     finally:
         assert proc.stop() == 0
 
@@ -174,3 +174,36 @@ def test_a_request_the_engine_fails_is_never_a_200(base_url, fake_only):
     events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")]
     assert events and "error" in events[-1], r.text
     assert all("error" in e or e["choices"][0]["finish_reason"] is None for e in events), r.text
+
+
+def test_sigterm_does_not_wait_long_for_a_request_still_being_parsed(fake_only):
+    """Two 61 MB chat bodies of 1.8M messages take about 5.6 s each to parse
+    and render on the heavy lane; shutdown waits --worker-timeout-s (1 s) for
+    them once nothing else is being answered, then exits 0."""
+    proc = launch(max_body_bytes=64 << 20, extra_args=["--worker-timeout-s", 1])
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "x"}] * 1800000, "max_tokens": 4})
+
+    def send():
+        try:
+            requests.post(proc.url + "/v1/chat/completions", data=body, timeout=120,
+                          headers={**HEADERS, "Content-Type": "application/json"})
+        except requests.RequestException:
+            pass
+
+    senders = [threading.Thread(target=send) for _ in range(2)]
+    for t in senders:
+        t.start()
+    time.sleep(2.0)  # both bodies are read; the first is being parsed
+    start = time.monotonic()
+    proc.proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.proc.wait(timeout=60)
+    except Exception:
+        proc.stop(signal.SIGKILL)
+        raise AssertionError("the server was still running 60 s after SIGTERM:\n" + proc.output())
+    elapsed = time.monotonic() - start
+    for t in senders:
+        t.join()
+    print(f"exited {elapsed:.2f} s after SIGTERM")
+    assert code == 0, proc.output()
+    assert elapsed < 3.0, proc.output()
