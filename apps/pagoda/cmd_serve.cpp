@@ -37,6 +37,12 @@ void add_server_flags(CLI::App& app, EngineOptions& engine, ServerOptions& serve
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   pagoda::app::add_http_limit_flags(app, server.limits);
+  app.add_option("--max-response-bytes", server.service.max_response_bytes,
+                 "bound on a non-streamed response: a request whose worst-case answer (choices x "
+                 "max_tokens, logprobs, echo) could exceed it gets 400 before generating; "
+                 "streamed responses are not bounded")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--tool-call-parser", server.service.tool_call_parser,
                  "how tool calls are read from model output: auto (from the chat template), hermes "
                  "(<tool_call>{json}</tool_call>), llama3_json, or none")

@@ -155,8 +155,11 @@ class Engine {
   virtual ~Engine() = default;
 
   // Queues a request. Errors: kInvalidArgument (bad params, empty or too long
-  // prompt; the message names the field), kResourceExhausted (waiting queue
-  // full). Thread-safe.
+  // prompt; the message names the field), kResourceExhausted (max waiting
+  // requests, counted exactly: accepted and not yet scheduled for the first
+  // time). An accepted request is never refused later for capacity: it
+  // finishes normally unless aborted or failed inside the engine (then its
+  // events carry `error`). Thread-safe.
   virtual Status add_request(GenerateRequest request) = 0;
   // Aborts a live request (no-op if unknown or finished); its KV is freed at
   // once and its sink gets a final event with FinishReason::kAbort. Thread-safe.

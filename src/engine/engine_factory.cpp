@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <fstream>
 #include <sstream>
 
@@ -127,7 +128,10 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.device = backend->name();
   parts.scheduler_config.max_num_batched_tokens = static_cast<int32_t>(options.max_num_batched_tokens);
   parts.scheduler_config.max_num_seqs = static_cast<int32_t>(options.max_num_seqs);
-  parts.scheduler_config.max_waiting = static_cast<int32_t>(options.max_waiting_requests);
+  // The engine bounds the requests never scheduled (LlmEngine::add_request,
+  // --max-waiting-requests); the scheduler must never refuse one it accepted,
+  // and preempted requests return to its waiting queue on top of those.
+  parts.scheduler_config.max_waiting = INT32_MAX;
   parts.scheduler_config.max_model_len = static_cast<int32_t>(runner->max_model_len());
   parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner->num_kv_blocks());
   parts.scheduler_config.kv.block_size = runner->block_size();

@@ -148,6 +148,7 @@ void LlmEngine::finish_request(RequestState& req, FinishReason reason, const std
   {
     std::lock_guard<std::mutex> lock(mu_);
     live_ids_.erase(req.external_id);
+    if (!req.first_scheduled) --num_unscheduled_;
   }
   requests_.erase(req.id);  // destroys req
 }

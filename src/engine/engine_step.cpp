@@ -133,15 +133,18 @@ StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& 
   step.copy_dst = out.copy_dst;
   step.sampling.max_top_logprobs = 0;
   const Clock::time_point now = Clock::now();
+  int64_t newly_scheduled = 0;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     auto it = requests_.find(out.seqs[i].request_id);
     if (it == requests_.end()) continue;
     if (!it->second->first_scheduled) {
       it->second->first_scheduled = now;
       it->second->num_cached_prompt_tokens = out.seqs[i].start_position;
+      ++newly_scheduled;
     }
     add_rows_for_seq(out, i, step, refs);
   }
+  on_left_unscheduled(newly_scheduled);
   int32_t k = 0;
   for (const SamplingRow& row : step.sampling.rows) k = std::max(k, row.num_top_logprobs);
   step.sampling.max_top_logprobs = k;

@@ -98,10 +98,9 @@ Status LlmEngine::add_request(GenerateRequest request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ || stop_) return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
-    int64_t waiting = num_waiting_.load() + static_cast<int64_t>(commands_.size());
-    if (waiting >= parts_.scheduler_config.max_waiting) {
+    if (num_unscheduled_ >= parts_.options.max_waiting_requests) {
       return make_error(ErrorCode::kResourceExhausted,
-                        fmt::format("too many waiting requests ({}); retry later", waiting));
+                        fmt::format("the waiting queue is full ({} requests); retry later", num_unscheduled_));
     }
     if (live_ids_.contains(state->external_id)) {
       return make_error(ErrorCode::kInvalidArgument,
@@ -110,6 +109,7 @@ Status LlmEngine::add_request(GenerateRequest request) {
     state->id = next_id_++;
     state->seed = state->params.seed ? *state->params.seed : rng_();
     live_ids_.emplace(state->external_id, state->id);
+    ++num_unscheduled_;
     idle_ = false;
     Command c;
     c.add = std::move(state);
@@ -214,7 +214,9 @@ void LlmEngine::admit(std::unique_ptr<RequestState> state) {
   requests_.emplace(req.id, std::move(state));
 }
 
-// The scheduler refused the request: every index gets its final event.
+// The scheduler refused the request (a bad spec the checks of prepare() let
+// through; never a full queue: see engine_factory.cpp): every index gets its
+// final event.
 void LlmEngine::report_admit_failure(RequestState& state, const std::string& message) {
   log_error("request {}: {}", state.external_id, message);
   for (int k = 0; k < state.params.n; ++k) {
@@ -229,6 +231,13 @@ void LlmEngine::report_admit_failure(RequestState& state, const std::string& mes
   metrics_.on_finished(FinishReason::kAbort, seconds_between(state.arrival, Clock::now()));
   std::lock_guard<std::mutex> lock(mu_);
   live_ids_.erase(state.external_id);
+  --num_unscheduled_;
+}
+
+void LlmEngine::on_left_unscheduled(int64_t count) {
+  if (count == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  num_unscheduled_ -= count;
 }
 
 void LlmEngine::abort_now(const std::string& external_id) {
@@ -247,7 +256,6 @@ void LlmEngine::abort_now(const std::string& external_id) {
 
 void LlmEngine::publish_state() {
   SchedulerStats st = scheduler_.stats();
-  num_waiting_.store(st.num_waiting_requests);
   double usage = st.kv.num_blocks ? static_cast<double>(st.kv.num_used_blocks) / st.kv.num_blocks : 0.0;
   metrics_.set_state(st.num_running_requests, st.num_waiting_requests, st.num_preemptions, usage,
                      st.kv.num_query_tokens, st.kv.num_hit_tokens);

@@ -138,6 +138,8 @@ class LlmEngine final : public Engine {
   void publish_state();
   void check_invariants();
   void report_admit_failure(RequestState& state, const std::string& message);
+  // `count` requests left the never-scheduled set (num_unscheduled_).
+  void on_left_unscheduled(int64_t count);
   TokenLogprob make_logprob(const SampleOutput& so, size_t r, int32_t token, float lp, int32_t rank,
                             int32_t num_top) const;
 
@@ -157,7 +159,10 @@ class LlmEngine final : public Engine {
   bool draining_ = false;
   bool idle_ = true;  // nothing queued or live as of the last publish_state()
   std::string invariant_error_;
-  std::atomic<int64_t> num_waiting_{0};
+  // Requests accepted by add_request and not yet scheduled for the first time
+  // (queued commands included): the waiting bound of add_request. Decremented
+  // when a request is first scheduled, or ends before that.
+  int64_t num_unscheduled_ = 0;
 
   // Engine thread only.
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;

@@ -198,7 +198,7 @@ void start_chat(ServiceContext& ctx, ChatPlan plan, const std::shared_ptr<Respon
   const ChatPlan& a = assembler->plan();
   launch_generation(
       job, {a.prompt.token_ids}, a.params, a.fields.n, a.fields.priority, a.fields.stream,
-      responder,
+      ctx.draining, responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });
@@ -208,7 +208,7 @@ void start_chat(ServiceContext& ctx, ChatPlan plan, const std::shared_ptr<Respon
 
 void handle_chat_completions(ServiceContext& ctx, const HttpRequest& request,
                              std::shared_ptr<Responder> responder) {
-  ctx.run_on_worker(responder, request.request_id, [&ctx, request, responder] {
+  ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     auto body = parse_json_object(request.body);
     if (!body.ok()) return responder->send(error_response(api_error_from(body.error())));
     if (auto error = ctx.check_model(body.value())) return responder->send(error_response(*error));

@@ -1,3 +1,4 @@
+#include "server/response_bound.h"
 #include "server/chat_plan.h"
 
 #include "server/field_reader.h"
@@ -37,6 +38,15 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   auto params = to_sampling_params(plan.fields, max_tokens.value(), vocab_size);
   if (!params.ok()) return params.error();
   plan.params = std::move(params.value());
+  if (!plan.fields.stream) {
+    ResponseShape shape;
+    shape.chat = true;
+    shape.num_choices = plan.fields.n;
+    shape.max_tokens = max_tokens.value();
+    shape.logprobs = plan.fields.logprobs;
+    if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
+      return *error;
+  }
   return plan;
 }
 

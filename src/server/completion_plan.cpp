@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/field_reader.h"
+#include "server/response_bound.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -10,7 +11,6 @@ namespace pagoda::server {
 namespace {
 
 constexpr int64_t kDefaultMaxTokens = 16;
-constexpr size_t kMaxChoices = 4096;  // prompts × n
 
 ApiError prompt_error(const std::string& what) {
   return invalid_field("prompt", "'prompt' " + what);
@@ -31,13 +31,24 @@ ApiResult<std::vector<int32_t>> read_token_prompt(const Json& ids, int64_t vocab
   return out;
 }
 
-// Fills plan.prompts and plan.prompt_texts from `prompt`.
+// Fills plan.prompts and plan.prompt_texts from `prompt`. A text longer than
+// `max_prompt_bytes` cannot fit the context and is refused before tokenizing.
 std::optional<ApiError> read_prompts(const Json& prompt, const Tokenizer& tokenizer,
-                                     bool add_special, CompletionPlan& plan) {
+                                     bool add_special, int64_t max_prompt_bytes,
+                                     CompletionPlan& plan) {
   const int64_t vocab_size = tokenizer.vocab_size();
-  auto add_text = [&](const std::string& text) {
+  auto add_text = [&](const std::string& text) -> std::optional<ApiError> {
+    if (static_cast<int64_t>(text.size()) > max_prompt_bytes) {
+      return ApiError{400,
+                      fmt::format("'prompt'[{}] has {} bytes, more than the context could hold "
+                                  "({} bytes: the context length times the longest token). "
+                                  "Please reduce the length of the prompt.",
+                                  plan.prompts.size(), text.size(), max_prompt_bytes),
+                      "prompt", "context_length_exceeded"};
+    }
     plan.prompts.push_back(tokenizer.encode(text, add_special, /*parse_special=*/true));
     plan.prompt_texts.push_back(text);
+    return std::nullopt;
   };
   auto add_ids = [&](const Json& ids, size_t index) -> std::optional<ApiError> {
     auto tokens = read_token_prompt(ids, vocab_size, index);
@@ -46,8 +57,13 @@ std::optional<ApiError> read_prompts(const Json& prompt, const Tokenizer& tokeni
     plan.prompts.push_back(std::move(tokens.value()));
     return std::nullopt;
   };
+  if (prompt.is_array() && !prompt.empty() && !prompt[0].is_number() &&
+      prompt.size() > kMaxPromptsPerRequest) {
+    return prompt_error(fmt::format("holds {} prompts; at most {} are allowed per request",
+                                    prompt.size(), kMaxPromptsPerRequest));
+  }
   if (prompt.is_string()) {
-    add_text(prompt.get<std::string>());
+    if (auto error = add_text(prompt.get<std::string>())) return error;
   } else if (!prompt.is_array() || prompt.empty()) {
     return prompt_error(
         fmt::format("must be a string, a list of strings, a list of token ids or a list of "
@@ -58,7 +74,7 @@ std::optional<ApiError> read_prompts(const Json& prompt, const Tokenizer& tokeni
   } else {
     for (size_t i = 0; i < prompt.size(); ++i) {
       if (prompt[i].is_string()) {
-        add_text(prompt[i].get<std::string>());
+        if (auto error = add_text(prompt[i].get<std::string>())) return error;
       } else if (prompt[i].is_array()) {
         if (auto error = add_ids(prompt[i], i)) return error;
       } else {
@@ -91,26 +107,49 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   if (!prompt && !reader.error()) reader.fail(invalid_field("prompt", "'prompt' is required"));
   if (reader.error()) return *reader.error();
 
-  if (auto error = read_prompts(*prompt, tokenizer, add_special, plan)) return *error;
-  if (plan.prompts.size() * plan.fields.n > kMaxChoices) {
-    return invalid_field("n", fmt::format("prompts × n = {} exceeds the limit of {} choices",
-                                          plan.prompts.size() * plan.fields.n, kMaxChoices));
-  }
+  const int64_t max_prompt_bytes = info.max_model_len * ctx.max_token_bytes;
+  if (auto error = read_prompts(*prompt, tokenizer, add_special, max_prompt_bytes, plan)) return *error;
+  const int64_t num_prompts = static_cast<int64_t>(plan.prompts.size());
   if (plan.echo && plan.fields.logprobs >= 0) plan.fields.prompt_logprobs = plan.fields.logprobs;
   if (plan.fields.max_tokens == 0 && !plan.echo) {
     return invalid_field("max_tokens",
                          "'max_tokens' must be at least 1 (0 is allowed only with echo)");
   }
+  // max_tokens 0 with echo: the engine scores the prompt and samples one
+  // token, which the answer leaves out.
+  plan.echo_only = plan.fields.max_tokens == 0;
+  const std::optional<int64_t> requested =
+      plan.echo_only ? std::optional<int64_t>(1) : plan.fields.max_tokens;
   int64_t max_tokens = INT64_MAX;
   for (const auto& ids : plan.prompts) {
-    auto fitted = fit_context(static_cast<int64_t>(ids.size()), plan.fields.max_tokens,
-                              kDefaultMaxTokens, info.max_model_len, "prompt");
+    auto fitted = fit_context(static_cast<int64_t>(ids.size()), requested, kDefaultMaxTokens,
+                              info.max_model_len, "prompt");
     if (!fitted.ok()) return fitted.error();
     max_tokens = std::min(max_tokens, fitted.value());
   }
   auto params = to_sampling_params(plan.fields, max_tokens, tokenizer.vocab_size());
   if (!params.ok()) return params.error();
   plan.params = std::move(params.value());
+  const int64_t num_seqs = num_prompts * plan.params.num_seqs();
+  if (num_seqs > kMaxSequencesPerRequest) {
+    return invalid_field(
+        "n", fmt::format("prompts x n (or best_of) = {} sequences; at most {} are allowed per request",
+                         num_seqs, kMaxSequencesPerRequest));
+  }
+  if (!plan.fields.stream) {
+    ResponseShape shape;
+    shape.num_choices = num_prompts * plan.fields.n;
+    shape.max_tokens = plan.echo_only ? 0 : max_tokens;
+    shape.logprobs = plan.fields.logprobs;
+    if (plan.echo) {
+      for (size_t i = 0; i < plan.prompts.size(); ++i) {
+        shape.echo_bytes += plan.fields.n * static_cast<int64_t>(plan.prompt_texts[i].size());
+        shape.echo_tokens += plan.fields.n * static_cast<int64_t>(plan.prompts[i].size());
+      }
+    }
+    if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
+      return *error;
+  }
   return plan;
 }
 

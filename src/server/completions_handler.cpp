@@ -44,19 +44,26 @@ class CompletionAssembler {
     if (!out.prompt_logprobs.empty())
       prompt_logprobs_[prompt_index] = std::move(out.prompt_logprobs);
     if (!choice.started) begin_choice(choice, prompt_index);
-    choice.text += out.text;
-    if (plan_.fields.logprobs >= 0) {
-      for (const auto& lp : out.logprobs) choice.logprobs.add(lp, plan_.fields.logprobs);
+    if (plan_.echo_only) {
+      // The one sampled token is not part of the answer.
+      if (out.finish_reason) choice.finish_reason = "length";
+    } else {
+      choice.text += out.text;
+      if (plan_.fields.logprobs >= 0) {
+        for (const auto& lp : out.logprobs) choice.logprobs.add(lp, plan_.fields.logprobs);
+      }
+      if (out.finish_reason) {
+        choice.finish_reason = finish_reason_name(*out.finish_reason);
+        choice.stop_reason = stop_reason_json(out);
+      }
     }
-    if (out.finish_reason) {
-      choice.finish_reason = finish_reason_name(*out.finish_reason);
-      choice.stop_reason = stop_reason_json(out);
-    }
+    Usage counted = usage;
+    if (plan_.echo_only) counted.completion_tokens = 0;
     if (plan_.fields.stream) {
       stream_chunk(index, choice, text_start);
-      if (last) finish_stream(usage);
+      if (last) finish_stream(counted);
     } else if (last) {
-      send_response(usage);
+      send_response(counted);
     }
   }
 
@@ -148,7 +155,8 @@ void start_completion(ServiceContext& ctx, CompletionPlan plan,
                                                          num_choices, responder);
   const CompletionPlan& a = assembler->plan();
   launch_generation(
-      job, a.prompts, a.params, a.fields.n, a.fields.priority, a.fields.stream, responder,
+      job, a.prompts, a.params, a.fields.n, a.fields.priority, a.fields.stream, ctx.draining,
+      responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });
@@ -158,7 +166,7 @@ void start_completion(ServiceContext& ctx, CompletionPlan plan,
 
 void handle_completions(ServiceContext& ctx, const HttpRequest& request,
                         std::shared_ptr<Responder> responder) {
-  ctx.run_on_worker(responder, request.request_id, [&ctx, request, responder] {
+  ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     auto body = parse_json_object(request.body);
     if (!body.ok()) return responder->send(error_response(api_error_from(body.error())));
     if (auto error = ctx.check_model(body.value())) return responder->send(error_response(*error));

@@ -103,12 +103,12 @@ void GenerationJob::deliver(int prompt_index, RequestOutput& output) {
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
                        const SamplingParams& params, int num_samples, int priority, bool stream,
-                       const std::shared_ptr<Responder>& responder,
+                       const std::atomic<bool>& draining, const std::shared_ptr<Responder>& responder,
                        GenerationJob::EventFn on_event) {
   Status status = job->submit(prompts, params, num_samples, priority);
   if (!status.ok()) {
     log_debug("{}: engine refused: {}", job->id(), status.error().message);
-    responder->send(error_response(api_error_from(status.error())));
+    responder->send(error_response(draining ? shutting_down_error() : api_error_from(status.error())));
     return;
   }
   responder->on_cancel([job] { job->cancel(); });
@@ -116,6 +116,14 @@ void launch_generation(const std::shared_ptr<GenerationJob>& job,
   // The job owns this callback, so the raw pointer stays valid inside it.
   job->start([self = job.get(), responder, fn = std::move(on_event)](
                  int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
+    // A request that failed inside the engine is never a success: the client
+    // gets a 500 (non-streaming) or an SSE error event, whatever the handler.
+    if (!out.error.empty()) {
+      log_error("{}: the engine failed the request: {}", self->id(), out.error);
+      self->cancel();
+      responder->fail(internal_error(self->id()));
+      return;
+    }
     try {
       fn(index, prompt_index, out, last, usage);
     } catch (const std::exception& e) {

@@ -101,13 +101,17 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 };
 
 // Runs `job` for an HTTP request: submits the prompts; if the engine refuses,
-// answers its error (429 for a full queue, 400 for a bad request). Otherwise
+// answers its error (429 for a full queue, 400 for a bad request; 503 once
+// `draining`: the server began shutting down after the handler checked). Otherwise
 // cancels the job when the client goes away, opens the SSE stream when
-// `stream`, and delivers the events to `on_event`.
+// `stream`, and delivers the events to `on_event` -- except an event with a
+// non-empty RequestOutput::error (the engine failed the request): that one
+// cancels the job and answers 500 (an SSE error event once streaming), so no
+// handler ever turns a failed request into a 200.
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
                        const SamplingParams& params, int num_samples, int priority, bool stream,
-                       const std::shared_ptr<Responder>& responder,
+                       const std::atomic<bool>& draining, const std::shared_ptr<Responder>& responder,
                        GenerationJob::EventFn on_event);
 
 }  // namespace pagoda::server

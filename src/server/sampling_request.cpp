@@ -10,6 +10,18 @@ namespace {
 
 constexpr size_t kMaxStopStrings = 64;
 
+// `key` as a token id when it is one in canonical decimal form (digits only:
+// no sign, space or leading zero, "0" itself excepted) below `vocab_size`; else -1.
+int64_t canonical_token_id(const std::string& key, int64_t vocab_size) {
+  if (key.empty() || key.size() > 10 || (key.size() > 1 && key[0] == '0')) return -1;
+  int64_t id = 0;
+  for (char c : key) {
+    if (c < '0' || c > '9') return -1;
+    id = id * 10 + (c - '0');
+  }
+  return id < vocab_size ? id : -1;
+}
+
 std::map<int32_t, float> read_logit_bias(FieldReader& reader, int64_t vocab_size) {
   std::map<int32_t, float> bias;
   const Json* value = reader.value("logit_bias");
@@ -21,17 +33,13 @@ std::map<int32_t, float> read_logit_bias(FieldReader& reader, int64_t vocab_size
     return bias;
   }
   for (const auto& [key, v] : value->items()) {
-    int64_t id = -1;
-    size_t used = 0;
-    try {
-      id = std::stoll(key, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != key.size() || key.empty() || id < 0 || id >= vocab_size) {
+    const int64_t id = canonical_token_id(key, vocab_size);
+    if (id < 0) {
       reader.fail_field(
           "logit_bias",
-          fmt::format("has key '{}', which is not a token id in [0, {})", key, vocab_size));
+          fmt::format("has key '{}', which is not a token id in [0, {}) written in canonical "
+                      "decimal (digits only: no sign, space or leading zero)",
+                      key, vocab_size));
       return bias;
     }
     if (!v.is_number() || v.get<double>() < -100.0 || v.get<double>() > 100.0) {

@@ -41,6 +41,9 @@ Server::Server(Engine& engine, ServerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       workers_(default_threads(options_.num_worker_threads)),
+      heavy_workers_(options_.num_heavy_threads > 0
+                         ? options_.num_heavy_threads
+                         : std::max(1, default_threads(options_.num_worker_threads) / 2)),
       stats_(std::make_shared<ConnectionStats>()) {}
 
 Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions options) {
@@ -49,7 +52,8 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
   Server& s = *server;
   PAGODA_ASSIGN_OR_RETURN(auto context,
                           ServiceContext::create(engine, s.options_.service, s.ioc_.get_executor(),
-                                                 s.workers_.get_executor()));
+                                                 s.workers_.get_executor(),
+                                                 s.heavy_workers_.get_executor()));
   if (!context->tool_parser) {
     log_info("tool calls: not parsed (no parser for this chat template; see --tool-call-parser)");
   } else {
@@ -80,7 +84,7 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
 }
 
 Server::~Server() {
-  stop_threads();
+  stop_threads(/*bounded=*/false);
 }
 
 void Server::run_io() {
@@ -136,19 +140,26 @@ void Server::shutdown() {
   listener_->stop();
   service_->set_draining();
   engine_.drain();
-  const auto deadline = std::chrono::steady_clock::now() + options_.flush_timeout;
-  while (stats_->num_active_requests > 0 && std::chrono::steady_clock::now() < deadline) {
+  // Answers being generated or written get flush_timeout; requests still on a
+  // worker lane (answered 503 when they reach the engine) get worker_timeout.
+  const std::atomic<int64_t>& on_lanes = service_->context().num_on_lanes;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const int64_t active = stats_->num_active_requests;
+    const auto waited = std::chrono::steady_clock::now() - start;
+    const bool writing = active > on_lanes;
+    if (active <= 0 || waited >= (writing ? options_.flush_timeout : options_.worker_timeout)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (stats_->num_active_requests > 0) {
+  if (stats_->num_active_requests > on_lanes) {
     log_warn("{} responses were still being written after {} s; closing",
-             stats_->num_active_requests.load(), options_.flush_timeout.count());
+             stats_->num_active_requests - on_lanes, options_.flush_timeout.count());
   }
-  stop_threads();
+  stop_threads(/*bounded=*/true);
   log_info("server stopped");
 }
 
-void Server::stop_threads() {
+void Server::stop_threads(bool bounded) {
   if (stopped_) return;
   stopped_ = true;
   if (service_) service_->context().io_gate->close();
@@ -156,7 +167,16 @@ void Server::stop_threads() {
   ioc_.stop();
   for (auto& t : io_threads_) t.join();
   workers_.stop();
+  heavy_workers_.stop();
+  // A request still being parsed or tokenized cannot be interrupted (it
+  // would only be answered 503); shutdown() waited worker_timeout for it.
+  if (bounded && service_ && service_->context().num_on_lanes > 0) {
+    log_warn("{} requests were still being parsed or tokenized {} s after the drain; exiting without them",
+             service_->context().num_on_lanes.load(), options_.worker_timeout.count());
+    std::_Exit(0);
+  }
   workers_.join();
+  heavy_workers_.join();
 }
 
 }  // namespace pagoda::server

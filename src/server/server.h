@@ -29,7 +29,12 @@ struct ServerOptions {
   uint16_t port = 8000;                    // 0: any free port (see Server::port())
   int num_io_threads = 0;                  // 0: min(4, cores)
   int num_worker_threads = 0;              // 0: min(4, cores)
+  int num_heavy_threads = 0;               // the heavy lane (large bodies); 0: max(1, workers / 2)
   std::chrono::seconds flush_timeout{30};  // after the drain, for clients to read their answers
+  // How long shutdown waits for requests still being parsed or tokenized
+  // (they are answered 503 when they reach the engine), once no other answer
+  // is being written; then the process exits without them (std::_Exit(0)).
+  std::chrono::seconds worker_timeout{5};
   bool handle_signals = false;  // catch SIGINT/SIGTERM from start() on, for wait_for_signal()
   HttpLimits limits;
   ServiceOptions service;
@@ -50,7 +55,8 @@ class Server {
   void wait_for_signal();
   // Stops accepting, answers 503 to new requests, drains the engine (in-flight
   // requests finish), waits up to flush_timeout for their answers to be
-  // written, then stops the threads. Idempotent.
+  // written, then stops the threads. Requests still on the worker lanes
+  // (parsing, tokenizing) are waited for at most worker_timeout. Idempotent.
   void shutdown();
 
   ConnectionStats& stats() { return *stats_; }
@@ -59,7 +65,9 @@ class Server {
 
  private:
   void run_io();
-  void stop_threads();
+  // `bounded` (shutdown(), which waited already): exit the process if work is
+  // still on the worker lanes; else (the destructor) join them.
+  void stop_threads(bool bounded);
 
   Engine& engine_;
   ServerOptions options_;
@@ -67,6 +75,7 @@ class Server {
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
   boost::asio::thread_pool workers_;
+  boost::asio::thread_pool heavy_workers_;
   std::shared_ptr<ConnectionStats> stats_;
   std::unique_ptr<OpenAiService> service_;
   std::shared_ptr<HttpListener> listener_;

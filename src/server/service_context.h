@@ -15,6 +15,7 @@
 #include "server/api_error.h"
 #include "server/generation_job.h"
 #include "server/http_types.h"
+#include "server/response_bound.h"
 #include "server/tool_parser.h"
 
 namespace pagoda::server {
@@ -25,13 +26,18 @@ struct ServiceOptions {
   std::string version = "0.0.0";          // for /version and system_fingerprint
   std::string tool_call_parser = "auto";  // auto | hermes | llama3_json | none
   std::string chat_template_text;         // the template in use; "auto" picks the parser from it
+  int64_t max_response_bytes = kDefaultMaxResponseBytes;  // non-streamed answers (response_bound.h)
+  // Requests with a larger body are parsed and tokenized on the heavy lane.
+  size_t heavy_body_bytes = 256 << 10;
 };
 
 struct ServiceContext {
-  // Errors: an unknown tool_call_parser name.
+  // Errors: an unknown tool_call_parser name. `heavy_workers`: the heavy
+  // lane (empty: `workers` takes every request).
   static Result<std::unique_ptr<ServiceContext>> create(Engine& engine, ServiceOptions options,
                                                         boost::asio::any_io_executor io,
-                                                        boost::asio::any_io_executor workers);
+                                                        boost::asio::any_io_executor workers,
+                                                        boost::asio::any_io_executor heavy_workers = {});
 
   Engine& engine;
   const ServiceOptions options;
@@ -40,19 +46,31 @@ struct ServiceContext {
   const int64_t created;                       // unix seconds at start
   const boost::asio::any_io_executor io;       // strands for response assembly
   const boost::asio::any_io_executor workers;  // parsing, templating, tokenization
+  // The heavy lane: the same work for bodies over options.heavy_body_bytes, so
+  // that they never occupy every thread of `workers` and light requests stay
+  // responsive while a huge one is parsed and tokenized.
+  const boost::asio::any_io_executor heavy_workers;
+  // Bytes of the tokenizer's longest vocabulary piece: a text of more than
+  // max_model_len × this bytes cannot fit the context (refused untokenized).
+  const int64_t max_token_bytes;
   std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
   const std::shared_ptr<PostGate> io_gate = std::make_shared<PostGate>();  // engine thread → io
   std::atomic<bool> draining{false};
+  // Requests handed to run_on_worker whose work has not returned yet (queued,
+  // parsing, templating, tokenizing): shutdown waits for them a shorter time.
+  mutable std::atomic<int64_t> num_on_lanes{0};
 
-  // Runs `fn` on the worker pool; an exception it throws answers 500.
-  void run_on_worker(std::shared_ptr<Responder> responder, std::string request_id,
+  // Runs `fn` for `request` on its lane (heavy_workers for a large body, else
+  // workers); an exception it throws answers 500.
+  void run_on_worker(std::shared_ptr<Responder> responder, const HttpRequest& request,
                      std::function<void()> fn) const;
 
   // 404 when body["model"] is present and names another model; 400 if not a string.
   std::optional<ApiError> check_model(const Json& body) const;
 
   ServiceContext(Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
-                 boost::asio::any_io_executor workers, std::unique_ptr<ToolParser> tool_parser);
+                 boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers,
+                 std::unique_ptr<ToolParser> tool_parser);
 };
 
 // Route handlers (one file per group).

@@ -73,14 +73,14 @@ void detokenize(const ServiceContext& ctx, const Json& body, Responder& responde
 
 void handle_tokenize(ServiceContext& ctx, const HttpRequest& request,
                      std::shared_ptr<Responder> responder) {
-  ctx.run_on_worker(responder, request.request_id, [&ctx, request, responder] {
+  ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     if (auto body = read_body(ctx, request, *responder)) tokenize(ctx, *body, *responder);
   });
 }
 
 void handle_detokenize(ServiceContext& ctx, const HttpRequest& request,
                        std::shared_ptr<Responder> responder) {
-  ctx.run_on_worker(responder, request.request_id, [&ctx, request, responder] {
+  ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     if (auto body = read_body(ctx, request, *responder)) detokenize(ctx, *body, *responder);
   });
 }

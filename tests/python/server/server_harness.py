@@ -84,8 +84,10 @@ class ServerProcess:
         return "".join(self.log)
 
 
-def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=None, extra_args=()):
-    """Starts a server; the caller stops it. `extra_args`: flags both servers take."""
+def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=None, max_body_bytes=MAX_BODY_BYTES,
+           extra_args=()):
+    """Starts a server; the caller stops it. `extra_args`: more flags, taken by
+    both servers."""
     if REAL:
         if not PAGODA_BIN.exists():
             pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
@@ -102,12 +104,12 @@ def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=No
                 "--step-us", fake_step_us or 1000]
         if max_waiting is not None:
             args += ["--max-waiting-requests", max_waiting]
-    args += ["--served-model-name", MODEL, "--port", 0, "--max-body-bytes", MAX_BODY_BYTES]
+    args += ["--served-model-name", MODEL, "--port", 0, "--max-body-bytes", max_body_bytes, *extra_args]
     if max_num_seqs is not None:
         args += ["--max-num-seqs", max_num_seqs]
     if api_key:
         args += ["--api-key", api_key]
-    return ServerProcess(args + list(extra_args))
+    return ServerProcess(args)
 
 
 def metrics(base_url):

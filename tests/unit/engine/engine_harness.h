@@ -110,6 +110,7 @@ struct EngineSetup {
   int32_t max_chunk_tokens = 0;  // SchedulerConfig::max_chunk_tokens
   bool prefix_caching = true;
   bool async_scheduling = true;  // EngineOptions::async_scheduling
+  int64_t max_waiting_requests = 4096;
 };
 
 // Loads and starts an engine on test_device() with scheduler invariant

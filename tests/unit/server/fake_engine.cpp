@@ -70,6 +70,7 @@ struct Sample {
 struct FakeEngine::Live {
   GenerateRequest request;
   std::vector<int32_t> script;  // the "SAY:" answer, if any
+  std::string failure;          // the "FAIL:" message, if any
   std::vector<std::unique_ptr<Sample>> samples;
   Clock::time_point arrival = Clock::now();
   int64_t cached = 0;
@@ -162,6 +163,11 @@ Status FakeEngine::add_request(GenerateRequest request) {
         text.substr(at + 4, end == std::string::npos ? std::string::npos : end - at - 4);
     script.erase(0, script.find_first_not_of(' '));
     live->script = tokenizer_->encode(script, false, false);
+  }
+  if (size_t at = text.rfind("FAIL:"); at != std::string::npos) {
+    const size_t end = text.find('\n', at);
+    live->failure = text.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
+    if (live->failure.empty()) live->failure = "fake engine failure";
   }
   const SamplingParams& p = request.params;
   const bool greedy = p.is_greedy();
@@ -305,6 +311,10 @@ void FakeEngine::admit_locked() {
 
 void FakeEngine::step_locked(std::vector<Event>& events) {
   for (const auto& live : running_) {
+    if (!live->failure.empty()) {
+      fail_locked(*live, events, live);
+      continue;
+    }
     for (auto& sample : live->samples) {
       if (!sample->finished) advance_locked(*live, *sample, events, live);
     }
@@ -312,6 +322,22 @@ void FakeEngine::step_locked(std::vector<Event>& events) {
   std::erase_if(running_, [](const std::shared_ptr<Live>& l) {
     return l->num_finished == static_cast<int>(l->samples.size());
   });
+}
+
+void FakeEngine::fail_locked(Live& live, std::vector<Event>& events,
+                             const std::shared_ptr<Live>& owner) {
+  for (auto& sample : live.samples) {
+    RequestOutput out;
+    out.request_id = live.request.request_id;
+    out.index = sample->index;
+    out.finish_reason = FinishReason::kAbort;
+    out.error = live.failure;
+    out.num_prompt_tokens = static_cast<int64_t>(live.request.prompt_token_ids.size());
+    sample->finished = true;
+    events.emplace_back(owner, std::move(out));
+  }
+  live.num_finished = static_cast<int>(live.samples.size());
+  ++metrics_.finished_abort;
 }
 
 int32_t FakeEngine::next_token(const Live& live, const Sample& sample) const {

@@ -6,6 +6,9 @@
 // - otherwise it writes pseudo-random words, a function of the prompt, the
 //   sample's seed (fixed when temperature is 0) and the position, and ends with
 //   EOS after 6..13 words;
+// - a prompt whose text contains "FAIL:" fails inside the "engine" at its
+//   first step: every sample gets a final kAbort event whose `error` is the
+//   rest of that line (as LlmEngine reports a failed model step);
 // - stop strings (held back while they may still match), stop_token_ids,
 //   ignore_eos, min_tokens, max_tokens, n, logprobs (fake but consistent
 //   values) and prompt_logprobs behave as the real engine's contract says.
@@ -37,7 +40,9 @@ struct FakeEngineOptions {
   std::string served_model_name = "fake-model";
   int64_t max_model_len = 512;
   int64_t max_num_seqs = 64;  // requests running at once
-  int64_t max_waiting = 256;  // queued beyond that; more → kResourceExhausted
+  // Requests accepted and not yet running; more → kResourceExhausted. Exact
+  // (counted under the lock), as LlmEngine's bound.
+  int64_t max_waiting = 256;
   std::chrono::microseconds step_time{1000};
 };
 
@@ -74,6 +79,8 @@ class FakeEngine : public Engine {
   void step_locked(std::vector<Event>& events);
   void advance_locked(Live& live, Sample& sample, std::vector<Event>& events,
                       const std::shared_ptr<Live>& owner);
+  // The "FAIL:" rule: every sample ends with an error event.
+  void fail_locked(Live& live, std::vector<Event>& events, const std::shared_ptr<Live>& owner);
   int32_t next_token(const Live& live, const Sample& sample) const;
   TokenLogprob fake_logprob(int32_t token, uint64_t salt, int num_top) const;
 

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   server_options.port = 0;
   server_options.service.version = "0.0.0-fake";
   int64_t step_us = 1000;
+  int64_t worker_timeout_s = server_options.worker_timeout.count();
   app.add_option("--tokenizer", engine_options.tokenizer_path, "tokenizer folder")
       ->capture_default_str();
   app.add_option("--chat-template", engine_options.chat_template_file, "chat template file");
@@ -37,10 +38,17 @@ int main(int argc, char** argv) {
   app.add_option("--port", server_options.port, "port; 0: any")->capture_default_str();
   app.add_option("--api-key", server_options.service.api_key, "API key");
   pagoda::app::add_http_limit_flags(app, server_options.limits);
+  app.add_option("--max-response-bytes", server_options.service.max_response_bytes,
+                 "bound on a non-streamed response (as pagoda serve)")
+      ->capture_default_str();
+  app.add_option("--worker-timeout-s", worker_timeout_s,
+                 "shutdown: seconds to wait for requests still being parsed or tokenized")
+      ->capture_default_str();
   app.add_option("--tool-call-parser", server_options.service.tool_call_parser, "tool-call parser")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   engine_options.step_time = std::chrono::microseconds(step_us);
+  server_options.worker_timeout = std::chrono::seconds(worker_timeout_s);
 
   pagoda::server::raise_open_file_limit();
   auto engine = pagoda::testing::FakeEngine::create(engine_options);

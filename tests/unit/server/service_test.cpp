@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
+#include <future>
 #include <thread>
 
 #include "fake_engine.h"
@@ -474,6 +475,54 @@ TEST_F(SmallQueueTest, QueueFullIs429AndAuthIs401) {
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->json_body()["usage"]["completion_tokens"], 100);
   }
+}
+
+// A body over heavy_body_bytes runs on the heavy lane: while heavy work holds
+// every heavy thread, a light request still runs at once.
+TEST(ServiceLanes, LightRequestsRunWhileTheHeavyLaneIsBusy) {
+  FakeEngineOptions options;
+  options.tokenizer_path = std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
+  auto engine = FakeEngine::create(options);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  boost::asio::io_context io;
+  boost::asio::thread_pool light(1), heavy(1);
+  auto ctx = ServiceContext::create(*engine.value(), {}, io.get_executor(), light.get_executor(),
+                                    heavy.get_executor());
+  ASSERT_TRUE(ctx.ok());
+  auto responder = std::make_shared<RecordingResponder>();
+  const HttpRequest big{"POST", "/v1/completions", "", {},
+                        std::string((*ctx)->options.heavy_body_bytes + 1, ' '), "big"};
+  const HttpRequest small{"POST", "/v1/completions", "", {}, "{}", "small"};
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  for (int i = 0; i < 2; ++i) (*ctx)->run_on_worker(responder, big, [released] { released.wait(); });
+  std::promise<void> ran;
+  (*ctx)->run_on_worker(responder, small, [&ran] { ran.set_value(); });
+  EXPECT_EQ(ran.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  release.set_value();
+  light.join();
+  heavy.join();
+}
+
+// Shutdown began after the handler checked ctx.draining: the engine refuses
+// the request (draining), and the client gets 503, not the queue-full 429.
+TEST(LaunchGeneration, RefusalWhileDrainingIs503) {
+  FakeEngineOptions options;
+  options.tokenizer_path = std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
+  auto engine = FakeEngine::create(options);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  engine.value()->drain();
+  boost::asio::io_context io;
+  auto job = std::make_shared<GenerationJob>(*engine.value(), io.get_executor(),
+                                             std::make_shared<PostGate>(), "cmpl-test");
+  auto responder = std::make_shared<RecordingResponder>();
+  std::atomic<bool> draining{true};
+  SamplingParams params;
+  params.max_tokens = 4;
+  launch_generation(job, {{1, 2, 3}}, params, 1, 0, false, draining, responder,
+                    [](int, int, RequestOutput&, bool, const Usage&) {});
+  ASSERT_TRUE(responder->wait());
+  EXPECT_EQ(responder->status, 503);
 }
 
 }  // namespace
