@@ -345,7 +345,9 @@ def assert_refused(url, source):
         assert sock.recv(1) == b""
 
 
-def test_disconnect_after_an_extra_byte_aborts_the_request():
+def test_disconnect_after_an_extra_byte_aborts_the_request(fake_only):
+    # The fake engine's 20 ms steps keep the request running; stories260K
+    # would finish its 400 tokens (0.1 s) before the reset.
     proc = launch(fake_step_us=20000)
     try:
         body = json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": True}).encode()
@@ -360,7 +362,8 @@ def test_disconnect_after_an_extra_byte_aborts_the_request():
         assert proc.stop() == 0
 
 
-def test_connection_limits_shed_idle_and_refuse_when_busy():
+def test_connection_limits_shed_idle_and_refuse_when_busy(fake_only):
+    # Busy connections are streams kept running by the fake's 20 ms steps.
     proc = launch(fake_step_us=20000, extra_args=["--max-connections", 8, "--max-connections-per-peer", 4,
                                                    "--header-timeout", 1])
     busy = []
