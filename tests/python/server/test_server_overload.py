@@ -207,3 +207,75 @@ def test_sigterm_does_not_wait_long_for_a_request_still_being_parsed(fake_only):
     print(f"exited {elapsed:.2f} s after SIGTERM")
     assert code == 0, proc.output()
     assert elapsed < 3.0, proc.output()
+
+
+def _hostile_bodies():
+    """The issue's hostile requests: unknown keys by the thousand (quadratic to
+    parse before), a 150,000-level JSON inside a tool call's arguments string
+    (a stack overflow before), numbers out of range (a 500 before)."""
+    many_keys = "{" + ",".join(f'"unknown_key_{i}": 0' for i in range(16000)) + ', "prompt": "hi", "max_tokens": 1}'
+    too_many_keys = "{" + ",".join(f'"k{i}": 0' for i in range(100000)) + ', "prompt": "hi"}'
+    deep = "{\"x\": " + "[" * 150000 + "]" * 150000 + "}"
+    deep_args = json.dumps({"messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": deep}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "ok"}], "max_tokens": 1})
+    return [("/v1/completions", many_keys, (200,)),
+            ("/v1/completions", too_many_keys, (400,)),
+            ("/v1/chat/completions", deep_args, (200, 400)),
+            ("/tokenize", deep_args, (200, 400)),
+            ("/v1/completions", '{"prompt": "hi", "temperature": 1e999}', (400,))]
+
+
+def test_light_requests_keep_their_latency_while_hostile_requests_run():
+    """Small completions measured alone, then while four clients send hostile
+    bodies for several seconds: their median stays within a small bound, and
+    every hostile request gets its 200 or 400 (never a 5xx or a dropped
+    connection)."""
+    proc = launch(max_body_bytes=8 << 20)
+    try:
+        session = requests.Session()
+
+        def light_latencies(count):
+            out = []
+            for _ in range(count):
+                start = time.monotonic()
+                r = session.post(proc.url + "/v1/completions", headers=HEADERS, timeout=60,
+                                 json={"model": MODEL, "prompt": "Once upon a time", "max_tokens": 4})
+                assert r.status_code == 200, r.text
+                out.append(time.monotonic() - start)
+            return out
+
+        alone = statistics.median(light_latencies(10))
+        bodies, stop, failures, sent = _hostile_bodies(), threading.Event(), [], [0]
+
+        def hostile(offset):
+            s = requests.Session()
+            i = offset
+            while not stop.is_set():
+                path, body, expected = bodies[i % len(bodies)]
+                i += 1
+                r = s.post(proc.url + path, data=body, timeout=60,
+                           headers={**HEADERS, "Content-Type": "application/json"})
+                sent[0] += 1
+                if r.status_code not in expected:
+                    failures.append((path, r.status_code, r.text[:200]))
+
+        clients = [threading.Thread(target=hostile, args=(k,)) for k in range(4)]
+        for t in clients:
+            t.start()
+        time.sleep(0.5)
+        under_load = light_latencies(20)
+        time.sleep(2.0)
+        stop.set()
+        for t in clients:
+            t.join()
+        print(f"light median alone {alone * 1e3:.1f} ms, under hostile load "
+              f"{statistics.median(under_load) * 1e3:.1f} ms (max {max(under_load) * 1e3:.1f} ms); "
+              f"{sent[0]} hostile requests")
+        assert not failures, failures[:5]
+        assert sent[0] >= 8, sent
+        assert statistics.median(under_load) < max(0.5, 10 * alone), (alone, under_load)
+    finally:
+        assert proc.stop() == 0
