@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "server/connection_registry.h"
+#include "server/http_parse.h"
 #include "server/sse.h"
 
 namespace pagoda::server {
@@ -33,7 +34,6 @@ constexpr auto kLingerTimeout = std::chrono::seconds(5);
 constexpr auto kRefusedLingerTimeout = std::chrono::seconds(1);
 constexpr size_t kReadChunk = 16384;
 constexpr size_t kMaxLingerBytes = 64 << 20;
-std::atomic<uint64_t> g_next_request_id{1};
 
 class HttpSession;
 
@@ -264,7 +264,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     response_started_ = response_complete_ = streaming_ = cancelled_ = false;
     cancel_fn_ = nullptr;
     begin_active();
-    HttpRequest request = to_request(parser_->release());
+    HttpRequest request = to_http_request(parser_->release());
     request_id_ = request.request_id;
     method_ = request.method;
     path_ = request.path;
@@ -276,23 +276,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       log_error("request {}: unhandled exception: {}", request_id_, e.what());
       responder->fail(internal_error(request_id_));
     }
-  }
-
-  static HttpRequest to_request(http::request<http::string_body> req) {
-    HttpRequest out;
-    out.method = std::string(req.method_string());
-    const std::string_view target(req.target().data(), req.target().size());
-    const size_t q = target.find('?');
-    out.path = std::string(target.substr(0, q));
-    if (q != std::string_view::npos) out.query = std::string(target.substr(q + 1));
-    for (const auto& field : req) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      out.headers.emplace_back(std::move(name), std::string(field.value()));
-    }
-    out.body = std::move(req.body());
-    out.request_id = fmt::format("req-{}", g_next_request_id++);
-    return out;
   }
 
   // --- disconnect detection while a request is answered ----------------------

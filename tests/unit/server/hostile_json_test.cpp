@@ -4,17 +4,12 @@
 // 100k unknown keys (quadratic: 20 s and more). Plus the parser's contract.
 #include <gtest/gtest.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <thread>
 
-#include "fake_engine.h"
+#include "fake_service.h"
 #include "server/bounded_json.h"
 #include "server/chat_messages.h"
-#include "server/openai_service.h"
 #include "server/tool_parser.h"
 
 namespace pagoda::server {
@@ -105,67 +100,17 @@ TEST(BoundedJson, DeepToolCallArgumentsStayAString) {
   EXPECT_FALSE(parse_tool_call_json("{\"name\": \"f\", \"arguments\": " + deep + "}").has_value());
 }
 
-// Answers of one request through the service, waited for.
-class WaitingResponder : public Responder {
- public:
-  void send(HttpResponse r) override { finish(r.status); }
-  void start_stream(int, std::string) override {}
-  void write(std::string) override {}
-  void end_stream() override { finish(200); }
-  void fail(const ApiError& error) override { finish(error.status); }
-  void on_cancel(std::function<void()>) override {}
-  int wait() {
-    std::unique_lock lock(mu_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [this] { return status_ != 0; }));
-    return status_;
-  }
-
- private:
-  void finish(int status) {
-    std::lock_guard lock(mu_);
-    if (status_ == 0) status_ = status;
-    cv_.notify_all();
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int status_ = 0;
-};
-
 // A service over the fake engine with `template_file` as its chat template.
-struct Service {
-  explicit Service(const std::string& template_file) {
-    testing::FakeEngineOptions options;
-    options.tokenizer_path = std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
-    options.chat_template_file = template_file;
-    options.step_time = std::chrono::microseconds(50);
-    options.max_model_len = 1 << 20;
-    auto created = testing::FakeEngine::create(options);
-    EXPECT_TRUE(created.ok()) << created.error().message;
-    engine = std::move(created.value());
-    auto context = ServiceContext::create(*engine, ServiceOptions{}, io.get_executor(),
-                                          workers.get_executor());
-    service = std::make_unique<OpenAiService>(std::move(context.value()));
-    io_thread = std::thread([this] { io.run(); });
-  }
-  ~Service() {
-    work.reset();
-    io_thread.join();
-    workers.join();
-  }
-  int post(const std::string& path, std::string body) {
-    auto responder = std::make_shared<WaitingResponder>();
-    service->handle(HttpRequest{"POST", path, "", {}, std::move(body), "r"}, responder);
-    return responder->wait();
-  }
-
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work =
-      boost::asio::make_work_guard(io);
-  boost::asio::thread_pool workers{2};
-  std::unique_ptr<testing::FakeEngine> engine;
-  std::unique_ptr<OpenAiService> service;
-  std::thread io_thread;
-};
+std::unique_ptr<testing::FakeService> service_with(const std::string& template_file) {
+  testing::FakeEngineOptions options;
+  options.tokenizer_path = std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
+  options.chat_template_file = template_file;
+  options.step_time = std::chrono::microseconds(50);
+  options.max_model_len = 1 << 20;
+  auto service = testing::FakeService::create(options);
+  EXPECT_TRUE(service.ok()) << service.error().message;
+  return service.ok() ? std::move(service.value()) : nullptr;
+}
 
 TEST(HostileRequests, DeepArgumentsThroughEveryChatTemplate) {
   // 150,000 levels inside a string: a 300 KB body that crashed the server.
@@ -188,9 +133,10 @@ TEST(HostileRequests, DeepArgumentsThroughEveryChatTemplate) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".jinja") continue;
     ++num_templates;
-    Service s(entry.path().string());
+    auto s = service_with(entry.path().string());
+    ASSERT_TRUE(s);
     for (const char* path : {"/tokenize", "/v1/chat/completions"}) {
-      const int status = s.post(path, text);
+      const int status = s->post(path, text)->status;
       EXPECT_TRUE(status == 200 || status == 400) << entry.path() << " " << path << ": " << status;
     }
   }
@@ -198,17 +144,20 @@ TEST(HostileRequests, DeepArgumentsThroughEveryChatTemplate) {
 }
 
 TEST(HostileRequests, OverflowingNumbersAndTrailingBytesAre400) {
-  Service s(std::string(PAGODA_SOURCE_DIR) + "/tests/data/server/simple_chat.jinja");
+  auto s = service_with(std::string(PAGODA_SOURCE_DIR) + "/tests/data/server/simple_chat.jinja");
+  ASSERT_TRUE(s);
   for (const char* field : {"temperature", "top_p", "max_tokens", "seed", "n", "top_k",
                             "presence_penalty", "logprobs", "priority", "min_tokens"}) {
-    EXPECT_EQ(s.post("/v1/completions",
-                     std::string(R"({"prompt": "hi", ")") + field + R"(": 1e999})"),
+    EXPECT_EQ(s->post("/v1/completions",
+                      std::string(R"({"prompt": "hi", ")") + field + R"(": 1e999})")
+                  ->status,
               400)
         << field;
   }
-  EXPECT_EQ(s.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})"), 200);
-  EXPECT_EQ(s.post("/v1/completions",
-                   std::string("{\"prompt\": \"hi\", \"max_tokens\": 2}\0{garbage", 43)),
+  EXPECT_EQ(s->post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})")->status, 200);
+  EXPECT_EQ(s->post("/v1/completions",
+                    std::string("{\"prompt\": \"hi\", \"max_tokens\": 2}\0{garbage", 43))
+                ->status,
             400);
 }
 

@@ -4,61 +4,16 @@
 // success status: no crash, no hang, no 500.
 #include <gtest/gtest.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <condition_variable>
+#include <map>
 #include <random>
-#include <thread>
 
-#include "fake_engine.h"
+#include "fake_service.h"
 #include "server/json_util.h"
-#include "server/openai_service.h"
 
 namespace pagoda::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-class WaitingResponder : public Responder {
- public:
-  void send(HttpResponse r) override { finish(r.status, std::move(r.body), false); }
-  void start_stream(int s, std::string) override {
-    std::lock_guard lock(mu_);
-    status_ = s;
-    streaming_ = true;
-  }
-  void write(std::string data) override {
-    std::lock_guard lock(mu_);
-    body_ += data;
-  }
-  void end_stream() override { finish(status_, "", true); }
-  void fail(const ApiError& error) override {
-    finish(error.status, dump_json(api_error_json(error)), false);
-  }
-  void on_cancel(std::function<void()>) override {}
-
-  // Waits for the answer; returns (status, body, streamed).
-  std::tuple<int, std::string, bool> wait() {
-    std::unique_lock lock(mu_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(30), [this] { return done_; }))
-        << "no answer";
-    return {status_, body_, streaming_};
-  }
-
- private:
-  void finish(int status, std::string body, bool append) {
-    std::lock_guard lock(mu_);
-    status_ = status;
-    body_ = append ? body_ + body : std::move(body);
-    done_ = true;
-    cv_.notify_all();
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int status_ = 0;
-  std::string body_;
-  bool streaming_ = false, done_ = false;
-};
 
 json random_value(std::mt19937& rng) {
   static const std::vector<json> pool = {
@@ -176,51 +131,38 @@ TEST(Robustness, RandomlyMutatedRequestsGetWellFormedAnswers) {
       std::string(PAGODA_SOURCE_DIR) + "/tests/data/server/simple_chat.jinja";
   options.step_time = std::chrono::microseconds(50);
   options.max_num_seqs = 512;
-  auto engine = testing::FakeEngine::create(options);
-  ASSERT_TRUE(engine.ok()) << engine.error().message;
-  boost::asio::io_context io;
-  auto work = boost::asio::make_work_guard(io);
-  std::thread io_thread([&] { io.run(); });
-  boost::asio::thread_pool workers(2);
   ServiceOptions service_options;
   service_options.tool_call_parser = "hermes";
-  auto context = ServiceContext::create(*engine.value(), service_options, io.get_executor(),
-                                        workers.get_executor());
-  ASSERT_TRUE(context.ok());
-  OpenAiService service(std::move(context.value()));
+  auto service = testing::FakeService::create(options, service_options);
+  ASSERT_TRUE(service.ok()) << service.error().message;
 
   std::mt19937 rng(20240607);
   std::map<int, int> statuses;
   for (int i = 0; i < 1500; ++i) {
     const bool chat = i % 2 == 1;
     const std::string body = mutate(rng, chat);
-    auto responder = std::make_shared<WaitingResponder>();
-    service.handle(
-        HttpRequest{"POST", chat ? "/v1/chat/completions" : "/v1/completions", "", {}, body, "r"},
-        responder);
-    auto [status, answer, streamed] = responder->wait();
+    auto answer = (*service)->post(chat ? "/v1/chat/completions" : "/v1/completions", body);
+    ASSERT_EQ(answer->num_answers, 1) << "no answer to " << body;
+    const int status = answer->status;
     ++statuses[status];
     ASSERT_TRUE(status == 200 || status == 400 || status == 404)
         << status << " for " << body << "\n"
-        << answer;
-    if (streamed) {
-      ASSERT_GE(answer.size(), 14u) << body;
-      EXPECT_EQ(answer.substr(answer.size() - 14), "data: [DONE]\n\n") << body;
+        << answer->body;
+    if (answer->streaming) {
+      ASSERT_GE(answer->body.size(), 14u) << body;
+      EXPECT_EQ(answer->body.substr(answer->body.size() - 14), "data: [DONE]\n\n") << body;
       continue;
     }
     json parsed;
-    ASSERT_NO_THROW(parsed = json::parse(answer)) << body;
+    ASSERT_NO_THROW(parsed = json::parse(answer->body)) << body;
     if (status == 200) {
-      EXPECT_TRUE(parsed.contains("choices")) << answer;
+      EXPECT_TRUE(parsed.contains("choices")) << answer->body;
     } else {
-      EXPECT_TRUE(parsed["error"]["message"].is_string()) << answer;
+      EXPECT_TRUE(parsed["error"]["message"].is_string()) << answer->body;
     }
   }
   EXPECT_GT(statuses[200], 100);
   EXPECT_GT(statuses[400], 100);
-  work.reset();
-  io_thread.join();
-  workers.join();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fake_engine.h"
+#include "fake_service.h"
 #include "server/json_util.h"
 #include "server/openai_service.h"
 #include "tokenizer/tokenizer.h"
@@ -19,87 +20,7 @@ namespace {
 using json = nlohmann::ordered_json;
 using testing::FakeEngine;
 using testing::FakeEngineOptions;
-
-// Records one answer; wait() blocks until it is complete.
-class RecordingResponder : public Responder {
- public:
-  void send(HttpResponse r) override {
-    std::lock_guard lock(mu_);
-    status = r.status;
-    body = std::move(r.body);
-    headers = std::move(r.headers);
-    done_ = true;
-    cv_.notify_all();
-  }
-  void start_stream(int s, std::string) override {
-    std::lock_guard lock(mu_);
-    status = s;
-    streaming = true;
-  }
-  void write(std::string data) override {
-    std::lock_guard lock(mu_);
-    body += data;
-  }
-  void end_stream() override {
-    std::lock_guard lock(mu_);
-    done_ = true;
-    cv_.notify_all();
-  }
-  void fail(const ApiError& error) override {
-    std::lock_guard lock(mu_);
-    failed = true;
-    if (streaming) {
-      body += "data: " + dump_json(api_error_json(error)) + "\n\n";
-    } else {
-      status = error.status;
-      body = dump_json(api_error_json(error));
-    }
-    done_ = true;
-    cv_.notify_all();
-  }
-  void on_cancel(std::function<void()> fn) override {
-    std::lock_guard lock(mu_);
-    cancel_ = std::move(fn);
-  }
-  void cancel() {
-    std::function<void()> fn;
-    {
-      std::lock_guard lock(mu_);
-      fn = cancel_;
-    }
-    ASSERT_TRUE(fn) << "no cancel handler registered";
-    fn();
-  }
-  bool wait(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [this] { return done_; });
-  }
-  json json_body() const { return json::parse(body); }
-  // The data: payloads of an SSE body.
-  std::vector<std::string> events() const {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start < body.size()) {
-      const size_t end = body.find("\n\n", start);
-      if (end == std::string::npos) break;
-      out.push_back(body.substr(start + 6, end - start - 6));
-      start = end + 2;
-    }
-    return out;
-  }
-
-  int status = 0;
-  bool streaming = false;
-  bool failed = false;
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::function<void()> cancel_;
-};
+using testing::RecordingResponder;
 
 class ServiceTest : public ::testing::Test {
  protected:
@@ -418,7 +339,7 @@ TEST_F(ServiceTest, CancelAbortsTheEngineRequest) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  responder->cancel();
+  ASSERT_TRUE(responder->cancel()) << "no cancel handler registered";
   while (engine_->num_live() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
