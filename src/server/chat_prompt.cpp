@@ -41,11 +41,11 @@ ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& b
     return invalid_field("messages",
                          fmt::format("chat template failed: {}", rendered.error().message));
   }
-  const int64_t max_prompt_bytes = ctx.engine.info().max_model_len * ctx.max_token_bytes;
+  const int64_t max_prompt_bytes = ctx.max_prompt_bytes();
   if (static_cast<int64_t>(rendered->size()) > max_prompt_bytes) {
     return ApiError{400,
                     fmt::format("The rendered messages have {} bytes, more than the context could hold "
-                                "({} bytes: the context length times the longest token). Please reduce "
+                                "({} bytes: 4 x the context length x the longest token). Please reduce "
                                 "the length of the messages.",
                                 rendered->size(), max_prompt_bytes),
                     "messages", "context_length_exceeded"};

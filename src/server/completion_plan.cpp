@@ -41,7 +41,7 @@ std::optional<ApiError> read_prompts(const Json& prompt, const Tokenizer& tokeni
     if (static_cast<int64_t>(text.size()) > max_prompt_bytes) {
       return ApiError{400,
                       fmt::format("'prompt'[{}] has {} bytes, more than the context could hold "
-                                  "({} bytes: the context length times the longest token). "
+                                  "({} bytes: 4 x the context length x the longest token). "
                                   "Please reduce the length of the prompt.",
                                   plan.prompts.size(), text.size(), max_prompt_bytes),
                       "prompt", "context_length_exceeded"};
@@ -107,7 +107,7 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   if (!prompt && !reader.error()) reader.fail(invalid_field("prompt", "'prompt' is required"));
   if (reader.error()) return *reader.error();
 
-  const int64_t max_prompt_bytes = info.max_model_len * ctx.max_token_bytes;
+  const int64_t max_prompt_bytes = ctx.max_prompt_bytes();
   if (auto error = read_prompts(*prompt, tokenizer, add_special, max_prompt_bytes, plan)) return *error;
   const int64_t num_prompts = static_cast<int64_t>(plan.prompts.size());
   if (plan.echo && plan.fields.logprobs >= 0) plan.fields.prompt_logprobs = plan.fields.logprobs;

@@ -55,6 +55,10 @@ Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
                                           std::move(parser));
 }
 
+int64_t ServiceContext::max_prompt_bytes() const {
+  return engine.info().max_model_len * max_token_bytes * 4;
+}
+
 void ServiceContext::run_on_worker(std::shared_ptr<Responder> responder, const HttpRequest& request,
                                    std::function<void()> fn) const {
   const bool heavy = request.body.size() > options.heavy_body_bytes;

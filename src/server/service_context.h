@@ -50,9 +50,12 @@ struct ServiceContext {
   // that they never occupy every thread of `workers` and light requests stay
   // responsive while a huge one is parsed and tokenized.
   const boost::asio::any_io_executor heavy_workers;
-  // Bytes of the tokenizer's longest vocabulary piece: a text of more than
-  // max_model_len × this bytes cannot fit the context (refused untokenized).
+  // Bytes of the tokenizer's longest vocabulary piece.
   const int64_t max_token_bytes;
+  // A prompt text of more bytes cannot fit the context and is refused before
+  // tokenizing: max_model_len × max_token_bytes × 4, the 4 for normalizers
+  // that shrink text (NFKC maps a 3-byte full-width letter to 1 byte).
+  int64_t max_prompt_bytes() const;
   std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
   const std::shared_ptr<PostGate> io_gate = std::make_shared<PostGate>();  // engine thread → io
   std::atomic<bool> draining{false};
