@@ -65,6 +65,7 @@ std::vector<std::unique_ptr<pagoda::testing::FakeService>>* make_services() {
     options.chat_template_file = file;
     options.step_time = std::chrono::microseconds(5);
     options.max_model_len = 4096;
+    options.scripted_failures = false;  // a "FAIL:" prompt would be an intended 500
     auto service = pagoda::testing::FakeService::create(options);
     require(service.ok());
     services->push_back(std::move(service.value()));

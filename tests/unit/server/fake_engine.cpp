@@ -164,7 +164,7 @@ Status FakeEngine::add_request(GenerateRequest request) {
     script.erase(0, script.find_first_not_of(' '));
     live->script = tokenizer_->encode(script, false, false);
   }
-  if (size_t at = text.rfind("FAIL:"); at != std::string::npos) {
+  if (size_t at = text.rfind("FAIL:"); options_.scripted_failures && at != std::string::npos) {
     const size_t end = text.find('\n', at);
     live->failure = text.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
     if (live->failure.empty()) live->failure = "fake engine failure";

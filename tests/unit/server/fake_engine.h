@@ -43,6 +43,7 @@ struct FakeEngineOptions {
   // Requests accepted and not yet running; more → kResourceExhausted. Exact
   // (counted under the lock), as LlmEngine's bound.
   int64_t max_waiting = 256;
+  bool scripted_failures = true;  // the "FAIL:" rule; the request fuzzer turns it off
   std::chrono::microseconds step_time{1000};
 };
 
