@@ -37,14 +37,6 @@ struct Tensor {
   template <typename T>
   T* ptr() const { return static_cast<T*>(data); }
 
-  // Rows [begin, end) of the first dimension, same remaining shape.
-  Tensor slice_rows(int64_t begin, int64_t end) const {
-    Tensor t = *this;
-    int64_t row = numel() / shape[0];
-    t.data = static_cast<char*>(data) + begin * row * static_cast<int64_t>(dtype_size(dtype));
-    t.shape[0] = end - begin;
-    return t;
-  }
   // Same memory, another shape with the same number of elements.
   Tensor reshape(std::initializer_list<int64_t> dims) const {
     Tensor t(data, dtype, dims);

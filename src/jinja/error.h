@@ -17,8 +17,6 @@ enum class ErrorKind {
   kUnsupported,  // valid Jinja that this interpreter does not implement
 };
 
-const char* error_kind_name(ErrorKind kind);
-
 struct SourcePos {
   int line = 0;    // 1-based; 0 when unknown
   int column = 0;  // 1-based; 0 when unknown

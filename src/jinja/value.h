@@ -95,9 +95,6 @@ class Value {
   const Dict& dict() const { return *std::get<std::shared_ptr<const Dict>>(data_); }
   IteratorState& iter_state() const { return *std::get<std::shared_ptr<IteratorState>>(data_); }
   Object& obj() const { return *std::get<std::shared_ptr<Object>>(data_); }
-  const std::shared_ptr<Object>& obj_ptr() const {
-    return std::get<std::shared_ptr<Object>>(data_);
-  }
   const UndefinedInfo& undefined_info() const;
 
  private:

@@ -102,7 +102,6 @@ Status CublasLtLinear::build_layouts(const LinearArgs& a, Plan& plan) {
 
 Status CublasLtLinear::run_heuristic(const LinearArgs& a, const Key& key, const Plan& plan,
                                      cublasLtMatmulAlgo_t* algo) {
-  ++num_heuristic_calls_;
   cublasLtMatmulPreference_t pref = nullptr;
   cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
   s = cublasLtMatmulPreferenceCreate(&pref);

@@ -50,9 +50,6 @@ class CublasLtLinear {
   // Enqueues the product on `stream`. rows == 0 is a no-op.
   Status run(const LinearArgs& a, cudaStream_t stream);
 
-  size_t num_cached_plans() const { return plans_.size(); }
-  size_t num_heuristic_calls() const { return num_heuristic_calls_; }
-
   // The row count whose heuristic choice serves `rows`: rows itself up to 8,
   // then rounded up to four buckets per power of two (9..10 -> 10, 33..40 -> 40).
   static int64_t row_bucket(int64_t rows);
@@ -83,7 +80,6 @@ class CublasLtLinear {
   size_t workspace_bytes_ = 0;
   std::map<Key, Plan> plans_;                  // exact shapes
   std::map<Key, cublasLtMatmulAlgo_t> algos_;  // rows -> row_bucket(rows)
-  size_t num_heuristic_calls_ = 0;
 };
 
 }  // namespace pagoda::cuda

@@ -137,8 +137,6 @@ bool CudaBackend::check(int cuda_error, const char* what) {
   return false;
 }
 
-bool CudaBackend::capturing() const { return capturing_; }
-
 void* CudaBackend::allocate(size_t bytes) {
   void* p = nullptr;
   const cudaError_t e = cudaMalloc(&p, bytes);

@@ -127,7 +127,6 @@ class CudaBackend final : public Backend {
   void fail(const std::string& message);
   // fail() unless e is cudaSuccess; returns e == cudaSuccess.
   bool check(int cuda_error, const char* what);
-  bool capturing() const;
 
   // Sampling helpers (cuda_sample.cpp).
   bool ensure_device(Buffer& b, size_t bytes);
