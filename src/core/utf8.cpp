@@ -46,7 +46,7 @@ size_t valid_sequence_len(std::string_view s, size_t i, size_t* valid_prefix) {
   return k == info.len ? k : 0;
 }
 
-bool is_valid_utf8(std::string_view s) {
+size_t find_invalid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {
@@ -54,11 +54,21 @@ bool is_valid_utf8(std::string_view s) {
       continue;
     }
     size_t prefix = 0;
-    size_t len = valid_sequence_len(s, i, &prefix);
-    if (len == 0) return false;
+    const size_t len = valid_sequence_len(s, i, &prefix);
+    if (len == 0) return i;
     i += len;
   }
-  return true;
+  return std::string_view::npos;
+}
+
+bool is_valid_utf8(std::string_view s) {
+  return find_invalid_utf8(s) == std::string_view::npos;
+}
+
+size_t count_code_points(std::string_view s) {
+  size_t count = 0;
+  for (unsigned char c : s) count += (c & 0xC0) != 0x80;
+  return count;
 }
 
 std::string to_valid_utf8(std::string_view s) {

@@ -73,6 +73,14 @@ size_t valid_sequence_len(std::string_view s, size_t i, size_t* valid_prefix);
 
 bool is_valid_utf8(std::string_view s);
 
+// Byte offset of the first byte that starts no complete valid sequence, or
+// std::string_view::npos when s is valid UTF-8.
+size_t find_invalid_utf8(std::string_view s);
+
+// Code points in valid UTF-8 text (on invalid text, every byte that is not a
+// continuation byte counts one).
+size_t count_code_points(std::string_view s);
+
 // Copy of s with each maximal invalid subpart replaced by U+FFFD.
 std::string to_valid_utf8(std::string_view s);
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "core/utf8.h"
 
 namespace pagoda::server {
 
@@ -24,12 +25,5 @@ inline constexpr int kMaxJsonDepth = 64;
 // Parses a request body with parse_bounded_json (bounded_json.h): its errors,
 // or one saying that the body is not a JSON object.
 Result<Json> parse_json_object(std::string_view body);
-
-// Returns the byte offset of the first invalid UTF-8 sequence (overlong forms,
-// surrogates and code points above U+10FFFF are invalid), or npos.
-size_t find_invalid_utf8(std::string_view text);
-
-// Number of Unicode code points in valid UTF-8 text (invalid bytes count one each).
-size_t count_code_points(std::string_view text);
 
 }  // namespace pagoda::server
