@@ -1,4 +1,5 @@
-// Errors as values at module boundaries: Result<T> holds a T or an Error.
+// Errors as values at module boundaries: Result<T> holds a T or an Error
+// (Result<T, E> a T or another error type, e.g. the server's ApiError).
 #pragma once
 
 #include <cassert>
@@ -30,11 +31,11 @@ inline Error make_error(ErrorCode code, std::string message) { return {code, std
 
 // Minimal expected-like type. Access to value() on an error (or error() on a
 // value) is a programming bug and asserts.
-template <typename T>
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}
-  Result(Error error) : v_(std::move(error)) {}
+  Result(E error) : v_(std::move(error)) {}
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -47,10 +48,10 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+  const E& error() const { assert(!ok()); return std::get<1>(v_); }
 
  private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
 // Result<void>: success or an Error.

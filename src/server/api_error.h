@@ -3,8 +3,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
-#include <variant>
 
 #include "core/result.h"
 #include "server/json_util.h"
@@ -38,16 +36,6 @@ Json api_error_json(const ApiError& error);
 
 // A T or the ApiError to answer with.
 template <typename T>
-class [[nodiscard]] ApiResult {
- public:
-  ApiResult(T value) : v_(std::move(value)) {}
-  ApiResult(ApiError error) : v_(std::move(error)) {}
-  bool ok() const { return v_.index() == 0; }
-  T& value() { return std::get<0>(v_); }
-  const ApiError& error() const { return std::get<1>(v_); }
-
- private:
-  std::variant<T, ApiError> v_;
-};
+using ApiResult = Result<T, ApiError>;
 
 }  // namespace pagoda::server
