@@ -49,7 +49,7 @@ struct GgufEntry {
   int64_t permute_heads;  // > 0: un-permute rows with this head count
 };
 
-class GgufSource final : public WeightSource {
+class GgufSource final : public IndexedWeightSource {
  public:
   GgufSource(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {}
 
@@ -72,33 +72,25 @@ class GgufSource final : public WeightSource {
                                     file_->path(), t.name, info.shape.empty() ? 0 : info.shape[0],
                                     entry.permute_heads));
     }
-    if (!index_.emplace(name, infos_.size()).second) {
+    if (!add_tensor(std::move(info))) {
       return make_error(
           ErrorCode::kCorrupt,
           fmt::format("GGUF {}: two tensors map to the name '{}'", file_->path(), name));
     }
-    infos_.push_back(std::move(info));
     entries_.push_back(entry);
     return Status::Ok();
   }
 
-  const std::vector<TensorInfo>& tensors() const override { return infos_; }
-
-  const TensorInfo* find(std::string_view name) const override {
-    auto it = index_.find(name);
-    return it == index_.end() ? nullptr : &infos_[it->second];
-  }
-
   Result<HostTensor> read(std::string_view name) override {
-    auto it = index_.find(name);
-    if (it == index_.end()) {
+    const std::optional<size_t> at = position(name);
+    if (!at) {
       return make_error(ErrorCode::kNotFound,
                         fmt::format("tensor '{}' not found in GGUF {}", name, file_->path()));
     }
-    const GgufEntry& e = entries_[it->second];
+    const GgufEntry& e = entries_[*at];
     HostTensor t;
     t.dtype = DType::kF32;
-    t.shape = infos_[it->second].shape;
+    t.shape = tensors()[*at].shape;
     const uint8_t* raw = file_->tensor_data(*e.info);
     if (e.info->type == GgufType::kF32 && e.permute_heads == 0 &&
         reinterpret_cast<uintptr_t>(raw) % 4 == 0) {
@@ -124,7 +116,7 @@ class GgufSource final : public WeightSource {
   }
 
   std::string describe() const override {
-    return fmt::format("GGUF {} (v{}, {} tensors)", file_->path(), file_->version(), infos_.size());
+    return fmt::format("GGUF {} (v{}, {} tensors)", file_->path(), file_->version(), tensors().size());
   }
 
  private:
@@ -151,9 +143,7 @@ class GgufSource final : public WeightSource {
   }
 
   std::shared_ptr<const GgufFile> file_;
-  std::vector<TensorInfo> infos_;
-  std::vector<GgufEntry> entries_;
-  std::map<std::string, size_t, std::less<>> index_;
+  std::vector<GgufEntry> entries_;  // parallel to tensors()
 };
 
 }  // namespace

@@ -21,7 +21,7 @@ struct Located {
   SafetensorsEntry entry;
 };
 
-class SafetensorsSource final : public WeightSource {
+class SafetensorsSource final : public IndexedWeightSource {
  public:
   Status add_file(const std::string& path) {
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> map, MappedFile::open(path));
@@ -35,13 +35,12 @@ class SafetensorsSource final : public WeightSource {
                         "supported",
                         path, e.name, e.dtype_name));
       }
-      if (index_.count(e.name) != 0) {
+      if (const std::optional<size_t> at = position(e.name)) {
         return make_error(ErrorCode::kCorrupt,
                           fmt::format("tensor '{}' appears in both {} and {}", e.name,
-                                      files_[located_[index_[e.name]].file]->path(), path));
+                                      files_[located_[*at].file]->path(), path));
       }
-      index_[e.name] = located_.size();
-      infos_.push_back(TensorInfo{e.name, *e.dtype, e.shape, e.end - e.begin});
+      add_tensor(TensorInfo{e.name, *e.dtype, e.shape, e.end - e.begin});
       located_.push_back(Located{files_.size(), std::move(e)});
     }
     total_bytes_ += map->size();
@@ -49,21 +48,14 @@ class SafetensorsSource final : public WeightSource {
     return Status::Ok();
   }
 
-  const std::vector<TensorInfo>& tensors() const override { return infos_; }
-
-  const TensorInfo* find(std::string_view name) const override {
-    auto it = index_.find(name);
-    return it == index_.end() ? nullptr : &infos_[it->second];
-  }
-
   Result<HostTensor> read(std::string_view name) override {
-    auto it = index_.find(name);
-    if (it == index_.end()) {
+    const std::optional<size_t> at = position(name);
+    if (!at) {
       return make_error(ErrorCode::kNotFound,
                         fmt::format("tensor '{}' not found in {}", name, describe()));
     }
-    const Located& loc = located_[it->second];
-    const TensorInfo& info = infos_[it->second];
+    const Located& loc = located_[*at];
+    const TensorInfo& info = tensors()[*at];
     HostTensor t;
     t.dtype = info.dtype;
     t.shape = info.shape;
@@ -81,16 +73,14 @@ class SafetensorsSource final : public WeightSource {
   std::string describe() const override {
     const double gb = static_cast<double>(total_bytes_) / 1e9;
     if (files_.size() == 1)
-      return fmt::format("{} ({} tensors, {:.2f} GB)", files_[0]->path(), infos_.size(), gb);
+      return fmt::format("{} ({} tensors, {:.2f} GB)", files_[0]->path(), tensors().size(), gb);
     return fmt::format("{} safetensors shards ({} tensors, {:.2f} GB)", files_.size(),
-                       infos_.size(), gb);
+                       tensors().size(), gb);
   }
 
  private:
   std::vector<std::unique_ptr<MappedFile>> files_;
-  std::vector<TensorInfo> infos_;
-  std::vector<Located> located_;
-  std::map<std::string, size_t, std::less<>> index_;
+  std::vector<Located> located_;  // parallel to tensors()
   uint64_t total_bytes_ = 0;
 };
 

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +46,34 @@ class WeightSource {
   virtual Result<HostTensor> read(std::string_view name) = 0;
   // Human-readable description for logs, e.g. "3 safetensors shards, 16.06 GB".
   virtual std::string describe() const = 0;
+};
+
+// What both formats share: the tensors in file order and a name index.
+// Sources add each tensor once, then answer tensors() and find() from here.
+class IndexedWeightSource : public WeightSource {
+ public:
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  const TensorInfo* find(std::string_view name) const override {
+    const std::optional<size_t> at = position(name);
+    return at ? &infos_[*at] : nullptr;
+  }
+
+ protected:
+  // Appends `info`; false (nothing added) when its name is taken.
+  bool add_tensor(TensorInfo info) {
+    if (!index_.emplace(info.name, infos_.size()).second) return false;
+    infos_.push_back(std::move(info));
+    return true;
+  }
+  // Index of `name` in tensors(), or nullopt.
+  std::optional<size_t> position(std::string_view name) const {
+    auto it = index_.find(name);
+    return it == index_.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+
+ private:
+  std::vector<TensorInfo> infos_;
+  std::map<std::string, size_t, std::less<>> index_;
 };
 
 }  // namespace pagoda
