@@ -17,9 +17,9 @@
 #include "bench/http_client.h"
 #include "bench/openai_stream.h"
 #include "bench/plots.h"
-#include "bench/progress_bar.h"
 #include "bench/report.h"
 #include "bench/stream_driver.h"
+#include "core/progress.h"
 
 namespace pagoda::bench {
 
@@ -249,10 +249,11 @@ Result<RunOutcome> run_once(const Context& c, const StreamTarget& target,
   std::printf("Maximum request concurrency: %s\n",
               o.max_concurrency > 0 ? std::to_string(o.max_concurrency).c_str() : "None");
   std::fflush(stdout);
-  ProgressBar bar("bench serve", static_cast<int64_t>(plan.size()), o.progress);
-  PAGODA_ASSIGN_OR_RETURN(auto result,
-                          drive_requests(target, plan, o.max_concurrency,
-                                         [&bar](int64_t n, int64_t f) { bar.update(n, f); }));
+  Progress bar("bench serve", plan.size(), o.progress);
+  auto show = [&bar, total = plan.size()](int64_t n, int64_t f) {
+    bar.update(static_cast<uint64_t>(n), fmt::format("{}/{} requests, {} failed", n, total, f));
+  };
+  PAGODA_ASSIGN_OR_RETURN(auto result, drive_requests(target, plan, o.max_concurrency, show));
   bar.finish();
   RunOutcome out{run_config(c, rate), std::move(result.records), {}};
   out.metrics = compute_serve_metrics(out.records, result.duration_s, o.slo, o.percentiles);

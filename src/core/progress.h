@@ -1,5 +1,6 @@
-// Progress of long work (weight loading): a redrawn bar on a terminal,
-// a log line every 10% otherwise. Thread-compatible, not thread-safe.
+// Progress of long work (weight loading, a benchmark's requests) toward a
+// total: a bar redrawn in place on a terminal (at most every 100 ms), a log
+// line at every 10% otherwise. Thread-compatible, not thread-safe.
 #pragma once
 
 #include <chrono>
@@ -10,20 +11,23 @@ namespace pagoda {
 
 class Progress {
  public:
-  // `total_bytes` and `total_items` are what done() is measured against.
-  Progress(std::string label, uint64_t total_bytes, uint64_t total_items);
+  // `enabled` false draws nothing.
+  Progress(std::string label, uint64_t total, bool enabled = true);
   ~Progress();
-  void advance(uint64_t bytes, uint64_t items = 1);
+  // Sets the units done (of `total`) and the text shown after the bar, e.g.
+  // "1.20/16.06 GiB, 31/291 tensors".
+  void update(uint64_t done, std::string detail);
   void finish();
 
  private:
   void draw(bool final);
 
   std::string label_;
-  uint64_t total_bytes_, total_items_;
-  uint64_t bytes_ = 0, items_ = 0;
+  uint64_t total_;
+  bool enabled_, tty_;
+  uint64_t done_ = 0;
+  std::string detail_;
   int last_decile_ = -1;
-  bool tty_;
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };

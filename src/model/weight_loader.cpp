@@ -1,5 +1,7 @@
 #include "model/weight_loader.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <new>
 
@@ -65,7 +67,8 @@ WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights*
     : backend_(backend),
       source_(source),
       weights_(weights),
-      progress_("loading weights", total_file_bytes(source), source.tensors().size()) {}
+      total_bytes_(total_file_bytes(source)),
+      progress_("loading weights", total_bytes_) {}
 
 Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector<int64_t>& shape) {
   const DType cd = backend_.compute_dtype();
@@ -115,7 +118,10 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
   backend_.synchronize();  // the source (host or staging_) must outlive the copy
   ++num_read_;
   bytes_read_ += info->file_bytes;
-  progress_.advance(info->file_bytes);
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  progress_.update(bytes_read_, fmt::format("{:.2f}/{:.2f} GiB, {}/{} tensors", bytes_read_ / kGiB,
+                                            total_bytes_ / kGiB, num_read_,
+                                            source_.tensors().size()));
   return {};
 }
 

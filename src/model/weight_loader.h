@@ -48,6 +48,7 @@ class WeightLoader {
   Backend& backend_;
   WeightSource& source_;
   ModelWeights* weights_;
+  uint64_t total_bytes_;  // file bytes of every tensor of the source
   Progress progress_;
   std::vector<uint8_t> staging_;  // host conversion buffer
   int64_t num_read_ = 0;
