@@ -18,6 +18,7 @@
 
 #include "engine/engine_api.h"
 #include "server/http_types.h"
+#include "server/post_gate.h"
 
 namespace pagoda::server {
 
@@ -30,27 +31,6 @@ Json usage_json(const Usage& usage);
 
 // The matched stop string, stop token id, or null.
 Json stop_reason_json(const RequestOutput& output);
-
-// Lets engine threads post into the I/O context only while it runs: the
-// server closes the gate before stopping its threads, and later engine events
-// (of requests it never drained) are dropped instead of reaching a destroyed
-// io_context.
-class PostGate {
- public:
-  template <typename Executor, typename Fn>
-  void post(const Executor& executor, Fn&& fn) {
-    std::lock_guard lock(mu_);
-    if (open_) boost::asio::post(executor, std::forward<Fn>(fn));
-  }
-  void close() {
-    std::lock_guard lock(mu_);
-    open_ = false;
-  }
-
- private:
-  std::mutex mu_;
-  bool open_ = true;
-};
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:

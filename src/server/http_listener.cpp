@@ -12,7 +12,7 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 HttpListener::HttpListener(net::io_context& ioc, HttpLimits limits, RequestCallback callback,
-                           std::shared_ptr<ConnectionStats> stats)
+                           std::shared_ptr<ConnectionStats> stats, std::shared_ptr<PostGate> gate)
     : ioc_(ioc),
       strand_(net::make_strand(ioc)),
       acceptor_(strand_),
@@ -21,15 +21,17 @@ HttpListener::HttpListener(net::io_context& ioc, HttpLimits limits, RequestCallb
       callback_(std::move(callback)),
       stats_(std::move(stats)),
       registry_(std::make_shared<ConnectionRegistry>(limits_.max_connections,
-                                                     limits_.max_connections_per_peer)) {}
+                                                     limits_.max_connections_per_peer)),
+      gate_(std::move(gate)) {}
 
 Result<std::shared_ptr<HttpListener>> HttpListener::open(net::io_context& ioc,
                                                          const std::string& host, uint16_t port,
                                                          HttpLimits limits,
                                                          RequestCallback callback,
-                                                         std::shared_ptr<ConnectionStats> stats) {
-  auto listener =
-      std::make_shared<HttpListener>(ioc, limits, std::move(callback), std::move(stats));
+                                                         std::shared_ptr<ConnectionStats> stats,
+                                                         std::shared_ptr<PostGate> gate) {
+  auto listener = std::make_shared<HttpListener>(ioc, limits, std::move(callback),
+                                                 std::move(stats), std::move(gate));
   boost::system::error_code ec;
   tcp::resolver resolver(ioc);
   auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
@@ -85,7 +87,7 @@ void HttpListener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   }
   boost::system::error_code opt_ec;
   socket.set_option(tcp::no_delay(true), opt_ec);
-  start_http_session(std::move(socket), limits_, callback_, stats_, registry_);
+  start_http_session(std::move(socket), limits_, callback_, stats_, registry_, gate_);
   accept();
 }
 

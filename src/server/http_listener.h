@@ -21,15 +21,18 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   static Result<std::shared_ptr<HttpListener>> open(boost::asio::io_context& ioc,
                                                     const std::string& host, uint16_t port,
                                                     HttpLimits limits, RequestCallback callback,
-                                                    std::shared_ptr<ConnectionStats> stats);
+                                                    std::shared_ptr<ConnectionStats> stats,
+                                                    std::shared_ptr<PostGate> gate =
+                                                        std::make_shared<PostGate>());
 
   void start();  // accept loop; runs on the io_context threads
   void stop();   // stops accepting; thread-safe; open connections stay
   uint16_t port() const { return port_; }
   const HttpLimits& limits() const { return limits_; }  // with the connection limits resolved
 
+  // `gate`: what the sessions' responders post through (see start_http_session).
   HttpListener(boost::asio::io_context& ioc, HttpLimits limits, RequestCallback callback,
-               std::shared_ptr<ConnectionStats> stats);
+               std::shared_ptr<ConnectionStats> stats, std::shared_ptr<PostGate> gate);
 
  private:
   void accept();
@@ -43,6 +46,7 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   RequestCallback callback_;
   std::shared_ptr<ConnectionStats> stats_;
   std::shared_ptr<ConnectionRegistry> registry_;
+  std::shared_ptr<PostGate> gate_;
   uint16_t port_ = 0;
 };
 

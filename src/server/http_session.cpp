@@ -41,8 +41,12 @@ class HttpSession;
 // tagged with the request's sequence number so late calls are ignored.
 class SessionResponder : public Responder {
  public:
-  SessionResponder(std::shared_ptr<HttpSession> session, uint64_t seq)
-      : session_(std::move(session)), seq_(seq) {}
+  // Holds the session weakly: only its own pending operations keep it alive,
+  // so a responder kept by a request that outlives the connection (or the
+  // server) neither keeps the socket nor posts into a stopped io_context.
+  SessionResponder(std::weak_ptr<HttpSession> session, uint64_t seq,
+                   std::shared_ptr<PostGate> gate)
+      : session_(std::move(session)), seq_(seq), gate_(std::move(gate)) {}
   ~SessionResponder() override;
   void send(HttpResponse response) override;
   void start_stream(int status, std::string content_type) override;
@@ -53,22 +57,25 @@ class SessionResponder : public Responder {
 
  private:
   template <typename Fn>
-  void post(Fn&& fn);
+  bool post(Fn&& fn);
 
-  std::shared_ptr<HttpSession> session_;
+  std::weak_ptr<HttpSession> session_;
   uint64_t seq_;
+  std::shared_ptr<PostGate> gate_;
   std::atomic<bool> finished_{false};  // send() or end_stream() was called
 };
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
-              std::shared_ptr<ConnectionStats> stats, std::shared_ptr<ConnectionRegistry> registry)
+              std::shared_ptr<ConnectionStats> stats, std::shared_ptr<ConnectionRegistry> registry,
+              std::shared_ptr<PostGate> gate)
       : stream_(std::move(socket)),
         limits_(limits),
         callback_(std::move(callback)),
         stats_(std::move(stats)),
-        registry_(std::move(registry)) {
+        registry_(std::move(registry)),
+        gate_(std::move(gate)) {
     ++stats_->num_connections;
   }
   ~HttpSession() {
@@ -269,7 +276,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     method_ = request.method;
     path_ = request.path;
     watch_disconnect();
-    auto responder = std::make_shared<SessionResponder>(shared_from_this(), seq_);
+    auto responder = std::make_shared<SessionResponder>(weak_from_this(), seq_, gate_);
     try {
       callback_(std::move(request), responder);
     } catch (const std::exception& e) {
@@ -430,6 +437,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   RequestCallback callback_;
   std::shared_ptr<ConnectionStats> stats_;
   std::shared_ptr<ConnectionRegistry> registry_;
+  std::shared_ptr<PostGate> gate_;  // for the responders
   ConnectionRegistry::Id registry_id_ = 0;  // 0: not admitted, or removed
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -456,60 +464,68 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   size_t lingered_ = 0;
 };
 
+// Runs fn(session) on the session's strand, if the session (and the server)
+// still run; returns false when it does not.
 template <typename Fn>
-void SessionResponder::post(Fn&& fn) {
-  net::post(session_->executor(), std::forward<Fn>(fn));
+bool SessionResponder::post(Fn&& fn) {
+  std::shared_ptr<HttpSession> s = session_.lock();
+  if (!s) return false;  // the connection is closed
+  gate_->post(s->executor(), [s, fn = std::forward<Fn>(fn)]() mutable { fn(*s); });
+  return true;
 }
 
 SessionResponder::~SessionResponder() {
-  if (!finished_) post([s = session_, seq = seq_] { s->do_dropped(seq); });
+  if (!finished_) post([seq = seq_](HttpSession& s) { s.do_dropped(seq); });
 }
 
 void SessionResponder::send(HttpResponse response) {
   if (finished_.exchange(true)) return;
-  post([s = session_, seq = seq_, r = std::move(response)]() mutable {
-    s->do_send(seq, std::move(r));
+  post([seq = seq_, r = std::move(response)](HttpSession& s) mutable {
+    s.do_send(seq, std::move(r));
   });
 }
 
 void SessionResponder::start_stream(int status, std::string content_type) {
-  post([s = session_, seq = seq_, status, ct = std::move(content_type)]() mutable {
-    s->do_start_stream(seq, status, std::move(ct));
+  post([seq = seq_, status, ct = std::move(content_type)](HttpSession& s) mutable {
+    s.do_start_stream(seq, status, std::move(ct));
   });
 }
 
 void SessionResponder::write(std::string data) {
-  post([s = session_, seq = seq_, d = std::move(data)]() mutable {
-    s->do_write_data(seq, std::move(d));
+  post([seq = seq_, d = std::move(data)](HttpSession& s) mutable {
+    s.do_write_data(seq, std::move(d));
   });
 }
 
 void SessionResponder::end_stream() {
   if (finished_.exchange(true)) return;
-  post([s = session_, seq = seq_] { s->do_end_stream(seq); });
+  post([seq = seq_](HttpSession& s) { s.do_end_stream(seq); });
 }
 
 void SessionResponder::fail(const ApiError& error) {
   if (finished_.exchange(true)) return;
-  post([s = session_, seq = seq_, e = error] { s->do_fail(seq, e); });
+  post([seq = seq_, e = error](HttpSession& s) { s.do_fail(seq, e); });
 }
 
 void SessionResponder::on_cancel(std::function<void()> fn) {
-  post([s = session_, seq = seq_, f = std::move(fn)]() mutable {
-    s->do_set_cancel(seq, std::move(f));
-  });
+  // A session that is gone closed its connection: cancel at once.
+  auto cancel = std::make_shared<std::function<void()>>(std::move(fn));
+  if (!post([seq = seq_, cancel](HttpSession& s) { s.do_set_cancel(seq, std::move(*cancel)); })) {
+    (*cancel)();
+  }
 }
 
 }  // namespace
 
 void start_http_session(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
                         std::shared_ptr<ConnectionStats> stats,
-                        std::shared_ptr<ConnectionRegistry> registry) {
+                        std::shared_ptr<ConnectionRegistry> registry,
+                        std::shared_ptr<PostGate> gate) {
   beast::error_code ec;
   const tcp::endpoint peer = socket.remote_endpoint(ec);
   if (ec) return;  // already disconnected
   std::make_shared<HttpSession>(std::move(socket), limits, std::move(callback), std::move(stats),
-                                std::move(registry))
+                                std::move(registry), std::move(gate))
       ->start(peer.address().to_string());
 }
 

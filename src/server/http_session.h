@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "server/http_types.h"
+#include "server/post_gate.h"
 
 namespace pagoda::server {
 
@@ -44,9 +45,12 @@ class ConnectionRegistry;
 // Starts serving `socket` (whose executor must be a strand) once `registry`
 // admits it (else it answers 503 and closes); the session keeps itself alive
 // until the connection closes. `limits` has its connection limits resolved.
+// Responders post into the session through `gate`, so answers of handlers
+// (or engine requests) that outlive the server are dropped.
 void start_http_session(boost::asio::ip::tcp::socket socket, const HttpLimits& limits,
                         RequestCallback callback, std::shared_ptr<ConnectionStats> stats,
-                        std::shared_ptr<ConnectionRegistry> registry);
+                        std::shared_ptr<ConnectionRegistry> registry,
+                        std::shared_ptr<PostGate> gate);
 
 // The status line reason phrase ("OK", "Not Found", ...).
 const char* http_reason(int status);

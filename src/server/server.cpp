@@ -67,7 +67,7 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
                               [service](HttpRequest request, std::shared_ptr<Responder> responder) {
                                 service->handle(request, std::move(responder));
                               },
-                              s.stats_));
+                              s.stats_, service->context().io_gate));
   log_info("connections: at most {} ({} per client address), header timeout {} s, keep-alive {} s",
            s.listener_->limits().max_connections, s.listener_->limits().max_connections_per_peer,
            s.listener_->limits().header_timeout.count(),

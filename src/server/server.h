@@ -45,7 +45,10 @@ class Server {
   // Binds, starts the threads and begins accepting. Errors: the address cannot
   // be bound, an unknown tool-call parser.
   static Result<std::unique_ptr<Server>> start(Engine& engine, ServerOptions options);
-  ~Server();  // stops without draining if shutdown() was not called
+  // Stops without draining if shutdown() was not called: requests still live
+  // in the engine keep running, and their answers are dropped (the I/O gate
+  // closes first). The engine must outlive the server.
+  ~Server();
 
   uint16_t port() const;
   std::string url() const;  // "http://host:port"

@@ -29,16 +29,12 @@ using json = nlohmann::ordered_json;
 class HttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override { start_server(); }
-  void TearDown() override {
-    server_.reset();
-    engine_.reset();
-  }
+  void TearDown() override { stop_server(); }
 
   // (Re)starts the engine and the server; `tweak` adjusts the options.
   void start_server(const std::function<void(ServerOptions&)>& tweak = {},
                     std::chrono::milliseconds step_time = std::chrono::milliseconds(2)) {
-    server_.reset();
-    engine_.reset();
+    stop_server();
     testing::FakeEngineOptions options;
     options.tokenizer_path = std::string(PAGODA_SHARED_DIR) + "/models/stories260K";
     options.step_time = step_time;
@@ -54,6 +50,13 @@ class HttpServerTest : public ::testing::Test {
     auto server = Server::start(*engine_, server_options);
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(server.value());
+  }
+
+  // The server goes first: the engine must outlive it (Server's contract);
+  // requests still live in the engine then answer into a closed gate.
+  void stop_server() {
+    server_.reset();
+    engine_.reset();
   }
 
   // A connection from `source` (a loopback address) to the server.
@@ -280,6 +283,23 @@ TEST_F(HttpServerTest, DisconnectAfterAnExtraByteAbortsTheRequest) {
   reset(socket);
   wait_for([&] { return engine_->aborted_ids().size() == before + 1; });
   wait_for([&] { return engine_->num_live() == 0; });
+}
+
+TEST_F(HttpServerTest, ServerDestroyedWhileRequestsRunThenTheEngine) {
+  // ~Server without shutdown(): the engine still holds the requests, whose
+  // responders must neither keep the sessions nor post into the destroyed
+  // I/O context when the engine drops them (this hung or crashed about one
+  // suite run in ten before the responders held their sessions weakly).
+  start_server({}, std::chrono::milliseconds(20));
+  std::vector<tcp::socket> sockets;
+  for (int i = 0; i < 8; ++i) {
+    sockets.push_back(connect());
+    send_long_request(sockets.back());
+  }
+  wait_for([&] { return engine_->num_live() == 8; });
+  server_.reset();
+  EXPECT_EQ(engine_->num_live(), 8);
+  engine_.reset();  // drops the live requests and their responders
 }
 
 TEST_F(HttpServerTest, RequestPipelinedWhileOneRunsIsAnsweredNext) {
