@@ -1,7 +1,7 @@
-#include "server/response_bound.h"
 #include "server/chat_plan.h"
 
 #include "server/field_reader.h"
+#include "server/response_bound.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {

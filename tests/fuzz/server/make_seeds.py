@@ -57,6 +57,12 @@ SEEDS = [
     body(CHAT | 2, {"messages": TOOL_CHAT[:2] + [{"role": "assistant", "content": None, "tool_calls": [
         {"id": "c", "type": "function", "function": {"name": "f", "arguments": DEEP_ARGS}}]}], "max_tokens": 2}),
     body(COMPLETIONS, {"prompt": "x", "temperature": 1e308, "logit_bias": {" 1": 1, "01": 2}}),
+    # Model output that is a tool call (the fake engine says what follows SAY:).
+    body(CHAT | 1, {"messages": [{"role": "user", "content": 'SAY: <tool_call>{"name": "get_weather", '
+                                  '"arguments": {"city": [[["Paris"]]]}}</tool_call>'}], "tools": TOOLS,
+                    "max_tokens": 40}),
+    body(CHAT | 2, {"messages": [{"role": "user", "content": 'SAY: {"name": "get_weather", "parameters": '
+                                  '{"city": "Paris"}}'}], "tools": TOOLS, "stream": True, "max_tokens": 40}),
     body(TOKENIZE, {"prompt": "Once upon a time", "add_special_tokens": False}),
     body(DETOKENIZE, {"tokens": [1, 2, 300, 4]}),
     http(("POST", "/v1/completions", {"prompt": "SAY: a", "max_tokens": 2}),

@@ -2,7 +2,8 @@
 // server's limits, pipelined requests included) or a JSON body, through the
 // OpenAI service (field validation, chat messages with tool calls whose
 // `arguments` strings are re-parsed as JSON, four chat templates, the
-// tokenizer) to the fake engine and back.
+// tokenizer) to the fake engine and back; the fake answers "SAY: <text>"
+// prompts with <text>, so tool calls in model output are parsed too.
 //
 // Input: byte 0 picks the mode; the rest is the payload.
 //   bit 7 set: the payload is raw HTTP (up to 4 pipelined requests);
@@ -14,6 +15,8 @@
 // "data: [DONE]" or an error event.
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,7 +69,12 @@ std::vector<std::unique_ptr<pagoda::testing::FakeService>>* make_services() {
     options.step_time = std::chrono::microseconds(5);
     options.max_model_len = 4096;
     options.scripted_failures = false;  // a "FAIL:" prompt would be an intended 500
-    auto service = pagoda::testing::FakeService::create(options);
+    // The template text picks the tool-call parser (Hermes, Llama 3 JSON), so
+    // "SAY: <tool_call>..." prompts fuzz the parsing of model output too.
+    std::ifstream in(file, std::ios::binary);
+    pagoda::server::ServiceOptions service_options;
+    service_options.chat_template_text.assign(std::istreambuf_iterator<char>(in), {});
+    auto service = pagoda::testing::FakeService::create(options, service_options);
     require(service.ok());
     services->push_back(std::move(service.value()));
   }
