@@ -72,12 +72,12 @@ def load(f):
         return json.load(open(path(f)))
     except Exception:
         return {}
-def metrics(f):  # name -> value of the unlabelled samples in a Prometheus text file
+def metrics(f):  # name -> value of each sample in a Prometheus text file (labels dropped)
     try:
         text = open(path(f)).read()
     except OSError:
         return {}
-    return {k: float(v) for k, v in re.findall(r"^([a-zA-Z_:]+) ([0-9.eE+-]+)$", text, re.M)}
+    return {k: float(v) for k, v in re.findall(r"^([a-zA-Z_:]+)(?:\{[^}]*\})? ([0-9.eE+-]+)$", text, re.M)}
 def fmt(v, spec):
     return "n/a" if v is None else format(v, spec)
 w1, w2a, w2b, w3 = (load(f"{w}_{tag}.json") for w in ("w1", "w2a", "w2b", "w3"))
