@@ -2,7 +2,7 @@
 // it fuses them into the layouts the kernels want), and its forward. Each
 // family is one file, <name>.cpp, defining <name>_architecture(), and one
 // line in registry.cpp; docs/adding-a-model.md walks through adding one.
-// Families are built from the shared blocks of blocks.h; llama.h is the
+// Families are built from the shared blocks of blocks.h; llama_decoder.h is the
 // llama decoder that llama, mistral, qwen2 and qwen3 share.
 #pragma once
 

@@ -1,7 +1,8 @@
 // The shared building blocks of decoder families: for each block, the
 // tensors it reads (by Hugging Face name), how they are loaded and fused,
-// and the backend ops it enqueues on a ForwardContext. Families (llama.h and
-// the family files) compose them; a block never branches on the family.
+// and the backend ops it enqueues on a ForwardContext. Families
+// (llama_decoder.h and the family files) compose them; a block never
+// branches on the family, only on which optional weights are loaded.
 // Shapes as in forward_context.h; weights as in weights.h.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Llama (1/2/3, SmolLM, TinyLlama, ...) and Mistral: the llama decoder (llama_decoder.h)
+// Llama (1/2/3, SmolLM, TinyLlama, ...): the llama decoder (llama_decoder.h)
 // with the standard tensor names; q/k/v biases when config.attention_bias,
 // no q/k norms.
 #include "model/architecture.h"
@@ -22,11 +22,6 @@ Status load_llama(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
 
 const Architecture& llama_architecture() {
   static const Architecture a{"llama", validate_llama, load_llama, llama_forward};
-  return a;
-}
-
-const Architecture& mistral_architecture() {
-  static const Architecture a{"mistral", validate_llama, load_llama, llama_forward};
   return a;
 }
 
