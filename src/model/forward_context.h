@@ -17,10 +17,10 @@ namespace pagoda {
 // backend's compute dtype (cd).
 struct ForwardContext {
   Backend& backend;
-  const ModelConfig& config;
-  QkvLayout layout;       // of `qkv` and the KV caches
-  float attention_scale;  // softmax scale of paged_attention
-  float eps;              // config.rms_norm_eps
+  const ModelConfig& config;  // a family's other hyper-parameters
+  QkvLayout layout;           // of `qkv` and the KV caches
+  float attention_scale;      // softmax scale of paged_attention
+  float eps;                  // config.rms_norm_eps
 
   // Step inputs on the device.
   Tensor ids;                        // [T] i32 token ids
