@@ -1,8 +1,10 @@
+// validate_decoder_config: the checks every family shares.
 #include "model/architecture.h"
 
 #include <fmt/format.h>
 
-#include <array>
+#include <string>
+#include <utility>
 
 namespace pagoda {
 namespace {
@@ -11,10 +13,6 @@ Error bad_field(const ModelConfig& c, const std::string& field, const std::strin
   return make_error(ErrorCode::kInvalidArgument,
                     "model config (" + c.architecture + "): " + field + " " + what);
 }
-
-const std::array<const Architecture* (*)(), 4> kFamilies = {
-    [] { return &llama_architecture(); }, [] { return &mistral_architecture(); },
-    [] { return &qwen2_architecture(); }, [] { return &qwen3_architecture(); }};
 
 }  // namespace
 
@@ -40,22 +38,6 @@ Status validate_decoder_config(const ModelConfig& c) {
   if (!(c.rms_norm_eps > 0)) return bad_field(c, "rms_norm_eps", "must be positive");
   if (!(c.rope_theta > 0)) return bad_field(c, "rope_theta", "must be positive");
   return {};
-}
-
-Result<const Architecture*> find_architecture(const ModelConfig& config) {
-  std::string supported;
-  for (auto family : kFamilies) {
-    const Architecture* a = family();
-    if (config.architecture == a->name) {
-      PAGODA_RETURN_IF_ERROR(validate_decoder_config(config));
-      PAGODA_RETURN_IF_ERROR(a->validate(config));
-      return a;
-    }
-    supported += std::string(supported.empty() ? "" : ", ") + a->name;
-  }
-  return make_error(ErrorCode::kUnsupported, "model architecture \"" + config.architecture +
-                                                 "\" is not supported (supported: " + supported +
-                                                 ")");
 }
 
 }  // namespace pagoda

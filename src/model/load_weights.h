@@ -10,10 +10,8 @@
 
 namespace pagoda {
 
-// Reads every tensor `arch` names for `config`, checks its shape, fuses q/k/v
-// (and their biases) and gate/up, converts to backend.compute_dtype() and
-// uploads. lm_head shares the embedding when config.tie_word_embeddings or
-// when the file has no lm_head. Errors name the tensor.
+// Runs arch.load with a WeightLoader over `source` (progress bar), then logs
+// the tensors, bytes and seconds. Errors (from the family) name the tensor.
 Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelConfig& config,
                                         Backend& backend, WeightSource& source);
 

@@ -171,6 +171,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
     max_len = config.sliding_window;
   }
 
+  r->arch_ = arch;
   PAGODA_RETURN_IF_ERROR(rope_frequencies(config));  // fail before a long weight upload
   size_t total_bytes = 0;
   backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
@@ -497,42 +498,31 @@ void ModelRunner::capture_decode_graphs() {
            (static_cast<double>(free_before) - static_cast<double>(free_after)) / kMiB);
 }
 
-// The decoder: a fixed list of op calls on the scratch (graph-capturable).
+// The family's forward on views of the scratch (graph-capturable).
 void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
   Buffers& b = *buf_;
-  Backend& be = backend_;
-  const DType cd = be.compute_dtype();
+  const DType cd = backend_.compute_dtype();
   const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
-  const float eps = static_cast<float>(config_.rms_norm_eps);
-  const Tensor ids = b.i32(b.layout.ids, t), positions = b.i32(b.layout.positions, t);
-  const Tensor slots = b.i32(b.layout.slots, t);
-  Tensor residual = b.residual.tensor(cd, {t, h}), normed = b.normed.tensor(cd, {t, h});
-  Tensor qkv = b.qkv.tensor(cd, {t, layout_.row_width()});
-  Tensor attn =
-      b.attn.tensor(cd, {t, static_cast<int64_t>(layout_.num_q_heads) * layout_.head_dim});
-  Tensor proj = b.proj.tensor(cd, {t, h}), gate_up = b.gate_up.tensor(cd, {t, 2 * inter});
-  Tensor act = b.act.tensor(cd, {t, inter});
-  const Tensor cos_sin = b.cos_sin.tensor(DType::kF32, {max_model_len_, config_.head_dim});
-
-  be.embedding(weights_.embed, ids, residual);
-  for (size_t i = 0; i < weights_.layers.size(); ++i) {
-    const LayerWeights& l = weights_.layers[i];
-    if (i == 0)
-      be.rms_norm(residual, l.input_norm, eps, normed);
-    else
-      be.add_rms_norm(residual, proj, l.input_norm, eps, normed);
-    be.linear(normed, l.qkv, l.qkv_bias, qkv);
-    if (!l.q_norm.empty()) be.qk_norm(qkv, layout_, l.q_norm, l.k_norm, eps);
-    be.rope(qkv, layout_, positions, cos_sin);
-    be.kv_write(qkv, layout_, slots, b.caches[i]);
-    be.paged_attention(qkv, layout_, b.caches[i], meta, attention_scale_, attn);
-    be.linear(attn, l.o_proj, Tensor(), proj);
-    be.add_rms_norm(residual, proj, l.post_attn_norm, eps, normed);
-    be.linear(normed, l.gate_up, Tensor(), gate_up);
-    be.silu_mul(gate_up, act);
-    be.linear(act, l.down, Tensor(), proj);
-  }
-  be.add_rms_norm(residual, proj, weights_.final_norm, eps, normed);
+  ForwardContext ctx{
+      .backend = backend_,
+      .config = config_,
+      .layout = layout_,
+      .attention_scale = attention_scale_,
+      .eps = static_cast<float>(config_.rms_norm_eps),
+      .ids = b.i32(b.layout.ids, t),
+      .positions = b.i32(b.layout.positions, t),
+      .slots = b.i32(b.layout.slots, t),
+      .meta = meta,
+      .cos_sin = b.cos_sin.tensor(DType::kF32, {max_model_len_, config_.head_dim}),
+      .caches = b.caches,
+      .residual = b.residual.tensor(cd, {t, h}),
+      .normed = b.normed.tensor(cd, {t, h}),
+      .qkv = b.qkv.tensor(cd, {t, layout_.row_width()}),
+      .attn = b.attn.tensor(cd, {t, static_cast<int64_t>(layout_.num_q_heads) * layout_.head_dim}),
+      .proj = b.proj.tensor(cd, {t, h}),
+      .gate_up = b.gate_up.tensor(cd, {t, 2 * inter}),
+      .act = b.act.tensor(cd, {t, inter})};
+  arch_->forward(weights_, ctx);
 }
 
 Tensor ModelRunner::compute_logits(const StepInput& step, int64_t r0, int64_t r1) {

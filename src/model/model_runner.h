@@ -16,7 +16,8 @@
 
 namespace pagoda {
 
-struct StepLimits;  // step_validation.h
+struct Architecture;  // architecture.h
+struct StepLimits;    // step_validation.h
 
 struct RunnerOptions {
   // Tokens per KV block.
@@ -154,8 +155,8 @@ class ModelRunner {
   void fill_pending_tokens(const StepInput& step);
   // The metadata a decode graph of `batch` rows is captured with.
   AttentionMetadata decode_graph_metadata(int64_t batch) const;
-  // Every layer over the first `num_tokens` scratch rows; leaves the final
-  // normed hidden states [T, H] in the scratch.
+  // The family's forward (Architecture::forward) over the first `num_tokens`
+  // scratch rows; leaves the final normed hidden states [T, H] in the scratch.
   void forward(int64_t num_tokens, const AttentionMetadata& meta);
   // Logits [r1 - r0, V] f32 of step.logits_rows[r0, r1) (at most max_num_seqs rows).
   Tensor compute_logits(const StepInput& step, int64_t r0, int64_t r1);
@@ -168,6 +169,7 @@ class ModelRunner {
   Backend& backend_;
   ModelConfig config_;
   RunnerOptions options_;
+  const Architecture* arch_ = nullptr;  // the family: its forward reads weights_
   ModelWeights weights_;
   QkvLayout layout_;
   float attention_scale_ = 1.0f;

@@ -1,7 +1,7 @@
-// Qwen2 / Qwen2.5: the llama decoder with q/k/v biases (always present).
-#include <string>
-
+// Qwen2 / Qwen2.5: the llama decoder (llama_decoder.h) with q/k/v biases
+// (always present), no q/k norms.
 #include "model/architecture.h"
+#include "model/llama_decoder.h"
 
 namespace pagoda {
 namespace {
@@ -19,10 +19,14 @@ LayerTensorNames qwen2_layer_names(const ModelConfig& config, int64_t layer) {
   return llama_layer_names(with_bias, layer);
 }
 
+Status load_qwen2(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
+  return load_llama_decoder(c, qwen2_layer_names, loader, w);
+}
+
 }  // namespace
 
 const Architecture& qwen2_architecture() {
-  static const Architecture a{"qwen2", validate_qwen2, qwen2_layer_names, llama_global_names};
+  static const Architecture a{"qwen2", validate_qwen2, load_qwen2, llama_forward};
   return a;
 }
 

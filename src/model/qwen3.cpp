@@ -1,9 +1,10 @@
-// Qwen3: the llama decoder with per-head RMSNorm on q and k (before RoPE),
-// an explicit head_dim that need not equal hidden / heads, and q/k/v biases
-// only when config.attention_bias.
+// Qwen3: the llama decoder (llama_decoder.h) with per-head RMSNorm on q and k
+// (before RoPE), an explicit head_dim that need not equal hidden / heads,
+// and q/k/v biases only when config.attention_bias.
 #include <string>
 
 #include "model/architecture.h"
+#include "model/llama_decoder.h"
 
 namespace pagoda {
 namespace {
@@ -23,10 +24,14 @@ LayerTensorNames qwen3_layer_names(const ModelConfig& config, int64_t layer) {
   return n;
 }
 
+Status load_qwen3(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
+  return load_llama_decoder(c, qwen3_layer_names, loader, w);
+}
+
 }  // namespace
 
 const Architecture& qwen3_architecture() {
-  static const Architecture a{"qwen3", validate_qwen3, qwen3_layer_names, llama_global_names};
+  static const Architecture a{"qwen3", validate_qwen3, load_qwen3, llama_forward};
   return a;
 }
 

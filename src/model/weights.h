@@ -1,7 +1,10 @@
 // The model's weights on the backend, in the backend's compute dtype (cd).
 // H = hidden, V = vocab, I = intermediate, D = head dim, Hq / Hkv = query /
 // key-value heads, Q = (Hq + 2 Hkv) * D = the fused QKV width.
-// Views into `buffers`, which own the device memory.
+// Views into `buffers`, which own the device memory. These are the tensors
+// the families use: each family's load (architecture.h) fills the ones its
+// layers have, and its forward reads them; an optional tensor a family does
+// not have stays empty.
 #pragma once
 
 #include <vector>

@@ -1,0 +1,87 @@
+#include "model/blocks.h"
+
+#include "core/log.h"
+
+namespace pagoda {
+
+Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader) {
+  return loader.load(name, {c.hidden_size});
+}
+
+Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
+                      LayerWeights* l) {
+  const int64_t h = c.hidden_size, d = c.head_dim;
+  const int64_t q_rows = c.num_heads * d, kv_rows = c.num_kv_heads * d;
+  PAGODA_ASSIGN_OR_RETURN(
+      l->qkv, loader.load_fused({n.q_proj, n.k_proj, n.v_proj}, {q_rows, kv_rows, kv_rows}, {h}));
+  if (!n.q_bias.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(l->qkv_bias, loader.load_fused({n.q_bias, n.k_bias, n.v_bias},
+                                                           {q_rows, kv_rows, kv_rows}, {}));
+  }
+  if (!n.q_norm.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(l->q_norm, loader.load(n.q_norm, {d}));
+    PAGODA_ASSIGN_OR_RETURN(l->k_norm, loader.load(n.k_norm, {d}));
+  }
+  PAGODA_ASSIGN_OR_RETURN(l->o_proj, loader.load(n.o_proj, {h, q_rows}));
+  return {};
+}
+
+Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
+                   LayerWeights* l) {
+  const int64_t h = c.hidden_size, inter = c.intermediate_size;
+  PAGODA_ASSIGN_OR_RETURN(l->gate_up,
+                          loader.load_fused({n.gate_proj, n.up_proj}, {inter, inter}, {h}));
+  PAGODA_ASSIGN_OR_RETURN(l->down, loader.load(n.down_proj, {h, inter}));
+  return {};
+}
+
+Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLoader& loader,
+                      ModelWeights* w) {
+  PAGODA_ASSIGN_OR_RETURN(w->embed, loader.load(g.embed, {c.vocab_size, c.hidden_size}));
+  return {};
+}
+
+Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g,
+                                WeightLoader& loader, ModelWeights* w) {
+  PAGODA_ASSIGN_OR_RETURN(w->final_norm, load_norm(c, g.final_norm, loader));
+  if (c.tie_word_embeddings || !loader.has(g.lm_head)) {
+    if (!c.tie_word_embeddings)
+      log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
+    w->lm_head = w->embed;
+    return {};
+  }
+  PAGODA_ASSIGN_OR_RETURN(w->lm_head, loader.load(g.lm_head, {c.vocab_size, c.hidden_size}));
+  return {};
+}
+
+void embed_tokens(ForwardContext& ctx, const Tensor& embed) {
+  ctx.backend.embedding(embed, ctx.ids, ctx.residual);
+}
+
+void norm(ForwardContext& ctx, const Tensor& w) {
+  ctx.backend.rms_norm(ctx.residual, w, ctx.eps, ctx.normed);
+}
+
+void add_and_norm(ForwardContext& ctx, const Tensor& w) {
+  ctx.backend.add_rms_norm(ctx.residual, ctx.proj, w, ctx.eps, ctx.normed);
+}
+
+void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer) {
+  Backend& be = ctx.backend;
+  KvCacheView& cache = ctx.caches[layer];
+  be.linear(ctx.normed, l.qkv, l.qkv_bias, ctx.qkv);
+  if (!l.q_norm.empty()) be.qk_norm(ctx.qkv, ctx.layout, l.q_norm, l.k_norm, ctx.eps);
+  be.rope(ctx.qkv, ctx.layout, ctx.positions, ctx.cos_sin);
+  be.kv_write(ctx.qkv, ctx.layout, ctx.slots, cache);
+  be.paged_attention(ctx.qkv, ctx.layout, cache, ctx.meta, ctx.attention_scale, ctx.attn);
+  be.linear(ctx.attn, l.o_proj, Tensor(), ctx.proj);
+}
+
+void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
+  Backend& be = ctx.backend;
+  be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
+  be.silu_mul(ctx.gate_up, ctx.act);
+  be.linear(ctx.act, l.down, Tensor(), ctx.proj);
+}
+
+}  // namespace pagoda

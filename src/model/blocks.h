@@ -1,0 +1,75 @@
+// The shared building blocks of decoder families: for each block, the
+// tensors it reads (by Hugging Face name), how they are loaded and fused,
+// and the backend ops it enqueues on a ForwardContext. Families
+// (llama_decoder.h and the family files) compose them; a block never
+// branches on the family, only on which optional weights are loaded.
+// Shapes as in forward_context.h; weights as in weights.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "io/model_config.h"
+#include "model/forward_context.h"
+#include "model/weight_loader.h"
+#include "model/weights.h"
+
+namespace pagoda {
+
+// Hugging Face names of one decoder layer's tensors; an empty name means the
+// layer has no such tensor.
+struct LayerTensorNames {
+  std::string input_norm;
+  std::string q_proj, k_proj, v_proj;
+  std::string q_bias, k_bias, v_bias;  // all three or none
+  std::string q_norm, k_norm;          // both or none
+  std::string o_proj;
+  std::string post_attn_norm;
+  std::string gate_proj, up_proj, down_proj;
+};
+
+struct GlobalTensorNames {
+  std::string embed;
+  std::string final_norm;
+  std::string lm_head;  // tied to embed when absent from the file or tie_word_embeddings
+};
+
+// ---- loading ----------------------------------------------------------------
+
+// A norm weight [H] (`name`, which must not be empty).
+Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader);
+// l->qkv [Q, H] fused from q/k/v_proj (rows q, then k, then v); l->qkv_bias
+// [Q] the same way when n.q_bias is set; l->q_norm / k_norm [D] when
+// n.q_norm is set; l->o_proj [H, Hq D].
+Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
+                      LayerWeights* l);
+// l->gate_up [2I, H] fused from gate_proj then up_proj; l->down [H, I].
+Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
+                   LayerWeights* l);
+// w->embed [V, H].
+Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLoader& loader,
+                      ModelWeights* w);
+// w->final_norm [H]; w->lm_head [V, H], or w->embed when
+// config.tie_word_embeddings or the file has no g.lm_head (logged).
+Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g,
+                                WeightLoader& loader, ModelWeights* w);
+
+// ---- ops --------------------------------------------------------------------
+
+// residual = embed[ids].
+void embed_tokens(ForwardContext& ctx, const Tensor& embed);
+// normed = rms_norm(residual) * w.
+void norm(ForwardContext& ctx, const Tensor& w);
+// residual += proj, then normed = rms_norm(residual) * w (one fused op).
+void add_and_norm(ForwardContext& ctx, const Tensor& w);
+// proj = o_proj(paged_attention(rope(qk_norm(qkv(normed))))) for `layer`:
+// the fused q/k/v projection (+ bias when l.qkv_bias is set), per-head q/k
+// RMSNorm when l.q_norm is set, RoPE at ctx.positions, the new k/v written
+// to ctx.caches[layer] at ctx.slots, attention over each sequence's cache,
+// and the output projection.
+void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
+// proj = down(silu(gate(normed)) * up(normed)).
+void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l);
+
+}  // namespace pagoda

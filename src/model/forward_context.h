@@ -1,0 +1,44 @@
+// What a family's forward reads and writes in one step of T tokens. Every
+// tensor is a view of memory the ModelRunner owns (scratch, index arrays,
+// KV pool, rope table); the runner builds a context per forward call, and
+// the same views are used when a decode graph is captured, so a forward
+// must only enqueue backend ops on them (no allocation, no host reads).
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/model_config.h"
+
+namespace pagoda {
+
+// H = hidden, I = intermediate, D = head dim, Hq = query heads,
+// Q = layout.row_width() = (Hq + 2 Hkv) D. Activations are in the
+// backend's compute dtype (cd).
+struct ForwardContext {
+  Backend& backend;
+  const ModelConfig& config;  // a family's other hyper-parameters
+  QkvLayout layout;           // of `qkv` and the KV caches
+  float attention_scale;      // softmax scale of paged_attention
+  float eps;                  // config.rms_norm_eps
+
+  // Step inputs on the device.
+  Tensor ids;                        // [T] i32 token ids
+  Tensor positions;                  // [T] i32
+  Tensor slots;                      // [T] i32 KV slot of each token
+  const AttentionMetadata& meta;     // the step's sequences
+  Tensor cos_sin;                    // [max_model_len, D] f32 rope table
+  std::vector<KvCacheView>& caches;  // [num_layers]
+
+  // Scratch, [T, *] cd. The forward leaves the final normed hidden states
+  // in `normed`; the runner reads them for the lm_head.
+  Tensor residual;  // [T, H] the residual stream
+  Tensor normed;    // [T, H] the normed input of the next block
+  Tensor qkv;       // [T, Q]
+  Tensor attn;      // [T, Hq D] attention output before o_proj
+  Tensor proj;      // [T, H] a block's output (o_proj, down), added to `residual` by the next norm
+  Tensor gate_up;   // [T, 2I]
+  Tensor act;       // [T, I]
+};
+
+}  // namespace pagoda

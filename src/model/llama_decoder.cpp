@@ -1,0 +1,62 @@
+#include "model/llama_decoder.h"
+
+#include <string>
+
+namespace pagoda {
+
+LayerTensorNames llama_layer_names(const ModelConfig& config, int64_t layer) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  LayerTensorNames n;
+  n.input_norm = p + "input_layernorm.weight";
+  n.q_proj = p + "self_attn.q_proj.weight";
+  n.k_proj = p + "self_attn.k_proj.weight";
+  n.v_proj = p + "self_attn.v_proj.weight";
+  if (config.attention_bias) {
+    n.q_bias = p + "self_attn.q_proj.bias";
+    n.k_bias = p + "self_attn.k_proj.bias";
+    n.v_bias = p + "self_attn.v_proj.bias";
+  }
+  n.o_proj = p + "self_attn.o_proj.weight";
+  n.post_attn_norm = p + "post_attention_layernorm.weight";
+  n.gate_proj = p + "mlp.gate_proj.weight";
+  n.up_proj = p + "mlp.up_proj.weight";
+  n.down_proj = p + "mlp.down_proj.weight";
+  return n;
+}
+
+GlobalTensorNames llama_global_names() {
+  return {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
+}
+
+Status load_llama_decoder(const ModelConfig& c, LayerNamesFn names, WeightLoader& loader,
+                          ModelWeights* w) {
+  const GlobalTensorNames g = llama_global_names();
+  PAGODA_RETURN_IF_ERROR(load_embedding(c, g, loader, w));
+  w->layers.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const LayerTensorNames n = names(c, i);
+    LayerWeights& l = w->layers[static_cast<size_t>(i)];
+    PAGODA_ASSIGN_OR_RETURN(l.input_norm, load_norm(c, n.input_norm, loader));
+    PAGODA_RETURN_IF_ERROR(load_attention(c, n, loader, &l));
+    PAGODA_ASSIGN_OR_RETURN(l.post_attn_norm, load_norm(c, n.post_attn_norm, loader));
+    PAGODA_RETURN_IF_ERROR(load_swiglu(c, n, loader, &l));
+  }
+  return load_final_norm_and_head(c, g, loader, w);
+}
+
+void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
+  embed_tokens(ctx, w.embed);
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& l = w.layers[i];
+    if (i == 0)
+      norm(ctx, l.input_norm);
+    else
+      add_and_norm(ctx, l.input_norm);
+    attention(ctx, l, i);
+    add_and_norm(ctx, l.post_attn_norm);
+    swiglu_mlp(ctx, l);
+  }
+  add_and_norm(ctx, w.final_norm);
+}
+
+}  // namespace pagoda

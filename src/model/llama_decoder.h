@@ -1,0 +1,39 @@
+// The llama decoder, shared by the llama-style families (llama, mistral,
+// qwen2, qwen3): the standard Hugging Face tensor names, their loading, and
+// the layer function. A family picks which optional tensors its layers have
+// (through its names function) and reuses the loading and the forward.
+#pragma once
+
+#include <cstdint>
+
+#include "core/result.h"
+#include "io/model_config.h"
+#include "model/blocks.h"
+#include "model/forward_context.h"
+#include "model/weight_loader.h"
+#include "model/weights.h"
+
+namespace pagoda {
+
+// "model.layers.N.self_attn.q_proj.weight", ...; q/k/v biases when
+// config.attention_bias, no q/k norms.
+LayerTensorNames llama_layer_names(const ModelConfig& config, int64_t layer);
+// "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight".
+GlobalTensorNames llama_global_names();
+
+using LayerNamesFn = LayerTensorNames (*)(const ModelConfig& config, int64_t layer);
+
+// The embedding, every layer as `names` says (norms, attention, SwiGLU MLP),
+// the final norm and the lm_head, with llama_global_names().
+Status load_llama_decoder(const ModelConfig& config, LayerNamesFn names, WeightLoader& loader,
+                          ModelWeights* weights);
+
+// Pre-norm layers: x += attention(norm(x)); x += swiglu_mlp(norm(x)); then
+// the final norm. Each residual add is fused into the following norm
+// (add_and_norm), so per layer the ops are: [add_]rms_norm, qkv linear,
+// [qk_norm], rope, kv_write, paged_attention, o_proj, add_rms_norm,
+// gate_up linear, silu_mul, down linear. The optional steps (bias, qk_norm)
+// follow the loaded weights.
+void llama_forward(const ModelWeights& weights, ForwardContext& ctx);
+
+}  // namespace pagoda

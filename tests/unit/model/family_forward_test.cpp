@@ -1,0 +1,171 @@
+// The backend op sequence of each family's forward through ModelRunner: the
+// contract the CUDA backend relies on (decode graphs capture this sequence,
+// and the CUDA kernels are tuned for it). A family that changes its ops
+// changes its expected list here.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "memory_source.h"
+#include "model/model_runner.h"
+
+namespace pagoda {
+namespace {
+
+using test::MemorySource;
+using test::tiny_config;
+
+// The CPU backend, recording the name of every model op it runs ("linear+bias"
+// for a linear with a bias).
+class RecordingBackend final : public Backend {
+ public:
+  std::vector<std::string> ops;
+
+  DeviceKind kind() const override { return cpu_.kind(); }
+  std::string name() const override { return "recording " + cpu_.name(); }
+  DType compute_dtype() const override { return cpu_.compute_dtype(); }
+  void* allocate(size_t bytes) override { return cpu_.allocate(bytes); }
+  void deallocate(void* ptr) override { cpu_.deallocate(ptr); }
+  void* allocate_host(size_t bytes) override { return cpu_.allocate_host(bytes); }
+  void deallocate_host(void* ptr) override { cpu_.deallocate_host(ptr); }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    cpu_.copy_to_device(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    cpu_.copy_to_host(dst, src, bytes);
+  }
+  void copy_device(void* dst, const void* src, size_t bytes) override {
+    cpu_.copy_device(dst, src, bytes);
+  }
+  void synchronize() override { cpu_.synchronize(); }
+  void memory_info(size_t* free_bytes, size_t* total_bytes) override {
+    cpu_.memory_info(free_bytes, total_bytes);
+  }
+  void embedding(const Tensor& t, const Tensor& ids, Tensor& out) override {
+    ops.push_back("embedding");
+    cpu_.embedding(t, ids, out);
+  }
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
+    ops.push_back("rms_norm");
+    cpu_.rms_norm(x, w, eps, out);
+  }
+  void add_rms_norm(Tensor& r, const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
+    ops.push_back("add_rms_norm");
+    cpu_.add_rms_norm(r, x, w, eps, out);
+  }
+  void linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& out) override {
+    ops.push_back(b.empty() ? "linear" : "linear+bias");
+    cpu_.linear(x, w, b, out);
+  }
+  void qk_norm(Tensor& qkv, const QkvLayout& l, const Tensor& q, const Tensor& k,
+               float eps) override {
+    ops.push_back("qk_norm");
+    cpu_.qk_norm(qkv, l, q, k, eps);
+  }
+  void rope(Tensor& qkv, const QkvLayout& l, const Tensor& pos, const Tensor& cs) override {
+    ops.push_back("rope");
+    cpu_.rope(qkv, l, pos, cs);
+  }
+  void kv_write(const Tensor& qkv, const QkvLayout& l, const Tensor& slots,
+                KvCacheView& c) override {
+    ops.push_back("kv_write");
+    cpu_.kv_write(qkv, l, slots, c);
+  }
+  void paged_attention(const Tensor& qkv, const QkvLayout& l, const KvCacheView& c,
+                       const AttentionMetadata& m, float scale, Tensor& out) override {
+    ops.push_back("paged_attention");
+    cpu_.paged_attention(qkv, l, c, m, scale, out);
+  }
+  void silu_mul(const Tensor& gu, Tensor& out) override {
+    ops.push_back("silu_mul");
+    cpu_.silu_mul(gu, out);
+  }
+  void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
+    ops.push_back("gather_rows");
+    cpu_.gather_rows(x, idx, out);
+  }
+  void copy_blocks(std::vector<KvCacheView>& c, const std::vector<int32_t>& src,
+                   const std::vector<int32_t>& dst) override {
+    cpu_.copy_blocks(c, src, dst);
+  }
+  void sample_async(const Tensor& logits, const SamplingBatch& b, int slot) override {
+    cpu_.sample_async(logits, b, slot);
+  }
+  void finish_sample(int slot, SampleOutput& out) override { cpu_.finish_sample(slot, out); }
+  void copy_sampled_tokens(const Tensor& rows, const Tensor& src, Tensor& ids) override {
+    cpu_.copy_sampled_tokens(rows, src, ids);
+  }
+
+ private:
+  CpuBackend cpu_;
+};
+
+// The llama decoder's ops for `num_layers` layers, then the lm_head.
+std::vector<std::string> llama_decoder_ops(int64_t num_layers, bool qkv_bias, bool qk_norm) {
+  std::vector<std::string> ops = {"embedding"};
+  for (int64_t i = 0; i < num_layers; ++i) {
+    ops.push_back(i == 0 ? "rms_norm" : "add_rms_norm");
+    ops.push_back(qkv_bias ? "linear+bias" : "linear");
+    if (qk_norm) ops.push_back("qk_norm");
+    for (const char* op : {"rope", "kv_write", "paged_attention", "linear", "add_rms_norm",
+                           "linear", "silu_mul", "linear"})
+      ops.push_back(op);
+  }
+  for (const char* op : {"add_rms_norm", "gather_rows", "linear"}) ops.push_back(op);
+  return ops;
+}
+
+// The ops of one 3-token prefill of a tiny random `config` (logits only).
+std::vector<std::string> forward_ops(const ModelConfig& config) {
+  RecordingBackend be;
+  MemorySource src;
+  test::fill_random(config, &src);
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 4;
+  o.max_model_len = 16;
+  auto runner = ModelRunner::create(be, config, src, o);
+  EXPECT_TRUE(runner.ok()) << (runner.ok() ? "" : runner.error().message);
+  if (!runner.ok()) return {};
+  StepInput step;
+  step.token_ids = {5, 6, 7};
+  step.positions = {0, 1, 2};
+  step.slot_mapping = {0, 1, 2};
+  step.query_start_loc = {0, 3};
+  step.seq_lens = {3};
+  step.block_tables = {0};
+  step.max_blocks_per_seq = 1;
+  step.logits_rows = {2};
+  be.ops.clear();
+  std::vector<float> logits;
+  const Status st = (*runner)->execute_logits(step, &logits);
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+  return be.ops;
+}
+
+TEST(FamilyForward, LlamaAndMistralRunThePlainLlamaDecoder) {
+  for (const char* family : {"llama", "mistral"}) {
+    const ModelConfig c = tiny_config(family);
+    EXPECT_EQ(forward_ops(c), llama_decoder_ops(c.num_layers, false, false)) << family;
+  }
+  ModelConfig biased = tiny_config("llama");
+  biased.attention_bias = true;
+  EXPECT_EQ(forward_ops(biased), llama_decoder_ops(biased.num_layers, true, false));
+}
+
+TEST(FamilyForward, Qwen2AddsTheQkvBias) {
+  ModelConfig c = tiny_config("qwen2");
+  c.attention_bias = true;  // what the config parser sets for qwen2 (fill_random adds the biases)
+  EXPECT_EQ(forward_ops(c), llama_decoder_ops(c.num_layers, true, false));
+}
+
+TEST(FamilyForward, Qwen3AddsQkNorms) {
+  ModelConfig c = tiny_config("qwen3");
+  c.qk_norm = true;
+  EXPECT_EQ(forward_ops(c), llama_decoder_ops(c.num_layers, false, true));
+}
+
+}  // namespace
+}  // namespace pagoda
