@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "io/chat_templates.h"
 #include "io/gguf.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/gguf_presets.h"
@@ -209,22 +210,10 @@ void read_special_ids(const GgufFile& g, const std::vector<std::string>& tokens,
   if (state.add_eos) state.suffix_ids.push_back(*state.eos_id);
 }
 
-void read_chat_templates(const GgufFile& g, TokenizerState& state) {
-  if (auto t = g.get_string("tokenizer.chat_template"))
-    state.chat_templates.emplace_back("default", *t);
-  constexpr std::string_view kPrefix = "tokenizer.chat_template.";
-  for (const std::string& key : g.keys()) {
-    if (key.size() <= kPrefix.size() || key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
-    if (auto t = g.get_string(key))
-      state.chat_templates.emplace_back(key.substr(kPrefix.size()), *t);
-  }
-}
-
 }  // namespace
 
-Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const std::string& path) {
-  PAGODA_ASSIGN_OR_RETURN(auto gguf, GgufFile::open(path));
-  const GgufFile& g = *gguf;
+Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const GgufFile& g) {
+  const std::string& path = g.path();
   auto model_name = g.get_string("tokenizer.ggml.model");
   if (!model_name) return field_error(path, "tokenizer.ggml.model is missing");
   const std::vector<std::string>* tokens = g.get_string_array("tokenizer.ggml.tokens");
@@ -257,7 +246,7 @@ Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const std::string& p
   }
   add_special_tokens(g, *tokens, types, *state);
   read_special_ids(g, *tokens, defaults, *state);
-  read_chat_templates(g, *state);
+  state->chat_templates = gguf_chat_templates(g);
   return state;
 }
 
