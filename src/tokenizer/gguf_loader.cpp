@@ -6,6 +6,7 @@
 
 #include "io/chat_templates.h"
 #include "io/gguf.h"
+#include "io/gguf_model.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/gguf_presets.h"
 #include "tokenizer/spm_model.h"
@@ -197,9 +198,8 @@ void read_special_ids(const GgufFile& g, const std::vector<std::string>& tokens,
   if (!state.eos_id) state.eos_id = defaults.eos;
   state.unk_id = id_key(g, "tokenizer.ggml.unknown_token_id", n);
   state.pad_id = id_key(g, "tokenizer.ggml.padding_token_id", n);
-  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
-    if (auto id = id_key(g, key, n)) state.extra_eos_ids.push_back(*id);
-  }
+  // eos, eot and eom ids; finish_state() keeps those inside the vocabulary, once.
+  state.extra_eos_ids = gguf_eos_token_ids(g);
   if (state.bos_id) state.bos_token = tokens[*state.bos_id];
   if (state.eos_id) state.eos_token = tokens[*state.eos_id];
   state.add_bos = g.get_bool("tokenizer.ggml.add_bos_token").value_or(defaults.add_bos) &&

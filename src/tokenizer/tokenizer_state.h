@@ -33,7 +33,7 @@ struct TokenizerState {
 
   std::optional<int32_t> bos_id, eos_id, unk_id, pad_id;
   std::string bos_token, eos_token;
-  std::vector<int32_t> extra_eos_ids;  // generation_config.json, GGUF eot/eom
+  std::vector<int32_t> extra_eos_ids;  // generation_config.json; GGUF eos/eot/eom
   bool add_bos = false;
   bool add_eos = false;
   NamedChatTemplates chat_templates;
