@@ -46,4 +46,20 @@ std::optional<std::string> special_token_text(const json& entry) {
   return std::nullopt;
 }
 
+SpecialTokenSetting special_token(const HfTokenizerConfig& files, const std::string& key) {
+  SpecialTokenSetting out;
+  if (auto it = files.tokenizer_config.find(key); it != files.tokenizer_config.end()) {
+    out.text = special_token_text(*it);
+    if (!out.text && it->is_null()) {
+      out.cleared = true;
+      return out;
+    }
+  }
+  if (auto it = files.special_tokens_map.find(key);
+      !out.text && it != files.special_tokens_map.end()) {
+    out.text = special_token_text(*it);
+  }
+  return out;
+}
+
 }  // namespace pagoda

@@ -31,4 +31,13 @@ Result<HfTokenizerConfig> read_hf_tokenizer_config(const std::filesystem::path& 
 // write it: "text" or {"content": "text", ...}; nullopt otherwise (null, absent).
 std::optional<std::string> special_token_text(const nlohmann::json& entry);
 
+// A special token ("bos_token", "eos_token", "unk_token", "pad_token", ...) as
+// transformers reads it: tokenizer_config.json's entry, else
+// special_tokens_map.json's. The id needs the vocabulary (the tokenizer).
+struct SpecialTokenSetting {
+  bool cleared = false;             // tokenizer_config.json sets it to null: no such token
+  std::optional<std::string> text;  // nullopt when neither file names it (or cleared)
+};
+SpecialTokenSetting special_token(const HfTokenizerConfig& files, const std::string& key);
+
 }  // namespace pagoda

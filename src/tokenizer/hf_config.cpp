@@ -16,23 +16,21 @@ std::optional<int32_t> id_of(const TokenizerState& state, const std::string& tex
   return state.model->token_to_id(text);
 }
 
-void read_special(const json& config, const json& special_map, const char* key,
-                  const TokenizerState& state, std::optional<int32_t>& id, std::string* text) {
-  std::optional<std::string> t;
-  if (config.contains(key)) {
-    t = special_token_text(config[key]);
-    if (!t && config[key].is_null()) {
-      id.reset();
-      if (text) text->clear();
-      return;
-    }
+// The id (and text) of a special token that the files set, found in the vocabulary;
+// unchanged when they set none or the vocabulary lacks it.
+void read_special(const HfTokenizerConfig& files, const char* key, const TokenizerState& state,
+                  std::optional<int32_t>& id, std::string* text) {
+  const SpecialTokenSetting setting = special_token(files, key);
+  if (setting.cleared) {
+    id.reset();
+    if (text) text->clear();
+    return;
   }
-  if (!t && special_map.contains(key)) t = special_token_text(special_map[key]);
-  if (!t) return;
-  auto found = id_of(state, *t);
+  if (!setting.text) return;
+  auto found = id_of(state, *setting.text);
   if (!found) return;
   id = found;
-  if (text) *text = *t;
+  if (text) *text = *setting.text;
 }
 
 // An explicit add_bos_token / add_eos_token overrides the post-processor.
@@ -89,13 +87,12 @@ void read_added_tokens_decoder(const json& config, TokenizerState& state) {
 Status apply_hf_config(const std::string& folder, const HfTokenizerConfig& files,
                        std::span<const int32_t> generation_eos_ids, TokenizerState& state) {
   const json& config = files.tokenizer_config;
-  const json& special_map = files.special_tokens_map;
   try {
     read_added_tokens_decoder(config, state);
-    read_special(config, special_map, "bos_token", state, state.bos_id, &state.bos_token);
-    read_special(config, special_map, "eos_token", state, state.eos_id, &state.eos_token);
-    read_special(config, special_map, "unk_token", state, state.unk_id, nullptr);
-    read_special(config, special_map, "pad_token", state, state.pad_id, nullptr);
+    read_special(files, "bos_token", state, state.bos_id, &state.bos_token);
+    read_special(files, "eos_token", state, state.eos_id, &state.eos_token);
+    read_special(files, "unk_token", state, state.unk_id, nullptr);
+    read_special(files, "pad_token", state, state.pad_id, nullptr);
     apply_add_flag(config, "add_bos_token", state.bos_id, state.prefix_ids, true, state.add_bos);
     apply_add_flag(config, "add_eos_token", state.eos_id, state.suffix_ids, false, state.add_eos);
   } catch (const json::exception& e) {

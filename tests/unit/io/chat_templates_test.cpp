@@ -68,5 +68,21 @@ TEST(HfTokenizerConfig, NonObjectFilesReadAsEmpty) {
       << files.error().message;
 }
 
+TEST(HfTokenizerConfig, SpecialTokenPrecedence) {
+  HfTokenizerConfig files;
+  files.tokenizer_config = {{"bos_token", "<s>"}, {"pad_token", nullptr}, {"unk_token", 7}};
+  files.special_tokens_map = {
+      {"bos_token", "<b>"}, {"eos_token", {{"content", "</s>"}}}, {"pad_token", "<p>"},
+      {"unk_token", "<unk>"}};
+  const SpecialTokenSetting bos = special_token(files, "bos_token");
+  EXPECT_FALSE(bos.cleared);
+  EXPECT_EQ(bos.text, "<s>");  // tokenizer_config.json first
+  EXPECT_EQ(special_token(files, "eos_token").text, "</s>");  // else special_tokens_map.json
+  EXPECT_TRUE(special_token(files, "pad_token").cleared);     // an explicit null clears it
+  EXPECT_EQ(special_token(files, "pad_token").text, std::nullopt);
+  EXPECT_EQ(special_token(files, "unk_token").text, "<unk>");  // not a token text: the map's
+  EXPECT_EQ(special_token(files, "mask_token").text, std::nullopt);
+}
+
 }  // namespace
 }  // namespace pagoda
