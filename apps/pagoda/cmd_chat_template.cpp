@@ -14,6 +14,7 @@
 
 #include "core/result.h"
 #include "io/chat_templates.h"
+#include "io/hf_tokenizer_config.h"
 #include "io/gguf.h"
 #include "jinja/chat_template.h"
 #include "pagoda/command.h"
@@ -54,43 +55,27 @@ Result<ordered_json> read_json(const std::string& path) {
   }
 }
 
-// tokenizer_config.json writes a token as a string or as {"content": ...}.
+// tokenizer_config.json's text of the special token `key`; "" when none.
 std::string token_text(const nlohmann::json& config, const char* key) {
   auto it = config.find(key);
-  if (it == config.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
-    return (*it)["content"].get<std::string>();
-  }
-  return "";
+  return it == config.end() ? "" : pagoda::special_token_text(*it).value_or("");
 }
 
 // The special tokens of a model folder (tokenizer_config.json) and, unless
 // `with_template` is false, its chat template by io/chat_templates.h's rule.
 Result<ModelTemplate> load_from_folder(const fs::path& dir, const std::string& name,
                                        bool has_tools, bool with_template) {
+  PAGODA_ASSIGN_OR_RETURN(pagoda::HfTokenizerConfig files, pagoda::read_hf_tokenizer_config(dir));
   ModelTemplate out;
-  nlohmann::json config = nlohmann::json::object();
-  fs::path config_path = dir / "tokenizer_config.json";
-  if (fs::exists(config_path)) {
-    PAGODA_ASSIGN_OR_RETURN(std::string text, read_file(config_path.string()));
-    config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (config.is_discarded()) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "'" + config_path.string() + "' is not valid JSON");
-    }
-    out.bos_token = token_text(config, "bos_token");
-    out.eos_token = token_text(config, "eos_token");
-    for (const char* key : kOtherTokens) {
-      std::string text = token_text(config, key);
-      if (!text.empty()) out.other_tokens[key] = text;
-    }
+  out.bos_token = token_text(files.tokenizer_config, "bos_token");
+  out.eos_token = token_text(files.tokenizer_config, "eos_token");
+  for (const char* key : kOtherTokens) {
+    std::string text = token_text(files.tokenizer_config, key);
+    if (!text.empty()) out.other_tokens[key] = text;
   }
   if (!with_template) return out;
-  PAGODA_ASSIGN_OR_RETURN(pagoda::NamedChatTemplates named,
-                          pagoda::read_chat_templates(dir, config));
-  PAGODA_ASSIGN_OR_RETURN(out.source,
-                          pagoda::pick_chat_template(named, name, has_tools, "'" + dir.string() + "'"));
+  PAGODA_ASSIGN_OR_RETURN(out.source, pagoda::pick_chat_template(files.chat_templates, name,
+                                                                 has_tools, "'" + dir.string() + "'"));
   return out;
 }
 
@@ -101,14 +86,7 @@ Result<ModelTemplate> load_from_gguf(const std::string& path, const std::string&
   PAGODA_ASSIGN_OR_RETURN(auto gguf, pagoda::GgufFile::open(path));
   ModelTemplate out;
   if (with_template) {
-    pagoda::NamedChatTemplates named;
-    const std::string prefix = "tokenizer.chat_template";
-    for (const std::string& key : gguf->keys()) {
-      if (key.rfind(prefix, 0) != 0) continue;
-      std::optional<std::string> text = gguf->get_string(key);
-      if (!text) continue;
-      named.emplace_back(key == prefix ? "default" : key.substr(prefix.size() + 1), *text);
-    }
+    const pagoda::NamedChatTemplates named = pagoda::gguf_chat_templates(*gguf);
     if (named.empty())
       return make_error(ErrorCode::kNotFound, "'" + path + "' has no tokenizer.chat_template");
     PAGODA_ASSIGN_OR_RETURN(out.source,

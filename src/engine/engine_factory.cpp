@@ -59,10 +59,11 @@ SamplingDefaults to_sampling_defaults(const GenerationDefaults& g) {
   return d;
 }
 
-std::vector<int32_t> collect_eos(const Tokenizer& tok, const ModelConfig& config, const GenerationDefaults& gen) {
+// The model's stop set: the ids its files name (ModelDescription::eos_token_ids)
+// ∪ the tokenizer's (eos token, end-of-turn specials); sorted, unique.
+std::vector<int32_t> collect_eos(const Tokenizer& tok, const ModelDescription& model) {
   std::vector<int32_t> ids = tok.eos_ids();
-  ids.insert(ids.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
-  ids.insert(ids.end(), gen.eos_token_ids.begin(), gen.eos_token_ids.end());
+  ids.insert(ids.end(), model.eos_token_ids.begin(), model.eos_token_ids.end());
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
@@ -107,7 +108,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
            opened.config.architecture, opened.config.num_layers, opened.config.hidden_size, opened.config.vocab_size,
            opened.weights->describe());
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
-                          Tokenizer::load(tokenizer_path.empty() ? location.path : tokenizer_path));
+                          tokenizer_path.empty() ? Tokenizer::load(opened) : Tokenizer::load(tokenizer_path));
   log_info("tokenizer: {}", tokenizer->description());
   PAGODA_ASSIGN_OR_RETURN(std::optional<ChatTemplate> chat_template, load_chat_template(options, *tokenizer));
   if (!chat_template) log_warn("no chat template: /v1/chat/completions is unavailable (pass --chat-template FILE)");
@@ -137,7 +138,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.scheduler_config.kv.block_size = runner->block_size();
   parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
   parts.defaults = to_sampling_defaults(opened.generation);
-  parts.eos_token_ids = collect_eos(*tokenizer, opened.config, opened.generation);
+  parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
   parts.chat_template = std::move(chat_template);
   parts.backend = std::move(backend);

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/gguf.h"
+
 namespace pagoda {
 
 namespace fs = std::filesystem;
@@ -73,6 +75,17 @@ Result<NamedChatTemplates> read_chat_templates(const fs::path& dir,
         add(out, name->get<std::string>(), source->get<std::string>());
       }
     }
+  }
+  return out;
+}
+
+NamedChatTemplates gguf_chat_templates(const GgufFile& file) {
+  NamedChatTemplates out;
+  if (auto source = file.get_string("tokenizer.chat_template")) out.emplace_back("default", *source);
+  constexpr std::string_view kPrefix = "tokenizer.chat_template.";
+  for (const std::string& key : file.keys()) {
+    if (key.size() <= kPrefix.size() || key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    if (auto source = file.get_string(key)) out.emplace_back(key.substr(kPrefix.size()), *source);
   }
   return out;
 }

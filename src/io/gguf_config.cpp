@@ -177,16 +177,7 @@ void read_tokens(const GgufFile& f, ModelConfig* c) {
   auto valid_id = [](std::optional<int64_t> v) { return v && *v >= 0 && *v <= INT32_MAX; };
   if (auto bos = f.get_int("tokenizer.ggml.bos_token_id"); valid_id(bos))
     c->bos_token_id = static_cast<int32_t>(*bos);
-  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
-                          "tokenizer.ggml.eom_token_id"}) {
-    auto id = f.get_int(key);
-    if (!valid_id(id)) continue;
-    const auto id32 = static_cast<int32_t>(*id);
-    if (std::find(c->eos_token_ids.begin(), c->eos_token_ids.end(), id32) ==
-        c->eos_token_ids.end()) {
-      c->eos_token_ids.push_back(id32);
-    }
-  }
+  c->eos_token_ids = gguf_eos_token_ids(f);
 }
 
 DType dtype_from_file_type(std::optional<int64_t> file_type) {
@@ -197,6 +188,18 @@ DType dtype_from_file_type(std::optional<int64_t> file_type) {
 }
 
 }  // namespace
+
+std::vector<int32_t> gguf_eos_token_ids(const GgufFile& file) {
+  std::vector<int32_t> ids;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    auto id = file.get_int(key);
+    if (!id || *id < 0 || *id > INT32_MAX) continue;
+    const auto id32 = static_cast<int32_t>(*id);
+    if (std::find(ids.begin(), ids.end(), id32) == ids.end()) ids.push_back(id32);
+  }
+  return ids;
+}
 
 Result<ModelConfig> gguf_model_config(const GgufFile& f) {
   auto arch = f.get_string("general.architecture");

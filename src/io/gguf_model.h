@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "io/gguf.h"
@@ -18,7 +19,13 @@ namespace pagoda {
 // say llama too), qwen2 and qwen3. Missing keys → Error naming key and file.
 // tie_word_embeddings is true when output.weight is absent. dtype: F32/F16/BF16
 // for unquantized files (general.file_type 0/1/32), else BF16.
+// eos_token_ids are gguf_eos_token_ids(file).
 Result<ModelConfig> gguf_model_config(const GgufFile& file);
+
+// The end-of-generation ids the metadata names: tokenizer.ggml.eos_token_id,
+// eot_token_id and eom_token_id, those present and in [0, INT32_MAX], in that
+// order, unique.
+std::vector<int32_t> gguf_eos_token_ids(const GgufFile& file);
 
 // The Hugging Face name of a GGUF tensor ("blk.3.attn_q.weight" →
 // "model.layers.3.self_attn.q_proj.weight"); nullopt for names with no HF

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "io/mapped_file.h"
@@ -351,6 +352,13 @@ Result<GenerationDefaults> parse_generation_config(std::string_view json_text,
 Result<GenerationDefaults> load_generation_config(const std::string& path) {
   PAGODA_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
   return parse_generation_config(text, path);
+}
+
+Result<GenerationDefaults> load_folder_generation_config(const std::string& folder) {
+  const std::filesystem::path path = std::filesystem::path(folder) / "generation_config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return GenerationDefaults{};
+  return load_generation_config(path.string());
 }
 
 }  // namespace pagoda

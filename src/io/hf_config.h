@@ -22,5 +22,7 @@ Result<ModelConfig> load_hf_config(const std::string& path);
 Result<GenerationDefaults> parse_generation_config(std::string_view json_text,
                                                    const std::string& path);
 Result<GenerationDefaults> load_generation_config(const std::string& path);
+// generation_config.json in `folder` when that file exists; all unset otherwise.
+Result<GenerationDefaults> load_folder_generation_config(const std::string& folder);
 
 }  // namespace pagoda

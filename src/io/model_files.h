@@ -1,51 +1,21 @@
-// Finding and opening a model: a Hugging Face folder (config.json +
-// safetensors), a .gguf file, or a repo id resolved offline from the Hugging
-// Face cache.
+// Opening a model: its description (io/model_description.h) and its weights.
 #pragma once
 
 #include <memory>
-#include <string>
-#include <string_view>
 
 #include "core/result.h"
-#include "io/gguf.h"
-#include "io/model_config.h"
+#include "io/model_description.h"
+#include "io/model_location.h"
 #include "io/weight_source.h"
 
 namespace pagoda {
 
-enum class ModelFormat { kHuggingFace, kGguf };
-
-struct ModelLocation {
-  ModelFormat format = ModelFormat::kHuggingFace;
-  std::string path;          // folder (kHuggingFace) or .gguf file (kGguf)
-  std::string display_name;  // repo id, folder name or file name, for logs and /v1/models
-};
-
-// spec: a folder with config.json, a .gguf file, or a repo id "Org/Name"
-// resolved OFFLINE from the Hugging Face cache: $HF_HUB_CACHE, else
-// $HF_HOME/hub, else ~/.cache/huggingface/hub; models--Org--Name/snapshots/<rev>/
-// where <rev> comes from refs/main (else the newest snapshot). A folder that
-// has no config.json but exactly one .gguf file resolves to that file.
-// Errors list the places searched.
-Result<ModelLocation> resolve_model(std::string_view spec);
-
-// The Hugging Face hub cache folder: $HF_HUB_CACHE, else $HF_HOME/hub, else
-// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
-std::string hf_hub_cache_dir();
-
-struct OpenedModel {
-  ModelLocation location;
-  ModelConfig config;
-  GenerationDefaults
-      generation;  // kHuggingFace: generation_config.json (optional); kGguf: eos ids only
+struct OpenedModel : ModelDescription {
+  // kHuggingFace: safetensors mmap views; kGguf: dequantized on read.
   std::unique_ptr<WeightSource> weights;
-  std::shared_ptr<const GgufFile>
-      gguf;  // kGguf: the parsed file (tokenizer metadata); null otherwise
 };
 
-// Parses the config (config.json / GGUF metadata) and opens the weights
-// (safetensors mmap views / GGUF dequantized on read). Logs what was opened.
+// describe_model(location), then opens the weights. Logs what was opened.
 Result<OpenedModel> open_model(const ModelLocation& location);
 
 }  // namespace pagoda

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "io/chat_templates.h"
 #include "io/gguf.h"
+#include "io/gguf_model.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/gguf_presets.h"
 #include "tokenizer/spm_model.h"
@@ -196,9 +198,8 @@ void read_special_ids(const GgufFile& g, const std::vector<std::string>& tokens,
   if (!state.eos_id) state.eos_id = defaults.eos;
   state.unk_id = id_key(g, "tokenizer.ggml.unknown_token_id", n);
   state.pad_id = id_key(g, "tokenizer.ggml.padding_token_id", n);
-  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
-    if (auto id = id_key(g, key, n)) state.extra_eos_ids.push_back(*id);
-  }
+  // eos, eot and eom ids; finish_state() keeps those inside the vocabulary, once.
+  state.extra_eos_ids = gguf_eos_token_ids(g);
   if (state.bos_id) state.bos_token = tokens[*state.bos_id];
   if (state.eos_id) state.eos_token = tokens[*state.eos_id];
   state.add_bos = g.get_bool("tokenizer.ggml.add_bos_token").value_or(defaults.add_bos) &&
@@ -209,22 +210,10 @@ void read_special_ids(const GgufFile& g, const std::vector<std::string>& tokens,
   if (state.add_eos) state.suffix_ids.push_back(*state.eos_id);
 }
 
-void read_chat_templates(const GgufFile& g, TokenizerState& state) {
-  if (auto t = g.get_string("tokenizer.chat_template"))
-    state.chat_templates.emplace_back("default", *t);
-  constexpr std::string_view kPrefix = "tokenizer.chat_template.";
-  for (const std::string& key : g.keys()) {
-    if (key.size() <= kPrefix.size() || key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
-    if (auto t = g.get_string(key))
-      state.chat_templates.emplace_back(key.substr(kPrefix.size()), *t);
-  }
-}
-
 }  // namespace
 
-Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const std::string& path) {
-  PAGODA_ASSIGN_OR_RETURN(auto gguf, GgufFile::open(path));
-  const GgufFile& g = *gguf;
+Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const GgufFile& g) {
+  const std::string& path = g.path();
   auto model_name = g.get_string("tokenizer.ggml.model");
   if (!model_name) return field_error(path, "tokenizer.ggml.model is missing");
   const std::vector<std::string>* tokens = g.get_string_array("tokenizer.ggml.tokens");
@@ -257,7 +246,7 @@ Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const std::string& p
   }
   add_special_tokens(g, *tokens, types, *state);
   read_special_ids(g, *tokens, defaults, *state);
-  read_chat_templates(g, *state);
+  state->chat_templates = gguf_chat_templates(g);
   return state;
 }
 

@@ -1,12 +1,8 @@
-// tokenizer_config.json, special_tokens_map.json, generation_config.json and
-// the chat templates (io/chat_templates.h) beside a tokenizer.json / tokenizer.model.
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
+// What tokenizer_config.json, special_tokens_map.json (io/hf_tokenizer_config.h)
+// and generation_config.json say about a tokenizer.json / tokenizer.model:
+// special tokens, added tokens, add_bos/add_eos, extra eos ids, chat templates.
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "io/chat_templates.h"
 #include "tokenizer/tokenizer_state.h"
 
 namespace pagoda::tok {
@@ -14,62 +10,27 @@ namespace pagoda::tok {
 namespace {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
-
-// Reads `path` when it exists; nullopt when absent.
-Result<std::optional<std::string>> read_optional(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::optional<std::string>();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kIo, "cannot open '" + path.string() + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return std::optional<std::string>(buffer.str());
-}
-
-Result<json> read_json(const fs::path& path) {
-  PAGODA_ASSIGN_OR_RETURN(auto text, read_optional(path));
-  if (!text) return json();
-  try {
-    json j = json::parse(*text);
-    return j.is_object() ? j : json();
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::kCorrupt,
-                      "'" + path.string() + "' is not valid JSON: " + e.what());
-  }
-}
-
-// A token given as "text", {"content": "text", ...} or null.
-std::optional<std::string> token_text(const json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_object() && j.contains("content") && j["content"].is_string()) {
-    return j["content"].get<std::string>();
-  }
-  return std::nullopt;
-}
 
 std::optional<int32_t> id_of(const TokenizerState& state, const std::string& text) {
   if (auto id = state.added.find(text)) return id;
   return state.model->token_to_id(text);
 }
 
-void read_special(const json& config, const json& special_map, const char* key,
-                  const TokenizerState& state, std::optional<int32_t>& id, std::string* text) {
-  std::optional<std::string> t;
-  if (config.contains(key)) {
-    t = token_text(config[key]);
-    if (!t && config[key].is_null()) {
-      id.reset();
-      if (text) text->clear();
-      return;
-    }
+// The id (and text) of a special token that the files set, found in the vocabulary;
+// unchanged when they set none or the vocabulary lacks it.
+void read_special(const HfTokenizerConfig& files, const char* key, const TokenizerState& state,
+                  std::optional<int32_t>& id, std::string* text) {
+  const SpecialTokenSetting setting = special_token(files, key);
+  if (setting.cleared) {
+    id.reset();
+    if (text) text->clear();
+    return;
   }
-  if (!t && special_map.contains(key)) t = token_text(special_map[key]);
-  if (!t) return;
-  auto found = id_of(state, *t);
+  if (!setting.text) return;
+  auto found = id_of(state, *setting.text);
   if (!found) return;
   id = found;
-  if (text) *text = *t;
+  if (text) *text = *setting.text;
 }
 
 // An explicit add_bos_token / add_eos_token overrides the post-processor.
@@ -123,35 +84,24 @@ void read_added_tokens_decoder(const json& config, TokenizerState& state) {
 
 }  // namespace
 
-Status apply_hf_config(const std::string& folder, TokenizerState& state) {
-  fs::path dir(folder.empty() ? "." : folder);
-  PAGODA_ASSIGN_OR_RETURN(json config, read_json(dir / "tokenizer_config.json"));
-  PAGODA_ASSIGN_OR_RETURN(json special_map, read_json(dir / "special_tokens_map.json"));
-  PAGODA_ASSIGN_OR_RETURN(json generation, read_json(dir / "generation_config.json"));
-  if (config.is_null()) config = json::object();
-  if (special_map.is_null()) special_map = json::object();
+Status apply_hf_config(const std::string& folder, const HfTokenizerConfig& files,
+                       std::span<const int32_t> generation_eos_ids, TokenizerState& state) {
+  const json& config = files.tokenizer_config;
   try {
     read_added_tokens_decoder(config, state);
-    read_special(config, special_map, "bos_token", state, state.bos_id, &state.bos_token);
-    read_special(config, special_map, "eos_token", state, state.eos_id, &state.eos_token);
-    read_special(config, special_map, "unk_token", state, state.unk_id, nullptr);
-    read_special(config, special_map, "pad_token", state, state.pad_id, nullptr);
+    read_special(files, "bos_token", state, state.bos_id, &state.bos_token);
+    read_special(files, "eos_token", state, state.eos_id, &state.eos_token);
+    read_special(files, "unk_token", state, state.unk_id, nullptr);
+    read_special(files, "pad_token", state, state.pad_id, nullptr);
     apply_add_flag(config, "add_bos_token", state.bos_id, state.prefix_ids, true, state.add_bos);
     apply_add_flag(config, "add_eos_token", state.eos_id, state.suffix_ids, false, state.add_eos);
-    if (generation.is_object() && generation.contains("eos_token_id")) {
-      const json& e = generation["eos_token_id"];
-      if (e.is_number_integer()) state.extra_eos_ids.push_back(e.get<int32_t>());
-      if (e.is_array()) {
-        for (const json& x : e) {
-          if (x.is_number_integer()) state.extra_eos_ids.push_back(x.get<int32_t>());
-        }
-      }
-    }
   } catch (const json::exception& e) {
     return make_error(ErrorCode::kCorrupt,
                       "tokenizer config in '" + folder + "' has an unexpected field: " + e.what());
   }
-  PAGODA_ASSIGN_OR_RETURN(state.chat_templates, read_chat_templates(dir, config));
+  state.extra_eos_ids.insert(state.extra_eos_ids.end(), generation_eos_ids.begin(),
+                            generation_eos_ids.end());
+  state.chat_templates = files.chat_templates;
   return Status::Ok();
 }
 

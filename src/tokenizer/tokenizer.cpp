@@ -4,8 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tokenizer/tokenizer_state.h"
 #include "core/utf8.h"
+#include "io/hf_config.h"
+#include "io/model_description.h"
+#include "tokenizer/tokenizer_state.h"
 
 namespace pagoda {
 
@@ -37,40 +39,63 @@ bool is_gguf_file(const std::string& path) {
   return in.gcount() == 4 && std::string_view(magic, 4) == "GGUF";
 }
 
+// tokenizer.json, else tokenizer.model, in `dir`.
+Result<std::unique_ptr<TokenizerState>> load_folder_model(const std::string& path) {
+  std::error_code ec;
+  const fs::path dir(path);
+  if (fs::exists(dir / "tokenizer.json", ec)) {
+    return tok::load_tokenizer_json((dir / "tokenizer.json").string());
+  }
+  if (fs::exists(dir / "tokenizer.model", ec)) {
+    return tok::load_sentencepiece_file((dir / "tokenizer.model").string());
+  }
+  return make_error(
+      ErrorCode::kNotFound,
+      "tokenizer folder '" + path + "' has neither tokenizer.json nor tokenizer.model");
+}
+
+// A tokenizer.json / tokenizer.model and the tokenizer files of `folder`,
+// read here (no ModelDescription: a folder or file that may have no config.json).
+Result<std::unique_ptr<TokenizerState>> with_folder_config(
+    Result<std::unique_ptr<TokenizerState>> loaded, const std::string& folder) {
+  if (!loaded.ok()) return loaded.error();
+  std::unique_ptr<TokenizerState> state = std::move(loaded).value();
+  PAGODA_ASSIGN_OR_RETURN(HfTokenizerConfig files,
+                          read_hf_tokenizer_config(fs::path(folder.empty() ? "." : folder)));
+  PAGODA_ASSIGN_OR_RETURN(GenerationDefaults generation, load_folder_generation_config(folder));
+  PAGODA_RETURN_IF_ERROR(tok::apply_hf_config(folder, files, generation.eos_token_ids, *state));
+  return state;
+}
+
 Result<std::unique_ptr<TokenizerState>> load_state(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    fs::path dir(path);
-    std::unique_ptr<TokenizerState> state;
-    if (fs::exists(dir / "tokenizer.json", ec)) {
-      PAGODA_ASSIGN_OR_RETURN(state, tok::load_tokenizer_json((dir / "tokenizer.json").string()));
-    } else if (fs::exists(dir / "tokenizer.model", ec)) {
-      PAGODA_ASSIGN_OR_RETURN(state,
-                              tok::load_sentencepiece_file((dir / "tokenizer.model").string()));
-    } else {
-      return make_error(
-          ErrorCode::kNotFound,
-          "tokenizer folder '" + path + "' has neither tokenizer.json nor tokenizer.model");
-    }
-    PAGODA_RETURN_IF_ERROR(tok::apply_hf_config(path, *state));
-    return state;
-  }
+  if (fs::is_directory(path, ec)) return with_folder_config(load_folder_model(path), path);
   if (!fs::is_regular_file(path, ec)) {
     return make_error(ErrorCode::kNotFound, "tokenizer path '" + path + "' does not exist");
   }
-  if (is_gguf_file(path)) return tok::load_gguf_tokenizer(path);
-  fs::path file(path);
-  std::unique_ptr<TokenizerState> state;
-  if (file.extension() == ".json") {
-    PAGODA_ASSIGN_OR_RETURN(state, tok::load_tokenizer_json(path));
-  } else if (file.extension() == ".model") {
-    PAGODA_ASSIGN_OR_RETURN(state, tok::load_sentencepiece_file(path));
-  } else {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "tokenizer file '" + path +
-                          "' is neither a GGUF file, a tokenizer.json nor a tokenizer.model");
+  if (is_gguf_file(path)) {
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::open(path));
+    return tok::load_gguf_tokenizer(*gguf);
   }
-  PAGODA_RETURN_IF_ERROR(tok::apply_hf_config(file.parent_path().string(), *state));
+  fs::path file(path);
+  const std::string folder = file.parent_path().string();
+  if (file.extension() == ".json") return with_folder_config(tok::load_tokenizer_json(path), folder);
+  if (file.extension() == ".model") {
+    return with_folder_config(tok::load_sentencepiece_file(path), folder);
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    "tokenizer file '" + path +
+                        "' is neither a GGUF file, a tokenizer.json nor a tokenizer.model");
+}
+
+// The tokenizer of a described model: nothing is read again but the
+// vocabulary file of a folder.
+Result<std::unique_ptr<TokenizerState>> load_state(const ModelDescription& model) {
+  if (model.gguf != nullptr) return tok::load_gguf_tokenizer(*model.gguf);
+  const std::string& folder = model.location.path;
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<TokenizerState> state, load_folder_model(folder));
+  PAGODA_RETURN_IF_ERROR(tok::apply_hf_config(folder, model.tokenizer_files,
+                                              model.generation.eos_token_ids, *state));
   return state;
 }
 
@@ -116,6 +141,12 @@ Tokenizer::~Tokenizer() = default;
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   PAGODA_ASSIGN_OR_RETURN(auto state, load_state(path));
+  tok::finish_state(*state);
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(state)));
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const ModelDescription& model) {
+  PAGODA_ASSIGN_OR_RETURN(auto state, load_state(model));
   tok::finish_state(*state);
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(state)));
 }

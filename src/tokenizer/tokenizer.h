@@ -20,6 +20,8 @@ namespace tok {
 struct TokenizerState;
 }
 
+struct ModelDescription;
+
 class IncrementalDetokenizer;
 
 class Tokenizer {
@@ -28,6 +30,11 @@ class Tokenizer {
   // tokenizer_config.json, special_tokens_map.json, generation_config.json,
   // chat templates when present), one of those files, or a .gguf file.
   static Result<std::unique_ptr<Tokenizer>> load(const std::string& path);
+  // The tokenizer of a described model (io/model_description.h): a folder's
+  // tokenizer.json / tokenizer.model with the description's tokenizer files
+  // and generation_config.json eos ids, or the GGUF file's vocabulary. Reads
+  // no metadata file again.
+  static Result<std::unique_ptr<Tokenizer>> load(const ModelDescription& model);
   ~Tokenizer();
 
   // Invalid UTF-8 in `text` is first replaced by U+FFFD. add_special_tokens:

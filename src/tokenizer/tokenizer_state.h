@@ -4,11 +4,14 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/result.h"
+#include "io/gguf.h"
+#include "io/hf_tokenizer_config.h"
 #include "tokenizer/added_vocab.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/model.h"
@@ -30,10 +33,10 @@ struct TokenizerState {
 
   std::optional<int32_t> bos_id, eos_id, unk_id, pad_id;
   std::string bos_token, eos_token;
-  std::vector<int32_t> extra_eos_ids;  // generation_config.json, GGUF eot/eom
+  std::vector<int32_t> extra_eos_ids;  // generation_config.json; GGUF eos/eot/eom
   bool add_bos = false;
   bool add_eos = false;
-  std::vector<std::pair<std::string, std::string>> chat_templates;  // (name, template)
+  NamedChatTemplates chat_templates;
 
   // Filled by finish_state().
   int32_t vocab_size = 0;
@@ -47,9 +50,13 @@ void finish_state(TokenizerState& state);
 
 Result<std::unique_ptr<TokenizerState>> load_tokenizer_json(const std::string& json_path);
 Result<std::unique_ptr<TokenizerState>> load_sentencepiece_file(const std::string& model_path);
-Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const std::string& gguf_path);
-// Reads tokenizer_config.json, special_tokens_map.json, generation_config.json
-// and chat_template.jinja from `folder` (each optional) into `state`.
-Status apply_hf_config(const std::string& folder, TokenizerState& state);
+// The vocabulary and tokenizer.ggml.* / tokenizer.chat_template* metadata of
+// an opened GGUF file.
+Result<std::unique_ptr<TokenizerState>> load_gguf_tokenizer(const GgufFile& gguf);
+// Applies a folder's tokenizer files (read by io) and generation_config.json's
+// eos ids to a state loaded from tokenizer.json / tokenizer.model. `folder`
+// names the folder in errors.
+Status apply_hf_config(const std::string& folder, const HfTokenizerConfig& files,
+                       std::span<const int32_t> generation_eos_ids, TokenizerState& state);
 
 }  // namespace pagoda::tok

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "io/model_description.h"
+
 namespace pagoda {
 namespace {
 
@@ -146,6 +148,26 @@ TEST(Tokenizer, GgufSpecialTokensAndTemplate) {
   // <|end|> is a control token, rstrip as llama.cpp sets it for Phi-3.
   std::vector<int32_t> ids = tok->encode("<|user|>\nHi<|end|>\n", false);
   EXPECT_EQ(ids.back(), *end);
+}
+
+// The engine's path (a ModelDescription, no metadata file read twice) loads
+// the same tokenizer as a bare path does.
+TEST(Tokenizer, FromModelDescriptionMatchesFromPath) {
+  const fs::path dir = kShared / "stories260K";
+  if (!fs::exists(dir / "config.json")) GTEST_SKIP() << "optional input " << dir << " absent";
+  auto description = describe_model(ModelLocation{ModelFormat::kHuggingFace, dir.string(), "s"});
+  ASSERT_TRUE(description.ok()) << description.error().message;
+  auto from_description = Tokenizer::load(*description);
+  ASSERT_TRUE(from_description.ok()) << from_description.error().message;
+  auto from_path = load(dir);
+  ASSERT_TRUE(from_path);
+  const Tokenizer& a = **from_description;
+  EXPECT_EQ(a.eos_ids(), from_path->eos_ids());
+  EXPECT_EQ(a.bos_id(), from_path->bos_id());
+  EXPECT_EQ(a.eos_token(), from_path->eos_token());
+  EXPECT_EQ(a.add_bos(), from_path->add_bos());
+  EXPECT_EQ(a.chat_template_names(), from_path->chat_template_names());
+  EXPECT_EQ(a.encode("Once upon a time"), from_path->encode("Once upon a time"));
 }
 
 TEST(Tokenizer, ConcurrentEncodeIsDeterministic) {
