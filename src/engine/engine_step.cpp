@@ -1,5 +1,5 @@
 // One engine step: schedule, turn the ScheduleOutput into the runner's
-// StepInput (one sampling row per purpose), launch it, and hand the sampled
+// StepBatch (one sampling row per purpose), launch it, and hand the sampled
 // tokens back to the scheduler and the per-request state. With async
 // scheduling the next step is planned and launched before the current one's
 // samples are read (Scheduler::schedule_ahead), its placeholder tokens fed
@@ -74,11 +74,11 @@ void LlmEngine::step() {
 }
 
 bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step) {
-  StepInput input = build_step(out, step.refs);
-  if (prev != nullptr) link_pending_tokens(*prev, out, input);
-  step.slot = next_slot_;
-  const Status st = parts_.runner->launch(input, step.slot);
   step.out = std::move(out);
+  build_step(step.out, step.refs);
+  if (prev != nullptr) link_pending_tokens(*prev, step.out);
+  step.slot = next_slot_;
+  const Status st = parts_.runner->launch(step.out, step.slot);
   if (!st.ok()) {
     fail_batch(step.out, st.error().message);
     return false;
@@ -102,7 +102,7 @@ bool LlmEngine::can_run_ahead(const LaunchedStep& s) const {
   return true;
 }
 
-void LlmEngine::link_pending_tokens(const LaunchedStep& prev, const ScheduleOutput& out, StepInput& input) const {
+void LlmEngine::link_pending_tokens(const LaunchedStep& prev, ScheduleOutput& out) const {
   std::unordered_map<SeqId, int32_t> sample_row;
   for (size_t r = 0; r < prev.refs.size(); ++r) {
     if (prev.refs[r].kind == RowKind::kSample) sample_row.emplace(prev.refs[r].seq, static_cast<int32_t>(r));
@@ -114,24 +114,16 @@ void LlmEngine::link_pending_tokens(const LaunchedStep& prev, const ScheduleOutp
       // A placeholder always stands for a sample of the previous step; if
       // not, the runner rejects the step (token -1 outside the vocabulary).
       if (it == sample_row.end()) continue;
-      input.pending_rows.push_back(row);
-      input.pending_sources.push_back(it->second);
+      out.pending_rows.push_back(row);
+      out.pending_sources.push_back(it->second);
     }
   }
 }
 
-StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& refs) {
-  StepInput step;
-  step.token_ids = out.token_ids;
-  step.positions = out.positions;
-  step.slot_mapping = out.slot_mapping;
-  step.query_start_loc = out.query_start_loc;
-  step.seq_lens = out.seq_lens;
-  step.block_tables = out.block_tables;
-  step.max_blocks_per_seq = out.max_blocks_per_seq;
-  step.copy_src = out.copy_src;
-  step.copy_dst = out.copy_dst;
-  step.sampling.max_top_logprobs = 0;
+void LlmEngine::build_step(ScheduleOutput& out, std::vector<RowRef>& refs) {
+  // The scheduler's logits rows (one per sampling sequence, its last new
+  // token) become the engine's: one per sampling row.
+  out.logits_rows.clear();
   const Clock::time_point now = Clock::now();
   int64_t newly_scheduled = 0;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
@@ -142,16 +134,12 @@ StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& 
       it->second->num_cached_prompt_tokens = out.seqs[i].start_position;
       ++newly_scheduled;
     }
-    add_rows_for_seq(out, i, step, refs);
+    add_rows_for_seq(out, i, refs);
   }
   on_left_unscheduled(newly_scheduled);
-  int32_t k = 0;
-  for (const SamplingRow& row : step.sampling.rows) k = std::max(k, row.num_top_logprobs);
-  step.sampling.max_top_logprobs = k;
-  return step;
 }
 
-void LlmEngine::add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput& step, std::vector<RowRef>& refs) {
+void LlmEngine::add_rows_for_seq(ScheduleOutput& out, size_t i, std::vector<RowRef>& refs) {
   const ScheduledSeq& s = out.seqs[i];
   RequestState& req = *requests_.at(s.request_id);
   const auto num_prompt = static_cast<int32_t>(req.prompt.size());
@@ -159,31 +147,31 @@ void LlmEngine::add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput&
     // Row of position p predicts prompt token p + 1.
     int32_t end = std::min(s.start_position + s.num_new_tokens, num_prompt - 1);
     for (int32_t p = s.start_position; p < end; ++p) {
-      step.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
-      append_prompt_logprob_row(step.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
+      out.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
+      append_prompt_logprob_row(out.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
       refs.push_back({RowKind::kPromptLogprob, req.id, s.seq_id, p + 1});
     }
   }
   if (s.logits_index < 0) return;
-  const int32_t row = out.logits_rows[static_cast<size_t>(s.logits_index)];
+  const int32_t row = out.query_start_loc[i + 1] - 1;
   const Sequence* seq = scheduler_.sequence(s.seq_id);
   std::span<const int32_t> outputs(seq->tokens.data() + seq->num_prompt_tokens,
                                    static_cast<size_t>(seq->num_output_tokens()));
   if (req.beam) {
-    step.logits_rows.push_back(row);
-    append_beam_row(step.sampling, req.beam->num_candidates_per_beam());
+    out.logits_rows.push_back(row);
+    append_beam_row(out.sampling, req.beam->num_candidates_per_beam());
     refs.push_back({RowKind::kBeam, req.id, s.seq_id, 0});
   } else if (req.num_seqs > 1 && !req.branched) {
     for (int32_t k = 0; k < req.num_seqs; ++k) {
-      step.logits_rows.push_back(row);
-      append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
+      out.logits_rows.push_back(row);
+      append_sampling_row(out.sampling, req.params, parts_.eos_token_ids,
                           {req.prompt, {}, sample_seed(req.seed, k)});
       refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
     }
   } else {
     const SampleState& sample = *req.samples.at(s.seq_id);
-    step.logits_rows.push_back(row);
-    append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
+    out.logits_rows.push_back(row);
+    append_sampling_row(out.sampling, req.params, parts_.eos_token_ids,
                         {req.prompt, outputs, sample_seed(req.seed, sample.index)});
     refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
   }

@@ -115,10 +115,12 @@ class LlmEngine final : public Engine {
   // every sampled row is a plain sample (no beam, no n > 1 fork) without
   // penalties, and all fit one lm_head chunk (their ids stay on the device).
   bool can_run_ahead(const LaunchedStep& s) const;
-  // Rows of `input` whose token is a placeholder, fed from `prev`'s samples.
-  void link_pending_tokens(const LaunchedStep& prev, const ScheduleOutput& out, StepInput& input) const;
-  StepInput build_step(const ScheduleOutput& out, std::vector<RowRef>& refs);
-  void add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput& step, std::vector<RowRef>& refs);
+  // Adds the pending rows of `out` (placeholder tokens) fed from `prev`'s samples.
+  void link_pending_tokens(const LaunchedStep& prev, ScheduleOutput& out) const;
+  // Replaces out's logits rows by one per sampling row and appends the
+  // sampling rows, in place; refs gets one entry per row.
+  void build_step(ScheduleOutput& out, std::vector<RowRef>& refs);
+  void add_rows_for_seq(ScheduleOutput& out, size_t i, std::vector<RowRef>& refs);
   // Hands the samples to the scheduler (update(), or resolve() when the next
   // step was planned ahead) and to the requests.
   void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);

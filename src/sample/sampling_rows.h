@@ -1,5 +1,5 @@
 // Builders from per-sequence state to the backend's SamplingBatch rows
-// (backend/sampling_batch.h). All rows of a batch must be appended through
+// (batch/sampling_batch.h). All rows of a batch must be appended through
 // these functions, which keep the penalty and bias offset arrays at
 // rows.size() + 1 entries.
 #pragma once
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "backend/sampling_batch.h"
+#include "batch/sampling_batch.h"
 #include "sample/sampling_params.h"
 
 namespace pagoda {
