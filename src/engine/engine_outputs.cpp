@@ -32,6 +32,7 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int3
   sample.last_token_time = now;
   metrics_.on_tokens(1);
   sample.cumulative_logprob += so.logprobs[r];
+  sample.count_token(req.params, token);
 
   StopUpdate upd = sample.stop.append(token, sample.detok.feed(token));
   RequestOutput ev;

@@ -93,11 +93,7 @@ bool LlmEngine::can_run_ahead(const LaunchedStep& s) const {
     if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
     auto it = requests_.find(ref.req);
     if (it == requests_.end()) continue;
-    const SamplingParams& p = it->second->params;
-    if (p.repetition_penalty.value_or(kDefaultRepetitionPenalty) != 1.0f || p.presence_penalty != 0.0f ||
-        p.frequency_penalty != 0.0f) {
-      return false;
-    }
+    if (uses_penalties(it->second->params)) return false;
   }
   return true;
 }
@@ -124,6 +120,7 @@ void LlmEngine::build_step(ScheduleOutput& out, std::vector<RowRef>& refs) {
   // The scheduler's logits rows (one per sampling sequence, its last new
   // token) become the engine's: one per sampling row.
   out.logits_rows.clear();
+  recount_preempted(out);
   const Clock::time_point now = Clock::now();
   int64_t newly_scheduled = 0;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
@@ -137,6 +134,21 @@ void LlmEngine::build_step(ScheduleOutput& out, std::vector<RowRef>& refs) {
     add_rows_for_seq(out, i, refs);
   }
   on_left_unscheduled(newly_scheduled);
+}
+
+void LlmEngine::recount_preempted(const ScheduleOutput& out) {
+  for (const SeqId id : out.preempted_seq_ids) {
+    const Sequence* seq = scheduler_.sequence(id);
+    if (seq == nullptr) continue;
+    auto rit = requests_.find(seq->request_id);
+    if (rit == requests_.end()) continue;
+    RequestState& req = *rit->second;
+    auto sit = req.samples.find(id);
+    if (sit == req.samples.end()) continue;
+    sit->second->recount(req.params, req.prompt,
+                         std::span<const int32_t>(seq->tokens.data() + seq->num_prompt_tokens,
+                                                  static_cast<size_t>(seq->num_output_tokens())));
+  }
 }
 
 void LlmEngine::add_rows_for_seq(ScheduleOutput& out, size_t i, std::vector<RowRef>& refs) {
@@ -162,17 +174,19 @@ void LlmEngine::add_rows_for_seq(ScheduleOutput& out, size_t i, std::vector<RowR
     append_beam_row(out.sampling, req.beam->num_candidates_per_beam());
     refs.push_back({RowKind::kBeam, req.id, s.seq_id, 0});
   } else if (req.num_seqs > 1 && !req.branched) {
+    // Sample 0 has no output yet: its counts are the prompt's, every fork's.
+    const PenaltyCounts& prompt_counts = req.samples.begin()->second->penalties;
     for (int32_t k = 0; k < req.num_seqs; ++k) {
       out.logits_rows.push_back(row);
       append_sampling_row(out.sampling, req.params, parts_.eos_token_ids,
-                          {req.prompt, {}, sample_seed(req.seed, k)});
+                          {req.prompt, {}, sample_seed(req.seed, k), &prompt_counts});
       refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
     }
   } else {
     const SampleState& sample = *req.samples.at(s.seq_id);
     out.logits_rows.push_back(row);
     append_sampling_row(out.sampling, req.params, parts_.eos_token_ids,
-                        {req.prompt, outputs, sample_seed(req.seed, sample.index)});
+                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties});
     refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
   }
 }

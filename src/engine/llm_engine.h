@@ -121,6 +121,9 @@ class LlmEngine final : public Engine {
   // sampling rows, in place; refs gets one entry per row.
   void build_step(ScheduleOutput& out, std::vector<RowRef>& refs);
   void add_rows_for_seq(ScheduleOutput& out, size_t i, std::vector<RowRef>& refs);
+  // Recounts the penalty counts of out's preempted sequences from the
+  // scheduler's tokens (they are recomputed from scratch).
+  void recount_preempted(const ScheduleOutput& out);
   // Hands the samples to the scheduler (update(), or resolve() when the next
   // step was planned ahead) and to the requests.
   void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);

@@ -13,6 +13,8 @@
 
 #include "engine/engine_api.h"
 #include "sample/beam_search.h"
+#include "sample/penalty_counts.h"
+#include "sample/sampling_rows.h"
 #include "sample/stop_checker.h"
 #include "sched/request.h"
 #include "tokenizer/tokenizer.h"
@@ -30,6 +32,9 @@ struct SampleState {
   int index = 0;                 // output index in [0, num_seqs)
   IncrementalDetokenizer detok;
   StopChecker stop;
+  // Penalty counts of the prompt and the tokens sampled so far (empty when
+  // the request has no penalties); see count_token and recount.
+  PenaltyCounts penalties;
   double cumulative_logprob = 0.0;
   Clock::time_point last_token_time{};
   // With best_of > n, events are held until the request ends.
@@ -38,7 +43,18 @@ struct SampleState {
 
   SampleState(int idx, const Tokenizer& tok, const SamplingParams& p, std::span<const int32_t> eos,
               int32_t max_tokens, std::span<const int32_t> prompt)
-      : index(idx), detok(tok, p.skip_special_tokens, prompt), stop(p, eos, max_tokens) {}
+      : index(idx), detok(tok, p.skip_special_tokens, prompt), stop(p, eos, max_tokens) {
+    recount(p, prompt, {});
+  }
+
+  // Appends a sampled token to the penalty counts.
+  void count_token(const SamplingParams& p, int32_t token) {
+    if (uses_penalties(p)) penalties.add(token);
+  }
+  // Recounts the penalties from the sequence's prompt and output tokens.
+  void recount(const SamplingParams& p, std::span<const int32_t> prompt, std::span<const int32_t> outputs) {
+    if (uses_penalties(p)) penalties.rebuild(prompt, outputs, penalises_prompt(p));
+  }
 };
 
 struct RequestState {
