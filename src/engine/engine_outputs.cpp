@@ -34,7 +34,11 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int3
   sample.cumulative_logprob += so.logprobs[r];
   sample.count_token(req.params, token);
 
+  const Clock::time_point detok_start = Clock::now();
   StopUpdate upd = sample.stop.append(token, sample.detok.feed(token));
+  const bool by_length = upd.finish == StopFinish::kLength;
+  if (by_length) upd.text += sample.detok.flush();
+  detokenize_seconds_ += seconds_between(detok_start, Clock::now());
   RequestOutput ev;
   ev.request_id = req.external_id;
   ev.index = sample.index;
@@ -49,8 +53,6 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int3
     emit(req, &sample, std::move(ev));
     return;
   }
-  const bool by_length = upd.finish == StopFinish::kLength;
-  if (by_length) ev.text += sample.detok.flush();
   ev.finish_reason = by_length ? FinishReason::kLength : FinishReason::kStop;
   if (!upd.stop_string.empty()) {
     ev.stop_reason = upd.stop_string;
@@ -164,7 +166,9 @@ void LlmEngine::finish_beam(RequestState& req) {
     ev.request_id = req.external_id;
     ev.index = static_cast<int>(k);
     ev.token_ids = h.tokens;
+    const Clock::time_point detok_start = Clock::now();
     ev.text = continuation_text(*parts_.tokenizer, req, h.tokens);
+    detokenize_seconds_ += seconds_between(detok_start, Clock::now());
     bool ended = !h.tokens.empty() && std::find(eos.begin(), eos.end(), h.tokens.back()) != eos.end();
     ev.finish_reason = ended ? FinishReason::kStop : FinishReason::kLength;
     if (k == 0) best = *ev.finish_reason;

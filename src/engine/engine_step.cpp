@@ -18,6 +18,7 @@ namespace pagoda {
 
 void LlmEngine::step() {
   const Clock::time_point start = Clock::now();
+  detokenize_seconds_ = 0.0;
   if (!running_step_) {
     ScheduleOutput out = scheduler_.schedule();
     if (out.empty()) {
@@ -70,7 +71,7 @@ void LlmEngine::step() {
   // A failed ahead launch aborted its requests; its scheduler step is empty now.
   if (next_failed) (void)scheduler_.update({});
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
-                   parts_.runner->last_graph_batch_size() > 0, overlapped);
+                   detokenize_seconds_, parts_.runner->last_graph_batch_size() > 0, overlapped);
 }
 
 bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step) {

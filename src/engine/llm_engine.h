@@ -173,6 +173,7 @@ class LlmEngine final : public Engine {
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   std::optional<LaunchedStep> running_step_;  // launched, samples not applied yet
   int next_slot_ = 0;
+  double detokenize_seconds_ = 0.0;  // of the current step (EngineMetrics::detokenize_seconds)
   std::thread thread_;
 };
 
