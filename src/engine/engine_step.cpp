@@ -155,15 +155,12 @@ void LlmEngine::recount_preempted(const ScheduleOutput& out) {
 void LlmEngine::add_rows_for_seq(ScheduleOutput& out, size_t i, std::vector<RowRef>& refs) {
   const ScheduledSeq& s = out.seqs[i];
   RequestState& req = *requests_.at(s.request_id);
-  const auto num_prompt = static_cast<int32_t>(req.prompt.size());
-  if (req.wants_prompt_logprobs() && !req.prompt_logprobs_complete()) {
-    // Row of position p predicts prompt token p + 1.
-    int32_t end = std::min(s.start_position + s.num_new_tokens, num_prompt - 1);
-    for (int32_t p = s.start_position; p < end; ++p) {
+  // Row of position p predicts prompt token p + 1.
+  const auto [first, last] = req.prompt_logprobs.row_positions(s.start_position, s.num_new_tokens);
+  for (int32_t p = first; p < last; ++p) {
       out.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
       append_prompt_logprob_row(out.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
       refs.push_back({RowKind::kPromptLogprob, req.id, s.seq_id, p + 1});
-    }
   }
   if (s.logits_index < 0) return;
   const int32_t row = out.query_start_loc[i + 1] - 1;
@@ -202,7 +199,7 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
   };
   std::vector<Pending> tokens;
   std::map<RequestState*, std::vector<std::pair<int32_t, size_t>>> first;  // token, row per sample index
-  std::map<RequestState*, std::vector<std::vector<BeamCandidate>>> beams;
+  std::vector<RequestId> beams;  // requests with beam rows, in row order
   for (size_t r = 0; r < refs.size(); ++r) {
     const RowRef& ref = refs[r];
     auto rit = requests_.find(ref.req);
@@ -211,7 +208,7 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     const int32_t token = so.token_ids[r];
     switch (ref.kind) {
       case RowKind::kPromptLogprob:
-        record_prompt_logprob(*req, ref, so, r);
+        req->prompt_logprobs.record(ref.arg, req->prompt, so, r);
         break;
       case RowKind::kSample:
         sampled.push_back({ref.seq, token});
@@ -220,23 +217,19 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
       case RowKind::kFirstSamples:
         first[req].push_back({token, r});
         break;
-      case RowKind::kBeam: {
-        auto& cands = beams[req];
-        cands.resize(req->beam_seqs.size());
-        auto pos = std::find(req->beam_seqs.begin(), req->beam_seqs.end(), ref.seq);
-        auto& list = cands[static_cast<size_t>(pos - req->beam_seqs.begin())];
-        const size_t k = so.top_ids.size() / std::max<size_t>(1, so.token_ids.size());
-        for (size_t j = 0; j < k && j < static_cast<size_t>(req->beam->num_candidates_per_beam()); ++j) {
-          list.push_back({so.top_ids[r * k + j], so.top_logprobs[r * k + j]});
-        }
+      case RowKind::kBeam:
+        req->beam->add_candidates(ref.seq, so, r);
+        if (std::find(beams.begin(), beams.end(), ref.req) == beams.end()) beams.push_back(ref.req);
         break;
-      }
     }
   }
   Status st = ahead ? scheduler_.resolve(sampled) : scheduler_.update(sampled);
   if (!st.ok()) log_error("scheduler {} failed: {}", ahead ? "resolve" : "update", st.error().message);
   for (auto& [req, list] : first) start_samples(*req, req->samples.begin()->first, list, so);
-  for (auto& [req, cands] : beams) step_beam(*req, cands);
+  for (RequestId id : beams) {
+    auto rit = requests_.find(id);
+    if (rit != requests_.end()) step_beam(*rit->second);
+  }
   for (const Pending& p : tokens) {
     auto rit = requests_.find(p.req);
     if (rit == requests_.end()) continue;  // ended by an earlier event this step
@@ -244,13 +237,6 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     auto it = req.samples.find(p.seq);
     if (it != req.samples.end()) on_token(req, *it->second, p.seq, p.token, so, p.row);
   }
-}
-
-void LlmEngine::record_prompt_logprob(RequestState& req, const RowRef& ref, const SampleOutput& so, size_t r) {
-  auto& slot = req.prompt_logprobs[static_cast<size_t>(ref.arg)];
-  if (slot) return;  // already computed before a preemption
-  const int32_t target = req.prompt[static_cast<size_t>(ref.arg)];
-  slot = make_logprob(so, r, target, so.target_logprobs[r], so.target_ranks[r], *req.params.prompt_logprobs);
 }
 
 // The prompt's prefill finished: fork the request into its n samples, the
@@ -279,19 +265,17 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0,
   }
 }
 
-void LlmEngine::step_beam(RequestState& req, std::vector<std::vector<BeamCandidate>>& candidates) {
+void LlmEngine::step_beam(RequestState& req) {
   if (!req.first_token) {
     req.first_token = Clock::now();
     metrics_.on_first_token(seconds_between(req.arrival, *req.first_token),
                             seconds_between(req.arrival, req.first_scheduled.value_or(*req.first_token)));
   }
-  std::vector<BeamChoice> choices = req.beam->step(candidates);
-  if (req.beam->done() || choices.empty()) {
+  const std::vector<Branch> branches = req.beam->step();
+  if (branches.empty()) {
     finish_beam(req);
     return;
   }
-  std::vector<Branch> branches;
-  for (const BeamChoice& c : choices) branches.push_back({req.beam_seqs[static_cast<size_t>(c.parent)], c.token});
   Result<std::vector<SeqId>> ids = scheduler_.branch(req.id, branches);
   if (!ids.ok()) {
     log_error("request {}: beam step failed: {}", req.external_id, ids.error().message);
@@ -300,7 +284,7 @@ void LlmEngine::step_beam(RequestState& req, std::vector<std::vector<BeamCandida
     return;
   }
   metrics_.on_tokens(static_cast<int64_t>(branches.size()));
-  req.beam_seqs = std::move(*ids);
+  req.beam->set_live(std::move(*ids));
 }
 
 void LlmEngine::fail_batch(const ScheduleOutput& out, const std::string& message) {

@@ -127,15 +127,13 @@ class LlmEngine final : public Engine {
   // Hands the samples to the scheduler (update(), or resolve() when the next
   // step was planned ahead) and to the requests.
   void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);
-  void record_prompt_logprob(RequestState& req, const RowRef& ref, const SampleOutput& so, size_t r);
   void start_samples(RequestState& req, SeqId seq0, const std::vector<std::pair<int32_t, size_t>>& tokens,
                      const SampleOutput& so);
-  void step_beam(RequestState& req, std::vector<std::vector<BeamCandidate>>& candidates);
+  // One search step of a beam request over the candidates of this step's rows.
+  void step_beam(RequestState& req);
   void finish_beam(RequestState& req);
   void on_token(RequestState& req, SampleState& sample, SeqId seq, int32_t token, const SampleOutput& so, size_t r);
   void emit(RequestState& req, SampleState* sample, RequestOutput&& event);
-  // Moves the prompt logprobs into `event` once per request (output index 0).
-  void attach_prompt_logprobs(RequestState& req, RequestOutput& event);
   void finish_sample(RequestState& req, SeqId seq, FinishReason reason);
   void finish_request(RequestState& req, FinishReason reason, const std::string& error = {});
   // Aborts every request of `out` with `message`.
@@ -145,8 +143,6 @@ class LlmEngine final : public Engine {
   void report_admit_failure(RequestState& state, const std::string& message);
   // `count` requests left the never-scheduled set (num_unscheduled_).
   void on_left_unscheduled(int64_t count);
-  TokenLogprob make_logprob(const SampleOutput& so, size_t r, int32_t token, float lp, int32_t rank,
-                            int32_t num_top) const;
 
   EngineParts parts_;
   Scheduler scheduler_;

@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "engine/engine_api.h"
-#include "sample/beam_search.h"
+#include "engine/beam_request.h"
+#include "engine/prompt_logprobs.h"
 #include "sample/penalty_counts.h"
 #include "sample/sampling_rows.h"
 #include "sample/stop_checker.h"
@@ -79,17 +80,8 @@ struct RequestState {
   int num_finished_samples = 0;
   std::vector<std::unique_ptr<SampleState>> done_samples; // finished (best_of / beam bookkeeping)
 
-  // Prompt logprobs: entry p for prompt token p (entry 0 is nullopt).
-  std::vector<std::optional<TokenLogprob>> prompt_logprobs;
-  bool prompt_logprobs_sent = false;
-
-  std::unique_ptr<BeamSearch> beam;  // beam search requests only
-  std::vector<SeqId> beam_seqs;       // live beam i is sequence beam_seqs[i]
-
-  bool wants_prompt_logprobs() const { return params.prompt_logprobs.has_value(); }
-  // Every prompt token's logprob is known (rows are computed in prompt order).
-  bool prompt_logprobs_complete() const { return prompt_logprobs.size() < 2 || prompt_logprobs.back().has_value(); }
-  bool holds_outputs() const { return params.best_of.has_value() && *params.best_of > params.n; }
+  PromptLogprobs prompt_logprobs;
+  std::unique_ptr<BeamRequest> beam;  // beam search requests only
 };
 
 }  // namespace pagoda
