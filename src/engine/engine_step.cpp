@@ -1,5 +1,5 @@
-// One engine step: schedule, turn the ScheduleOutput into the runner's
-// StepBatch (one sampling row per purpose), launch it, and hand the sampled
+// One engine step: schedule, let the row planner complete the
+// ScheduleOutput's StepBatch (row_planner.h), launch it, and hand the sampled
 // tokens back to the scheduler and the per-request state. With async
 // scheduling the next step is planned and launched before the current one's
 // samples are read (Scheduler::schedule_ahead), its placeholder tokens fed
@@ -8,11 +8,9 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 
 #include "core/log.h"
 #include "engine/llm_engine.h"
-#include "sample/sampling_rows.h"
 
 namespace pagoda {
 
@@ -40,7 +38,7 @@ void LlmEngine::step() {
   // N+1 now, so that the host work of both hides behind N's device time.
   LaunchedStep current = std::move(*running_step_);
   running_step_.reset();
-  const bool ahead = parts_.options.async_scheduling && can_run_ahead(current);
+  const bool ahead = parts_.options.async_scheduling && planner_.can_run_ahead(current.refs, requests_);
   bool next_failed = false;
   bool overlapped = false;
   if (ahead) {
@@ -76,8 +74,10 @@ void LlmEngine::step() {
 
 bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step) {
   step.out = std::move(out);
-  build_step(step.out, step.refs);
-  if (prev != nullptr) link_pending_tokens(*prev, step.out);
+  mark_scheduled(step.out);
+  recount_preempted(step.out);
+  planner_.plan(step.out, requests_, scheduler_, step.refs);
+  if (prev != nullptr) RowPlanner::link_pending_tokens(prev->refs, step.out);
   step.slot = next_slot_;
   const Status st = parts_.runner->launch(step.out, step.slot);
   if (!st.ok()) {
@@ -88,40 +88,7 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
   return true;
 }
 
-bool LlmEngine::can_run_ahead(const LaunchedStep& s) const {
-  if (static_cast<int64_t>(s.refs.size()) > parts_.runner->max_num_seqs()) return false;
-  for (const RowRef& ref : s.refs) {
-    if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
-    auto it = requests_.find(ref.req);
-    if (it == requests_.end()) continue;
-    if (uses_penalties(it->second->params)) return false;
-  }
-  return true;
-}
-
-void LlmEngine::link_pending_tokens(const LaunchedStep& prev, ScheduleOutput& out) const {
-  std::unordered_map<SeqId, int32_t> sample_row;
-  for (size_t r = 0; r < prev.refs.size(); ++r) {
-    if (prev.refs[r].kind == RowKind::kSample) sample_row.emplace(prev.refs[r].seq, static_cast<int32_t>(r));
-  }
-  for (size_t i = 0; i < out.seqs.size(); ++i) {
-    for (int32_t row = out.query_start_loc[i]; row < out.query_start_loc[i + 1]; ++row) {
-      if (out.token_ids[static_cast<size_t>(row)] != kPendingToken) continue;
-      auto it = sample_row.find(out.seqs[i].seq_id);
-      // A placeholder always stands for a sample of the previous step; if
-      // not, the runner rejects the step (token -1 outside the vocabulary).
-      if (it == sample_row.end()) continue;
-      out.pending_rows.push_back(row);
-      out.pending_sources.push_back(it->second);
-    }
-  }
-}
-
-void LlmEngine::build_step(ScheduleOutput& out, std::vector<RowRef>& refs) {
-  // The scheduler's logits rows (one per sampling sequence, its last new
-  // token) become the engine's: one per sampling row.
-  out.logits_rows.clear();
-  recount_preempted(out);
+void LlmEngine::mark_scheduled(const ScheduleOutput& out) {
   const Clock::time_point now = Clock::now();
   int64_t newly_scheduled = 0;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
@@ -132,7 +99,6 @@ void LlmEngine::build_step(ScheduleOutput& out, std::vector<RowRef>& refs) {
       it->second->num_cached_prompt_tokens = out.seqs[i].start_position;
       ++newly_scheduled;
     }
-    add_rows_for_seq(out, i, refs);
   }
   on_left_unscheduled(newly_scheduled);
 }
@@ -149,43 +115,6 @@ void LlmEngine::recount_preempted(const ScheduleOutput& out) {
     sit->second->recount(req.params, req.prompt,
                          std::span<const int32_t>(seq->tokens.data() + seq->num_prompt_tokens,
                                                   static_cast<size_t>(seq->num_output_tokens())));
-  }
-}
-
-void LlmEngine::add_rows_for_seq(ScheduleOutput& out, size_t i, std::vector<RowRef>& refs) {
-  const ScheduledSeq& s = out.seqs[i];
-  RequestState& req = *requests_.at(s.request_id);
-  // Row of position p predicts prompt token p + 1.
-  const auto [first, last] = req.prompt_logprobs.row_positions(s.start_position, s.num_new_tokens);
-  for (int32_t p = first; p < last; ++p) {
-      out.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
-      append_prompt_logprob_row(out.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
-      refs.push_back({RowKind::kPromptLogprob, req.id, s.seq_id, p + 1});
-  }
-  if (s.logits_index < 0) return;
-  const int32_t row = out.query_start_loc[i + 1] - 1;
-  const Sequence* seq = scheduler_.sequence(s.seq_id);
-  std::span<const int32_t> outputs(seq->tokens.data() + seq->num_prompt_tokens,
-                                   static_cast<size_t>(seq->num_output_tokens()));
-  if (req.beam) {
-    out.logits_rows.push_back(row);
-    append_beam_row(out.sampling, req.beam->num_candidates_per_beam());
-    refs.push_back({RowKind::kBeam, req.id, s.seq_id, 0});
-  } else if (req.num_seqs > 1 && !req.branched) {
-    // Sample 0 has no output yet: its counts are the prompt's, every fork's.
-    const PenaltyCounts& prompt_counts = req.samples.begin()->second->penalties;
-    for (int32_t k = 0; k < req.num_seqs; ++k) {
-      out.logits_rows.push_back(row);
-      append_sampling_row(out.sampling, req.params, parts_.eos_token_ids,
-                          {req.prompt, {}, sample_seed(req.seed, k), &prompt_counts});
-      refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
-    }
-  } else {
-    const SampleState& sample = *req.samples.at(s.seq_id);
-    out.logits_rows.push_back(row);
-    append_sampling_row(out.sampling, req.params, parts_.eos_token_ids,
-                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties});
-    refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
   }
 }
 

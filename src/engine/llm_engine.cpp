@@ -17,7 +17,9 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
 }
 
 LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
-    : parts_(std::move(parts)), scheduler_(std::move(scheduler)) {
+    : parts_(std::move(parts)),
+      scheduler_(std::move(scheduler)),
+      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs()) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
   rng_.seed(seed);
 }
