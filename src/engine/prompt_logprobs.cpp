@@ -24,7 +24,7 @@ void PromptLogprobs::record(int32_t token_index, std::span<const int32_t> prompt
 
 void PromptLogprobs::attach_once(RequestOutput& event) {
   if (!wanted() || sent_) return;
-  event.prompt_logprobs = std::move(entries_);
+  event.prompt_logprobs = entries_;
   sent_ = true;
 }
 

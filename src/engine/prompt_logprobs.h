@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "batch/sampling_batch.h"
@@ -24,13 +25,15 @@ class PromptLogprobs {
 
   bool wanted() const { return num_top_.has_value(); }
   // Every entry is known (or none was requested).
-  bool complete() const { return !wanted() || entries_.size() < 2 || entries_.back().has_value() || sent_; }
+  bool complete() const { return !wanted() || entries_.size() < 2 || entries_.back().has_value(); }
   // The prompt positions [first, second) whose rows a chunk of `num_new`
   // tokens from position `start` computes (empty once complete()).
   std::pair<int32_t, int32_t> row_positions(int32_t start, int32_t num_new) const;
   // Records entry `token_index` from row r of `so` unless it is known.
   void record(int32_t token_index, std::span<const int32_t> prompt, const SampleOutput& so, size_t r);
-  // Moves the entries into `event` the first time it is called (when wanted).
+  // Copies the entries into `event` the first time it is called (when
+  // wanted). They stay: a step planned ahead may still carry rows of a
+  // recompute, whose results record() ignores.
   void attach_once(RequestOutput& event);
 
  private:
