@@ -1,6 +1,7 @@
 // Engine-side state of one live request: what the scheduler does not know
-// (sampling parameters, the output sink, per-sample detokenizers and stop
-// checkers, timing, beam search). Owned by the engine thread.
+// (sampling parameters, the output sink, per-sample detokenizers, stop
+// checkers and penalty counts, timing, prompt logprobs, beam search). Owned
+// by the engine thread.
 #pragma once
 
 #include <chrono>
@@ -11,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine_api.h"
 #include "engine/beam_request.h"
+#include "engine/engine_api.h"
 #include "engine/prompt_logprobs.h"
 #include "sample/penalty_counts.h"
 #include "sample/sampling_rows.h"
