@@ -22,18 +22,6 @@ namespace {
 constexpr int32_t kDistinct = 2000;  // ids the prompt and the output use
 constexpr int kSteps = 200;          // decode steps timed per length
 
-void clear(SamplingBatch& b) {
-  b.rows.clear();
-  b.penalty_offsets.clear();
-  b.penalty_tokens.clear();
-  b.penalty_output_counts.clear();
-  b.penalty_in_prompt.clear();
-  b.bias_offsets.clear();
-  b.bias_tokens.clear();
-  b.bias_values.clear();
-  b.max_top_logprobs = 0;
-}
-
 // Mean nanoseconds per step of kSteps decode steps that start at output
 // length `length`.
 double ns_per_step(int64_t length, bool incremental) {
@@ -56,7 +44,7 @@ double ns_per_step(int64_t length, bool incremental) {
   for (int s = 0; s < kSteps; ++s) {
     const int32_t t = token(rng);
     outputs.push_back(t);
-    clear(batch);
+    batch.clear();
     if (incremental) {
       counts.add(t);
       append_sampling_row(batch, params, eos, {prompt, outputs, 7, &counts});

@@ -39,6 +39,22 @@ struct StepBatch {
   std::vector<int32_t> pending_sources;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+  // An empty batch; the vectors keep their capacity (reused step to step).
+  void clear() {
+    token_ids.clear();
+    positions.clear();
+    slot_mapping.clear();
+    query_start_loc.clear();
+    seq_lens.clear();
+    block_tables.clear();
+    max_blocks_per_seq = 0;
+    logits_rows.clear();
+    sampling.clear();
+    copy_src.clear();
+    copy_dst.clear();
+    pending_rows.clear();
+    pending_sources.clear();
+  }
 };
 
 }  // namespace pagoda

@@ -25,6 +25,7 @@ void LlmEngine::step() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
       (void)scheduler_.update({});
+      scheduler_.recycle(std::move(out));
       return;
     }
     running_step_.emplace();
@@ -68,6 +69,8 @@ void LlmEngine::step() {
   }
   // A failed ahead launch aborted its requests; its scheduler step is empty now.
   if (next_failed) (void)scheduler_.update({});
+  // The step was collected: its buffers become a later step's.
+  scheduler_.recycle(std::move(current.out));
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
                    detokenize_seconds_, parts_.runner->last_graph_batch_size() > 0, overlapped);
 }

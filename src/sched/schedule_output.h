@@ -49,6 +49,15 @@ struct ScheduleOutput : StepBatch {
   std::vector<FinishedSeq> finished;  // finished, aborted or dropped since the previous schedule()
 
   bool empty() const { return seqs.empty(); }
+  // Nothing scheduled; the vectors keep their capacity (Scheduler::recycle).
+  void clear() {
+    StepBatch::clear();
+    seqs.clear();
+    num_decode_seqs = 0;
+    preempted_request_ids.clear();
+    preempted_seq_ids.clear();
+    finished.clear();
+  }
 };
 
 }  // namespace pagoda
