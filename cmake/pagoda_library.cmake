@@ -5,7 +5,8 @@
 # symlinks to its own headers (not its subfolders) in build/inc/<target>/<dir>/
 # and exposes that staging root, so an include of a module that is not a
 # dependency fails to compile. DEPS are PRIVATE; PUBLIC_DEPS are for modules
-# whose types appear in this module's own headers.
+# whose types appear in this module's own headers. Without SOURCES the
+# library is header-only (an INTERFACE target).
 function(pagoda_add_library)
   cmake_parse_arguments(ARG "" "NAME;DIR" "SOURCES;DEPS;PUBLIC_DEPS;CUDA_SOURCES" ${ARGN})
   set(stage ${CMAKE_BINARY_DIR}/inc/${ARG_NAME})
@@ -17,6 +18,13 @@ function(pagoda_add_library)
     get_filename_component(fname ${h} NAME)
     file(CREATE_LINK ${h} ${stage}/${ARG_DIR}/${fname} SYMBOLIC)
   endforeach()
+  if(NOT ARG_SOURCES AND NOT ARG_CUDA_SOURCES)
+    # Header-only: an interface library that only exposes its staged headers.
+    add_library(${ARG_NAME} INTERFACE)
+    target_include_directories(${ARG_NAME} INTERFACE $<BUILD_INTERFACE:${stage}>)
+    target_link_libraries(${ARG_NAME} INTERFACE ${ARG_PUBLIC_DEPS})
+    return()
+  endif()
   add_library(${ARG_NAME} STATIC ${ARG_SOURCES} ${ARG_CUDA_SOURCES})
   target_include_directories(${ARG_NAME} PUBLIC $<BUILD_INTERFACE:${stage}>)
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} pagoda_warnings PUBLIC ${ARG_PUBLIC_DEPS})

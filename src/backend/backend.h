@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/sampling_batch.h"
+#include "batch/sampling_batch.h"
 #include "core/result.h"
 #include "core/tensor.h"
 

@@ -147,6 +147,9 @@ struct EngineMetrics {
   // Steps during whose device time the next step was planned and launched
   // (async scheduling); the others waited for their samples first.
   uint64_t overlapped_steps = 0;
+  // Part of steps.seconds spent turning sampled tokens into text: incremental
+  // detokenization and stop checks (strings, tokens, lengths) of every sample.
+  double detokenize_seconds = 0.0;
   Histogram time_to_first_token, time_per_output_token, e2e_latency, queue_time;
 };
 

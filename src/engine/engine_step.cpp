@@ -1,5 +1,5 @@
-// One engine step: schedule, turn the ScheduleOutput into the runner's
-// StepInput (one sampling row per purpose), launch it, and hand the sampled
+// One engine step: schedule, let the row planner complete the
+// ScheduleOutput's StepBatch (row_planner.h), launch it, and hand the sampled
 // tokens back to the scheduler and the per-request state. With async
 // scheduling the next step is planned and launched before the current one's
 // samples are read (Scheduler::schedule_ahead), its placeholder tokens fed
@@ -8,16 +8,15 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 
 #include "core/log.h"
 #include "engine/llm_engine.h"
-#include "sample/sampling_rows.h"
 
 namespace pagoda {
 
 void LlmEngine::step() {
   const Clock::time_point start = Clock::now();
+  detokenize_seconds_ = 0.0;
   if (!running_step_) {
     ScheduleOutput out = scheduler_.schedule();
     if (out.empty()) {
@@ -26,6 +25,7 @@ void LlmEngine::step() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
       (void)scheduler_.update({});
+      scheduler_.recycle(std::move(out));
       return;
     }
     running_step_.emplace();
@@ -39,7 +39,7 @@ void LlmEngine::step() {
   // N+1 now, so that the host work of both hides behind N's device time.
   LaunchedStep current = std::move(*running_step_);
   running_step_.reset();
-  const bool ahead = parts_.options.async_scheduling && can_run_ahead(current);
+  const bool ahead = parts_.options.async_scheduling && planner_.can_run_ahead(current.refs, requests_);
   bool next_failed = false;
   bool overlapped = false;
   if (ahead) {
@@ -69,16 +69,20 @@ void LlmEngine::step() {
   }
   // A failed ahead launch aborted its requests; its scheduler step is empty now.
   if (next_failed) (void)scheduler_.update({});
+  // The step was collected: its buffers become a later step's.
+  scheduler_.recycle(std::move(current.out));
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
-                   parts_.runner->last_graph_batch_size() > 0, overlapped);
+                   detokenize_seconds_, parts_.runner->last_graph_batch_size() > 0, overlapped);
 }
 
 bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step) {
-  StepInput input = build_step(out, step.refs);
-  if (prev != nullptr) link_pending_tokens(*prev, out, input);
-  step.slot = next_slot_;
-  const Status st = parts_.runner->launch(input, step.slot);
   step.out = std::move(out);
+  mark_scheduled(step.out);
+  recount_preempted(step.out);
+  planner_.plan(step.out, requests_, scheduler_, step.refs);
+  if (prev != nullptr) RowPlanner::link_pending_tokens(prev->refs, step.out);
+  step.slot = next_slot_;
+  const Status st = parts_.runner->launch(step.out, step.slot);
   if (!st.ok()) {
     fail_batch(step.out, st.error().message);
     return false;
@@ -87,51 +91,7 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
   return true;
 }
 
-bool LlmEngine::can_run_ahead(const LaunchedStep& s) const {
-  if (static_cast<int64_t>(s.refs.size()) > parts_.runner->max_num_seqs()) return false;
-  for (const RowRef& ref : s.refs) {
-    if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
-    auto it = requests_.find(ref.req);
-    if (it == requests_.end()) continue;
-    const SamplingParams& p = it->second->params;
-    if (p.repetition_penalty.value_or(kDefaultRepetitionPenalty) != 1.0f || p.presence_penalty != 0.0f ||
-        p.frequency_penalty != 0.0f) {
-      return false;
-    }
-  }
-  return true;
-}
-
-void LlmEngine::link_pending_tokens(const LaunchedStep& prev, const ScheduleOutput& out, StepInput& input) const {
-  std::unordered_map<SeqId, int32_t> sample_row;
-  for (size_t r = 0; r < prev.refs.size(); ++r) {
-    if (prev.refs[r].kind == RowKind::kSample) sample_row.emplace(prev.refs[r].seq, static_cast<int32_t>(r));
-  }
-  for (size_t i = 0; i < out.seqs.size(); ++i) {
-    for (int32_t row = out.query_start_loc[i]; row < out.query_start_loc[i + 1]; ++row) {
-      if (out.token_ids[static_cast<size_t>(row)] != kPendingToken) continue;
-      auto it = sample_row.find(out.seqs[i].seq_id);
-      // A placeholder always stands for a sample of the previous step; if
-      // not, the runner rejects the step (token -1 outside the vocabulary).
-      if (it == sample_row.end()) continue;
-      input.pending_rows.push_back(row);
-      input.pending_sources.push_back(it->second);
-    }
-  }
-}
-
-StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& refs) {
-  StepInput step;
-  step.token_ids = out.token_ids;
-  step.positions = out.positions;
-  step.slot_mapping = out.slot_mapping;
-  step.query_start_loc = out.query_start_loc;
-  step.seq_lens = out.seq_lens;
-  step.block_tables = out.block_tables;
-  step.max_blocks_per_seq = out.max_blocks_per_seq;
-  step.copy_src = out.copy_src;
-  step.copy_dst = out.copy_dst;
-  step.sampling.max_top_logprobs = 0;
+void LlmEngine::mark_scheduled(const ScheduleOutput& out) {
   const Clock::time_point now = Clock::now();
   int64_t newly_scheduled = 0;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
@@ -142,50 +102,22 @@ StepInput LlmEngine::build_step(const ScheduleOutput& out, std::vector<RowRef>& 
       it->second->num_cached_prompt_tokens = out.seqs[i].start_position;
       ++newly_scheduled;
     }
-    add_rows_for_seq(out, i, step, refs);
   }
   on_left_unscheduled(newly_scheduled);
-  int32_t k = 0;
-  for (const SamplingRow& row : step.sampling.rows) k = std::max(k, row.num_top_logprobs);
-  step.sampling.max_top_logprobs = k;
-  return step;
 }
 
-void LlmEngine::add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput& step, std::vector<RowRef>& refs) {
-  const ScheduledSeq& s = out.seqs[i];
-  RequestState& req = *requests_.at(s.request_id);
-  const auto num_prompt = static_cast<int32_t>(req.prompt.size());
-  if (req.wants_prompt_logprobs() && !req.prompt_logprobs_complete()) {
-    // Row of position p predicts prompt token p + 1.
-    int32_t end = std::min(s.start_position + s.num_new_tokens, num_prompt - 1);
-    for (int32_t p = s.start_position; p < end; ++p) {
-      step.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
-      append_prompt_logprob_row(step.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
-      refs.push_back({RowKind::kPromptLogprob, req.id, s.seq_id, p + 1});
-    }
-  }
-  if (s.logits_index < 0) return;
-  const int32_t row = out.logits_rows[static_cast<size_t>(s.logits_index)];
-  const Sequence* seq = scheduler_.sequence(s.seq_id);
-  std::span<const int32_t> outputs(seq->tokens.data() + seq->num_prompt_tokens,
-                                   static_cast<size_t>(seq->num_output_tokens()));
-  if (req.beam) {
-    step.logits_rows.push_back(row);
-    append_beam_row(step.sampling, req.beam->num_candidates_per_beam());
-    refs.push_back({RowKind::kBeam, req.id, s.seq_id, 0});
-  } else if (req.num_seqs > 1 && !req.branched) {
-    for (int32_t k = 0; k < req.num_seqs; ++k) {
-      step.logits_rows.push_back(row);
-      append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
-                          {req.prompt, {}, sample_seed(req.seed, k)});
-      refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
-    }
-  } else {
-    const SampleState& sample = *req.samples.at(s.seq_id);
-    step.logits_rows.push_back(row);
-    append_sampling_row(step.sampling, req.params, parts_.eos_token_ids,
-                        {req.prompt, outputs, sample_seed(req.seed, sample.index)});
-    refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
+void LlmEngine::recount_preempted(const ScheduleOutput& out) {
+  for (const SeqId id : out.preempted_seq_ids) {
+    const Sequence* seq = scheduler_.sequence(id);
+    if (seq == nullptr) continue;
+    auto rit = requests_.find(seq->request_id);
+    if (rit == requests_.end()) continue;
+    RequestState& req = *rit->second;
+    auto sit = req.samples.find(id);
+    if (sit == req.samples.end()) continue;
+    sit->second->recount(req.params, req.prompt,
+                         std::span<const int32_t>(seq->tokens.data() + seq->num_prompt_tokens,
+                                                  static_cast<size_t>(seq->num_output_tokens())));
   }
 }
 
@@ -199,7 +131,7 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
   };
   std::vector<Pending> tokens;
   std::map<RequestState*, std::vector<std::pair<int32_t, size_t>>> first;  // token, row per sample index
-  std::map<RequestState*, std::vector<std::vector<BeamCandidate>>> beams;
+  std::vector<RequestId> beams;  // requests with beam rows, in row order
   for (size_t r = 0; r < refs.size(); ++r) {
     const RowRef& ref = refs[r];
     auto rit = requests_.find(ref.req);
@@ -208,7 +140,7 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     const int32_t token = so.token_ids[r];
     switch (ref.kind) {
       case RowKind::kPromptLogprob:
-        record_prompt_logprob(*req, ref, so, r);
+        req->prompt_logprobs.record(ref.arg, req->prompt, so, r);
         break;
       case RowKind::kSample:
         sampled.push_back({ref.seq, token});
@@ -217,23 +149,19 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
       case RowKind::kFirstSamples:
         first[req].push_back({token, r});
         break;
-      case RowKind::kBeam: {
-        auto& cands = beams[req];
-        cands.resize(req->beam_seqs.size());
-        auto pos = std::find(req->beam_seqs.begin(), req->beam_seqs.end(), ref.seq);
-        auto& list = cands[static_cast<size_t>(pos - req->beam_seqs.begin())];
-        const size_t k = so.top_ids.size() / std::max<size_t>(1, so.token_ids.size());
-        for (size_t j = 0; j < k && j < static_cast<size_t>(req->beam->num_candidates_per_beam()); ++j) {
-          list.push_back({so.top_ids[r * k + j], so.top_logprobs[r * k + j]});
-        }
+      case RowKind::kBeam:
+        req->beam->add_candidates(ref.seq, so, r);
+        if (std::find(beams.begin(), beams.end(), ref.req) == beams.end()) beams.push_back(ref.req);
         break;
-      }
     }
   }
   Status st = ahead ? scheduler_.resolve(sampled) : scheduler_.update(sampled);
   if (!st.ok()) log_error("scheduler {} failed: {}", ahead ? "resolve" : "update", st.error().message);
   for (auto& [req, list] : first) start_samples(*req, req->samples.begin()->first, list, so);
-  for (auto& [req, cands] : beams) step_beam(*req, cands);
+  for (RequestId id : beams) {
+    auto rit = requests_.find(id);
+    if (rit != requests_.end()) step_beam(*rit->second);
+  }
   for (const Pending& p : tokens) {
     auto rit = requests_.find(p.req);
     if (rit == requests_.end()) continue;  // ended by an earlier event this step
@@ -241,13 +169,6 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     auto it = req.samples.find(p.seq);
     if (it != req.samples.end()) on_token(req, *it->second, p.seq, p.token, so, p.row);
   }
-}
-
-void LlmEngine::record_prompt_logprob(RequestState& req, const RowRef& ref, const SampleOutput& so, size_t r) {
-  auto& slot = req.prompt_logprobs[static_cast<size_t>(ref.arg)];
-  if (slot) return;  // already computed before a preemption
-  const int32_t target = req.prompt[static_cast<size_t>(ref.arg)];
-  slot = make_logprob(so, r, target, so.target_logprobs[r], so.target_ranks[r], *req.params.prompt_logprobs);
 }
 
 // The prompt's prefill finished: fork the request into its n samples, the
@@ -276,19 +197,17 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0,
   }
 }
 
-void LlmEngine::step_beam(RequestState& req, std::vector<std::vector<BeamCandidate>>& candidates) {
+void LlmEngine::step_beam(RequestState& req) {
   if (!req.first_token) {
     req.first_token = Clock::now();
     metrics_.on_first_token(seconds_between(req.arrival, *req.first_token),
                             seconds_between(req.arrival, req.first_scheduled.value_or(*req.first_token)));
   }
-  std::vector<BeamChoice> choices = req.beam->step(candidates);
-  if (req.beam->done() || choices.empty()) {
+  const std::vector<Branch> branches = req.beam->step();
+  if (branches.empty()) {
     finish_beam(req);
     return;
   }
-  std::vector<Branch> branches;
-  for (const BeamChoice& c : choices) branches.push_back({req.beam_seqs[static_cast<size_t>(c.parent)], c.token});
   Result<std::vector<SeqId>> ids = scheduler_.branch(req.id, branches);
   if (!ids.ok()) {
     log_error("request {}: beam step failed: {}", req.external_id, ids.error().message);
@@ -297,7 +216,7 @@ void LlmEngine::step_beam(RequestState& req, std::vector<std::vector<BeamCandida
     return;
   }
   metrics_.on_tokens(static_cast<int64_t>(branches.size()));
-  req.beam_seqs = std::move(*ids);
+  req.beam->set_live(std::move(*ids));
 }
 
 void LlmEngine::fail_batch(const ScheduleOutput& out, const std::string& message) {

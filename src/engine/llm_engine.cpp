@@ -17,7 +17,9 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
 }
 
 LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
-    : parts_(std::move(parts)), scheduler_(std::move(scheduler)) {
+    : parts_(std::move(parts)),
+      scheduler_(std::move(scheduler)),
+      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs()) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
   rng_.seed(seed);
 }
@@ -94,7 +96,7 @@ Status LlmEngine::add_request(GenerateRequest request) {
   auto state = std::make_unique<RequestState>();
   PAGODA_RETURN_IF_ERROR(prepare(request, *state));
   state->priority = request.priority;
-  state->prompt_logprobs.resize(state->prompt.size());
+  state->prompt_logprobs = PromptLogprobs(state->params.prompt_logprobs, state->prompt.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ || stop_) return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
@@ -188,7 +190,7 @@ void LlmEngine::admit(std::unique_ptr<RequestState> state) {
   spec.priority = state->priority;
   spec.num_seqs = state->num_seqs;
   spec.max_new_tokens = state->max_tokens;
-  spec.use_prefix_cache = !state->wants_prompt_logprobs();
+  spec.use_prefix_cache = !state->prompt_logprobs.wanted();
   Result<SeqId> seq = scheduler_.add_request(std::move(spec));
   if (!seq.ok()) {
     report_admit_failure(*state, seq.error().message);
@@ -205,8 +207,7 @@ void LlmEngine::admit(std::unique_ptr<RequestState> state) {
     bc.early_stopping = req.params.early_stopping;
     bc.max_new_tokens = req.max_tokens;
     bc.eos_token_ids = req.params.ignore_eos ? std::vector<int32_t>{} : parts_.eos_token_ids;
-    req.beam = std::make_unique<BeamSearch>(bc);
-    req.beam_seqs = {*seq};
+    req.beam = std::make_unique<BeamRequest>(bc, *seq);
   } else {
     req.samples.emplace(*seq, std::make_unique<SampleState>(0, *parts_.tokenizer, req.params, parts_.eos_token_ids,
                                                             req.max_tokens, req.prompt));

@@ -20,6 +20,7 @@
 #include "engine/engine_api.h"
 #include "engine/metrics_recorder.h"
 #include "engine/request_state.h"
+#include "engine/row_planner.h"
 #include "jinja/chat_template.h"
 #include "model/model_runner.h"
 #include "sample/sampling_params.h"
@@ -75,14 +76,6 @@ class LlmEngine final : public Engine {
   std::string invariant_error() const;
 
  private:
-  // Why a logits row is sampled (see engine_step.cpp).
-  enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob };
-  struct RowRef {
-    RowKind kind;
-    RequestId req;  // an id: the request may end before the row's result is read
-    SeqId seq;
-    int32_t arg;  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted
-  };
   // A launched step, until its samples are applied. (No member initializers:
   // std::optional<LaunchedStep> below needs it default-constructible while
   // LlmEngine is still incomplete.)
@@ -107,30 +100,25 @@ class LlmEngine final : public Engine {
   void admit(std::unique_ptr<RequestState> state);
   void abort_now(const std::string& external_id);
   void step();
-  // Builds and launches `out` on the free slot; on failure fails its batch
-  // (returns false).
+  // Plans the rows of `out` (row_planner.h) and launches it on the free
+  // slot; on failure fails its batch (returns false).
   // `prev`: the step still running, whose samples feed the placeholders.
   bool launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step);
-  // Whether the step after `s` may be planned before s's tokens are known:
-  // every sampled row is a plain sample (no beam, no n > 1 fork) without
-  // penalties, and all fit one lm_head chunk (their ids stay on the device).
-  bool can_run_ahead(const LaunchedStep& s) const;
-  // Rows of `input` whose token is a placeholder, fed from `prev`'s samples.
-  void link_pending_tokens(const LaunchedStep& prev, const ScheduleOutput& out, StepInput& input) const;
-  StepInput build_step(const ScheduleOutput& out, std::vector<RowRef>& refs);
-  void add_rows_for_seq(const ScheduleOutput& out, size_t i, StepInput& step, std::vector<RowRef>& refs);
+  // Records the first schedule of out's requests (queue time, cached tokens).
+  void mark_scheduled(const ScheduleOutput& out);
+  // Recounts the penalty counts of out's preempted sequences from the
+  // scheduler's tokens (they are recomputed from scratch).
+  void recount_preempted(const ScheduleOutput& out);
   // Hands the samples to the scheduler (update(), or resolve() when the next
   // step was planned ahead) and to the requests.
   void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);
-  void record_prompt_logprob(RequestState& req, const RowRef& ref, const SampleOutput& so, size_t r);
   void start_samples(RequestState& req, SeqId seq0, const std::vector<std::pair<int32_t, size_t>>& tokens,
                      const SampleOutput& so);
-  void step_beam(RequestState& req, std::vector<std::vector<BeamCandidate>>& candidates);
+  // One search step of a beam request over the candidates of this step's rows.
+  void step_beam(RequestState& req);
   void finish_beam(RequestState& req);
   void on_token(RequestState& req, SampleState& sample, SeqId seq, int32_t token, const SampleOutput& so, size_t r);
   void emit(RequestState& req, SampleState* sample, RequestOutput&& event);
-  // Moves the prompt logprobs into `event` once per request (output index 0).
-  void attach_prompt_logprobs(RequestState& req, RequestOutput& event);
   void finish_sample(RequestState& req, SeqId seq, FinishReason reason);
   void finish_request(RequestState& req, FinishReason reason, const std::string& error = {});
   // Aborts every request of `out` with `message`.
@@ -140,11 +128,10 @@ class LlmEngine final : public Engine {
   void report_admit_failure(RequestState& state, const std::string& message);
   // `count` requests left the never-scheduled set (num_unscheduled_).
   void on_left_unscheduled(int64_t count);
-  TokenLogprob make_logprob(const SampleOutput& so, size_t r, int32_t token, float lp, int32_t rank,
-                            int32_t num_top) const;
 
   EngineParts parts_;
   Scheduler scheduler_;
+  RowPlanner planner_;
   MetricsRecorder metrics_;
 
   // Shared with caller threads, under mu_.
@@ -165,9 +152,10 @@ class LlmEngine final : public Engine {
   int64_t num_unscheduled_ = 0;
 
   // Engine thread only.
-  std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
+  RequestMap requests_;
   std::optional<LaunchedStep> running_step_;  // launched, samples not applied yet
   int next_slot_ = 0;
+  double detokenize_seconds_ = 0.0;  // of the current step (EngineMetrics::detokenize_seconds)
   std::thread thread_;
 };
 

@@ -63,9 +63,11 @@ void MetricsRecorder::on_finished(FinishReason reason, double e2e_s) {
   observe(m_.e2e_latency, e2e_s);
 }
 
-void MetricsRecorder::on_step(double seconds, double device_wait_seconds, bool graph, bool overlapped) {
+void MetricsRecorder::on_step(double seconds, double device_wait_seconds, double detokenize_seconds, bool graph,
+                              bool overlapped) {
   std::lock_guard<std::mutex> lock(mu_);
   m_.steps.add(seconds, device_wait_seconds);
+  m_.detokenize_seconds += detokenize_seconds;
   if (graph) m_.graph_steps.add(seconds, device_wait_seconds);
   if (overlapped) ++m_.overlapped_steps;
 }

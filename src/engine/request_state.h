@@ -1,6 +1,7 @@
 // Engine-side state of one live request: what the scheduler does not know
-// (sampling parameters, the output sink, per-sample detokenizers and stop
-// checkers, timing, beam search). Owned by the engine thread.
+// (sampling parameters, the output sink, per-sample detokenizers, stop
+// checkers and penalty counts, timing, prompt logprobs, beam search). Owned
+// by the engine thread.
 #pragma once
 
 #include <chrono>
@@ -11,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/beam_request.h"
 #include "engine/engine_api.h"
-#include "sample/beam_search.h"
+#include "engine/prompt_logprobs.h"
+#include "sample/penalty_counts.h"
+#include "sample/sampling_rows.h"
 #include "sample/stop_checker.h"
 #include "sched/request.h"
 #include "tokenizer/tokenizer.h"
@@ -30,6 +34,9 @@ struct SampleState {
   int index = 0;                 // output index in [0, num_seqs)
   IncrementalDetokenizer detok;
   StopChecker stop;
+  // Penalty counts of the prompt and the tokens sampled so far (empty when
+  // the request has no penalties); see count_token and recount.
+  PenaltyCounts penalties;
   double cumulative_logprob = 0.0;
   Clock::time_point last_token_time{};
   // With best_of > n, events are held until the request ends.
@@ -38,7 +45,18 @@ struct SampleState {
 
   SampleState(int idx, const Tokenizer& tok, const SamplingParams& p, std::span<const int32_t> eos,
               int32_t max_tokens, std::span<const int32_t> prompt)
-      : index(idx), detok(tok, p.skip_special_tokens, prompt), stop(p, eos, max_tokens) {}
+      : index(idx), detok(tok, p.skip_special_tokens, prompt), stop(p, eos, max_tokens) {
+    recount(p, prompt, {});
+  }
+
+  // Appends a sampled token to the penalty counts.
+  void count_token(const SamplingParams& p, int32_t token) {
+    if (uses_penalties(p)) penalties.add(token);
+  }
+  // Recounts the penalties from the sequence's prompt and output tokens.
+  void recount(const SamplingParams& p, std::span<const int32_t> prompt, std::span<const int32_t> outputs) {
+    if (uses_penalties(p)) penalties.rebuild(prompt, outputs, penalises_prompt(p));
+  }
 };
 
 struct RequestState {
@@ -63,17 +81,8 @@ struct RequestState {
   int num_finished_samples = 0;
   std::vector<std::unique_ptr<SampleState>> done_samples; // finished (best_of / beam bookkeeping)
 
-  // Prompt logprobs: entry p for prompt token p (entry 0 is nullopt).
-  std::vector<std::optional<TokenLogprob>> prompt_logprobs;
-  bool prompt_logprobs_sent = false;
-
-  std::unique_ptr<BeamSearch> beam;  // beam search requests only
-  std::vector<SeqId> beam_seqs;       // live beam i is sequence beam_seqs[i]
-
-  bool wants_prompt_logprobs() const { return params.prompt_logprobs.has_value(); }
-  // Every prompt token's logprob is known (rows are computed in prompt order).
-  bool prompt_logprobs_complete() const { return prompt_logprobs.size() < 2 || prompt_logprobs.back().has_value(); }
-  bool holds_outputs() const { return params.best_of.has_value() && *params.best_of > params.n; }
+  PromptLogprobs prompt_logprobs;
+  std::unique_ptr<BeamRequest> beam;  // beam search requests only
 };
 
 }  // namespace pagoda

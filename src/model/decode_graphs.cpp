@@ -15,7 +15,7 @@ std::vector<int64_t> decode_graph_batch_sizes(int64_t limit) {
   return sizes;
 }
 
-bool is_decode_only(const StepInput& step) {
+bool is_decode_only(const StepBatch& step) {
   return !step.seq_lens.empty() && step.token_ids.size() == step.seq_lens.size();
 }
 
@@ -24,7 +24,7 @@ int pick_decode_graph(const std::vector<int64_t>& sizes, int64_t num_seqs) {
   return it == sizes.end() ? -1 : static_cast<int>(it - sizes.begin());
 }
 
-void write_padded_decode_index(const StepInput& step, int64_t batch, int64_t table_width,
+void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t table_width,
                                int32_t scratch_block, const DecodeIndexViews& dst) {
   const int64_t num_seqs = static_cast<int64_t>(step.seq_lens.size());
   const size_t real = static_cast<size_t>(num_seqs) * sizeof(int32_t);

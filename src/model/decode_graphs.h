@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/model_runner.h"
+#include "batch/step_batch.h"
 
 namespace pagoda {
 
@@ -31,7 +31,7 @@ std::vector<int64_t> decode_graph_batch_sizes(int64_t limit);
 
 // True when every sequence of `step` has exactly one new token (T == S; a
 // validated step gives every sequence at least one row).
-bool is_decode_only(const StepInput& step);
+bool is_decode_only(const StepBatch& step);
 
 // Index into `sizes` (ascending) of the smallest size >= num_seqs; -1 when
 // none fits.
@@ -53,7 +53,7 @@ struct DecodeIndexViews {
 // (columns a sequence does not reach are left as they were: never read),
 // padding rows as described above with `scratch_block`.
 // Requires S <= batch and step.max_blocks_per_seq <= table_width.
-void write_padded_decode_index(const StepInput& step, int64_t batch, int64_t table_width,
+void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t table_width,
                                int32_t scratch_block, const DecodeIndexViews& dst);
 
 }  // namespace pagoda

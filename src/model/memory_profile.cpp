@@ -11,7 +11,7 @@ ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_
   const int64_t num_seqs = (num_tokens + seq_len - 1) / seq_len;
   ProfileStep p;
   p.table_width = static_cast<int32_t>((seq_len + block_size - 1) / block_size);
-  StepInput& s = p.step;
+  StepBatch& s = p.step;
   s.max_blocks_per_seq = p.table_width;
   s.query_start_loc.push_back(0);
   for (int64_t q = 0; q < num_seqs; ++q) {

@@ -4,9 +4,10 @@
 // buffers) has happened when free memory is measured.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
-#include "model/model_runner.h"
+#include "batch/step_batch.h"
 
 namespace pagoda {
 
@@ -15,7 +16,7 @@ namespace pagoda {
 constexpr int32_t kProfileTopLogprobs = 20;
 
 struct ProfileStep {
-  StepInput step;
+  StepBatch step;
   int64_t num_blocks = 0;   // KV blocks the step uses: ids [0, num_blocks)
   int32_t table_width = 0;  // = step.max_blocks_per_seq
 };

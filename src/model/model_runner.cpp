@@ -366,7 +366,7 @@ void ModelRunner::upload_staged(int64_t offset, int64_t n) {
                           static_cast<size_t>(n) * sizeof(int32_t));
 }
 
-void ModelRunner::fill_pending_tokens(const StepInput& step) {
+void ModelRunner::fill_pending_tokens(const StepBatch& step) {
   const auto n = static_cast<int64_t>(step.pending_rows.size());
   if (n == 0) return;
   const IndexLayout& at = buf_->layout;
@@ -376,7 +376,7 @@ void ModelRunner::fill_pending_tokens(const StepInput& step) {
   backend_.copy_sampled_tokens(buf_->i32(at.pending_rows, n), buf_->i32(at.pending_sources, n), ids);
 }
 
-void ModelRunner::run_forward(const StepInput& step) {
+void ModelRunner::run_forward(const StepBatch& step) {
   const int graph = is_decode_only(step)
                         ? pick_decode_graph(graph_sizes_, static_cast<int64_t>(step.seq_lens.size()))
                         : -1;
@@ -389,7 +389,7 @@ void ModelRunner::run_forward(const StepInput& step) {
   }
 }
 
-void ModelRunner::prepare_and_forward(const StepInput& step) {
+void ModelRunner::prepare_and_forward(const StepBatch& step) {
   Buffers& b = *buf_;
   const IndexLayout& at = b.layout;
   const int64_t t = static_cast<int64_t>(step.token_ids.size());
@@ -419,14 +419,14 @@ void ModelRunner::prepare_and_forward(const StepInput& step) {
   forward(t, meta);
 }
 
-void ModelRunner::prepare_and_replay(const StepInput& step, int graph) {
+void ModelRunner::prepare_and_replay(const StepBatch& step, int graph) {
   upload_decode_index(step, graph_sizes_[static_cast<size_t>(graph)]);
   fill_pending_tokens(step);
   if (!step.copy_src.empty()) backend_.copy_blocks(buf_->caches, step.copy_src, step.copy_dst);
   backend_.replay_graph(graph_ids_[static_cast<size_t>(graph)]);
 }
 
-void ModelRunner::upload_decode_index(const StepInput& step, int64_t batch) {
+void ModelRunner::upload_decode_index(const StepBatch& step, int64_t batch) {
   Buffers& b = *buf_;
   const IndexLayout& at = b.layout;
   int32_t* h = staging();
@@ -468,7 +468,7 @@ void ModelRunner::capture_decode_graphs() {
   size_t free_before = 0, free_after = 0, total = 0;
   backend_.memory_info(&free_before, &total);
   const Clock::time_point start = Clock::now();
-  const StepInput no_seqs;  // an all-padding batch: what the graphs read at capture
+  const StepBatch no_seqs;  // an all-padding batch: what the graphs read at capture
   for (const int64_t batch : sizes) {
     if (seconds_since(start) > kGraphCaptureBudgetSeconds) {
       log_warn("decode graphs: capture stopped at batch {} after {:.1f}s; larger decode "
@@ -525,7 +525,7 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
   arch_->forward(weights_, ctx);
 }
 
-Tensor ModelRunner::compute_logits(const StepInput& step, int64_t r0, int64_t r1) {
+Tensor ModelRunner::compute_logits(const StepBatch& step, int64_t r0, int64_t r1) {
   Buffers& b = *buf_;
   const DType cd = backend_.compute_dtype();
   const int64_t t = static_cast<int64_t>(step.token_ids.size());
@@ -547,12 +547,12 @@ Status ModelRunner::device_status() const {
                     fmt::format("{} failed: {}", backend_.name(), st.error().message));
 }
 
-Status ModelRunner::execute(const StepInput& step, SampleOutput* out) {
+Status ModelRunner::execute(const StepBatch& step, SampleOutput* out) {
   PAGODA_RETURN_IF_ERROR(launch(step, 0));
   return collect(0, out);
 }
 
-Status ModelRunner::launch(const StepInput& step, int slot) {
+Status ModelRunner::launch(const StepBatch& step, int slot) {
   if (slot < 0 || slot >= kNumStepSlots || launched_[static_cast<size_t>(slot)].active) {
     return make_error(ErrorCode::kInternal, fmt::format("launch on slot {}: not a free step slot", slot));
   }
@@ -617,7 +617,7 @@ Status ModelRunner::collect(int slot, SampleOutput* out) {
   return device_status();
 }
 
-Status ModelRunner::execute_logits(const StepInput& step, std::vector<float>* logits) {
+Status ModelRunner::execute_logits(const StepBatch& step, std::vector<float>* logits) {
   if (!step.pending_rows.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "step input: execute_logits takes no pending rows");
   }

@@ -1,5 +1,6 @@
 // ModelRunner: the model's weights, KV cache and scratch on one backend, and
-// the forward step that turns a plain-data StepInput into sampled tokens.
+// the forward step that turns a plain-data StepBatch (batch/step_batch.h)
+// into sampled tokens.
 #pragma once
 
 #include <array>
@@ -8,63 +9,17 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/sampling_batch.h"
+#include "batch/step_batch.h"
 #include "core/result.h"
 #include "io/model_config.h"
 #include "io/weight_source.h"
+#include "model/runner_options.h"
 #include "model/weights.h"
 
 namespace pagoda {
 
 struct Architecture;  // architecture.h
 struct StepLimits;    // step_validation.h
-
-struct RunnerOptions {
-  // Tokens per KV block.
-  int block_size = 16;
-  // KV blocks; 0: derived from the memory budget (cpu_kv_cache_bytes on cpu,
-  // kv_cache_memory_fraction of total memory on cuda).
-  int64_t num_kv_blocks = 0;
-  // T limit of one step; the activation scratch is sized for it.
-  int64_t max_num_batched_tokens = 2048;
-  // S limit of one step; also the rows of one lm_head + sampling chunk (the
-  // number of logits rows R itself is unlimited).
-  int64_t max_num_seqs = 256;
-  // 0: the config's max_position_embeddings, capped to what the KV cache holds.
-  int64_t max_model_len = 0;
-  // cuda: gpu_memory_utilization, the fraction of total device memory this
-  // runner may use (weights + activations + KV); memory other processes held
-  // when it started does not count (device_kv_budget_bytes).
-  double kv_cache_memory_fraction = 0.9;
-  // cpu: KV cache budget in bytes.
-  int64_t cpu_kv_cache_bytes = int64_t{1} << 30;
-  // Backends with graphs (cuda): true runs every step eagerly; false captures
-  // decode graphs at startup (see decode_graphs.h).
-  bool enforce_eager = false;
-};
-
-// Host plain data of one forward step. T tokens, S sequences, R logits rows.
-// Contract (checked by execute): sequence s owns batch rows
-// [query_start_loc[s], query_start_loc[s+1]) (at least one), row j of it sits
-// at position seq_lens[s] - q_len + j, and its slot is
-// block_tables[s][pos / block_size] * block_size + pos % block_size.
-struct StepInput {
-  std::vector<int32_t> token_ids, positions, slot_mapping;  // [T]
-  std::vector<int32_t> query_start_loc;                     // [S+1]
-  std::vector<int32_t> seq_lens;      // [S] context after this step (cached + new)
-  std::vector<int32_t> block_tables;  // [S * max_blocks_per_seq]
-  int32_t max_blocks_per_seq = 0;
-  std::vector<int32_t>
-      logits_rows;         // [R] batch rows whose logits feed sampling row r (repeats allowed)
-  SamplingBatch sampling;  // R rows (execute only)
-  std::vector<int32_t> copy_src,
-      copy_dst;  // block copies applied before the forward (copy-on-write)
-  // Tokens not known on the host yet (async scheduling): token_ids[pending_rows[i]]
-  // (any value) is replaced on the device by the token that the step launched
-  // just before this one sampled for its logits row pending_sources[i]. That
-  // step must have sampled at most max_num_seqs rows (one lm_head chunk).
-  std::vector<int32_t> pending_rows, pending_sources;
-};
 
 class ModelRunner {
  public:
@@ -100,7 +55,7 @@ class ModelRunner {
   double last_step_wait_seconds() const { return last_wait_seconds_; }
 
   // One forward + sampling: launch(step, 0) then collect(0).
-  Status execute(const StepInput& step, SampleOutput* out);
+  Status execute(const StepBatch& step, SampleOutput* out);
   // The pipelined halves of execute(). launch() checks every size and index
   // of `step` first (T <= max_num_batched_tokens, S <= max_num_seqs, ids <
   // vocab, slots and blocks in range, pending rows, ...) and returns an error
@@ -113,11 +68,11 @@ class ModelRunner {
   // collected before it is launched again (a launch that returned an error
   // is not collected), and steps are collected in launch order. While step N runs the caller may launch step N + 1 on the
   // other slot (the device runs them in order).
-  Status launch(const StepInput& step, int slot);
+  Status launch(const StepBatch& step, int slot);
   Status collect(int slot, SampleOutput* out);
   // The same forward, returning the f32 logits [R, V] instead of sampling
   // (tests, prompt-logprob tools). step.sampling is ignored.
-  Status execute_logits(const StepInput& step, std::vector<float>* logits);
+  Status execute_logits(const StepBatch& step, std::vector<float>* logits);
 
  private:
   struct Buffers;  // device scratch, index arrays, KV pool (model_runner.cpp)
@@ -141,25 +96,25 @@ class ModelRunner {
   // (a CUDA error, a rejected shape) every later step fails with its message.
   Status device_status() const;
   // The forward of a validated step: graph replay or eager.
-  void run_forward(const StepInput& step);
+  void run_forward(const StepBatch& step);
   // Uploads the index arrays, fills the pending tokens, applies block copies
   // and runs the forward.
-  void prepare_and_forward(const StepInput& step);
+  void prepare_and_forward(const StepBatch& step);
   // Uploads `step` padded to graph_sizes_[graph] rows, fills the pending
   // tokens, applies block copies and replays that graph.
-  void prepare_and_replay(const StepInput& step, int graph);
+  void prepare_and_replay(const StepBatch& step, int graph);
   // write_padded_decode_index into the staging buffer, then two uploads.
-  void upload_decode_index(const StepInput& step, int64_t batch);
+  void upload_decode_index(const StepBatch& step, int64_t batch);
   // Uploads step.pending_rows / pending_sources and enqueues
   // copy_sampled_tokens into the ids array.
-  void fill_pending_tokens(const StepInput& step);
+  void fill_pending_tokens(const StepBatch& step);
   // The metadata a decode graph of `batch` rows is captured with.
   AttentionMetadata decode_graph_metadata(int64_t batch) const;
   // The family's forward (Architecture::forward) over the first `num_tokens`
   // scratch rows; leaves the final normed hidden states [T, H] in the scratch.
   void forward(int64_t num_tokens, const AttentionMetadata& meta);
   // Logits [r1 - r0, V] f32 of step.logits_rows[r0, r1) (at most max_num_seqs rows).
-  Tensor compute_logits(const StepInput& step, int64_t r0, int64_t r1);
+  Tensor compute_logits(const StepBatch& step, int64_t r0, int64_t r1);
   // Host staging of slot_ -> device index buffer at `offset` (i32 elements).
   void upload_index(int64_t offset, const int32_t* data, int64_t n);
   // Staging of slot_ -> device index buffer for elements [offset, offset + n).

@@ -44,7 +44,7 @@ Status check_token(const char* field, int64_t i, int32_t token, int64_t vocab) {
 }
 
 // Sequences, positions, slots and block tables.
-Status check_sequences(const StepInput& s, const StepLimits& l) {
+Status check_sequences(const StepBatch& s, const StepLimits& l) {
   const int64_t num_tokens = static_cast<int64_t>(s.token_ids.size());
   const int64_t num_seqs = static_cast<int64_t>(s.seq_lens.size());
   if (num_seqs < 1 || num_seqs > l.max_seqs)
@@ -127,7 +127,7 @@ Status check_sampling(const SamplingBatch& b, int64_t num_rows, int64_t vocab) {
 
 }  // namespace
 
-Status validate_step(const StepInput& s, const StepLimits& l, bool sampling) {
+Status validate_step(const StepBatch& s, const StepLimits& l, bool sampling) {
   const int64_t num_tokens = static_cast<int64_t>(s.token_ids.size());
   if (num_tokens < 1 || num_tokens > l.max_tokens)
     return bad("number of tokens " + str(num_tokens) + " not in [1, max_num_batched_tokens " +

@@ -1,4 +1,4 @@
-// Checks a StepInput against the runner's limits before anything touches
+// Checks a StepBatch against the runner's limits before anything touches
 // device memory: every size, index and slot, so a bad step is an error value
 // naming the field, never an out-of-bounds access.
 #pragma once
@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "core/result.h"
-#include "model/model_runner.h"
+#include "batch/step_batch.h"
 
 namespace pagoda {
 
@@ -25,6 +25,6 @@ struct StepLimits {
 
 // `sampling`: also check step.sampling (one row per logits row, CSR offsets,
 // token ids, top-logprob widths).
-Status validate_step(const StepInput& step, const StepLimits& limits, bool sampling);
+Status validate_step(const StepBatch& step, const StepLimits& limits, bool sampling);
 
 }  // namespace pagoda

@@ -18,25 +18,19 @@ void append_row(SamplingBatch& batch, const SamplingRow& row) {
   batch.max_top_logprobs = std::max(batch.max_top_logprobs, row.num_top_logprobs);
 }
 
-void add_penalty_tokens(SamplingBatch& batch, const SamplingParams& params,
-                        const SeqSamplingState& seq, float repetition_penalty) {
-  if (repetition_penalty == 1.0f && params.presence_penalty == 0.0f &&
-      params.frequency_penalty == 0.0f)
-    return;
-  struct Entry {
-    int32_t count = 0;
-    bool in_prompt = false;
-  };
-  std::map<int32_t, Entry> tokens;
-  for (int32_t t : seq.output_tokens) ++tokens[t].count;
-  if (repetition_penalty != 1.0f) {
-    for (int32_t t : seq.prompt_tokens) tokens[t].in_prompt = true;
+void add_penalty_tokens(SamplingBatch& batch, const SamplingParams& params, const SeqSamplingState& seq) {
+  if (!uses_penalties(params)) return;
+  PenaltyCounts recounted;
+  const PenaltyCounts* counts = seq.penalty_counts;
+  if (counts == nullptr) {
+    recounted.rebuild(seq.prompt_tokens, seq.output_tokens, penalises_prompt(params));
+    counts = &recounted;
   }
-  for (const auto& [t, e] : tokens) {
-    batch.penalty_tokens.push_back(t);
-    batch.penalty_output_counts.push_back(e.count);
-    batch.penalty_in_prompt.push_back(e.in_prompt ? 1 : 0);
-  }
+  batch.penalty_tokens.insert(batch.penalty_tokens.end(), counts->tokens().begin(), counts->tokens().end());
+  batch.penalty_output_counts.insert(batch.penalty_output_counts.end(), counts->output_counts().begin(),
+                                     counts->output_counts().end());
+  batch.penalty_in_prompt.insert(batch.penalty_in_prompt.end(), counts->in_prompt().begin(),
+                                 counts->in_prompt().end());
 }
 
 void add_bias(SamplingBatch& batch, const SamplingParams& params,
@@ -56,6 +50,14 @@ void add_bias(SamplingBatch& batch, const SamplingParams& params,
 }
 
 }  // namespace
+
+bool uses_penalties(const SamplingParams& params) {
+  return penalises_prompt(params) || params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f;
+}
+
+bool penalises_prompt(const SamplingParams& params) {
+  return params.repetition_penalty.value_or(kDefaultRepetitionPenalty) != 1.0f;
+}
 
 uint64_t sample_seed(uint64_t request_seed, int32_t index) {
   // splitmix64 of (seed, index): distinct, well-mixed seeds per sample.
@@ -78,7 +80,7 @@ void append_sampling_row(SamplingBatch& batch, const SamplingParams& params,
   row.seed = seq.seed;
   row.step = seq.output_tokens.size();
   row.num_top_logprobs = params.logprobs.value_or(0);
-  add_penalty_tokens(batch, params, seq, row.repetition_penalty);
+  add_penalty_tokens(batch, params, seq);
   add_bias(batch, params, eos_token_ids, seq);
   append_row(batch, row);
 }

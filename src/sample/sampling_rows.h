@@ -1,5 +1,5 @@
 // Builders from per-sequence state to the backend's SamplingBatch rows
-// (backend/sampling_batch.h). All rows of a batch must be appended through
+// (batch/sampling_batch.h). All rows of a batch must be appended through
 // these functions, which keep the penalty and bias offset arrays at
 // rows.size() + 1 entries.
 #pragma once
@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <span>
 
-#include "backend/sampling_batch.h"
+#include "batch/sampling_batch.h"
+#include "sample/penalty_counts.h"
 #include "sample/sampling_params.h"
 
 namespace pagoda {
@@ -17,7 +18,16 @@ struct SeqSamplingState {
   std::span<const int32_t> prompt_tokens;
   std::span<const int32_t> output_tokens;  // generated so far; its size is the row's step
   uint64_t seed = 0;                       // the sequence's seed (see sample_seed)
+  // The sequence's penalty counts of prompt_tokens + output_tokens, kept
+  // incrementally with flag_prompt = penalises_prompt(params); null: counted
+  // here from the two spans (O(prompt + output)).
+  const PenaltyCounts* penalty_counts = nullptr;
 };
+
+// Whether rows of `params` list penalty tokens (any penalty is on).
+bool uses_penalties(const SamplingParams& params);
+// Whether they list the prompt's tokens too (repetition_penalty != 1).
+bool penalises_prompt(const SamplingParams& params);
 
 // The seed of sample `index` of a request whose seed is `request_seed`, so
 // that the n samples of one seeded request differ yet reproduce.

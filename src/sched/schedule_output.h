@@ -1,5 +1,6 @@
-// What one scheduling step tells the engine: plain data, ready to become the
-// model runner's StepInput with no further lookups.
+// What one scheduling step tells the engine: the step's plain-data batch
+// (batch/step_batch.h), which the model runner consumes once the engine has
+// added the sampling rows, plus the scheduled sequences behind its rows.
 //
 // Batch layout: S sequences, T = sum of their new tokens, R sampled rows.
 // Sequence i's new tokens are batch rows [query_start_loc[i],
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "batch/step_batch.h"
 #include "sched/request.h"
 
 namespace pagoda {
@@ -22,9 +24,11 @@ struct ScheduledSeq {
   int32_t start_position = 0;  // tokens already computed (cached or earlier chunks)
   int32_t num_new_tokens = 0;
   int32_t num_prompt_tokens = 0;
-  // Index into logits_rows of this sequence's sampled row, or -1 when the
-  // step does not reach its last token (a prefill chunk that does not finish
-  // the prompt or the recomputation) and nothing is sampled.
+  // Index into the scheduler's logits_rows (one per sampling sequence, before
+  // the engine adds its rows) of this sequence's sampled row, its last new
+  // token; -1 when the step does not reach its last token (a prefill chunk
+  // that does not finish the prompt or the recomputation) and nothing is
+  // sampled.
   int32_t logits_index = -1;
 };
 
@@ -34,25 +38,26 @@ struct FinishedSeq {
   SeqEndReason reason = SeqEndReason::kStop;
 };
 
-struct ScheduleOutput {
-  std::vector<ScheduledSeq> seqs;        // [S]
-  int32_t num_decode_seqs = 0;           // leading sequences with one new token
-  std::vector<int32_t> token_ids;        // [T]
-  std::vector<int32_t> positions;        // [T]
-  std::vector<int32_t> slot_mapping;     // [T]
-  std::vector<int32_t> query_start_loc;  // [S+1]
-  std::vector<int32_t> seq_lens;         // [S] context length after this step
-  std::vector<int32_t> block_tables;     // [S * max_blocks_per_seq], rows padded with block 0
-  int32_t max_blocks_per_seq = 0;
-  std::vector<int32_t> logits_rows;  // [R] batch row of each sampling sequence's last new token
-  std::vector<int32_t> copy_src;     // copy-on-write block copies, applied before the step
-  std::vector<int32_t> copy_dst;
+// The step's StepBatch (logits_rows: one row per sampling sequence, no
+// sampling rows or pending tokens yet: the engine adds those in place) and
+// what the engine needs to map its rows back to requests.
+struct ScheduleOutput : StepBatch {
+  std::vector<ScheduledSeq> seqs;  // [S]
+  int32_t num_decode_seqs = 0;     // leading sequences with one new token
   std::vector<RequestId> preempted_request_ids;  // freed and sent back to waiting (recompute)
   std::vector<SeqId> preempted_seq_ids;
   std::vector<FinishedSeq> finished;  // finished, aborted or dropped since the previous schedule()
 
-  int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   bool empty() const { return seqs.empty(); }
+  // Nothing scheduled; the vectors keep their capacity (Scheduler::recycle).
+  void clear() {
+    StepBatch::clear();
+    seqs.clear();
+    num_decode_seqs = 0;
+    preempted_request_ids.clear();
+    preempted_seq_ids.clear();
+    finished.clear();
+  }
 };
 
 }  // namespace pagoda

@@ -44,6 +44,10 @@ ScheduleOutput Scheduler::schedule_ahead(std::span<const SeqId> pending) {
   return plan_step();
 }
 
+void Scheduler::recycle(ScheduleOutput out) {
+  if (spare_.size() < kNumSpareOutputs) spare_.push_back(std::move(out));
+}
+
 ScheduleOutput Scheduler::plan_step() {
   StepPlan plan(config_.max_num_batched_tokens);
   schedule_running(plan);
@@ -51,8 +55,13 @@ ScheduleOutput Scheduler::plan_step() {
   if (!plan.preempted_any()) admit_waiting(plan);
   for (const StepPlan::Entry& e : plan.entries())
     in_flight_.push_back({e.seq->id, e.num_new_tokens});
-  ScheduleOutput out = plan.build(kv_);
-  out.finished = std::move(finished_);
+  ScheduleOutput out;
+  if (!spare_.empty()) {
+    out = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  plan.build(kv_, out);
+  out.finished.swap(finished_);
   finished_.clear();
   return out;
 }

@@ -102,6 +102,10 @@ class Scheduler {
   // before the next schedule() or schedule_ahead(), which otherwise log the
   // misuse and plan nothing.
   ScheduleOutput schedule_ahead(std::span<const SeqId> pending);
+  // Hands back an output the caller is done with (its step was collected),
+  // so that a later schedule() or schedule_ahead() refills its vectors
+  // instead of allocating new ones. Keeps at most kNumSpareOutputs.
+  void recycle(ScheduleOutput out);
   // The samples of the step that schedule_ahead() ran ahead of: each replaces
   // its sequence's placeholder (a sequence without one gets the token
   // appended, even if schedule_ahead() preempted it); sequences finished or
@@ -173,6 +177,10 @@ class Scheduler {
   // kPendingToken in the sequence's tokens.
   std::unordered_map<SeqId, int32_t> placeholders_;
   std::vector<FinishedSeq> finished_;  // reported by the next schedule()
+  // Outputs handed back by recycle(): one per step the engine can have in
+  // flight (running + planned ahead).
+  static constexpr size_t kNumSpareOutputs = 2;
+  std::vector<ScheduleOutput> spare_;
   SeqId next_seq_id_ = 0;
   uint64_t next_arrival_ = 0;
   int64_t num_preemptions_ = 0;

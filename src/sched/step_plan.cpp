@@ -16,8 +16,8 @@ void StepPlan::add_preempted(RequestId request, std::span<const SeqId> seqs) {
   preempted_seqs_.insert(preempted_seqs_.end(), seqs.begin(), seqs.end());
 }
 
-ScheduleOutput StepPlan::build(const KvManager& kv) const {
-  ScheduleOutput out;
+void StepPlan::build(const KvManager& kv, ScheduleOutput& out) const {
+  out.clear();
   const int32_t bs = kv.block_size();
   std::vector<Entry> order = entries_;
   std::stable_partition(order.begin(), order.end(),
@@ -54,7 +54,6 @@ ScheduleOutput StepPlan::build(const KvManager& kv) const {
   }
   out.preempted_request_ids = preempted_requests_;
   out.preempted_seq_ids = preempted_seqs_;
-  return out;
 }
 
 }  // namespace pagoda

@@ -33,8 +33,9 @@ class StepPlan {
   void add(const Sequence& seq, int32_t num_new_tokens, bool samples);
   void add_preempted(RequestId request, std::span<const SeqId> seqs);
 
-  // The step's model input; block tables are read from kv as they are now.
-  ScheduleOutput build(const KvManager& kv) const;
+  // Writes the step's model input into `out` (cleared first; its vectors'
+  // capacity is reused); block tables are read from kv as they are now.
+  void build(const KvManager& kv, ScheduleOutput& out) const;
 
  private:
   int32_t budget_;

@@ -93,6 +93,8 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
             "Wall time of those steps on the engine thread.");
   e.counter("pagoda:engine_step_device_wait_seconds", m.steps.device_wait_seconds,
             "Part of the step time spent waiting for the device (the rest is host work).");
+  e.counter("pagoda:engine_detokenize_seconds", m.detokenize_seconds,
+            "Part of the step time spent detokenizing sampled tokens and checking stop conditions.");
   e.counter("pagoda:engine_steps_overlapped", static_cast<double>(m.overlapped_steps),
             "Steps during which the next step was planned and launched (async scheduling).");
   e.header("pagoda:request_success", "counter", "Finished requests by finish reason.");

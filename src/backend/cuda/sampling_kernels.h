@@ -1,5 +1,5 @@
 // Logits processing and sampling on the GPU, exactly per
-// backend/sampling_batch.h: one CTA per logits row computes the raw
+// batch/sampling_batch.h: one CTA per logits row computes the raw
 // log-softmax statistics, applies bias and penalties (into a scratch copy of
 // the row, only when the row has any), then greedy argmax or
 // temperature / min_p / top_k / top_p and the philox exponential race, and

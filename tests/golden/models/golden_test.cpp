@@ -209,7 +209,7 @@ TEST(GoldenStories, LlamaCppGreedyAndLogits) {
   const json& check = g.at("logits_check");
   const auto ids = check.at("input_ids").get<std::vector<int32_t>>();
   const int n = static_cast<int>(ids.size());
-  StepInput in;
+  StepBatch in;
   in.token_ids = ids;
   for (int i = 0; i < n; ++i) {
     in.positions.push_back(i);

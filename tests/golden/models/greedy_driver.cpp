@@ -14,7 +14,7 @@ struct Seq {
 
 // Adds `n` tokens of `seq` to the step; returns whether they finish its known
 // tokens (then its logits are sampled).
-bool add_to_step(const Seq& seq, int64_t n, int bs, int32_t width, StepInput* in) {
+bool add_to_step(const Seq& seq, int64_t n, int bs, int32_t width, StepBatch* in) {
   const int64_t begin = in->token_ids.size();
   for (int64_t j = 0; j < n; ++j) {
     const int64_t pos = seq.num_computed + j;
@@ -48,7 +48,7 @@ Status run_greedy(ModelRunner& runner, const std::vector<std::vector<int32_t>>& 
   }
   const int64_t budget = std::min<int64_t>(options.token_budget, runner.max_num_batched_tokens());
   for (;;) {
-    StepInput in;
+    StepBatch in;
     in.max_blocks_per_seq = static_cast<int32_t>(per_seq);
     in.query_start_loc = {0};
     in.sampling.max_top_logprobs = options.num_top_logprobs;

@@ -268,6 +268,14 @@ def test_metrics_exposition(base_url):
     assert inf == count >= 1
 
 
+def test_metrics_detokenize_seconds_within_step_seconds(base_url):
+    post(base_url, "/v1/completions", {"prompt": "hello", "max_tokens": 3})
+    m = metrics(base_url)
+    label = f'{{model_name="{MODEL}"}}'
+    detok = m["pagoda:engine_detokenize_seconds_total" + label]
+    assert 0 <= detok <= m["pagoda:engine_step_seconds_total" + label]
+
+
 def test_queue_full_is_429():
     proc = launch(max_num_seqs=1, max_waiting=1, fake_step_us=20000)
     try:

@@ -169,6 +169,9 @@ void check_all_configs(ReferenceModel& ref, const EngineSetup& base,
     } else {
       EXPECT_EQ(m.overlapped_steps, 0u) << c.name;
     }
+    // Every sampled token was detokenized and stop-checked inside a step.
+    EXPECT_GT(m.detokenize_seconds, 0.0) << c.name;
+    EXPECT_LT(m.detokenize_seconds, m.steps.seconds) << c.name;
   }
   // Prefix cache: the second run of the same prompts hits.
   auto engine = start_engine(base);

@@ -264,7 +264,7 @@ std::unique_ptr<ReferenceModel> ReferenceModel::load(const std::string& model_di
 std::vector<float> ReferenceModel::logits(std::span<const int32_t> tokens) {
   const auto n = static_cast<int32_t>(tokens.size());
   const int32_t bs = runner_->block_size();
-  StepInput in;
+  StepBatch in;
   in.max_blocks_per_seq = (n + bs - 1) / bs;
   for (int32_t p = 0; p < n; ++p) {
     in.token_ids.push_back(tokens[static_cast<size_t>(p)]);

@@ -135,8 +135,8 @@ struct Seq {
 
 // One step: each listed sequence feeds tokens [num_cached, num_cached + n).
 // The table width is the widest need in the step (like the scheduler).
-StepInput make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& num_new, int bs) {
-  StepInput in;
+StepBatch make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& num_new, int bs) {
+  StepBatch in;
   in.query_start_loc = {0};
   int32_t width = 1;
   for (size_t i = 0; i < seqs.size(); ++i)
@@ -192,7 +192,7 @@ class DecodeGraphRunnerTest : public ::testing::Test {
 
   // Runs `step` on both runners; expects equal logits and returns the
   // greedy next token of each logits row.
-  std::vector<int32_t> run_both(const StepInput& step, int64_t want_graph_batch) {
+  std::vector<int32_t> run_both(const StepBatch& step, int64_t want_graph_batch) {
     std::vector<float> a, b;
     const Status sa = graph_runner_->execute_logits(step, &a);
     EXPECT_TRUE(sa.ok()) << sa.error().message;
@@ -254,7 +254,7 @@ TEST(DecodeGraphSizes, LadderCoversEveryBatchUpToTheLimit) {
 }
 
 TEST(DecodeGraphIndex, PadsRowsOntoTheScratchBlockAndRelaysTables) {
-  StepInput s;
+  StepBatch s;
   s.token_ids = {5, 6};
   s.positions = {9, 2};
   s.slot_mapping = {41, 18};
@@ -361,7 +361,7 @@ TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   {
     std::vector<Seq*> seqs = {&seqs_[0], &seqs_[4]};
     const int32_t chunk = static_cast<int32_t>(seqs_[4].tokens.size()) - seqs_[4].num_cached;
-    const StepInput mixed = make_step(seqs, {1, chunk}, kBlockSize);
+    const StepBatch mixed = make_step(seqs, {1, chunk}, kBlockSize);
     run_both(mixed, 0);
     seqs_[0].num_cached += 1;
     seqs_[4].num_cached += chunk;
@@ -377,7 +377,7 @@ TEST_F(DecodeGraphRunnerTest, SamplingAndBlockCopiesWorkAroundAReplay) {
   // Copy-on-write of sequence 1's first block into a free block, applied
   // before the replayed forward; the sequence then reads the copy.
   std::vector<Seq*> seqs = {&seqs_[0], &seqs_[1], &seqs_[2]};
-  StepInput in = make_step(seqs, {1, 1, 1}, kBlockSize);
+  StepBatch in = make_step(seqs, {1, 1, 1}, kBlockSize);
   in.copy_src = {seqs_[1].table[0]};
   in.copy_dst = {60};
   const int32_t width = in.max_blocks_per_seq;

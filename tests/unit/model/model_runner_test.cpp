@@ -25,8 +25,8 @@ struct SeqStep {
 };
 
 // One step over `seqs`, sampling the last row of each sequence.
-StepInput make_step(const std::vector<SeqStep>& seqs, int bs, int32_t width) {
-  StepInput in;
+StepBatch make_step(const std::vector<SeqStep>& seqs, int bs, int32_t width) {
+  StepBatch in;
   in.query_start_loc = {0};
   in.max_blocks_per_seq = width;
   for (const SeqStep& s : seqs) {
@@ -109,7 +109,7 @@ TEST_F(RunnerTest, LogitsChunksAndSamplingSlicesMatchOneShot) {
   o.max_num_seqs = 3;  // lm_head runs in chunks of 3 rows
   auto r = make(o);
   ASSERT_NE(r, nullptr);
-  StepInput in = make_step({{{5, 6, 7, 8, 9}, 0, {0, 1}}, {{10, 11, 12}, 0, {2}}}, 4, 2);
+  StepBatch in = make_step({{{5, 6, 7, 8, 9}, 0, {0, 1}}, {{10, 11, 12}, 0, {2}}}, 4, 2);
   in.logits_rows = {0, 1, 2, 3, 4, 5, 6, 4, 4};  // R = 9 > 3, with repeats
   std::vector<float> logits;
   ASSERT_TRUE(r->execute_logits(in, &logits).ok());
@@ -166,14 +166,14 @@ TEST_F(RunnerTest, CopyOnWriteBlockCopyIsAppliedBeforeTheForward) {
   ASSERT_TRUE(r->execute(make_step({{prompt, 0, {0, 1, 2}}}, 4, 3), &out).ok());
   // A fork appends into its own copy of the shared partial block 2 (as 7);
   // the original appends the same token into block 2: identical logits.
-  StepInput in = make_step({{{42}, 10, {0, 1, 2}}, {{42}, 10, {0, 1, 7}}}, 4, 3);
+  StepBatch in = make_step({{{42}, 10, {0, 1, 2}}, {{42}, 10, {0, 1, 7}}}, 4, 3);
   in.copy_src = {2};
   in.copy_dst = {7};
   std::vector<float> logits;
   ASSERT_TRUE(r->execute_logits(in, &logits).ok());
   EXPECT_EQ(0, std::memcmp(logits.data(), logits.data() + 97, 97 * sizeof(float)));
   // Without the copy, block 8 holds no prefix: the logits differ.
-  StepInput no_copy = make_step({{{42}, 10, {0, 1, 2}}, {{42}, 10, {0, 1, 8}}}, 4, 3);
+  StepBatch no_copy = make_step({{{42}, 10, {0, 1, 2}}, {{42}, 10, {0, 1, 8}}}, 4, 3);
   ASSERT_TRUE(r->execute_logits(no_copy, &logits).ok());
   EXPECT_NE(0, std::memcmp(logits.data(), logits.data() + 97, 97 * sizeof(float)));
 }
@@ -188,12 +188,12 @@ TEST_F(RunnerTest, PipelinedStepTakesPendingTokensFromThePreviousSamples) {
   auto r = make(o);
   ASSERT_NE(r, nullptr);
   auto prefill = [](int32_t b0, int32_t b1) {
-    StepInput in = make_step({{{5, 6, 7}, 0, {b0}}, {{10, 11}, 0, {b1}}}, 4, 1);
+    StepBatch in = make_step({{{5, 6, 7}, 0, {b0}}, {{10, 11}, 0, {b1}}}, 4, 1);
     for (int i = 0; i < 2; ++i) in.sampling.rows[i].seed = 7 + i;
     return in;
   };
   auto decode = [](int32_t t0, int32_t t1, int32_t b0, int32_t b1) {
-    StepInput in = make_step({{{t0}, 3, {b0}}, {{t1}, 2, {b1}}}, 4, 1);
+    StepBatch in = make_step({{{t0}, 3, {b0}}, {{t1}, 2, {b1}}}, 4, 1);
     for (int i = 0; i < 2; ++i) in.sampling.rows[i] = {.seed = 9 + static_cast<uint64_t>(i), .step = 1};
     return in;
   };
@@ -201,7 +201,7 @@ TEST_F(RunnerTest, PipelinedStepTakesPendingTokensFromThePreviousSamples) {
   ASSERT_TRUE(r->execute(prefill(0, 1), &a).ok());
   ASSERT_TRUE(r->execute(decode(a.token_ids[0], a.token_ids[1], 0, 1), &b).ok());
 
-  StepInput next = decode(-1, -1, 2, 3);  // placeholders (the scheduler's kPendingToken)
+  StepBatch next = decode(-1, -1, 2, 3);  // placeholders (the scheduler's kPendingToken)
   next.pending_rows = {0, 1};
   next.pending_sources = {0, 1};
   ASSERT_TRUE(r->launch(prefill(2, 3), 0).ok());
@@ -235,15 +235,15 @@ TEST_F(RunnerTest, ExecuteRejectsBadSteps) {
   auto r = make(o);
   ASSERT_NE(r, nullptr);
   SampleOutput out;
-  StepInput ok = make_step({{{1, 2, 3}, 0, {0}}}, 4, 1);
+  StepBatch ok = make_step({{{1, 2, 3}, 0, {0}}}, 4, 1);
   ASSERT_TRUE(r->execute(ok, &out).ok());
-  auto expect_error = [&](StepInput in, const std::string& needle) {
+  auto expect_error = [&](StepBatch in, const std::string& needle) {
     Status s = r->execute(in, &out);
     ASSERT_FALSE(s.ok()) << needle;
     EXPECT_NE(s.error().message.find(needle), std::string::npos) << s.error().message;
   };
   expect_error(make_step({{{1, 2, 3, 4, 5, 6, 7}, 0, {0, 1}}}, 4, 2), "max_num_batched_tokens 6");
-  StepInput bad = ok;
+  StepBatch bad = ok;
   bad.token_ids[1] = 97;
   expect_error(bad, "token_ids[1] = 97");
   bad = ok;
@@ -267,14 +267,14 @@ TEST_F(RunnerTest, ExecuteRejectsBadSteps) {
 
 TEST(StepValidation, CatchesEveryMalformedField) {
   StepLimits l{8, 2, 3, 10, 4, 50, 12};
-  StepInput ok = make_step({{{1, 2, 3}, 0, {4}}, {{7}, 5, {1, 2}}}, 4, 2);
+  StepBatch ok = make_step({{{1, 2, 3}, 0, {4}}, {{7}, 5, {1, 2}}}, 4, 2);
   ASSERT_TRUE(validate_step(ok, l, true).ok()) << validate_step(ok, l, true).error().message;
-  auto expect_error = [&](const StepInput& in, const std::string& needle) {
+  auto expect_error = [&](const StepBatch& in, const std::string& needle) {
     Status s = validate_step(in, l, true);
     ASSERT_FALSE(s.ok()) << needle;
     EXPECT_NE(s.error().message.find(needle), std::string::npos) << s.error().message;
   };
-  StepInput s = ok;
+  StepBatch s = ok;
   s.query_start_loc = {0, 3, 3};
   expect_error(s, "query_start_loc must run from 0");
   s = ok;

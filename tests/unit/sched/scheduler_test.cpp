@@ -335,5 +335,62 @@ TEST(Scheduler, UpdateRejectsTokenForSequenceThatDidNotSample) {
   EXPECT_EQ(h.s.sequence(a)->num_computed_tokens, 4);  // the step itself was committed
 }
 
+// Recycled outputs (Scheduler::recycle) are refilled exactly like fresh
+// ones: a scheduler whose every step reuses the previous steps' buffers
+// plans the same steps as one that allocates, through chunked prefill,
+// preemption, recompute and finished sequences.
+TEST(Scheduler, RecycledOutputsMatchFreshOnes) {
+  SchedulerConfig c = small_config(6, 4, 5);
+  c.max_model_len = 24;
+  Harness fresh(c);
+  Harness reused(c);
+  std::vector<SeqId> seqs;
+  for (Harness* h : {&fresh, &reused}) {
+    seqs = {h->add(1, tokens_from(1, 7), /*priority=*/1), h->add(2, tokens_from(20, 3), /*priority=*/0),
+            h->add(3, tokens_from(40, 9), /*priority=*/1)};
+  }
+  int64_t preemptions = 0;
+  for (int step = 0; step < 40 && fresh.s.has_unfinished(); ++step) {
+    ScheduleOutput a = fresh.step();
+    ScheduleOutput b = reused.step();
+    EXPECT_EQ(a.token_ids, b.token_ids) << step;
+    EXPECT_EQ(a.positions, b.positions) << step;
+    EXPECT_EQ(a.slot_mapping, b.slot_mapping) << step;
+    EXPECT_EQ(a.query_start_loc, b.query_start_loc) << step;
+    EXPECT_EQ(a.seq_lens, b.seq_lens) << step;
+    EXPECT_EQ(a.block_tables, b.block_tables) << step;
+    EXPECT_EQ(a.max_blocks_per_seq, b.max_blocks_per_seq) << step;
+    EXPECT_EQ(a.logits_rows, b.logits_rows) << step;
+    EXPECT_EQ(a.copy_src, b.copy_src) << step;
+    EXPECT_EQ(a.copy_dst, b.copy_dst) << step;
+    EXPECT_EQ(a.num_decode_seqs, b.num_decode_seqs) << step;
+    EXPECT_EQ(a.preempted_request_ids, b.preempted_request_ids) << step;
+    EXPECT_EQ(a.preempted_seq_ids, b.preempted_seq_ids) << step;
+    ASSERT_EQ(a.seqs.size(), b.seqs.size()) << step;
+    for (size_t i = 0; i < a.seqs.size(); ++i) {
+      EXPECT_EQ(a.seqs[i].seq_id, b.seqs[i].seq_id) << step;
+      EXPECT_EQ(a.seqs[i].start_position, b.seqs[i].start_position) << step;
+      EXPECT_EQ(a.seqs[i].logits_index, b.seqs[i].logits_index) << step;
+    }
+    ASSERT_EQ(a.finished.size(), b.finished.size()) << step;
+    EXPECT_TRUE(b.sampling.rows.empty() && b.pending_rows.empty()) << step;
+    preemptions += static_cast<int64_t>(a.preempted_request_ids.size());
+    // The engine fills a batch's sampling rows and pending tokens before
+    // handing it back; the next refill must not see them.
+    b.sampling.rows.resize(3);
+    b.pending_rows = {0};
+    reused.s.recycle(std::move(b));
+    // Sequences end after 8 outputs, as the engine would finish them.
+    for (Harness* h : {&fresh, &reused}) {
+      for (SeqId id : seqs) {
+        const Sequence* q = h->s.sequence(id);
+        if (q != nullptr && q->num_output_tokens() >= 8) (void)h->s.finish(id, SeqEndReason::kLength);
+      }
+    }
+  }
+  EXPECT_FALSE(fresh.s.has_unfinished());
+  EXPECT_GT(preemptions, 0);
+}
+
 }  // namespace
 }  // namespace pagoda

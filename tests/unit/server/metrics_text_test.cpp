@@ -78,5 +78,17 @@ TEST(MetricsText, ExposesEngineMetrics) {
   EXPECT_NE(text.find("# TYPE pagoda:num_requests_running gauge\n"), std::string::npos);
 }
 
+TEST(MetricsText, ExposesStepTimes) {
+  EngineMetrics m;
+  m.steps.add(2.5, 1.5);
+  m.detokenize_seconds = 0.25;
+  auto s = parse_exposition(format_prometheus(m, "m"));
+  const std::string l = R"({model_name="m"})";
+  EXPECT_EQ(s["pagoda:engine_steps_total" + l], 1);
+  EXPECT_EQ(s["pagoda:engine_step_seconds_total" + l], 2.5);
+  EXPECT_EQ(s["pagoda:engine_step_device_wait_seconds_total" + l], 1.5);
+  EXPECT_EQ(s["pagoda:engine_detokenize_seconds_total" + l], 0.25);
+}
+
 }  // namespace
 }  // namespace pagoda::server

@@ -58,6 +58,19 @@ struct SamplingBatch {
   std::vector<int32_t> bias_tokens;
   std::vector<float> bias_values;
   int32_t max_top_logprobs = 0;  // K: width of SampleOutput::top_* rows
+
+  // No rows; the vectors keep their capacity (a batch reused step to step).
+  void clear() {
+    rows.clear();
+    penalty_offsets.clear();
+    penalty_tokens.clear();
+    penalty_output_counts.clear();
+    penalty_in_prompt.clear();
+    bias_offsets.clear();
+    bias_tokens.clear();
+    bias_values.clear();
+    max_top_logprobs = 0;
+  }
 };
 
 struct SampleOutput {

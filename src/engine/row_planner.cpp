@@ -1,0 +1,85 @@
+#include "engine/row_planner.h"
+
+#include <algorithm>
+
+#include "sample/sampling_rows.h"
+
+namespace pagoda {
+
+void RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
+                      std::vector<RowRef>& refs) const {
+  // The scheduler's logits rows (one per sampling sequence, its last new
+  // token) become the planner's: one per sampling row.
+  out.logits_rows.clear();
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    auto it = requests.find(out.seqs[i].request_id);
+    if (it != requests.end()) plan_seq(out, i, *it->second, scheduler, refs);
+  }
+}
+
+void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req, const Scheduler& scheduler,
+                          std::vector<RowRef>& refs) const {
+  const ScheduledSeq& s = out.seqs[i];
+  const auto [first, last] = req.prompt_logprobs.row_positions(s.start_position, s.num_new_tokens);
+  for (int32_t p = first; p < last; ++p) {
+    out.logits_rows.push_back(out.query_start_loc[i] + (p - s.start_position));
+    append_prompt_logprob_row(out.sampling, req.params, req.prompt[static_cast<size_t>(p) + 1]);
+    refs.push_back({RowKind::kPromptLogprob, req.id, s.seq_id, p + 1});
+  }
+  if (s.logits_index < 0) return;
+  const int32_t row = out.query_start_loc[i + 1] - 1;
+  if (req.beam) {
+    out.logits_rows.push_back(row);
+    append_beam_row(out.sampling, req.beam->num_candidates_per_beam());
+    refs.push_back({RowKind::kBeam, req.id, s.seq_id, 0});
+  } else if (req.num_seqs > 1 && !req.branched) {
+    // Sample 0 has no output yet: its counts are the prompt's, every fork's.
+    const PenaltyCounts& prompt_counts = req.samples.begin()->second->penalties;
+    for (int32_t k = 0; k < req.num_seqs; ++k) {
+      out.logits_rows.push_back(row);
+      append_sampling_row(out.sampling, req.params, eos_token_ids_,
+                          {req.prompt, {}, sample_seed(req.seed, k), &prompt_counts});
+      refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
+    }
+  } else {
+    const SampleState& sample = *req.samples.at(s.seq_id);
+    const Sequence* seq = scheduler.sequence(s.seq_id);
+    std::span<const int32_t> outputs(seq->tokens.data() + seq->num_prompt_tokens,
+                                     static_cast<size_t>(seq->num_output_tokens()));
+    out.logits_rows.push_back(row);
+    append_sampling_row(out.sampling, req.params, eos_token_ids_,
+                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties});
+    refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
+  }
+}
+
+bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests) const {
+  if (static_cast<int64_t>(refs.size()) > max_rows_per_chunk_) return false;
+  for (const RowRef& ref : refs) {
+    if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
+    auto it = requests.find(ref.req);
+    if (it == requests.end()) continue;
+    if (uses_penalties(it->second->params)) return false;
+  }
+  return true;
+}
+
+void RowPlanner::link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out) {
+  std::unordered_map<SeqId, int32_t> sample_row;
+  for (size_t r = 0; r < prev.size(); ++r) {
+    if (prev[r].kind == RowKind::kSample) sample_row.emplace(prev[r].seq, static_cast<int32_t>(r));
+  }
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    for (int32_t row = out.query_start_loc[i]; row < out.query_start_loc[i + 1]; ++row) {
+      if (out.token_ids[static_cast<size_t>(row)] != kPendingToken) continue;
+      auto it = sample_row.find(out.seqs[i].seq_id);
+      // A placeholder always stands for a sample of the previous step; if
+      // not, the runner rejects the step (token -1 outside the vocabulary).
+      if (it == sample_row.end()) continue;
+      out.pending_rows.push_back(row);
+      out.pending_sources.push_back(it->second);
+    }
+  }
+}
+
+}  // namespace pagoda

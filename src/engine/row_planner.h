@@ -1,0 +1,66 @@
+// Row planning: which logits rows a step samples and how. The scheduler's
+// ScheduleOutput samples each sequence that reaches its last token once;
+// the planner turns that into the step's sampling rows, in place:
+//  - prompt-logprob rows for every prompt position a chunk computes while
+//    the request's prompt logprobs are incomplete;
+//  - one beam row per live beam of a beam-search request;
+//  - the n first-sample rows of a request that forks (n / best_of > 1) when
+//    its prompt finishes, all on the prompt's last row;
+//  - otherwise one sampling row per sequence (penalties from its
+//    incremental counts).
+// Each row gets a RowRef saying whom its sample belongs to.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/request_state.h"
+#include "sched/schedule_output.h"
+#include "sched/scheduler.h"
+
+namespace pagoda {
+
+using RequestMap = std::unordered_map<RequestId, std::unique_ptr<RequestState>>;
+
+// Why a logits row is sampled.
+enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob };
+
+struct RowRef {
+  RowKind kind;
+  RequestId req;  // an id: the request may end before the row's result is read
+  SeqId seq;
+  int32_t arg;  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted
+};
+
+class RowPlanner {
+ public:
+  // max_rows_per_chunk: the runner's max_num_seqs (rows of one lm_head chunk).
+  RowPlanner(std::vector<int32_t> eos_token_ids, int64_t max_rows_per_chunk)
+      : eos_token_ids_(std::move(eos_token_ids)), max_rows_per_chunk_(max_rows_per_chunk) {}
+
+  // Replaces out.logits_rows by one entry per sampling row, appends the rows
+  // to out.sampling and their refs to `refs` (same order). Sequences of
+  // requests not in `requests` get no rows.
+  void plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
+            std::vector<RowRef>& refs) const;
+  // Whether the step after one with rows `refs` may be planned before their
+  // tokens are known: every row is a plain sample or a prompt logprob (no
+  // beam, no fork), no request has penalties, and all fit one lm_head chunk
+  // (their ids stay on the device).
+  bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests) const;
+  // Adds to `out` the pending rows (placeholder tokens) fed from the samples
+  // of the step with rows `prev`.
+  static void link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out);
+
+ private:
+  void plan_seq(ScheduleOutput& out, size_t i, const RequestState& req, const Scheduler& scheduler,
+                std::vector<RowRef>& refs) const;
+
+  std::vector<int32_t> eos_token_ids_;
+  int64_t max_rows_per_chunk_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,32 @@
+// RunnerOptions: the sizes and memory budget a ModelRunner is created with.
+#pragma once
+
+#include <cstdint>
+
+namespace pagoda {
+
+struct RunnerOptions {
+  // Tokens per KV block.
+  int block_size = 16;
+  // KV blocks; 0: derived from the memory budget (cpu_kv_cache_bytes on cpu,
+  // kv_cache_memory_fraction of total memory on cuda).
+  int64_t num_kv_blocks = 0;
+  // T limit of one step; the activation scratch is sized for it.
+  int64_t max_num_batched_tokens = 2048;
+  // S limit of one step; also the rows of one lm_head + sampling chunk (the
+  // number of logits rows R itself is unlimited).
+  int64_t max_num_seqs = 256;
+  // 0: the config's max_position_embeddings, capped to what the KV cache holds.
+  int64_t max_model_len = 0;
+  // cuda: gpu_memory_utilization, the fraction of total device memory this
+  // runner may use (weights + activations + KV); memory other processes held
+  // when it started does not count (device_kv_budget_bytes).
+  double kv_cache_memory_fraction = 0.9;
+  // cpu: KV cache budget in bytes.
+  int64_t cpu_kv_cache_bytes = int64_t{1} << 30;
+  // Backends with graphs (cuda): true runs every step eagerly; false captures
+  // decode graphs at startup (see decode_graphs.h).
+  bool enforce_eager = false;
+};
+
+}  // namespace pagoda
