@@ -129,7 +129,7 @@ std::vector<std::string> forward_ops(const ModelConfig& config) {
   auto runner = ModelRunner::create(be, config, src, o);
   EXPECT_TRUE(runner.ok()) << (runner.ok() ? "" : runner.error().message);
   if (!runner.ok()) return {};
-  StepInput step;
+  StepBatch step;
   step.token_ids = {5, 6, 7};
   step.positions = {0, 1, 2};
   step.slot_mapping = {0, 1, 2};
