@@ -81,6 +81,12 @@ def test_chat_template_jinja_wins_in_every_command(tmp_path):
     line = json.loads(batch_out.read_text(encoding="utf-8").splitlines()[0])
     assert line["usage"]["prompt_tokens"] == len(expected), line
 
+    # --chat --prompt renders the prompt as the one user message.
+    chat = h.run("generate", folder, "--device", "cpu", "--chat", "--prompt", MESSAGES[0]["content"],
+                 "--max-tokens", "1", "--temperature", "0")
+    assert chat.returncode == 0, chat.stderr
+    assert f"[{len(expected)} prompt tokens," in chat.stderr.decode("utf-8"), chat.stderr
+
     assert serve_tokenize(folder) == expected
 
 
