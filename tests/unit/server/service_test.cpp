@@ -308,6 +308,18 @@ TEST_F(ServiceTest, InfoRoutes) {
   EXPECT_EQ(call("GET", "/v2/x", "")->status, 404);
 }
 
+TEST_F(ServiceTest, MissesAre404Or405WithAllow) {
+  auto not_found = call("GET", "/v1/nothing", "");
+  EXPECT_EQ(not_found->status, 404);
+  EXPECT_EQ(not_found->json_body()["error"]["code"], "not_found");
+  auto wrong_method = call("GET", "/v1/completions", "");
+  EXPECT_EQ(wrong_method->status, 405);
+  EXPECT_EQ(wrong_method->json_body()["error"]["code"], "method_not_allowed");
+  ASSERT_EQ(wrong_method->headers.size(), 1u);
+  EXPECT_EQ(wrong_method->headers[0], std::make_pair(std::string("Allow"), std::string("POST")));
+  EXPECT_EQ(call("GET", "/v1/models/", "")->status, 404);  // a prefix route needs a rest
+}
+
 TEST_F(ServiceTest, TokenizeAndDetokenize) {
   auto t = post("/tokenize", {{"prompt", "Hello world"}});
   ASSERT_EQ(t->status, 200) << t->body;
@@ -396,6 +408,29 @@ TEST_F(SmallQueueTest, QueueFullIs429AndAuthIs401) {
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->json_body()["usage"]["completion_tokens"], 100);
   }
+}
+
+// The stages of the dispatch: the API key first (not needed on /health,
+// whatever the method), then the drain gate, which refuses every POST while
+// draining, matched or not, then 404 / 405.
+TEST_F(SmallQueueTest, DispatchStages) {
+  const std::string key = "Bearer sk-test";
+  EXPECT_EQ(call("GET", "/nowhere", "")->status, 401);
+  EXPECT_EQ(call("GET", "/nowhere", "", key)->status, 404);
+  EXPECT_EQ(call("POST", "/health", "")->status, 405);
+  EXPECT_EQ(call("GET", "/health", "")->status, 200);
+  service_->set_draining();
+  EXPECT_EQ(call("POST", "/v1/completions", "{}")->status, 401);
+  auto refused = call("POST", "/v1/completions", "{}", key);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->json_body()["error"]["code"], "service_unavailable");
+  EXPECT_EQ(call("POST", "/tokenize", "{}", key)->status, 503);
+  EXPECT_EQ(call("POST", "/nowhere", "", key)->status, 503);
+  EXPECT_EQ(call("POST", "/v1/models", "", key)->status, 503);
+  EXPECT_EQ(call("POST", "/health", "")->status, 503);
+  EXPECT_EQ(call("PUT", "/v1/models", "", key)->status, 405);
+  EXPECT_EQ(call("GET", "/v1/models", "", key)->status, 200);
+  EXPECT_EQ(call("GET", "/health", "")->status, 503);  // the route reports the drain itself
 }
 
 // A body over heavy_body_bytes runs on the heavy lane: while heavy work holds
