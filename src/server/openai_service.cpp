@@ -1,43 +1,70 @@
 #include "server/openai_service.h"
 
+#include <fmt/format.h>
+
 #include "server/auth.h"
+#include "server/route_table.h"
 
 namespace pagoda::server {
 
-OpenAiService::OpenAiService(std::unique_ptr<ServiceContext> context)
-    : context_(std::move(context)) {
-  ServiceContext* ctx = context_.get();
-  auto bind = [ctx](void (*fn)(ServiceContext&, const HttpRequest&, std::shared_ptr<Responder>)) {
-    return [ctx, fn](const HttpRequest& request, std::shared_ptr<Responder> responder) {
-      fn(*ctx, request, std::move(responder));
-    };
-  };
-  router_.add("POST", "/v1/completions", bind(handle_completions));
-  router_.add("POST", "/v1/chat/completions", bind(handle_chat_completions));
-  router_.add("GET", "/v1/models", bind(handle_models));
-  router_.add_prefix("GET", "/v1/models/", bind(handle_model));
-  router_.add("POST", "/tokenize", bind(handle_tokenize));
-  router_.add("POST", "/detokenize", bind(handle_detokenize));
-  router_.add("GET", "/health", bind(handle_health));
-  router_.add("GET", "/version", bind(handle_version));
-  router_.add("GET", "/metrics", bind(handle_metrics));
+namespace {
+
+// The API's routes. Generation and tokenization are drain-gated; /health is
+// answered without the API key, for load balancers (it reports the drain
+// itself, with a 503).
+constexpr Route kRoutes[] = {
+    {.method = "POST", .path = "/v1/completions", .drain_gated = true,
+     .handler = handle_completions},
+    {.method = "POST", .path = "/v1/chat/completions", .drain_gated = true,
+     .handler = handle_chat_completions},
+    {.method = "GET", .path = "/v1/models", .handler = handle_models},
+    {.method = "GET", .path = "/v1/models/", .match = PathMatch::kPrefix, .handler = handle_model},
+    {.method = "POST", .path = "/tokenize", .drain_gated = true, .handler = handle_tokenize},
+    {.method = "POST", .path = "/detokenize", .drain_gated = true, .handler = handle_detokenize},
+    {.method = "GET", .path = "/health", .needs_api_key = false, .handler = handle_health},
+    {.method = "GET", .path = "/version", .handler = handle_version},
+    {.method = "GET", .path = "/metrics", .handler = handle_metrics},
+};
+
+HttpResponse unauthorized_response() {
+  HttpResponse response = error_response(ApiError{
+      401, "Incorrect or missing API key: send `Authorization: Bearer <key>`.", "",
+      "invalid_api_key"});
+  response.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return response;
 }
 
+// 404 when no route has the path, else 405 with the methods it allows.
+HttpResponse miss_response(const HttpRequest& request, const std::string& allow) {
+  if (allow.empty()) {
+    return error_response(ApiError{
+        404, fmt::format("no route for {} {}", request.method, request.path), "", "not_found"});
+  }
+  HttpResponse response =
+      error_response(ApiError{405,
+                              fmt::format("method {} is not allowed on {}; allowed: {}",
+                                          request.method, request.path, allow),
+                              "", "method_not_allowed"});
+  response.headers.emplace_back("Allow", allow);
+  return response;
+}
+
+}  // namespace
+
+OpenAiService::OpenAiService(std::unique_ptr<ServiceContext> context)
+    : context_(std::move(context)) {}
+
 void OpenAiService::handle(const HttpRequest& request, std::shared_ptr<Responder> responder) {
-  const bool is_health = request.path == "/health";
-  if (!is_health && !is_authorized(request.header("authorization"), context_->options.api_key)) {
-    HttpResponse response = error_response(
-        ApiError{401, "Incorrect or missing API key: send `Authorization: Bearer <key>`.", "",
-                 "invalid_api_key"});
-    response.headers.emplace_back("WWW-Authenticate", "Bearer");
-    responder->send(std::move(response));
-    return;
+  const RouteMatch match = match_route(kRoutes, request.method, request.path);
+  if (match.needs_api_key &&
+      !is_authorized(request.header("authorization"), context_->options.api_key)) {
+    return responder->send(unauthorized_response());
   }
-  if (context_->draining && request.method == "POST") {
-    responder->send(error_response(shutting_down_error()));
-    return;
+  if (match.drain_gated && context_->draining) {
+    return responder->send(error_response(shutting_down_error()));
   }
-  router_.dispatch(request, std::move(responder));
+  if (!match.route) return responder->send(miss_response(request, match.allow));
+  match.route->handler(*context_, request, std::move(responder));
 }
 
 }  // namespace pagoda::server

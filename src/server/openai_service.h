@@ -1,10 +1,10 @@
-// The OpenAI-compatible API, independent of the transport: authentication,
-// the drain gate and the route table. The HTTP listener feeds it requests.
+// The OpenAI-compatible API, independent of the transport: its routes and the
+// one dispatch step that answers a request. The HTTP listener's handler is
+// handle().
 #pragma once
 
 #include <memory>
 
-#include "server/router.h"
 #include "server/service_context.h"
 
 namespace pagoda::server {
@@ -13,9 +13,10 @@ class OpenAiService {
  public:
   explicit OpenAiService(std::unique_ptr<ServiceContext> context);
 
-  // Answers `request` through `responder`: 401 without the API key (except
-  // GET /health), 503 for generation and tokenization while draining,
-  // otherwise the route's handler (404/405 from the router). Returns quickly.
+  // Matches `request` to its route once (match_route over the API's routes),
+  // then answers through `responder`: 401 without the API key (except on
+  // /health), 503 for generation and tokenization while draining, 404 / 405
+  // (with Allow) for a miss, otherwise the route's handler. Returns quickly.
   void handle(const HttpRequest& request, std::shared_ptr<Responder> responder);
 
   // New generation requests get 503 from now on.
@@ -24,7 +25,6 @@ class OpenAiService {
 
  private:
   std::unique_ptr<ServiceContext> context_;
-  Router router_;
 };
 
 }  // namespace pagoda::server

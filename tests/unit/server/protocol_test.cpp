@@ -1,8 +1,7 @@
-// JSON helpers, SSE framing, auth, routing, field reading and error shapes.
+// JSON helpers, SSE framing, auth, route matching, field reading and error shapes.
 #include <gtest/gtest.h>
 
 #include <map>
-#include <memory>
 
 #include "server/api_error.h"
 #include "server/auth.h"
@@ -10,7 +9,7 @@
 #include "server/http_types.h"
 #include "server/ids.h"
 #include "server/json_util.h"
-#include "server/router.h"
+#include "server/route_table.h"
 #include "server/sse.h"
 
 namespace pagoda::server {
@@ -102,45 +101,46 @@ TEST(Auth, BearerToken) {
   EXPECT_FALSE(is_authorized("Basic sk-123", "sk-123"));
 }
 
-// Records what a handler answered.
-class RecordingResponder : public Responder {
- public:
-  void send(HttpResponse r) override { response = std::move(r); }
-  void start_stream(int, std::string) override {}
-  void write(std::string) override {}
-  void end_stream() override {}
-  void fail(const ApiError& error) override { response = error_response(error); }
-  void on_cancel(std::function<void()>) override {}
-  HttpResponse response;
-};
-
-TEST(Router, RoutesAnd404And405) {
-  Router router;
-  std::string hit;
-  router.add("POST", "/v1/completions",
-             [&](const HttpRequest&, std::shared_ptr<Responder>) { hit = "completions"; });
-  router.add("GET", "/v1/models",
-             [&](const HttpRequest&, std::shared_ptr<Responder>) { hit = "models"; });
-  router.add_prefix("GET", "/v1/models/",
-                    [&](const HttpRequest& r, std::shared_ptr<Responder>) { hit = r.path; });
-  auto run = [&](const char* method, const char* path) {
-    auto responder = std::make_shared<RecordingResponder>();
-    hit.clear();
-    router.dispatch(HttpRequest{method, path, "", {}, "", "req-1"}, responder);
-    return responder->response;
+// One pass over a table finds the route, or what a miss answers: 404 (no
+// route has the path) or 405 with the methods that the path allows.
+TEST(RouteTable, RoutesAnd404And405) {
+  const Route routes[] = {
+      {.method = "POST", .path = "/v1/completions"},
+      {.method = "GET", .path = "/v1/models"},
+      {.method = "GET", .path = "/v1/models/", .match = PathMatch::kPrefix},
   };
-  run("POST", "/v1/completions");
-  EXPECT_EQ(hit, "completions");
-  run("GET", "/v1/models/org/name");
-  EXPECT_EQ(hit, "/v1/models/org/name");
-  auto not_found = run("GET", "/v1/nothing");
-  EXPECT_EQ(not_found.status, 404);
-  EXPECT_EQ(json::parse(not_found.body)["error"]["code"], "not_found");
-  auto wrong_method = run("GET", "/v1/completions");
-  EXPECT_EQ(wrong_method.status, 405);
-  ASSERT_EQ(wrong_method.headers.size(), 1u);
-  EXPECT_EQ(wrong_method.headers[0], std::make_pair(std::string("Allow"), std::string("POST")));
-  EXPECT_TRUE(hit.empty());
+  EXPECT_EQ(match_route(routes, "POST", "/v1/completions").route, &routes[0]);
+  EXPECT_EQ(match_route(routes, "GET", "/v1/models/org/name").route, &routes[2]);
+  auto not_found = match_route(routes, "GET", "/v1/nothing");
+  EXPECT_EQ(not_found.route, nullptr);
+  EXPECT_EQ(not_found.allow, "");
+  auto wrong_method = match_route(routes, "GET", "/v1/completions");
+  EXPECT_EQ(wrong_method.route, nullptr);
+  EXPECT_EQ(wrong_method.allow, "POST");
+}
+
+// A route's stages hold for its path (the API key) and for its method (the
+// drain gate), so that a miss gets them too.
+TEST(RouteTable, StagesOfMatchesAndMisses) {
+  const Route routes[] = {
+      {.method = "POST", .path = "/generate", .drain_gated = true},
+      {.method = "GET", .path = "/health", .needs_api_key = false},
+      {.method = "DELETE", .path = "/health"},
+  };
+  auto generate = match_route(routes, "POST", "/generate");
+  EXPECT_TRUE(generate.needs_api_key);
+  EXPECT_TRUE(generate.drain_gated);
+  auto health = match_route(routes, "GET", "/health");
+  EXPECT_FALSE(health.needs_api_key);
+  EXPECT_FALSE(health.drain_gated);
+  auto post_health = match_route(routes, "POST", "/health");
+  EXPECT_EQ(post_health.route, nullptr);
+  EXPECT_EQ(post_health.allow, "GET, DELETE");
+  EXPECT_FALSE(post_health.needs_api_key);
+  EXPECT_TRUE(post_health.drain_gated);
+  auto get_nowhere = match_route(routes, "GET", "/nowhere");
+  EXPECT_TRUE(get_nowhere.needs_api_key);
+  EXPECT_FALSE(get_nowhere.drain_gated);
 }
 
 TEST(ApiError, OpenAiShape) {
