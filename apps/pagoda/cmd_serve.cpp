@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "engine/engine_api.h"
+#include "http/connection_registry.h"
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
 #include "pagoda/http_limit_flags.h"
@@ -87,7 +88,7 @@ int run_serve(int argc, char** argv) {
       return 2;
     }
   }
-  const int64_t fd_limit = pagoda::server::raise_open_file_limit();
+  const int64_t fd_limit = pagoda::http::raise_open_file_limit();
   auto engine = pagoda::create_engine(engine_options);
   if (!engine.ok()) {
     std::fprintf(stderr, "pagoda serve: %s\n", engine.error().message.c_str());

@@ -11,7 +11,7 @@ ApiError shutting_down_error() {
 }
 
 ApiError internal_error(const std::string& request_id) {
-  return ApiError{500, "internal error (request " + request_id + ")", "", "internal_error"};
+  return api_error_from(http::internal_error(request_id));
 }
 
 ApiError api_error_from(const Error& error) {
@@ -26,6 +26,10 @@ ApiError api_error_from(const Error& error) {
     default:
       return ApiError{500, error.message, "", "internal_error"};
   }
+}
+
+ApiError api_error_from(const http::TransportError& error) {
+  return ApiError{error.status, error.message, "", error.code};
 }
 
 const char* error_type_for_status(int status) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "http/transport_error.h"
 #include "server/json_util.h"
 
 namespace pagoda::server {
@@ -21,12 +22,16 @@ ApiError invalid_field(std::string param, std::string message);
 
 // 503 service_unavailable: the server is draining.
 ApiError shutting_down_error();
-// 500 internal_error naming the request id (the log has the details).
+// 500 internal_error naming the request id (the log has the details), worded
+// as the transport words its own (http::internal_error).
 ApiError internal_error(const std::string& request_id);
 
 // Maps an engine/library error: kInvalidArgument → 400, kNotFound → 404,
 // kUnsupported → 400, kResourceExhausted → 429, everything else → 500.
 ApiError api_error_from(const Error& error);
+// An error the transport answers itself (a malformed HTTP request, a limit), as
+// the API words it: same status, message and code, no param.
+ApiError api_error_from(const http::TransportError& error);
 
 // "type" for a status: invalid_request_error (4xx), authentication_error (401),
 // rate_limit_error (429), server_error (5xx).

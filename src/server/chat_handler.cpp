@@ -6,6 +6,7 @@
 #include "server/chat_plan.h"
 #include "server/generation_job.h"
 #include "server/ids.h"
+#include "server/json_response.h"
 #include "server/json_util.h"
 #include "server/logprobs_format.h"
 #include "server/service_context.h"
@@ -47,7 +48,7 @@ Json tool_delta_json(const ToolCallDelta& delta) {
 class ChatAssembler {
  public:
   ChatAssembler(const ServiceContext& ctx, ChatPlan plan, std::string id, int num_choices,
-                std::shared_ptr<Responder> responder)
+                std::shared_ptr<http::Responder> responder)
       : ctx_(ctx),
         plan_(std::move(plan)),
         id_(std::move(id)),
@@ -185,10 +186,11 @@ class ChatAssembler {
   std::string id_;
   int64_t created_ = unix_seconds();
   std::vector<ChatChoice> choices_;
-  std::shared_ptr<Responder> responder_;
+  std::shared_ptr<http::Responder> responder_;
 };
 
-void start_chat(ServiceContext& ctx, ChatPlan plan, const std::shared_ptr<Responder>& responder) {
+void start_chat(ServiceContext& ctx, ChatPlan plan,
+                const std::shared_ptr<http::Responder>& responder) {
   if (ctx.draining) return responder->send(error_response(shutting_down_error()));
   auto job =
       std::make_shared<GenerationJob>(ctx.engine, ctx.io, ctx.io_gate, random_id("chatcmpl-"));
@@ -206,8 +208,8 @@ void start_chat(ServiceContext& ctx, ChatPlan plan, const std::shared_ptr<Respon
 
 }  // namespace
 
-void handle_chat_completions(ServiceContext& ctx, const HttpRequest& request,
-                             std::shared_ptr<Responder> responder) {
+void handle_chat_completions(ServiceContext& ctx, const http::HttpRequest& request,
+                             std::shared_ptr<http::Responder> responder) {
   ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     auto body = parse_json_object(request.body);
     if (!body.ok()) return responder->send(error_response(api_error_from(body.error())));

@@ -6,6 +6,7 @@
 #include "server/completion_plan.h"
 #include "server/generation_job.h"
 #include "server/ids.h"
+#include "server/json_response.h"
 #include "server/json_util.h"
 #include "server/logprobs_format.h"
 #include "server/service_context.h"
@@ -29,7 +30,7 @@ struct CompletionChoice {
 class CompletionAssembler {
  public:
   CompletionAssembler(const ServiceContext& ctx, CompletionPlan plan, std::string id,
-                      int num_choices, std::shared_ptr<Responder> responder)
+                      int num_choices, std::shared_ptr<http::Responder> responder)
       : ctx_(ctx), plan_(std::move(plan)), id_(std::move(id)), responder_(std::move(responder)) {
     choices_.reserve(num_choices);
     for (int i = 0; i < num_choices; ++i) choices_.emplace_back(ctx.engine.tokenizer());
@@ -141,13 +142,13 @@ class CompletionAssembler {
   CompletionPlan plan_;
   std::string id_;
   int64_t created_ = unix_seconds();
-  std::shared_ptr<Responder> responder_;
+  std::shared_ptr<http::Responder> responder_;
   std::vector<CompletionChoice> choices_;
   std::vector<std::vector<std::optional<TokenLogprob>>> prompt_logprobs_;  // per prompt
 };
 
 void start_completion(ServiceContext& ctx, CompletionPlan plan,
-                      const std::shared_ptr<Responder>& responder) {
+                      const std::shared_ptr<http::Responder>& responder) {
   if (ctx.draining) return responder->send(error_response(shutting_down_error()));
   auto job = std::make_shared<GenerationJob>(ctx.engine, ctx.io, ctx.io_gate, random_id("cmpl-"));
   const int num_choices = static_cast<int>(plan.prompts.size()) * plan.fields.n;
@@ -164,8 +165,8 @@ void start_completion(ServiceContext& ctx, CompletionPlan plan,
 
 }  // namespace
 
-void handle_completions(ServiceContext& ctx, const HttpRequest& request,
-                        std::shared_ptr<Responder> responder) {
+void handle_completions(ServiceContext& ctx, const http::HttpRequest& request,
+                        std::shared_ptr<http::Responder> responder) {
   ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     auto body = parse_json_object(request.body);
     if (!body.ok()) return responder->send(error_response(api_error_from(body.error())));

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include "core/log.h"
+#include "server/json_response.h"
 #include "server/sse.h"
 
 namespace pagoda::server {
@@ -25,7 +26,7 @@ Json stop_reason_json(const RequestOutput& output) {
 }
 
 GenerationJob::GenerationJob(Engine& engine, net::any_io_executor executor,
-                             std::shared_ptr<PostGate> gate, std::string id)
+                             std::shared_ptr<http::PostGate> gate, std::string id)
     : engine_(engine),
       strand_(net::make_strand(std::move(executor))),
       gate_(std::move(gate)),
@@ -103,7 +104,8 @@ void GenerationJob::deliver(int prompt_index, RequestOutput& output) {
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
                        const SamplingParams& params, int num_samples, int priority, bool stream,
-                       const std::atomic<bool>& draining, const std::shared_ptr<Responder>& responder,
+                       const std::atomic<bool>& draining,
+                       const std::shared_ptr<http::Responder>& responder,
                        GenerationJob::EventFn on_event) {
   Status status = job->submit(prompts, params, num_samples, priority);
   if (!status.ok()) {
@@ -121,7 +123,7 @@ void launch_generation(const std::shared_ptr<GenerationJob>& job,
     if (!out.error.empty()) {
       log_error("{}: the engine failed the request: {}", self->id(), out.error);
       self->cancel();
-      responder->fail(internal_error(self->id()));
+      responder->fail(failed_answer(internal_error(self->id())));
       return;
     }
     try {
@@ -129,7 +131,7 @@ void launch_generation(const std::shared_ptr<GenerationJob>& job,
     } catch (const std::exception& e) {
       log_error("{}: internal error while answering: {}", self->id(), e.what());
       self->cancel();
-      responder->fail(internal_error(self->id()));
+      responder->fail(failed_answer(internal_error(self->id())));
     }
   });
 }

@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "engine/engine_api.h"
-#include "server/http_types.h"
-#include "server/post_gate.h"
+#include "http/http_types.h"
+#include "http/post_gate.h"
+#include "server/json_util.h"
 
 namespace pagoda::server {
 
@@ -41,7 +42,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
                                      const Usage& usage)>;
 
   GenerationJob(Engine& engine, boost::asio::any_io_executor executor,
-                std::shared_ptr<PostGate> gate, std::string id);
+                std::shared_ptr<http::PostGate> gate, std::string id);
 
   // Queues one engine request per prompt (ids "<id>-<prompt index>"). On the
   // first error the requests already queued are aborted and the error returned.
@@ -65,7 +66,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 
   Engine& engine_;
   boost::asio::strand<boost::asio::any_io_executor> strand_;
-  std::shared_ptr<PostGate> gate_;
+  std::shared_ptr<http::PostGate> gate_;
   std::string id_;
   std::atomic<int> num_prompts_submitted_{0};
   int num_samples_ = 1;
@@ -91,7 +92,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
                        const SamplingParams& params, int num_samples, int priority, bool stream,
-                       const std::atomic<bool>& draining, const std::shared_ptr<Responder>& responder,
+                       const std::atomic<bool>& draining,
+                       const std::shared_ptr<http::Responder>& responder,
                        GenerationJob::EventFn on_event);
 
 }  // namespace pagoda::server

@@ -1,6 +1,7 @@
 // GET /v1/models, /v1/models/{id}, /health, /version, /metrics.
 #include <fmt/format.h>
 
+#include "server/json_response.h"
 #include "server/metrics_text.h"
 #include "server/service_context.h"
 
@@ -20,15 +21,17 @@ Json model_card(const ServiceContext& ctx) {
 
 }  // namespace
 
-void handle_models(ServiceContext& ctx, const HttpRequest&, std::shared_ptr<Responder> responder) {
+void handle_models(ServiceContext& ctx, const http::HttpRequest&,
+                   std::shared_ptr<http::Responder> responder) {
   responder->send(
       json_response(200, {{"object", "list"}, {"data", Json::array({model_card(ctx)})}}));
 }
 
-void handle_model(ServiceContext& ctx, const HttpRequest& request,
-                  std::shared_ptr<Responder> responder) {
+void handle_model(ServiceContext& ctx, const http::HttpRequest& request,
+                  std::shared_ptr<http::Responder> responder) {
   constexpr std::string_view kPrefix = "/v1/models/";
-  const std::string id = percent_decode(std::string_view(request.path).substr(kPrefix.size()));
+  const std::string id =
+      http::percent_decode(std::string_view(request.path).substr(kPrefix.size()));
   if (id != ctx.model_name) {
     responder->send(error_response(ApiError{404, fmt::format("The model `{}` does not exist.", id),
                                             "model", "model_not_found"}));
@@ -37,7 +40,8 @@ void handle_model(ServiceContext& ctx, const HttpRequest& request,
   responder->send(json_response(200, model_card(ctx)));
 }
 
-void handle_health(ServiceContext& ctx, const HttpRequest&, std::shared_ptr<Responder> responder) {
+void handle_health(ServiceContext& ctx, const http::HttpRequest&,
+                   std::shared_ptr<http::Responder> responder) {
   if (ctx.draining) {
     responder->send(error_response(shutting_down_error()));
     return;
@@ -45,12 +49,14 @@ void handle_health(ServiceContext& ctx, const HttpRequest&, std::shared_ptr<Resp
   responder->send(json_response(200, Json::object()));
 }
 
-void handle_version(ServiceContext& ctx, const HttpRequest&, std::shared_ptr<Responder> responder) {
+void handle_version(ServiceContext& ctx, const http::HttpRequest&,
+                    std::shared_ptr<http::Responder> responder) {
   responder->send(json_response(200, {{"version", ctx.options.version}}));
 }
 
-void handle_metrics(ServiceContext& ctx, const HttpRequest&, std::shared_ptr<Responder> responder) {
-  HttpResponse response;
+void handle_metrics(ServiceContext& ctx, const http::HttpRequest&,
+                    std::shared_ptr<http::Responder> responder) {
+  http::HttpResponse response;
   response.content_type = kPrometheusContentType;
   response.body = format_prometheus(ctx.engine.metrics(), ctx.model_name);
   responder->send(std::move(response));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/auth.h"
+#include "server/json_response.h"
 #include "server/route_table.h"
 
 namespace pagoda::server {
@@ -26,21 +27,21 @@ constexpr Route kRoutes[] = {
     {.method = "GET", .path = "/metrics", .handler = handle_metrics},
 };
 
-HttpResponse unauthorized_response() {
-  HttpResponse response = error_response(ApiError{
-      401, "Incorrect or missing API key: send `Authorization: Bearer <key>`.", "",
-      "invalid_api_key"});
+http::HttpResponse unauthorized_response() {
+  http::HttpResponse response = error_response(
+      ApiError{401, "Incorrect or missing API key: send `Authorization: Bearer <key>`.", "",
+               "invalid_api_key"});
   response.headers.emplace_back("WWW-Authenticate", "Bearer");
   return response;
 }
 
 // 404 when no route has the path, else 405 with the methods it allows.
-HttpResponse miss_response(const HttpRequest& request, const std::string& allow) {
+http::HttpResponse miss_response(const http::HttpRequest& request, const std::string& allow) {
   if (allow.empty()) {
     return error_response(ApiError{
         404, fmt::format("no route for {} {}", request.method, request.path), "", "not_found"});
   }
-  HttpResponse response =
+  http::HttpResponse response =
       error_response(ApiError{405,
                               fmt::format("method {} is not allowed on {}; allowed: {}",
                                           request.method, request.path, allow),
@@ -54,7 +55,8 @@ HttpResponse miss_response(const HttpRequest& request, const std::string& allow)
 OpenAiService::OpenAiService(std::unique_ptr<ServiceContext> context)
     : context_(std::move(context)) {}
 
-void OpenAiService::handle(const HttpRequest& request, std::shared_ptr<Responder> responder) {
+void OpenAiService::handle(const http::HttpRequest& request,
+                           std::shared_ptr<http::Responder> responder) {
   const RouteMatch match = match_route(kRoutes, request.method, request.path);
   if (match.needs_api_key &&
       !is_authorized(request.header("authorization"), context_->options.api_key)) {

@@ -17,7 +17,7 @@ class OpenAiService {
   // then answers through `responder`: 401 without the API key (except on
   // /health), 503 for generation and tokenization while draining, 404 / 405
   // (with Allow) for a miss, otherwise the route's handler. Returns quickly.
-  void handle(const HttpRequest& request, std::shared_ptr<Responder> responder);
+  void handle(const http::HttpRequest& request, std::shared_ptr<http::Responder> responder);
 
   // New generation requests get 503 from now on.
   void set_draining() { context_->draining = true; }

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/http_types.h"
+#include "http/http_types.h"
 
 namespace pagoda::server {
 
@@ -17,8 +17,8 @@ struct ServiceContext;
 
 // Answers `request` through `responder`; runs on an I/O thread and returns
 // quickly (service_context.h).
-using RouteHandler = void (*)(ServiceContext& ctx, const HttpRequest& request,
-                              std::shared_ptr<Responder> responder);
+using RouteHandler = void (*)(ServiceContext& ctx, const http::HttpRequest& request,
+                              std::shared_ptr<http::Responder> responder);
 
 enum class PathMatch {
   kExact,   // the request's path is the route's path

@@ -1,7 +1,6 @@
 #include "server/server.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <boost/asio/signal_set.hpp>
@@ -10,7 +9,8 @@
 #include <future>
 
 #include "core/log.h"
-#include "server/http_listener.h"
+#include "http/http_listener.h"
+#include "server/json_response.h"
 #include "server/openai_service.h"
 
 namespace pagoda::server {
@@ -26,17 +26,6 @@ int default_threads(int requested) {
 
 }  // namespace
 
-int64_t raise_open_file_limit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  return limit.rlim_cur == RLIM_INFINITY ? INT64_MAX : static_cast<int64_t>(limit.rlim_cur);
-}
-
 Server::Server(Engine& engine, ServerOptions options)
     : engine_(engine),
       options_(std::move(options)),
@@ -44,7 +33,7 @@ Server::Server(Engine& engine, ServerOptions options)
       heavy_workers_(options_.num_heavy_threads > 0
                          ? options_.num_heavy_threads
                          : std::max(1, default_threads(options_.num_worker_threads) / 2)),
-      stats_(std::make_shared<ConnectionStats>()) {}
+      stats_(std::make_shared<http::ConnectionStats>()) {}
 
 Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions options) {
   std::signal(SIGPIPE, SIG_IGN);
@@ -61,13 +50,17 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
   }
   s.service_ = std::make_unique<OpenAiService>(std::move(context));
   OpenAiService* service = s.service_.get();
-  PAGODA_ASSIGN_OR_RETURN(s.listener_,
-                          HttpListener::open(
-                              s.ioc_, s.options_.host, s.options_.port, s.options_.limits,
-                              [service](HttpRequest request, std::shared_ptr<Responder> responder) {
-                                service->handle(request, std::move(responder));
-                              },
-                              s.stats_, service->context().io_gate));
+  // The listener's handler is the service's dispatch; the transport's own
+  // errors are worded as the API's.
+  PAGODA_ASSIGN_OR_RETURN(
+      s.listener_,
+      http::HttpListener::open(
+          s.ioc_, s.options_.host, s.options_.port, s.options_.limits,
+          [service](http::HttpRequest request, std::shared_ptr<http::Responder> responder) {
+            service->handle(request, std::move(responder));
+          },
+          s.stats_, service->context().io_gate,
+          [](const http::TransportError& error) { return failed_answer(api_error_from(error)); }));
   log_info("connections: at most {} ({} per client address), header timeout {} s, keep-alive {} s",
            s.listener_->limits().max_connections, s.listener_->limits().max_connections_per_peer,
            s.listener_->limits().header_timeout.count(),

@@ -16,12 +16,15 @@
 
 #include "core/result.h"
 #include "engine/engine_api.h"
-#include "server/http_session.h"
+#include "http/http_session.h"
 #include "server/service_context.h"
+
+namespace pagoda::http {
+class HttpListener;
+}  // namespace pagoda::http
 
 namespace pagoda::server {
 
-class HttpListener;
 class OpenAiService;
 
 struct ServerOptions {
@@ -36,7 +39,7 @@ struct ServerOptions {
   // is being written; then the process exits without them (std::_Exit(0)).
   std::chrono::seconds worker_timeout{5};
   bool handle_signals = false;  // catch SIGINT/SIGTERM from start() on, for wait_for_signal()
-  HttpLimits limits;
+  http::HttpLimits limits;
   ServiceOptions service;
 };
 
@@ -62,7 +65,7 @@ class Server {
   // (parsing, tokenizing) are waited for at most worker_timeout. Idempotent.
   void shutdown();
 
-  ConnectionStats& stats() { return *stats_; }
+  http::ConnectionStats& stats() { return *stats_; }
 
   Server(Engine& engine, ServerOptions options);
 
@@ -79,16 +82,12 @@ class Server {
   std::vector<std::thread> io_threads_;
   boost::asio::thread_pool workers_;
   boost::asio::thread_pool heavy_workers_;
-  std::shared_ptr<ConnectionStats> stats_;
+  std::shared_ptr<http::ConnectionStats> stats_;
   std::unique_ptr<OpenAiService> service_;
-  std::shared_ptr<HttpListener> listener_;
+  std::shared_ptr<http::HttpListener> listener_;
   boost::asio::io_context signal_ioc_;
   std::unique_ptr<boost::asio::signal_set> signals_;
   bool stopped_ = false;
 };
-
-// Raises the soft RLIMIT_NOFILE to the hard limit (one descriptor per open
-// connection). Returns the soft limit now in force.
-int64_t raise_open_file_limit();
 
 }  // namespace pagoda::server

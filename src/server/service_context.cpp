@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "server/field_reader.h"
 #include "server/ids.h"
+#include "server/json_response.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -59,7 +60,8 @@ int64_t ServiceContext::max_prompt_bytes() const {
   return engine.info().max_model_len * max_token_bytes * 4;
 }
 
-void ServiceContext::run_on_worker(std::shared_ptr<Responder> responder, const HttpRequest& request,
+void ServiceContext::run_on_worker(std::shared_ptr<http::Responder> responder,
+                                   const http::HttpRequest& request,
                                    std::function<void()> fn) const {
   const bool heavy = request.body.size() > options.heavy_body_bytes;
   ++num_on_lanes;
@@ -70,7 +72,7 @@ void ServiceContext::run_on_worker(std::shared_ptr<Responder> responder, const H
           fn();
         } catch (const std::exception& e) {
           log_error("request {}: internal error: {}", id, e.what());
-          responder->fail(internal_error(id));
+          responder->fail(failed_answer(internal_error(id)));
         }
         --num_on_lanes;
       });

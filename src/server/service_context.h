@@ -12,9 +12,9 @@
 #include <string>
 
 #include "engine/engine_api.h"
+#include "http/http_types.h"
 #include "server/api_error.h"
 #include "server/generation_job.h"
-#include "server/http_types.h"
 #include "server/response_bound.h"
 #include "server/tool_parser.h"
 
@@ -57,7 +57,8 @@ struct ServiceContext {
   // that shrink text (NFKC maps a 3-byte full-width letter to 1 byte).
   int64_t max_prompt_bytes() const;
   std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
-  const std::shared_ptr<PostGate> io_gate = std::make_shared<PostGate>();  // engine thread → io
+  // Engine thread and worker lanes → io (see http::PostGate).
+  const std::shared_ptr<http::PostGate> io_gate = std::make_shared<http::PostGate>();
   std::atomic<bool> draining{false};
   // Requests handed to run_on_worker whose work has not returned yet (queued,
   // parsing, templating, tokenizing): shutdown waits for them a shorter time.
@@ -65,7 +66,7 @@ struct ServiceContext {
 
   // Runs `fn` for `request` on its lane (heavy_workers for a large body, else
   // workers); an exception it throws answers 500.
-  void run_on_worker(std::shared_ptr<Responder> responder, const HttpRequest& request,
+  void run_on_worker(std::shared_ptr<http::Responder> responder, const http::HttpRequest& request,
                      std::function<void()> fn) const;
 
   // 404 when body["model"] is present and names another model; 400 if not a string.
@@ -77,23 +78,23 @@ struct ServiceContext {
 };
 
 // Route handlers (one file per group).
-void handle_completions(ServiceContext& ctx, const HttpRequest& request,
-                        std::shared_ptr<Responder> responder);
-void handle_chat_completions(ServiceContext& ctx, const HttpRequest& request,
-                             std::shared_ptr<Responder> responder);
-void handle_tokenize(ServiceContext& ctx, const HttpRequest& request,
-                     std::shared_ptr<Responder> responder);
-void handle_detokenize(ServiceContext& ctx, const HttpRequest& request,
-                       std::shared_ptr<Responder> responder);
-void handle_models(ServiceContext& ctx, const HttpRequest& request,
-                   std::shared_ptr<Responder> responder);
-void handle_model(ServiceContext& ctx, const HttpRequest& request,
-                  std::shared_ptr<Responder> responder);
-void handle_health(ServiceContext& ctx, const HttpRequest& request,
-                   std::shared_ptr<Responder> responder);
-void handle_version(ServiceContext& ctx, const HttpRequest& request,
-                    std::shared_ptr<Responder> responder);
-void handle_metrics(ServiceContext& ctx, const HttpRequest& request,
-                    std::shared_ptr<Responder> responder);
+void handle_completions(ServiceContext& ctx, const http::HttpRequest& request,
+                        std::shared_ptr<http::Responder> responder);
+void handle_chat_completions(ServiceContext& ctx, const http::HttpRequest& request,
+                             std::shared_ptr<http::Responder> responder);
+void handle_tokenize(ServiceContext& ctx, const http::HttpRequest& request,
+                     std::shared_ptr<http::Responder> responder);
+void handle_detokenize(ServiceContext& ctx, const http::HttpRequest& request,
+                       std::shared_ptr<http::Responder> responder);
+void handle_models(ServiceContext& ctx, const http::HttpRequest& request,
+                   std::shared_ptr<http::Responder> responder);
+void handle_model(ServiceContext& ctx, const http::HttpRequest& request,
+                  std::shared_ptr<http::Responder> responder);
+void handle_health(ServiceContext& ctx, const http::HttpRequest& request,
+                   std::shared_ptr<http::Responder> responder);
+void handle_version(ServiceContext& ctx, const http::HttpRequest& request,
+                    std::shared_ptr<http::Responder> responder);
+void handle_metrics(ServiceContext& ctx, const http::HttpRequest& request,
+                    std::shared_ptr<http::Responder> responder);
 
 }  // namespace pagoda::server

@@ -7,6 +7,7 @@
 
 #include "server/chat_prompt.h"
 #include "server/field_reader.h"
+#include "server/json_response.h"
 #include "server/json_util.h"
 #include "server/logprobs_format.h"
 #include "server/service_context.h"
@@ -17,8 +18,8 @@ namespace pagoda::server {
 namespace {
 
 // Parses the body and checks "model"; sends the error and returns nullopt on failure.
-std::optional<Json> read_body(const ServiceContext& ctx, const HttpRequest& request,
-                              Responder& responder) {
+std::optional<Json> read_body(const ServiceContext& ctx, const http::HttpRequest& request,
+                              http::Responder& responder) {
   auto body = parse_json_object(request.body);
   if (!body.ok()) {
     responder.send(error_response(api_error_from(body.error())));
@@ -31,7 +32,7 @@ std::optional<Json> read_body(const ServiceContext& ctx, const HttpRequest& requ
   return std::move(body.value());
 }
 
-void tokenize(const ServiceContext& ctx, const Json& body, Responder& responder) {
+void tokenize(const ServiceContext& ctx, const Json& body, http::Responder& responder) {
   FieldReader reader(body);
   const bool return_strs = reader.boolean("return_token_strs").value_or(false);
   std::vector<int32_t> ids;
@@ -59,7 +60,7 @@ void tokenize(const ServiceContext& ctx, const Json& body, Responder& responder)
                                      {"token_strs", std::move(strs)}}));
 }
 
-void detokenize(const ServiceContext& ctx, const Json& body, Responder& responder) {
+void detokenize(const ServiceContext& ctx, const Json& body, http::Responder& responder) {
   FieldReader reader(body);
   const int64_t vocab = ctx.engine.tokenizer().vocab_size();
   auto tokens = reader.integer_list("tokens", 0, vocab - 1);
@@ -71,15 +72,15 @@ void detokenize(const ServiceContext& ctx, const Json& body, Responder& responde
 
 }  // namespace
 
-void handle_tokenize(ServiceContext& ctx, const HttpRequest& request,
-                     std::shared_ptr<Responder> responder) {
+void handle_tokenize(ServiceContext& ctx, const http::HttpRequest& request,
+                     std::shared_ptr<http::Responder> responder) {
   ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     if (auto body = read_body(ctx, request, *responder)) tokenize(ctx, *body, *responder);
   });
 }
 
-void handle_detokenize(ServiceContext& ctx, const HttpRequest& request,
-                       std::shared_ptr<Responder> responder) {
+void handle_detokenize(ServiceContext& ctx, const http::HttpRequest& request,
+                       std::shared_ptr<http::Responder> responder) {
   ctx.run_on_worker(responder, request, [&ctx, request, responder] {
     if (auto body = read_body(ctx, request, *responder)) detokenize(ctx, *body, *responder);
   });

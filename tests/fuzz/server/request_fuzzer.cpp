@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "fake_service.h"
-#include "server/http_parse.h"
+#include "http/http_parse.h"
 
 namespace {
 
-using pagoda::server::HttpRequest;
+using pagoda::http::HttpRequest;
 using Json = nlohmann::ordered_json;
 
 void require(bool ok) {
@@ -95,10 +95,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int which = mode & 3;
   std::string_view payload(reinterpret_cast<const char*>(data + 1), size - 1);
   if (mode & 0x80) {
-    pagoda::server::HttpLimits limits;
+    pagoda::http::HttpLimits limits;
     limits.max_body_bytes = 1 << 20;
     for (int i = 0; i < 4 && !payload.empty(); ++i) {
-      auto parsed = pagoda::server::parse_http_request(payload, limits);
+      auto parsed = pagoda::http::parse_http_request(payload, limits);
       if (!parsed.request) return 0;  // incomplete or malformed: the session answers 400
       handle(*(*services)[which], std::move(*parsed.request));
       payload.remove_prefix(parsed.consumed);

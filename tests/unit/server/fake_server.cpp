@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "fake_engine.h"
+#include "http/connection_registry.h"
 #include "pagoda/http_limit_flags.h"
 #include "server/server.h"
 
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
   engine_options.step_time = std::chrono::microseconds(step_us);
   server_options.worker_timeout = std::chrono::seconds(worker_timeout_s);
 
-  pagoda::server::raise_open_file_limit();
+  pagoda::http::raise_open_file_limit();
   auto engine = pagoda::testing::FakeEngine::create(engine_options);
   if (!engine.ok()) {
     std::fprintf(stderr, "fake server: %s\n", engine.error().message.c_str());

@@ -1,10 +1,8 @@
 #include "fake_service.h"
 
-#include "server/json_util.h"
-
 namespace pagoda::testing {
 
-void RecordingResponder::send(server::HttpResponse r) {
+void RecordingResponder::send(http::HttpResponse r) {
   std::lock_guard lock(mu_);
   status = r.status;
   body = std::move(r.body);
@@ -28,14 +26,14 @@ void RecordingResponder::end_stream() {
   done_locked();
 }
 
-void RecordingResponder::fail(const server::ApiError& error) {
+void RecordingResponder::fail(http::FailedAnswer answer) {
   std::lock_guard lock(mu_);
   failed = true;
   if (streaming) {
-    body += "data: " + server::dump_json(server::api_error_json(error)) + "\n\n";
+    body += answer.stream_tail;
   } else {
-    status = error.status;
-    body = server::dump_json(server::api_error_json(error));
+    status = answer.response.status;
+    body = std::move(answer.response.body);
   }
   done_locked();
 }
@@ -100,7 +98,7 @@ FakeService::~FakeService() {
   if (io_thread_.joinable()) io_thread_.join();
 }
 
-std::shared_ptr<RecordingResponder> FakeService::call(server::HttpRequest request,
+std::shared_ptr<RecordingResponder> FakeService::call(http::HttpRequest request,
                                                       std::chrono::milliseconds timeout) {
   auto responder = std::make_shared<RecordingResponder>();
   service_->handle(request, responder);
@@ -109,7 +107,7 @@ std::shared_ptr<RecordingResponder> FakeService::call(server::HttpRequest reques
 }
 
 std::shared_ptr<RecordingResponder> FakeService::post(const std::string& path, std::string body) {
-  return call(server::HttpRequest{"POST", path, "", {}, std::move(body), "req-test"});
+  return call(http::HttpRequest{"POST", path, "", {}, std::move(body), "req-test"});
 }
 
 }  // namespace pagoda::testing

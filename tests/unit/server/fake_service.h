@@ -23,14 +23,14 @@
 namespace pagoda::testing {
 
 // Records one answer; wait() blocks until it is complete (send, end_stream or
-// fail). A fail() after the stream started is appended as an SSE error event.
-class RecordingResponder : public server::Responder {
+// fail). A fail() after the stream started appends its stream tail.
+class RecordingResponder : public http::Responder {
  public:
-  void send(server::HttpResponse r) override;
+  void send(http::HttpResponse r) override;
   void start_stream(int status, std::string content_type) override;
   void write(std::string data) override;
   void end_stream() override;
-  void fail(const server::ApiError& error) override;
+  void fail(http::FailedAnswer answer) override;
   void on_cancel(std::function<void()> fn) override;
 
   // Runs the registered cancel callback; false if none was registered.
@@ -66,7 +66,7 @@ class FakeService {
 
   // Handles `request` and waits up to `timeout` for its answer (check
   // RecordingResponder::wait's result through done()).
-  std::shared_ptr<RecordingResponder> call(server::HttpRequest request,
+  std::shared_ptr<RecordingResponder> call(http::HttpRequest request,
                                            std::chrono::milliseconds timeout = std::chrono::seconds(30));
   std::shared_ptr<RecordingResponder> post(const std::string& path, std::string body);
 

@@ -14,7 +14,6 @@
 #include <thread>
 
 #include "fake_engine.h"
-#include "server/http_listener.h"
 #include "server/server.h"
 
 namespace pagoda::server {
@@ -420,40 +419,6 @@ TEST_F(HttpServerTest, IdleKeepAliveConnectionIsClosedAfterTheKeepAliveTimeout) 
   const auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(closed_within(socket, std::chrono::seconds(5)));
   EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(800));
-}
-
-// A complete response larger than max_pending_write_bytes is written whole.
-TEST(HttpListenerTest, WritesALargeCompleteResponseWhole) {
-  constexpr size_t kSize = 70 << 20;
-  net::io_context server_ioc;
-  auto listener = HttpListener::open(
-      server_ioc, "127.0.0.1", 0, HttpLimits{},
-      [](HttpRequest, std::shared_ptr<Responder> responder) {
-        HttpResponse response;
-        response.body.assign(kSize, 'x');
-        response.body.back() = 'y';
-        responder->send(std::move(response));
-      },
-      std::make_shared<ConnectionStats>());
-  ASSERT_TRUE(listener.ok()) << listener.error().message;
-  listener.value()->start();
-  std::thread io([&] { server_ioc.run(); });
-  net::io_context client_ioc;
-  tcp::socket socket(client_ioc);
-  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), listener.value()->port()));
-  net::write(socket, net::buffer(std::string("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")));
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(boost::none);
-  boost::system::error_code ec;
-  http::read(socket, buffer, parser, ec);
-  EXPECT_FALSE(ec) << ec.message();
-  EXPECT_EQ(parser.get().body().size(), kSize);
-  EXPECT_EQ(parser.get().body().back(), 'y');
-  socket.close();
-  listener.value()->stop();
-  server_ioc.stop();
-  io.join();
 }
 
 }  // namespace

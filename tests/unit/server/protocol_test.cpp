@@ -6,7 +6,6 @@
 #include "server/api_error.h"
 #include "server/auth.h"
 #include "server/field_reader.h"
-#include "server/http_types.h"
 #include "server/ids.h"
 #include "server/json_util.h"
 #include "server/route_table.h"
@@ -159,12 +158,6 @@ TEST(Ids, PrefixAndAlphabet) {
   EXPECT_EQ(id.rfind("call_", 0), 0u);
   for (char c : id.substr(5)) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)));
   EXPECT_NE(random_id("x"), random_id("x"));
-}
-
-TEST(PercentDecode, Escapes) {
-  EXPECT_EQ(percent_decode("org%2Fmodel%20x"), "org/model x");
-  EXPECT_EQ(percent_decode("100%"), "100%");
-  EXPECT_EQ(percent_decode("%zz"), "%zz");
 }
 
 TEST(FieldReader, TypesRangesAndFirstError) {

@@ -55,7 +55,7 @@ class ServiceTest : public ::testing::Test {
   std::shared_ptr<RecordingResponder> call(const std::string& method, const std::string& path,
                                            const std::string& body, const std::string& auth = "") {
     auto responder = std::make_shared<RecordingResponder>();
-    HttpRequest request{method, path, "", {}, body, "req-test"};
+    http::HttpRequest request{method, path, "", {}, body, "req-test"};
     if (!auth.empty()) request.headers.emplace_back("authorization", auth);
     service_->handle(request, responder);
     EXPECT_TRUE(responder->wait()) << path << " " << body;
@@ -337,7 +337,7 @@ TEST_F(ServiceTest, TokenizeAndDetokenize) {
 TEST_F(ServiceTest, CancelAbortsTheEngineRequest) {
   auto responder = std::make_shared<RecordingResponder>();
   service_->handle(
-      HttpRequest{
+      http::HttpRequest{
           "POST",
           "/v1/completions",
           "",
@@ -382,7 +382,7 @@ TEST_F(SmallQueueTest, QueueFullIs429AndAuthIs401) {
   auto submit = [&] {
     auto responder = std::make_shared<RecordingResponder>();
     service_->handle(
-        HttpRequest{"POST", "/v1/completions", "", {{"authorization", key}}, slow, "r"}, responder);
+        http::HttpRequest{"POST", "/v1/completions", "", {{"authorization", key}}, slow, "r"}, responder);
     return responder;
   };
   auto wait_for = [&](int64_t running, int64_t waiting) {
@@ -446,9 +446,9 @@ TEST(ServiceLanes, LightRequestsRunWhileTheHeavyLaneIsBusy) {
                                     heavy.get_executor());
   ASSERT_TRUE(ctx.ok());
   auto responder = std::make_shared<RecordingResponder>();
-  const HttpRequest big{"POST", "/v1/completions", "", {},
+  const http::HttpRequest big{"POST", "/v1/completions", "", {},
                         std::string((*ctx)->options.heavy_body_bytes + 1, ' '), "big"};
-  const HttpRequest small{"POST", "/v1/completions", "", {}, "{}", "small"};
+  const http::HttpRequest small{"POST", "/v1/completions", "", {}, "{}", "small"};
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   for (int i = 0; i < 2; ++i) (*ctx)->run_on_worker(responder, big, [released] { released.wait(); });
@@ -470,7 +470,7 @@ TEST(LaunchGeneration, RefusalWhileDrainingIs503) {
   engine.value()->drain();
   boost::asio::io_context io;
   auto job = std::make_shared<GenerationJob>(*engine.value(), io.get_executor(),
-                                             std::make_shared<PostGate>(), "cmpl-test");
+                                             std::make_shared<http::PostGate>(), "cmpl-test");
   auto responder = std::make_shared<RecordingResponder>();
   std::atomic<bool> draining{true};
   SamplingParams params;

@@ -11,10 +11,11 @@
 #include <functional>
 #include <memory>
 
-#include "server/http_types.h"
-#include "server/post_gate.h"
+#include "http/http_types.h"
+#include "http/post_gate.h"
+#include "http/transport_error.h"
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 struct HttpLimits {
   int64_t max_body_bytes = 32 << 20;    // larger bodies get 413
@@ -45,14 +46,16 @@ class ConnectionRegistry;
 // Starts serving `socket` (whose executor must be a strand) once `registry`
 // admits it (else it answers 503 and closes); the session keeps itself alive
 // until the connection closes. `limits` has its connection limits resolved.
-// Responders post into the session through `gate`, so answers of handlers
-// (or engine requests) that outlive the server are dropped.
+// `errors` words the errors the session answers itself. Responders post into
+// the session through `gate`, so answers of handlers (or engine requests) that
+// outlive the server are dropped.
 void start_http_session(boost::asio::ip::tcp::socket socket, const HttpLimits& limits,
-                        RequestCallback callback, std::shared_ptr<ConnectionStats> stats,
+                        RequestCallback callback, ErrorFormat errors,
+                        std::shared_ptr<ConnectionStats> stats,
                         std::shared_ptr<ConnectionRegistry> registry,
                         std::shared_ptr<PostGate> gate);
 
 // The status line reason phrase ("OK", "Not Found", ...).
 const char* http_reason(int status);
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -1,4 +1,4 @@
-#include "server/http_listener.h"
+#include "http/http_listener.h"
 
 #include <fmt/format.h>
 
@@ -6,19 +6,21 @@
 
 #include "core/log.h"
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 HttpListener::HttpListener(net::io_context& ioc, HttpLimits limits, RequestCallback callback,
-                           std::shared_ptr<ConnectionStats> stats, std::shared_ptr<PostGate> gate)
+                           ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
+                           std::shared_ptr<PostGate> gate)
     : ioc_(ioc),
       strand_(net::make_strand(ioc)),
       acceptor_(strand_),
       retry_timer_(strand_),
       limits_(resolve_connection_limits(limits)),
       callback_(std::move(callback)),
+      errors_(std::move(errors)),
       stats_(std::move(stats)),
       registry_(std::make_shared<ConnectionRegistry>(limits_.max_connections,
                                                      limits_.max_connections_per_peer)),
@@ -29,9 +31,11 @@ Result<std::shared_ptr<HttpListener>> HttpListener::open(net::io_context& ioc,
                                                          HttpLimits limits,
                                                          RequestCallback callback,
                                                          std::shared_ptr<ConnectionStats> stats,
-                                                         std::shared_ptr<PostGate> gate) {
+                                                         std::shared_ptr<PostGate> gate,
+                                                         ErrorFormat errors) {
   auto listener = std::make_shared<HttpListener>(ioc, limits, std::move(callback),
-                                                 std::move(stats), std::move(gate));
+                                                 std::move(errors), std::move(stats),
+                                                 std::move(gate));
   boost::system::error_code ec;
   tcp::resolver resolver(ioc);
   auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
@@ -87,8 +91,8 @@ void HttpListener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   }
   boost::system::error_code opt_ec;
   socket.set_option(tcp::no_delay(true), opt_ec);
-  start_http_session(std::move(socket), limits_, callback_, stats_, registry_, gate_);
+  start_http_session(std::move(socket), limits_, callback_, errors_, stats_, registry_, gate_);
   accept();
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <utility>
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 class PostGate {
  public:
@@ -28,4 +28,4 @@ class PostGate {
   bool open_ = true;
 };
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

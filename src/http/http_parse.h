@@ -9,10 +9,10 @@
 #include <optional>
 #include <string_view>
 
-#include "server/http_session.h"
-#include "server/http_types.h"
+#include "http/http_session.h"
+#include "http/http_types.h"
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 // A parsed Beast request as the handlers see it: header names lower-cased, the
 // target split at '?', a fresh request id ("req-N").
@@ -26,4 +26,4 @@ struct ParsedHttpRequest {
 // Parses the first request of `bytes` with `limits`' header and body limits.
 ParsedHttpRequest parse_http_request(std::string_view bytes, const HttpLimits& limits);
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -1,4 +1,4 @@
-#include "server/http_parse.h"
+#include "http/http_parse.h"
 
 #include <fmt/format.h>
 
@@ -7,15 +7,15 @@
 #include <boost/beast/http/parser.hpp>
 #include <cctype>
 
-namespace pagoda::server {
+namespace pagoda::http {
 
-namespace http = boost::beast::http;
+namespace beast = boost::beast;
 
 namespace {
 std::atomic<uint64_t> g_next_request_id{1};
 }  // namespace
 
-HttpRequest to_http_request(http::request<http::string_body> req) {
+HttpRequest to_http_request(beast::http::request<beast::http::string_body> req) {
   HttpRequest out;
   out.method = std::string(req.method_string());
   const std::string_view target(req.target().data(), req.target().size());
@@ -33,7 +33,7 @@ HttpRequest to_http_request(http::request<http::string_body> req) {
 }
 
 ParsedHttpRequest parse_http_request(std::string_view bytes, const HttpLimits& limits) {
-  http::request_parser<http::string_body> parser;
+  beast::http::request_parser<beast::http::string_body> parser;
   parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
   parser.body_limit(static_cast<uint64_t>(limits.max_body_bytes));
   parser.eager(true);
@@ -43,4 +43,4 @@ ParsedHttpRequest parse_http_request(std::string_view bytes, const HttpLimits& l
   return {to_http_request(parser.release()), used};
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -1,8 +1,6 @@
-#include "server/http_types.h"
+#include "http/http_types.h"
 
-#include "server/json_util.h"
-
-namespace pagoda::server {
+namespace pagoda::http {
 
 std::string_view HttpRequest::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
@@ -30,15 +28,4 @@ std::string percent_decode(std::string_view text) {
   return out;
 }
 
-HttpResponse json_response(int status, const Json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = dump_json(body);
-  return r;
-}
-
-HttpResponse error_response(const ApiError& error) {
-  return json_response(error.status, api_error_json(error));
-}
-
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -1,10 +1,10 @@
-#include "server/connection_registry.h"
+#include "http/connection_registry.h"
 
 #include <sys/resource.h>
 
 #include <algorithm>
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 namespace {
 
@@ -27,6 +27,17 @@ HttpLimits resolve_connection_limits(HttpLimits limits) {
   if (limits.max_connections_per_peer <= 0)
     limits.max_connections_per_peer = std::max(limits.max_connections * 3 / 4, int64_t{1});
   return limits;
+}
+
+int64_t raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? INT64_MAX : static_cast<int64_t>(limit.rlim_cur);
 }
 
 ConnectionRegistry::ConnectionRegistry(int64_t max_connections, int64_t max_per_peer)
@@ -113,4 +124,4 @@ std::function<void()> ConnectionRegistry::erase_locked(Id id) {
   return shed;
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -10,20 +10,22 @@
 #include <string>
 
 #include "core/result.h"
-#include "server/connection_registry.h"
-#include "server/http_session.h"
+#include "http/connection_registry.h"
+#include "http/http_session.h"
+#include "http/transport_error.h"
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 class HttpListener : public std::enable_shared_from_this<HttpListener> {
  public:
   // Binds host:port (port 0: a free port) and listens. Errors name the address.
-  static Result<std::shared_ptr<HttpListener>> open(boost::asio::io_context& ioc,
-                                                    const std::string& host, uint16_t port,
-                                                    HttpLimits limits, RequestCallback callback,
-                                                    std::shared_ptr<ConnectionStats> stats,
-                                                    std::shared_ptr<PostGate> gate =
-                                                        std::make_shared<PostGate>());
+  // `callback` answers every request; `errors` words the errors the connections
+  // answer themselves (see transport_error.h).
+  static Result<std::shared_ptr<HttpListener>> open(
+      boost::asio::io_context& ioc, const std::string& host, uint16_t port, HttpLimits limits,
+      RequestCallback callback, std::shared_ptr<ConnectionStats> stats,
+      std::shared_ptr<PostGate> gate = std::make_shared<PostGate>(),
+      ErrorFormat errors = plain_text_answer);
 
   void start();  // accept loop; runs on the io_context threads
   void stop();   // stops accepting; thread-safe; open connections stay
@@ -32,7 +34,8 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
 
   // `gate`: what the sessions' responders post through (see start_http_session).
   HttpListener(boost::asio::io_context& ioc, HttpLimits limits, RequestCallback callback,
-               std::shared_ptr<ConnectionStats> stats, std::shared_ptr<PostGate> gate);
+               ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
+               std::shared_ptr<PostGate> gate);
 
  private:
   void accept();
@@ -44,10 +47,11 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   boost::asio::steady_timer retry_timer_;
   HttpLimits limits_;
   RequestCallback callback_;
+  ErrorFormat errors_;
   std::shared_ptr<ConnectionStats> stats_;
   std::shared_ptr<ConnectionRegistry> registry_;
   std::shared_ptr<PostGate> gate_;
   uint16_t port_ = 0;
 };
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

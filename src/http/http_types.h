@@ -4,15 +4,12 @@
 #pragma once
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "server/api_error.h"
-
-namespace pagoda::server {
+namespace pagoda::http {
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
@@ -33,12 +30,16 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers, e.g. Allow
 };
 
+// How an answer that fails ends: with `response` when nothing was sent yet;
+// once a stream has started, with `stream_tail` as its last data.
+struct FailedAnswer {
+  HttpResponse response;
+  std::string stream_tail;
+};
+
 // Decodes %XX escapes of a URL path segment ("a%2Fb" → "a/b"); malformed
 // escapes are kept as they are.
 std::string percent_decode(std::string_view text);
-
-HttpResponse json_response(int status, const Json& body);
-HttpResponse error_response(const ApiError& error);
 
 // How a handler answers one request: either send() once, or start_stream(),
 // any number of write()s, then end_stream(). All methods are thread-safe and
@@ -52,13 +53,13 @@ class Responder {
   virtual void start_stream(int status, std::string content_type) = 0;
   virtual void write(std::string data) = 0;
   virtual void end_stream() = 0;
-  // Ends the answer with `error`: as the response if nothing was sent yet,
-  // else as a last SSE event `data: {"error": ...}` and the end of the stream.
-  virtual void fail(const ApiError& error) = 0;
+  // Ends the answer with `answer`: its response if nothing was sent yet, else
+  // its stream tail and the end of the stream.
+  virtual void fail(FailedAnswer answer) = 0;
   // `fn` runs at most once, on some server thread, if the client disconnects
   // (or stops reading) before the response is complete; at once if it already
   // has. Registering again replaces the previous callback.
   virtual void on_cancel(std::function<void()> fn) = 0;
 };
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

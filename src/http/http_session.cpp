@@ -1,4 +1,4 @@
-#include "server/http_session.h"
+#include "http/http_session.h"
 
 #include <fmt/format.h>
 
@@ -12,19 +12,17 @@
 #include <vector>
 
 #include "core/log.h"
-#include "server/connection_registry.h"
-#include "server/http_parse.h"
-#include "server/sse.h"
+#include "http/connection_registry.h"
+#include "http/http_parse.h"
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
 using tcp = net::ip::tcp;
 
 const char* http_reason(int status) {
-  auto reason = http::obsolete_reason(static_cast<http::status>(status));
+  auto reason = beast::http::obsolete_reason(static_cast<beast::http::status>(status));
   return reason.empty() ? "Unknown" : reason.data();
 }
 
@@ -52,7 +50,7 @@ class SessionResponder : public Responder {
   void start_stream(int status, std::string content_type) override;
   void write(std::string data) override;
   void end_stream() override;
-  void fail(const ApiError& error) override;
+  void fail(FailedAnswer answer) override;
   void on_cancel(std::function<void()> fn) override;
 
  private:
@@ -68,11 +66,12 @@ class SessionResponder : public Responder {
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
-              std::shared_ptr<ConnectionStats> stats, std::shared_ptr<ConnectionRegistry> registry,
-              std::shared_ptr<PostGate> gate)
+              ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
+              std::shared_ptr<ConnectionRegistry> registry, std::shared_ptr<PostGate> gate)
       : stream_(std::move(socket)),
         limits_(limits),
         callback_(std::move(callback)),
+        errors_(std::move(errors)),
         stats_(std::move(stats)),
         registry_(std::move(registry)),
         gate_(std::move(gate)) {
@@ -132,10 +131,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     response_complete_ = true;
     enqueue(version_ < 11 ? std::string() : std::string("0\r\n\r\n"));
   }
-  void do_fail(uint64_t seq, const ApiError& error) {
+  void do_fail(uint64_t seq, FailedAnswer answer) {
     if (seq != seq_ || closed_ || response_complete_) return;
-    if (!response_started_) return do_send(seq, error_response(error));
-    do_write_data(seq, sse_event(api_error_json(error)));
+    if (!response_started_) return do_send(seq, std::move(answer.response));
+    do_write_data(seq, std::move(answer.stream_tail));
     do_end_stream(seq);
   }
   void do_set_cancel(uint64_t seq, std::function<void()> fn) {
@@ -146,7 +145,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void do_dropped(uint64_t seq) {
     if (seq != seq_ || closed_ || response_complete_) return;
     log_error("request {}: handler dropped its responder without answering", request_id_);
-    do_fail(seq, internal_error(request_id_));
+    do_fail(seq, errors_(internal_error(request_id_)));
   }
 
  private:
@@ -195,8 +194,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void read_header_bytes() {
     stream_.expires_after(limits_.header_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+    beast::http::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
   }
 
   void on_header(beast::error_code ec, size_t) {
@@ -205,7 +205,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const auto& req = parser_->get();
     version_ = req.version();
     keep_alive_ = req.keep_alive();
-    if (beast::iequals(req[http::field::expect], "100-continue")) {
+    if (beast::iequals(req[beast::http::field::expect], "100-continue")) {
       continue_.assign("HTTP/1.1 100 Continue\r\n\r\n");
       stream_.expires_after(limits_.io_timeout);
       net::async_write(stream_, net::buffer(continue_),
@@ -220,8 +220,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void read_body() {
     stream_.expires_after(limits_.io_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&HttpSession::on_body, shared_from_this()));
+    beast::http::async_read(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&HttpSession::on_body, shared_from_this()));
   }
 
   void on_body(beast::error_code ec, size_t) {
@@ -230,20 +230,21 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void on_read_error(beast::error_code ec) {
-    if (ec == http::error::body_limit) {
+    if (ec == beast::http::error::body_limit) {
       return reject(
           413, fmt::format("request body exceeds the limit of {} bytes", limits_.max_body_bytes),
           "request_too_large");
     }
-    if (ec == http::error::header_limit) {
+    if (ec == beast::http::error::header_limit) {
       return reject(
           431,
           fmt::format("request headers exceed the limit of {} bytes", limits_.max_header_bytes),
           "headers_too_large");
     }
     const bool http_syntax =
-        ec.category() == http::make_error_code(http::error::bad_method).category();
-    if (http_syntax && ec != http::error::end_of_stream && ec != http::error::partial_message) {
+        ec.category() == beast::http::make_error_code(beast::http::error::bad_method).category();
+    if (http_syntax && ec != beast::http::error::end_of_stream &&
+        ec != beast::http::error::partial_message) {
       return reject(400, fmt::format("malformed HTTP request: {}", ec.message()),
                     "bad_http_request");
     }
@@ -261,7 +262,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     keep_alive_ = false;
     linger_ = true;
     state_ = State::kHandling;
-    do_send(seq_, error_response(ApiError{status, std::move(message), "", code}));
+    do_send(seq_, errors_(TransportError{status, std::move(message), code}).response);
   }
 
   void dispatch() {
@@ -281,7 +282,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       callback_(std::move(request), responder);
     } catch (const std::exception& e) {
       log_error("request {}: unhandled exception: {}", request_id_, e.what());
-      responder->fail(internal_error(request_id_));
+      responder->fail(errors_(internal_error(request_id_)));
     }
   }
 
@@ -435,12 +436,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   beast::tcp_stream stream_;
   HttpLimits limits_;
   RequestCallback callback_;
+  ErrorFormat errors_;
   std::shared_ptr<ConnectionStats> stats_;
   std::shared_ptr<ConnectionRegistry> registry_;
   std::shared_ptr<PostGate> gate_;  // for the responders
   ConnectionRegistry::Id registry_id_ = 0;  // 0: not admitted, or removed
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
   std::string continue_;
 
   State state_ = State::kReading;
@@ -502,9 +504,11 @@ void SessionResponder::end_stream() {
   post([seq = seq_](HttpSession& s) { s.do_end_stream(seq); });
 }
 
-void SessionResponder::fail(const ApiError& error) {
+void SessionResponder::fail(FailedAnswer answer) {
   if (finished_.exchange(true)) return;
-  post([seq = seq_, e = error](HttpSession& s) { s.do_fail(seq, e); });
+  post([seq = seq_, a = std::move(answer)](HttpSession& s) mutable {
+    s.do_fail(seq, std::move(a));
+  });
 }
 
 void SessionResponder::on_cancel(std::function<void()> fn) {
@@ -518,15 +522,15 @@ void SessionResponder::on_cancel(std::function<void()> fn) {
 }  // namespace
 
 void start_http_session(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
-                        std::shared_ptr<ConnectionStats> stats,
+                        ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
                         std::shared_ptr<ConnectionRegistry> registry,
                         std::shared_ptr<PostGate> gate) {
   beast::error_code ec;
   const tcp::endpoint peer = socket.remote_endpoint(ec);
   if (ec) return;  // already disconnected
-  std::make_shared<HttpSession>(std::move(socket), limits, std::move(callback), std::move(stats),
-                                std::move(registry), std::move(gate))
+  std::make_shared<HttpSession>(std::move(socket), limits, std::move(callback), std::move(errors),
+                                std::move(stats), std::move(registry), std::move(gate))
       ->start(peer.address().to_string());
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

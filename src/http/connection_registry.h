@@ -12,9 +12,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "server/http_session.h"
+#include "http/http_session.h"
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 // Fills in the derived connection limits of `limits` (those left 0):
 // max_connections: the open-file limit minus 256 descriptors for the rest of
@@ -22,6 +22,10 @@ namespace pagoda::server {
 // max_connections, so one reverse proxy or load generator can use most of the
 // server while other clients still get in.
 HttpLimits resolve_connection_limits(HttpLimits limits);
+
+// Raises the soft RLIMIT_NOFILE to the hard limit (one descriptor per open
+// connection). Returns the soft limit now in force.
+int64_t raise_open_file_limit();
 
 class ConnectionRegistry {
  public:
@@ -72,4 +76,4 @@ class ConnectionRegistry {
   Id next_id_ = 1;
 };
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -1,0 +1,22 @@
+#include "server/json_response.h"
+
+#include "server/sse.h"
+
+namespace pagoda::server {
+
+http::HttpResponse json_response(int status, const Json& body) {
+  http::HttpResponse r;
+  r.status = status;
+  r.body = dump_json(body);
+  return r;
+}
+
+http::HttpResponse error_response(const ApiError& error) {
+  return json_response(error.status, api_error_json(error));
+}
+
+http::FailedAnswer failed_answer(const ApiError& error) {
+  return {error_response(error), sse_event(api_error_json(error))};
+}
+
+}  // namespace pagoda::server
