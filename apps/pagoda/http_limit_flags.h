@@ -1,5 +1,5 @@
 // The HTTP limit flags of `pagoda serve`, shared with the test server
-// (tests/unit/server/fake_server.cpp) so both accept the same ones.
+// (tests/unit/openai/fake_server.cpp) so both accept the same ones.
 #pragma once
 
 #include <CLI/CLI.hpp>
