@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "engine/engine_api.h"
+#include "openai/field_reader.h"
+#include "openai/sampling_request.h"
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
-#include "server/field_reader.h"
-#include "server/sampling_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -125,16 +125,16 @@ Result<GenerateRequest> make_request(Engine& engine, const json& item, bool chat
   GenerateRequest req;
   req.request_id = id;
   PAGODA_ASSIGN_OR_RETURN(req.prompt_token_ids, prompt_ids(engine, item, chat));
-  server::FieldReader reader(item);
+  openai::FieldReader reader(item);
   const int64_t vocab = engine.info().vocab_size;
-  server::SamplingFields fields = server::read_sampling_fields(reader, vocab);
+  openai::SamplingFields fields = openai::read_sampling_fields(reader, vocab);
   if (auto lp = reader.integer("logprobs", 0, kMaxLogprobCount)) fields.logprobs = static_cast<int>(*lp);
   if (auto lp = reader.integer("prompt_logprobs", 0, kMaxLogprobCount)) fields.prompt_logprobs = static_cast<int>(*lp);
   if (reader.error()) return make_error(ErrorCode::kInvalidArgument, reader.error()->message);
-  auto max_tokens = server::fit_context(static_cast<int64_t>(req.prompt_token_ids.size()), fields.max_tokens, -1,
+  auto max_tokens = openai::fit_context(static_cast<int64_t>(req.prompt_token_ids.size()), fields.max_tokens, -1,
                                         engine.info().max_model_len, item.contains("messages") ? "messages" : "prompt");
   if (!max_tokens.ok()) return make_error(ErrorCode::kInvalidArgument, max_tokens.error().message);
-  auto params = server::to_sampling_params(fields, max_tokens.value(), vocab);
+  auto params = openai::to_sampling_params(fields, max_tokens.value(), vocab);
   if (!params.ok()) return make_error(ErrorCode::kInvalidArgument, params.error().message);
   req.params = std::move(params.value());
   req.priority = fields.priority;

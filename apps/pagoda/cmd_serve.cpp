@@ -1,5 +1,5 @@
 // pagoda serve: the OpenAI-compatible HTTP server (docs/api.md).
-#if __has_include("server/server.h")
+#if __has_include("openai/server.h")
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -10,16 +10,17 @@
 
 #include "core/log.h"
 #include "engine/engine_api.h"
+#include "http/connection_registry.h"
+#include "openai/server.h"
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
 #include "pagoda/http_limit_flags.h"
-#include "server/server.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
 
 using pagoda::EngineOptions;
-using pagoda::server::ServerOptions;
+using pagoda::openai::ServerOptions;
 
 void add_server_flags(CLI::App& app, EngineOptions& engine, ServerOptions& server) {
   app.add_option("--host", server.host, "address to listen on (0.0.0.0: every interface)")
@@ -87,7 +88,7 @@ int run_serve(int argc, char** argv) {
       return 2;
     }
   }
-  const int64_t fd_limit = pagoda::server::raise_open_file_limit();
+  const int64_t fd_limit = pagoda::http::raise_open_file_limit();
   auto engine = pagoda::create_engine(engine_options);
   if (!engine.ok()) {
     std::fprintf(stderr, "pagoda serve: %s\n", engine.error().message.c_str());
@@ -96,7 +97,7 @@ int run_serve(int argc, char** argv) {
   server_options.service.served_model_name = engine.value()->info().served_model_name;
   server_options.service.chat_template_text = chat_template_text(engine_options, *engine.value());
   server_options.handle_signals = true;
-  auto server = pagoda::server::Server::start(*engine.value(), server_options);
+  auto server = pagoda::openai::Server::start(*engine.value(), server_options);
   if (!server.ok()) {
     std::fprintf(stderr, "pagoda serve: %s\n", server.error().message.c_str());
     return 1;
@@ -116,4 +117,4 @@ int run_serve(int argc, char** argv) {
 
 PAGODA_COMMAND(serve, "serve a model with the OpenAI-compatible HTTP API", run_serve);
 
-#endif  // __has_include("server/server.h")
+#endif  // __has_include("openai/server.h")

@@ -18,7 +18,7 @@ void add_seconds_option(CLI::App& app, const std::string& name, std::chrono::sec
 
 }  // namespace
 
-void add_http_limit_flags(CLI::App& app, server::HttpLimits& limits) {
+void add_http_limit_flags(CLI::App& app, http::HttpLimits& limits) {
   app.add_option("--max-body-bytes", limits.max_body_bytes,
                  "largest request body; larger ones get 413")
       ->check(CLI::PositiveNumber)

@@ -1,10 +1,10 @@
 // The HTTP limit flags of `pagoda serve`, shared with the test server
-// (tests/unit/server/fake_server.cpp) so both accept the same ones.
+// (tests/unit/openai/fake_server.cpp) so both accept the same ones.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include "server/http_session.h"
+#include "http/http_session.h"
 
 namespace pagoda::app {
 
@@ -12,6 +12,6 @@ namespace pagoda::app {
 // --max-connections, --max-connections-per-peer, --header-timeout,
 // --keep-alive-timeout. `limits` must outlive parsing; its current values are
 // the defaults shown by --help.
-void add_http_limit_flags(CLI::App& app, server::HttpLimits& limits);
+void add_http_limit_flags(CLI::App& app, http::HttpLimits& limits);
 
 }  // namespace pagoda::app

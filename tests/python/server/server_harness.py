@@ -1,7 +1,7 @@
 """Launching and probing the server under test for tests/python/server.
 
 By default the server is build/pagoda_fake_server: the real HTTP server over a
-deterministic fake engine (tests/unit/server/fake_engine.h). With
+deterministic fake engine (tests/unit/openai/fake_engine.h). With
 PAGODA_TEST_REAL_ENGINE=1 it is `pagoda serve` with the tiny real model
 ../shared/models/stories260K and tests/data/server/simple_chat.jinja, on the
 device PAGODA_TEST_DEVICE names (cpu by default; tests/gpu/hooks/e2e.sh runs

@@ -1,0 +1,223 @@
+// POST /v1/chat/completions: plan on a worker, fan out through a
+// GenerationJob, assemble chat.completion objects (or chat.completion.chunk
+// SSE events), parsing tool calls out of the text when tools were offered.
+#include <fmt/format.h>
+
+#include "openai/chat_plan.h"
+#include "openai/generation_job.h"
+#include "openai/json_response.h"
+#include "openai/logprobs_format.h"
+#include "openai/service_context.h"
+#include "openai/sse.h"
+#include "openai/wire/ids.h"
+#include "openai/wire/json_util.h"
+
+namespace pagoda::openai {
+
+namespace {
+
+struct ChatChoice {
+  std::string text;  // whole output (non-streaming)
+  Json logprobs = Json::array();
+  std::unique_ptr<ToolCallStream> tool_stream;  // streaming with tool parsing
+  bool role_sent = false;
+  bool called_tool = false;
+  Json finish_reason = nullptr;
+  Json stop_reason = nullptr;
+};
+
+Json tool_call_json(const ToolCall& call) {
+  return {{"id", call.id},
+          {"type", "function"},
+          {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+Json tool_delta_json(const ToolCallDelta& delta) {
+  Json fn = {{"arguments", delta.arguments}};
+  Json out = {{"index", delta.index}};
+  if (!delta.id.empty()) {
+    out["id"] = delta.id;
+    out["type"] = "function";
+    fn["name"] = delta.name;
+  }
+  out["function"] = std::move(fn);
+  return out;
+}
+
+// Builds the response on the job strand.
+class ChatAssembler {
+ public:
+  ChatAssembler(const ServiceContext& ctx, ChatPlan plan, std::string id, int num_choices,
+                std::shared_ptr<http::Responder> responder)
+      : ctx_(ctx),
+        plan_(std::move(plan)),
+        id_(std::move(id)),
+        choices_(num_choices),
+        responder_(std::move(responder)) {
+    if (plan_.fields.stream && plan_.parse_tool_calls) {
+      for (auto& choice : choices_) choice.tool_stream = ctx_.tool_parser->start();
+    }
+  }
+
+  const ChatPlan& plan() const { return plan_; }
+
+  void on_event(int index, int, RequestOutput& out, bool last, const Usage& usage) {
+    ChatChoice& choice = choices_[index];
+    Json entries = Json::array();
+    if (plan_.fields.logprobs >= 0) {
+      for (const auto& lp : out.logprobs) {
+        entries.push_back(chat_logprob_entry(ctx_.engine.tokenizer(), lp, plan_.fields.logprobs));
+      }
+    }
+    if (out.finish_reason) {
+      choice.finish_reason = finish_reason_name(*out.finish_reason);
+      choice.stop_reason = stop_reason_json(out);
+    }
+    if (plan_.fields.stream) {
+      stream_event(index, choice, out, std::move(entries));
+      if (last) finish_stream(usage);
+      return;
+    }
+    choice.text += out.text;
+    for (auto& entry : entries) choice.logprobs.push_back(std::move(entry));
+    if (last) send_response(usage);
+  }
+
+ private:
+  Json envelope(const char* object) const {
+    return {{"id", id_},
+            {"object", object},
+            {"created", created_},
+            {"model", ctx_.model_name},
+            {"system_fingerprint", ctx_.system_fingerprint}};
+  }
+
+  void write_chunk(int index, Json delta, Json logprobs, const Json& finish_reason,
+                   const Json& stop_reason) {
+    Json choice = {{"index", index},
+                   {"delta", std::move(delta)},
+                   {"logprobs", std::move(logprobs)},
+                   {"finish_reason", finish_reason}};
+    if (!finish_reason.is_null()) choice["stop_reason"] = stop_reason;
+    Json chunk = envelope("chat.completion.chunk");
+    chunk["choices"] = Json::array({std::move(choice)});
+    if (plan_.fields.include_usage) chunk["usage"] = nullptr;
+    responder_->write(sse_event(chunk));
+  }
+
+  void stream_event(int index, ChatChoice& choice, const RequestOutput& out, Json entries) {
+    if (!choice.role_sent) {
+      choice.role_sent = true;
+      write_chunk(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, nullptr);
+    }
+    ToolStreamDelta delta;
+    if (choice.tool_stream) {
+      delta = choice.tool_stream->feed(out.text);
+      if (out.finish_reason) {
+        ToolStreamDelta rest = choice.tool_stream->finish();
+        delta.content += rest.content;
+        for (auto& call : rest.calls) delta.calls.push_back(std::move(call));
+      }
+    } else {
+      delta.content = out.text;
+    }
+    if (!delta.content.empty() || !delta.calls.empty() || !entries.empty()) {
+      Json d = Json::object();
+      if (!delta.content.empty()) d["content"] = delta.content;
+      if (!delta.calls.empty()) {
+        choice.called_tool = true;
+        d["tool_calls"] = Json::array();
+        for (const auto& call : delta.calls) d["tool_calls"].push_back(tool_delta_json(call));
+      }
+      Json logprobs = entries.empty() ? Json() : Json{{"content", std::move(entries)}};
+      write_chunk(index, std::move(d), std::move(logprobs), nullptr, nullptr);
+    }
+    if (out.finish_reason) {
+      const Json reason = choice.called_tool ? Json("tool_calls") : choice.finish_reason;
+      write_chunk(index, Json::object(), nullptr, reason, choice.stop_reason);
+    }
+  }
+
+  void finish_stream(const Usage& usage) {
+    if (plan_.fields.include_usage) {
+      Json chunk = envelope("chat.completion.chunk");
+      chunk["choices"] = Json::array();
+      chunk["usage"] = usage_json(usage);
+      responder_->write(sse_event(chunk));
+    }
+    responder_->write(sse_done());
+    responder_->end_stream();
+  }
+
+  Json choice_json(size_t index, ChatChoice& choice) const {
+    Json message = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}};
+    Json finish_reason = choice.finish_reason;
+    if (plan_.parse_tool_calls) {
+      ParsedToolOutput parsed = parse_tool_output(*ctx_.tool_parser, choice.text);
+      if (!parsed.tool_calls.empty()) {
+        message["content"] = parsed.content.empty() ? Json() : Json(parsed.content);
+        message["tool_calls"] = Json::array();
+        for (const auto& call : parsed.tool_calls)
+          message["tool_calls"].push_back(tool_call_json(call));
+        finish_reason = "tool_calls";
+      }
+    }
+    Json logprobs = nullptr;
+    if (plan_.fields.logprobs >= 0)
+      logprobs = {{"content", std::move(choice.logprobs)}, {"refusal", nullptr}};
+    return {{"index", index},
+            {"message", std::move(message)},
+            {"logprobs", std::move(logprobs)},
+            {"finish_reason", std::move(finish_reason)},
+            {"stop_reason", choice.stop_reason}};
+  }
+
+  void send_response(const Usage& usage) {
+    Json response = envelope("chat.completion");
+    Json choices = Json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) choices.push_back(choice_json(i, choices_[i]));
+    response["choices"] = std::move(choices);
+    response["usage"] = usage_json(usage);
+    responder_->send(json_response(200, response));
+  }
+
+  const ServiceContext& ctx_;
+  ChatPlan plan_;
+  std::string id_;
+  int64_t created_ = unix_seconds();
+  std::vector<ChatChoice> choices_;
+  std::shared_ptr<http::Responder> responder_;
+};
+
+void start_chat(ServiceContext& ctx, ChatPlan plan,
+                const std::shared_ptr<http::Responder>& responder) {
+  if (ctx.draining) return responder->send(error_response(shutting_down_error()));
+  auto job =
+      std::make_shared<GenerationJob>(ctx.engine, ctx.io, ctx.io_gate, random_id("chatcmpl-"));
+  const int num_choices = 1 * plan.fields.n;
+  auto assembler =
+      std::make_shared<ChatAssembler>(ctx, std::move(plan), job->id(), num_choices, responder);
+  const ChatPlan& a = assembler->plan();
+  launch_generation(
+      job, {a.prompt.token_ids}, a.params, a.fields.n, a.fields.priority, a.fields.stream,
+      ctx.draining, responder,
+      [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
+        assembler->on_event(index, prompt_index, out, last, usage);
+      });
+}
+
+}  // namespace
+
+void handle_chat_completions(ServiceContext& ctx, const http::HttpRequest& request,
+                             std::shared_ptr<http::Responder> responder) {
+  ctx.run_on_worker(responder, request, [&ctx, request, responder] {
+    auto body = parse_json_object(request.body);
+    if (!body.ok()) return responder->send(error_response(api_error_from(body.error())));
+    if (auto error = ctx.check_model(body.value())) return responder->send(error_response(*error));
+    auto plan = plan_chat(ctx, body.value());
+    if (!plan.ok()) return responder->send(error_response(plan.error()));
+    start_chat(ctx, std::move(plan.value()), responder);
+  });
+}
+
+}  // namespace pagoda::openai

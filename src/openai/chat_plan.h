@@ -1,0 +1,26 @@
+// /v1/chat/completions request → what to generate: the rendered, tokenized
+// prompt, resolved SamplingParams, logprobs and tool-call options.
+#pragma once
+
+#include "openai/api_error.h"
+#include "openai/chat_prompt.h"
+#include "openai/sampling_request.h"
+#include "openai/service_context.h"
+
+namespace pagoda::openai {
+
+struct ChatPlan {
+  ChatPrompt prompt;
+  SamplingFields fields;  // fields.logprobs: top_logprobs when logprobs is true, else -1
+  SamplingParams params;
+  bool parse_tool_calls = false;  // tools offered and the server has a parser
+};
+
+// Reads the sampling fields, logprobs (bool) and top_logprobs (0..20, needs
+// logprobs), renders and tokenizes the messages, and sizes max_tokens
+// (max_completion_tokens or max_tokens, default: the rest of the context).
+// With tool parsing on, special tokens stay in the text unless the client sets
+// skip_special_tokens (tool-call tags can be special tokens).
+ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body);
+
+}  // namespace pagoda::openai

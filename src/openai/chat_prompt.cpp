@@ -1,0 +1,62 @@
+#include "openai/chat_prompt.h"
+
+#include <fmt/format.h>
+
+#include "openai/field_reader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::openai {
+
+ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& body) {
+  FieldReader reader(body);
+  const Json* messages = reader.value("messages");
+  if (!messages) return invalid_field("messages", "'messages' is required");
+  auto normalized = normalize_messages(*messages);
+  if (!normalized.ok()) return normalized.error();
+  auto tools = select_tools(reader.value("tools"), reader.value("tool_choice"));
+  if (!tools.ok()) return tools.error();
+  const bool add_generation_prompt = reader.boolean("add_generation_prompt").value_or(true);
+  const std::optional<bool> add_special_tokens = reader.boolean("add_special_tokens");
+  const Json* kwargs = reader.value("chat_template_kwargs");
+  if (kwargs && !kwargs->is_object())
+    reader.fail_field("chat_template_kwargs", "must be an object");
+  if (reader.error()) return *reader.error();
+
+  if (!ctx.engine.has_chat_template()) {
+    return invalid_field(
+        "messages",
+        "this model has no chat template: start the server with --chat-template FILE "
+        "or use /v1/completions");
+  }
+  const Tokenizer& tokenizer = ctx.engine.tokenizer();
+  ChatTemplateInputs inputs;
+  inputs.messages = std::move(normalized.value());
+  inputs.tools = tools.value().tools;
+  inputs.add_generation_prompt = add_generation_prompt;
+  inputs.bos_token = tokenizer.bos_token();
+  inputs.eos_token = tokenizer.eos_token();
+  if (kwargs) inputs.extra = *kwargs;
+  auto rendered = ctx.engine.apply_chat_template(inputs);
+  if (!rendered.ok()) {
+    return invalid_field("messages",
+                         fmt::format("chat template failed: {}", rendered.error().message));
+  }
+  const int64_t max_prompt_bytes = ctx.max_prompt_bytes();
+  if (static_cast<int64_t>(rendered->size()) > max_prompt_bytes) {
+    return ApiError{400,
+                    fmt::format("The rendered messages have {} bytes, more than the context could hold "
+                                "({} bytes: 4 x the context length x the longest token). Please reduce "
+                                "the length of the messages.",
+                                rendered->size(), max_prompt_bytes),
+                    "messages", "context_length_exceeded"};
+  }
+  ChatPrompt prompt;
+  prompt.text = std::move(rendered.value());
+  prompt.token_ids = add_special_tokens ? tokenizer.encode(prompt.text, *add_special_tokens,
+                                                           /*parse_special=*/true)
+                                        : tokenizer.encode_prompt(prompt.text);
+  prompt.tools = std::move(tools.value());
+  return prompt;
+}
+
+}  // namespace pagoda::openai

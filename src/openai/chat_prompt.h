@@ -1,0 +1,29 @@
+// A chat request's prompt: messages (and tools) rendered through the chat
+// template, then tokenized. Shared by /v1/chat/completions and /tokenize.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "openai/api_error.h"
+#include "openai/chat_messages.h"
+#include "openai/service_context.h"
+
+namespace pagoda::openai {
+
+struct ChatPrompt {
+  std::string text;                // the rendered template
+  std::vector<int32_t> token_ids;  // its tokens
+  ToolSelection tools;
+};
+
+// Reads messages, tools, tool_choice, add_generation_prompt (default true),
+// chat_template_kwargs (object) and add_special_tokens from `body`, renders
+// and tokenizes: with add_special_tokens as given, else with the tokenizer's
+// BOS unless the rendered text already starts with it (Tokenizer::encode_prompt). 400 when the
+// model has no chat template or rendering fails. Runs on a worker thread.
+ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& body);
+
+}  // namespace pagoda::openai

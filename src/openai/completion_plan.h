@@ -1,0 +1,38 @@
+// /v1/completions request → what to generate: tokenized prompts, resolved
+// SamplingParams and the response options (echo, logprobs, stream).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "openai/api_error.h"
+#include "openai/sampling_request.h"
+#include "openai/service_context.h"
+
+namespace pagoda::openai {
+
+struct CompletionPlan {
+  std::vector<std::vector<int32_t>> prompts;  // one engine request each
+  std::vector<std::string> prompt_texts;      // per prompt: the text echo prepends
+  SamplingFields fields;
+  SamplingParams params;
+  bool echo = false;
+  bool echo_only = false;  // max_tokens 0 with echo: the prompt only, no completion tokens
+};
+
+// Request bounds of /v1/completions (docs/api.md).
+inline constexpr size_t kMaxPromptsPerRequest = 256;
+inline constexpr int64_t kMaxSequencesPerRequest = 1024;  // prompts × (best_of, else n)
+
+// `prompt`: a string, a list of strings, a list of token ids, or a list of
+// token-id lists. Also reads echo, logprobs (0..20; with echo the prompt is
+// scored too), add_special_tokens (default true) and rejects a non-empty suffix. Tokenizes
+// on the calling (worker) thread. max_tokens defaults to 16, as OpenAI's; 0
+// needs echo. Refuses (400) more than kMaxPromptsPerRequest prompts or
+// kMaxSequencesPerRequest sequences, a prompt text with more bytes than the
+// context could hold (before tokenizing it), and a non-streamed request whose
+// response could exceed ctx.options.max_response_bytes (response_bound.h).
+ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json& body);
+
+}  // namespace pagoda::openai

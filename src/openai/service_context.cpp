@@ -1,0 +1,94 @@
+#include "openai/service_context.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+
+#include "core/log.h"
+#include "openai/field_reader.h"
+#include "openai/json_response.h"
+#include "openai/wire/ids.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::openai {
+
+namespace {
+
+int64_t longest_token_bytes(const Tokenizer& tokenizer) {
+  size_t longest = 1;
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    longest = std::max(longest, tokenizer.id_to_token(id).size());
+  }
+  return static_cast<int64_t>(longest);
+}
+
+}  // namespace
+
+ServiceContext::ServiceContext(Engine& engine_, ServiceOptions options_,
+                               boost::asio::any_io_executor io_,
+                               boost::asio::any_io_executor workers_,
+                               boost::asio::any_io_executor heavy_workers_,
+                               std::unique_ptr<ToolParser> tool_parser_)
+    : engine(engine_),
+      options(std::move(options_)),
+      model_name(options.served_model_name.empty() ? engine.info().served_model_name
+                                                   : options.served_model_name),
+      system_fingerprint("fp_pagoda_" + options.version),
+      created(unix_seconds()),
+      io(std::move(io_)),
+      workers(workers_),
+      heavy_workers(heavy_workers_ ? std::move(heavy_workers_) : std::move(workers_)),
+      max_token_bytes(longest_token_bytes(engine.tokenizer())),
+      tool_parser(std::move(tool_parser_)) {}
+
+Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
+    Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
+    boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers) {
+  std::unique_ptr<ToolParser> parser;
+  if (options.tool_call_parser == "auto") {
+    parser = detect_tool_parser(options.chat_template_text);
+  } else if (options.tool_call_parser != "none") {
+    PAGODA_ASSIGN_OR_RETURN(parser, make_tool_parser(options.tool_call_parser));
+  }
+  return std::make_unique<ServiceContext>(engine, std::move(options), std::move(io),
+                                          std::move(workers), std::move(heavy_workers),
+                                          std::move(parser));
+}
+
+int64_t ServiceContext::max_prompt_bytes() const {
+  return engine.info().max_model_len * max_token_bytes * 4;
+}
+
+void ServiceContext::run_on_worker(std::shared_ptr<http::Responder> responder,
+                                   const http::HttpRequest& request,
+                                   std::function<void()> fn) const {
+  const bool heavy = request.body.size() > options.heavy_body_bytes;
+  ++num_on_lanes;
+  boost::asio::post(
+      heavy ? heavy_workers : workers,
+      [this, responder = std::move(responder), id = request.request_id, fn = std::move(fn)] {
+        try {
+          fn();
+        } catch (const std::exception& e) {
+          log_error("request {}: internal error: {}", id, e.what());
+          responder->fail(failed_answer(internal_error(id)));
+        }
+        --num_on_lanes;
+      });
+}
+
+std::optional<ApiError> ServiceContext::check_model(const Json& body) const {
+  FieldReader reader(body);
+  auto model = reader.string("model");
+  if (reader.error()) return reader.error();
+  if (model && *model != model_name) {
+    return ApiError{
+        404,
+        fmt::format("The model `{}` does not exist; this server serves `{}`.", *model, model_name),
+        "model", "model_not_found"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace pagoda::openai

@@ -1,0 +1,100 @@
+// What every route handler shares: the engine, the options, the executors and
+// the drain flag. Handlers run on an I/O thread and must return quickly; they
+// move parsing, templating and tokenization to the worker pool.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "engine/engine_api.h"
+#include "http/http_types.h"
+#include "openai/api_error.h"
+#include "openai/generation_job.h"
+#include "openai/response_bound.h"
+#include "openai/tools/tool_parser.h"
+
+namespace pagoda::openai {
+
+struct ServiceOptions {
+  std::string served_model_name;          // "" → the engine's ModelInfo name
+  std::string api_key;                    // "" → no authentication
+  std::string version = "0.0.0";          // for /version and system_fingerprint
+  std::string tool_call_parser = "auto";  // auto | hermes | llama3_json | none
+  std::string chat_template_text;         // the template in use; "auto" picks the parser from it
+  int64_t max_response_bytes = kDefaultMaxResponseBytes;  // non-streamed answers (response_bound.h)
+  // Requests with a larger body are parsed and tokenized on the heavy lane.
+  size_t heavy_body_bytes = 256 << 10;
+};
+
+struct ServiceContext {
+  // Errors: an unknown tool_call_parser name. `heavy_workers`: the heavy
+  // lane (empty: `workers` takes every request).
+  static Result<std::unique_ptr<ServiceContext>> create(Engine& engine, ServiceOptions options,
+                                                        boost::asio::any_io_executor io,
+                                                        boost::asio::any_io_executor workers,
+                                                        boost::asio::any_io_executor heavy_workers = {});
+
+  Engine& engine;
+  const ServiceOptions options;
+  const std::string model_name;
+  const std::string system_fingerprint;
+  const int64_t created;                       // unix seconds at start
+  const boost::asio::any_io_executor io;       // strands for response assembly
+  const boost::asio::any_io_executor workers;  // parsing, templating, tokenization
+  // The heavy lane: the same work for bodies over options.heavy_body_bytes, so
+  // that they never occupy every thread of `workers` and light requests stay
+  // responsive while a huge one is parsed and tokenized.
+  const boost::asio::any_io_executor heavy_workers;
+  // Bytes of the tokenizer's longest vocabulary piece.
+  const int64_t max_token_bytes;
+  // A prompt text of more bytes cannot fit the context and is refused before
+  // tokenizing: max_model_len × max_token_bytes × 4, the 4 for normalizers
+  // that shrink text (NFKC maps a 3-byte full-width letter to 1 byte).
+  int64_t max_prompt_bytes() const;
+  std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
+  // Engine thread and worker lanes → io (see http::PostGate).
+  const std::shared_ptr<http::PostGate> io_gate = std::make_shared<http::PostGate>();
+  std::atomic<bool> draining{false};
+  // Requests handed to run_on_worker whose work has not returned yet (queued,
+  // parsing, templating, tokenizing): shutdown waits for them a shorter time.
+  mutable std::atomic<int64_t> num_on_lanes{0};
+
+  // Runs `fn` for `request` on its lane (heavy_workers for a large body, else
+  // workers); an exception it throws answers 500.
+  void run_on_worker(std::shared_ptr<http::Responder> responder, const http::HttpRequest& request,
+                     std::function<void()> fn) const;
+
+  // 404 when body["model"] is present and names another model; 400 if not a string.
+  std::optional<ApiError> check_model(const Json& body) const;
+
+  ServiceContext(Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
+                 boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers,
+                 std::unique_ptr<ToolParser> tool_parser);
+};
+
+// Route handlers (one file per group).
+void handle_completions(ServiceContext& ctx, const http::HttpRequest& request,
+                        std::shared_ptr<http::Responder> responder);
+void handle_chat_completions(ServiceContext& ctx, const http::HttpRequest& request,
+                             std::shared_ptr<http::Responder> responder);
+void handle_tokenize(ServiceContext& ctx, const http::HttpRequest& request,
+                     std::shared_ptr<http::Responder> responder);
+void handle_detokenize(ServiceContext& ctx, const http::HttpRequest& request,
+                       std::shared_ptr<http::Responder> responder);
+void handle_models(ServiceContext& ctx, const http::HttpRequest& request,
+                   std::shared_ptr<http::Responder> responder);
+void handle_model(ServiceContext& ctx, const http::HttpRequest& request,
+                  std::shared_ptr<http::Responder> responder);
+void handle_health(ServiceContext& ctx, const http::HttpRequest& request,
+                   std::shared_ptr<http::Responder> responder);
+void handle_version(ServiceContext& ctx, const http::HttpRequest& request,
+                    std::shared_ptr<http::Responder> responder);
+void handle_metrics(ServiceContext& ctx, const http::HttpRequest& request,
+                    std::shared_ptr<http::Responder> responder);
+
+}  // namespace pagoda::openai

@@ -1,0 +1,166 @@
+// Request fields → SamplingParams: every field's type and range errors, the
+// mapping itself, and context fitting.
+#include "openai/sampling_request.h"
+
+#include <gtest/gtest.h>
+
+namespace pagoda::openai {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr int64_t kVocab = 512;
+
+std::optional<ApiError> read_error(const std::string& text) {
+  json body = json::parse(text);
+  FieldReader reader(body);
+  read_sampling_fields(reader, kVocab);
+  return reader.error();
+}
+
+TEST(SamplingRequest, EveryFieldRejectsWrongTypesAndRanges) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"n": 0})", "n"},
+      {R"({"n": 129})", "n"},
+      {R"({"n": "2"})", "n"},
+      {R"({"n": 1.5})", "n"},
+      {R"({"best_of": 1, "n": 2})", "best_of"},
+      {R"({"temperature": -0.1})", "temperature"},
+      {R"({"temperature": 2.5})", "temperature"},
+      {R"({"temperature": "hot"})", "temperature"},
+      {R"({"top_p": 0})", "top_p"},
+      {R"({"top_p": 1.01})", "top_p"},
+      {R"({"top_p": true})", "top_p"},
+      {R"({"top_k": -2})", "top_k"},
+      {R"({"top_k": 1.5})", "top_k"},
+      {R"({"min_p": 1.5})", "min_p"},
+      {R"({"seed": "42"})", "seed"},
+      {R"({"seed": 1.5})", "seed"},
+      {R"({"presence_penalty": 2.1})", "presence_penalty"},
+      {R"({"frequency_penalty": -2.1})", "frequency_penalty"},
+      {R"({"repetition_penalty": 0})", "repetition_penalty"},
+      {R"({"logit_bias": [1]})", "logit_bias"},
+      {R"({"logit_bias": {"abc": 1}})", "logit_bias"},
+      {R"({"logit_bias": {"512": 1}})", "logit_bias"},
+      {R"({"logit_bias": {"-1": 1}})", "logit_bias"},
+      {R"({"logit_bias": {"5": 101}})", "logit_bias"},
+      {R"({"logit_bias": {"5": "x"}})", "logit_bias"},
+      {R"({"stop": 5})", "stop"},
+      {R"({"stop": ["a", 5]})", "stop"},
+      {R"({"stop": ""})", "stop"},
+      {R"({"stop_token_ids": [1, 512]})", "stop_token_ids"},
+      {R"({"stop_token_ids": 3})", "stop_token_ids"},
+      {R"({"ignore_eos": 1})", "ignore_eos"},
+      {R"({"min_tokens": -1})", "min_tokens"},
+      {R"({"min_tokens": 5, "max_tokens": 4})", "min_tokens"},
+      {R"({"skip_special_tokens": "no"})", "skip_special_tokens"},
+      {R"({"include_stop_str_in_output": null, "echo": 1, "include_stop_str_in_output": 0})",
+       "include_stop_str_in_output"},
+      {R"({"max_tokens": -1})", "max_tokens"},
+      {R"({"max_tokens": "16"})", "max_tokens"},
+      {R"({"max_completion_tokens": 1e12})", "max_completion_tokens"},
+      {R"({"use_beam_search": "yes"})", "use_beam_search"},
+      {R"({"length_penalty": "x"})", "length_penalty"},
+      {R"({"early_stopping": "sometimes"})", "early_stopping"},
+      {R"({"priority": 1.5})", "priority"},
+      {R"({"user": 7})", "user"},
+      {R"({"stream": "true"})", "stream"},
+      {R"({"stream_options": {"include_usage": true}})", "stream_options"},
+      {R"({"stream": true, "stream_options": []})", "stream_options"},
+      {R"({"stream": true, "stream_options": {"include_usage": "yes"}})",
+       "stream_options.include_usage"},
+      {R"({"stream": true, "n": 1, "best_of": 2})", "stream"},
+      {R"({"stream": true, "use_beam_search": true})", "stream"},
+      {R"({"response_format": {"type": "json_object"}})", "response_format"},
+  };
+  for (const auto& [body, param] : cases) {
+    auto error = read_error(body);
+    ASSERT_TRUE(error.has_value()) << body;
+    EXPECT_EQ(error->param, param) << body << " → " << error->message;
+    EXPECT_EQ(error->status, 400);
+    EXPECT_NE(error->message.find(param), std::string::npos) << error->message;
+  }
+}
+
+TEST(SamplingRequest, AcceptsValidFieldsAndIgnoresUnknownOnes) {
+  json body = json::parse(R"({
+    "n": 2, "best_of": 3, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": -1,
+    "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1,
+    "logit_bias": {"7": -100, "9": 2.5}, "stop": "END", "stop_token_ids": [2, 3], "ignore_eos": true,
+    "min_tokens": 2, "skip_special_tokens": false, "include_stop_str_in_output": true,
+    "max_tokens": 10, "max_completion_tokens": 20, "priority": -3, "user": "u", "stream": false,
+    "response_format": {"type": "text"}, "some_future_field": {"x": 1}, "metadata": null})");
+  FieldReader reader(body);
+  SamplingFields f = read_sampling_fields(reader, kVocab);
+  ASSERT_FALSE(reader.error().has_value()) << reader.error()->message;
+  EXPECT_EQ(f.max_tokens, 20);  // max_completion_tokens wins
+  auto params = to_sampling_params(f, 20, kVocab);
+  ASSERT_TRUE(params.ok()) << params.error().message;
+  const SamplingParams& p = params.value();
+  EXPECT_EQ(p.n, 2);
+  EXPECT_EQ(p.best_of, 3);
+  EXPECT_FLOAT_EQ(*p.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(*p.top_p, 0.9f);
+  EXPECT_EQ(p.top_k, 40);
+  EXPECT_FLOAT_EQ(*p.min_p, 0.05f);
+  EXPECT_EQ(p.seed, std::numeric_limits<uint64_t>::max());  // -1 as 64-bit two's complement
+  EXPECT_FLOAT_EQ(p.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(p.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(*p.repetition_penalty, 1.1f);
+  EXPECT_EQ(p.logit_bias, (std::map<int32_t, float>{{7, -100.0f}, {9, 2.5f}}));
+  EXPECT_EQ(p.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(p.stop_token_ids, (std::vector<int32_t>{2, 3}));
+  EXPECT_TRUE(p.ignore_eos);
+  EXPECT_EQ(p.min_tokens, 2);
+  EXPECT_FALSE(p.skip_special_tokens);
+  EXPECT_TRUE(p.include_stop_str_in_output);
+  EXPECT_EQ(p.max_tokens, 20);
+  EXPECT_FALSE(p.logprobs.has_value());
+  EXPECT_EQ(f.priority, -3);
+}
+
+TEST(SamplingRequest, UnsetFieldsStayUnsetForModelDefaults) {
+  json body = json::object();
+  FieldReader reader(body);
+  auto params = to_sampling_params(read_sampling_fields(reader, kVocab), 16, kVocab);
+  ASSERT_TRUE(params.ok());
+  EXPECT_FALSE(params.value().temperature.has_value());
+  EXPECT_FALSE(params.value().top_p.has_value());
+  EXPECT_FALSE(params.value().top_k.has_value());
+  EXPECT_FALSE(params.value().seed.has_value());
+  EXPECT_EQ(params.value().n, 1);
+}
+
+TEST(SamplingRequest, BeamSearch) {
+  json body = json::parse(R"({"use_beam_search": true, "n": 2, "best_of": 4, "length_penalty": 0.5,
+                              "early_stopping": "never"})");
+  FieldReader reader(body);
+  auto params = to_sampling_params(read_sampling_fields(reader, kVocab), 8, kVocab);
+  ASSERT_TRUE(params.ok()) << params.error().message;
+  EXPECT_TRUE(params.value().use_beam_search);
+  EXPECT_EQ(params.value().beam_width, 4);
+  EXPECT_EQ(params.value().n, 2);
+  EXPECT_FALSE(params.value().best_of.has_value());
+  EXPECT_FLOAT_EQ(params.value().length_penalty, 0.5f);
+  EXPECT_EQ(params.value().early_stopping, EarlyStopping::kNever);
+}
+
+TEST(FitContext, DefaultsAndOverflow) {
+  EXPECT_EQ(fit_context(10, std::nullopt, 16, 100, "prompt").value(), 16);
+  EXPECT_EQ(fit_context(90, std::nullopt, 16, 100, "prompt").value(), 10);
+  EXPECT_EQ(fit_context(90, std::nullopt, -1, 100, "messages").value(), 10);
+  EXPECT_EQ(fit_context(90, 10, 16, 100, "prompt").value(), 10);
+  auto too_long = fit_context(90, 11, 16, 100, "messages");
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.error().code, "context_length_exceeded");
+  EXPECT_EQ(too_long.error().param, "messages");
+  EXPECT_EQ(
+      too_long.error().message,
+      "This model's maximum context length is 100 tokens. However, you requested 101 tokens (90 in "
+      "the "
+      "messages, 11 in the completion). Please reduce the length of the messages or completion.");
+  EXPECT_FALSE(fit_context(100, std::nullopt, 16, 100, "prompt").ok());
+}
+
+}  // namespace
+}  // namespace pagoda::openai
