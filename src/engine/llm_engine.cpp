@@ -56,7 +56,7 @@ Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) c
     if (id < 0 || id >= vocab) return invalid(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
   }
   state.params = request.params;
-  state.params.apply_defaults(parts_.defaults);
+  state.params.apply_defaults(parts_.generation);
   PAGODA_RETURN_IF_ERROR(state.params.validate(static_cast<int32_t>(vocab)));
   if (num_prompt >= max_len) {
     return invalid(fmt::format("This model's maximum context length is {} tokens. However, your prompt has {} "
