@@ -126,18 +126,17 @@ Result<GenerateRequest> make_request(Engine& engine, const json& item, bool chat
   req.request_id = id;
   PAGODA_ASSIGN_OR_RETURN(req.prompt_token_ids, prompt_ids(engine, item, chat));
   server::FieldReader reader(item);
-  const int64_t vocab = engine.info().vocab_size;
-  server::SamplingFields fields = server::read_sampling_fields(reader, vocab);
-  if (auto lp = reader.integer("logprobs", 0, kMaxLogprobCount)) fields.logprobs = static_cast<int>(*lp);
-  if (auto lp = reader.integer("prompt_logprobs", 0, kMaxLogprobCount)) fields.prompt_logprobs = static_cast<int>(*lp);
+  server::SamplingRequest sampling = server::read_sampling_request(reader, engine.info().vocab_size);
+  sampling.params.logprobs = server::read_logprob_count(reader, "logprobs");
+  sampling.params.prompt_logprobs = server::read_logprob_count(reader, "prompt_logprobs");
   if (reader.error()) return make_error(ErrorCode::kInvalidArgument, reader.error()->message);
-  auto max_tokens = server::fit_context(static_cast<int64_t>(req.prompt_token_ids.size()), fields.max_tokens, -1,
+  auto max_tokens = server::fit_context(static_cast<int64_t>(req.prompt_token_ids.size()), sampling.max_tokens, -1,
                                         engine.info().max_model_len, item.contains("messages") ? "messages" : "prompt");
   if (!max_tokens.ok()) return make_error(ErrorCode::kInvalidArgument, max_tokens.error().message);
-  auto params = server::to_sampling_params(fields, max_tokens.value(), vocab);
-  if (!params.ok()) return make_error(ErrorCode::kInvalidArgument, params.error().message);
-  req.params = std::move(params.value());
-  req.priority = fields.priority;
+  // Its other fields are the engine's to validate (add_request).
+  sampling.params.max_tokens = static_cast<int32_t>(max_tokens.value());
+  req.params = std::move(sampling.params);
+  req.priority = sampling.priority;
   return req;
 }
 

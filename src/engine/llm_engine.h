@@ -38,7 +38,8 @@ struct EngineParts {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ModelRunner> runner;
   SchedulerConfig scheduler_config;
-  GenerationDefaults generation;  // the model's generation_config: unset request fields take its values
+  // The model's generation_config.json: requests' unset fields take its values.
+  GenerationDefaults generation;
   std::vector<int32_t> eos_token_ids;
   // Test hook: run Scheduler::check_invariants() after every step; the first
   // failure is kept (LlmEngine::invariant_error()) and logged.

@@ -8,8 +8,8 @@
 //
 // logit_bias, stop, stop_token_ids, seed and early_stopping have shapes of
 // their own (maps, lists, an enum): the reader parses them by hand, and
-// SamplingParams::check applies their rules with kLogitBiasRange and the same
-// error text.
+// SamplingParams::check applies their rules (check_logit_bias for the bias
+// values) with the same error text.
 #pragma once
 
 #include <fmt/format.h>
@@ -48,6 +48,16 @@ SamplingFieldError out_of_range(std::string_view name, V value, std::string_view
   return {std::string(name), out_of_range_message(name, fmt::format("{}", value), allowed)};
 }
 
+// The error for value `v` of field `name` (the field's type, or the wider
+// one read from JSON), or nullopt when `range` holds it. `allowed`: the range
+// in words where "in " + range.interval() does not say it.
+template <typename V>
+std::optional<SamplingFieldError> check_range(std::string_view name, V v, const FieldRange& range,
+                                              std::string_view allowed = {}) {
+  if (range.contains(static_cast<double>(v))) return std::nullopt;
+  return out_of_range(name, v, allowed.empty() ? "in " + range.interval() : std::string(allowed));
+}
+
 // The member's value type: T of std::optional<T>, else the member's type.
 template <typename M>
 struct FieldValue {
@@ -69,22 +79,17 @@ struct NumericField {
   std::string_view name;
   M SamplingParams::*member = nullptr;
   FieldRange range;
-  std::string_view allowed = {};  // the range in words where "in " + range.interval() does not say it
+  // The range in words where "in " + range.interval() does not say it.
+  std::string_view allowed = {};
   // Read from the request's field `name` by the common reader; false where
   // the endpoint reads it (max_tokens, logprobs) or another field gives it
   // (beam_width: best_of under beam search).
   bool in_request = true;
   std::optional<G> GenerationDefaults::*generation = nullptr;  // generation_config's value
 
-  std::string allowed_text() const {
-    return allowed.empty() ? "in " + range.interval() : std::string(allowed);
-  }
-  // The error for value `v` (the field's type, or a wider one read from
-  // JSON), or nullopt when the range holds it.
   template <typename V>
   std::optional<SamplingFieldError> check(V v) const {
-    if (range.contains(static_cast<double>(v))) return std::nullopt;
-    return out_of_range(name, v, allowed_text());
+    return check_range(name, v, range, allowed);
   }
 };
 
@@ -97,6 +102,14 @@ struct BoolField {
 inline constexpr FieldRange kLogprobCountRange{0, kMaxLogprobCount};
 // A logit_bias value.
 inline constexpr FieldRange kLogitBiasRange{-100, 100};
+
+// The error for logit_bias value `bias` (float, or the double read from
+// JSON), or nullopt when kLogitBiasRange holds it.
+template <typename V>
+std::optional<SamplingFieldError> check_logit_bias(V bias) {
+  return check_range("logit_bias", bias, kLogitBiasRange,
+                     "a bias in " + kLogitBiasRange.interval());
+}
 
 // In the order check() tests them and the reader reads them.
 inline constexpr auto kNumericSamplingFields = std::make_tuple(
@@ -125,20 +138,20 @@ inline constexpr auto kNumericSamplingFields = std::make_tuple(
                                        .member = &SamplingParams::repetition_penalty,
                                        .range = {0, 100, true},
                                        .generation = &GenerationDefaults::repetition_penalty},
-    NumericField<float>{.name = "presence_penalty",
-                        .member = &SamplingParams::presence_penalty,
-                        .range = {-2, 2}},
+    NumericField<float>{
+        .name = "presence_penalty", .member = &SamplingParams::presence_penalty, .range = {-2, 2}},
     NumericField<float>{.name = "frequency_penalty",
                         .member = &SamplingParams::frequency_penalty,
                         .range = {-2, 2}},
     // Also <= max_tokens (SamplingParams::check).
     NumericField<int32_t>{
         .name = "min_tokens", .member = &SamplingParams::min_tokens, .range = {0, INT32_MAX}},
-    NumericField<std::optional<int32_t>, int64_t>{.name = "max_tokens",
-                                                  .member = &SamplingParams::max_tokens,
-                                                  .range = {1, INT32_MAX},
-                                                  .in_request = false,
-                                                  .generation = &GenerationDefaults::max_new_tokens},
+    NumericField<std::optional<int32_t>, int64_t>{
+        .name = "max_tokens",
+        .member = &SamplingParams::max_tokens,
+        .range = {1, INT32_MAX},
+        .in_request = false,
+        .generation = &GenerationDefaults::max_new_tokens},
     NumericField<std::optional<int32_t>>{.name = "logprobs",
                                          .member = &SamplingParams::logprobs,
                                          .range = kLogprobCountRange,

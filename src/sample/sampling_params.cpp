@@ -40,9 +40,7 @@ std::optional<SamplingFieldError> check_ranges(const SamplingParams& p) {
 std::optional<SamplingFieldError> check_lists(const SamplingParams& p, int32_t vocab_size) {
   for (const auto& [token, bias] : p.logit_bias) {
     if (auto e = check_token("logit_bias", token, vocab_size)) return e;
-    if (!kLogitBiasRange.contains(bias)) {
-      return out_of_range("logit_bias", bias, "a bias in " + kLogitBiasRange.interval());
-    }
+    if (auto e = check_logit_bias(bias)) return e;
   }
   for (const std::string& s : p.stop) {
     if (s.empty()) return out_of_range("stop", "\"\"", "non-empty strings");
