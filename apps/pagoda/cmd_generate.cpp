@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/engine_api.h"
+#include "engine/request_fit.h"
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
 #include "server/field_reader.h"
@@ -130,10 +131,11 @@ Result<GenerateRequest> make_request(Engine& engine, const json& item, bool chat
   sampling.params.logprobs = server::read_logprob_count(reader, "logprobs");
   sampling.params.prompt_logprobs = server::read_logprob_count(reader, "prompt_logprobs");
   if (reader.error()) return make_error(ErrorCode::kInvalidArgument, reader.error()->message);
-  auto max_tokens = server::fit_context(static_cast<int64_t>(req.prompt_token_ids.size()), sampling.max_tokens, -1,
-                                        engine.info().max_model_len, item.contains("messages") ? "messages" : "prompt");
+  auto max_tokens = fit_context(engine.info(), {.num_prompt_tokens = static_cast<int64_t>(req.prompt_token_ids.size()),
+                                                .max_tokens = sampling.max_tokens,
+                                                .prompt_name = item.contains("messages") ? "messages" : "prompt"});
   if (!max_tokens.ok()) return make_error(ErrorCode::kInvalidArgument, max_tokens.error().message);
-  // Its other fields are the engine's to validate (add_request).
+  // add_request checks the rest: min_tokens against this max_tokens, the seats, the KV pool.
   sampling.params.max_tokens = static_cast<int32_t>(max_tokens.value());
   req.params = std::move(sampling.params);
   req.priority = sampling.priority;

@@ -115,6 +115,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.num_kv_blocks = runner->num_kv_blocks();
   parts.info.block_size = runner->block_size();
   parts.info.kv_capacity_tokens = runner->num_kv_blocks() * runner->block_size();
+  parts.info.max_num_seqs = options.max_num_seqs;
   parts.info.device = backend->name();
   parts.scheduler_config.max_num_batched_tokens = static_cast<int32_t>(options.max_num_batched_tokens);
   parts.scheduler_config.max_num_seqs = static_cast<int32_t>(options.max_num_seqs);

@@ -92,7 +92,8 @@ class LlmEngine final : public Engine {
 
   LlmEngine(EngineParts parts, Scheduler scheduler);
 
-  // Caller-thread checks of add_request; fills the resolved fields of `state`.
+  // Caller-thread checks of add_request (the params, then the limits:
+  // request_fit.h's fit_request); fills the resolved fields of `state`.
   Status prepare(const GenerateRequest& request, RequestState& state) const;
 
   // Engine thread.

@@ -8,6 +8,7 @@ namespace pagoda::server {
 
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   const int64_t vocab_size = ctx.engine.tokenizer().vocab_size();
+  const ModelInfo& info = ctx.engine.info();
   ChatPlan plan;
   FieldReader reader(body);
   plan.request = read_sampling_request(reader, vocab_size);
@@ -32,10 +33,11 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   if (plan.request.max_tokens == 0) {
     return invalid_field("max_tokens", "'max_tokens' / 'max_completion_tokens' must be at least 1");
   }
-  auto max_tokens =
-      fit_context(static_cast<int64_t>(plan.prompt.token_ids.size()), plan.request.max_tokens, -1,
-                  ctx.engine.info().max_model_len, "messages");
-  if (!max_tokens.ok()) return max_tokens.error();
+  RequestSize size{.num_prompt_tokens = static_cast<int64_t>(plan.prompt.token_ids.size()),
+                   .max_tokens = plan.request.max_tokens,
+                   .prompt_name = "messages"};
+  auto max_tokens = fit_context(info, size);
+  if (!max_tokens.ok()) return request_limit_error(max_tokens.error(), "messages");
   params.max_tokens = static_cast<int32_t>(max_tokens.value());
   if (auto error = sampling_params_error(params, vocab_size)) return *error;
   if (!plan.request.stream) {
@@ -47,6 +49,11 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
     if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
       return *error;
   }
+  // The seats and the KV pool, as add_request checks them.
+  size.max_tokens = max_tokens.value();
+  size.num_seqs = params.num_seqs();
+  if (auto fits = fit_request(info, size); !fits.ok())
+    return request_limit_error(fits.error(), "messages");
   return plan;
 }
 

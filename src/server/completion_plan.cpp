@@ -123,9 +123,10 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
       plan.echo_only ? std::optional<int64_t>(1) : plan.request.max_tokens;
   int64_t max_tokens = INT64_MAX;
   for (const auto& ids : plan.prompts) {
-    auto fitted = fit_context(static_cast<int64_t>(ids.size()), requested, kDefaultMaxTokens,
-                              info.max_model_len, "prompt");
-    if (!fitted.ok()) return fitted.error();
+    auto fitted = fit_context(info, {.num_prompt_tokens = static_cast<int64_t>(ids.size()),
+                                     .max_tokens = requested,
+                                     .default_max_tokens = kDefaultMaxTokens});
+    if (!fitted.ok()) return request_limit_error(fitted.error(), "prompt");
     max_tokens = std::min(max_tokens, fitted.value());
   }
   params.max_tokens = static_cast<int32_t>(max_tokens);
@@ -149,6 +150,13 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
     }
     if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
       return *error;
+  }
+  // The seats and the KV pool, as add_request checks each prompt.
+  for (const auto& ids : plan.prompts) {
+    auto fits = fit_request(info, {.num_prompt_tokens = static_cast<int64_t>(ids.size()),
+                                   .max_tokens = max_tokens,
+                                   .num_seqs = params.num_seqs()});
+    if (!fits.ok()) return request_limit_error(fits.error(), "prompt");
   }
   return plan;
 }

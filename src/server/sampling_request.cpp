@@ -198,24 +198,11 @@ std::optional<ApiError> sampling_params_error(const SamplingParams& params, int6
   return invalid_field(std::move(param), std::move(error->message));
 }
 
-ApiResult<int64_t> fit_context(int64_t num_prompt_tokens, std::optional<int64_t> requested,
-                               int64_t default_max, int64_t max_model_len,
-                               const char* prompt_param) {
-  const int64_t left = max_model_len - num_prompt_tokens;
-  if (left <= 0 || (requested && *requested > left)) {
-    const int64_t completion = requested.value_or(0);
-    return ApiError{
-        400,
-        fmt::format(
-            "This model's maximum context length is {} tokens. However, you requested {} "
-            "tokens ({} in the {}, {} in the completion). Please reduce the length of the {} "
-            "or completion.",
-            max_model_len, num_prompt_tokens + completion, num_prompt_tokens, prompt_param,
-            completion, prompt_param),
-        prompt_param, "context_length_exceeded"};
+ApiError request_limit_error(const RequestLimitError& error, const char* prompt_param) {
+  if (error.limit == RequestLimit::kContextLength) {
+    return ApiError{400, error.message, prompt_param, "context_length_exceeded"};
   }
-  if (requested) return *requested;
-  return default_max < 0 ? left : std::min(default_max, left);
+  return ApiError{400, error.message, "", ""};
 }
 
 }  // namespace pagoda::server

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "engine/engine_api.h"
+#include "engine/request_fit.h"
 #include "server/api_error.h"
 #include "server/field_reader.h"
 
@@ -47,12 +48,10 @@ std::optional<int32_t> read_logprob_count(FieldReader& reader, const char* name)
 // beam width); nullopt when `params` is valid.
 std::optional<ApiError> sampling_params_error(const SamplingParams& params, int64_t vocab_size);
 
-// Checks that the prompt and the completion fit the context and returns the
-// max_tokens to use: the requested one, else min(default_max, what is left);
-// default_max < 0 means "what is left". `prompt_param` names the prompt field
-// in errors ("prompt" or "messages").
-ApiResult<int64_t> fit_context(int64_t num_prompt_tokens, std::optional<int64_t> requested,
-                               int64_t default_max, int64_t max_model_len,
-                               const char* prompt_param);
+// A refusal of engine/request_fit.h (the engine's one check of a request's
+// limits) as a 400: the context is code context_length_exceeded naming
+// `prompt_param` ("prompt" or "messages"); the seats and the KV pool name no
+// field, as when add_request refuses them.
+ApiError request_limit_error(const RequestLimitError& error, const char* prompt_param);
 
 }  // namespace pagoda::server

@@ -167,10 +167,24 @@ TEST(SamplingRequest, BeamSearch) {
   EXPECT_EQ(params.early_stopping, EarlyStopping::kNever);
 }
 
+// engine/request_fit.h's fit_context, answered as the server does.
+ApiResult<int64_t> fit_context(int64_t num_prompt_tokens, std::optional<int64_t> requested,
+                               std::optional<int64_t> default_max, int64_t max_model_len,
+                               const char* prompt_param) {
+  ModelInfo info;
+  info.max_model_len = max_model_len;
+  auto fitted = pagoda::fit_context(info, {.num_prompt_tokens = num_prompt_tokens,
+                                           .max_tokens = requested,
+                                           .default_max_tokens = default_max,
+                                           .prompt_name = prompt_param});
+  if (!fitted.ok()) return request_limit_error(fitted.error(), prompt_param);
+  return fitted.value();
+}
+
 TEST(FitContext, DefaultsAndOverflow) {
   EXPECT_EQ(fit_context(10, std::nullopt, 16, 100, "prompt").value(), 16);
   EXPECT_EQ(fit_context(90, std::nullopt, 16, 100, "prompt").value(), 10);
-  EXPECT_EQ(fit_context(90, std::nullopt, -1, 100, "messages").value(), 10);
+  EXPECT_EQ(fit_context(90, std::nullopt, std::nullopt, 100, "messages").value(), 10);
   EXPECT_EQ(fit_context(90, 10, 16, 100, "prompt").value(), 10);
   auto too_long = fit_context(90, 11, 16, 100, "messages");
   ASSERT_FALSE(too_long.ok());
