@@ -15,10 +15,11 @@
 #include <vector>
 
 #include "engine/engine_api.h"
-#include "openai/field_reader.h"
-#include "openai/sampling_request.h"
+#include "engine/request_fit.h"
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
+#include "openai/field_reader.h"
+#include "openai/sampling_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -126,18 +127,18 @@ Result<GenerateRequest> make_request(Engine& engine, const json& item, bool chat
   req.request_id = id;
   PAGODA_ASSIGN_OR_RETURN(req.prompt_token_ids, prompt_ids(engine, item, chat));
   openai::FieldReader reader(item);
-  const int64_t vocab = engine.info().vocab_size;
-  openai::SamplingFields fields = openai::read_sampling_fields(reader, vocab);
-  if (auto lp = reader.integer("logprobs", 0, kMaxLogprobCount)) fields.logprobs = static_cast<int>(*lp);
-  if (auto lp = reader.integer("prompt_logprobs", 0, kMaxLogprobCount)) fields.prompt_logprobs = static_cast<int>(*lp);
+  openai::SamplingRequest sampling = openai::read_sampling_request(reader, engine.info().vocab_size);
+  sampling.params.logprobs = openai::read_logprob_count(reader, "logprobs");
+  sampling.params.prompt_logprobs = openai::read_logprob_count(reader, "prompt_logprobs");
   if (reader.error()) return make_error(ErrorCode::kInvalidArgument, reader.error()->message);
-  auto max_tokens = openai::fit_context(static_cast<int64_t>(req.prompt_token_ids.size()), fields.max_tokens, -1,
-                                        engine.info().max_model_len, item.contains("messages") ? "messages" : "prompt");
+  auto max_tokens = fit_context(engine.info(), {.num_prompt_tokens = static_cast<int64_t>(req.prompt_token_ids.size()),
+                                                .max_tokens = sampling.max_tokens,
+                                                .prompt_name = item.contains("messages") ? "messages" : "prompt"});
   if (!max_tokens.ok()) return make_error(ErrorCode::kInvalidArgument, max_tokens.error().message);
-  auto params = openai::to_sampling_params(fields, max_tokens.value(), vocab);
-  if (!params.ok()) return make_error(ErrorCode::kInvalidArgument, params.error().message);
-  req.params = std::move(params.value());
-  req.priority = fields.priority;
+  // add_request checks the rest: min_tokens against this max_tokens, the seats, the KV pool.
+  sampling.params.max_tokens = static_cast<int32_t>(max_tokens.value());
+  req.params = std::move(sampling.params);
+  req.priority = sampling.priority;
   return req;
 }
 

@@ -99,6 +99,7 @@ struct ModelInfo {
   int64_t num_kv_blocks = 0;
   int block_size = 0;
   int64_t kv_capacity_tokens = 0;
+  int64_t max_num_seqs = 0;              // sequences running at once (--max-num-seqs)
   std::string device;                    // e.g. "cpu (2 threads)"
 };
 
@@ -157,8 +158,9 @@ class Engine {
  public:
   virtual ~Engine() = default;
 
-  // Queues a request. Errors: kInvalidArgument (bad params, empty or too long
-  // prompt; the message names the field), kResourceExhausted (max waiting
+  // Queues a request. Errors: kInvalidArgument (bad params, an empty prompt,
+  // or a request beyond the limits of engine/request_fit.h's fit_request,
+  // with its text; the message names the field), kResourceExhausted (max waiting
   // requests, counted exactly: accepted and not yet scheduled for the first
   // time). An accepted request is never refused later for capacity: it
   // finishes normally unless aborted or failed inside the engine (then its

@@ -48,17 +48,6 @@ Result<std::optional<ChatTemplate>> load_chat_template(const EngineOptions& opti
   return std::optional<ChatTemplate>(std::move(parsed).value());
 }
 
-SamplingDefaults to_sampling_defaults(const GenerationDefaults& g) {
-  SamplingDefaults d;
-  d.temperature = g.temperature;
-  d.top_p = g.top_p;
-  d.top_k = g.top_k;
-  d.min_p = g.min_p;
-  d.repetition_penalty = g.repetition_penalty;
-  d.max_new_tokens = g.max_new_tokens;
-  return d;
-}
-
 // The model's stop set: the ids its files name (ModelDescription::eos_token_ids)
 // ∪ the tokenizer's (eos token, end-of-turn specials); sorted, unique.
 std::vector<int32_t> collect_eos(const Tokenizer& tok, const ModelDescription& model) {
@@ -126,6 +115,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.num_kv_blocks = runner->num_kv_blocks();
   parts.info.block_size = runner->block_size();
   parts.info.kv_capacity_tokens = runner->num_kv_blocks() * runner->block_size();
+  parts.info.max_num_seqs = options.max_num_seqs;
   parts.info.device = backend->name();
   parts.scheduler_config.max_num_batched_tokens = static_cast<int32_t>(options.max_num_batched_tokens);
   parts.scheduler_config.max_num_seqs = static_cast<int32_t>(options.max_num_seqs);
@@ -137,7 +127,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner->num_kv_blocks());
   parts.scheduler_config.kv.block_size = runner->block_size();
   parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
-  parts.defaults = to_sampling_defaults(opened.generation);
+  parts.generation = opened.generation;
   parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
   parts.chat_template = std::move(chat_template);

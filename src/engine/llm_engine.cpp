@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "engine/request_fit.h"
 #include "sample/sampling_rows.h"
 
 namespace pagoda {
@@ -49,42 +50,21 @@ Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) c
   if (request.request_id.empty()) return invalid("request_id must not be empty");
   if (!request.sink) return invalid("request has no output sink");
   const int64_t vocab = parts_.info.vocab_size;
-  const int64_t max_len = parts_.info.max_model_len;
   const auto num_prompt = static_cast<int64_t>(request.prompt_token_ids.size());
   if (num_prompt == 0) return invalid("the prompt is empty");
   for (int32_t id : request.prompt_token_ids) {
     if (id < 0 || id >= vocab) return invalid(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
   }
   state.params = request.params;
-  state.params.apply_defaults(parts_.defaults);
+  state.params.apply_defaults(parts_.generation);
   PAGODA_RETURN_IF_ERROR(state.params.validate(static_cast<int32_t>(vocab)));
-  if (num_prompt >= max_len) {
-    return invalid(fmt::format("This model's maximum context length is {} tokens. However, your prompt has {} "
-                               "tokens; at least one token must remain for the completion.",
-                               max_len, num_prompt));
-  }
-  if (state.params.max_tokens && num_prompt + *state.params.max_tokens > max_len) {
-    return invalid(fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
-                               "({} in the prompt, {} for the completion). Reduce the prompt or max_tokens.",
-                               max_len, num_prompt + *state.params.max_tokens, num_prompt,
-                               *state.params.max_tokens));
-  }
-  state.max_tokens = static_cast<int32_t>(state.params.max_tokens.value_or(static_cast<int32_t>(max_len - num_prompt)));
   state.num_seqs = state.params.num_seqs();
-  if (state.num_seqs > parts_.scheduler_config.max_num_seqs) {
-    return invalid(fmt::format("n/best_of/beam width {} exceeds --max-num-seqs {}", state.num_seqs,
-                               parts_.scheduler_config.max_num_seqs));
-  }
-  // The scheduler refuses a group whose worst case (no sharing, full length)
-  // cannot fit the pool; say so here, where the caller gets the error.
-  const int64_t bs = parts_.info.block_size;
-  const int64_t blocks = state.num_seqs * ((num_prompt + state.max_tokens + bs - 1) / bs);
-  if (blocks > parts_.info.num_kv_blocks) {
-    return invalid(fmt::format("{} sequence(s) of up to {} tokens ({} prompt + {} max_tokens) need {} KV blocks; "
-                               "the pool has {}. Reduce max_tokens, n or best_of, or raise --num-kv-blocks.",
-                               state.num_seqs, num_prompt + state.max_tokens, num_prompt, state.max_tokens, blocks,
-                               parts_.info.num_kv_blocks));
-  }
+  // The limits, as frontends check them before submitting; unset, max_tokens
+  // is what the context leaves.
+  auto max_tokens = fit_request(
+      parts_.info, {.num_prompt_tokens = num_prompt, .max_tokens = state.params.max_tokens, .num_seqs = state.num_seqs});
+  if (!max_tokens.ok()) return invalid(max_tokens.error().message);
+  state.max_tokens = static_cast<int32_t>(max_tokens.value());
   state.external_id = request.request_id;
   state.sink = request.sink;
   state.prompt = request.prompt_token_ids;
@@ -215,9 +195,9 @@ void LlmEngine::admit(std::unique_ptr<RequestState> state) {
   requests_.emplace(req.id, std::move(state));
 }
 
-// The scheduler refused the request (a bad spec the checks of prepare() let
-// through; never a full queue: see engine_factory.cpp): every index gets its
-// final event.
+// The scheduler refused the request: an internal error, since prepare()'s
+// request check guarantees its preconditions and its queue is never full
+// (see engine_factory.cpp). Every index gets its final event.
 void LlmEngine::report_admit_failure(RequestState& state, const std::string& message) {
   log_error("request {}: {}", state.external_id, message);
   for (int k = 0; k < state.params.n; ++k) {

@@ -38,7 +38,8 @@ struct EngineParts {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ModelRunner> runner;
   SchedulerConfig scheduler_config;
-  SamplingDefaults defaults;
+  // The model's generation_config.json: requests' unset fields take its values.
+  GenerationDefaults generation;
   std::vector<int32_t> eos_token_ids;
   // Test hook: run Scheduler::check_invariants() after every step; the first
   // failure is kept (LlmEngine::invariant_error()) and logged.
@@ -91,7 +92,8 @@ class LlmEngine final : public Engine {
 
   LlmEngine(EngineParts parts, Scheduler scheduler);
 
-  // Caller-thread checks of add_request; fills the resolved fields of `state`.
+  // Caller-thread checks of add_request (the params, then the limits:
+  // request_fit.h's fit_request); fills the resolved fields of `state`.
   Status prepare(const GenerateRequest& request, RequestState& state) const;
 
   // Engine thread.

@@ -54,7 +54,7 @@ class ChatAssembler {
         id_(std::move(id)),
         choices_(num_choices),
         responder_(std::move(responder)) {
-    if (plan_.fields.stream && plan_.parse_tool_calls) {
+    if (plan_.request.stream && plan_.parse_tool_calls) {
       for (auto& choice : choices_) choice.tool_stream = ctx_.tool_parser->start();
     }
   }
@@ -64,16 +64,16 @@ class ChatAssembler {
   void on_event(int index, int, RequestOutput& out, bool last, const Usage& usage) {
     ChatChoice& choice = choices_[index];
     Json entries = Json::array();
-    if (plan_.fields.logprobs >= 0) {
+    if (const auto& k = plan_.request.params.logprobs) {
       for (const auto& lp : out.logprobs) {
-        entries.push_back(chat_logprob_entry(ctx_.engine.tokenizer(), lp, plan_.fields.logprobs));
+        entries.push_back(chat_logprob_entry(ctx_.engine.tokenizer(), lp, *k));
       }
     }
     if (out.finish_reason) {
       choice.finish_reason = finish_reason_name(*out.finish_reason);
       choice.stop_reason = stop_reason_json(out);
     }
-    if (plan_.fields.stream) {
+    if (plan_.request.stream) {
       stream_event(index, choice, out, std::move(entries));
       if (last) finish_stream(usage);
       return;
@@ -101,7 +101,7 @@ class ChatAssembler {
     if (!finish_reason.is_null()) choice["stop_reason"] = stop_reason;
     Json chunk = envelope("chat.completion.chunk");
     chunk["choices"] = Json::array({std::move(choice)});
-    if (plan_.fields.include_usage) chunk["usage"] = nullptr;
+    if (plan_.request.include_usage) chunk["usage"] = nullptr;
     responder_->write(sse_event(chunk));
   }
 
@@ -139,7 +139,7 @@ class ChatAssembler {
   }
 
   void finish_stream(const Usage& usage) {
-    if (plan_.fields.include_usage) {
+    if (plan_.request.include_usage) {
       Json chunk = envelope("chat.completion.chunk");
       chunk["choices"] = Json::array();
       chunk["usage"] = usage_json(usage);
@@ -163,7 +163,7 @@ class ChatAssembler {
       }
     }
     Json logprobs = nullptr;
-    if (plan_.fields.logprobs >= 0)
+    if (plan_.request.params.logprobs)
       logprobs = {{"content", std::move(choice.logprobs)}, {"refusal", nullptr}};
     return {{"index", index},
             {"message", std::move(message)},
@@ -194,13 +194,13 @@ void start_chat(ServiceContext& ctx, ChatPlan plan,
   if (ctx.draining) return responder->send(error_response(shutting_down_error()));
   auto job =
       std::make_shared<GenerationJob>(ctx.engine, ctx.io, ctx.io_gate, random_id("chatcmpl-"));
-  const int num_choices = 1 * plan.fields.n;
+  const int num_choices = 1 * plan.request.params.n;
   auto assembler =
       std::make_shared<ChatAssembler>(ctx, std::move(plan), job->id(), num_choices, responder);
   const ChatPlan& a = assembler->plan();
   launch_generation(
-      job, {a.prompt.token_ids}, a.params, a.fields.n, a.fields.priority, a.fields.stream,
-      ctx.draining, responder,
+      job, {a.prompt.token_ids}, a.request.params, a.request.params.n, a.request.priority,
+      a.request.stream, ctx.draining, responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });

@@ -8,15 +8,17 @@ namespace pagoda::openai {
 
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   const int64_t vocab_size = ctx.engine.tokenizer().vocab_size();
+  const ModelInfo& info = ctx.engine.info();
   ChatPlan plan;
   FieldReader reader(body);
-  plan.fields = read_sampling_fields(reader, vocab_size);
+  plan.request = read_sampling_request(reader, vocab_size);
+  SamplingParams& params = plan.request.params;
   const bool logprobs = reader.boolean("logprobs").value_or(false);
-  const auto top_logprobs = reader.integer("top_logprobs", 0, kMaxLogprobs);
+  const auto top_logprobs = read_logprob_count(reader, "top_logprobs");
   if (top_logprobs && !logprobs && !reader.error()) {
     reader.fail_field("top_logprobs", "requires 'logprobs': true");
   }
-  plan.fields.logprobs = logprobs ? static_cast<int>(top_logprobs.value_or(0)) : -1;
+  if (logprobs) params.logprobs = top_logprobs.value_or(0);
   reader.boolean("parallel_tool_calls");
   if (reader.error()) return *reader.error();
 
@@ -26,27 +28,32 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   plan.parse_tool_calls =
       plan.prompt.tools.mode != ToolChoiceMode::kNone && ctx.tool_parser != nullptr;
   if (plan.parse_tool_calls && !reader.value("skip_special_tokens"))
-    plan.fields.skip_special_tokens = false;
+    params.skip_special_tokens = false;
 
-  if (plan.fields.max_tokens == 0) {
+  if (plan.request.max_tokens == 0) {
     return invalid_field("max_tokens", "'max_tokens' / 'max_completion_tokens' must be at least 1");
   }
-  auto max_tokens =
-      fit_context(static_cast<int64_t>(plan.prompt.token_ids.size()), plan.fields.max_tokens, -1,
-                  ctx.engine.info().max_model_len, "messages");
-  if (!max_tokens.ok()) return max_tokens.error();
-  auto params = to_sampling_params(plan.fields, max_tokens.value(), vocab_size);
-  if (!params.ok()) return params.error();
-  plan.params = std::move(params.value());
-  if (!plan.fields.stream) {
+  RequestSize size{.num_prompt_tokens = static_cast<int64_t>(plan.prompt.token_ids.size()),
+                   .max_tokens = plan.request.max_tokens,
+                   .prompt_name = "messages"};
+  auto max_tokens = fit_context(info, size);
+  if (!max_tokens.ok()) return request_limit_error(max_tokens.error(), "messages");
+  params.max_tokens = static_cast<int32_t>(max_tokens.value());
+  if (auto error = sampling_params_error(params, vocab_size)) return *error;
+  if (!plan.request.stream) {
     ResponseShape shape;
     shape.chat = true;
-    shape.num_choices = plan.fields.n;
+    shape.num_choices = params.n;
     shape.max_tokens = max_tokens.value();
-    shape.logprobs = plan.fields.logprobs;
+    shape.logprobs = params.logprobs.value_or(-1);
     if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
       return *error;
   }
+  // The seats and the KV pool, as add_request checks them.
+  size.max_tokens = max_tokens.value();
+  size.num_seqs = params.num_seqs();
+  if (auto fits = fit_request(info, size); !fits.ok())
+    return request_limit_error(fits.error(), "messages");
   return plan;
 }
 

@@ -1,5 +1,6 @@
 // /v1/chat/completions request → what to generate: the rendered, tokenized
-// prompt, resolved SamplingParams, logprobs and tool-call options.
+// prompt, the sampling request (resolved SamplingParams, logprobs) and
+// tool-call options.
 #pragma once
 
 #include "openai/api_error.h"
@@ -11,12 +12,12 @@ namespace pagoda::openai {
 
 struct ChatPlan {
   ChatPrompt prompt;
-  SamplingFields fields;  // fields.logprobs: top_logprobs when logprobs is true, else -1
-  SamplingParams params;
+  // request.params.logprobs: top_logprobs (default 0) when logprobs is true, else unset.
+  SamplingRequest request;
   bool parse_tool_calls = false;  // tools offered and the server has a parser
 };
 
-// Reads the sampling fields, logprobs (bool) and top_logprobs (0..20, needs
+// Reads the sampling request, logprobs (bool) and top_logprobs (0..20, needs
 // logprobs), renders and tokenizes the messages, and sizes max_tokens
 // (max_completion_tokens or max_tokens, default: the rest of the context).
 // With tool parsing on, special tokens stay in the text unless the client sets

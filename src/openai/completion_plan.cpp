@@ -96,9 +96,10 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   const ModelInfo& info = ctx.engine.info();
   CompletionPlan plan;
   FieldReader reader(body);
-  plan.fields = read_sampling_fields(reader, tokenizer.vocab_size());
+  plan.request = read_sampling_request(reader, tokenizer.vocab_size());
+  SamplingParams& params = plan.request.params;
   plan.echo = reader.boolean("echo").value_or(false);
-  plan.fields.logprobs = static_cast<int>(reader.integer("logprobs", 0, kMaxLogprobs).value_or(-1));
+  params.logprobs = read_logprob_count(reader, "logprobs");
   const bool add_special = reader.boolean("add_special_tokens").value_or(true);
   if (auto suffix = reader.string("suffix"); suffix && !suffix->empty()) {
     reader.fail_field("suffix", "is not supported");
@@ -110,45 +111,52 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   const int64_t max_prompt_bytes = ctx.max_prompt_bytes();
   if (auto error = read_prompts(*prompt, tokenizer, add_special, max_prompt_bytes, plan)) return *error;
   const int64_t num_prompts = static_cast<int64_t>(plan.prompts.size());
-  if (plan.echo && plan.fields.logprobs >= 0) plan.fields.prompt_logprobs = plan.fields.logprobs;
-  if (plan.fields.max_tokens == 0 && !plan.echo) {
+  if (plan.echo) params.prompt_logprobs = params.logprobs;
+  if (plan.request.max_tokens == 0 && !plan.echo) {
     return invalid_field("max_tokens",
                          "'max_tokens' must be at least 1 (0 is allowed only with echo)");
   }
   // max_tokens 0 with echo: the engine scores the prompt and samples one
   // token, which the answer leaves out.
-  plan.echo_only = plan.fields.max_tokens == 0;
+  plan.echo_only = plan.request.max_tokens == 0;
   const std::optional<int64_t> requested =
-      plan.echo_only ? std::optional<int64_t>(1) : plan.fields.max_tokens;
+      plan.echo_only ? std::optional<int64_t>(1) : plan.request.max_tokens;
   int64_t max_tokens = INT64_MAX;
   for (const auto& ids : plan.prompts) {
-    auto fitted = fit_context(static_cast<int64_t>(ids.size()), requested, kDefaultMaxTokens,
-                              info.max_model_len, "prompt");
-    if (!fitted.ok()) return fitted.error();
+    auto fitted = fit_context(info, {.num_prompt_tokens = static_cast<int64_t>(ids.size()),
+                                     .max_tokens = requested,
+                                     .default_max_tokens = kDefaultMaxTokens});
+    if (!fitted.ok()) return request_limit_error(fitted.error(), "prompt");
     max_tokens = std::min(max_tokens, fitted.value());
   }
-  auto params = to_sampling_params(plan.fields, max_tokens, tokenizer.vocab_size());
-  if (!params.ok()) return params.error();
-  plan.params = std::move(params.value());
-  const int64_t num_seqs = num_prompts * plan.params.num_seqs();
+  params.max_tokens = static_cast<int32_t>(max_tokens);
+  if (auto error = sampling_params_error(params, tokenizer.vocab_size())) return *error;
+  const int64_t num_seqs = num_prompts * params.num_seqs();
   if (num_seqs > kMaxSequencesPerRequest) {
     return invalid_field(
         "n", fmt::format("prompts x n (or best_of) = {} sequences; at most {} are allowed per request",
                          num_seqs, kMaxSequencesPerRequest));
   }
-  if (!plan.fields.stream) {
+  if (!plan.request.stream) {
     ResponseShape shape;
-    shape.num_choices = num_prompts * plan.fields.n;
+    shape.num_choices = num_prompts * params.n;
     shape.max_tokens = plan.echo_only ? 0 : max_tokens;
-    shape.logprobs = plan.fields.logprobs;
+    shape.logprobs = params.logprobs.value_or(-1);
     if (plan.echo) {
       for (size_t i = 0; i < plan.prompts.size(); ++i) {
-        shape.echo_bytes += plan.fields.n * static_cast<int64_t>(plan.prompt_texts[i].size());
-        shape.echo_tokens += plan.fields.n * static_cast<int64_t>(plan.prompts[i].size());
+        shape.echo_bytes += params.n * static_cast<int64_t>(plan.prompt_texts[i].size());
+        shape.echo_tokens += params.n * static_cast<int64_t>(plan.prompts[i].size());
       }
     }
     if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
       return *error;
+  }
+  // The seats and the KV pool, as add_request checks each prompt.
+  for (const auto& ids : plan.prompts) {
+    auto fits = fit_request(info, {.num_prompt_tokens = static_cast<int64_t>(ids.size()),
+                                   .max_tokens = max_tokens,
+                                   .num_seqs = params.num_seqs()});
+    if (!fits.ok()) return request_limit_error(fits.error(), "prompt");
   }
   return plan;
 }

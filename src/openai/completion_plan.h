@@ -15,8 +15,7 @@ namespace pagoda::openai {
 struct CompletionPlan {
   std::vector<std::vector<int32_t>> prompts;  // one engine request each
   std::vector<std::string> prompt_texts;      // per prompt: the text echo prepends
-  SamplingFields fields;
-  SamplingParams params;
+  SamplingRequest request;                    // request.params: the same for every prompt
   bool echo = false;
   bool echo_only = false;  // max_tokens 0 with echo: the prompt only, no completion tokens
 };

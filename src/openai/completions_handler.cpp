@@ -50,8 +50,8 @@ class CompletionAssembler {
       if (out.finish_reason) choice.finish_reason = "length";
     } else {
       choice.text += out.text;
-      if (plan_.fields.logprobs >= 0) {
-        for (const auto& lp : out.logprobs) choice.logprobs.add(lp, plan_.fields.logprobs);
+      if (const auto& k = plan_.request.params.logprobs) {
+        for (const auto& lp : out.logprobs) choice.logprobs.add(lp, *k);
       }
       if (out.finish_reason) {
         choice.finish_reason = finish_reason_name(*out.finish_reason);
@@ -60,7 +60,7 @@ class CompletionAssembler {
     }
     Usage counted = usage;
     if (plan_.echo_only) counted.completion_tokens = 0;
-    if (plan_.fields.stream) {
+    if (plan_.request.stream) {
       stream_chunk(index, choice, text_start);
       if (last) finish_stream(counted);
     } else if (last) {
@@ -74,12 +74,13 @@ class CompletionAssembler {
     choice.started = true;
     if (!plan_.echo) return;
     choice.text = plan_.prompt_texts[prompt_index];
-    if (plan_.fields.logprobs < 0) return;
+    const auto& k = plan_.request.params.logprobs;
+    if (!k) return;
     const auto& prompt = plan_.prompts[prompt_index];
     const auto& scored = prompt_logprobs_[prompt_index];
     for (size_t i = 0; i < prompt.size(); ++i) {
       if (i < scored.size() && scored[i]) {
-        choice.logprobs.add(*scored[i], plan_.fields.logprobs);
+        choice.logprobs.add(*scored[i], *k);
       } else {
         choice.logprobs.add_unscored(prompt[i]);
       }
@@ -95,7 +96,7 @@ class CompletionAssembler {
   }
 
   Json logprobs_json(CompletionChoice& choice) const {
-    return plan_.fields.logprobs >= 0 ? choice.logprobs.take() : Json();
+    return plan_.request.params.logprobs ? choice.logprobs.take() : Json();
   }
 
   void stream_chunk(int index, CompletionChoice& choice, size_t text_start) {
@@ -107,13 +108,13 @@ class CompletionAssembler {
                                      {"logprobs", logprobs_json(choice)},
                                      {"finish_reason", choice.finish_reason},
                                      {"stop_reason", choice.stop_reason}}});
-    if (plan_.fields.include_usage) chunk["usage"] = nullptr;
+    if (plan_.request.include_usage) chunk["usage"] = nullptr;
     responder_->write(sse_event(chunk));
     choice.text.clear();  // streamed text need not be kept
   }
 
   void finish_stream(const Usage& usage) {
-    if (plan_.fields.include_usage) {
+    if (plan_.request.include_usage) {
       Json chunk = envelope();
       chunk["choices"] = Json::array();
       chunk["usage"] = usage_json(usage);
@@ -151,13 +152,13 @@ void start_completion(ServiceContext& ctx, CompletionPlan plan,
                       const std::shared_ptr<http::Responder>& responder) {
   if (ctx.draining) return responder->send(error_response(shutting_down_error()));
   auto job = std::make_shared<GenerationJob>(ctx.engine, ctx.io, ctx.io_gate, random_id("cmpl-"));
-  const int num_choices = static_cast<int>(plan.prompts.size()) * plan.fields.n;
+  const int num_choices = static_cast<int>(plan.prompts.size()) * plan.request.params.n;
   auto assembler = std::make_shared<CompletionAssembler>(ctx, std::move(plan), job->id(),
                                                          num_choices, responder);
   const CompletionPlan& a = assembler->plan();
   launch_generation(
-      job, a.prompts, a.params, a.fields.n, a.fields.priority, a.fields.stream, ctx.draining,
-      responder,
+      job, a.prompts, a.request.params, a.request.params.n, a.request.priority, a.request.stream,
+      ctx.draining, responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });

@@ -1,69 +1,57 @@
-// The request fields that become SamplingParams, shared by /v1/completions and
-// /v1/chat/completions, read and range-checked with a precise error per field.
+// A generation request's fields, shared by /v1/completions and
+// /v1/chat/completions: the sampling fields, read straight into
+// SamplingParams by the field list of sample/sampling_fields.h (names,
+// ranges, the one error text), and the request-level fields beside them.
 // Unknown fields are ignored; known ones are validated strictly.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <string>
-#include <vector>
 
 #include "engine/engine_api.h"
+#include "engine/request_fit.h"
 #include "openai/api_error.h"
 #include "openai/field_reader.h"
 
 namespace pagoda::openai {
 
-struct SamplingFields {
-  int n = 1;
-  std::optional<int64_t>
-      best_of;  // candidates generated per prompt (>= n); the best n are returned
-  std::optional<double> temperature, top_p, min_p;
-  std::optional<int64_t> top_k;
-  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty;
-  std::optional<uint64_t> seed;
-  std::vector<std::string> stop;
-  std::vector<int32_t> stop_token_ids;
-  std::map<int32_t, float> logit_bias;
-  bool ignore_eos = false;
-  int64_t min_tokens = 0;
-  bool skip_special_tokens = true;
-  bool include_stop_str_in_output = false;
-  std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
-  int logprobs = -1;                  // top alternatives per generated token; -1: no logprobs
-  int prompt_logprobs = -1;           // the same for prompt tokens (completions echo); -1: none
-  bool use_beam_search = false;       // beam width: best_of, else n
-  std::optional<double> length_penalty;
-  EarlyStopping early_stopping = EarlyStopping::kFalse;
+struct SamplingRequest {
+  // max_tokens: the requested value while it is >= 1, until the endpoint
+  // resolves it; logprobs and prompt_logprobs: set by the endpoint.
+  SamplingParams params;
+  // max_completion_tokens, else max_tokens, as sent (>= 0; 0 asks for the
+  // echo alone): what the endpoint resolves params.max_tokens from.
+  std::optional<int64_t> max_tokens;
   int priority = 0;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };
 
-inline constexpr int kMaxLogprobs = kMaxLogprobCount;
+// Reads the request fields of sample/sampling_fields.h's lists (n, best_of,
+// temperature, top_p, top_k, min_p, presence_penalty, frequency_penalty,
+// repetition_penalty, min_tokens, length_penalty; ignore_eos,
+// skip_special_tokens, include_stop_str_in_output, use_beam_search), then
+// seed, logit_bias, stop, stop_token_ids, early_stopping, max_tokens /
+// max_completion_tokens, priority, user, stream, stream_options and
+// response_format, and checks the result (sampling_params_error). With
+// use_beam_search, best_of (else n) is the beam width. best_of > n and beam
+// search pick their results at the end, so they cannot stream. Errors are
+// recorded in `reader`. (logprobs differ between the two endpoints: they
+// read them with read_logprob_count.)
+SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size);
 
-// Reads n, best_of, temperature, top_p, top_k, min_p, seed, presence_penalty,
-// frequency_penalty, repetition_penalty, logit_bias, stop, stop_token_ids,
-// ignore_eos, min_tokens, skip_special_tokens, include_stop_str_in_output,
-// max_tokens / max_completion_tokens, use_beam_search, length_penalty,
-// early_stopping, priority, stream and stream_options. best_of > n and beam
-// search pick their results at the end, so they cannot stream. Token ids are checked against
-// `vocab_size`. Errors are recorded in `reader`. (logprobs differ between the
-// two endpoints: the handlers read them.)
-SamplingFields read_sampling_fields(FieldReader& reader, int64_t vocab_size);
+// Reads field `name` as a logprobs count: an integer in sampling_fields.h's
+// kLogprobCountRange (0..20), refused with its error text.
+std::optional<int32_t> read_logprob_count(FieldReader& reader, const char* name);
 
-// Checks that the prompt and the completion fit the context and returns the
-// max_tokens to use: the requested one, else min(default_max, what is left);
-// default_max < 0 means "what is left". `prompt_param` names the prompt field
-// in errors ("prompt" or "messages").
-ApiResult<int64_t> fit_context(int64_t num_prompt_tokens, std::optional<int64_t> requested,
-                               int64_t default_max, int64_t max_model_len,
-                               const char* prompt_param);
+// SamplingParams::check as a 400 naming the request's field (best_of for the
+// beam width); nullopt when `params` is valid.
+std::optional<ApiError> sampling_params_error(const SamplingParams& params, int64_t vocab_size);
 
-// The engine's SamplingParams for `fields` with the resolved max_tokens.
-// Errors from SamplingParams::validate become a 400.
-ApiResult<SamplingParams> to_sampling_params(const SamplingFields& fields, int64_t max_tokens,
-                                             int64_t vocab_size);
+// A refusal of engine/request_fit.h (the engine's one check of a request's
+// limits) as a 400: the context is code context_length_exceeded naming
+// `prompt_param` ("prompt" or "messages"); the seats and the KV pool name no
+// field, as when add_request refuses them.
+ApiError request_limit_error(const RequestLimitError& error, const char* prompt_param);
 
 }  // namespace pagoda::openai

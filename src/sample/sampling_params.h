@@ -1,6 +1,8 @@
 // Everything a request can set about how its tokens are chosen and when
 // generation stops, with validation against the model's vocabulary and
-// merging with the model's generation_config defaults.
+// merging with the model's generation_config defaults. Each field's name,
+// range and generation_config source are declared once, in
+// sample/sampling_fields.h; validation and defaults walk that list.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "io/model_config.h"
 
 namespace pagoda {
 
@@ -20,18 +23,8 @@ namespace pagoda {
 // (the exact bound: canonical beam search).
 enum class EarlyStopping { kFalse, kTrue, kNever };
 
-// The generation_config.json defaults a request may inherit (the same
-// fields and types as io's GenerationDefaults, copied by the engine).
-struct SamplingDefaults {
-  std::optional<double> temperature;
-  std::optional<double> top_p;
-  std::optional<int64_t> top_k;
-  std::optional<double> min_p;
-  std::optional<double> repetition_penalty;
-  std::optional<int64_t> max_new_tokens;
-};
-
 inline constexpr float kDefaultTemperature = 1.0f;
+inline constexpr float kMaxTemperature = 2.0f;
 inline constexpr float kDefaultTopP = 1.0f;
 inline constexpr int32_t kDefaultTopK = 0;  // off
 inline constexpr float kDefaultMinP = 0.0f;
@@ -40,13 +33,20 @@ inline constexpr int32_t kMaxLogprobCount = 20;
 inline constexpr int32_t kMaxNumSamples = 128;
 inline constexpr int32_t kMaxBeamWidth = 16;
 
+// A field that SamplingParams::check refuses: its name (as in requests) and
+// "'<name>' = <value> is out of range: must be <allowed>".
+struct SamplingFieldError {
+  std::string field;
+  std::string message;
+};
+
 struct SamplingParams {
   int32_t n = 1;                   // sequences returned
   std::optional<int32_t> best_of;  // sequences generated (>= n); the n with the highest cumulative
                                    // logprob are returned
 
   // Unset: generation_config's value (apply_defaults), else the kDefault* constant.
-  std::optional<float> temperature;         // 0: greedy
+  std::optional<float> temperature;         // [0, 2]; 0: greedy
   std::optional<float> top_p;               // (0, 1]
   std::optional<int32_t> top_k;             // 0 or -1: off
   std::optional<float> min_p;               // [0, 1]
@@ -79,9 +79,15 @@ struct SamplingParams {
   // Sequences the request runs at once (the scheduler's RequestSpec::num_seqs).
   int32_t num_seqs() const { return use_beam_search ? beam_width : best_of.value_or(n); }
 
-  // Fills each unset field that generation_config provides.
-  void apply_defaults(const SamplingDefaults& defaults);
-  // The first invalid field: its name, its value and the allowed range.
+  // Fills each unset field that generation_config provides (the fields
+  // sampling_fields.h declares with a GenerationDefaults source).
+  void apply_defaults(const GenerationDefaults& defaults);
+  // The first field that breaks its range (sampling_fields.h) or a rule
+  // between fields (best_of >= n and 1 when greedy, min_tokens <= max_tokens,
+  // token ids below vocab_size, non-empty stop strings, beam search's n <=
+  // beam_width and no best_of); nullopt when all are valid.
+  std::optional<SamplingFieldError> check(int32_t vocab_size) const;
+  // check() as a Status: kInvalidArgument with its message.
   Status validate(int32_t vocab_size) const;
 };
 

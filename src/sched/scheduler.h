@@ -72,9 +72,13 @@ class Scheduler {
   static Result<Scheduler> create(const SchedulerConfig& config);
 
   // Queues a request (waiting). Returns its first sequence's id.
-  // kResourceExhausted when max_waiting requests wait already;
-  // kInvalidArgument for a duplicate id, an empty or too long prompt, a bad
-  // num_seqs, or a request that could never fit the KV pool.
+  // kResourceExhausted when max_waiting requests wait already. The caller
+  // validates requests (the engine: engine/request_fit.h); a spec that breaks
+  // a precondition is kInternal: a duplicate id, an empty prompt or one
+  // without room for output within max_model_len, num_seqs outside [1,
+  // min(max_num_seqs, max_num_batched_tokens)], a negative max_new_tokens, or
+  // a worst case (num_seqs sequences at full length, nothing shared) beyond
+  // the KV pool, which could be preempted forever.
   Result<SeqId> add_request(RequestSpec spec);
   // Frees everything of the request at once, in any state. kNotFound if unknown.
   Status abort(RequestId id);

@@ -20,23 +20,25 @@ Error internal(std::string message) {
 
 }  // namespace
 
+// add_request's preconditions (scheduler.h): the caller's request check
+// guarantees them, so a failure is a bug (kInternal).
 Status Scheduler::check_new_request(const RequestSpec& spec) const {
   if (requests_.contains(spec.id))
-    return invalid(fmt::format("request {}: id already in use", spec.id));
+    return internal(fmt::format("request {}: id already in use", spec.id));
   const int64_t num_prompt = static_cast<int64_t>(spec.prompt_tokens.size());
-  if (num_prompt == 0) return invalid(fmt::format("request {}: empty prompt", spec.id));
+  if (num_prompt == 0) return internal(fmt::format("request {}: empty prompt", spec.id));
   if (num_prompt >= config_.max_model_len) {
-    return invalid(fmt::format(
+    return internal(fmt::format(
         "request {}: prompt of {} tokens leaves no room for output within max_model_len = {}",
         spec.id, num_prompt, config_.max_model_len));
   }
   int32_t max_width = std::min(config_.max_num_seqs, config_.max_num_batched_tokens);
   if (spec.num_seqs < 1 || spec.num_seqs > max_width) {
-    return invalid(fmt::format("request {}: num_seqs = {} must be in [1, {}]", spec.id,
-                               spec.num_seqs, max_width));
+    return internal(fmt::format("request {}: num_seqs = {} must be in [1, {}]", spec.id,
+                                spec.num_seqs, max_width));
   }
   if (spec.max_new_tokens < 0) {
-    return invalid(
+    return internal(
         fmt::format("request {}: max_new_tokens = {} must be >= 0", spec.id, spec.max_new_tokens));
   }
   // Worst case without any sharing must fit the pool, or the request could
@@ -46,7 +48,7 @@ Status Scheduler::check_new_request(const RequestSpec& spec) const {
                         : config_.max_model_len;
   int64_t blocks = spec.num_seqs * ((max_len + kv_.block_size() - 1) / kv_.block_size());
   if (blocks > kv_.num_blocks()) {
-    return invalid(fmt::format(
+    return internal(fmt::format(
         "request {}: {} sequence(s) of up to {} tokens need {} KV blocks; the pool has {}", spec.id,
         spec.num_seqs, max_len, blocks, kv_.num_blocks()));
   }

@@ -7,6 +7,8 @@
 #include <random>
 #include <sstream>
 
+#include "engine/request_fit.h"
+
 namespace pagoda::testing {
 
 namespace {
@@ -91,6 +93,7 @@ FakeEngine::FakeEngine(const FakeEngineOptions& options, std::unique_ptr<Tokeniz
   info_.block_size = 16;
   info_.num_kv_blocks = options.max_num_seqs * ((options.max_model_len + 15) / 16);
   info_.kv_capacity_tokens = info_.num_kv_blocks * info_.block_size;
+  info_.max_num_seqs = options.max_num_seqs;
   info_.device = "fake";
   for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
     const std::string piece = tokenizer_->id_to_token(id);
@@ -144,11 +147,11 @@ Result<std::string> FakeEngine::apply_chat_template(const ChatTemplateInputs& in
 Status FakeEngine::add_request(GenerateRequest request) {
   const auto& prompt = request.prompt_token_ids;
   if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "prompt is empty");
-  if (static_cast<int64_t>(prompt.size()) >= options_.max_model_len) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("prompt has {} tokens; the context holds {}", prompt.size(),
-                                  options_.max_model_len));
-  }
+  // The engine's limits, as LlmEngine checks them.
+  auto fits = fit_request(info_, {.num_prompt_tokens = static_cast<int64_t>(prompt.size()),
+                                  .max_tokens = request.params.max_tokens,
+                                  .num_seqs = request.params.num_seqs()});
+  if (!fits.ok()) return make_error(ErrorCode::kInvalidArgument, fits.error().message);
   for (int32_t id : prompt) {
     if (id < 0 || id >= tokenizer_->vocab_size()) {
       return make_error(ErrorCode::kInvalidArgument,

@@ -1,5 +1,5 @@
 // Request fields → SamplingParams: every field's type and range errors, the
-// mapping itself, and context fitting.
+// fields read straight into SamplingParams, and context fitting.
 #include "openai/sampling_request.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@ constexpr int64_t kVocab = 512;
 std::optional<ApiError> read_error(const std::string& text) {
   json body = json::parse(text);
   FieldReader reader(body);
-  read_sampling_fields(reader, kVocab);
+  read_sampling_request(reader, kVocab);
   return reader.error();
 }
 
@@ -82,6 +82,30 @@ TEST(SamplingRequest, EveryFieldRejectsWrongTypesAndRanges) {
   }
 }
 
+TEST(SamplingRequest, OutOfRangeTextIsTheEnginesOwn) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"temperature": 2.5})",
+       "'temperature' = 2.5 is out of range: must be a finite number >= 0 and at most 2"},
+      {R"({"top_k": -2})", "'top_k' = -2 is out of range: must be in [-1, 2147483647]"},
+      {R"({"n": 3, "best_of": 2})", "'best_of' = 2 is out of range: must be in [3, 128]"},
+      {R"({"min_tokens": 5, "max_tokens": 4})",
+       "'min_tokens' = 5 is out of range: must be in [0, 4]"},
+      {R"({"stop_token_ids": [512]})",
+       "'stop_token_ids' = 512 is out of range: must be a token id in [0, 512)"},
+      {R"({"logit_bias": {"7": 101}})",
+       "'logit_bias' = 101 is out of range: must be a bias in [-100, 100]"},
+  };
+  for (const auto& [body, message] : cases) {
+    auto error = read_error(body);
+    ASSERT_TRUE(error.has_value()) << body;
+    EXPECT_EQ(error->message, message) << body;
+  }
+  // The same text from SamplingParams::validate, which the engine applies.
+  SamplingParams p;
+  p.temperature = 2.5f;
+  EXPECT_EQ(p.validate(kVocab).error().message, cases[0].second);
+}
+
 TEST(SamplingRequest, AcceptsValidFieldsAndIgnoresUnknownOnes) {
   json body = json::parse(R"({
     "n": 2, "best_of": 3, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": -1,
@@ -91,12 +115,10 @@ TEST(SamplingRequest, AcceptsValidFieldsAndIgnoresUnknownOnes) {
     "max_tokens": 10, "max_completion_tokens": 20, "priority": -3, "user": "u", "stream": false,
     "response_format": {"type": "text"}, "some_future_field": {"x": 1}, "metadata": null})");
   FieldReader reader(body);
-  SamplingFields f = read_sampling_fields(reader, kVocab);
+  SamplingRequest r = read_sampling_request(reader, kVocab);
   ASSERT_FALSE(reader.error().has_value()) << reader.error()->message;
-  EXPECT_EQ(f.max_tokens, 20);  // max_completion_tokens wins
-  auto params = to_sampling_params(f, 20, kVocab);
-  ASSERT_TRUE(params.ok()) << params.error().message;
-  const SamplingParams& p = params.value();
+  EXPECT_EQ(r.max_tokens, 20);  // max_completion_tokens wins
+  const SamplingParams& p = r.params;
   EXPECT_EQ(p.n, 2);
   EXPECT_EQ(p.best_of, 3);
   EXPECT_FLOAT_EQ(*p.temperature, 0.7f);
@@ -116,39 +138,53 @@ TEST(SamplingRequest, AcceptsValidFieldsAndIgnoresUnknownOnes) {
   EXPECT_TRUE(p.include_stop_str_in_output);
   EXPECT_EQ(p.max_tokens, 20);
   EXPECT_FALSE(p.logprobs.has_value());
-  EXPECT_EQ(f.priority, -3);
+  EXPECT_EQ(r.priority, -3);
 }
 
 TEST(SamplingRequest, UnsetFieldsStayUnsetForModelDefaults) {
   json body = json::object();
   FieldReader reader(body);
-  auto params = to_sampling_params(read_sampling_fields(reader, kVocab), 16, kVocab);
-  ASSERT_TRUE(params.ok());
-  EXPECT_FALSE(params.value().temperature.has_value());
-  EXPECT_FALSE(params.value().top_p.has_value());
-  EXPECT_FALSE(params.value().top_k.has_value());
-  EXPECT_FALSE(params.value().seed.has_value());
-  EXPECT_EQ(params.value().n, 1);
+  const SamplingParams params = read_sampling_request(reader, kVocab).params;
+  ASSERT_FALSE(reader.error().has_value());
+  EXPECT_FALSE(params.temperature.has_value());
+  EXPECT_FALSE(params.top_p.has_value());
+  EXPECT_FALSE(params.top_k.has_value());
+  EXPECT_FALSE(params.seed.has_value());
+  EXPECT_EQ(params.n, 1);
 }
 
 TEST(SamplingRequest, BeamSearch) {
   json body = json::parse(R"({"use_beam_search": true, "n": 2, "best_of": 4, "length_penalty": 0.5,
                               "early_stopping": "never"})");
   FieldReader reader(body);
-  auto params = to_sampling_params(read_sampling_fields(reader, kVocab), 8, kVocab);
-  ASSERT_TRUE(params.ok()) << params.error().message;
-  EXPECT_TRUE(params.value().use_beam_search);
-  EXPECT_EQ(params.value().beam_width, 4);
-  EXPECT_EQ(params.value().n, 2);
-  EXPECT_FALSE(params.value().best_of.has_value());
-  EXPECT_FLOAT_EQ(params.value().length_penalty, 0.5f);
-  EXPECT_EQ(params.value().early_stopping, EarlyStopping::kNever);
+  const SamplingParams params = read_sampling_request(reader, kVocab).params;
+  ASSERT_FALSE(reader.error().has_value()) << reader.error()->message;
+  EXPECT_TRUE(params.use_beam_search);
+  EXPECT_EQ(params.beam_width, 4);
+  EXPECT_EQ(params.n, 2);
+  EXPECT_FALSE(params.best_of.has_value());
+  EXPECT_FLOAT_EQ(params.length_penalty, 0.5f);
+  EXPECT_EQ(params.early_stopping, EarlyStopping::kNever);
+}
+
+// engine/request_fit.h's fit_context, answered as the server does.
+ApiResult<int64_t> fit_context(int64_t num_prompt_tokens, std::optional<int64_t> requested,
+                               std::optional<int64_t> default_max, int64_t max_model_len,
+                               const char* prompt_param) {
+  ModelInfo info;
+  info.max_model_len = max_model_len;
+  auto fitted = pagoda::fit_context(info, {.num_prompt_tokens = num_prompt_tokens,
+                                           .max_tokens = requested,
+                                           .default_max_tokens = default_max,
+                                           .prompt_name = prompt_param});
+  if (!fitted.ok()) return request_limit_error(fitted.error(), prompt_param);
+  return fitted.value();
 }
 
 TEST(FitContext, DefaultsAndOverflow) {
   EXPECT_EQ(fit_context(10, std::nullopt, 16, 100, "prompt").value(), 16);
   EXPECT_EQ(fit_context(90, std::nullopt, 16, 100, "prompt").value(), 10);
-  EXPECT_EQ(fit_context(90, std::nullopt, -1, 100, "messages").value(), 10);
+  EXPECT_EQ(fit_context(90, std::nullopt, std::nullopt, 100, "messages").value(), 10);
   EXPECT_EQ(fit_context(90, 10, 16, 100, "prompt").value(), 10);
   auto too_long = fit_context(90, 11, 16, 100, "messages");
   ASSERT_FALSE(too_long.ok());

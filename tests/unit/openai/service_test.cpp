@@ -360,6 +360,24 @@ TEST_F(ServiceTest, CancelAbortsTheEngineRequest) {
   EXPECT_EQ(engine_->aborted_ids()[0].rfind("cmpl-", 0), 0u);
 }
 
+TEST_F(ServiceTest, EngineLimitsAreAnsweredBeforeSubmitting) {
+  // The fake engine's limits: 64 seats (FakeEngineOptions::max_num_seqs).
+  auto wide = post("/v1/completions",
+                   {{"prompt", json::array({"SAY: a", "SAY: b"})}, {"n", 65}, {"max_tokens", 2}});
+  ASSERT_EQ(wide->status, 400) << wide->body;
+  const json error = wide->json_body()["error"];
+  EXPECT_EQ(error["message"], "n/best_of/beam width 65 exceeds --max-num-seqs 64");
+  EXPECT_TRUE(error["param"].is_null());
+  EXPECT_EQ(engine_->num_live(), 0);
+  EXPECT_TRUE(engine_->aborted_ids().empty());
+  auto chat = post("/v1/chat/completions",
+                   {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                    {"n", 65},
+                    {"max_tokens", 2}});
+  ASSERT_EQ(chat->status, 400) << chat->body;
+  EXPECT_EQ(chat->json_body()["error"]["message"], error["message"]);
+}
+
 class SmallQueueTest : public ServiceTest {
  protected:
   void SetUp() override {

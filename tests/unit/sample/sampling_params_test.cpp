@@ -137,7 +137,7 @@ TEST(SamplingParams, EdgeValuesAreAccepted) {
 }
 
 TEST(SamplingParams, GenerationDefaultsFillOnlyUnsetFields) {
-  SamplingDefaults d;
+  GenerationDefaults d;
   d.temperature = 0.6;
   d.top_p = 0.9;
   d.top_k = 50;
@@ -155,7 +155,7 @@ TEST(SamplingParams, GenerationDefaultsFillOnlyUnsetFields) {
   EXPECT_EQ(p.max_tokens, 256);
   // Nothing in generation_config: built-in defaults stay in effect.
   SamplingParams q;
-  q.apply_defaults(SamplingDefaults{});
+  q.apply_defaults(GenerationDefaults{});
   EXPECT_FALSE(q.temperature.has_value());
   EXPECT_EQ(q.effective_temperature(), kDefaultTemperature);
   EXPECT_FALSE(q.max_tokens.has_value());
