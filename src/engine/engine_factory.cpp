@@ -11,6 +11,7 @@
 #include "engine/backend_factory.h"
 #include "engine/llm_engine.h"
 #include "io/model_files.h"
+#include "sample/sampling_fields.h"
 
 namespace pagoda {
 
@@ -128,6 +129,9 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.scheduler_config.kv.block_size = runner->block_size();
   parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
   parts.generation = opened.generation;
+  for (const SamplingFieldError& e : drop_out_of_range_defaults(parts.generation)) {
+    log_warn("generation_config: {}; requests that leave '{}' unset use the built-in default", e.message, e.field);
+  }
   parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
   parts.chat_template = std::move(chat_template);

@@ -18,10 +18,10 @@ namespace pagoda {
 // What one request asks of the engine.
 struct RequestSize {
   int64_t num_prompt_tokens = 0;
-  std::optional<int64_t> max_tokens;  // the completion length asked for
+  std::optional<int64_t> max_tokens = std::nullopt;  // the completion length asked for
   // max_tokens unset: min(this, what the context leaves after the prompt);
   // both unset: what it leaves.
-  std::optional<int64_t> default_max_tokens;
+  std::optional<int64_t> default_max_tokens = std::nullopt;
   int64_t num_seqs = 1;                     // sequences run at once: SamplingParams::num_seqs()
   std::string_view prompt_name = "prompt";  // the prompt in the context error ("messages")
 };

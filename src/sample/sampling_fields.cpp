@@ -11,4 +11,18 @@ std::string out_of_range_message(std::string_view name, std::string_view value,
   return fmt::format("'{}' = {} is out of range: must be {}", name, value, allowed);
 }
 
+std::vector<SamplingFieldError> drop_out_of_range_defaults(GenerationDefaults& defaults) {
+  std::vector<SamplingFieldError> dropped;
+  for_each_numeric_field([&](const auto& field) {
+    if (field.generation == nullptr) return;
+    auto& value = defaults.*field.generation;
+    if (!value) return;
+    if (auto error = field.check(*value)) {
+      dropped.push_back(std::move(*error));
+      value.reset();
+    }
+  });
+  return dropped;
+}
+
 }  // namespace pagoda

@@ -3,7 +3,7 @@
 // values it allows and the generation_config value an unset field takes; for
 // each boolean field its name and member. Everything that reads, checks or
 // completes SamplingParams walks these lists: the server's JSON reader
-// (server/sampling_request.cpp), SamplingParams::check/validate (with the one
+// (openai/sampling_request.cpp), SamplingParams::check/validate (with the one
 // error text, out_of_range_message) and SamplingParams::apply_defaults.
 //
 // logit_bias, stop, stop_token_ids, seed and early_stopping have shapes of
@@ -20,6 +20,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "io/model_config.h"
 #include "sample/sampling_params.h"
@@ -173,6 +174,12 @@ inline constexpr BoolField kBoolSamplingFields[] = {
     {"include_stop_str_in_output", &SamplingParams::include_stop_str_in_output},
     {"use_beam_search", &SamplingParams::use_beam_search},
 };
+
+// Clears each generation_config value that its field's range does not hold
+// (a temperature of 3, a max_new_tokens of 0), so that requests leaving the
+// field unset get the built-in default instead of an error they did not
+// cause. Returns one error per value cleared, for the engine to log once.
+std::vector<SamplingFieldError> drop_out_of_range_defaults(GenerationDefaults& defaults);
 
 // Calls f(field) for each numeric field, in order.
 template <typename F>

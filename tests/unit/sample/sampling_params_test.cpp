@@ -1,11 +1,16 @@
 // SamplingParams: validation messages name the field, value and range;
-// generation_config defaults fill only unset fields.
+// generation_config defaults fill only unset fields, and those out of range
+// are dropped.
 #include "sample/sampling_params.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "sample/sampling_fields.h"
 
 namespace pagoda {
 namespace {
@@ -159,6 +164,36 @@ TEST(SamplingParams, GenerationDefaultsFillOnlyUnsetFields) {
   EXPECT_FALSE(q.temperature.has_value());
   EXPECT_EQ(q.effective_temperature(), kDefaultTemperature);
   EXPECT_FALSE(q.max_tokens.has_value());
+}
+
+TEST(SamplingParams, OutOfRangeGenerationDefaultsAreDroppedNotImposed) {
+  GenerationDefaults d;
+  d.temperature = 3.0;          // above the request range [0, 2]
+  d.top_p = 0.9;                // valid: kept
+  d.max_new_tokens = 0;         // max_tokens must be >= 1
+  d.repetition_penalty = std::nan("");
+  const std::vector<SamplingFieldError> dropped = drop_out_of_range_defaults(d);
+  ASSERT_EQ(dropped.size(), 3u);
+  EXPECT_EQ(dropped[0].field, "temperature");
+  EXPECT_NE(dropped[0].message.find("'temperature' = 3 is out of range"), std::string::npos)
+      << dropped[0].message;
+  EXPECT_EQ(dropped[1].field, "repetition_penalty");
+  EXPECT_EQ(dropped[2].field, "max_tokens");
+  EXPECT_FALSE(d.temperature.has_value());
+  EXPECT_FALSE(d.repetition_penalty.has_value());
+  EXPECT_FALSE(d.max_new_tokens.has_value());
+  EXPECT_EQ(d.top_p, 0.9);
+  // A request that leaves the fields unset is valid with what is left.
+  SamplingParams p;
+  p.apply_defaults(d);
+  EXPECT_TRUE(p.validate(100).ok());
+  EXPECT_EQ(p.effective_temperature(), kDefaultTemperature);
+  EXPECT_EQ(p.top_p, 0.9f);
+  // Nothing to drop: nothing changes.
+  GenerationDefaults ok;
+  ok.temperature = 0.7;
+  EXPECT_TRUE(drop_out_of_range_defaults(ok).empty());
+  EXPECT_EQ(ok.temperature, 0.7);
 }
 
 }  // namespace
