@@ -44,10 +44,13 @@ class Exposition {
     header(name, "gauge", help);
     sample(name, value);
   }
-  // `name` without the _total suffix, as Prometheus clients name counters.
+  // `name` without the _total suffix. In text format 0.0.4 a counter's HELP and
+  // TYPE lines name its samples, `name`_total, as Prometheus' own clients
+  // write them; parsers then read the family as `name`.
   void counter(const std::string& name, double value, const char* help) {
-    header(name.c_str(), "counter", help);
-    sample((name + "_total").c_str(), value);
+    const std::string total = name + "_total";
+    header(total.c_str(), "counter", help);
+    sample(total.c_str(), value);
   }
   void histogram(const std::string& name, const Histogram& h, const char* help) {
     header(name.c_str(), "histogram", help);
@@ -97,7 +100,7 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
             "Part of the step time spent detokenizing sampled tokens and checking stop conditions.");
   e.counter("pagoda:engine_steps_overlapped", static_cast<double>(m.overlapped_steps),
             "Steps during which the next step was planned and launched (async scheduling).");
-  e.header("pagoda:request_success", "counter", "Finished requests by finish reason.");
+  e.header("pagoda:request_success_total", "counter", "Finished requests by finish reason.");
   e.sample("pagoda:request_success_total", static_cast<double>(m.finished_stop),
            ",finished_reason=\"stop\"");
   e.sample("pagoda:request_success_total", static_cast<double>(m.finished_length),

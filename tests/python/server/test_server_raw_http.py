@@ -268,6 +268,31 @@ def test_metrics_exposition(base_url):
     assert inf == count >= 1
 
 
+def test_metrics_parse_with_the_prometheus_client(base_url):
+    """Every family of /metrics, read by prometheus_client's text-format parser,
+    has its declared type and its samples (a counter whose TYPE line names the
+    family without _total reads as an empty counter beside an 'unknown' one)."""
+    from prometheus_client.parser import text_string_to_metric_families
+    post(base_url, "/v1/completions", {"prompt": "hello", "max_tokens": 3})
+    text = requests.get(base_url + "/metrics", headers=AUTH, timeout=30).text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert [f.name for f in families.values() if f.type == "unknown"] == []
+    assert [f.name for f in families.values() if not f.samples] == []
+    counters = [f for f in families.values() if f.type == "counter"]
+    assert len(counters) >= 11, sorted(families)
+    for f in counters:
+        assert not f.name.endswith("_total"), f.name
+        assert all(s.name == f.name + "_total" for s in f.samples), f.samples
+    assert families["pagoda:generation_tokens"].samples[0].value >= 3
+    reasons = {s.labels["finished_reason"] for s in families["pagoda:request_success"].samples}
+    assert reasons == {"stop", "length", "abort"}
+    for name in ["pagoda:time_to_first_token_seconds", "pagoda:e2e_request_latency_seconds"]:
+        assert families[name].type == "histogram"
+        assert {s.name for s in families[name].samples} == {name + "_bucket", name + "_sum", name + "_count"}
+    for name in ["pagoda:num_requests_running", "pagoda:kv_cache_usage_perc"]:
+        assert families[name].type == "gauge" and len(families[name].samples) == 1
+
+
 def test_metrics_detokenize_seconds_within_step_seconds(base_url):
     post(base_url, "/v1/completions", {"prompt": "hello", "max_tokens": 3})
     m = metrics(base_url)

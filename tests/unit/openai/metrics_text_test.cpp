@@ -74,7 +74,7 @@ TEST(MetricsText, ExposesEngineMetrics) {
     EXPECT_EQ(s[std::string("pagoda:") + h + "_count" + l], 0) << h;
   }
   EXPECT_NE(text.find("# TYPE pagoda:time_to_first_token_seconds histogram\n"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE pagoda:prompt_tokens counter\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE pagoda:prompt_tokens_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE pagoda:num_requests_running gauge\n"), std::string::npos);
 }
 
