@@ -342,7 +342,7 @@ int run_generate(int argc, char** argv) {
                  "plus OpenAI-style sampling fields (max_tokens, temperature, top_p, top_k, seed, stop, n, best_of, "
                  "use_beam_search, logprobs, prompt_logprobs, priority, ...). Writes one JSON line per item, in "
                  "input order: prompt (or messages), text, token_ids, finish_reason, stop_reason (when a stop string "
-                 "or token ended it), usage; plus choices when n > 1 and logprobs / prompt_logprobs when "
+                 "or a stop_token_ids id ended it), usage; plus choices when n > 1 and logprobs / prompt_logprobs when "
                  "requested. Reports the prefix-cache hit rate and preemptions on stderr");
   app.add_option("--output", output, "Write the batch results (JSONL) here instead of stdout");
   app.add_option("--max-tokens", max_tokens, "Tokens to generate (default: up to the context length)");

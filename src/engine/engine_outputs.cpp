@@ -46,7 +46,7 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int3
   ev.finish_reason = by_length ? FinishReason::kLength : FinishReason::kStop;
   if (!upd.stop_string.empty()) {
     ev.stop_reason = upd.stop_string;
-  } else if (upd.stop_token >= 0) {
+  } else if (upd.stop_token >= 0 && !upd.by_eos) {
     ev.stop_reason = upd.stop_token;
   }
   (void)scheduler_.finish(seq, by_length ? SeqEndReason::kLength : SeqEndReason::kStop);

@@ -9,6 +9,7 @@ StopChecker::StopChecker(const SamplingParams& params, std::span<const int32_t> 
                          int32_t max_tokens)
     : stop_(params.stop),
       stop_tokens_(params.stop_token_ids),
+      num_request_stop_tokens_(params.stop_token_ids.size()),
       include_stop_(params.include_stop_str_in_output),
       min_tokens_(params.min_tokens),
       max_tokens_(max_tokens) {
@@ -73,6 +74,8 @@ StopUpdate StopChecker::append(int32_t token, std::string_view text) {
     u = emit(pending_.size());
     u.finish = StopFinish::kStop;
     u.stop_token = token;
+    const auto requested = stop_tokens_.begin() + static_cast<std::ptrdiff_t>(num_request_stop_tokens_);
+    u.by_eos = std::find(stop_tokens_.begin(), requested, token) == requested;
   } else if (num_tokens_ >= max_tokens_) {
     u = emit(pending_.size());
     u.finish = StopFinish::kLength;

@@ -32,6 +32,10 @@ struct StopUpdate {
   StopFinish finish = StopFinish::kNone;
   std::string stop_string;  // the matched stop string (finish kStop by string)
   int32_t stop_token = -1;  // the matched stop token (finish kStop by token)
+  // The stop token is one of the model's EOS ids and not in the request's
+  // stop_token_ids: the answer's stop_reason is null then, as vLLM's (an id
+  // the request listed is its stop_reason, EOS or not).
+  bool by_eos = false;
   bool finished() const { return finish != StopFinish::kNone; }
 };
 
@@ -61,6 +65,7 @@ class StopChecker {
 
   std::vector<std::string> stop_;
   std::vector<int32_t> stop_tokens_;  // stop_token_ids, plus EOS unless ignore_eos
+  size_t num_request_stop_tokens_;    // the leading stop_token_ids of stop_tokens_
   bool include_stop_;
   int32_t min_tokens_;
   int32_t max_tokens_;

@@ -223,8 +223,13 @@ TEST_F(EngineStop, EosIgnoreEosAndMinTokens) {
   EXPECT_EQ(log->samples[0].tokens, std::vector<int32_t>{2});
   EXPECT_EQ(log->samples[0].text, "");
   EXPECT_EQ(log->samples[0].finish, FinishReason::kStop);
+  // An EOS stop has no stop_reason (vLLM: null); an id the request lists has.
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(log->samples[0].stop_reason));
+  p.stop_token_ids = {2};
+  log = run_one(p);
   ASSERT_TRUE(std::holds_alternative<int32_t>(log->samples[0].stop_reason));
   EXPECT_EQ(std::get<int32_t>(log->samples[0].stop_reason), 2);
+  p.stop_token_ids.clear();
 
   p.ignore_eos = true;
   log = run_one(p);

@@ -89,7 +89,19 @@ TEST(StopChecker, EosStopsAndFlushesHeldText) {
   Fed f = feed(c, {{10, "a#"}, {kEos, ""}});
   EXPECT_EQ(f.last.finish, StopFinish::kStop);
   EXPECT_EQ(f.last.stop_token, kEos);
+  EXPECT_TRUE(f.last.by_eos);
   EXPECT_EQ(f.deltas, (std::vector<std::string>{"a", "#"}));
+}
+
+TEST(StopChecker, AnEosIdTheRequestListsIsNotByEos) {
+  SamplingParams p;
+  p.stop_token_ids = {9, kEos};
+  StopChecker c(p, kEosIds, 100);
+  EXPECT_FALSE(feed(c, {{10, "a"}, {kEos, ""}}).last.by_eos);
+  StopChecker d(p, kEosIds, 100);
+  Fed f = feed(d, {{9, "!"}});
+  EXPECT_EQ(f.last.stop_token, 9);
+  EXPECT_FALSE(f.last.by_eos);
 }
 
 TEST(StopChecker, IgnoreEosKeepsGoing) {
@@ -100,6 +112,7 @@ TEST(StopChecker, IgnoreEosKeepsGoing) {
   Fed f = feed(c, {{kEos, "e"}, {kEos, "e"}, {9, "!"}});
   EXPECT_EQ(f.deltas, (std::vector<std::string>{"e", "e", ""}));
   EXPECT_EQ(f.last.stop_token, 9);
+  EXPECT_FALSE(f.last.by_eos);
 }
 
 TEST(StopChecker, NothingStopsBeforeMinTokens) {
