@@ -1,8 +1,29 @@
 #include "pagoda/engine_flags.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
+#include <string>
 
 namespace pagoda::app {
+
+namespace {
+
+// A boolean engine setting as two flags, --NAME and --no-NAME (vLLM's
+// spelling; the last one given wins), whose help says the default: `value`'s
+// current value.
+void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help) {
+  // Triggered as each flag is parsed, so that the command line's order decides.
+  app.add_flag_callback(
+         "--" + name, [&value] { value = true; },
+         fmt::format("{} (default {})", help, value ? "on" : "off"))
+      ->trigger_on_parse();
+  app.add_flag_callback(
+         "--no-" + name, [&value] { value = false; }, fmt::format("turn --{} off", name))
+      ->trigger_on_parse();
+}
+
+}  // namespace
 
 void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_option("--device", o.device,
@@ -30,8 +51,8 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "KV-cache blocks to allocate; 0: size the pool from free memory")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
-               "reuse the KV cache of shared prompt prefixes (default on)");
+  add_switch(app, "enable-prefix-caching", o.enable_prefix_caching,
+             "reuse the KV cache of shared prompt prefixes");
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "fraction of the GPU's total memory this engine may use (weights, activations, "
                  "KV cache); memory other processes hold does not count, so two engines at 0.45 "
@@ -39,10 +60,10 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");
-  app.add_flag("--async-scheduling,!--no-async-scheduling", o.async_scheduling,
-               "plan and launch the next engine step while the GPU runs the current one, so host "
-               "work hides behind device work (default on; steps of beam search, n > 1 forks and "
-               "penalties wait for their tokens)");
+  add_switch(app, "async-scheduling", o.async_scheduling,
+             "plan and launch the next engine step while the GPU runs the current one, so host "
+             "work hides behind device work (steps of beam search, n > 1 forks and penalties "
+             "wait for their tokens)");
   app.add_option("--seed", o.seed,
                  "base seed for requests without their own; 0: random per process")
       ->capture_default_str();
