@@ -15,10 +15,11 @@ Result<std::unique_ptr<Backend>> create_backend(const std::string& device, const
 #ifdef PAGODA_HAVE_CUDA
   if (device != "cpu") {
     DType dtype = config.dtype == DType::kF16 ? DType::kF16 : DType::kBF16;
-    std::unique_ptr<Backend> cuda = create_cuda_backend(0, dtype);
+    std::string why;
+    std::unique_ptr<Backend> cuda = create_cuda_backend(0, dtype, &why);
     if (cuda) return cuda;
-    if (device == "cuda") return make_error(ErrorCode::kUnsupported, "--device cuda: no usable CUDA GPU found");
-    log_info("no CUDA GPU found; using the CPU backend");
+    if (device == "cuda") return make_error(ErrorCode::kUnsupported, "--device cuda: no usable CUDA GPU: " + why);
+    log_info("no usable CUDA GPU, using the CPU backend: {}", why);
   }
 #else
   if (device == "cuda") {

@@ -94,9 +94,6 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   PAGODA_RETURN_IF_ERROR(check_options(options));
   PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_model(options.model));
   PAGODA_ASSIGN_OR_RETURN(OpenedModel opened, open_model(location));
-  log_info("model: {} ({}, {} layers, hidden {}, vocab {}); weights: {}", location.display_name,
-           opened.config.architecture, opened.config.num_layers, opened.config.hidden_size, opened.config.vocab_size,
-           opened.weights->describe());
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
                           tokenizer_path.empty() ? Tokenizer::load(opened) : Tokenizer::load(tokenizer_path));
   log_info("tokenizer: {}", tokenizer->description());
@@ -137,9 +134,10 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.chat_template = std::move(chat_template);
   parts.backend = std::move(backend);
   parts.runner = std::move(runner);
-  log_info("KV cache: {} blocks x {} tokens = {} tokens; max model len {}; prefix caching {}",
-           parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens, parts.info.max_model_len,
-           options.enable_prefix_caching ? "on" : "off");
+  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB); max model len {}; prefix caching {}",
+           parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens,
+           static_cast<double>(parts.info.num_kv_blocks * parts.runner->kv_block_bytes()) / (1024.0 * 1024.0 * 1024.0),
+           parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off");
   return parts;
 }
 

@@ -336,9 +336,7 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
                                 zeros.data(), half_block);
     backend_.synchronize();
   }
-  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB){}; max_model_len {}",
-           num_blocks, bs, num_blocks * bs, static_cast<double>(pool * block_bytes) / kGiB,
-           reserved > 0 ? " + 1 scratch block for decode-graph padding" : "", max_model_len_);
+  if (reserved > 0) log_debug("KV cache: + 1 scratch block for decode-graph padding");
   return {};
 }
 

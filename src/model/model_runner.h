@@ -29,7 +29,7 @@ class ModelRunner {
   // runs one profile step at that size (memory_profile.h) so every lazy
   // allocation has happened, sizes the KV pool from what is left under
   // kv_cache_memory_fraction and, unless enforce_eager or the backend has no
-  // graphs, captures the decode graphs. Logs the KV capacity in tokens.
+  // graphs, captures the decode graphs. The engine logs the KV capacity.
   static Result<std::unique_ptr<ModelRunner>> create(Backend& backend, const ModelConfig& config,
                                                      WeightSource& weights,
                                                      const RunnerOptions& options);
@@ -38,6 +38,8 @@ class ModelRunner {
   ModelRunner& operator=(const ModelRunner&) = delete;
 
   int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  // Bytes of one KV block across all layers (k and v).
+  int64_t kv_block_bytes() const;
   int block_size() const { return options_.block_size; }
   int64_t max_model_len() const { return max_model_len_; }
   int64_t max_num_batched_tokens() const { return options_.max_num_batched_tokens; }
@@ -84,8 +86,6 @@ class ModelRunner {
   Status profile_memory(int64_t max_len);
   Status allocate_kv(int64_t max_len);
   int64_t budget_kv_blocks(int64_t block_bytes) const;
-  // Bytes of one KV block across all layers (k and v).
-  int64_t kv_block_bytes() const;
   // Points buf_->caches at a pool of `num_blocks` blocks starting at `base`.
   void map_kv_caches(void* base, int64_t num_blocks);
   // Warm-up run and capture for every decode_graph_batch_sizes() entry;

@@ -24,11 +24,15 @@ cudaStream_t as_stream(CUstream_st* s) { return s; }
 
 }  // namespace
 
-std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype) {
+std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype, std::string* why) {
   std::unique_ptr<CudaBackend> backend(new CudaBackend());
   const Status st = backend->init(device, compute_dtype);
   if (!st.ok()) {
-    log_error("cuda backend: {}", st.error().message);
+    if (why != nullptr) {
+      *why = st.error().message;
+    } else {
+      log_error("cuda backend: {}", st.error().message);
+    }
     return nullptr;
   }
   return backend;

@@ -120,7 +120,8 @@ class CudaBackend final : public Backend {
   };
 
   CudaBackend() = default;
-  friend std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype);
+  friend std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype,
+                                                      std::string* why);
   Status init(int device, DType compute_dtype);
 
   // Records (first error) and logs a failure; clears CUDA's last error.
@@ -162,8 +163,11 @@ class CudaBackend final : public Backend {
 };
 
 // A CUDA backend on `device` computing in `compute_dtype` (kBF16 or kF16);
-// nullptr, with a logged error, when there is no such GPU, the dtype is not
-// supported or initialisation fails.
-std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype);
+// nullptr when there is no such GPU, the dtype is not supported or
+// initialisation fails: the reason goes to `why` when given (the caller
+// decides whether it is an error, e.g. --device auto falls back to the CPU),
+// else to the log as an error.
+std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype,
+                                             std::string* why = nullptr);
 
 }  // namespace pagoda
