@@ -1,16 +1,19 @@
 // pagoda tokenize / pagoda detokenize: text <-> token ids with the tokenizer of
-// a model folder, a tokenizer-only folder or a .gguf file. `tokenize --jsonl`
+// a model folder, a tokenizer-only folder, a .gguf file or a repo id in the
+// local Hugging Face cache. `tokenize --jsonl`
 // is a batch protocol for tests and benchmarks (one JSON request per stdin
 // line, one JSON reply per stdout line).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "io/model_location.h"
 #include "pagoda/command.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,8 +22,19 @@ namespace {
 using nlohmann::json;
 using pagoda::Tokenizer;
 
+// `model`: a tokenizer folder or file, a model folder or .gguf file, or a repo
+// id in the local Hugging Face cache (resolved as serve and generate do).
 std::unique_ptr<Tokenizer> load_or_report(const std::string& model) {
-  auto tok = Tokenizer::load(model);
+  std::string path = model;
+  if (!std::filesystem::exists(model)) {
+    auto location = pagoda::resolve_model(model);
+    if (!location.ok()) {
+      std::fprintf(stderr, "pagoda: %s\n", location.error().message.c_str());
+      return nullptr;
+    }
+    path = location->path;
+  }
+  auto tok = Tokenizer::load(path);
   if (!tok.ok()) {
     std::fprintf(stderr, "pagoda: %s\n", tok.error().message.c_str());
     return nullptr;
@@ -140,7 +154,8 @@ int run_tokenize(int argc, char** argv) {
   std::string model, text;
   bool no_special = false, no_parse_special = false, pieces = false, jsonl = false;
   app.add_option("MODEL", model,
-                 "model or tokenizer folder (tokenizer.json / tokenizer.model), or a .gguf file")
+                 "model or tokenizer folder (tokenizer.json / tokenizer.model), a .gguf file, or a "
+                 "repo id (Org/Name) in the local Hugging Face cache")
       ->required();
   app.add_option("TEXT", text, "the text to tokenize (not needed with --jsonl)");
   app.add_flag("--no-special-tokens", no_special,
@@ -173,7 +188,8 @@ int run_detokenize(int argc, char** argv) {
   std::string model, ids_json;
   bool skip_special = false;
   app.add_option("MODEL", model,
-                 "model or tokenizer folder (tokenizer.json / tokenizer.model), or a .gguf file")
+                 "model or tokenizer folder (tokenizer.json / tokenizer.model), a .gguf file, or a "
+                 "repo id (Org/Name) in the local Hugging Face cache")
       ->required();
   app.add_option("IDS_JSON", ids_json, "token ids as a JSON array, e.g. [1, 15043, 3186]")
       ->required();

@@ -1,5 +1,6 @@
 """`pagoda tokenize` and `pagoda detokenize` on the command line."""
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -67,3 +68,24 @@ def test_errors_name_the_problem(tmp_path):
     assert out.returncode != 0 and "tokenizer.json" in out.stderr
     out = run("detokenize", h.STORIES, "[1, oops]")
     assert out.returncode != 0 and "IDS_JSON" in out.stderr
+
+
+def test_repo_id_in_the_hugging_face_cache_resolves_as_in_serve(tmp_path, monkeypatch):
+    # The hub cache layout: models--Org--Name/snapshots/<rev>/ with refs/main naming <rev>.
+    repo = tmp_path / "hub" / "models--pagoda-test--stories"
+    snapshot = repo / "snapshots" / "0123abcd"
+    shutil.copytree(h.STORIES, snapshot)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    want = run("tokenize", h.STORIES, "Once upon a time")
+    got = run("tokenize", "pagoda-test/stories", "Once upon a time")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout) == json.loads(want.stdout)
+    text = run("detokenize", "pagoda-test/stories", got.stdout.strip())
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == run("detokenize", h.STORIES, got.stdout.strip()).stdout
+    assert "Once upon a time" in text.stdout
+    missing = run("tokenize", "pagoda-test/absent", "x")
+    assert missing.returncode != 0
+    assert "pagoda-test/absent" in missing.stderr
