@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <string>
 #include <type_traits>
@@ -161,7 +162,13 @@ SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size) {
   p.logit_bias = read_logit_bias(reader, vocab_size);
   read_stop(reader, p);
   if (auto ids = reader.integer_list("stop_token_ids", INT32_MIN, INT32_MAX)) {
+    // Sorted and without repeats, so the list is never longer than the
+    // vocabulary, whatever the body repeats (the engine walks it per step
+    // while min_tokens bans these ids).
     p.stop_token_ids.assign(ids->begin(), ids->end());
+    std::sort(p.stop_token_ids.begin(), p.stop_token_ids.end());
+    p.stop_token_ids.erase(std::unique(p.stop_token_ids.begin(), p.stop_token_ids.end()),
+                           p.stop_token_ids.end());
   }
   read_early_stopping(reader, p);
   read_max_tokens(reader, r);

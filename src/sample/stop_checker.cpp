@@ -8,17 +8,21 @@ namespace pagoda {
 StopChecker::StopChecker(const SamplingParams& params, std::span<const int32_t> eos_token_ids,
                          int32_t max_tokens)
     : stop_(params.stop),
-      stop_tokens_(params.stop_token_ids),
-      num_request_stop_tokens_(params.stop_token_ids.size()),
+      request_stop_tokens_(params.stop_token_ids),
       include_stop_(params.include_stop_str_in_output),
       min_tokens_(params.min_tokens),
       max_tokens_(max_tokens) {
-  if (!params.ignore_eos)
-    stop_tokens_.insert(stop_tokens_.end(), eos_token_ids.begin(), eos_token_ids.end());
+  std::sort(request_stop_tokens_.begin(), request_stop_tokens_.end());
+  if (!params.ignore_eos) eos_tokens_.assign(eos_token_ids.begin(), eos_token_ids.end());
+}
+
+bool StopChecker::is_request_stop_token(int32_t token) const {
+  return std::binary_search(request_stop_tokens_.begin(), request_stop_tokens_.end(), token);
 }
 
 bool StopChecker::is_stop_token(int32_t token) const {
-  return std::find(stop_tokens_.begin(), stop_tokens_.end(), token) != stop_tokens_.end();
+  return is_request_stop_token(token) ||
+         std::find(eos_tokens_.begin(), eos_tokens_.end(), token) != eos_tokens_.end();
 }
 
 size_t StopChecker::find_stop(size_t* which) const {
@@ -74,8 +78,7 @@ StopUpdate StopChecker::append(int32_t token, std::string_view text) {
     u = emit(pending_.size());
     u.finish = StopFinish::kStop;
     u.stop_token = token;
-    const auto requested = stop_tokens_.begin() + static_cast<std::ptrdiff_t>(num_request_stop_tokens_);
-    u.by_eos = std::find(stop_tokens_.begin(), requested, token) == requested;
+    u.by_eos = !is_request_stop_token(token);
   } else if (num_tokens_ >= max_tokens_) {
     u = emit(pending_.size());
     u.finish = StopFinish::kLength;

@@ -56,6 +56,7 @@ class StopChecker {
   const std::string& emitted_text() const { return emitted_; }
 
  private:
+  bool is_request_stop_token(int32_t token) const;
   bool is_stop_token(int32_t token) const;
   // Position and index of the earliest stop string in pending_, or npos.
   size_t find_stop(size_t* which) const;
@@ -64,8 +65,10 @@ class StopChecker {
   StopUpdate emit(size_t num_bytes);
 
   std::vector<std::string> stop_;
-  std::vector<int32_t> stop_tokens_;  // stop_token_ids, plus EOS unless ignore_eos
-  size_t num_request_stop_tokens_;    // the leading stop_token_ids of stop_tokens_
+  // The request's stop_token_ids, sorted: a lookup per token costs log(n)
+  // however long a request makes the list.
+  std::vector<int32_t> request_stop_tokens_;
+  std::vector<int32_t> eos_tokens_;  // the model's EOS ids; empty with ignore_eos
   bool include_stop_;
   int32_t min_tokens_;
   int32_t max_tokens_;

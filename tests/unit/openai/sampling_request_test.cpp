@@ -153,6 +153,17 @@ TEST(SamplingRequest, UnsetFieldsStayUnsetForModelDefaults) {
   EXPECT_EQ(params.n, 1);
 }
 
+TEST(SamplingRequest, RepeatedStopTokenIdsAreKeptOnce) {
+  // A body may repeat ids without bound; the engine walks the list per step.
+  json body = json::object();
+  body["stop_token_ids"] = json::array();
+  for (int i = 0; i < 100000; ++i) body["stop_token_ids"].push_back(7 + i % 3);
+  FieldReader reader(body);
+  const SamplingParams params = read_sampling_request(reader, kVocab).params;
+  ASSERT_FALSE(reader.error().has_value());
+  EXPECT_EQ(params.stop_token_ids, (std::vector<int32_t>{7, 8, 9}));
+}
+
 TEST(SamplingRequest, BeamSearch) {
   json body = json::parse(R"({"use_beam_search": true, "n": 2, "best_of": 4, "length_penalty": 0.5,
                               "early_stopping": "never"})");
