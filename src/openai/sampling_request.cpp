@@ -147,7 +147,11 @@ void read_stream_fields(FieldReader& reader, SamplingRequest& r) {
   }
   FieldReader nested(*options, "stream_options.");
   r.include_usage = nested.boolean("include_usage").value_or(false);
-  nested.boolean("continuous_usage_stats");
+  // Recognised, not honoured: usage comes once, in the last chunk.
+  if (nested.boolean("continuous_usage_stats").value_or(false)) {
+    nested.fail_field("continuous_usage_stats",
+                      "is not supported: usage comes in the last chunk (include_usage)");
+  }
   if (nested.error()) reader.fail(*nested.error());
 }
 

@@ -164,6 +164,19 @@ TEST(SamplingRequest, RepeatedStopTokenIdsAreKeptOnce) {
   EXPECT_EQ(params.stop_token_ids, (std::vector<int32_t>{7, 8, 9}));
 }
 
+TEST(SamplingRequest, ContinuousUsageStatsIsRefusedNotIgnored) {
+  json body = json::parse(
+      R"({"stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true}})");
+  FieldReader reader(body);
+  read_sampling_request(reader, kVocab);
+  ASSERT_TRUE(reader.error().has_value());
+  EXPECT_EQ(reader.error()->param, "stream_options.continuous_usage_stats");
+  json off = json::parse(R"({"stream": true, "stream_options": {"continuous_usage_stats": false}})");
+  FieldReader accepted(off);
+  read_sampling_request(accepted, kVocab);
+  EXPECT_FALSE(accepted.error().has_value());
+}
+
 TEST(SamplingRequest, BeamSearch) {
   json body = json::parse(R"({"use_beam_search": true, "n": 2, "best_of": 4, "length_penalty": 0.5,
                               "early_stopping": "never"})");
