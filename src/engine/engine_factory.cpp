@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/log.h"
+#include "core/units.h"
 #include "engine/backend_factory.h"
 #include "engine/llm_engine.h"
 #include "io/model_files.h"
@@ -136,7 +137,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.runner = std::move(runner);
   log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB); max model len {}; prefix caching {}",
            parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens,
-           static_cast<double>(parts.info.num_kv_blocks * parts.runner->kv_block_bytes()) / (1024.0 * 1024.0 * 1024.0),
+           to_gib(static_cast<double>(parts.info.num_kv_blocks * parts.runner->kv_block_bytes())),
            parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off");
   return parts;
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/log.h"
+#include "core/units.h"
 #include "model/weight_loader.h"
 
 namespace pagoda {
@@ -18,8 +19,8 @@ Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelCon
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log_info("uploaded {} tensors of {} ({}): {:.2f} GiB read, {:.2f} GiB on {} in {:.1f} s",
            loader.num_tensors_read(), source.describe(), config.architecture,
-           static_cast<double>(loader.num_bytes_read()) / (1 << 30),
-           static_cast<double>(w.num_bytes) / (1 << 30), backend.name(), secs);
+           to_gib(static_cast<double>(loader.num_bytes_read())),
+           to_gib(static_cast<double>(w.num_bytes)), backend.name(), secs);
   return w;
 }
 

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "core/log.h"
+#include "core/units.h"
 #include "model/architecture.h"
 #include "model/decode_graphs.h"
 #include "model/load_weights.h"
@@ -17,7 +18,6 @@
 namespace pagoda {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
 // Startup time the decode-graph captures may take; sizes not captured by
 // then run eagerly (a capture takes milliseconds, so this only bounds
@@ -294,7 +294,7 @@ void ModelRunner::map_kv_caches(void* base, int64_t num_blocks) {
 
 // Sizes the pool (budget_kv_blocks; with graphs one more block, the padding
 // rows' scratch, zeroed), caps max_model_len to what one sequence can hold
-// when it was derived from the config, allocates and logs the capacity.
+// when it was derived from the config, and allocates (the engine logs the capacity).
 Status ModelRunner::allocate_kv(int64_t max_len) {
   const int64_t bs = options_.block_size;
   const int64_t block_bytes = kv_block_bytes();
@@ -335,8 +335,8 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
         backend_.copy_to_device(static_cast<char*>(t.data) + scratch_block_ * half_block,
                                 zeros.data(), half_block);
     backend_.synchronize();
+    log_debug("KV cache: + 1 scratch block for decode-graph padding");
   }
-  if (reserved > 0) log_debug("KV cache: + 1 scratch block for decode-graph padding");
   return {};
 }
 

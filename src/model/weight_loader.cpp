@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/half.h"
+#include "core/units.h"
 
 namespace pagoda {
 namespace {
@@ -118,7 +119,6 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
   backend_.synchronize();  // the source (host or staging_) must outlive the copy
   ++num_read_;
   bytes_read_ += info->file_bytes;
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   progress_.update(bytes_read_, fmt::format("{:.2f}/{:.2f} GiB, {}/{} tensors", bytes_read_ / kGiB,
                                             total_bytes_ / kGiB, num_read_,
                                             source_.tensors().size()));

@@ -8,6 +8,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cublaslt_linear.h"
 #include "core/log.h"
+#include "core/units.h"
 
 namespace pagoda {
 namespace {
@@ -91,7 +92,7 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   if (!lt.ok()) return lt.error();
   linear_ = std::move(lt).value();
   log_info("cuda backend: {} (device {}, {} SMs, {:.1f} GiB), compute {}", name_, device_, num_sms_,
-           static_cast<double>(prop.totalGlobalMem) / (1 << 30), dtype_name(compute_dtype_));
+           to_gib(static_cast<double>(prop.totalGlobalMem)), dtype_name(compute_dtype_));
   return Status::Ok();
 }
 
