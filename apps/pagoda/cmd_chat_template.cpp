@@ -143,7 +143,7 @@ Result<ordered_json> load_messages(const std::string& path) {
 
 // One --batch case: {"template": S} and either {"variables": {...}} or the
 // chat inputs {"messages", "tools", "documents", "add_generation_prompt",
-// "bos_token", "eos_token", "kwargs"}.
+// "continue_final_message", "bos_token", "eos_token", "kwargs"}.
 ordered_json render_case(const ordered_json& c,
                          std::map<std::string, Result<pagoda::ChatTemplate>>& cache) {
   if (!c.is_object() || !c.contains("template") || !c["template"].is_string()) {
@@ -163,6 +163,7 @@ ordered_json render_case(const ordered_json& c,
     in.tools = c.value("tools", ordered_json());
     in.documents = c.value("documents", ordered_json());
     in.add_generation_prompt = c.value("add_generation_prompt", false);
+    in.continue_final_message = c.value("continue_final_message", false);
     in.bos_token = c.value("bos_token", "");
     in.eos_token = c.value("eos_token", "");
     in.extra = c.value("kwargs", ordered_json::object());
@@ -191,6 +192,7 @@ struct Options {
   std::string model, template_file, template_name, messages, tools, documents, kwargs;
   std::optional<std::string> bos_token, eos_token;
   bool add_generation_prompt = false;
+  bool continue_final_message = false;
 };
 
 int render_one(const Options& opt) {
@@ -230,6 +232,7 @@ int render_one(const Options& opt) {
       in.extra[key] = text;  // --kwargs wins, as kwargs do in transformers
   }
   in.add_generation_prompt = opt.add_generation_prompt;
+  in.continue_final_message = opt.continue_final_message;
   Result<pagoda::ChatTemplate> tmpl = pagoda::ChatTemplate::parse(model->source);
   if (!tmpl.ok()) return report(tmpl.error());
   Result<std::string> out = tmpl->render(in);
@@ -267,6 +270,10 @@ int run_chat_template(int argc, char** argv) {
                  "JSON file: an array of documents (passed as `documents`)");
   app.add_flag("--add-generation-prompt", opt.add_generation_prompt,
                "end with the header of an assistant turn (add_generation_prompt=True)");
+  app.add_flag("--continue-final-message", opt.continue_final_message,
+               "leave the final message open for the model to continue: cut the prompt right "
+               "after its text, dropping the end-of-turn the template adds "
+               "(continue_final_message=True; not with --add-generation-prompt)");
   app.add_option("--bos-token", opt.bos_token, "bos_token text (default: MODEL's)");
   app.add_option("--eos-token", opt.eos_token, "eos_token text (default: MODEL's)");
   app.add_option("--kwargs", opt.kwargs,
@@ -275,8 +282,8 @@ int run_chat_template(int argc, char** argv) {
       "--batch", batch,
       "test mode: JSON file with an array of cases {\"template\": S, \"variables\": {...}} or "
       "{\"template\": S, \"messages\": [...], \"tools\", \"documents\", \"add_generation_prompt\", "
-      "\"bos_token\", \"eos_token\", \"kwargs\"}; prints a JSON array of {\"output\"} / "
-      "{\"error\"}");
+      "\"continue_final_message\", \"bos_token\", \"eos_token\", \"kwargs\"}; prints a JSON array "
+      "of {\"output\"} / {\"error\"}");
   CLI11_PARSE(app, argc, argv);
   if (!batch.empty()) return run_batch(batch);
   if (opt.messages.empty() || (opt.model.empty() && opt.template_file.empty())) {

@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "jinja/final_message.h"
 #include "jinja/globals.h"
 #include "jinja/interpreter.h"
 #include "jinja/json_value.h"
@@ -135,6 +136,16 @@ Result<std::string> ChatTemplate::render_variables(const ordered_json& variables
 }
 
 Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const {
+  if (inputs.continue_final_message && inputs.add_generation_prompt) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "continue_final_message and add_generation_prompt are not compatible: "
+                      "continue_final_message continues the final message, add_generation_prompt "
+                      "starts a new assistant message");
+  }
+  if (inputs.continue_final_message && (!inputs.messages.is_array() || inputs.messages.empty())) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "continue_final_message needs a final message to continue");
+  }
   PAGODA_ASSIGN_OR_RETURN(ordered_json messages, prepare_messages(inputs.messages));
   PAGODA_RETURN_IF_ERROR(check_list_of_objects(inputs.tools, "tools"));
   PAGODA_RETURN_IF_ERROR(check_list_of_objects(inputs.documents, "documents"));
@@ -155,7 +166,9 @@ Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const
     }
     vars[k] = v;
   }
-  return render_variables(vars);
+  PAGODA_ASSIGN_OR_RETURN(std::string rendered, render_variables(vars));
+  if (!inputs.continue_final_message) return rendered;
+  return open_final_message(std::move(rendered), inputs.messages.back());
 }
 
 }  // namespace pagoda

@@ -27,6 +27,10 @@ struct ChatTemplateInputs {
   nlohmann::ordered_json tools;         // null, or an array of tool definitions
   nlohmann::ordered_json documents;     // null, or an array of {title, text, ...}
   bool add_generation_prompt = false;
+  // Leave the final message open (jinja/final_message.h); not with
+  // add_generation_prompt. Not a template variable: transformers applies it
+  // to the rendered text.
+  bool continue_final_message = false;
   // Empty: the variable is not defined, as transformers does for a None token.
   std::string bos_token, eos_token;
   nlohmann::ordered_json extra =
@@ -44,6 +48,8 @@ class ChatTemplate {
   // non-empty special tokens, then `extra`. Template errors (syntax found
   // late, undefined values, raise_exception) are kInvalidArgument; resource
   // limits kResourceExhausted; unsupported constructs kUnsupported.
+  // continue_final_message then cuts the text (open_final_message); with
+  // add_generation_prompt too, or without messages, it is kInvalidArgument.
   Result<std::string> render(const ChatTemplateInputs& inputs) const;
 
   // Renders with exactly `variables` (an object) plus the globals.

@@ -3,6 +3,8 @@
 // SSE events), parsing tool calls out of the text when tools were offered.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "openai/chat_plan.h"
 #include "openai/generation_job.h"
 #include "openai/json_response.h"
@@ -19,6 +21,7 @@ namespace {
 struct ChatChoice {
   std::string text;  // whole output (non-streaming)
   Json logprobs = Json::array();
+  Json token_ids = Json::array();  // return_token_ids, non-streaming: every generated id
   std::unique_ptr<ToolCallStream> tool_stream;  // streaming with tool parsing
   bool role_sent = false;
   bool called_tool = false;
@@ -63,6 +66,7 @@ class ChatAssembler {
 
   void on_event(int index, int, RequestOutput& out, bool last, const Usage& usage) {
     ChatChoice& choice = choices_[index];
+    if (!out.prompt_logprobs.empty()) prompt_logprobs_ = std::move(out.prompt_logprobs);
     Json entries = Json::array();
     if (const auto& k = plan_.request.params.logprobs) {
       for (const auto& lp : out.logprobs) {
@@ -80,6 +84,9 @@ class ChatAssembler {
     }
     choice.text += out.text;
     for (auto& entry : entries) choice.logprobs.push_back(std::move(entry));
+    if (plan_.return_token_ids) {
+      for (int32_t id : out.token_ids) choice.token_ids.push_back(id);
+    }
     if (last) send_response(usage);
   }
 
@@ -92,24 +99,34 @@ class ChatAssembler {
             {"system_fingerprint", ctx_.system_fingerprint}};
   }
 
+  // `token_ids`: the choice's ids since the last chunk (null: not asked for);
+  // `prompt_token_ids`: the chunk's (null: none).
   void write_chunk(int index, Json delta, Json logprobs, const Json& finish_reason,
-                   const Json& stop_reason) {
+                   const Json& stop_reason, Json token_ids = nullptr,
+                   Json prompt_token_ids = nullptr) {
     Json choice = {{"index", index},
                    {"delta", std::move(delta)},
                    {"logprobs", std::move(logprobs)},
                    {"finish_reason", finish_reason}};
     if (!finish_reason.is_null()) choice["stop_reason"] = stop_reason;
+    if (!token_ids.is_null()) choice["token_ids"] = std::move(token_ids);
     Json chunk = envelope("chat.completion.chunk");
     chunk["choices"] = Json::array({std::move(choice)});
+    if (!prompt_token_ids.is_null()) chunk["prompt_token_ids"] = std::move(prompt_token_ids);
     if (plan_.request.include_usage) chunk["usage"] = nullptr;
     responder_->write(sse_event(chunk));
   }
 
+  // return_token_ids: each choice's first (role) chunk carries the
+  // response's prompt_token_ids, and every later chunk the choice's new ids
+  // (vLLM's stream shape).
   void stream_event(int index, ChatChoice& choice, const RequestOutput& out, Json entries) {
     if (!choice.role_sent) {
       choice.role_sent = true;
-      write_chunk(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, nullptr);
+      write_chunk(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, nullptr,
+                  nullptr, plan_.return_token_ids ? Json(plan_.prompt.token_ids) : Json());
     }
+    Json ids = plan_.return_token_ids ? Json(out.token_ids) : Json();
     ToolStreamDelta delta;
     if (choice.tool_stream) {
       delta = choice.tool_stream->feed(out.text);
@@ -121,7 +138,9 @@ class ChatAssembler {
     } else {
       delta.content = out.text;
     }
-    if (!delta.content.empty() || !delta.calls.empty() || !entries.empty()) {
+    const bool has_delta = !delta.content.empty() || !delta.calls.empty() || !entries.empty();
+    // New ids with no text yet (a stop string held back) still get a chunk.
+    if (has_delta || (!out.finish_reason && !out.token_ids.empty() && !ids.is_null())) {
       Json d = Json::object();
       if (!delta.content.empty()) d["content"] = delta.content;
       if (!delta.calls.empty()) {
@@ -130,11 +149,12 @@ class ChatAssembler {
         for (const auto& call : delta.calls) d["tool_calls"].push_back(tool_delta_json(call));
       }
       Json logprobs = entries.empty() ? Json() : Json{{"content", std::move(entries)}};
-      write_chunk(index, std::move(d), std::move(logprobs), nullptr, nullptr);
+      write_chunk(index, std::move(d), std::move(logprobs), nullptr, nullptr,
+                  std::exchange(ids, ids.is_null() ? Json() : Json::array()));
     }
     if (out.finish_reason) {
       const Json reason = choice.called_tool ? Json("tool_calls") : choice.finish_reason;
-      write_chunk(index, Json::object(), nullptr, reason, choice.stop_reason);
+      write_chunk(index, Json::object(), nullptr, reason, choice.stop_reason, std::move(ids));
     }
   }
 
@@ -165,11 +185,13 @@ class ChatAssembler {
     Json logprobs = nullptr;
     if (plan_.request.params.logprobs)
       logprobs = {{"content", std::move(choice.logprobs)}, {"refusal", nullptr}};
-    return {{"index", index},
-            {"message", std::move(message)},
-            {"logprobs", std::move(logprobs)},
-            {"finish_reason", std::move(finish_reason)},
-            {"stop_reason", choice.stop_reason}};
+    Json out = {{"index", index},
+                {"message", std::move(message)},
+                {"logprobs", std::move(logprobs)},
+                {"finish_reason", std::move(finish_reason)},
+                {"stop_reason", choice.stop_reason}};
+    if (plan_.return_token_ids) out["token_ids"] = std::move(choice.token_ids);
+    return out;
   }
 
   void send_response(const Usage& usage) {
@@ -178,6 +200,12 @@ class ChatAssembler {
     for (size_t i = 0; i < choices_.size(); ++i) choices.push_back(choice_json(i, choices_[i]));
     response["choices"] = std::move(choices);
     response["usage"] = usage_json(usage);
+    // vLLM puts the prompt's logprobs and token ids on the response.
+    if (plan_.prompt_logprobs) {
+      response["prompt_logprobs"] =
+          prompt_logprobs_json(ctx_.engine.tokenizer(), prompt_logprobs_, *plan_.prompt_logprobs);
+    }
+    if (plan_.return_token_ids) response["prompt_token_ids"] = plan_.prompt.token_ids;
     responder_->send(json_response(200, response));
   }
 
@@ -187,6 +215,7 @@ class ChatAssembler {
   int64_t created_ = unix_seconds();
   std::vector<ChatChoice> choices_;
   std::shared_ptr<http::Responder> responder_;
+  std::vector<std::optional<TokenLogprob>> prompt_logprobs_;  // from the first event
 };
 
 void start_chat(ServiceContext& ctx, ChatPlan plan,

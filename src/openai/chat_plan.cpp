@@ -1,6 +1,7 @@
 #include "openai/chat_plan.h"
 
 #include "openai/field_reader.h"
+#include "openai/prompt_truncation.h"
 #include "openai/response_bound.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,12 +20,23 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
     reader.fail_field("top_logprobs", "requires 'logprobs': true");
   }
   if (logprobs) params.logprobs = top_logprobs.value_or(0);
+  plan.prompt_logprobs = read_prompt_logprobs(reader, plan.request.stream);
+  params.prompt_logprobs = plan.prompt_logprobs;
+  plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
+  const PromptTruncation truncation = read_prompt_truncation(reader);
   reader.boolean("parallel_tool_calls");
   if (reader.error()) return *reader.error();
 
-  auto prompt = build_chat_prompt(ctx, body);
+  auto prompt = build_chat_prompt(ctx, body, /*bounded=*/!truncation.active());
   if (!prompt.ok()) return prompt.error();
   plan.prompt = std::move(prompt.value());
+  if (truncation.active()) {
+    auto keep = truncation_length(
+        truncation, info.max_model_len, plan.request.max_tokens.value_or(0),
+        body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
+    if (!keep.ok()) return keep.error();
+    truncate_prompt(truncation, keep.value(), plan.prompt.token_ids);
+  }
   plan.parse_tool_calls =
       plan.prompt.tools.mode != ToolChoiceMode::kNone && ctx.tool_parser != nullptr;
   if (plan.parse_tool_calls && !reader.value("skip_special_tokens"))
@@ -46,6 +58,9 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
     shape.num_choices = params.n;
     shape.max_tokens = max_tokens.value();
     shape.logprobs = params.logprobs.value_or(-1);
+    shape.prompt_logprobs = plan.prompt_logprobs.value_or(-1);
+    shape.token_ids = plan.return_token_ids;
+    shape.prompt_tokens = static_cast<int64_t>(plan.prompt.token_ids.size());
     if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
       return *error;
   }

@@ -15,11 +15,21 @@ struct ChatPlan {
   // request.params.logprobs: top_logprobs (default 0) when logprobs is true, else unset.
   SamplingRequest request;
   bool parse_tool_calls = false;  // tools offered and the server has a parser
+  // return_token_ids: the response carries prompt_token_ids, each choice
+  // token_ids (in a stream: the first chunk and each chunk's new tokens).
+  bool return_token_ids = false;
+  // prompt_logprobs (= request.params.prompt_logprobs): the response carries
+  // them with this many alternatives per token.
+  std::optional<int32_t> prompt_logprobs;
 };
 
 // Reads the sampling request, logprobs (bool) and top_logprobs (0..20, needs
-// logprobs), renders and tokenizes the messages, and sizes max_tokens
-// (max_completion_tokens or max_tokens, default: the rest of the context).
+// logprobs), prompt_logprobs (0..20, not with stream), return_token_ids and
+// truncate_prompt_tokens / truncation_side (prompt_truncation.h: of the
+// rendered prompt's tokens; -1 keeps max_model_len - max_completion_tokens or
+// max_tokens, else the whole context), renders and tokenizes the messages,
+// and sizes max_tokens (max_completion_tokens or max_tokens, default: the
+// rest of the context).
 // With tool parsing on, special tokens stay in the text unless the client sets
 // skip_special_tokens (tool-call tags can be special tokens).
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body);

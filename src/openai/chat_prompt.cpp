@@ -7,7 +7,34 @@
 
 namespace pagoda::openai {
 
-ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& body) {
+namespace {
+
+// continue_final_message and add_generation_prompt, as vLLM resolves them:
+// continuing needs a final assistant message and no generation prompt (an
+// add_generation_prompt left out reads as false then).
+std::optional<ApiError> read_generation_prompt(FieldReader& reader, const Json& messages,
+                                               ChatTemplateInputs& inputs) {
+  inputs.continue_final_message = reader.boolean("continue_final_message").value_or(false);
+  const std::optional<bool> add_generation_prompt = reader.boolean("add_generation_prompt");
+  inputs.add_generation_prompt = add_generation_prompt.value_or(!inputs.continue_final_message);
+  if (reader.error() || !inputs.continue_final_message) return std::nullopt;
+  if (inputs.add_generation_prompt) {
+    return invalid_field("continue_final_message",
+                         "Cannot set both 'continue_final_message' and 'add_generation_prompt' to "
+                         "true: set 'add_generation_prompt': false to continue the final message");
+  }
+  if (messages.back().value("role", "") != "assistant") {
+    return invalid_field("continue_final_message",
+                         "'continue_final_message' needs a final assistant message to continue; "
+                         "the last message's role is '" +
+                             messages.back().value("role", "") + "'");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& body, bool bounded) {
   FieldReader reader(body);
   const Json* messages = reader.value("messages");
   if (!messages) return invalid_field("messages", "'messages' is required");
@@ -15,7 +42,8 @@ ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& b
   if (!normalized.ok()) return normalized.error();
   auto tools = select_tools(reader.value("tools"), reader.value("tool_choice"));
   if (!tools.ok()) return tools.error();
-  const bool add_generation_prompt = reader.boolean("add_generation_prompt").value_or(true);
+  ChatTemplateInputs inputs;
+  if (auto error = read_generation_prompt(reader, normalized.value(), inputs)) return *error;
   const std::optional<bool> add_special_tokens = reader.boolean("add_special_tokens");
   const Json* kwargs = reader.value("chat_template_kwargs");
   if (kwargs && !kwargs->is_object())
@@ -29,10 +57,8 @@ ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& b
         "or use /v1/completions");
   }
   const Tokenizer& tokenizer = ctx.engine.tokenizer();
-  ChatTemplateInputs inputs;
   inputs.messages = std::move(normalized.value());
   inputs.tools = tools.value().tools;
-  inputs.add_generation_prompt = add_generation_prompt;
   inputs.bos_token = tokenizer.bos_token();
   inputs.eos_token = tokenizer.eos_token();
   if (kwargs) inputs.extra = *kwargs;
@@ -42,7 +68,7 @@ ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& b
                          fmt::format("chat template failed: {}", rendered.error().message));
   }
   const int64_t max_prompt_bytes = ctx.max_prompt_bytes();
-  if (static_cast<int64_t>(rendered->size()) > max_prompt_bytes) {
+  if (bounded && static_cast<int64_t>(rendered->size()) > max_prompt_bytes) {
     return ApiError{400,
                     fmt::format("The rendered messages have {} bytes, more than the context could hold "
                                 "({} bytes: 4 x the context length x the longest token). Please reduce "

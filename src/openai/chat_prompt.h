@@ -19,11 +19,17 @@ struct ChatPrompt {
   ToolSelection tools;
 };
 
-// Reads messages, tools, tool_choice, add_generation_prompt (default true),
+// Reads messages, tools, tool_choice, add_generation_prompt (default true,
+// but false with continue_final_message), continue_final_message (default
+// false: the final message, which must be the assistant's, is left open for
+// the model to continue; 400 with add_generation_prompt true, as vLLM),
 // chat_template_kwargs (object) and add_special_tokens from `body`, renders
 // and tokenizes: with add_special_tokens as given, else with the tokenizer's
 // BOS unless the rendered text already starts with it (Tokenizer::encode_prompt). 400 when the
-// model has no chat template or rendering fails. Runs on a worker thread.
-ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& body);
+// model has no chat template or rendering fails, and when the rendered text
+// has more bytes than the context could hold, unless `bounded` is false (the
+// caller truncates the tokens). Runs on a worker thread.
+ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& body,
+                                        bool bounded = true);
 
 }  // namespace pagoda::openai

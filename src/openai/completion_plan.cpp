@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "openai/field_reader.h"
+#include "openai/prompt_truncation.h"
 #include "openai/response_bound.h"
 #include "tokenizer/tokenizer.h"
 
@@ -100,6 +101,9 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   SamplingParams& params = plan.request.params;
   plan.echo = reader.boolean("echo").value_or(false);
   params.logprobs = read_logprob_count(reader, "logprobs");
+  plan.prompt_logprobs = read_prompt_logprobs(reader, plan.request.stream);
+  plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
+  const PromptTruncation truncation = read_prompt_truncation(reader);
   const bool add_special = reader.boolean("add_special_tokens").value_or(true);
   if (auto suffix = reader.string("suffix"); suffix && !suffix->empty()) {
     reader.fail_field("suffix", "is not supported");
@@ -108,10 +112,26 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   if (!prompt && !reader.error()) reader.fail(invalid_field("prompt", "'prompt' is required"));
   if (reader.error()) return *reader.error();
 
-  const int64_t max_prompt_bytes = ctx.max_prompt_bytes();
+  // A prompt to be truncated may be longer than the context.
+  const int64_t max_prompt_bytes = truncation.active() ? INT64_MAX : ctx.max_prompt_bytes();
   if (auto error = read_prompts(*prompt, tokenizer, add_special, max_prompt_bytes, plan)) return *error;
   const int64_t num_prompts = static_cast<int64_t>(plan.prompts.size());
-  if (plan.echo) params.prompt_logprobs = params.logprobs;
+  if (truncation.active()) {
+    const bool max_tokens_sent = plan.request.max_tokens.has_value();
+    auto keep = truncation_length(
+        truncation, info.max_model_len, plan.request.max_tokens.value_or(kDefaultMaxTokens),
+        max_tokens_sent && body.contains("max_completion_tokens") ? "max_completion_tokens"
+                                                                  : "max_tokens");
+    if (!keep.ok()) return keep.error();
+    for (size_t i = 0; i < plan.prompts.size(); ++i) {
+      if (truncate_prompt(truncation, keep.value(), plan.prompts[i]))
+        plan.prompt_texts[i] = tokenizer.decode(plan.prompts[i], false);
+    }
+  }
+  if (plan.echo && params.logprobs && !plan.prompt_logprobs) plan.prompt_logprobs = params.logprobs;
+  params.prompt_logprobs = plan.prompt_logprobs;
+  if (plan.echo && params.logprobs)
+    params.prompt_logprobs = std::max(*params.logprobs, params.prompt_logprobs.value_or(0));
   if (plan.request.max_tokens == 0 && !plan.echo) {
     return invalid_field("max_tokens",
                          "'max_tokens' must be at least 1 (0 is allowed only with echo)");
@@ -142,6 +162,10 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
     shape.num_choices = num_prompts * params.n;
     shape.max_tokens = plan.echo_only ? 0 : max_tokens;
     shape.logprobs = params.logprobs.value_or(-1);
+    shape.prompt_logprobs = plan.prompt_logprobs.value_or(-1);
+    shape.token_ids = plan.return_token_ids;
+    for (const auto& ids : plan.prompts)
+      shape.prompt_tokens += params.n * static_cast<int64_t>(ids.size());
     if (plan.echo) {
       for (size_t i = 0; i < plan.prompts.size(); ++i) {
         shape.echo_bytes += params.n * static_cast<int64_t>(plan.prompt_texts[i].size());

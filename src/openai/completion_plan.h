@@ -18,6 +18,13 @@ struct CompletionPlan {
   SamplingRequest request;                    // request.params: the same for every prompt
   bool echo = false;
   bool echo_only = false;  // max_tokens 0 with echo: the prompt only, no completion tokens
+  // return_token_ids: each choice carries prompt_token_ids and token_ids.
+  bool return_token_ids = false;
+  // Each choice carries prompt_logprobs with this many alternatives per
+  // token: the request's prompt_logprobs, else logprobs when echo scores the
+  // prompt (as vLLM). request.params.prompt_logprobs may be larger (echo's
+  // logprobs), so the engine computes both.
+  std::optional<int32_t> prompt_logprobs;
 };
 
 // Request bounds of /v1/completions (docs/api.md).
@@ -26,12 +33,16 @@ inline constexpr int64_t kMaxSequencesPerRequest = 1024;  // prompts × (best_of
 
 // `prompt`: a string, a list of strings, a list of token ids, or a list of
 // token-id lists. Also reads echo, logprobs (0..20; with echo the prompt is
-// scored too), add_special_tokens (default true) and rejects a non-empty suffix. Tokenizes
-// on the calling (worker) thread. max_tokens defaults to 16, as OpenAI's; 0
-// needs echo. Refuses (400) more than kMaxPromptsPerRequest prompts or
-// kMaxSequencesPerRequest sequences, a prompt text with more bytes than the
-// context could hold (before tokenizing it), and a non-streamed request whose
-// response could exceed ctx.options.max_response_bytes (response_bound.h).
+// scored too), prompt_logprobs (0..20; not with stream), return_token_ids,
+// truncate_prompt_tokens / truncation_side (prompt_truncation.h; -1 keeps
+// max_model_len - max_tokens), add_special_tokens (default true) and rejects
+// a non-empty suffix. Tokenizes on the calling (worker) thread. max_tokens
+// defaults to 16, as OpenAI's; 0 needs echo. Refuses (400) more than
+// kMaxPromptsPerRequest prompts or kMaxSequencesPerRequest sequences, a prompt
+// text with more bytes than the context could hold (before tokenizing it;
+// unless truncated), and a non-streamed request whose response could exceed
+// ctx.options.max_response_bytes (response_bound.h). A truncated prompt's
+// echo is the text of the tokens kept.
 ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json& body);
 
 }  // namespace pagoda::openai

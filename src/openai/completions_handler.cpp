@@ -3,6 +3,8 @@
 // response when every choice has finished).
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "openai/completion_plan.h"
 #include "openai/generation_job.h"
 #include "openai/json_response.h"
@@ -20,7 +22,10 @@ namespace {
 struct CompletionChoice {
   std::string text;
   CompletionLogprobs logprobs;
+  // return_token_ids: the generated ids (streamed: those since the last chunk).
+  Json token_ids = Json::array();
   bool started = false;  // echo and prompt logprobs were added
+  bool prompt_ids_sent = false;  // a stream's first chunk of the choice carried prompt_token_ids
   Json finish_reason = nullptr;
   Json stop_reason = nullptr;
   explicit CompletionChoice(const Tokenizer& tokenizer) : logprobs(tokenizer) {}
@@ -50,6 +55,9 @@ class CompletionAssembler {
       if (out.finish_reason) choice.finish_reason = "length";
     } else {
       choice.text += out.text;
+      if (plan_.return_token_ids) {
+        for (int32_t id : out.token_ids) choice.token_ids.push_back(id);
+      }
       if (const auto& k = plan_.request.params.logprobs) {
         for (const auto& lp : out.logprobs) choice.logprobs.add(lp, *k);
       }
@@ -61,7 +69,7 @@ class CompletionAssembler {
     Usage counted = usage;
     if (plan_.echo_only) counted.completion_tokens = 0;
     if (plan_.request.stream) {
-      stream_chunk(index, choice, text_start);
+      stream_chunk(index, prompt_index, choice, text_start);
       if (last) finish_stream(counted);
     } else if (last) {
       send_response(counted);
@@ -99,15 +107,25 @@ class CompletionAssembler {
     return plan_.request.params.logprobs ? choice.logprobs.take() : Json();
   }
 
-  void stream_chunk(int index, CompletionChoice& choice, size_t text_start) {
+  // return_token_ids: the first chunk of a choice carries prompt_token_ids,
+  // every chunk the ids generated since the last one (vLLM's stream shape).
+  void stream_chunk(int index, int prompt_index, CompletionChoice& choice, size_t text_start) {
     const bool has_text = choice.text.size() > text_start;
-    if (!has_text && choice.finish_reason.is_null() && choice.logprobs.empty()) return;
+    if (!has_text && choice.finish_reason.is_null() && choice.logprobs.empty() &&
+        choice.token_ids.empty())
+      return;
+    Json out = {{"index", index},
+                {"text", choice.text.substr(text_start)},
+                {"logprobs", logprobs_json(choice)},
+                {"finish_reason", choice.finish_reason},
+                {"stop_reason", choice.stop_reason}};
+    if (plan_.return_token_ids) {
+      if (!choice.prompt_ids_sent) out["prompt_token_ids"] = plan_.prompts[prompt_index];
+      choice.prompt_ids_sent = true;
+      out["token_ids"] = std::exchange(choice.token_ids, Json::array());
+    }
     Json chunk = envelope();
-    chunk["choices"] = Json::array({{{"index", index},
-                                     {"text", choice.text.substr(text_start)},
-                                     {"logprobs", logprobs_json(choice)},
-                                     {"finish_reason", choice.finish_reason},
-                                     {"stop_reason", choice.stop_reason}}});
+    chunk["choices"] = Json::array({std::move(out)});
     if (plan_.request.include_usage) chunk["usage"] = nullptr;
     responder_->write(sse_event(chunk));
     choice.text.clear();  // streamed text need not be kept
@@ -124,15 +142,28 @@ class CompletionAssembler {
     responder_->end_stream();
   }
 
+  // vLLM puts the prompt's token ids and logprobs on each of its choices.
+  void add_prompt_fields(Json& choice, size_t prompt_index) const {
+    if (plan_.prompt_logprobs) {
+      choice["prompt_logprobs"] = prompt_logprobs_json(
+          ctx_.engine.tokenizer(), prompt_logprobs_[prompt_index], *plan_.prompt_logprobs);
+    }
+    if (plan_.return_token_ids) choice["prompt_token_ids"] = plan_.prompts[prompt_index];
+  }
+
   void send_response(const Usage& usage) {
     Json response = envelope();
     Json choices = Json::array();
+    const size_t n = static_cast<size_t>(plan_.request.params.n);
     for (size_t i = 0; i < choices_.size(); ++i) {
-      choices.push_back({{"index", i},
-                         {"text", choices_[i].text},
-                         {"logprobs", logprobs_json(choices_[i])},
-                         {"finish_reason", choices_[i].finish_reason},
-                         {"stop_reason", choices_[i].stop_reason}});
+      Json choice = {{"index", i},
+                     {"text", choices_[i].text},
+                     {"logprobs", logprobs_json(choices_[i])},
+                     {"finish_reason", choices_[i].finish_reason},
+                     {"stop_reason", choices_[i].stop_reason}};
+      if (plan_.return_token_ids) choice["token_ids"] = std::move(choices_[i].token_ids);
+      add_prompt_fields(choice, i / n);
+      choices.push_back(std::move(choice));
     }
     response["choices"] = std::move(choices);
     response["usage"] = usage_json(usage);

@@ -49,6 +49,32 @@ Json chat_logprob_entry(const Tokenizer& tokenizer, const TokenLogprob& logprob,
           {"top_logprobs", std::move(top)}};
 }
 
+Json prompt_logprobs_json(const Tokenizer& tokenizer,
+                          const std::vector<std::optional<TokenLogprob>>& entries, int num_top) {
+  Json out = Json::array();
+  for (const auto& entry : entries) {
+    if (!entry) {
+      out.push_back(nullptr);
+      continue;
+    }
+    Json scored = Json::object();
+    auto add = [&](int32_t token_id, float logprob, int32_t rank) {
+      const std::string key = std::to_string(token_id);
+      if (scored.contains(key)) return;
+      scored[key] = {{"logprob", json_logprob(logprob)},
+                     {"rank", rank},
+                     {"decoded_token", token_text(tokenizer, token_id)}};
+    };
+    add(entry->token_id, entry->logprob, entry->rank);
+    const size_t count =
+        std::min<size_t>(entry->top.size(), static_cast<size_t>(std::max(num_top, 0)));
+    for (size_t i = 0; i < count; ++i)
+      add(entry->top[i].token_id, entry->top[i].logprob, static_cast<int32_t>(i + 1));
+    out.push_back(std::move(scored));
+  }
+  return out;
+}
+
 void CompletionLogprobs::add_token(int32_t token_id) {
   const std::string text = token_text(*tokenizer_, token_id);
   tokens_.push_back(text);

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/engine_api.h"
 #include "openai/wire/json_util.h"
@@ -22,6 +24,14 @@ double json_logprob(float logprob);
 
 // One chat logprobs.content entry with at most `num_top` alternatives.
 Json chat_logprob_entry(const Tokenizer& tokenizer, const TokenLogprob& logprob, int num_top);
+
+// vLLM's prompt_logprobs: one entry per prompt token, null where nothing
+// scored it (the first token), else an object keyed by token id (a decimal
+// string) of {"logprob", "rank", "decoded_token"}: the prompt token itself
+// first, then its `num_top` most likely alternatives (rank 1, 2, ...; a token
+// appears once). decoded_token is token_text.
+Json prompt_logprobs_json(const Tokenizer& tokenizer,
+                          const std::vector<std::optional<TokenLogprob>>& entries, int num_top);
 
 // Builds completions logprobs for one choice, possibly across stream chunks:
 // text_offset continues from chunk to chunk.

@@ -11,6 +11,7 @@ namespace {
 constexpr int64_t kOrdinaryTokenBytes = 16;  // longest token text counted (ordinary tokens)
 constexpr int64_t kNumberBytes = 24;         // a logprob as JSON ("-1.2345678901234567e-05")
 constexpr int64_t kOffsetBytes = 12;         // a text_offset and its comma
+constexpr int64_t kTokenIdBytes = 11;        // a token id and its comma ("2147483647,")
 constexpr int64_t kEnvelopeBytes = 1024;     // id, object, model, usage, ...
 constexpr int64_t kChoiceBytes = 256;        // index, finish_reason, stop_reason, logprobs keys
 
@@ -31,6 +32,13 @@ int64_t logprob_entry_bytes(bool chat, int logprobs, int64_t raw, int64_t text) 
   return quoted + 1 + kNumberBytes + 1 + kOffsetBytes + 2 + (num_top + 1) * pair;
 }
 
+// Bytes of one prompt_logprobs entry: {"ID":{"logprob":N,"rank":R,"decoded_token":T},...}
+// with the token itself and `num_top` alternatives.
+int64_t prompt_logprob_entry_bytes(int num_top, int64_t text) {
+  const int64_t one = kTokenIdBytes + 3 + 38 + kNumberBytes + kTokenIdBytes + text + 2;
+  return 3 + (num_top + 1) * one;
+}
+
 }  // namespace
 
 int64_t estimate_response_bytes(const ResponseShape& shape, int64_t max_token_bytes) {
@@ -40,7 +48,12 @@ int64_t estimate_response_bytes(const ResponseShape& shape, int64_t max_token_by
   const int64_t text = 2 * raw + 6;
   int64_t per_token = text;
   if (shape.logprobs >= 0) per_token += logprob_entry_bytes(shape.chat, shape.logprobs, raw, text);
+  if (shape.token_ids) per_token += kTokenIdBytes;
   int64_t total = kEnvelopeBytes + shape.num_choices * (kChoiceBytes + shape.max_tokens * per_token);
+  int64_t per_prompt_token = shape.token_ids ? kTokenIdBytes : 0;
+  if (shape.prompt_logprobs >= 0)
+    per_prompt_token += prompt_logprob_entry_bytes(shape.prompt_logprobs, text);
+  total += shape.prompt_tokens * per_prompt_token;
   total += 2 * shape.echo_bytes;
   if (shape.logprobs >= 0) total += shape.echo_tokens * logprob_entry_bytes(shape.chat, shape.logprobs, raw, text);
   return total;

@@ -201,6 +201,15 @@ std::optional<int32_t> read_logprob_count(FieldReader& reader, const char* name)
   return read_in_range<int32_t>(reader, name, kLogprobCountRange);
 }
 
+std::optional<int32_t> read_prompt_logprobs(FieldReader& reader, bool stream) {
+  auto count = read_logprob_count(reader, "prompt_logprobs");
+  if (count && stream) {
+    reader.fail_field("prompt_logprobs",
+                      "is not available when 'stream' is true (they come with the whole response)");
+  }
+  return count;
+}
+
 std::optional<ApiError> sampling_params_error(const SamplingParams& params, int64_t vocab_size) {
   std::optional<SamplingFieldError> error = params.check(static_cast<int32_t>(vocab_size));
   if (!error) return std::nullopt;

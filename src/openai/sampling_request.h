@@ -44,6 +44,11 @@ SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size);
 // kLogprobCountRange (0..20), refused with its error text.
 std::optional<int32_t> read_logprob_count(FieldReader& reader, const char* name);
 
+// prompt_logprobs: a logprobs count (as above) of alternatives per prompt
+// token. Refused with `stream`: they come with the whole response (vLLM
+// refuses them in a stream too).
+std::optional<int32_t> read_prompt_logprobs(FieldReader& reader, bool stream);
+
 // SamplingParams::check as a 400 naming the request's field (best_of for the
 // beam width); nullopt when `params` is valid.
 std::optional<ApiError> sampling_params_error(const SamplingParams& params, int64_t vocab_size);

@@ -128,5 +128,29 @@ def chat_variables(messages, tools=None, documents=None, add_generation_prompt=F
     return variables
 
 
-def render_chat(source, messages, **inputs):
-    return render(source, chat_variables(messages, **inputs))
+def continue_final(rendered, final_message):
+    """apply_chat_template(..., continue_final_message=True)'s cut of the
+    rendered text (transformers 4.45+): right after the final message's
+    stripped text; its trailing spacing stays only if the template kept it."""
+    text = final_message["content"]
+    if isinstance(text, (list, tuple)):
+        texts = [part["text"] for part in text if "text" in part]
+        if not texts:
+            raise ValueError("continue_final_message: no text to continue")
+        text = texts[-1]
+    if text.strip() not in rendered:
+        raise ValueError("continue_final_message: the final message does not appear in the chat")
+    at = rendered.rindex(text.strip())
+    if rendered[at:at + len(text.lstrip())] == text:
+        return rendered[:at + len(text.lstrip())]
+    return rendered[:at + len(text.strip())]
+
+
+def render_chat(source, messages, continue_final_message=False, **inputs):
+    kind, text = render(source, chat_variables(messages, **inputs))
+    if kind != "ok" or not continue_final_message:
+        return kind, text
+    try:
+        return "ok", continue_final(text, messages[-1])
+    except ValueError as e:
+        return "error", f"ValueError: {e}"

@@ -73,6 +73,45 @@ def test_template_matches_transformers(rendered, template_id):
     assert checked > 0
 
 
+def continue_cases():
+    """Every shared template with every conversation that ends in an
+    assistant message, continued (continue_final_message, no generation prompt)."""
+    cases = []
+    for template_id, source, bos, eos in TEMPLATES:
+        for conv_name, conv in h.conversations():
+            if conv["messages"][-1]["role"] != "assistant":
+                continue
+            cases.append({
+                "id": f"{template_id}/{conv_name}/continue",
+                "template": source,
+                "messages": conv["messages"],
+                "tools": conv.get("tools"),
+                "documents": conv.get("documents"),
+                "continue_final_message": True,
+                "bos_token": bos or "",
+                "eos_token": eos or "",
+                "kwargs": FIXED_KWARGS,
+            })
+    return cases
+
+
+def test_continue_final_message_matches_transformers():
+    cases = continue_cases()
+    results = h.run_batch([{k: v for k, v in c.items() if k != "id"} for c in cases])
+    num_open = 0
+    for case, result in zip(cases, results):
+        kind, expected = hf_jinja.render_chat(
+            case["template"], copy.deepcopy(case["messages"]), tools=copy.deepcopy(case["tools"]),
+            documents=copy.deepcopy(case["documents"]), continue_final_message=True,
+            bos_token=case["bos_token"] or None, eos_token=case["eos_token"] or None, **case["kwargs"])
+        if kind == "ok":
+            assert result.get("output") == expected, (case["id"], result)
+            num_open += 1
+        else:
+            assert "error" in result, f"{case['id']}: transformers refuses ({expected}), pagoda rendered"
+    assert num_open >= 10, f"only {num_open} continued conversations rendered"
+
+
 def test_broken_templates_error_in_both():
     messages = [{"role": "user", "content": "hi"}]
     broken = [

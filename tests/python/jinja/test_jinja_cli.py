@@ -20,8 +20,25 @@ def test_help_explains_every_flag():
     out = h.run("chat-template", "--help")
     assert out.returncode == 0
     for flag in ("MODEL", "--template", "--template-name", "--messages", "--tools", "--documents",
-                 "--add-generation-prompt", "--bos-token", "--eos-token", "--kwargs", "--batch"):
+                 "--add-generation-prompt", "--continue-final-message", "--bos-token", "--eos-token", "--kwargs", "--batch"):
         assert flag in out.stdout.decode()
+
+
+def test_continue_final_message_leaves_the_assistant_turn_open(tmp_path):
+    folder = h.TOKENIZERS / "qwen3"
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    prefill = MESSAGES + [{"role": "assistant", "content": "Hello! How"}]
+    messages = write_json(tmp_path / "m.json", prefill)
+    out = h.run("chat-template", folder, "--messages", messages, "--continue-final-message")
+    assert out.returncode == 0, out.stderr
+    kind, expected = hf_jinja.render_chat(
+        config["chat_template"], copy.deepcopy(prefill), continue_final_message=True,
+        bos_token=h.token_text(config, "bos_token"), eos_token=h.token_text(config, "eos_token"))
+    assert kind == "ok" and expected.endswith("Hello! How")
+    assert out.stdout.decode("utf-8") == expected
+    both = h.run("chat-template", folder, "--messages", messages, "--continue-final-message",
+                 "--add-generation-prompt")
+    assert both.returncode == 1 and b"not compatible" in both.stderr
 
 
 def test_model_folder_uses_its_template_and_tokens(tmp_path):

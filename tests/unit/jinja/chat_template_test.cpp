@@ -83,6 +83,44 @@ TEST(ChatTemplate, RejectsBadInputs) {
   EXPECT_NE(t->render(clash).error().message.find("messages"), std::string::npos);
 }
 
+// continue_final_message, as transformers cuts the rendered text: right after
+// the final message's stripped text, keeping its trailing spacing only where
+// the template kept it.
+TEST(ChatTemplate, ContinueFinalMessageLeavesTheLastMessageOpen) {
+  const std::string source =
+      "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>\n{% endfor %}"
+      "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+  ChatTemplateInputs in;
+  in.messages = ordered_json::parse(
+      R"([{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Once upon"}])");
+  in.continue_final_message = true;
+  EXPECT_EQ(render(source, in), "<|user|>Hi.<|end|>\n<|assistant|>Once upon");
+  in.messages[1]["content"] = "Once upon ";  // the template keeps the space
+  EXPECT_EQ(render(source, in), "<|user|>Hi.<|end|>\n<|assistant|>Once upon ");
+  EXPECT_EQ(render("{% for m in messages %}{{ m.content|trim }}<|end|>{% endfor %}", in),
+            "Hi.<|end|>Once upon");  // the template trims it
+  in.messages = ordered_json::parse(
+      R"([{"role": "assistant", "content": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"},
+                                            {"type": "image"}]}])");
+  // The last part with text.
+  EXPECT_EQ(render("{% for m in messages %}[{{ m.content[1].text }}]{% endfor %}", in), "[B");
+}
+
+TEST(ChatTemplate, ContinueFinalMessageErrors) {
+  Result<ChatTemplate> t = ChatTemplate::parse("{% for m in messages %}{{ m.role }}{% endfor %}");
+  ASSERT_TRUE(t.ok());
+  ChatTemplateInputs in = user_says("never rendered");
+  in.continue_final_message = true;
+  Result<std::string> out = t->render(in);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("does not appear"), std::string::npos) << out.error().message;
+  in.add_generation_prompt = true;
+  EXPECT_NE(t->render(in).error().message.find("not compatible"), std::string::npos);
+  ChatTemplateInputs none;
+  none.continue_final_message = true;
+  EXPECT_EQ(t->render(none).error().code, ErrorCode::kInvalidArgument);
+}
+
 TEST(ChatTemplate, SyntaxErrorsNameTheLine) {
   Result<ChatTemplate> t = ChatTemplate::parse("line one\n{% if x %}\n{% endfor %}");
   ASSERT_FALSE(t.ok());

@@ -38,11 +38,24 @@ TEST(ResponseBound, EveryInputRaisesTheEstimate) {
   EXPECT_TRUE(more([](ResponseShape& s) { s.logprobs = 0; }));
   EXPECT_TRUE(more([](ResponseShape& s) { s.echo_bytes = 10; }));
   EXPECT_TRUE(more([](ResponseShape& s) { s.chat = true, s.logprobs = 1; }));
+  EXPECT_TRUE(more([](ResponseShape& s) { s.token_ids = true; }));
+  EXPECT_TRUE(more([](ResponseShape& s) { s.prompt_tokens = 10, s.prompt_logprobs = 0; }));
+  EXPECT_TRUE(more([](ResponseShape& s) { s.prompt_tokens = 10, s.token_ids = true; }));
   EXPECT_GT(estimate_response_bytes(base, 16), estimate_response_bytes(base, 4));
   // Chat entries carry a bytes array: more per token than completions'.
   ResponseShape chat = base, completions = base;
   chat.chat = true, chat.logprobs = completions.logprobs = 5;
   EXPECT_GT(estimate_response_bytes(chat, 12), estimate_response_bytes(completions, 12));
+}
+
+// prompt_logprobs: each prompt token lists itself and its alternatives.
+TEST(ResponseBound, PromptLogprobsGrowWithTheirCount) {
+  ResponseShape shape{false, 1, 1, -1, 0, 0};
+  shape.prompt_tokens = 1000;
+  shape.prompt_logprobs = 0;
+  const int64_t zero = estimate_response_bytes(shape, 9);
+  shape.prompt_logprobs = 20;
+  EXPECT_GT(estimate_response_bytes(shape, 9) - zero, 1000 * 20 * 60);
 }
 
 }  // namespace
