@@ -70,6 +70,7 @@ int run_serve(int argc, char** argv) {
       "/v1/models, /tokenize, /detokenize, /health, /version, /metrics).",
       "pagoda serve"};
   EngineOptions engine_options;
+  engine_options.stats_log_interval = 10.0;  // as vLLM's server logs; generate and bench default to off
   ServerOptions server_options;
   server_options.service.version = PAGODA_VERSION;
   app.add_option(

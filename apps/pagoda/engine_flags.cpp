@@ -67,6 +67,12 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_option("--seed", o.seed,
                  "base seed for requests without their own; 0: random per process")
       ->capture_default_str();
+  app.add_option("--stats-log-interval", o.stats_log_interval,
+                 "seconds between engine stats lines in the log (prompt and generation tokens/s, "
+                 "running and waiting requests, KV cache usage, prefix cache hit rate), written "
+                 "only while the engine is busy; 0: off")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
 }
 
 std::string default_model_path() {

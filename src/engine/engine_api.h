@@ -40,6 +40,9 @@ struct EngineOptions {
   // repetition/presence/frequency penalties -- wait).
   bool async_scheduling = true;
   uint64_t seed = 0;                 // base for requests without a seed (0: random per process)
+  // Seconds between engine stats lines in the log (engine/stats_logger.h),
+  // written only while the engine is busy; 0: none.
+  double stats_log_interval = 0.0;
 };
 
 enum class FinishReason { kStop, kLength, kAbort };
@@ -104,7 +107,7 @@ struct ModelInfo {
 };
 
 // A snapshot of counters and histograms for /metrics. Histograms hold
-// cumulative counts per upper bound (seconds) plus sum and count.
+// cumulative counts per upper bound (seconds or tokens) plus sum and count.
 struct Histogram {
   std::vector<double> bounds;
   std::vector<uint64_t> counts;  // counts[i]: observations <= bounds[i]; same size as bounds
@@ -137,7 +140,7 @@ struct EngineMetrics {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
   uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
-  uint64_t prompt_tokens = 0;         // prompt tokens of admitted requests
+  uint64_t prompt_tokens = 0;         // prompt tokens of requests whose prefill finished (first token out)
   uint64_t generation_tokens = 0;
   uint64_t num_preemptions = 0;
   double kv_usage = 0.0;              // fraction of KV blocks in use
@@ -151,7 +154,29 @@ struct EngineMetrics {
   // Part of steps.seconds spent turning sampled tokens into text: incremental
   // detokenization and stop checks (strings, tokens, lengths) of every sample.
   double detokenize_seconds = 0.0;
-  Histogram time_to_first_token, time_per_output_token, e2e_latency, queue_time;
+
+  // Latencies in seconds, with vLLM's buckets (engine/histogram.h).
+  // Observed at each first token / each later token of a sample:
+  Histogram time_to_first_token;  // arrival -> first token of the request
+  Histogram inter_token_latency;  // between consecutive tokens of one sample
+  // Observed once per finished request (aborted ones included), from its
+  // timestamps: arrival, first scheduled, first token, last token, finished.
+  // A phase the request never reached ends at its finish.
+  Histogram e2e_latency;     // arrival -> finished
+  Histogram queue_time;      // arrival -> first scheduled
+  Histogram prefill_time;    // first scheduled -> first token
+  Histogram decode_time;     // first token -> last token
+  Histogram inference_time;  // first scheduled -> last token
+  Histogram request_time_per_output_token;  // decode_time / (longest sample's tokens - 1); 0 for <= 1 token
+  // Token counts per finished request (1-2-5 buckets up to max_model_len):
+  Histogram request_prompt_tokens;
+  Histogram request_generation_tokens;      // over all its samples
+  Histogram request_max_generation_tokens;  // its longest sample
+  Histogram request_prefill_computed_tokens;  // prompt tokens not served by the prefix cache
+  Histogram request_params_n;
+  Histogram request_params_max_tokens;  // the resolved per-sample cap (unset: what the context leaves)
+  // Tokens each engine step ran through the model (prefill chunks + decodes).
+  Histogram iteration_tokens;
 };
 
 class Engine {

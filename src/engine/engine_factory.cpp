@@ -86,6 +86,9 @@ Status check_options(const EngineOptions& o) {
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
     return bad("--gpu-memory-utilization must be in (0, 1]");
   }
+  if (!(o.stats_log_interval >= 0.0 && o.stats_log_interval <= 86400.0)) {
+    return bad("--stats-log-interval must be in [0, 86400] seconds");
+  }
   return Status::Ok();
 }
 

@@ -14,18 +14,20 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int3
   const Clock::time_point now = Clock::now();
   if (!req.first_token) {
     req.first_token = now;
-    metrics_.on_first_token(seconds_between(req.arrival, now),
-                            seconds_between(req.arrival, req.first_scheduled.value_or(now)));
+    metrics_.on_first_token(seconds_between(req.arrival, now), static_cast<int64_t>(req.prompt.size()));
   } else if (sample.last_token_time != Clock::time_point{}) {
     metrics_.on_inter_token(seconds_between(sample.last_token_time, now));
   }
   sample.last_token_time = now;
+  req.last_token = now;
+  ++req.num_generation_tokens;
   metrics_.on_tokens(1);
   sample.cumulative_logprob += so.logprobs[r];
   sample.count_token(req.params, token);
 
   const Clock::time_point detok_start = Clock::now();
   StopUpdate upd = sample.stop.append(token, sample.detok.feed(token));
+  req.max_sample_tokens = std::max<int64_t>(req.max_sample_tokens, sample.stop.num_tokens());
   const bool by_length = upd.finish == StopFinish::kLength;
   if (by_length) upd.text += sample.detok.flush();
   detokenize_seconds_ += seconds_between(detok_start, Clock::now());
@@ -89,6 +91,28 @@ std::string continuation_text(const Tokenizer& tok, const RequestState& req, std
 
 }  // namespace
 
+FinishedRequestStats LlmEngine::finished_stats(const RequestState& req, FinishReason reason) const {
+  const Clock::time_point now = Clock::now();
+  // A phase the request never reached ends now.
+  const Clock::time_point scheduled = req.first_scheduled.value_or(now);
+  const Clock::time_point first = req.first_token.value_or(now);
+  const Clock::time_point last = req.first_token ? req.last_token : now;
+  FinishedRequestStats s;
+  s.reason = reason;
+  s.e2e_s = seconds_between(req.arrival, now);
+  s.queue_s = seconds_between(req.arrival, scheduled);
+  s.prefill_s = seconds_between(scheduled, first);
+  s.decode_s = seconds_between(first, last);
+  s.inference_s = seconds_between(scheduled, last);
+  s.num_prompt_tokens = static_cast<int64_t>(req.prompt.size());
+  s.num_cached_prompt_tokens = req.num_cached_prompt_tokens;
+  s.num_generation_tokens = req.num_generation_tokens;
+  s.max_sample_tokens = req.max_sample_tokens;
+  s.n = req.params.n;
+  s.max_tokens = req.max_tokens;
+  return s;
+}
+
 // Sends what is still owed (best_of winners; abort events for unreported
 // indices), records metrics and forgets the request. `reason` matters for
 // metrics and for the abort events.
@@ -109,8 +133,7 @@ void LlmEngine::finish_request(RequestState& req, FinishReason reason, const std
     ev.num_prompt_tokens = static_cast<int64_t>(req.prompt.size());
     emit(req, nullptr, std::move(ev));
   }
-  const bool aborted = reason == FinishReason::kAbort;
-  metrics_.on_finished(aborted ? FinishReason::kAbort : reason, seconds_between(req.arrival, Clock::now()));
+  metrics_.on_finished(finished_stats(req, reason));
   {
     std::lock_guard<std::mutex> lock(mu_);
     live_ids_.erase(req.external_id);

@@ -87,6 +87,7 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
     fail_batch(step.out, st.error().message);
     return false;
   }
+  metrics_.on_launch(static_cast<int64_t>(step.out.token_ids.size()));
   next_slot_ = (next_slot_ + 1) % kNumStepSlots;
   return true;
 }
@@ -198,11 +199,12 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0,
 }
 
 void LlmEngine::step_beam(RequestState& req) {
+  const Clock::time_point now = Clock::now();
   if (!req.first_token) {
-    req.first_token = Clock::now();
-    metrics_.on_first_token(seconds_between(req.arrival, *req.first_token),
-                            seconds_between(req.arrival, req.first_scheduled.value_or(*req.first_token)));
+    req.first_token = now;
+    metrics_.on_first_token(seconds_between(req.arrival, now), static_cast<int64_t>(req.prompt.size()));
   }
+  req.last_token = now;
   const std::vector<Branch> branches = req.beam->step();
   if (branches.empty()) {
     finish_beam(req);
@@ -216,6 +218,8 @@ void LlmEngine::step_beam(RequestState& req) {
     return;
   }
   metrics_.on_tokens(static_cast<int64_t>(branches.size()));
+  req.num_generation_tokens += static_cast<int64_t>(branches.size());
+  ++req.max_sample_tokens;
   req.beam->set_live(std::move(*ids));
 }
 

@@ -14,18 +14,24 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
   PAGODA_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(parts.scheduler_config));
   std::unique_ptr<LlmEngine> engine(new LlmEngine(std::move(parts), std::move(scheduler)));
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
+  if (const double interval = engine->parts_.options.stats_log_interval; interval > 0.0) {
+    engine->stats_logger_ = std::make_unique<StatsLogger>([e = engine.get()] { return e->metrics_.snapshot(); },
+                                                          std::chrono::duration<double>(interval));
+  }
   return engine;
 }
 
 LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
     : parts_(std::move(parts)),
       scheduler_(std::move(scheduler)),
-      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs()) {
+      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs()),
+      metrics_(parts_.info.max_model_len) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
   rng_.seed(seed);
 }
 
 LlmEngine::~LlmEngine() {
+  stats_logger_.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -176,7 +182,6 @@ void LlmEngine::admit(std::unique_ptr<RequestState> state) {
     report_admit_failure(*state, seq.error().message);
     return;
   }
-  metrics_.on_admitted(static_cast<int64_t>(state->prompt.size()));
   RequestState& req = *state;
   req.index_reported.assign(static_cast<size_t>(req.params.n), false);
   if (req.params.use_beam_search) {
@@ -209,7 +214,7 @@ void LlmEngine::report_admit_failure(RequestState& state, const std::string& mes
     ev.num_prompt_tokens = static_cast<int64_t>(state.prompt.size());
     state.sink(std::move(ev));
   }
-  metrics_.on_finished(FinishReason::kAbort, seconds_between(state.arrival, Clock::now()));
+  metrics_.on_finished(finished_stats(state, FinishReason::kAbort));
   std::lock_guard<std::mutex> lock(mu_);
   live_ids_.erase(state.external_id);
   --num_unscheduled_;

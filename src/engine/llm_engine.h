@@ -20,6 +20,7 @@
 #include "engine/engine_api.h"
 #include "engine/metrics_recorder.h"
 #include "engine/request_state.h"
+#include "engine/stats_logger.h"
 #include "engine/row_planner.h"
 #include "jinja/chat_template.h"
 #include "model/model_runner.h"
@@ -123,6 +124,8 @@ class LlmEngine final : public Engine {
   void emit(RequestState& req, SampleState* sample, RequestOutput&& event);
   void finish_sample(RequestState& req, SeqId seq, FinishReason reason);
   void finish_request(RequestState& req, FinishReason reason, const std::string& error = {});
+  // The metrics of `req` ending now with `reason`.
+  FinishedRequestStats finished_stats(const RequestState& req, FinishReason reason) const;
   // Aborts every request of `out` with `message`.
   void fail_batch(const ScheduleOutput& out, const std::string& message);
   void publish_state();
@@ -135,6 +138,7 @@ class LlmEngine final : public Engine {
   Scheduler scheduler_;
   RowPlanner planner_;
   MetricsRecorder metrics_;
+  std::unique_ptr<StatsLogger> stats_logger_;  // with options.stats_log_interval > 0; reads metrics_
 
   // Shared with caller threads, under mu_.
   mutable std::mutex mu_;

@@ -73,9 +73,13 @@ struct RequestState {
   std::vector<bool> index_reported;  // [params.n]: the final event of index k was sent
   int64_t num_cached_prompt_tokens = 0;
 
+  // Timestamps for the metrics (EngineMetrics' request phases).
   Clock::time_point arrival{};
   std::optional<Clock::time_point> first_scheduled;
   std::optional<Clock::time_point> first_token;
+  Clock::time_point last_token{};  // set with first_token, then at every token
+  int64_t num_generation_tokens = 0;  // over all samples (beam search: the beams' tokens)
+  int64_t max_sample_tokens = 0;      // the longest sample's (beam search: the steps)
 
   std::map<SeqId, std::unique_ptr<SampleState>> samples;  // live sequences
   int num_finished_samples = 0;

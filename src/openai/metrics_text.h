@@ -1,5 +1,8 @@
-// Prometheus text exposition (format 0.0.4) of EngineMetrics, with vLLM's
-// metric names under the `pagoda:` prefix, each labelled model_name="...".
+// Prometheus text exposition (format 0.0.4) of EngineMetrics: pagoda's own
+// families (`pagoda:` prefix, label model_name) and, beside them, vLLM's
+// (`vllm:` prefix, labels model_name and engine="0", vLLM's names, types,
+// help texts and buckets), so that dashboards made for vLLM work unchanged.
+// docs/api.md lists every family.
 #pragma once
 
 #include <string>
@@ -11,5 +14,8 @@ namespace pagoda::openai {
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 std::string format_prometheus(const EngineMetrics& metrics, const std::string& model_name);
+
+// Appends vLLM's families (vllm_metrics_text.cpp).
+void append_vllm_metrics(std::string& out, const EngineMetrics& metrics, const std::string& model_name);
 
 }  // namespace pagoda::openai

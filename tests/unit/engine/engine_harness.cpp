@@ -196,6 +196,32 @@ void expect_idle_and_empty(LlmEngine& engine) {
   EXPECT_EQ(m.num_waiting, 0);
   EXPECT_EQ(m.kv_usage, 0.0) << "KV blocks still in use after every request ended";
   EXPECT_EQ(engine.invariant_error(), "");
+  expect_consistent_metrics(m);
+}
+
+void expect_consistent_metrics(const EngineMetrics& m) {
+  // Every ended request is observed once in each per-request histogram.
+  const uint64_t finished = m.finished_stop + m.finished_length + m.finished_abort;
+  for (const Histogram* h : {&m.e2e_latency, &m.queue_time, &m.prefill_time, &m.decode_time, &m.inference_time,
+                             &m.request_time_per_output_token, &m.request_prompt_tokens,
+                             &m.request_generation_tokens, &m.request_max_generation_tokens,
+                             &m.request_prefill_computed_tokens, &m.request_params_n,
+                             &m.request_params_max_tokens}) {
+    EXPECT_EQ(h->count, finished);
+  }
+  // Only requests that got a first token have a time to first token and
+  // count their prompt.
+  EXPECT_LE(m.time_to_first_token.count, finished);
+  EXPECT_LE(static_cast<double>(m.prompt_tokens), m.request_prompt_tokens.sum);
+  EXPECT_EQ(static_cast<double>(m.generation_tokens), m.request_generation_tokens.sum);
+  EXPECT_LE(m.request_max_generation_tokens.sum, m.request_generation_tokens.sum);
+  // Phases within the request's life; inference = prefill + decode.
+  EXPECT_LE(m.queue_time.sum + m.prefill_time.sum + m.decode_time.sum, m.e2e_latency.sum * (1 + 1e-9) + 1e-9);
+  EXPECT_NEAR(m.inference_time.sum, m.prefill_time.sum + m.decode_time.sum, 1e-6 * (1 + m.e2e_latency.sum));
+  // Every launched step is counted once; the last may not be collected yet
+  // (an ahead step whose requests had all ended).
+  EXPECT_GE(m.iteration_tokens.count, m.steps.steps);
+  EXPECT_LE(m.iteration_tokens.count, m.steps.steps + 1);
 }
 
 std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,

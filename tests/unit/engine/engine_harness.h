@@ -161,10 +161,15 @@ Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r,
 
 // Submits every request (arriving together: see the gate in run_all), waits
 // until the engine is idle, and checks the contract: one final event per index, no problems, nothing running or
-// waiting, no KV block in use, no scheduler invariant broken.
+// waiting, no KV block in use, no scheduler invariant broken, consistent metrics.
 std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,
                                                  const std::vector<TestRequest>& requests);
 void expect_idle_and_empty(LlmEngine& engine);
+// The metrics of an idle engine agree with each other: one observation per
+// ended request in every per-request histogram, token sums equal to the
+// counters, request phases within the e2e latency, one iteration_tokens
+// observation per step.
+void expect_consistent_metrics(const EngineMetrics& m);
 void expect_complete(const RequestLog& log);
 
 // A continuation drawn by the reference, with what is needed to judge an

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "engine/histogram.h"
 #include "engine/request_fit.h"
 
 namespace pagoda::testing {
@@ -32,12 +33,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-void observe(Histogram& h, double v) {
-  for (size_t i = 0; i < h.bounds.size(); ++i) h.counts[i] += v <= h.bounds[i];
-  h.sum += v;
-  ++h.count;
-}
-
 // Longest suffix of `text` that is a proper prefix of one of `stops`.
 size_t held_suffix(const std::string& text, const std::vector<std::string>& stops) {
   size_t best = 0;
@@ -53,10 +48,6 @@ size_t held_suffix(const std::string& text, const std::vector<std::string>& stop
 }
 
 }  // namespace
-
-std::vector<double> fake_histogram_bounds() {
-  return {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0};
-}
 
 struct Sample {
   int index = 0;
@@ -104,11 +95,7 @@ FakeEngine::FakeEngine(const FakeEngineOptions& options, std::unique_ptr<Tokeniz
       word_ids_.push_back(id);
     }
   }
-  for (Histogram* h : {&metrics_.time_to_first_token, &metrics_.time_per_output_token,
-                       &metrics_.e2e_latency, &metrics_.queue_time}) {
-    h->bounds = fake_histogram_bounds();
-    h->counts.assign(h->bounds.size(), 0);
-  }
+  metrics_ = make_engine_metrics(options.max_model_len);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -377,7 +364,7 @@ void FakeEngine::advance_locked(Live& live, Sample& sample, std::vector<Event>& 
   const int32_t token = next_token(live, sample);
   sample.output.push_back(token);
   ++metrics_.generation_tokens;
-  observe(k == 0 ? metrics_.time_to_first_token : metrics_.time_per_output_token,
+  observe(k == 0 ? metrics_.time_to_first_token : metrics_.inter_token_latency,
           k == 0 ? seconds_since(live.arrival) : seconds_since(sample.last_token));
   sample.last_token = Clock::now();
 

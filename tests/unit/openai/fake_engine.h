@@ -104,7 +104,4 @@ class FakeEngine : public Engine {
   std::thread thread_;
 };
 
-// Histogram bounds used by the fake's metrics (seconds).
-std::vector<double> fake_histogram_bounds();
-
 }  // namespace pagoda::testing

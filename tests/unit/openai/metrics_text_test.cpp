@@ -1,12 +1,16 @@
 // Prometheus exposition of EngineMetrics: syntax of every line, names,
-// labels, and cumulative histogram buckets.
+// labels, and cumulative histogram buckets; vLLM's families beside pagoda's.
 #include "openai/metrics_text.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
+
+#include "engine/histogram.h"
+#include "openai/prometheus_writer.h"
 
 namespace pagoda::openai {
 namespace {
@@ -65,7 +69,7 @@ TEST(MetricsText, ExposesEngineMetrics) {
       R"(pagoda:time_to_first_token_seconds_bucket{model_name="my \"model\"",le=)";
   EXPECT_EQ(s[ttft + "\"0.01\"}"], 1);
   EXPECT_EQ(s[ttft + "\"0.1\"}"], 3);
-  EXPECT_EQ(s[ttft + "\"1\"}"], 4);
+  EXPECT_EQ(s[ttft + "\"1.0\"}"], 4);
   EXPECT_EQ(s[ttft + "\"+Inf\"}"], 5);
   EXPECT_EQ(s["pagoda:time_to_first_token_seconds_sum" + l], 0.9);
   EXPECT_EQ(s["pagoda:time_to_first_token_seconds_count" + l], 5);
@@ -88,6 +92,138 @@ TEST(MetricsText, ExposesStepTimes) {
   EXPECT_EQ(s["pagoda:engine_step_seconds_total" + l], 2.5);
   EXPECT_EQ(s["pagoda:engine_step_device_wait_seconds_total" + l], 1.5);
   EXPECT_EQ(s["pagoda:engine_detokenize_seconds_total" + l], 0.25);
+}
+
+TEST(MetricsText, NumbersAsPrometheusPythonClientWritesThem) {
+  EXPECT_EQ(prometheus_number(1.0), "1.0");
+  EXPECT_EQ(prometheus_number(0.0), "0.0");
+  EXPECT_EQ(prometheus_number(3), "3.0");
+  EXPECT_EQ(prometheus_number(0.25), "0.25");
+  EXPECT_EQ(prometheus_number(0.001), "0.001");
+  EXPECT_EQ(prometheus_number(1e-05), "1e-05");
+  EXPECT_EQ(prometheus_number(16384), "16384.0");
+  EXPECT_EQ(prometheus_number(2560.0), "2560.0");
+  EXPECT_EQ(prometheus_number(999999), "999999.0");
+  EXPECT_EQ(prometheus_number(1e6), "1e+06");
+  EXPECT_EQ(prometheus_number(2e6), "2e+06");
+  EXPECT_EQ(prometheus_number(1234567), "1.234567e+06");
+  EXPECT_EQ(prometheus_number(5e10), "5e+010");  // Python's quirk, kept
+  EXPECT_EQ(prometheus_number(INFINITY), "+Inf");
+  EXPECT_EQ(prometheus_number(-INFINITY), "-Inf");
+  EXPECT_EQ(prometheus_number(NAN), "NaN");
+}
+
+// Splits the exposition into families: TYPE line name -> (type, sample names).
+struct Family {
+  std::string type;
+  std::vector<std::string> samples;  // "name{labels} value" lines
+};
+std::map<std::string, Family> families(const std::string& text) {
+  std::map<std::string, Family> out;
+  std::istringstream in(text);
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream words(line.substr(7));
+      std::string type;
+      words >> current >> type;
+      EXPECT_FALSE(out.contains(current)) << "family twice: " << current;
+      out[current].type = type;
+    } else if (!line.empty() && line[0] != '#') {
+      EXPECT_FALSE(current.empty()) << line;
+      out[current].samples.push_back(line);
+    }
+  }
+  return out;
+}
+
+TEST(MetricsText, VllmFamiliesBesidePagodas) {
+  EngineMetrics m = make_engine_metrics(2048);
+  m.num_running = 2;
+  m.num_waiting = 1;
+  m.kv_usage = 0.5;
+  m.prompt_tokens = 30;
+  m.generation_tokens = 12;
+  m.finished_stop = 3;
+  m.finished_length = 1;
+  m.prefix_cache_queries = 64;
+  m.prefix_cache_hits = 16;
+  observe(m.time_to_first_token, 0.03);
+  observe(m.inter_token_latency, 0.02);
+  observe(m.request_prompt_tokens, 7);
+  observe(m.iteration_tokens, 40);
+  const std::string text = format_prometheus(m, "tiny");
+  auto s = parse_exposition(text);
+  const std::string l = R"({model_name="tiny",engine="0"})";
+  EXPECT_EQ(s["vllm:num_requests_running" + l], 2);
+  EXPECT_EQ(s["vllm:num_requests_waiting" + l], 1);
+  EXPECT_EQ(s["vllm:kv_cache_usage_perc" + l], 0.5);
+  EXPECT_EQ(s["vllm:gpu_cache_usage_perc" + l], 0.5);
+  EXPECT_EQ(s["vllm:prompt_tokens_total" + l], 30);
+  EXPECT_EQ(s["vllm:generation_tokens_total" + l], 12);
+  EXPECT_EQ(s["vllm:prefix_cache_queries_total" + l], 64);
+  EXPECT_EQ(s["vllm:prefix_cache_hits_total" + l], 16);
+  EXPECT_EQ(s["vllm:num_preemptions_total" + l], 0);
+  EXPECT_EQ(s[R"(vllm:request_success_total{model_name="tiny",engine="0",finished_reason="stop"})"], 3);
+  EXPECT_EQ(s[R"(vllm:request_success_total{model_name="tiny",engine="0",finished_reason="length"})"], 1);
+  EXPECT_EQ(s[R"(vllm:request_success_total{model_name="tiny",engine="0",finished_reason="abort"})"], 0);
+  // Buckets with vLLM's bounds, `le` as vLLM's server writes it.
+  const std::string ttft = R"(vllm:time_to_first_token_seconds_bucket{model_name="tiny",engine="0",le=)";
+  EXPECT_EQ(s[ttft + "\"0.02\"}"], 0);
+  EXPECT_EQ(s[ttft + "\"0.04\"}"], 1);
+  EXPECT_EQ(s[ttft + "\"2560.0\"}"], 1);
+  EXPECT_EQ(s[ttft + "\"+Inf\"}"], 1);
+  const std::string prompt = R"(vllm:request_prompt_tokens_bucket{model_name="tiny",engine="0",le=)";
+  EXPECT_EQ(s[prompt + "\"5.0\"}"], 0);
+  EXPECT_EQ(s[prompt + "\"10.0\"}"], 1);
+  EXPECT_EQ(s[prompt + "\"2000.0\"}"], 1);
+  EXPECT_FALSE(s.contains(prompt + "\"5000.0\"}"));  // past max_model_len
+  EXPECT_EQ(s[R"(vllm:iteration_tokens_total_bucket{model_name="tiny",engine="0",le="64.0"})"], 1);
+  // The deprecated name carries the inter-token latency too.
+  EXPECT_EQ(s["vllm:inter_token_latency_seconds_count" + l], 1);
+  EXPECT_EQ(s["vllm:time_per_output_token_seconds_count" + l], 1);
+  EXPECT_EQ(s["vllm:inter_token_latency_seconds_sum" + l], 0.02);
+
+  const auto f = families(text);
+  for (const char* name :
+       {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+        "vllm:gpu_cache_usage_perc"}) {
+    EXPECT_EQ(f.at(name).type, "gauge") << name;
+  }
+  for (const char* name :
+       {"vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:request_success_total",
+        "vllm:num_preemptions_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"}) {
+    EXPECT_EQ(f.at(name).type, "counter") << name;
+  }
+  for (const char* name :
+       {"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds", "vllm:request_time_per_output_token_seconds",
+        "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
+        "vllm:request_inference_time_seconds", "vllm:request_prefill_time_seconds",
+        "vllm:request_decode_time_seconds", "vllm:request_prompt_tokens", "vllm:request_generation_tokens",
+        "vllm:request_max_num_generation_tokens", "vllm:request_params_n", "vllm:request_params_max_tokens",
+        "vllm:request_prefill_kv_computed_tokens", "vllm:iteration_tokens_total"}) {
+    EXPECT_EQ(f.at(name).type, "histogram") << name;
+  }
+}
+
+TEST(MetricsText, EveryFamilyHasSamplesAndCountersEndInTotal) {
+  const auto f = families(format_prometheus(make_engine_metrics(128), "m"));
+  EXPECT_GE(f.size(), 40u);
+  for (const auto& [name, family] : f) {
+    EXPECT_FALSE(family.samples.empty()) << name;
+    if (family.type == "counter") {
+      EXPECT_TRUE(name.ends_with("_total")) << name;
+    }
+    if (family.type == "histogram") {
+      // Buckets, then _sum and _count; the last bucket is +Inf.
+      ASSERT_GE(family.samples.size(), 3u) << name;
+      const size_t n = family.samples.size();
+      EXPECT_NE(family.samples[n - 3].find("le=\"+Inf\""), std::string::npos) << name;
+      EXPECT_EQ(family.samples[n - 2].rfind(name + "_sum{", 0), 0u) << name;
+      EXPECT_EQ(family.samples[n - 1].rfind(name + "_count{", 0), 0u) << name;
+    }
+  }
 }
 
 }  // namespace
