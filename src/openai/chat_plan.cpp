@@ -1,5 +1,6 @@
 #include "openai/chat_plan.h"
 
+#include "openai/bad_words.h"
 #include "openai/field_reader.h"
 #include "openai/response_bound.h"
 #include "tokenizer/tokenizer.h"
@@ -20,6 +21,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   }
   if (logprobs) params.logprobs = top_logprobs.value_or(0);
   reader.boolean("parallel_tool_calls");
+  read_bad_words(reader, ctx.engine.tokenizer(), params);
   if (reader.error()) return *reader.error();
 
   auto prompt = build_chat_prompt(ctx, body);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "openai/bad_words.h"
 #include "openai/field_reader.h"
 #include "openai/response_bound.h"
 #include "tokenizer/tokenizer.h"
@@ -100,6 +101,7 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   SamplingParams& params = plan.request.params;
   plan.echo = reader.boolean("echo").value_or(false);
   params.logprobs = read_logprob_count(reader, "logprobs");
+  read_bad_words(reader, tokenizer, params);
   const bool add_special = reader.boolean("add_special_tokens").value_or(true);
   if (auto suffix = reader.string("suffix"); suffix && !suffix->empty()) {
     reader.fail_field("suffix", "is not supported");
