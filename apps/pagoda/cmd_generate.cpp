@@ -18,6 +18,7 @@
 #include "engine/request_fit.h"
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
+#include "openai/bad_words.h"
 #include "openai/field_reader.h"
 #include "openai/sampling_request.h"
 #include "tokenizer/tokenizer.h"
@@ -130,6 +131,7 @@ Result<GenerateRequest> make_request(Engine& engine, const json& item, bool chat
   openai::SamplingRequest sampling = openai::read_sampling_request(reader, engine.info().vocab_size);
   sampling.params.logprobs = openai::read_logprob_count(reader, "logprobs");
   sampling.params.prompt_logprobs = openai::read_logprob_count(reader, "prompt_logprobs");
+  openai::read_bad_words(reader, engine.tokenizer(), sampling.params);
   if (reader.error()) return make_error(ErrorCode::kInvalidArgument, reader.error()->message);
   auto max_tokens = fit_context(engine.info(), {.num_prompt_tokens = static_cast<int64_t>(req.prompt_token_ids.size()),
                                                 .max_tokens = sampling.max_tokens,
@@ -340,7 +342,8 @@ int run_generate(int argc, char** argv) {
   app.add_option("--input", input,
                  "JSONL file: one request per line with \"prompt\" (text or token ids) or \"messages\", "
                  "plus OpenAI-style sampling fields (max_tokens, temperature, top_p, top_k, seed, stop, n, best_of, "
-                 "use_beam_search, logprobs, prompt_logprobs, priority, ...). Writes one JSON line per item, in "
+                 "use_beam_search, logprobs, prompt_logprobs, allowed_token_ids, bad_words, priority, ...). Writes one JSON "
+                 "line per item, in "
                  "input order: prompt (or messages), text, token_ids, finish_reason, stop_reason (when a stop string "
                  "or a stop_token_ids id ended it), usage; plus choices when n > 1 and logprobs / prompt_logprobs when "
                  "requested. Reports the prefix-cache hit rate and preemptions on stderr");

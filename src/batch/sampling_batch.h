@@ -6,6 +6,12 @@
 //  raw logprobs  lp_raw = log_softmax(x)  (before any processing). All
 //                reported logprobs and ranks use lp_raw; rank(t) = 1 + number
 //                of tokens u with lp_raw[u] > lp_raw[t].
+//  0. mask:      for a masked row, x[t] = -inf for every token t its mask
+//                does not allow (SamplingBatch::allowed_words). A mask allows
+//                at least one token (validate_step refuses a batch where one
+//                allows none); should bias and penalties leave every token at
+//                -inf, the sample is the lowest id of the row's maximum, i.e.
+//                token 0 (the builders avoid that: sample/sampling_rows.h).
 //  1. bias:      x[t] += bias for each (t, bias) of the row (-inf bans t).
 //  2. penalties: for each listed token t of the row with output count c and
 //                prompt flag:
@@ -57,6 +63,16 @@ struct SamplingBatch {
   std::vector<int32_t> bias_offsets;
   std::vector<int32_t> bias_tokens;
   std::vector<float> bias_values;
+  // Allowed-token masks (step 0), packed: W = mask_words = ceil(V / 32) words
+  // per mask, bit t % 32 of word t / 32 set = token t may be sampled, bits at
+  // V and beyond clear. Row r's mask is allowed_words[mask_index[r] * W, +W);
+  // mask_index[r] = -1, or mask_index empty: unmasked. Rows may share a mask.
+  // allowed_token_ids fills them from a mask built once per request, and
+  // structured output will fill them per step (its grammar's next-token set).
+  // An unmasked batch carries no words and costs the samplers nothing.
+  std::vector<int32_t> mask_index;      // [R] or empty
+  std::vector<uint32_t> allowed_words;  // [num_masks, W]
+  int32_t mask_words = 0;               // W; 0 when no row is masked
   int32_t max_top_logprobs = 0;  // K: width of SampleOutput::top_* rows
 
   // No rows; the vectors keep their capacity (a batch reused step to step).
@@ -69,6 +85,9 @@ struct SamplingBatch {
     bias_offsets.clear();
     bias_tokens.clear();
     bias_values.clear();
+    mask_index.clear();
+    allowed_words.clear();
+    mask_words = 0;
     max_top_logprobs = 0;
   }
 };
@@ -82,5 +101,10 @@ struct SampleOutput {
   std::vector<float> target_logprobs;  // [R] lp_raw of target_token (NaN when none)
   std::vector<int32_t> target_ranks;   // [R] rank of target_token (0 when none)
 };
+
+// Whether mask `words` (W words, as SamplingBatch::allowed_words) allows token t.
+inline bool mask_allows(const uint32_t* words, int64_t t) {
+  return ((words[t >> 5] >> (t & 31)) & 1u) != 0;
+}
 
 }  // namespace pagoda

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "engine/request_fit.h"
 #include "sample/sampling_rows.h"
+#include "sample/token_mask.h"
 
 namespace pagoda {
 
@@ -64,6 +65,8 @@ Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) c
   state.params = request.params;
   state.params.apply_defaults(parts_.generation);
   PAGODA_RETURN_IF_ERROR(state.params.validate(static_cast<int32_t>(vocab)));
+  if (!state.params.allowed_token_ids.empty())
+    state.allowed_mask = pack_token_mask(state.params.allowed_token_ids, vocab);
   state.num_seqs = state.params.num_seqs();
   // The limits, as frontends check them before submitting; unset, max_tokens
   // is what the context leaves.

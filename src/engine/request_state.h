@@ -63,6 +63,9 @@ struct RequestState {
   std::string external_id;
   RequestId id = 0;
   SamplingParams params;
+  // params.allowed_token_ids packed over the model's vocabulary
+  // (sample/token_mask.h), built once; empty: every token allowed.
+  std::vector<uint32_t> allowed_mask;
   OutputSink sink;
   std::vector<int32_t> prompt;
   uint64_t seed = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sample/bad_words.h"
 #include "sample/sampling_rows.h"
 
 namespace pagoda {
@@ -38,7 +39,7 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
     for (int32_t k = 0; k < req.num_seqs; ++k) {
       out.logits_rows.push_back(row);
       append_sampling_row(out.sampling, req.params, eos_token_ids_,
-                          {req.prompt, {}, sample_seed(req.seed, k), &prompt_counts});
+                          {req.prompt, {}, sample_seed(req.seed, k), &prompt_counts, req.allowed_mask});
       refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
     }
   } else {
@@ -48,7 +49,8 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
                                      static_cast<size_t>(seq->num_output_tokens()));
     out.logits_rows.push_back(row);
     append_sampling_row(out.sampling, req.params, eos_token_ids_,
-                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties});
+                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties,
+                         req.allowed_mask});
     refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
   }
 }
@@ -59,7 +61,8 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
     if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
     auto it = requests.find(ref.req);
     if (it == requests.end()) continue;
-    if (uses_penalties(it->second->params)) return false;
+    const SamplingParams& params = it->second->params;
+    if (uses_penalties(params) || has_multi_token_word(params.bad_words_token_ids)) return false;
   }
   return true;
 }

@@ -48,7 +48,8 @@ class RowPlanner {
             std::vector<RowRef>& refs) const;
   // Whether the step after one with rows `refs` may be planned before their
   // tokens are known: every row is a plain sample or a prompt logprob (no
-  // beam, no fork), no request has penalties, and all fit one lm_head chunk
+  // beam, no fork), no request has penalties or a multi-token bad word (both
+  // read the last sampled tokens), and all fit one lm_head chunk
   // (their ids stay on the device).
   bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests) const;
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples

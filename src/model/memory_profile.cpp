@@ -1,6 +1,7 @@
 #include "model/memory_profile.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace pagoda {
 
@@ -34,6 +35,9 @@ ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_
   SamplingBatch& b = s.sampling;
   b.penalty_offsets.push_back(0);
   b.bias_offsets.push_back(0);
+  b.mask_words = static_cast<int32_t>((vocab + 31) / 32);
+  std::vector<uint32_t> all_allowed(static_cast<size_t>(b.mask_words), ~0u);
+  if (vocab % 32 != 0) all_allowed.back() = (1u << (vocab % 32)) - 1u;
   for (int64_t r = 0; r < num_rows; ++r) {
     s.logits_rows.push_back(s.query_start_loc[r % num_seqs + 1] - 1);
     SamplingRow row;
@@ -52,6 +56,8 @@ ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_
     b.bias_tokens.push_back(token);
     b.bias_values.push_back(0.0f);
     b.bias_offsets.push_back(static_cast<int32_t>(b.bias_tokens.size()));
+    b.mask_index.push_back(static_cast<int32_t>(r));
+    b.allowed_words.insert(b.allowed_words.end(), all_allowed.begin(), all_allowed.end());
   }
   b.max_top_logprobs = kProfileTopLogprobs;
   return p;

@@ -25,8 +25,10 @@ struct ProfileStep {
 // into sequences of at most max_len tokens (at least one sequence), each on
 // its own fresh blocks; `num_rows` logits rows (row r samples the last token
 // of sequence r % S), each sampled with temperature, top-k, top-p, a
-// repetition penalty and a logit bias on one token (so the sampler sizes its
-// processed-row scratch too) and kProfileTopLogprobs top logprobs.
+// repetition penalty, a logit bias on one token (so the sampler sizes its
+// processed-row scratch too), an allowed-token mask of its own that allows
+// every token (the largest mask upload: one mask per row) and
+// kProfileTopLogprobs top logprobs.
 // Requires every argument >= 1.
 ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_len,
                               int64_t block_size, int64_t num_rows, int64_t vocab);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <unordered_map>
 
 #include "core/log.h"
 #include "core/units.h"
@@ -65,6 +66,32 @@ struct IndexLayout {
   }
 };
 
+// The masks of rows [r0, r1) of `b` into `s`: only the masks those rows use,
+// renumbered in order of first use.
+void slice_masks(const SamplingBatch& b, int64_t r0, int64_t r1, SamplingBatch& s) {
+  if (b.mask_index.empty()) return;
+  const size_t w = static_cast<size_t>(b.mask_words);
+  std::unordered_map<int32_t, int32_t> renumbered;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int32_t m = b.mask_index[static_cast<size_t>(r)];
+    if (m < 0) {
+      s.mask_index.push_back(-1);
+      continue;
+    }
+    auto [it, added] = renumbered.emplace(m, static_cast<int32_t>(renumbered.size()));
+    if (added) {
+      const auto first = b.allowed_words.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * w);
+      s.allowed_words.insert(s.allowed_words.end(), first, first + static_cast<std::ptrdiff_t>(w));
+    }
+    s.mask_index.push_back(it->second);
+  }
+  if (renumbered.empty()) {
+    s.mask_index.clear();
+  } else {
+    s.mask_words = b.mask_words;
+  }
+}
+
 // Rows [r0, r1) of a sampling batch, with its CSR lists rebased.
 SamplingBatch slice_sampling_batch(const SamplingBatch& b, int64_t r0, int64_t r1) {
   SamplingBatch s;
@@ -84,6 +111,7 @@ SamplingBatch slice_sampling_batch(const SamplingBatch& b, int64_t r0, int64_t r
     s.bias_tokens.assign(b.bias_tokens.begin() + lo, b.bias_tokens.begin() + hi);
     s.bias_values.assign(b.bias_values.begin() + lo, b.bias_values.begin() + hi);
   }
+  slice_masks(b, r0, r1, s);
   return s;
 }
 

@@ -88,6 +88,35 @@ Status check_sequences(const StepBatch& s, const StepLimits& l) {
   return {};
 }
 
+// Allowed-token masks: W = ceil(V / 32) words each, whole masks, indices in
+// [-1, num_masks), clear bits past V, and at least one token allowed.
+Status check_masks(const SamplingBatch& b, int64_t num_rows, int64_t vocab) {
+  if (b.mask_index.empty())
+    return b.allowed_words.empty() ? Status{} : bad("sampling.mask_index is empty but allowed_words is not");
+  PAGODA_RETURN_IF_ERROR(check_size("sampling.mask_index", b.mask_index.size(), num_rows));
+  const int64_t w = b.mask_words;
+  if (w != (vocab + 31) / 32)
+    return bad("sampling.mask_words = " + str(w) + ", expected ceil(vocab / 32) = " + str((vocab + 31) / 32));
+  if (static_cast<int64_t>(b.allowed_words.size()) % w != 0)
+    return bad("sampling.allowed_words has " + str(static_cast<int64_t>(b.allowed_words.size())) +
+               " words, not a multiple of mask_words " + str(w));
+  const int64_t num_masks = static_cast<int64_t>(b.allowed_words.size()) / w;
+  for (int64_t r = 0; r < num_rows; ++r)
+    if (b.mask_index[r] < -1 || b.mask_index[r] >= num_masks)
+      return bad("sampling.mask_index[" + str(r) + "] = " + str(b.mask_index[r]) + " not in [-1, " +
+                 str(num_masks) + ")");
+  const uint32_t tail = vocab % 32 == 0 ? 0u : ~0u << (vocab % 32);  // bits past V in the last word
+  for (int64_t m = 0; m < num_masks; ++m) {
+    const uint32_t* words = b.allowed_words.data() + m * w;
+    if ((words[w - 1] & tail) != 0)
+      return bad("sampling mask " + str(m) + " allows tokens outside the vocabulary");
+    bool any = false;
+    for (int64_t i = 0; i < w && !any; ++i) any = words[i] != 0;
+    if (!any) return bad("sampling mask " + str(m) + " allows no token");
+  }
+  return {};
+}
+
 Status check_sampling(const SamplingBatch& b, int64_t num_rows, int64_t vocab) {
   PAGODA_RETURN_IF_ERROR(check_size("sampling.rows", b.rows.size(), num_rows));
   PAGODA_RETURN_IF_ERROR(check_offsets("sampling.penalty_offsets", b.penalty_offsets, num_rows,
@@ -107,6 +136,7 @@ Status check_sampling(const SamplingBatch& b, int64_t num_rows, int64_t vocab) {
   for (size_t i = 0; i < b.bias_tokens.size(); ++i)
     PAGODA_RETURN_IF_ERROR(
         check_token("sampling.bias_tokens", static_cast<int64_t>(i), b.bias_tokens[i], vocab));
+  PAGODA_RETURN_IF_ERROR(check_masks(b, num_rows, vocab));
   if (b.max_top_logprobs < 0) return bad("sampling.max_top_logprobs is negative");
   for (size_t r = 0; r < b.rows.size(); ++r) {
     const SamplingRow& row = b.rows[r];

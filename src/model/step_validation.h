@@ -24,7 +24,7 @@ struct StepLimits {
 };
 
 // `sampling`: also check step.sampling (one row per logits row, CSR offsets,
-// token ids, top-logprob widths).
+// token ids, allowed-token masks, top-logprob widths).
 Status validate_step(const StepBatch& step, const StepLimits& limits, bool sampling);
 
 }  // namespace pagoda

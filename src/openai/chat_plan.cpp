@@ -1,5 +1,6 @@
 #include "openai/chat_plan.h"
 
+#include "openai/bad_words.h"
 #include "openai/field_reader.h"
 #include "openai/prompt_truncation.h"
 #include "openai/response_bound.h"
@@ -25,6 +26,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
   const PromptTruncation truncation = read_prompt_truncation(reader);
   reader.boolean("parallel_tool_calls");
+  read_bad_words(reader, ctx.engine.tokenizer(), params);
   if (reader.error()) return *reader.error();
 
   auto prompt = build_chat_prompt(ctx, body, /*bounded=*/!truncation.active());

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "openai/bad_words.h"
 #include "openai/field_reader.h"
 #include "openai/prompt_truncation.h"
 #include "openai/response_bound.h"
@@ -104,6 +105,7 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
   plan.prompt_logprobs = read_prompt_logprobs(reader, plan.request.stream);
   plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
   const PromptTruncation truncation = read_prompt_truncation(reader);
+  read_bad_words(reader, tokenizer, params);
   const bool add_special = reader.boolean("add_special_tokens").value_or(true);
   if (auto suffix = reader.string("suffix"); suffix && !suffix->empty()) {
     reader.fail_field("suffix", "is not supported");

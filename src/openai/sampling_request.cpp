@@ -98,6 +98,20 @@ void read_stop(FieldReader& reader, SamplingParams& p) {
   }
 }
 
+// Sorted and once each; the vocabulary check is SamplingParams::check's.
+void read_allowed_token_ids(FieldReader& reader, SamplingParams& p) {
+  auto ids = reader.integer_list("allowed_token_ids", INT32_MIN, INT32_MAX);
+  if (!ids) return;
+  if (ids->empty()) {
+    reader.fail_field("allowed_token_ids", "must hold at least one token id (omit it to allow every token)");
+    return;
+  }
+  p.allowed_token_ids.assign(ids->begin(), ids->end());
+  std::sort(p.allowed_token_ids.begin(), p.allowed_token_ids.end());
+  p.allowed_token_ids.erase(std::unique(p.allowed_token_ids.begin(), p.allowed_token_ids.end()),
+                            p.allowed_token_ids.end());
+}
+
 void read_early_stopping(FieldReader& reader, SamplingParams& p) {
   const Json* value = reader.value("early_stopping");
   if (!value) return;
@@ -174,6 +188,7 @@ SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size) {
     p.stop_token_ids.erase(std::unique(p.stop_token_ids.begin(), p.stop_token_ids.end()),
                            p.stop_token_ids.end());
   }
+  read_allowed_token_ids(reader, p);
   read_early_stopping(reader, p);
   read_max_tokens(reader, r);
   if (p.use_beam_search) {

@@ -31,13 +31,15 @@ struct SamplingRequest {
 // temperature, top_p, top_k, min_p, presence_penalty, frequency_penalty,
 // repetition_penalty, min_tokens, length_penalty; ignore_eos,
 // skip_special_tokens, include_stop_str_in_output, use_beam_search), then
-// seed, logit_bias, stop, stop_token_ids, early_stopping, max_tokens /
+// seed, logit_bias, stop, stop_token_ids, allowed_token_ids (non-empty,
+// kept sorted and once each), early_stopping, max_tokens /
 // max_completion_tokens, priority, user, stream, stream_options and
 // response_format, and checks the result (sampling_params_error). With
 // use_beam_search, best_of (else n) is the beam width. best_of > n and beam
 // search pick their results at the end, so they cannot stream. Errors are
 // recorded in `reader`. (logprobs differ between the two endpoints: they
-// read them with read_logprob_count.)
+// read them with read_logprob_count; bad_words needs the tokenizer:
+// openai/bad_words.h's read_bad_words.)
 SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size);
 
 // Reads field `name` as a logprobs count: an integer in sampling_fields.h's

@@ -48,6 +48,15 @@ std::optional<SamplingFieldError> check_lists(const SamplingParams& p, int32_t v
   for (int32_t t : p.stop_token_ids) {
     if (auto e = check_token("stop_token_ids", t, vocab_size)) return e;
   }
+  for (int32_t t : p.allowed_token_ids) {
+    if (auto e = check_token("allowed_token_ids", t, vocab_size)) return e;
+  }
+  for (const std::vector<int32_t>& word : p.bad_words_token_ids) {
+    if (word.empty()) return out_of_range("bad_words", "[]", "non-empty token sequences");
+    for (int32_t t : word) {
+      if (auto e = check_token("bad_words", t, vocab_size)) return e;
+    }
+  }
   return std::nullopt;
 }
 
@@ -85,6 +94,11 @@ std::optional<SamplingFieldError> SamplingParams::check(int32_t vocab_size) cons
   if (use_beam_search) {
     if (n > beam_width) return out_of_range("n", n, in_range(1, beam_width));
     if (best_of) return out_of_range("best_of", *best_of, "unset with beam search");
+    // Beam rows rank raw logprobs, unprocessed (sample/sampling_rows.h).
+    if (!allowed_token_ids.empty())
+      return SamplingFieldError{"allowed_token_ids", "'allowed_token_ids' cannot be used with beam search"};
+    if (!bad_words_token_ids.empty())
+      return SamplingFieldError{"bad_words", "'bad_words' cannot be used with beam search"};
   }
   return std::nullopt;
 }

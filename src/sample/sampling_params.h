@@ -54,6 +54,14 @@ struct SamplingParams {
   float presence_penalty = 0.0f;            // [-2, 2]
   float frequency_penalty = 0.0f;           // [-2, 2]
   std::map<int32_t, float> logit_bias;      // token id -> added to its logit, [-100, 100]
+  // Only these tokens may be sampled (vLLM's allowed_token_ids; EOS is not
+  // added): ascending, each once; empty: every token. The engine packs them
+  // once per request into the sampler's mask (batch/sampling_batch.h).
+  std::vector<int32_t> allowed_token_ids;
+  // vLLM's bad_words, tokenized (openai/bad_words.h): a word's last token is
+  // banned (-inf) whenever the output so far ends with its other tokens
+  // (a one-token word: always). Each non-empty.
+  std::vector<std::vector<int32_t>> bad_words_token_ids;
   std::optional<uint64_t> seed;             // unset: the engine draws one per request
 
   std::vector<std::string> stop;  // stop strings (non-empty)
@@ -84,8 +92,9 @@ struct SamplingParams {
   void apply_defaults(const GenerationDefaults& defaults);
   // The first field that breaks its range (sampling_fields.h) or a rule
   // between fields (best_of >= n and 1 when greedy, min_tokens <= max_tokens,
-  // token ids below vocab_size, non-empty stop strings, beam search's n <=
-  // beam_width and no best_of); nullopt when all are valid.
+  // token ids below vocab_size, non-empty stop strings and bad words, beam
+  // search's n <= beam_width and no best_of, allowed_token_ids or bad_words);
+  // nullopt when all are valid.
   std::optional<SamplingFieldError> check(int32_t vocab_size) const;
   // check() as a Status: kInvalidArgument with its message.
   Status validate(int32_t vocab_size) const;

@@ -1,17 +1,30 @@
 #include "sample/sampling_rows.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <map>
+#include <vector>
+
+#include "sample/bad_words.h"
+#include "sample/token_mask.h"
 
 namespace pagoda {
 
 namespace {
 
-// Adds an empty-or-not row: offsets first get their leading 0.
-void append_row(SamplingBatch& batch, const SamplingRow& row) {
+constexpr float kBan = -std::numeric_limits<float>::infinity();
+
+// Adds an empty-or-not row: offsets first get their leading 0. mask: the
+// row's index in allowed_words, -1 for none (mask_index stays empty until a
+// row has one).
+void append_row(SamplingBatch& batch, const SamplingRow& row, int32_t mask = -1) {
   if (batch.penalty_offsets.empty()) batch.penalty_offsets.push_back(0);
   if (batch.bias_offsets.empty()) batch.bias_offsets.push_back(0);
+  if (mask >= 0 || !batch.mask_index.empty()) {
+    batch.mask_index.resize(batch.rows.size(), -1);
+    batch.mask_index.push_back(mask);
+  }
   batch.rows.push_back(row);
   batch.penalty_offsets.push_back(static_cast<int32_t>(batch.penalty_tokens.size()));
   batch.bias_offsets.push_back(static_cast<int32_t>(batch.bias_tokens.size()));
@@ -33,20 +46,52 @@ void add_penalty_tokens(SamplingBatch& batch, const SamplingParams& params, cons
                                  counts->in_prompt().end());
 }
 
+// This step's -inf bans: the stop tokens under min_tokens, then bad words.
+std::vector<int32_t> banned_tokens(const SamplingParams& params, std::span<const int32_t> eos_token_ids,
+                                   const SeqSamplingState& seq) {
+  std::vector<int32_t> banned;
+  if (static_cast<int64_t>(seq.output_tokens.size()) < params.min_tokens) {
+    banned.assign(params.stop_token_ids.begin(), params.stop_token_ids.end());
+    if (!params.ignore_eos) banned.insert(banned.end(), eos_token_ids.begin(), eos_token_ids.end());
+  }
+  add_bad_word_bans(params.bad_words_token_ids, seq.output_tokens, banned);
+  return banned;
+}
+
+// Whether `banned` covers every token `mask` allows.
+bool bans_whole_mask(std::span<const uint32_t> mask, std::vector<int32_t> banned) {
+  std::sort(banned.begin(), banned.end());
+  banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
+  const int64_t v = static_cast<int64_t>(mask.size()) * 32;
+  int64_t hits = 0;
+  for (int32_t t : banned) hits += t >= 0 && t < v && mask_allows(mask.data(), t) ? 1 : 0;
+  return hits == count_allowed(mask);
+}
+
 void add_bias(SamplingBatch& batch, const SamplingParams& params,
               std::span<const int32_t> eos_token_ids, const SeqSamplingState& seq) {
   std::map<int32_t, float> bias(params.logit_bias.begin(), params.logit_bias.end());
-  if (static_cast<int64_t>(seq.output_tokens.size()) < params.min_tokens) {
-    constexpr float kBan = -std::numeric_limits<float>::infinity();
-    for (int32_t t : params.stop_token_ids) bias[t] = kBan;
-    if (!params.ignore_eos) {
-      for (int32_t t : eos_token_ids) bias[t] = kBan;
-    }
+  const std::vector<int32_t> banned = banned_tokens(params, eos_token_ids, seq);
+  if (!banned.empty() && (seq.allowed_mask.empty() || !bans_whole_mask(seq.allowed_mask, banned))) {
+    for (int32_t t : banned) bias[t] = kBan;
   }
   for (const auto& [t, b] : bias) {
     batch.bias_tokens.push_back(t);
     batch.bias_values.push_back(b);
   }
+}
+
+// The index of `mask` in batch.allowed_words: the last mask's when equal
+// (the n first samples of a request share one), else a new one.
+int32_t add_mask(SamplingBatch& batch, std::span<const uint32_t> mask) {
+  const auto w = static_cast<int32_t>(mask.size());
+  assert(batch.mask_words == 0 || batch.mask_words == w);
+  batch.mask_words = w;
+  const auto num_masks = static_cast<int32_t>(batch.allowed_words.size() / mask.size());
+  if (num_masks > 0 && std::equal(mask.begin(), mask.end(), batch.allowed_words.end() - w))
+    return num_masks - 1;
+  batch.allowed_words.insert(batch.allowed_words.end(), mask.begin(), mask.end());
+  return num_masks;
 }
 
 }  // namespace
@@ -82,7 +127,7 @@ void append_sampling_row(SamplingBatch& batch, const SamplingParams& params,
   row.num_top_logprobs = params.logprobs.value_or(0);
   add_penalty_tokens(batch, params, seq);
   add_bias(batch, params, eos_token_ids, seq);
-  append_row(batch, row);
+  append_row(batch, row, seq.allowed_mask.empty() ? -1 : add_mask(batch, seq.allowed_mask));
 }
 
 void append_prompt_logprob_row(SamplingBatch& batch, const SamplingParams& params, int32_t target) {

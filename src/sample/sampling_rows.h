@@ -22,6 +22,12 @@ struct SeqSamplingState {
   // incrementally with flag_prompt = penalises_prompt(params); null: counted
   // here from the two spans (O(prompt + output)).
   const PenaltyCounts* penalty_counts = nullptr;
+  // The row's allowed-token mask (sample/token_mask.h, over the logits'
+  // vocabulary); empty: unmasked. Must be params.allowed_token_ids packed
+  // when that is set: the caller builds it once per request. Structured
+  // output will pass its grammar's mask for the step here (intersected with
+  // allowed_token_ids).
+  std::span<const uint32_t> allowed_mask = {};
 };
 
 // Whether rows of `params` list penalty tokens (any penalty is on).
@@ -39,9 +45,13 @@ uint64_t sample_seed(uint64_t request_seed, int32_t index);
 //  - penalty tokens, ascending ids: every output token with its count and,
 //    when repetition_penalty != 1, every prompt token flagged in_prompt
 //    (presence and frequency penalties use output counts only);
-//  - bias, ascending ids: logit_bias, and -inf on the stop tokens
+//  - bias, ascending ids: logit_bias, -inf on the stop tokens
 //    (stop_token_ids, EOS unless ignore_eos) while fewer than min_tokens
-//    tokens exist;
+//    tokens exist, and -inf on the tokens bad words ban (sample/bad_words.h);
+//  - the mask seq.allowed_mask, shared with the previous row when equal.
+//    The mask is the hard rule: should this step's -inf bans (min_tokens,
+//    bad words) cover every token it allows, those bans are dropped for the
+//    step, so a masked row always samples an allowed token;
 //  - seed and step = output_tokens.size(), so a draw depends only on the
 //    sequence, never on the batch or on preemption;
 //  - num_top_logprobs = params.logprobs (0 when unset).
@@ -50,11 +60,13 @@ void append_sampling_row(SamplingBatch& batch, const SamplingParams& params,
 
 // Appends a row that reports the logprob and rank of `target` (the next
 // prompt token) and the prompt_logprobs top tokens; its sampled token is
-// ignored (greedy, no processing).
+// ignored (greedy, no processing, no mask: prompt logprobs are raw, as
+// vLLM's).
 void append_prompt_logprob_row(SamplingBatch& batch, const SamplingParams& params, int32_t target);
 
-// Appends a beam-search row: greedy, no processing, reporting the
-// num_candidates top tokens by raw logprob (BeamSearch::num_candidates_per_beam()).
+// Appends a beam-search row: greedy, no processing, no mask, reporting the
+// num_candidates top tokens by raw logprob (BeamSearch::num_candidates_per_beam());
+// SamplingParams::check refuses allowed_token_ids and bad_words with beam search.
 void append_beam_row(SamplingBatch& batch, int32_t num_candidates);
 
 }  // namespace pagoda

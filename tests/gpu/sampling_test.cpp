@@ -2,7 +2,9 @@
 // temperature, min_p, top_k, top_p (alone and combined), penalties, bias
 // and bans, top-K logprobs, target logprobs, vocabularies up to 256k,
 // continuous logits and logits quantised into exact ties (which both
-// backends must break towards the lower id), and invariance to row order.
+// backends must break towards the lower id), allowed-token masks (mixed
+// masked and unmasked rows, shared masks, vocabularies not a multiple of
+// 32), and invariance to row order.
 //
 // Expectations: token ids, ranks and top-K ids equal; logprobs within 1e-5
 // (both compute log_softmax with an f64 sum). Seeded draws are compared
@@ -261,6 +263,117 @@ TEST(CudaSamplingTest, DeterministicAndIndependentOfRowOrder) {
   for (int64_t r = 0; r < num_rows; ++r) {
     EXPECT_EQ(a.token_ids[static_cast<size_t>(r)], b.token_ids[static_cast<size_t>(num_rows - 1 - r)]) << "row " << r;
   }
+  expect_status_ok(gpu);
+}
+
+// The packed mask allowing `ids` (SamplingBatch::allowed_words' layout).
+std::vector<uint32_t> pack_mask(const std::vector<int32_t>& ids, int64_t vocab) {
+  std::vector<uint32_t> words(static_cast<size_t>((vocab + 31) / 32), 0u);
+  for (int32_t t : ids) words[static_cast<size_t>(t) >> 5] |= 1u << (t & 31);
+  return words;
+}
+
+// Masks about half of `batch`'s rows, each mask one of: a single token (rows
+// without bias bans), a few random tokens, every token but the row's 100
+// largest logits (so greedy, top-k and top-p must pick elsewhere), or the
+// previous masked row's mask (shared; rows without bias bans, so that a ban
+// never meets a single-token mask). Never allows the row's argmax, so every
+// masked row's answer changes.
+void add_random_masks(SamplingBatch& batch, const std::vector<float>& logits, int64_t vocab) {
+  const size_t num_rows = batch.rows.size();
+  batch.mask_words = static_cast<int32_t>((vocab + 31) / 32);
+  batch.mask_index.assign(num_rows, -1);
+  int32_t num_masks = 0;
+  for (size_t r = 0; r < num_rows; ++r) {
+    const int kind = uniform_ints(1, 0, 4)[0];
+    if (kind == 0) continue;  // unmasked
+    const float* x = logits.data() + static_cast<int64_t>(r) * vocab;
+    std::vector<int32_t> order(static_cast<size_t>(vocab));
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + 100, order.end(),
+                      [&](int32_t a, int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
+    const bool bans = batch.bias_offsets[r + 1] > batch.bias_offsets[r];
+    if (kind == 4 && num_masks > 0 && !bans) {
+      batch.mask_index[r] = num_masks - 1;  // shared (may allow this row's argmax: still a mask)
+      continue;
+    }
+    std::vector<int32_t> allowed;
+    if (kind == 1 && !bans) {
+      allowed = {order[static_cast<size_t>(uniform_ints(1, 1, 99)[0])]};
+    } else if (kind == 3) {
+      allowed.assign(order.begin() + 100, order.end());
+    } else {
+      for (int32_t t : distinct_tokens(uniform_ints(1, 3, 40)[0], vocab))
+        if (t != order[0]) allowed.push_back(t);
+    }
+    const std::vector<uint32_t> words = pack_mask(allowed, vocab);
+    batch.allowed_words.insert(batch.allowed_words.end(), words.begin(), words.end());
+    batch.mask_index[r] = num_masks++;
+  }
+}
+
+// Every sampled token of a masked row is one its mask allows.
+void expect_allowed(const SampleOutput& out, const SamplingBatch& batch) {
+  for (size_t r = 0; r < batch.rows.size(); ++r) {
+    if (batch.mask_index[r] < 0) continue;
+    const uint32_t* words = batch.allowed_words.data() +
+                            static_cast<size_t>(batch.mask_index[r]) * static_cast<size_t>(batch.mask_words);
+    EXPECT_TRUE(mask_allows(words, out.token_ids[r])) << "row " << r << " sampled " << out.token_ids[r];
+  }
+}
+
+void run_masked(int64_t vocab, int repeats) {
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  for (int rep = 0; rep < repeats; ++rep) {
+    SCOPED_TRACE("masked V=" + std::to_string(vocab) + " repeat " + std::to_string(rep));
+    const int64_t num_rows = 14 * 3;
+    std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+    SamplingBatch batch;
+    batch.max_top_logprobs = 20;
+    while (static_cast<int64_t>(batch.rows.size()) < num_rows) {
+      for (auto& [row, lists] : row_mix(vocab, logits, static_cast<int64_t>(batch.rows.size())))
+        add_row(batch, row, lists);
+    }
+    add_random_masks(batch, logits, vocab);
+    const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
+    const SampleOutput g = run_sample(gpu, logits, num_rows, vocab, batch);
+    expect_allowed(c, batch);
+    expect_allowed(g, batch);
+    expect_same_output(g, c, batch, "masked gpu vs cpu");
+    expect_status_ok(gpu);
+  }
+}
+
+TEST(CudaSamplingTest, MatchesCpuWithAllowedTokenMasks) {
+  PAGODA_REQUIRE_GPU();
+  run_masked(1000, 4);
+  run_masked(1001, 2);  // the last mask word is partial
+  run_masked(32000, 2);
+  run_masked(151936, 1);
+}
+
+// 1024 masked and unmasked rows in one call: the kernel runs in several
+// scratch chunks, each reading masks of the whole batch's upload.
+TEST(CudaSamplingTest, MasksAcrossScratchChunks) {
+  PAGODA_REQUIRE_GPU();
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const int64_t vocab = 65536, num_rows = 1024;
+  std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 2.0f);
+  SamplingBatch batch;
+  batch.max_top_logprobs = 4;
+  while (static_cast<int64_t>(batch.rows.size()) < num_rows) {
+    const int64_t first = static_cast<int64_t>(batch.rows.size());
+    for (auto& [row, lists] : row_mix(vocab, logits, first)) {
+      if (static_cast<int64_t>(batch.rows.size()) == num_rows) break;
+      row.num_top_logprobs = std::min(row.num_top_logprobs, 4);
+      add_row(batch, row, lists);
+    }
+  }
+  add_random_masks(batch, logits, vocab);
+  const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
+  const SampleOutput g = run_sample(gpu, logits, num_rows, vocab, batch);
+  expect_allowed(g, batch);
+  expect_same_output(g, c, batch, "1024 masked rows");
   expect_status_ok(gpu);
 }
 

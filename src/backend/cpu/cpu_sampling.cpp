@@ -33,8 +33,18 @@ int32_t rank_of(const float* lp, int64_t v, int32_t token) {
   return rank;
 }
 
-// Step 1 and 2: logit bias, then repetition / frequency / presence penalties.
-void process_logits(const SamplingBatch& b, size_t r, float* x) {
+// Step 0: -inf on every token the row's mask does not allow.
+void apply_mask(const SamplingBatch& b, size_t r, float* x, int64_t v) {
+  if (b.mask_index.empty() || b.mask_index[r] < 0) return;
+  const uint32_t* words =
+      b.allowed_words.data() + static_cast<size_t>(b.mask_index[r]) * static_cast<size_t>(b.mask_words);
+  for (int64_t t = 0; t < v; ++t)
+    if (!mask_allows(words, t)) x[t] = kNegInf;
+}
+
+// Steps 0 to 2: mask, logit bias, then repetition / frequency / presence penalties.
+void process_logits(const SamplingBatch& b, size_t r, float* x, int64_t v) {
+  apply_mask(b, r, x, v);
   if (!b.bias_offsets.empty()) {
     for (int32_t i = b.bias_offsets[r]; i < b.bias_offsets[r + 1]; ++i)
       x[b.bias_tokens[static_cast<size_t>(i)]] += b.bias_values[static_cast<size_t>(i)];
@@ -150,7 +160,7 @@ void sample(const Tensor& logits, const SamplingBatch& batch, SampleOutput& out)
       const float* in = logits.ptr<float>() + r * v;
       log_softmax(in, v, lp.data());
       std::copy(in, in + v, x.begin());
-      process_logits(batch, ri, x.data());
+      process_logits(batch, ri, x.data(), v);
       const int32_t token = row.temperature < kGreedyTemperature ? argmax(x.data(), v)
                                                                  : draw(row, x.data(), p.data(), v);
       out.token_ids[ri] = token;

@@ -1,5 +1,6 @@
 // CudaBackend::sample_async / finish_sample: validates the batch, uploads the
-// per-row settings and the bias / penalty lists in one copy, runs the
+// per-row settings, the bias / penalty lists and the allowed-token masks in
+// one copy (an unmasked batch adds no bytes), runs the
 // sampling kernel over chunks of rows (bounded scratch for processed rows),
 // and copies back only the per-row results and the top-K block, into the
 // slot's pinned buffer; finish_sample waits for the slot's fence and unpacks.
@@ -32,6 +33,23 @@ bool valid_offsets(const std::vector<int32_t>& offsets, size_t num_rows, size_t 
   return static_cast<size_t>(offsets[num_rows]) <= size;
 }
 
+// Mask sizes: W = ceil(V / 32) words per mask, whole masks, indices in
+// [-1, num_masks) (each mask's content is step validation's concern).
+std::string validate_masks(int64_t vocab, const SamplingBatch& b) {
+  if (b.mask_index.empty()) return b.allowed_words.empty() ? "" : "masks: words without mask_index";
+  const size_t w = static_cast<size_t>(b.mask_words);
+  if (b.mask_index.size() != b.rows.size() || static_cast<int64_t>(w) != (vocab + 31) / 32 ||
+      b.allowed_words.size() % w != 0 ||
+      b.allowed_words.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return "masks: mask_index/mask_words/allowed_words sizes disagree";
+  }
+  const auto num_masks = static_cast<int64_t>(b.allowed_words.size() / w);
+  for (int32_t m : b.mask_index) {
+    if (m < -1 || m >= num_masks) return fmt::format("masks: index {} not in [-1, {})", m, num_masks);
+  }
+  return {};
+}
+
 std::string validate(const Tensor& logits, const SamplingBatch& b) {
   const size_t num_rows = b.rows.size();
   if (logits.dtype != DType::kF32 || logits.ndim != 2 ||
@@ -51,7 +69,7 @@ std::string validate(const Tensor& logits, const SamplingBatch& b) {
       !valid_offsets(b.bias_offsets, num_rows, b.bias_tokens.size())) {
     return "bias lists: offsets/tokens/values sizes disagree";
   }
-  return {};
+  return validate_masks(logits.dim(1), b);
 }
 
 cuda::SampleRowParams row_params(const SamplingBatch& b, size_t r) {
@@ -76,19 +94,21 @@ cuda::SampleRowParams row_params(const SamplingBatch& b, size_t r) {
     p.bias_begin = b.bias_offsets[r];
     p.bias_end = b.bias_offsets[r + 1];
   }
+  if (!b.mask_index.empty() && b.mask_index[r] >= 0) p.mask_begin = b.mask_index[r] * b.mask_words;
   return p;
 }
 
 // Byte offsets of the sections of the upload blob.
 struct InputLayout {
   size_t rows = 0, pen_tokens = 0, pen_counts = 0, bias_tokens = 0, bias_values = 0,
-         pen_prompt = 0, total = 0;
-  InputLayout(size_t num_rows, size_t num_pen, size_t num_bias) {
+         mask_words = 0, pen_prompt = 0, total = 0;
+  InputLayout(size_t num_rows, size_t num_pen, size_t num_bias, size_t num_mask_words) {
     pen_tokens = align16(num_rows * sizeof(cuda::SampleRowParams));
     pen_counts = pen_tokens + align16(num_pen * 4);
     bias_tokens = pen_counts + align16(num_pen * 4);
     bias_values = bias_tokens + align16(num_bias * 4);
-    pen_prompt = bias_values + align16(num_bias * 4);
+    mask_words = bias_values + align16(num_bias * 4);
+    pen_prompt = mask_words + align16(num_mask_words * 4);
     total = pen_prompt + align16(num_pen);
   }
 };
@@ -128,6 +148,7 @@ void fill_inputs(char* host, const InputLayout& in, const SamplingBatch& batch) 
   put(host, in.pen_counts, batch.penalty_output_counts);
   put(host, in.bias_tokens, batch.bias_tokens);
   put(host, in.bias_values, batch.bias_values);
+  put(host, in.mask_words, batch.allowed_words);
   put(host, in.pen_prompt, batch.penalty_in_prompt);
 }
 
@@ -146,6 +167,7 @@ cuda::SampleParams chunk_params(const Tensor& logits, size_t begin, size_t n, si
   p.penalty_in_prompt = reinterpret_cast<const uint8_t*>(dev_in + in.pen_prompt);
   p.bias_tokens = reinterpret_cast<const int32_t*>(dev_in + in.bias_tokens);
   p.bias_values = reinterpret_cast<const float*>(dev_in + in.bias_values);
+  p.allowed_words = reinterpret_cast<const uint32_t*>(dev_in + in.mask_words);
   p.scratch = scratch;
   p.top_width = static_cast<int>(width);
   p.results = reinterpret_cast<cuda::SampleRowResult*>(dev_out) + begin;
@@ -227,12 +249,13 @@ void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch,
   const int64_t vocab = logits.dim(1);
   cudaStream_t stream = stream_;
 
-  const InputLayout in(num_rows, batch.penalty_tokens.size(), batch.bias_tokens.size());
+  const InputLayout in(num_rows, batch.penalty_tokens.size(), batch.bias_tokens.size(),
+                       batch.allowed_words.size());
   const OutputLayout res(num_rows, width);
   bool any_processed = false;
   for (size_t r = 0; r < num_rows; ++r) {
     const cuda::SampleRowParams p = row_params(batch, r);
-    any_processed |= p.bias_end > p.bias_begin || p.penalty_end > p.penalty_begin;
+    any_processed |= p.bias_end > p.bias_begin || p.penalty_end > p.penalty_begin || p.mask_begin >= 0;
   }
   const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
   const size_t chunk = std::clamp<size_t>(kSampleScratchBytes / row_bytes, 1, num_rows);

@@ -37,12 +37,19 @@ __device__ __forceinline__ float raw_logprob(const float* x, double lse, int64_t
   return static_cast<float>(static_cast<double>(x[t]) - lse);
 }
 
-// Steps 1-2 (bias, then penalties) into `scratch` when the row has any;
-// returns the row to sample from. Tokens must be unique within each list.
+// Steps 0-2 (mask, bias, then penalties) into `scratch` when the row has
+// any; returns the row to sample from. Tokens must be unique within each list.
 __device__ const float* processed_row(const SampleParams& p, const SampleRowParams& rp,
                                       const float* x, float* scratch) {
-  if (rp.bias_end <= rp.bias_begin && rp.penalty_end <= rp.penalty_begin) return x;
-  for (int64_t t = threadIdx.x; t < p.vocab; t += kThreads) scratch[t] = x[t];
+  const bool masked = rp.mask_begin >= 0;
+  if (!masked && rp.bias_end <= rp.bias_begin && rp.penalty_end <= rp.penalty_begin) return x;
+  if (masked) {
+    const uint32_t* words = p.allowed_words + rp.mask_begin;
+    for (int64_t t = threadIdx.x; t < p.vocab; t += kThreads)
+      scratch[t] = ((words[t >> 5] >> (t & 31)) & 1u) != 0 ? x[t] : -INFINITY;
+  } else {
+    for (int64_t t = threadIdx.x; t < p.vocab; t += kThreads) scratch[t] = x[t];
+  }
   __syncthreads();
   for (int i = rp.bias_begin + threadIdx.x; i < rp.bias_end; i += kThreads) {
     const int32_t tok = p.bias_tokens[i];

@@ -1,7 +1,8 @@
 // Logits processing and sampling on the GPU, exactly per
 // batch/sampling_batch.h: one CTA per logits row computes the raw
-// log-softmax statistics, applies bias and penalties (into a scratch copy of
-// the row, only when the row has any), then greedy argmax or
+// log-softmax statistics, applies the allowed-token mask, bias and penalties
+// (into a scratch copy of the row, only when the row has any), then greedy
+// argmax or
 // temperature / min_p / top_k / top_p and the philox exponential race, and
 // the sampled token's logprob and rank, the target token's, and the top-K.
 // top_k, top_p and top-K use a 4-pass 8-bit radix select over the row (counts
@@ -35,6 +36,7 @@ struct SampleRowParams {
   int32_t penalty_end = 0;
   int32_t bias_begin = 0;     // [bias_begin, bias_end) of the bias arrays
   int32_t bias_end = 0;
+  int32_t mask_begin = -1;    // first word of the row's mask in allowed_words; -1: none
 };
 
 struct SampleRowResult {
@@ -55,7 +57,8 @@ struct SampleParams {
   const uint8_t* penalty_in_prompt = nullptr;
   const int32_t* bias_tokens = nullptr;
   const float* bias_values = nullptr;
-  float* scratch = nullptr;       // [num_rows, vocab]: processed logits of rows with bias/penalties
+  const uint32_t* allowed_words = nullptr;  // masks of ceil(vocab / 32) words (SamplingBatch)
+  float* scratch = nullptr;       // [num_rows, vocab]: processed rows (mask, bias, penalties)
   int top_width = 0;              // K: row stride of top_ids / top_logprobs
   SampleRowResult* results = nullptr;  // [num_rows]
   int32_t* top_ids = nullptr;     // [num_rows, K]; past a row's num_top_logprobs: -1

@@ -30,7 +30,14 @@ struct RowSpec {
   std::vector<uint8_t> pen_prompt;
   std::vector<int32_t> bias_tokens;
   std::vector<float> bias_values;
+  std::vector<int32_t> allowed;  // the row's mask; empty: unmasked
 };
+
+std::vector<uint32_t> pack_mask(const std::vector<int32_t>& ids, int64_t v) {
+  std::vector<uint32_t> words(static_cast<size_t>((v + 31) / 32), 0u);
+  for (int32_t t : ids) words[static_cast<size_t>(t) >> 5] |= 1u << (t & 31);
+  return words;
+}
 
 SampleOutput run(const std::vector<RowSpec>& specs, int32_t max_top = 0) {
   CpuBackend be;
@@ -51,7 +58,15 @@ SampleOutput run(const std::vector<RowSpec>& specs, int32_t max_top = 0) {
     b.bias_tokens.insert(b.bias_tokens.end(), s.bias_tokens.begin(), s.bias_tokens.end());
     b.bias_values.insert(b.bias_values.end(), s.bias_values.begin(), s.bias_values.end());
     b.bias_offsets.push_back(static_cast<int32_t>(b.bias_tokens.size()));
+    b.mask_index.push_back(-1);
+    if (!s.allowed.empty()) {
+      b.mask_index.back() = static_cast<int32_t>(b.allowed_words.size() / ((v + 31) / 32));
+      const std::vector<uint32_t> words = pack_mask(s.allowed, v);
+      b.allowed_words.insert(b.allowed_words.end(), words.begin(), words.end());
+      b.mask_words = static_cast<int32_t>(words.size());
+    }
   }
+  if (b.allowed_words.empty()) b.mask_index.clear();
   SampleOutput out;
   be.sample(f32(logits, {static_cast<int64_t>(specs.size()), v}), b, out);
   return out;
@@ -164,6 +179,46 @@ TEST(CpuSampling, BiasBansAndBoosts) {
   t.bias_tokens = {0, 2};
   t.bias_values = {-kInf, -kInf};
   EXPECT_EQ(support(histogram(t, 400)), (std::set<int>{1, 3}));
+}
+
+TEST(CpuSampling, MaskAllowsOnlyItsTokensAndLogprobsStayRaw) {
+  // Greedy: the best allowed token, reported with its raw logprob and rank.
+  RowSpec s = greedy_row({1, 5, 3, 0, 4});
+  s.allowed = {0, 2, 3};
+  s.row.num_top_logprobs = 2;
+  const SampleOutput out = run({s}, 2);
+  EXPECT_EQ(out.token_ids[0], 2);
+  EXPECT_EQ(out.ranks[0], 3);
+  double z = 0;
+  for (float e : s.logits) z += std::exp(e);
+  EXPECT_NEAR(out.logprobs[0], 3 - std::log(z), 1e-5);
+  EXPECT_EQ(out.top_ids[0], 1);  // top logprobs are raw: token 1 is disallowed yet listed
+  EXPECT_EQ(out.top_ids[1], 4);
+  // Bias applies after the mask: a boost cannot bring back a disallowed token.
+  s.bias_tokens = {1, 3};
+  s.bias_values = {50.0f, 10.0f};
+  EXPECT_EQ(run({s}).token_ids[0], 3);
+  // Random draws stay inside the mask, with top-k / top-p / min_p over the
+  // allowed tokens only.
+  RowSpec t;
+  t.logits = {3, 0, 0, 2, 0, 0, 1, 0};
+  t.row.seed = 9;
+  t.allowed = {1, 2, 5, 7};
+  EXPECT_EQ(support(histogram(t, 400)), (std::set<int>{1, 2, 5, 7}));
+  t.row.top_k = 1;  // ties among the allowed: the lowest allowed id
+  EXPECT_EQ(support(histogram(t, 50)), (std::set<int>{1}));
+  t.row.top_k = 0;
+  t.logits[5] = 2.0f;
+  t.row.top_p = 0.5f;
+  EXPECT_EQ(support(histogram(t, 100)), (std::set<int>{5}));
+  // Masked and unmasked rows side by side; a mask past word 0.
+  RowSpec wide = greedy_row(std::vector<float>(70, 0.0f));
+  wide.logits[3] = 9;
+  wide.logits[66] = 1;
+  RowSpec masked = wide;
+  masked.allowed = {40, 66, 69};
+  const SampleOutput both = run({wide, masked, wide});
+  EXPECT_EQ(both.token_ids, (std::vector<int32_t>{3, 66, 3}));
 }
 
 TEST(CpuSampling, PenaltiesFollowTheFormula) {
@@ -330,6 +385,10 @@ int reference_sample(const RowSpec& s) {
   const double tol = 1e-4;
   const int v = static_cast<int>(s.logits.size());
   std::vector<double> x(s.logits.begin(), s.logits.end());
+  if (!s.allowed.empty()) {
+    for (int t = 0; t < v; ++t)
+      if (std::find(s.allowed.begin(), s.allowed.end(), t) == s.allowed.end()) x[t] = -kInf;
+  }
   for (size_t i = 0; i < s.bias_tokens.size(); ++i) x[s.bias_tokens[i]] += s.bias_values[i];
   const SamplingRow& r = s.row;
   for (size_t i = 0; i < s.pen_tokens.size(); ++i) {
@@ -385,7 +444,7 @@ int reference_sample(const RowSpec& s) {
 
 TEST(CpuSampling, MatchesIndependentReferenceOnRandomRows) {
   Rng rng(400);
-  int compared = 0;
+  int compared = 0, masked = 0;
   const int total = 3000;
   for (int iter = 0; iter < total; ++iter) {
     RowSpec s;
@@ -408,6 +467,14 @@ TEST(CpuSampling, MatchesIndependentReferenceOnRandomRows) {
       s.pen_counts.push_back(rng.randint(0, 3));
       s.pen_prompt.push_back(static_cast<uint8_t>(rng.randint(0, 1)));
     }
+    if (v > 4 && rng.randint(0, 2) == 0) {  // a mask of at least 3 tokens, so bans leave one
+      for (int t = 0; t < v; ++t)
+        if (rng.randint(0, 2) == 0) s.allowed.push_back(t);
+      while (s.allowed.size() < 3) s.allowed.push_back(static_cast<int32_t>(s.allowed.size()));
+      std::sort(s.allowed.begin(), s.allowed.end());
+      s.allowed.erase(std::unique(s.allowed.begin(), s.allowed.end()), s.allowed.end());
+      if (s.allowed.size() < 3) s.allowed = {0, 1, 2};
+    }
     for (int i = rng.randint(0, 2); i > 0; --i) {
       s.bias_tokens.push_back(rng.randint(0, v - 1));
       // -inf bans only where at least one token stays free.
@@ -417,8 +484,10 @@ TEST(CpuSampling, MatchesIndependentReferenceOnRandomRows) {
     if (want < 0) continue;
     ++compared;
     ASSERT_EQ(run({s}).token_ids[0], want) << "iteration " << iter;
+    if (!s.allowed.empty()) ++masked;
   }
   EXPECT_GT(compared, total * 9 / 10);
+  EXPECT_GT(masked, total / 5);
 }
 
 }  // namespace

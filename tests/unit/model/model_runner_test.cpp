@@ -143,6 +143,27 @@ TEST_F(RunnerTest, LogitsChunksAndSamplingSlicesMatchOneShot) {
     }
     b.bias_offsets.push_back(static_cast<int32_t>(b.bias_tokens.size()));
   }
+  // Allowed-token masks: three masks of 12 tokens, used by rows across
+  // chunk boundaries and shared between chunks; rows 1, 5 and 8 (one per
+  // chunk) unmasked.
+  b.mask_words = (v + 31) / 32;
+  for (int m = 0; m < 3; ++m) {
+    std::vector<uint32_t> words(static_cast<size_t>(b.mask_words), 0u);
+    for (int k = 0; k < 12; ++k) {
+      const int t = (m * 31 + k * 7 + 3) % v;
+      words[static_cast<size_t>(t / 32)] |= 1u << (t % 32);
+    }
+    b.allowed_words.insert(b.allowed_words.end(), words.begin(), words.end());
+  }
+  b.mask_index = {2, -1, 0, 1, 0, -1, 2, 1, -1};
+  SampleOutput unmasked;
+  {
+    SamplingBatch plain = b;
+    plain.mask_index.clear();
+    plain.allowed_words.clear();
+    plain.mask_words = 0;
+    be_.sample(Tensor(logits.data(), DType::kF32, {9, v}), plain, unmasked);
+  }
   SampleOutput got, want;
   ASSERT_TRUE(r->execute(in, &got).ok());
   be_.sample(Tensor(logits.data(), DType::kF32, {9, v}), b, want);
@@ -152,6 +173,9 @@ TEST_F(RunnerTest, LogitsChunksAndSamplingSlicesMatchOneShot) {
   EXPECT_EQ(got.top_ids, want.top_ids);
   EXPECT_EQ(got.target_ranks, want.target_ranks);
   EXPECT_EQ(got.target_logprobs, want.target_logprobs);
+  int changed = 0;  // the masks matter: a wrong mask in a slice would show
+  for (int i = 0; i < 9; ++i) changed += got.token_ids[i] != unmasked.token_ids[i];
+  EXPECT_GE(changed, 4);
 }
 
 TEST_F(RunnerTest, CopyOnWriteBlockCopyIsAppliedBeforeTheForward) {
@@ -309,6 +333,26 @@ TEST(StepValidation, CatchesEveryMalformedField) {
   s = ok;
   s.sampling.rows[1].top_p = 0.0f;
   expect_error(s, "top_p");
+  s = ok;
+  s.sampling.mask_words = 2;  // V = 50: two words, bits 50..63 clear
+  s.sampling.allowed_words = {0x10u, 0u, 0u, 1u << 17};
+  s.sampling.mask_index = {1, -1};
+  EXPECT_TRUE(validate_step(s, l, true).ok()) << validate_step(s, l, true).error().message;
+  s.sampling.mask_index = {2, -1};
+  expect_error(s, "sampling.mask_index[0] = 2 not in [-1, 2)");
+  s.sampling.mask_index = {0};
+  expect_error(s, "sampling.mask_index has 1 entries, expected 2");
+  s.sampling.mask_index = {0, 1};
+  s.sampling.allowed_words[3] = 1u << 18;  // token 50
+  expect_error(s, "sampling mask 1 allows tokens outside the vocabulary");
+  s.sampling.allowed_words[3] = 0u;
+  expect_error(s, "sampling mask 1 allows no token");
+  s.sampling.allowed_words.pop_back();
+  expect_error(s, "not a multiple of mask_words 2");
+  s.sampling.mask_words = 3;
+  expect_error(s, "sampling.mask_words = 3, expected ceil(vocab / 32) = 2");
+  s.sampling.mask_index.clear();
+  expect_error(s, "sampling.mask_index is empty but allowed_words is not");
   s = ok;
   s.copy_src = {1, 2};
   s.copy_dst = {3};

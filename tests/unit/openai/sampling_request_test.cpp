@@ -177,6 +177,30 @@ TEST(SamplingRequest, ContinuousUsageStatsIsRefusedNotIgnored) {
   EXPECT_FALSE(accepted.error().has_value());
 }
 
+TEST(SamplingRequest, AllowedTokenIdsAreSortedOnceAndValidated) {
+  json body = json::parse(R"({"allowed_token_ids": [9, 3, 9, 0]})");
+  FieldReader reader(body);
+  const SamplingParams params = read_sampling_request(reader, kVocab).params;
+  ASSERT_FALSE(reader.error().has_value()) << reader.error()->message;
+  EXPECT_EQ(params.allowed_token_ids, (std::vector<int32_t>{0, 3, 9}));
+  const std::vector<std::pair<const char*, const char*>> refused = {
+      {R"({"allowed_token_ids": []})", "must hold at least one token id"},
+      {R"({"allowed_token_ids": [1, 512]})", "'allowed_token_ids' = 512 is out of range"},
+      {R"({"allowed_token_ids": [-1]})", "'allowed_token_ids' = -1 is out of range"},
+      {R"({"allowed_token_ids": "1"})", "allowed_token_ids"},
+      {R"({"allowed_token_ids": [1.5]})", "allowed_token_ids"},
+      {R"({"allowed_token_ids": [4], "use_beam_search": true, "n": 2})",
+       "'allowed_token_ids' cannot be used with beam search"},
+  };
+  for (const auto& [text, want] : refused) {
+    auto error = read_error(text);
+    ASSERT_TRUE(error.has_value()) << text;
+    EXPECT_EQ(error->status, 400) << text;
+    EXPECT_EQ(error->param, "allowed_token_ids") << text;
+    EXPECT_NE(error->message.find(want), std::string::npos) << text << " -> " << error->message;
+  }
+}
+
 TEST(SamplingRequest, BeamSearch) {
   json body = json::parse(R"({"use_beam_search": true, "n": 2, "best_of": 4, "length_penalty": 0.5,
                               "early_stopping": "never"})");

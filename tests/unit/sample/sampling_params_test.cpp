@@ -104,6 +104,21 @@ TEST(SamplingParams, ValidationNamesFieldValueAndRange) {
          p.length_penalty = INFINITY;
        },
        "'length_penalty' = inf"},
+      {[](SamplingParams& p) { p.allowed_token_ids = {0, 100}; },
+       "'allowed_token_ids' = 100 is out of range: must be a token id in [0, 100)"},
+      {[](SamplingParams& p) { p.bad_words_token_ids = {{3, -2}}; }, "'bad_words' = -2"},
+      {[](SamplingParams& p) { p.bad_words_token_ids = {{3}, {}}; },
+       "'bad_words' = [] is out of range: must be non-empty token sequences"},
+      {[](SamplingParams& p) {
+         p.use_beam_search = true;
+         p.allowed_token_ids = {4};
+       },
+       "'allowed_token_ids' cannot be used with beam search"},
+      {[](SamplingParams& p) {
+         p.use_beam_search = true;
+         p.bad_words_token_ids = {{4}};
+       },
+       "'bad_words' cannot be used with beam search"},
   };
   for (const Case& c : cases) {
     std::string msg = error_of(c.edit);

@@ -1,11 +1,13 @@
-// Sampling rows: parameters, penalty lists, bias with the min_tokens ban,
-// seeds and steps, offsets.
+// Sampling rows: parameters, penalty lists, bias with the min_tokens ban and
+// bad words, allowed-token masks, seeds and steps, offsets.
 #include "sample/sampling_rows.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
+
+#include "sample/token_mask.h"
 
 namespace pagoda {
 namespace {
@@ -73,6 +75,67 @@ TEST(SamplingRows, BiasAndStopTokenBanUntilMinTokens) {
   EXPECT_EQ(b.bias_tokens, (Ids{2, 7, 9, 2, 9, 2, 7, 9}));
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(b.bias_values, (std::vector<float>{-inf, -inf, 5.0f, 1.0f, 5.0f, 1.0f, -inf, 5.0f}));
+}
+
+TEST(SamplingRows, BadWordsBanTheirLastTokenAfterTheirPrefix) {
+  SamplingParams p;
+  p.bad_words_token_ids = {{5}, {7, 8}, {1, 2, 3}};
+  p.logit_bias = {{8, 2.0f}};
+  SamplingBatch b;
+  Ids prompt = {7, 1, 2}, none, after7 = {4, 7}, after12 = {1, 2}, after712 = {7, 1, 2};
+  append_sampling_row(b, p, kEos, {prompt, none, 0});      // the prompt never matches: only 5
+  append_sampling_row(b, p, kEos, {prompt, after7, 0});    // 5 and 8 (over its +2 bias)
+  append_sampling_row(b, p, kEos, {prompt, after12, 0});   // 5 and 3
+  append_sampling_row(b, p, kEos, {prompt, after712, 0});  // 5 and 3 again
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(b.bias_offsets, (Ids{0, 2, 4, 7, 10}));
+  EXPECT_EQ(b.bias_tokens, (Ids{5, 8, 5, 8, 3, 5, 8, 3, 5, 8}));
+  EXPECT_EQ(b.bias_values,
+            (std::vector<float>{-inf, 2.0f, -inf, -inf, -inf, -inf, 2.0f, -inf, -inf, 2.0f}));
+}
+
+TEST(SamplingRows, AllowedMaskRowsShareEqualMasksAndPadUnmaskedRows) {
+  SamplingParams plain, allowed;
+  allowed.allowed_token_ids = {3, 33, 69};
+  const std::vector<uint32_t> mask = pack_token_mask(allowed.allowed_token_ids, 70);
+  ASSERT_EQ(mask, (std::vector<uint32_t>{1u << 3, 1u << 1, 1u << 5}));
+  const std::vector<uint32_t> other = pack_token_mask(Ids{0}, 70);
+  SamplingBatch b;
+  Ids none;
+  append_sampling_row(b, allowed, kEos, {none, none, 0, nullptr, other});  // a masked first row
+  EXPECT_EQ(b.mask_index, (Ids{0}));
+  b.clear();
+  append_sampling_row(b, plain, kEos, {none, none, 0});
+  EXPECT_TRUE(b.mask_index.empty());  // no masked row yet: no mask arrays at all
+  append_sampling_row(b, allowed, kEos, {none, none, 0, nullptr, mask});
+  append_sampling_row(b, allowed, kEos, {none, none, 1, nullptr, mask});  // n samples: one mask
+  append_prompt_logprob_row(b, plain, 4);
+  append_sampling_row(b, allowed, kEos, {none, none, 0, nullptr, other});
+  EXPECT_EQ(b.mask_index, (Ids{-1, 0, 0, -1, 1}));
+  EXPECT_EQ(b.mask_words, 3);
+  std::vector<uint32_t> want = mask;
+  want.insert(want.end(), other.begin(), other.end());
+  EXPECT_EQ(b.allowed_words, want);
+  b.clear();
+  EXPECT_TRUE(b.mask_index.empty() && b.allowed_words.empty() && b.mask_words == 0);
+}
+
+TEST(SamplingRows, BansThatWouldEmptyTheMaskAreLiftedForTheStep) {
+  SamplingParams p;
+  p.allowed_token_ids = {2, 6};
+  p.min_tokens = 1;
+  p.bad_words_token_ids = {{6}};
+  const std::vector<uint32_t> mask = pack_token_mask(p.allowed_token_ids, 10);
+  SamplingBatch b;
+  Ids none, one = {6};
+  // EOS 2 (min_tokens) and 6 (bad word) ban both allowed tokens: lifted.
+  append_sampling_row(b, p, kEos, {none, none, 0, nullptr, mask});
+  // min_tokens reached: only 6 is banned and 2 stays.
+  append_sampling_row(b, p, kEos, {none, one, 0, nullptr, mask});
+  // Unmasked, the same bans hold.
+  append_sampling_row(b, p, kEos, {none, none, 0});
+  EXPECT_EQ(b.bias_offsets, (Ids{0, 0, 1, 3}));
+  EXPECT_EQ(b.bias_tokens, (Ids{6, 2, 6}));
 }
 
 TEST(SamplingRows, UnsetFieldsUseBuiltInDefaults) {
