@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
 
@@ -67,6 +71,17 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_option("--seed", o.seed,
                  "base seed for requests without their own; 0: random per process")
       ->capture_default_str();
+}
+
+std::string chat_template_text(const EngineOptions& options, const Engine& engine) {
+  if (!options.chat_template_file.empty()) {
+    std::ifstream in(options.chat_template_file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  const Tokenizer& tokenizer = engine.tokenizer();
+  return tokenizer.chat_template().value_or("") + tokenizer.chat_template("tool_use").value_or("");
 }
 
 std::string default_model_path() {

