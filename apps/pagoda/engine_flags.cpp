@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/byte_size.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -52,7 +53,7 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--num-kv-blocks", o.num_kv_blocks,
-                 "KV-cache blocks to allocate; 0: size the pool from free memory")
+                 "KV-cache blocks to allocate; 0: size the pool from memory (see --kv-cache-memory-bytes)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_switch(app, "enable-prefix-caching", o.enable_prefix_caching,
@@ -63,6 +64,19 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "can share a GPU")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--kv-cache-memory-bytes,--kv-cache-memory",
+         [&o](const std::string& text) {
+           Result<int64_t> bytes = parse_byte_size(text);
+           if (!bytes.ok()) throw CLI::ValidationError("--kv-cache-memory-bytes", bytes.error().message);
+           o.kv_cache_memory_bytes = *bytes;
+         },
+         "KV cache size in bytes, or with a unit: 4GiB, 512MiB, 1.5G (binary), 2GB, 2g (decimal); on "
+         "cpu it replaces the default of room for --max-num-seqs sequences of --max-model-len tokens "
+         "within half the available RAM (vLLM's VLLM_CPU_KVCACHE_SPACE), on cuda the size derived "
+         "from --gpu-memory-utilization; --num-kv-blocks wins over it. The start-up KV cache line "
+         "says how the pool was sized")
+      ->type_name("SIZE");
   app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");
   add_switch(app, "async-scheduling", o.async_scheduling,
              "plan and launch the next engine step while the GPU runs the current one, so host "

@@ -12,7 +12,7 @@ namespace pagoda::app {
 // Registers on `app`, writing into `options`: --device, --chat-template,
 // --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
 // --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
-// --gpu-memory-utilization, --enforce-eager, --async-scheduling /
+// --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager, --async-scheduling /
 // --no-async-scheduling, --seed. `options` must outlive
 // parsing; its current values are the defaults shown by --help.
 void add_engine_flags(CLI::App& app, EngineOptions& options);

@@ -34,6 +34,10 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   int64_t max_waiting_requests = 4096;
   double gpu_memory_utilization = 0.9;
+  // KV cache bytes (--kv-cache-memory-bytes); 0: cpu sizes the pool for
+  // max_num_seqs sequences of max_model_len tokens within half the available
+  // RAM, cuda from gpu_memory_utilization (model/kv_budget.h).
+  int64_t kv_cache_memory_bytes = 0;
   bool enforce_eager = false;
   // Plan and launch step N+1 while the device runs step N (steps whose
   // requests need step N's tokens first -- beam search, the fork of n > 1,

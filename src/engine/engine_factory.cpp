@@ -68,6 +68,7 @@ RunnerOptions to_runner_options(const EngineOptions& o) {
   r.max_num_seqs = o.max_num_seqs;
   r.max_model_len = o.max_model_len;
   r.kv_cache_memory_fraction = o.gpu_memory_utilization;
+  r.kv_cache_bytes = o.kv_cache_memory_bytes;
   r.enforce_eager = o.enforce_eager;
   return r;
 }
@@ -135,10 +136,10 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.chat_template = std::move(chat_template);
   parts.backend = std::move(backend);
   parts.runner = std::move(runner);
-  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB); max model len {}; prefix caching {}",
+  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB; sized by {}); max model len {}; prefix caching {}",
            parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens,
            to_gib(static_cast<double>(parts.info.num_kv_blocks * parts.runner->kv_block_bytes())),
-           parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off");
+           parts.runner->kv_sizing(), parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off");
   return parts;
 }
 
