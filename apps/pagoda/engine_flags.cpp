@@ -37,6 +37,13 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->capture_default_str();
   app.add_option("--chat-template", o.chat_template_file,
                  "a Jinja chat template file to use instead of the model's own");
+  app.add_option("--generation-config", o.generation_config,
+                 "sampling defaults for requests that leave temperature, top_p, top_k, min_p, "
+                 "repetition_penalty or max_tokens unset: auto = the model's own (a folder's "
+                 "generation_config.json; for a .gguf its general.sampling.* metadata, overridden by a "
+                 "generation_config.json in the file's folder), vllm = none (built-in defaults), or a "
+                 "folder holding a generation_config.json. The start-up log prints the defaults in use")
+      ->capture_default_str();
   app.add_option("--max-model-len", o.max_model_len,
                  "context length in tokens (prompt + output); 0: the model's maximum")
       ->check(CLI::NonNegativeNumber)

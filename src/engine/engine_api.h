@@ -26,6 +26,9 @@ struct EngineOptions {
   std::string served_model_name;     // default: the model's folder/file name
   std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
   std::string chat_template_file;    // overrides the model's chat template
+  // Sampling defaults (io/generation_defaults.h): "auto" the model's own,
+  // "vllm" none, else a folder holding a generation_config.json.
+  std::string generation_config = "auto";
   int block_size = 16;
   int64_t num_kv_blocks = 0;         // 0: size the pool from memory
   int64_t max_model_len = 0;         // 0: the model's max_position_embeddings

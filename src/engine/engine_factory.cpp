@@ -11,6 +11,7 @@
 #include "core/units.h"
 #include "engine/backend_factory.h"
 #include "engine/llm_engine.h"
+#include "io/generation_defaults.h"
 #include "io/model_files.h"
 #include "sample/sampling_fields.h"
 
@@ -73,6 +74,18 @@ RunnerOptions to_runner_options(const EngineOptions& o) {
   return r;
 }
 
+// One line: the sampling defaults requests that leave a field unset get, and
+// where they came from.
+void log_sampling_defaults(const GenerationDefaults& defaults, const std::string& source, const std::string& choice) {
+  const std::string values = describe_generation_defaults(defaults);
+  if (!values.empty()) {
+    log_info("sampling defaults: {} (from {}); a request's own values win", values, source);
+  } else {
+    log_info("sampling defaults: built-in (temperature=1, no top_p / top_k / min_p); {}",
+             choice == "vllm" ? "--generation-config vllm" : "the model gives none");
+  }
+}
+
 Status check_options(const EngineOptions& o) {
   auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
   if (o.block_size < 1 || o.block_size > 256) return bad(fmt::format("--block-size must be in [1, 256], got {}", o.block_size));
@@ -127,10 +140,14 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner->num_kv_blocks());
   parts.scheduler_config.kv.block_size = runner->block_size();
   parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
-  parts.generation = opened.generation;
+  PAGODA_ASSIGN_OR_RETURN(SamplingDefaults sampling,
+                          select_sampling_defaults(options.generation_config, opened.generation, opened.generation_source));
+  parts.generation = std::move(sampling.values);
+  parts.generation.eos_token_ids = opened.generation.eos_token_ids;
   for (const SamplingFieldError& e : drop_out_of_range_defaults(parts.generation)) {
     log_warn("generation_config: {}; requests that leave '{}' unset use the built-in default", e.message, e.field);
   }
+  log_sampling_defaults(parts.generation, sampling.source, options.generation_config);
   parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
   parts.chat_template = std::move(chat_template);

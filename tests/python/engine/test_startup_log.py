@@ -1,6 +1,6 @@
 """What `pagoda generate` logs while it starts: each fact once, and no ERROR
 for a normal start (--device auto without a GPU falls back to the CPU with an
-INFO line); how the CPU KV pool was sized.
+INFO line); how the CPU KV pool was sized; the sampling defaults in use.
 
 Env: PAGODA_BIN (default: build/pagoda), PAGODA_SHARED_DIR (default: ../shared).
 """
@@ -66,3 +66,33 @@ def test_kv_cache_memory_bytes_sets_the_pool():
                           "--kv-cache-memory-bytes", "lots"], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "'lots' is not a byte size" in out.stderr, out.stderr
 
+
+def sampling_line(*flags, model=MODEL):
+    lines = [line for line in start_log("cpu", *flags, model=model) if "sampling defaults:" in line]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_sampling_defaults_are_logged_with_their_source(tmp_path):
+    assert "built-in (temperature=1" in sampling_line()  # stories260K's generation_config.json sets none
+    (tmp_path / "generation_config.json").write_text('{"temperature": 0.3, "top_k": 7}')
+    line = sampling_line("--generation-config", str(tmp_path))
+    assert "temperature=0.3 top_k=7" in line and str(tmp_path / "generation_config.json") in line, line
+    assert "--generation-config vllm" in sampling_line("--generation-config", "vllm")
+
+
+def test_generation_config_folder_sets_unset_fields(tmp_path):
+    """A request that leaves temperature unset takes the folder's 0 (greedy), whatever the seed."""
+    (tmp_path / "generation_config.json").write_text('{"temperature": 0}')
+
+    def text(*flags):
+        out = subprocess.run([str(PAGODA_BIN), "generate", str(MODEL), "--device", "cpu", "--prompt",
+                              "Once upon a time", "--max-tokens", "24", *flags], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    greedy = text("--temperature", "0")
+    assert text("--generation-config", str(tmp_path), "--seed", "1") == greedy
+    assert text("--generation-config", str(tmp_path), "--seed", "2") == greedy
+    assert text("--seed", "1") != greedy  # the model's own defaults: temperature 1
