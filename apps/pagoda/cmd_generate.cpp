@@ -1,9 +1,11 @@
 // pagoda generate: one prompt streamed to stdout, or a JSONL batch of
-// prompts run through the engine together.
+// prompts run through the engine together -- pagoda's own line format, or
+// OpenAI's batch format (custom_id, method, url, body), as `vllm run-batch`.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -14,13 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "engine/engine_api.h"
 #include "engine/request_fit.h"
-#include "pagoda/command.h"
-#include "pagoda/engine_flags.h"
 #include "openai/bad_words.h"
+#include "openai/batch_line.h"
+#include "openai/batch_runner.h"
 #include "openai/field_reader.h"
 #include "openai/sampling_request.h"
+#include "pagoda/command.h"
+#include "pagoda/engine_flags.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -206,17 +211,36 @@ void print_cache_stats(const Engine& engine) {
                static_cast<unsigned long long>(m.num_preemptions));
 }
 
-// The JSON objects of a JSONL file (blank lines skipped).
-Result<std::vector<json>> read_jsonl(const std::string& path) {
+struct InputLine {
+  int number = 0;  // in the file, from 1
+  std::string text;
+};
+
+// The non-blank lines of a JSONL file.
+Result<std::vector<InputLine>> read_lines(const std::string& path) {
   std::ifstream in(path);
   if (!in) return make_error(ErrorCode::kNotFound, "cannot read --input " + path);
-  std::vector<json> items;
+  std::vector<InputLine> lines;
   std::string line;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json item = json::parse(line, nullptr, false);
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back({number, std::move(line)});
+  }
+  return lines;
+}
+
+// A file is in OpenAI's batch format when its first line is a JSON object
+// with "custom_id" and "body".
+bool is_batch_file(const std::vector<InputLine>& lines) {
+  return !lines.empty() && openai::is_batch_line(json::parse(lines[0].text, nullptr, false));
+}
+
+// The JSON objects of pagoda's own format.
+Result<std::vector<json>> parse_items(const std::vector<InputLine>& lines, const std::string& path) {
+  std::vector<json> items;
+  for (const InputLine& line : lines) {
+    json item = json::parse(line.text, nullptr, false);
     if (item.is_discarded() || !item.is_object()) {
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}:{}: not a JSON object", path, lineno));
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}:{}: not a JSON object", path, line.number));
     }
     items.push_back(std::move(item));
   }
@@ -257,39 +281,122 @@ Status submit_all(Engine& engine, const std::vector<GenerateRequest>& requests, 
   return Status::Ok();
 }
 
-int run_batch(Engine& engine, const std::string& input, const std::string& output, bool chat) {
-  auto fail = [](const Error& e) {
-    std::fprintf(stderr, "pagoda generate: %s\n", e.message.c_str());
-    return 1;
-  };
-  Result<std::vector<json>> items = read_jsonl(input);
+int fail(const Error& e) {
+  std::fprintf(stderr, "pagoda generate: %s\n", e.message.c_str());
+  return 1;
+}
+
+// The closing summary on stderr, after the engine drained.
+void print_batch_stats(Engine& engine, size_t num_requests, int64_t tokens, Clock::time_point start) {
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  engine.drain();  // the metrics below then include the last step
+  std::fprintf(stderr, "%zu requests, %lld generated tokens in %.2f s (%.1f tok/s)\n", num_requests,
+               static_cast<long long>(tokens), secs, static_cast<double>(tokens) / secs);
+  print_cache_stats(engine);
+}
+
+// pagoda's own format: every item is checked before any runs, and a bad one
+// fails the whole batch.
+int run_items(Engine& engine, const std::vector<InputLine>& lines, const std::string& input, std::ostream& out,
+              bool chat) {
+  Result<std::vector<json>> items = parse_items(lines, input);
   if (!items.ok()) return fail(items.error());
   Result<std::vector<GenerateRequest>> requests = make_requests(engine, *items, chat, input);
   if (!requests.ok()) return fail(requests.error());
-  std::ofstream file;
-  if (!output.empty()) {
-    file.open(output);
-    if (!file) return fail(make_error(ErrorCode::kInvalidArgument, "cannot write --output " + output));
-  }
   const auto start = Clock::now();
   std::vector<std::unique_ptr<Collector>> collectors;
   Status submitted = submit_all(engine, *requests, input, &collectors);
   if (!submitted.ok()) return fail(submitted.error());
-  std::ostream& out = output.empty() ? std::cout : file;
+  Progress progress("batch", items->size());
   int64_t tokens = 0;
   for (size_t i = 0; i < items->size(); ++i) {
     collectors[i]->wait();
     for (const auto& o : collectors[i]->outputs()) tokens += static_cast<int64_t>(o.token_ids.size());
     out << output_json((*items)[i], (*requests)[i], *collectors[i]).dump(-1, ' ', false, json::error_handler_t::replace)
         << "\n";
+    progress.update(i + 1, fmt::format("{}/{} requests", i + 1, items->size()));
   }
   out.flush();
-  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  engine.drain();  // the metrics below then include the last step
-  std::fprintf(stderr, "%zu requests, %lld generated tokens in %.2f s (%.1f tok/s)\n", items->size(),
-               static_cast<long long>(tokens), secs, static_cast<double>(tokens) / secs);
-  print_cache_stats(engine);
+  progress.finish();
+  print_batch_stats(engine, items->size(), tokens, start);
   return 0;
+}
+
+// OpenAI's batch format: each line is answered as the server answers its
+// body, a bad line gets an error line, and the output keeps the input order.
+// At most 2 x max_num_seqs lines are in flight (as `vllm run-batch`), so the
+// engine's waiting queue stays short and the answers held for ordering few.
+int run_openai_batch(Engine& engine, const std::vector<InputLine>& lines, std::ostream& out,
+                     openai::ServiceOptions options) {
+  Result<std::unique_ptr<openai::BatchRunner>> runner = openai::BatchRunner::create(engine, std::move(options));
+  if (!runner.ok()) return fail(runner.error());
+  const size_t window = static_cast<size_t>(std::max<int64_t>(1, 2 * engine.info().max_num_seqs));
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::optional<json>> answers(lines.size());
+  size_t num_answered = 0, num_written = 0, num_failed = 0;
+  int64_t tokens = 0;
+  Progress progress("batch", lines.size());
+  // Writes the answers that are next in input order; holds `lock`.
+  auto write_ready = [&](std::unique_lock<std::mutex>&) {
+    for (; num_written < answers.size() && answers[num_written]; ++num_written) {
+      json& line = *answers[num_written];
+      if (!line["error"].is_null()) ++num_failed;
+      if (line["response"].is_object() && line["response"]["status_code"] == 200) {
+        tokens += line["response"]["body"]["usage"].value("completion_tokens", int64_t{0});
+      }
+      out << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+      answers[num_written].reset();
+    }
+    progress.update(num_written, fmt::format("{}/{} requests, {} failed", num_written, lines.size(), num_failed));
+  };
+  const auto start = Clock::now();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return i - num_answered < window; });
+      write_ready(lock);
+    }
+    (*runner)->run(lines[i].text, [&, i](json line) {
+      std::lock_guard<std::mutex> lock(mu);
+      answers[i] = std::move(line);
+      ++num_answered;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    while (num_written < lines.size()) {
+      cv.wait(lock, [&] { return num_written < answers.size() && answers[num_written]; });
+      write_ready(lock);
+    }
+  }
+  out.flush();
+  progress.finish();
+  runner->reset();
+  print_batch_stats(engine, lines.size(), tokens, start);
+  if (num_failed) std::fprintf(stderr, "%zu of %zu requests failed (see their \"error\")\n", num_failed, lines.size());
+  return 0;
+}
+
+// --output: a file, or stdout when empty or "-".
+int run_batch(Engine& engine, const EngineOptions& options, const std::string& input, const std::string& output,
+              bool chat) {
+  Result<std::vector<InputLine>> lines = read_lines(input);
+  if (!lines.ok()) return fail(lines.error());
+  std::ofstream file;
+  const bool to_stdout = output.empty() || output == "-";
+  if (!to_stdout) {
+    file.open(output);
+    if (!file) return fail(make_error(ErrorCode::kInvalidArgument, "cannot write --output " + output));
+  }
+  std::ostream& out = to_stdout ? std::cout : file;
+  if (!is_batch_file(*lines)) return run_items(engine, *lines, input, out, chat);
+  openai::ServiceOptions service;
+  service.served_model_name = engine.info().served_model_name;
+  service.version = PAGODA_VERSION;
+  service.chat_template_text = chat_template_text(options, engine);
+  return run_openai_batch(engine, *lines, out, std::move(service));
 }
 
 int run_one(Engine& engine, const json& item, bool chat) {
@@ -340,14 +447,19 @@ int run_generate(int argc, char** argv) {
   app.add_option("-p,--prompt", prompt, "Prompt text (completion), or the user message with --chat");
   app.add_flag("--chat", chat, "Render --prompt as a user message through the model's chat template");
   app.add_option("--input", input,
-                 "JSONL file: one request per line with \"prompt\" (text or token ids) or \"messages\", "
-                 "plus OpenAI-style sampling fields (max_tokens, temperature, top_p, top_k, seed, stop, n, best_of, "
-                 "use_beam_search, logprobs, prompt_logprobs, allowed_token_ids, bad_words, priority, ...). Writes one JSON "
-                 "line per item, in "
-                 "input order: prompt (or messages), text, token_ids, finish_reason, stop_reason (when a stop string "
+                 "JSONL file of requests, in one of two formats (the first line decides). OpenAI's batch "
+                 "format, as `vllm run-batch`: {\"custom_id\", \"method\": \"POST\", \"url\": "
+                 "\"/v1/chat/completions\" or \"/v1/completions\", \"body\"}; each body is checked and "
+                 "answered as the server would, and each output line is {\"id\", \"custom_id\", \"response\": "
+                 "{\"status_code\", \"request_id\", \"body\"}, \"error\"}; a bad line gets an error line and "
+                 "the others still run. Or pagoda's own: \"prompt\" (text or token ids) or \"messages\", plus "
+                 "OpenAI-style sampling fields (max_tokens, temperature, top_p, top_k, seed, stop, n, best_of, "
+                 "use_beam_search, logprobs, prompt_logprobs, allowed_token_ids, bad_words, priority, ...), every line checked before any runs; "
+                 "it writes prompt (or messages), text, token_ids, finish_reason, stop_reason (when a stop string "
                  "or a stop_token_ids id ended it), usage; plus choices when n > 1 and logprobs / prompt_logprobs when "
-                 "requested. Reports the prefix-cache hit rate and preemptions on stderr");
-  app.add_option("--output", output, "Write the batch results (JSONL) here instead of stdout");
+                 "requested. Output lines keep the input order. Shows progress and reports the prefix-cache hit "
+                 "rate and preemptions on stderr");
+  app.add_option("--output", output, "Write the batch results (JSONL) here; - or none: stdout");
   app.add_option("--max-tokens", max_tokens, "Tokens to generate (default: up to the context length)");
   app.add_option("--temperature", temperature, "Sampling temperature; 0 = greedy (default: generation_config, else 1)");
   app.add_option("--top-p", top_p, "Nucleus sampling probability mass (0, 1]");
@@ -369,7 +481,7 @@ int run_generate(int argc, char** argv) {
     std::fprintf(stderr, "pagoda generate: %s\n", engine.error().message.c_str());
     return 1;
   }
-  if (!input.empty()) return run_batch(**engine, input, output, chat);
+  if (!input.empty()) return run_batch(**engine, options, input, output, chat);
   item["prompt"] = prompt;
   if (max_tokens) item["max_tokens"] = *max_tokens;
   if (temperature) item["temperature"] = *temperature;

@@ -4,8 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/log.h"
@@ -15,7 +13,6 @@
 #include "pagoda/command.h"
 #include "pagoda/engine_flags.h"
 #include "pagoda/http_limit_flags.h"
-#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -51,19 +48,6 @@ void add_server_flags(CLI::App& app, EngineOptions& engine, ServerOptions& serve
       ->capture_default_str();
 }
 
-// The chat template text in use, for picking the tool-call parser: the
-// --chat-template file, else the model's templates (default and tool_use).
-std::string chat_template_text(const EngineOptions& options, const pagoda::Engine& engine) {
-  if (!options.chat_template_file.empty()) {
-    std::ifstream in(options.chat_template_file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-  const pagoda::Tokenizer& tokenizer = engine.tokenizer();
-  return tokenizer.chat_template().value_or("") + tokenizer.chat_template("tool_use").value_or("");
-}
-
 int run_serve(int argc, char** argv) {
   CLI::App app{
       "Serve a model with the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, "
@@ -96,7 +80,7 @@ int run_serve(int argc, char** argv) {
     return 1;
   }
   server_options.service.served_model_name = engine.value()->info().served_model_name;
-  server_options.service.chat_template_text = chat_template_text(engine_options, *engine.value());
+  server_options.service.chat_template_text = pagoda::app::chat_template_text(engine_options, *engine.value());
   server_options.handle_signals = true;
   auto server = pagoda::openai::Server::start(*engine.value(), server_options);
   if (!server.ok()) {

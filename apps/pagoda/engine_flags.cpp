@@ -3,7 +3,12 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include "core/byte_size.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
 
@@ -32,6 +37,13 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->capture_default_str();
   app.add_option("--chat-template", o.chat_template_file,
                  "a Jinja chat template file to use instead of the model's own");
+  app.add_option("--generation-config", o.generation_config,
+                 "sampling defaults for requests that leave temperature, top_p, top_k, min_p, "
+                 "repetition_penalty or max_tokens unset: auto = the model's own (a folder's "
+                 "generation_config.json; for a .gguf its general.sampling.* metadata, overridden by a "
+                 "generation_config.json in the file's folder), vllm = none (built-in defaults), or a "
+                 "folder holding a generation_config.json. The start-up log prints the defaults in use")
+      ->capture_default_str();
   app.add_option("--max-model-len", o.max_model_len,
                  "context length in tokens (prompt + output); 0: the model's maximum")
       ->check(CLI::NonNegativeNumber)
@@ -48,7 +60,7 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--num-kv-blocks", o.num_kv_blocks,
-                 "KV-cache blocks to allocate; 0: size the pool from free memory")
+                 "KV-cache blocks to allocate; 0: size the pool from memory (see --kv-cache-memory-bytes)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_switch(app, "enable-prefix-caching", o.enable_prefix_caching,
@@ -59,6 +71,19 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "can share a GPU")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--kv-cache-memory-bytes,--kv-cache-memory",
+         [&o](const std::string& text) {
+           Result<int64_t> bytes = parse_byte_size(text);
+           if (!bytes.ok()) throw CLI::ValidationError("--kv-cache-memory-bytes", bytes.error().message);
+           o.kv_cache_memory_bytes = *bytes;
+         },
+         "KV cache size in bytes, or with a unit: 4GiB, 512MiB, 1.5G (binary), 2GB, 2g (decimal); on "
+         "cpu it replaces the default of room for --max-num-seqs sequences of --max-model-len tokens "
+         "within half the available RAM (vLLM's VLLM_CPU_KVCACHE_SPACE), on cuda the size derived "
+         "from --gpu-memory-utilization; --num-kv-blocks wins over it. The start-up KV cache line "
+         "says how the pool was sized")
+      ->type_name("SIZE");
   app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");
   add_switch(app, "async-scheduling", o.async_scheduling,
              "plan and launch the next engine step while the GPU runs the current one, so host "
@@ -73,6 +98,17 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "only while the engine is busy; 0: off")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+}
+
+std::string chat_template_text(const EngineOptions& options, const Engine& engine) {
+  if (!options.chat_template_file.empty()) {
+    std::ifstream in(options.chat_template_file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  const Tokenizer& tokenizer = engine.tokenizer();
+  return tokenizer.chat_template().value_or("") + tokenizer.chat_template("tool_use").value_or("");
 }
 
 std::string default_model_path() {

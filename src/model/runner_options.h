@@ -8,8 +8,9 @@ namespace pagoda {
 struct RunnerOptions {
   // Tokens per KV block.
   int block_size = 16;
-  // KV blocks; 0: derived from the memory budget (cpu_kv_cache_bytes on cpu,
-  // kv_cache_memory_fraction of total memory on cuda).
+  // KV blocks; 0: derived from the memory budget (kv_cache_bytes when set,
+  // else cpu: kv_budget.h's cpu_kv_budget, cuda: kv_cache_memory_fraction of
+  // total memory).
   int64_t num_kv_blocks = 0;
   // T limit of one step; the activation scratch is sized for it.
   int64_t max_num_batched_tokens = 2048;
@@ -22,8 +23,9 @@ struct RunnerOptions {
   // runner may use (weights + activations + KV); memory other processes held
   // when it started does not count (device_kv_budget_bytes).
   double kv_cache_memory_fraction = 0.9;
-  // cpu: KV cache budget in bytes.
-  int64_t cpu_kv_cache_bytes = int64_t{1} << 30;
+  // KV cache budget in bytes on any backend (--kv-cache-memory-bytes); 0:
+  // derived as above.
+  int64_t kv_cache_bytes = 0;
   // Backends with graphs (cuda): true runs every step eagerly; false captures
   // decode graphs at startup (see decode_graphs.h).
   bool enforce_eager = false;

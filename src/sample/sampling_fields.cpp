@@ -25,4 +25,13 @@ std::vector<SamplingFieldError> drop_out_of_range_defaults(GenerationDefaults& d
   return dropped;
 }
 
+std::string describe_generation_defaults(const GenerationDefaults& defaults) {
+  std::string out;
+  for_each_numeric_field([&](const auto& field) {
+    if (field.generation == nullptr || !(defaults.*field.generation)) return;
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", field.name, *(defaults.*field.generation));
+  });
+  return out;
+}
+
 }  // namespace pagoda

@@ -181,6 +181,10 @@ inline constexpr BoolField kBoolSamplingFields[] = {
 // cause. Returns one error per value cleared, for the engine to log once.
 std::vector<SamplingFieldError> drop_out_of_range_defaults(GenerationDefaults& defaults);
 
+// The set values of `defaults` by request field name, for the start-up log:
+// "temperature=0.2 top_p=0.9" ("" when none is set).
+std::string describe_generation_defaults(const GenerationDefaults& defaults);
+
 // Calls f(field) for each numeric field, in order.
 template <typename F>
 void for_each_numeric_field(F&& f) {

@@ -198,3 +198,82 @@ def test_item_errors_name_the_item(tmp_path):
     proc = subprocess.run([str(PAGODA_BIN), "generate", str(MODEL), "--device", "cpu", "--input", str(inp)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "bad.jsonl:1" in proc.stderr
+
+
+# OpenAI's batch format (`vllm run-batch`): one request per line, answered as
+# the server answers its body; a bad line gets an error line in its place.
+def batch_line(custom_id, body, url="/v1/completions", method="POST"):
+    return json.dumps({"custom_id": custom_id, "method": method, "url": url, "body": body})
+
+
+def run_batch_file(tmp_path, lines, *flags, output=None):
+    inp = tmp_path / "batch.jsonl"
+    inp.write_text("".join(line + "\n" for line in lines))
+    out = output or str(tmp_path / "batch.out.jsonl")
+    proc = subprocess.run([str(PAGODA_BIN), "generate", str(MODEL), "--device", "cpu", "--input", str(inp),
+                           "--output", out, *flags], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout if out == "-" else pathlib.Path(out).read_text()
+    return [json.loads(line) for line in text.splitlines()], proc.stderr
+
+
+def test_openai_batch_format(tmp_path):
+    golden = json.loads((MODEL / "golden_greedy.json").read_text())
+    template = tmp_path / "plain.jinja"
+    template.write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    lines = [
+        batch_line("ok-1", {"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 40, "temperature": 0}),
+        "{not json",
+        batch_line("embed", {"input": "Hi"}, url="/v1/embeddings"),
+        batch_line("hot", {"prompt": "Hi", "temperature": 7}),
+        batch_line("long", {"prompt": "Once upon a time " * 400, "max_tokens": 4}),
+        batch_line("get", {"prompt": "Hi"}, method="GET"),
+        batch_line("stream", {"prompt": "Hi", "stream": True}),
+        batch_line("other-model", {"model": "gpt-4o", "prompt": "Hi"}),
+        batch_line("chat", {"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 8,
+                            "temperature": 0, "n": 2}, url="/v1/chat/completions"),
+        batch_line("ok-2", {"prompt": [[1, 403, 407, 261, 378]], "max_tokens": 40, "temperature": 0}),
+        json.dumps({"custom_id": 7, "method": "POST", "url": "/v1/completions", "body": {}}),
+    ]
+    out, stderr = run_batch_file(tmp_path, lines, "--chat-template", str(template))
+    assert len(out) == len(lines)
+    assert [o["custom_id"] for o in out] == ["ok-1", None, "embed", "hot", "long", "get", "stream", "other-model",
+                                             "chat", "ok-2", None]
+    assert len({o["id"] for o in out}) == len(out) and all(o["id"].startswith("batch_req_") for o in out)
+    ok1, not_json, embed, hot, long, get, stream, other, chat, ok2, bad_id = out
+
+    for ok in (ok1, ok2):
+        assert ok["error"] is None
+        assert ok["response"]["status_code"] == 200 and ok["response"]["request_id"]
+        body = ok["response"]["body"]
+        assert body["object"] == "text_completion" and body["model"] == "stories260K"
+        assert body["id"].startswith("cmpl-")
+        assert body["usage"]["completion_tokens"] == 40
+        assert golden["greedy_text"].startswith("Once upon a time" + body["choices"][0]["text"])
+    assert chat["error"] is None and chat["response"]["status_code"] == 200
+    assert chat["response"]["body"]["object"] == "chat.completion"
+    assert [c["index"] for c in chat["response"]["body"]["choices"]] == [0, 1]
+
+    for line, code in ((not_json, "invalid_json"), (embed, "unsupported_url"), (get, "invalid_request"),
+                       (bad_id, "invalid_request")):
+        assert line["response"] is None and line["error"]["code"] == code, line
+    assert "/v1/chat/completions" in embed["error"]["message"]
+    # Refused bodies carry the server's error answer and sum it up in "error".
+    for line, status, param in ((hot, 400, "temperature"), (long, 400, "prompt"), (stream, 400, "stream"),
+                                (other, 404, "model")):
+        assert line["response"]["status_code"] == status, line
+        err = line["response"]["body"]["error"]
+        assert err["param"] == param or (param == "model" and err["code"] == "model_not_found"), line
+        assert line["error"]["message"] == err["message"] and line["error"]["code"]
+    assert "temperature" in hot["error"]["message"]
+    assert "8 of 11 requests failed" in stderr
+    assert "batch: 100%" in stderr
+
+
+def test_openai_batch_to_stdout(tmp_path):
+    lines = [batch_line(f"r{i}", {"prompt": "Tom and his dog", "max_tokens": 4, "temperature": 0}) for i in range(5)]
+    out, stderr = run_batch_file(tmp_path, lines, "--max-num-seqs", "1", output="-")
+    assert [o["custom_id"] for o in out] == [f"r{i}" for i in range(5)]
+    texts = {o["response"]["body"]["choices"][0]["text"] for o in out}
+    assert len(texts) == 1 and all(o["error"] is None for o in out)
+    assert "5 requests" in stderr

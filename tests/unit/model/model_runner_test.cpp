@@ -67,14 +67,14 @@ class RunnerTest : public ::testing::Test {
 TEST_F(RunnerTest, SizesKvCacheAndMaxModelLen) {
   RunnerOptions o;
   o.block_size = 16;
-  o.cpu_kv_cache_bytes = 1 << 20;  // block = 2 (k,v) * 2 layers * 16 * 2 heads * 8 * 4 B = 4 KiB
+  o.kv_cache_bytes = 1 << 20;  // block = 2 (k,v) * 2 layers * 16 * 2 heads * 8 * 4 B = 4 KiB
   auto r = make(o);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->num_kv_blocks(), 256);
   EXPECT_EQ(r->max_model_len(), 128);  // the config's max_position_embeddings
   EXPECT_EQ(r->max_blocks_per_seq(), 8);
 
-  o.cpu_kv_cache_bytes = 5 * 4096;  // 80 tokens: a derived max_model_len shrinks to fit
+  o.kv_cache_bytes = 5 * 4096;  // 80 tokens: a derived max_model_len shrinks to fit
   r = make(o);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->num_kv_blocks(), 5);
