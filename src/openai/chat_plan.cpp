@@ -1,5 +1,7 @@
 #include "openai/chat_plan.h"
 
+#include <fmt/format.h>
+
 #include "openai/field_reader.h"
 #include "openai/response_bound.h"
 #include "tokenizer/tokenizer.h"
@@ -19,12 +21,33 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
     reader.fail_field("top_logprobs", "requires 'logprobs': true");
   }
   if (logprobs) params.logprobs = top_logprobs.value_or(0);
-  reader.boolean("parallel_tool_calls");
+  plan.parallel_tool_calls = reader.boolean("parallel_tool_calls").value_or(true);
   if (reader.error()) return *reader.error();
 
   auto prompt = build_chat_prompt(ctx, body);
   if (!prompt.ok()) return prompt.error();
   plan.prompt = std::move(prompt.value());
+  const ToolChoiceMode tool_mode = plan.prompt.tools.mode;
+  if (tool_mode == ToolChoiceMode::kAuto && !ctx.options.auto_tool_choice) {
+    return invalid_field("tool_choice",
+                         "\"auto\" tool choice (the default when 'tools' are given) requires "
+                         "--enable-auto-tool-choice, and this server runs with "
+                         "--no-enable-auto-tool-choice; send tool_choice \"none\", \"required\" "
+                         "or a named function");
+  }
+  if (tool_mode != ToolChoiceMode::kNone && ctx.template_ignores_tools) {
+    if (ctx.options.strict_tools) {
+      return invalid_field(
+          "tools", fmt::format("the chat template of model '{}' ignores 'tools' (it renders the "
+                               "same prompt with and without them), so the model would never see "
+                               "them; start the server with --chat-template FILE naming a template "
+                               "that renders tools",
+                               ctx.model_name));
+    }
+    plan.tools_warning =
+        "the chat template ignores 'tools': the model did not see them (start the server with "
+        "--chat-template FILE naming a template that renders tools)";
+  }
   plan.parse_tool_calls =
       plan.prompt.tools.mode != ToolChoiceMode::kNone && ctx.tool_parser != nullptr;
   if (plan.parse_tool_calls && !reader.value("skip_special_tokens"))

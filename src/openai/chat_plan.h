@@ -15,13 +15,22 @@ struct ChatPlan {
   // request.params.logprobs: top_logprobs (default 0) when logprobs is true, else unset.
   SamplingRequest request;
   bool parse_tool_calls = false;  // tools offered and the server has a parser
+  // parallel_tool_calls (default true); false keeps only the first tool call
+  // of each choice, as vLLM does.
+  bool parallel_tool_calls = true;
+  // Non-empty: the chat template ignores the tools offered; sent as the
+  // X-Pagoda-Warning header (ServiceOptions::strict_tools makes it a 400).
+  std::string tools_warning;
 };
 
 // Reads the sampling request, logprobs (bool) and top_logprobs (0..20, needs
 // logprobs), renders and tokenizes the messages, and sizes max_tokens
 // (max_completion_tokens or max_tokens, default: the rest of the context).
 // With tool parsing on, special tokens stay in the text unless the client sets
-// skip_special_tokens (tool-call tags can be special tokens).
+// skip_special_tokens (tool-call tags can be special tokens). Tools with
+// tool_choice "auto" (their default) are a 400 naming tool_choice when the
+// server runs with --no-enable-auto-tool-choice; tools the chat template
+// ignores are a 400 naming tools under --strict-tools, else a warning.
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body);
 
 }  // namespace pagoda::openai
