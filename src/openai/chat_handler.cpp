@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <utility>
+#include <vector>
 
+#include "http/extra_headers_responder.h"
 #include "openai/chat_plan.h"
 #include "openai/generation_job.h"
 #include "openai/json_response.h"
@@ -17,6 +19,10 @@
 namespace pagoda::openai {
 
 namespace {
+
+// A response header saying what pagoda could not do as asked, while still
+// answering (OpenAI clients ignore unknown headers).
+constexpr std::string_view kWarningHeader = "X-Pagoda-Warning";
 
 struct ChatChoice {
   std::string text;  // whole output (non-streaming)
@@ -47,6 +53,26 @@ Json tool_delta_json(const ToolCallDelta& delta) {
   return out;
 }
 
+// The tool_calls arrays of the chunks that carry `calls`, as vLLM streams
+// them: a call's first chunk holds only its id, type and name (arguments ""),
+// its argument text follows in the next.
+std::vector<Json> tool_call_chunks(const std::vector<ToolCallDelta>& calls) {
+  std::vector<Json> chunks;
+  Json pending = Json::array();
+  for (const auto& call : calls) {
+    if (call.id.empty()) {
+      pending.push_back(tool_delta_json(call));
+      continue;
+    }
+    if (!pending.empty()) chunks.push_back(std::exchange(pending, Json::array()));
+    chunks.push_back(Json::array({tool_delta_json({call.index, call.id, call.name, ""})}));
+    if (!call.arguments.empty())
+      pending.push_back(tool_delta_json({call.index, "", "", call.arguments}));
+  }
+  if (!pending.empty()) chunks.push_back(std::move(pending));
+  return chunks;
+}
+
 // Builds the response on the job strand.
 class ChatAssembler {
  public:
@@ -58,7 +84,8 @@ class ChatAssembler {
         choices_(num_choices),
         responder_(std::move(responder)) {
     if (plan_.request.stream && plan_.parse_tool_calls) {
-      for (auto& choice : choices_) choice.tool_stream = ctx_.tool_parser->start();
+      for (auto& choice : choices_)
+        choice.tool_stream = ctx_.tool_parser->start(plan_.prompt.tools.tools);
     }
   }
 
@@ -130,27 +157,27 @@ class ChatAssembler {
     ToolStreamDelta delta;
     if (choice.tool_stream) {
       delta = choice.tool_stream->feed(out.text);
-      if (out.finish_reason) {
-        ToolStreamDelta rest = choice.tool_stream->finish();
-        delta.content += rest.content;
-        for (auto& call : rest.calls) delta.calls.push_back(std::move(call));
+      if (out.finish_reason) delta.append(choice.tool_stream->finish());
+      if (!plan_.parallel_tool_calls) {
+        std::erase_if(delta.calls, [](const ToolCallDelta& call) { return call.index > 0; });
       }
     } else {
       delta.content = out.text;
     }
-    const bool has_delta = !delta.content.empty() || !delta.calls.empty() || !entries.empty();
+    std::vector<Json> tool_chunks = tool_call_chunks(delta.calls);
+    if (!tool_chunks.empty()) choice.called_tool = true;
+    const bool has_delta = !delta.content.empty() || !tool_chunks.empty() || !entries.empty();
     // New ids with no text yet (a stop string held back) still get a chunk.
     if (has_delta || (!out.finish_reason && !out.token_ids.empty() && !ids.is_null())) {
       Json d = Json::object();
       if (!delta.content.empty()) d["content"] = delta.content;
-      if (!delta.calls.empty()) {
-        choice.called_tool = true;
-        d["tool_calls"] = Json::array();
-        for (const auto& call : delta.calls) d["tool_calls"].push_back(tool_delta_json(call));
-      }
+      if (!tool_chunks.empty()) d["tool_calls"] = std::move(tool_chunks.front());
       Json logprobs = entries.empty() ? Json() : Json{{"content", std::move(entries)}};
       write_chunk(index, std::move(d), std::move(logprobs), nullptr, nullptr,
                   std::exchange(ids, ids.is_null() ? Json() : Json::array()));
+    }
+    for (size_t i = 1; i < tool_chunks.size(); ++i) {
+      write_chunk(index, {{"tool_calls", std::move(tool_chunks[i])}}, nullptr, nullptr, nullptr);
     }
     if (out.finish_reason) {
       const Json reason = choice.called_tool ? Json("tool_calls") : choice.finish_reason;
@@ -173,7 +200,9 @@ class ChatAssembler {
     Json message = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}};
     Json finish_reason = choice.finish_reason;
     if (plan_.parse_tool_calls) {
-      ParsedToolOutput parsed = parse_tool_output(*ctx_.tool_parser, choice.text);
+      ParsedToolOutput parsed =
+          parse_tool_output(*ctx_.tool_parser, choice.text, plan_.prompt.tools.tools);
+      if (!plan_.parallel_tool_calls && parsed.tool_calls.size() > 1) parsed.tool_calls.resize(1);
       if (!parsed.tool_calls.empty()) {
         message["content"] = parsed.content.empty() ? Json() : Json(parsed.content);
         message["tool_calls"] = Json::array();
@@ -218,8 +247,11 @@ class ChatAssembler {
   std::vector<std::optional<TokenLogprob>> prompt_logprobs_;  // from the first event
 };
 
-void start_chat(ServiceContext& ctx, ChatPlan plan,
-                const std::shared_ptr<http::Responder>& responder) {
+void start_chat(ServiceContext& ctx, ChatPlan plan, std::shared_ptr<http::Responder> responder) {
+  if (!plan.tools_warning.empty()) {
+    responder = http::with_extra_headers(std::move(responder),
+                                         {{std::string(kWarningHeader), plan.tools_warning}});
+  }
   if (ctx.draining) return responder->send(error_response(shutting_down_error()));
   auto job =
       std::make_shared<GenerationJob>(ctx.engine, ctx.io, ctx.io_gate, random_id("chatcmpl-"));

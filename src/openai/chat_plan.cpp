@@ -1,5 +1,7 @@
 #include "openai/chat_plan.h"
 
+#include <fmt/format.h>
+
 #include "openai/bad_words.h"
 #include "openai/field_reader.h"
 #include "openai/prompt_truncation.h"
@@ -25,7 +27,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   params.prompt_logprobs = plan.prompt_logprobs;
   plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
   const PromptTruncation truncation = read_prompt_truncation(reader);
-  reader.boolean("parallel_tool_calls");
+  plan.parallel_tool_calls = reader.boolean("parallel_tool_calls").value_or(true);
   read_bad_words(reader, ctx.engine.tokenizer(), params);
   if (reader.error()) return *reader.error();
 
@@ -38,6 +40,27 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
         body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
     if (!keep.ok()) return keep.error();
     truncate_prompt(truncation, keep.value(), plan.prompt.token_ids);
+  }
+  const ToolChoiceMode tool_mode = plan.prompt.tools.mode;
+  if (tool_mode == ToolChoiceMode::kAuto && !ctx.options.auto_tool_choice) {
+    return invalid_field("tool_choice",
+                         "\"auto\" tool choice (the default when 'tools' are given) requires "
+                         "--enable-auto-tool-choice, and this server runs with "
+                         "--no-enable-auto-tool-choice; send tool_choice \"none\", \"required\" "
+                         "or a named function");
+  }
+  if (tool_mode != ToolChoiceMode::kNone && ctx.template_ignores_tools) {
+    if (ctx.options.strict_tools) {
+      return invalid_field(
+          "tools", fmt::format("the chat template of model '{}' ignores 'tools' (it renders the "
+                               "same prompt with and without them), so the model would never see "
+                               "them; start the server with --chat-template FILE naming a template "
+                               "that renders tools",
+                               ctx.model_name));
+    }
+    plan.tools_warning =
+        "the chat template ignores 'tools': the model did not see them (start the server with "
+        "--chat-template FILE naming a template that renders tools)";
   }
   plan.parse_tool_calls =
       plan.prompt.tools.mode != ToolChoiceMode::kNone && ctx.tool_parser != nullptr;

@@ -21,6 +21,12 @@ struct ChatPlan {
   // prompt_logprobs (= request.params.prompt_logprobs): the response carries
   // them with this many alternatives per token.
   std::optional<int32_t> prompt_logprobs;
+  // parallel_tool_calls (default true); false keeps only the first tool call
+  // of each choice, as vLLM does.
+  bool parallel_tool_calls = true;
+  // Non-empty: the chat template ignores the tools offered; sent as the
+  // X-Pagoda-Warning header (ServiceOptions::strict_tools makes it a 400).
+  std::string tools_warning;
 };
 
 // Reads the sampling request, logprobs (bool) and top_logprobs (0..20, needs
@@ -31,7 +37,10 @@ struct ChatPlan {
 // and sizes max_tokens (max_completion_tokens or max_tokens, default: the
 // rest of the context).
 // With tool parsing on, special tokens stay in the text unless the client sets
-// skip_special_tokens (tool-call tags can be special tokens).
+// skip_special_tokens (tool-call tags can be special tokens). Tools with
+// tool_choice "auto" (their default) are a 400 naming tool_choice when the
+// server runs with --no-enable-auto-tool-choice; tools the chat template
+// ignores are a 400 naming tools under --strict-tools, else a warning.
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body);
 
 }  // namespace pagoda::openai

@@ -85,4 +85,21 @@ ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& b
   return prompt;
 }
 
+bool chat_template_ignores_tools(const Engine& engine) {
+  if (!engine.has_chat_template()) return false;
+  const Tokenizer& tokenizer = engine.tokenizer();
+  ChatTemplateInputs inputs;
+  inputs.messages = Json::array({{{"role", "user"}, {"content", "What is the weather in Paris?"}}});
+  inputs.add_generation_prompt = true;
+  inputs.bos_token = tokenizer.bos_token();
+  inputs.eos_token = tokenizer.eos_token();
+  auto without = engine.apply_chat_template(inputs);
+  inputs.tools = Json::parse(R"([{"type": "function", "function": {
+      "name": "get_current_weather", "description": "Get the current weather in a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                     "required": ["city"]}}}])");
+  auto with = engine.apply_chat_template(inputs);
+  return without.ok() && with.ok() && without.value() == with.value();
+}
+
 }  // namespace pagoda::openai

@@ -32,4 +32,9 @@ struct ChatPrompt {
 ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& body,
                                         bool bounded = true);
 
+// Whether the engine's chat template ignores tools: a probe conversation (one
+// user message, with and without one example tool) renders to the same text.
+// False when there is no template or either rendering fails.
+bool chat_template_ignores_tools(const Engine& engine);
+
 }  // namespace pagoda::openai

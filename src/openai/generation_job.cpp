@@ -114,7 +114,7 @@ void launch_generation(const std::shared_ptr<GenerationJob>& job,
     return;
   }
   responder->on_cancel([job] { job->cancel(); });
-  if (stream) responder->start_stream(200, kSseContentType);
+  if (stream) responder->start_stream(200, kSseContentType, {});
   // The job owns this callback, so the raw pointer stays valid inside it.
   job->start([self = job.get(), responder, fn = std::move(on_event)](
                  int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {

@@ -46,7 +46,19 @@ Result<std::unique_ptr<Server>> Server::start(Engine& engine, ServerOptions opti
   if (!context->tool_parser) {
     log_info("tool calls: not parsed (no parser for this chat template; see --tool-call-parser)");
   } else {
-    log_info("tool calls: parsed with the {} parser", context->tool_parser->name());
+    log_info("tool calls: parsed with the {} parser{}", context->tool_parser->name(),
+             context->options.auto_tool_choice
+                 ? ""
+                 : " (tool_choice \"auto\" refused: --no-enable-auto-tool-choice)");
+  }
+  if (context->template_ignores_tools) {
+    log_warn(
+        "the chat template of '{}' ignores tools (it renders the same prompt with and without "
+        "them): requests with tools are {}; pass --chat-template FILE naming a template that "
+        "renders tools",
+        context->model_name,
+        context->options.strict_tools ? "refused with 400 (--strict-tools)"
+                                      : "answered with an X-Pagoda-Warning header");
   }
   s.service_ = std::make_unique<OpenAiService>(std::move(context));
   OpenAiService* service = s.service_.get();

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "core/log.h"
+#include "openai/chat_prompt.h"
 #include "openai/field_reader.h"
 #include "openai/json_response.h"
 #include "openai/wire/ids.h"
@@ -51,9 +52,11 @@ Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
   } else if (options.tool_call_parser != "none") {
     PAGODA_ASSIGN_OR_RETURN(parser, make_tool_parser(options.tool_call_parser));
   }
-  return std::make_unique<ServiceContext>(engine, std::move(options), std::move(io),
-                                          std::move(workers), std::move(heavy_workers),
-                                          std::move(parser));
+  auto context = std::make_unique<ServiceContext>(engine, std::move(options), std::move(io),
+                                                  std::move(workers), std::move(heavy_workers),
+                                                  std::move(parser));
+  context->template_ignores_tools = chat_template_ignores_tools(engine);
+  return context;
 }
 
 int64_t ServiceContext::max_prompt_bytes() const {

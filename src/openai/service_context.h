@@ -24,7 +24,14 @@ struct ServiceOptions {
   std::string served_model_name;          // "" → the engine's ModelInfo name
   std::string api_key;                    // "" → no authentication
   std::string version = "0.0.0";          // for /version and system_fingerprint
-  std::string tool_call_parser = "auto";  // auto | hermes | llama3_json | none
+  std::string tool_call_parser = "auto";  // auto, none, or a name of tool_parser_names()
+  // tool_choice "auto" (the default when tools are given) is served: the
+  // output is parsed for calls. Off (--no-enable-auto-tool-choice): 400, as
+  // vLLM answers without --enable-auto-tool-choice.
+  bool auto_tool_choice = true;
+  // A request with tools whose chat template renders no tools gets 400
+  // instead of an answer with an X-Pagoda-Warning header.
+  bool strict_tools = false;
   std::string chat_template_text;         // the template in use; "auto" picks the parser from it
   int64_t max_response_bytes = kDefaultMaxResponseBytes;  // non-streamed answers (response_bound.h)
   // Requests with a larger body are parsed and tokenized on the heavy lane.
@@ -57,6 +64,9 @@ struct ServiceContext {
   // that shrink text (NFKC maps a 3-byte full-width letter to 1 byte).
   int64_t max_prompt_bytes() const;
   std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
+  // The chat template renders a conversation the same with and without tools
+  // (probed once at start, chat_template_ignores_tools).
+  bool template_ignores_tools = false;
   // Engine thread and worker lanes → io (see http::PostGate).
   const std::shared_ptr<http::PostGate> io_gate = std::make_shared<http::PostGate>();
   std::atomic<bool> draining{false};

@@ -1,7 +1,9 @@
 // Hermes / Qwen tool calls: <tool_call>{"name": ..., "arguments": {...}}</tool_call>,
 // any number per message, content text allowed before and between them.
+// Text after a call's object and before </tool_call> is dropped.
 #include <string>
 
+#include "openai/tools/json_call_reader.h"
 #include "openai/tools/tool_parser.h"
 
 namespace pagoda::openai {
@@ -11,79 +13,99 @@ namespace {
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
 
-// Length of the longest suffix of `text` that is a proper prefix of `tag`.
-size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
-  for (size_t len = std::min(text.size(), tag.size() - 1); len > 0; --len) {
-    if (text.substr(text.size() - len) == tag.substr(0, len)) return len;
-  }
-  return 0;
-}
-
 class HermesStream : public ToolCallStream {
  public:
   ToolStreamDelta feed(std::string_view text) override {
     buffer_ += text;
     ToolStreamDelta delta;
-    while (in_call_ ? take_call(delta) : take_content(delta)) {
+    while (step(delta)) {
     }
     return delta;
   }
 
   ToolStreamDelta finish() override {
     ToolStreamDelta delta;
-    if (in_call_) {
-      // The model stopped before </tool_call>: accept the call if it parses.
-      if (!emit_call(buffer_, delta)) {
-        content_.add(std::string(kOpen) + buffer_, delta.content);
+    if (mode_ == Mode::kCall) {
+      reader_->finish(delta);
+      if (reader_->state() == JsonCallReader::State::kNotACall) {
+        rejected_ = std::string(kOpen) + reader_->raw();
+        mode_ = Mode::kRejected;
       }
-    } else {
-      content_.add(buffer_, delta.content);
     }
+    if (mode_ == Mode::kContent) content_.add(buffer_, delta.content);
+    if (mode_ == Mode::kRejected) content_.add(rejected_ + buffer_, delta.content);
     buffer_.clear();
     if (num_calls_ == 0) content_.flush(delta.content);
     return delta;
   }
 
  private:
-  // Releases content up to the next <tool_call>; true if a call starts.
-  bool take_content(ToolStreamDelta& delta) {
-    const size_t open = buffer_.find(kOpen);
-    if (open == std::string::npos) {
-      const size_t keep = partial_tag_suffix(buffer_, kOpen);
-      content_.add(std::string_view(buffer_).substr(0, buffer_.size() - keep), delta.content);
-      buffer_.erase(0, buffer_.size() - keep);
-      return false;
+  enum class Mode { kContent, kCall, kAfterCall, kRejected };
+
+  // One step over buffer_; false when it needs more text.
+  bool step(ToolStreamDelta& delta) {
+    switch (mode_) {
+      case Mode::kContent: {
+        const size_t open = buffer_.find(kOpen);
+        const size_t keep = open == std::string::npos ? partial_tag_suffix(buffer_, kOpen) : 0;
+        const size_t end = open == std::string::npos ? buffer_.size() - keep : open;
+        content_.add(std::string_view(buffer_).substr(0, end), delta.content);
+        if (open == std::string::npos) {
+          buffer_.erase(0, end);
+          return false;
+        }
+        buffer_.erase(0, open + kOpen.size());
+        reader_.emplace(num_calls_, new_tool_call_id());
+        counted_ = false;
+        mode_ = Mode::kCall;
+        return true;
+      }
+      case Mode::kCall: {
+        const size_t used = reader_->feed(buffer_, delta);
+        buffer_.erase(0, used);
+        if (reader_->announced() && !counted_) {
+          content_.drop();  // whitespace before a call only separates it
+          counted_ = true;
+          ++num_calls_;
+        }
+        if (reader_->state() == JsonCallReader::State::kDone) {
+          mode_ = Mode::kAfterCall;
+          return true;
+        }
+        if (reader_->state() == JsonCallReader::State::kNotACall) {
+          mode_ = Mode::kRejected;
+          rejected_ = std::string(kOpen) + reader_->raw();
+          return true;
+        }
+        return false;
+      }
+      case Mode::kAfterCall:
+      case Mode::kRejected: {
+        const size_t close = buffer_.find(kClose);
+        if (close == std::string::npos) {
+          const size_t keep = partial_tag_suffix(buffer_, kClose);
+          if (mode_ == Mode::kRejected) rejected_ += buffer_.substr(0, buffer_.size() - keep);
+          buffer_.erase(0, buffer_.size() - keep);
+          return false;
+        }
+        if (mode_ == Mode::kRejected) {
+          rejected_ += buffer_.substr(0, close + kClose.size());
+          content_.add(rejected_, delta.content);
+          rejected_.clear();
+        }
+        buffer_.erase(0, close + kClose.size());
+        mode_ = Mode::kContent;
+        return true;
+      }
     }
-    content_.add(std::string_view(buffer_).substr(0, open), delta.content);
-    buffer_.erase(0, open + kOpen.size());
-    in_call_ = true;
-    return true;
+    return false;
   }
 
-  // Consumes a complete call body; true if one was complete.
-  bool take_call(ToolStreamDelta& delta) {
-    const size_t close = buffer_.find(kClose);
-    if (close == std::string::npos) return false;
-    const std::string body = buffer_.substr(0, close);
-    buffer_.erase(0, close + kClose.size());
-    in_call_ = false;
-    if (!emit_call(body, delta)) {
-      content_.add(std::string(kOpen) + body + std::string(kClose), delta.content);
-    }
-    return true;
-  }
-
-  bool emit_call(std::string_view body, ToolStreamDelta& delta) {
-    auto call = parse_tool_call_json(body);
-    if (!call) return false;
-    content_.drop();  // whitespace before a call only separates it
-    delta.calls.push_back(
-        {num_calls_++, std::move(call->id), std::move(call->name), std::move(call->arguments)});
-    return true;
-  }
-
-  std::string buffer_;  // text not yet released
-  bool in_call_ = false;
+  std::string buffer_;  // text not yet consumed
+  Mode mode_ = Mode::kContent;
+  std::optional<JsonCallReader> reader_;
+  bool counted_ = false;  // the reader's call is counted in num_calls_
+  std::string rejected_;  // kRejected: "<tool_call>" and the text after it so far
   int num_calls_ = 0;
   ContentHoldBack content_;
 };
@@ -91,7 +113,7 @@ class HermesStream : public ToolCallStream {
 class HermesParser : public ToolParser {
  public:
   const char* name() const override { return "hermes"; }
-  std::unique_ptr<ToolCallStream> start() const override {
+  std::unique_ptr<ToolCallStream> start(const Json&) const override {
     return std::make_unique<HermesStream>();
   }
 };

@@ -28,6 +28,7 @@ FAKE_BIN = pathlib.Path(os.environ.get("PAGODA_FAKE_SERVER_BIN", PAGODA_BIN.pare
 REAL = os.environ.get("PAGODA_TEST_REAL_ENGINE") == "1"
 DEVICE = os.environ.get("PAGODA_TEST_DEVICE", "cpu")
 CHAT_TEMPLATE = ROOT / "tests" / "data" / "server" / "simple_chat.jinja"
+NO_TOOLS_TEMPLATE = ROOT / "tests" / "data" / "server" / "no_tools_chat.jinja"  # ignores tools
 API_KEY = "sk-pagoda-test"
 MODEL = "stories260K"
 MAX_BODY_BYTES = 1 << 20
@@ -85,14 +86,14 @@ class ServerProcess:
 
 
 def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=None, max_body_bytes=MAX_BODY_BYTES,
-           extra_args=()):
+           extra_args=(), chat_template=CHAT_TEMPLATE):
     """Starts a server; the caller stops it. `extra_args`: more flags, taken by
     both servers."""
     if REAL:
         if not PAGODA_BIN.exists():
             pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
         args = [PAGODA_BIN, "serve", SHARED / "models" / "stories260K", "--device", DEVICE,
-                "--chat-template", CHAT_TEMPLATE]
+                "--chat-template", chat_template]
         if max_waiting is not None:
             args += ["--max-waiting-requests", max_waiting]
         if DEVICE == "cuda":  # several servers run at once (the shared one + a test's own)
@@ -100,7 +101,7 @@ def launch(api_key=API_KEY, max_num_seqs=None, max_waiting=None, fake_step_us=No
     else:
         if not FAKE_BIN.exists():
             pytest.fail(f"{FAKE_BIN} does not exist (it is built with the tests: ninja -C build)")
-        args = [FAKE_BIN, "--tokenizer", SHARED / "models" / "stories260K", "--chat-template", CHAT_TEMPLATE,
+        args = [FAKE_BIN, "--tokenizer", SHARED / "models" / "stories260K", "--chat-template", chat_template,
                 "--step-us", fake_step_us or 1000]
         if max_waiting is not None:
             args += ["--max-waiting-requests", max_waiting]

@@ -11,6 +11,7 @@
 #include "fake_engine.h"
 #include "http/connection_registry.h"
 #include "openai/server.h"
+#include "pagoda/engine_flags.h"
 #include "pagoda/http_limit_flags.h"
 
 int main(int argc, char** argv) {
@@ -47,6 +48,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tool-call-parser", server_options.service.tool_call_parser, "tool-call parser")
       ->capture_default_str();
+  pagoda::app::add_switch(app, "enable-auto-tool-choice", server_options.service.auto_tool_choice,
+                          "parse tool_choice auto (as pagoda serve)");
+  app.add_flag("--strict-tools", server_options.service.strict_tools,
+               "400 for tools the chat template ignores (as pagoda serve)");
   CLI11_PARSE(app, argc, argv);
   engine_options.step_time = std::chrono::microseconds(step_us);
   server_options.worker_timeout = std::chrono::seconds(worker_timeout_s);

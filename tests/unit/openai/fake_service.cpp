@@ -10,9 +10,10 @@ void RecordingResponder::send(http::HttpResponse r) {
   done_locked();
 }
 
-void RecordingResponder::start_stream(int s, std::string) {
+void RecordingResponder::start_stream(int s, std::string, http::HttpHeaders h) {
   std::lock_guard lock(mu_);
   status = s;
+  headers = std::move(h);
   streaming = true;
 }
 

@@ -27,7 +27,7 @@ namespace pagoda::testing {
 class RecordingResponder : public http::Responder {
  public:
   void send(http::HttpResponse r) override;
-  void start_stream(int status, std::string content_type) override;
+  void start_stream(int status, std::string content_type, http::HttpHeaders headers) override;
   void write(std::string data) override;
   void end_stream() override;
   void fail(http::FailedAnswer answer) override;
