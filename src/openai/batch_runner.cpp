@@ -22,7 +22,7 @@ class LineResponder : public http::Responder {
         done_(std::move(done)) {}
 
   void send(http::HttpResponse response) override { answer(response); }
-  void start_stream(int, std::string) override {}
+  void start_stream(int, std::string, http::HttpHeaders) override {}
   void write(std::string) override {}
   void end_stream() override {
     answer(http::HttpResponse{
