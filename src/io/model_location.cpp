@@ -18,11 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::string(v) : std::string();
-}
-
 bool is_dir(const fs::path& p) {
   std::error_code ec;
   return fs::is_directory(p, ec);
@@ -113,14 +108,6 @@ std::string replace_all(std::string s, char from, const std::string& to) {
 }
 
 }  // namespace
-
-std::string hf_hub_cache_dir() {
-  if (std::string v = env_or_empty("HF_HUB_CACHE"); !v.empty()) return v;
-  if (std::string v = env_or_empty("HF_HOME"); !v.empty()) return (fs::path(v) / "hub").string();
-  if (std::string v = env_or_empty("XDG_CACHE_HOME"); !v.empty())
-    return (fs::path(v) / "huggingface" / "hub").string();
-  return (fs::path(env_or_empty("HOME")) / ".cache" / "huggingface" / "hub").string();
-}
 
 Result<ModelLocation> resolve_model(std::string_view spec_view) {
   const std::string spec(spec_view);

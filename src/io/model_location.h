@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "io/hub/hub_options.h"  // hf_hub_cache_dir()
 
 namespace pagoda {
 
@@ -24,9 +25,5 @@ struct ModelLocation {
 // has no config.json but exactly one .gguf file resolves to that file.
 // Errors list the places searched.
 Result<ModelLocation> resolve_model(std::string_view spec);
-
-// The Hugging Face hub cache folder: $HF_HUB_CACHE, else $HF_HOME/hub, else
-// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
-std::string hf_hub_cache_dir();
 
 }  // namespace pagoda
