@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 debs=(build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
       nlohmann-json3-dev libboost1.74-dev libpcre2-dev libsentencepiece-dev libxxhash-dev
       libfmt-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev gnuplot-nox
+      libcurl4-openssl-dev
       python3 python3-venv unzip curl)
 missing=()
 for p in "${debs[@]}"; do
@@ -24,7 +25,7 @@ if [ "${1:-}" = "--python" ]; then
   if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c "import pytest, tokenizers, jinja2, openai, gguf, sentencepiece, prometheus_client" 2>/dev/null; then
+  if ! .venv/bin/python -c "import pytest, tokenizers, jinja2, openai, gguf, sentencepiece, prometheus_client, huggingface_hub" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
   fi
 fi

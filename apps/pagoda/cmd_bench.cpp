@@ -12,6 +12,7 @@
 #include "bench/serve_bench.h"
 #include "core/result.h"
 #include "pagoda/command.h"
+#include "pagoda/model_flags.h"
 #ifdef PAGODA_HAVE_BENCH_INPROC
 #include <fstream>
 
@@ -217,7 +218,7 @@ struct InprocFlags {
 
 // The model positional and the shared engine flags (vLLM names).
 void add_engine_flags(CLI::App* cmd, pagoda::EngineOptions& e) {
-  cmd->add_option("model", e.model, "model folder, .gguf file or HF repo id (offline cache)")
+  cmd->add_option("model", e.model, pagoda::app::kModelHelp)
       ->required();
   pagoda::app::add_engine_flags(*cmd, e);
 }
@@ -293,7 +294,8 @@ Status measure_ceiling(InprocFlags& f, const pagoda::ModelConfig& config,
 }
 
 Status run_latency(InprocFlags& f) {
-  PAGODA_ASSIGN_OR_RETURN(auto location, pagoda::resolve_model(f.engine.model));
+  PAGODA_ASSIGN_OR_RETURN(auto location, pagoda::resolve_model(
+                              f.engine.model, pagoda::app::hub_options(f.engine.revision, f.engine.download_dir)));
   PAGODA_ASSIGN_OR_RETURN(auto opened, pagoda::open_model(location));
   pagoda::bench::LatencyReportInputs in;
   PAGODA_RETURN_IF_ERROR(measure_ceiling(f, opened.config, in));

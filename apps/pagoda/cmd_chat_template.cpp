@@ -15,9 +15,11 @@
 #include "core/result.h"
 #include "io/chat_templates.h"
 #include "io/hf_tokenizer_config.h"
+#include "io/model_location.h"
 #include "io/gguf.h"
 #include "jinja/chat_template.h"
 #include "pagoda/command.h"
+#include "pagoda/model_flags.h"
 
 namespace {
 
@@ -114,14 +116,21 @@ Result<ModelTemplate> load_from_gguf(const std::string& path, const std::string&
 // MODEL's template and special tokens; with --template FILE, FILE's source
 // and MODEL's tokens (none without MODEL), as transformers and `serve
 // --chat-template` render it.
+// A repo-id MODEL is resolved (and downloaded) with `hub`.
 Result<ModelTemplate> load_template(const std::string& model, const std::string& template_file,
-                                    const std::string& name, bool has_tools) {
+                                    const std::string& name, bool has_tools,
+                                    const pagoda::HubOptions& hub) {
   const bool with_template = template_file.empty();
   ModelTemplate out;
-  if (fs::is_directory(model)) {
-    PAGODA_ASSIGN_OR_RETURN(out, load_from_folder(model, name, has_tools, with_template));
-  } else if (fs::is_regular_file(model)) {
-    PAGODA_ASSIGN_OR_RETURN(out, load_from_gguf(model, name, has_tools, with_template));
+  std::string path = model;
+  if (!model.empty() && !fs::exists(model)) {
+    PAGODA_ASSIGN_OR_RETURN(pagoda::ModelLocation location, pagoda::resolve_model(model, hub));
+    path = location.path;
+  }
+  if (fs::is_directory(path)) {
+    PAGODA_ASSIGN_OR_RETURN(out, load_from_folder(path, name, has_tools, with_template));
+  } else if (fs::is_regular_file(path)) {
+    PAGODA_ASSIGN_OR_RETURN(out, load_from_gguf(path, name, has_tools, with_template));
   } else if (!model.empty() || with_template) {
     return make_error(ErrorCode::kNotFound,
                       "MODEL '" + model + "' is neither a folder nor a .gguf file");
@@ -190,6 +199,7 @@ int run_batch(const std::string& path) {
 
 struct Options {
   std::string model, template_file, template_name, messages, tools, documents, kwargs;
+  std::string revision, download_dir;  // of a repo-id MODEL
   std::optional<std::string> bos_token, eos_token;
   bool add_generation_prompt = false;
   bool continue_final_message = false;
@@ -223,7 +233,8 @@ int render_one(const Options& opt) {
     }
   }
   Result<ModelTemplate> model =
-      load_template(opt.model, opt.template_file, opt.template_name, !in.tools.is_null());
+      load_template(opt.model, opt.template_file, opt.template_name, !in.tools.is_null(),
+                    pagoda::app::hub_options(opt.revision, opt.download_dir));
   if (!model.ok()) return report(model.error());
   in.bos_token = opt.bos_token.value_or(model->bos_token);
   in.eos_token = opt.eos_token.value_or(model->eos_token);
@@ -254,7 +265,9 @@ int run_chat_template(int argc, char** argv) {
       "model folder (chat_template.jinja and additional_chat_templates/*.jinja when present, "
       "else tokenizer_config.json chat_template, as transformers; special tokens from "
       "tokenizer_config.json) or .gguf file (tokenizer.chat_template, tokens from the "
-      "vocabulary)");
+      "vocabulary), or a Hugging Face repo id (Org/Name[:QUANT], from the hub cache or downloaded "
+      "into it on first use)");
+  pagoda::app::add_model_source_flags(app, opt.revision, opt.download_dir);
   app.add_option("--template", opt.template_file,
                  "render this Jinja file instead of MODEL's template (special tokens still come "
                  "from MODEL when it is given)");

@@ -22,6 +22,7 @@
 #include "openai/bad_words.h"
 #include "openai/batch_line.h"
 #include "openai/batch_runner.h"
+#include "pagoda/model_flags.h"
 #include "openai/field_reader.h"
 #include "openai/sampling_request.h"
 #include "pagoda/command.h"
@@ -442,8 +443,8 @@ int run_generate(int argc, char** argv) {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   app.add_option("model", options.model,
-                 "Model: a Hugging Face folder, a .gguf file, or a repo id in the local HF cache "
-                 "(default: SmolLM2-135M-Instruct from the pagoda cache)");
+                 std::string("Model: ") + kModelHelp +
+                     " (default: SmolLM2-135M-Instruct from the pagoda cache)");
   app.add_option("-p,--prompt", prompt, "Prompt text (completion), or the user message with --chat");
   app.add_flag("--chat", chat, "Render --prompt as a user message through the model's chat template");
   app.add_option("--input", input,

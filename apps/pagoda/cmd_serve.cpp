@@ -11,6 +11,7 @@
 #include "http/connection_registry.h"
 #include "openai/server.h"
 #include "pagoda/command.h"
+#include "pagoda/model_flags.h"
 #include "pagoda/engine_flags.h"
 #include "pagoda/http_limit_flags.h"
 
@@ -69,13 +70,16 @@ int run_serve(int argc, char** argv) {
   engine_options.stats_log_interval = 10.0;  // as vLLM's server logs; generate and bench default to off
   ServerOptions server_options;
   server_options.service.version = PAGODA_VERSION;
-  app.add_option(
-      "model", engine_options.model,
-      "a model folder, .gguf file or Hugging Face repo id in the offline cache; default: "
-      "SmolLM2-135M-Instruct from the local cache");
+  app.add_option("model", engine_options.model,
+                 std::string(pagoda::app::kModelHelp) +
+                     "; default: SmolLM2-135M-Instruct from the local pagoda cache");
+  std::string hf_repo;
+  pagoda::app::add_hf_repo_flag(app, hf_repo);
   add_server_flags(app, engine_options, server_options);
   pagoda::app::add_engine_flags(app, engine_options);
+  pagoda::app::rewrite_single_dash_aliases(argc, argv);
   CLI11_PARSE(app, argc, argv);
+  if (!pagoda::app::apply_hf_repo(hf_repo, engine_options.model, "pagoda serve")) return 2;
 
   if (engine_options.model.empty()) {
     engine_options.model = pagoda::app::default_model_path();

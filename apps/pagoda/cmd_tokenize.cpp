@@ -1,6 +1,6 @@
 // pagoda tokenize / pagoda detokenize: text <-> token ids with the tokenizer of
-// a model folder, a tokenizer-only folder, a .gguf file or a repo id in the
-// local Hugging Face cache. `tokenize --jsonl`
+// a model folder, a tokenizer-only folder, a .gguf file or a repo id (from the
+// Hugging Face cache, downloaded on first use). `tokenize --jsonl`
 // is a batch protocol for tests and benchmarks (one JSON request per stdin
 // line, one JSON reply per stdout line).
 #include <CLI/CLI.hpp>
@@ -15,6 +15,7 @@
 
 #include "io/model_location.h"
 #include "pagoda/command.h"
+#include "pagoda/model_flags.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -23,11 +24,11 @@ using nlohmann::json;
 using pagoda::Tokenizer;
 
 // `model`: a tokenizer folder or file, a model folder or .gguf file, or a repo
-// id in the local Hugging Face cache (resolved as serve and generate do).
-std::unique_ptr<Tokenizer> load_or_report(const std::string& model) {
+// id (resolved and downloaded as serve and generate do, with `hub`).
+std::unique_ptr<Tokenizer> load_or_report(const std::string& model, const pagoda::HubOptions& hub) {
   std::string path = model;
   if (!std::filesystem::exists(model)) {
-    auto location = pagoda::resolve_model(model);
+    auto location = pagoda::resolve_model(model, hub);
     if (!location.ok()) {
       std::fprintf(stderr, "pagoda: %s\n", location.error().message.c_str());
       return nullptr;
@@ -151,12 +152,13 @@ int run_jsonl(const Tokenizer& tok) {
 int run_tokenize(int argc, char** argv) {
   CLI::App app{"Print the token ids of TEXT as one JSON array on one line."};
   app.name("pagoda tokenize");
-  std::string model, text;
+  std::string model, text, revision, download_dir;
   bool no_special = false, no_parse_special = false, pieces = false, jsonl = false;
   app.add_option("MODEL", model,
-                 "model or tokenizer folder (tokenizer.json / tokenizer.model), a .gguf file, or a "
-                 "repo id (Org/Name) in the local Hugging Face cache")
+                 std::string("a tokenizer folder (tokenizer.json / tokenizer.model) or ") +
+                     pagoda::app::kModelHelp)
       ->required();
+  pagoda::app::add_model_source_flags(app, revision, download_dir);
   app.add_option("TEXT", text, "the text to tokenize (not needed with --jsonl)");
   app.add_flag("--no-special-tokens", no_special,
                "do not add BOS/EOS or other post-processor tokens");
@@ -169,7 +171,7 @@ int run_tokenize(int argc, char** argv) {
                "({\"op\": encode|encode_prompt|decode|stream|pieces|bench|info, ...}), "
                "write one JSON reply per line");
   CLI11_PARSE(app, argc, argv);
-  auto tok = load_or_report(model);
+  auto tok = load_or_report(model, pagoda::app::hub_options(revision, download_dir));
   if (!tok) return 1;
   if (jsonl) return run_jsonl(*tok);
   std::vector<int32_t> ids = tok->encode(text, !no_special, !no_parse_special);
@@ -185,12 +187,13 @@ int run_tokenize(int argc, char** argv) {
 int run_detokenize(int argc, char** argv) {
   CLI::App app{"Print the text of a JSON array of token ids."};
   app.name("pagoda detokenize");
-  std::string model, ids_json;
+  std::string model, ids_json, revision, download_dir;
   bool skip_special = false;
   app.add_option("MODEL", model,
-                 "model or tokenizer folder (tokenizer.json / tokenizer.model), a .gguf file, or a "
-                 "repo id (Org/Name) in the local Hugging Face cache")
+                 std::string("a tokenizer folder (tokenizer.json / tokenizer.model) or ") +
+                     pagoda::app::kModelHelp)
       ->required();
+  pagoda::app::add_model_source_flags(app, revision, download_dir);
   app.add_option("IDS_JSON", ids_json, "token ids as a JSON array, e.g. [1, 15043, 3186]")
       ->required();
   app.add_flag("--skip-special-tokens", skip_special, "leave special tokens out of the text");
@@ -203,7 +206,7 @@ int run_detokenize(int argc, char** argv) {
                  ids_json.c_str());
     return 2;
   }
-  auto tok = load_or_report(model);
+  auto tok = load_or_report(model, pagoda::app::hub_options(revision, download_dir));
   if (!tok) return 1;
   std::cout << tok->decode(ids, skip_special) << '\n';
   return 0;

@@ -1,5 +1,7 @@
 #include "pagoda/engine_flags.h"
 
+#include "pagoda/model_flags.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -24,6 +26,7 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
 }
 
 void add_engine_flags(CLI::App& app, EngineOptions& o) {
+  add_model_source_flags(app, o.revision, o.download_dir);
   app.add_option("--device", o.device,
                  "where to run: cpu, cuda, or auto (cuda when a GPU is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))

@@ -13,7 +13,8 @@ namespace pagoda::app {
 // --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
 // --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
 // --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager, --async-scheduling /
-// --no-async-scheduling, --seed, --stats-log-interval. `options` must outlive
+// --no-async-scheduling, --seed, --stats-log-interval, and the model source's --revision and
+// --download-dir (add_model_source_flags). `options` must outlive
 // parsing; its current values are the defaults shown by --help.
 void add_engine_flags(CLI::App& app, EngineOptions& options);
 

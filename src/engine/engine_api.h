@@ -22,7 +22,9 @@ class Tokenizer;
 
 // Flags shared by `pagoda generate`, `serve` and `bench` (names follow vLLM).
 struct EngineOptions {
-  std::string model;                 // folder, .gguf file, or HF repo id (offline cache)
+  std::string model;                 // folder, .gguf file, or HF repo id (cache, else downloaded)
+  std::string revision;              // of a repo id (--revision); empty: main
+  std::string download_dir;          // hub cache root (--download-dir); empty: HF_HUB_CACHE / HF_HOME
   std::string served_model_name;     // default: the model's folder/file name
   std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
   std::string chat_template_file;    // overrides the model's chat template

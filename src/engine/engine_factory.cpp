@@ -110,7 +110,7 @@ Status check_options(const EngineOptions& o) {
 
 Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::string& tokenizer_path) {
   PAGODA_RETURN_IF_ERROR(check_options(options));
-  PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_model(options.model));
+  PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_model(options.model, HubOptions::from_env(options.revision, options.download_dir)));
   PAGODA_ASSIGN_OR_RETURN(OpenedModel opened, open_model(location));
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
                           tokenizer_path.empty() ? Tokenizer::load(opened) : Tokenizer::load(tokenizer_path));

@@ -1,5 +1,5 @@
-// Model spec resolution: a folder, a .gguf file, or a repo id in the offline
-// Hugging Face cache.
+// Model spec resolution: a folder, a .gguf file, or a repo id in the Hugging
+// Face cache (downloaded into it when allowed).
 #include "io/model_location.h"
 
 #include <fmt/format.h>
@@ -8,8 +8,12 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "io/hub/gguf_pick.h"
+#include "io/hub/hub_cache.h"
+#include "io/hub/hub_download.h"
 #include "io/mapped_file.h"
 
 namespace pagoda {
@@ -17,11 +21,6 @@ namespace pagoda {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::string(v) : std::string();
-}
 
 bool is_dir(const fs::path& p) {
   std::error_code ec;
@@ -65,64 +64,74 @@ Result<ModelLocation> location_in_folder(const fs::path& dir, const std::string&
                                 dir.string(), names));
 }
 
-// A repo id "Org/Name" (or "Name"): one or two non-empty components without
-// dots-only names.
-bool looks_like_repo_id(std::string_view spec) {
-  if (spec.empty() || spec.front() == '/' || spec.back() == '/') return false;
-  const size_t slash = spec.find('/');
-  if (slash != std::string_view::npos && spec.find('/', slash + 1) != std::string_view::npos)
-    return false;
-  for (std::string_view part :
-       {spec.substr(0, slash), slash == std::string_view::npos ? "x" : spec.substr(slash + 1)}) {
-    if (part.empty() || part == "." || part == "..") return false;
-  }
-  return true;
+// The names of a snapshot's .gguf files, relative to it.
+std::vector<std::string> gguf_names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const fs::path& p : gguf_files_in(dir)) names.push_back(p.filename().string());
+  return names;
 }
 
-// snapshots/<rev> from refs/main, else the most recently modified snapshot.
-std::optional<fs::path> pick_snapshot(const fs::path& repo_dir) {
-  const fs::path snapshots = repo_dir / "snapshots";
-  if (auto ref = read_file_text((repo_dir / "refs" / "main").string()); ref.ok()) {
-    std::string rev = *ref;
-    rev.erase(std::remove_if(rev.begin(), rev.end(),
-                             [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
-              rev.end());
-    if (!rev.empty() && rev.find('/') == std::string::npos && is_dir(snapshots / rev))
-      return snapshots / rev;
+// The model in a cached snapshot: the .gguf of the quant tag, else the
+// Hugging Face model (config.json), else its only .gguf or, among several,
+// the default quantization's.
+Result<ModelLocation> location_in_snapshot(const fs::path& snap, const RepoModelSpec& spec,
+                                           const std::string& display_name) {
+  const std::vector<std::string> ggufs = gguf_names_in(snap);
+  if (!spec.quant && (is_file(snap / "config.json") || ggufs.size() <= 1))
+    return location_in_folder(snap, display_name);
+  auto picked = pick_gguf_file(ggufs, spec.quant.value_or(kDefaultGgufQuant));
+  if (!picked.ok()) {
+    std::string hint = spec.quant ? "" : "; name one as " + spec.repo_id + ":QUANT";
+    return make_error(picked.error().code, fmt::format("snapshot {}: {}{}", snap.string(),
+                                                       picked.error().message, hint));
   }
-  std::optional<fs::path> best;
-  fs::file_time_type best_time{};
-  std::error_code ec;
-  for (fs::directory_iterator it(snapshots, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!is_dir(it->path())) continue;
-    std::error_code tec;
-    const auto t = fs::last_write_time(it->path(), tec);
-    if (tec) continue;
-    if (!best || t > best_time) {
-      best = it->path();
-      best_time = t;
+  return ModelLocation{ModelFormat::kGguf, (snap / *picked).string(), display_name};
+}
+
+// Whether a Hugging Face snapshot holds its weights: every shard of
+// model.safetensors.index.json, else some .safetensors file. A download
+// fetches weights last, so this also vouches for the smaller files.
+bool has_all_weights(const fs::path& snap) {
+  if (auto index = read_file_text((snap / "model.safetensors.index.json").string()); index.ok()) {
+    const auto j = nlohmann::json::parse(*index, nullptr, false);
+    if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) return false;
+    for (const auto& [tensor, file] : j["weight_map"].items()) {
+      if (!file.is_string() || !is_file(snap / file.get<std::string>())) return false;
     }
+    return true;
   }
-  return best;
+  std::error_code ec;
+  for (fs::directory_iterator it(snap, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".safetensors" && is_file(it->path())) return true;
+  }
+  return false;
 }
 
-std::string replace_all(std::string s, char from, const std::string& to) {
-  std::string out;
-  for (char c : s) out += c == from ? to : std::string(1, c);
-  return out;
+bool env_is_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+// Where an offline lookup failed, and how to download instead.
+Error not_found_offline(const std::string& spec, const std::vector<std::string>& searched,
+                        const HubOptions& hub) {
+  std::string places;
+  for (const std::string& s : searched) places += "\n  " + s;
+  std::string hint;
+  if (env_is_set("HF_HUB_OFFLINE") || env_is_set("TRANSFORMERS_OFFLINE")) {
+    hint = fmt::format(
+        "\nHF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set: unset it to download the "
+        "model from {}",
+        hub.endpoint);
+  }
+  return make_error(
+      ErrorCode::kNotFound,
+      fmt::format("model '{}' not found (offline; searched:{}){}", spec, places, hint));
 }
 
 }  // namespace
 
-std::string hf_hub_cache_dir() {
-  if (std::string v = env_or_empty("HF_HUB_CACHE"); !v.empty()) return v;
-  if (std::string v = env_or_empty("HF_HOME"); !v.empty()) return (fs::path(v) / "hub").string();
-  if (std::string v = env_or_empty("XDG_CACHE_HOME"); !v.empty())
-    return (fs::path(v) / "huggingface" / "hub").string();
-  return (fs::path(env_or_empty("HOME")) / ".cache" / "huggingface" / "hub").string();
-}
-
-Result<ModelLocation> resolve_model(std::string_view spec_view) {
+Result<ModelLocation> resolve_model(std::string_view spec_view, const HubOptions& hub) {
   const std::string spec(spec_view);
   const fs::path path(spec);
   if (is_dir(path)) {
@@ -139,21 +148,27 @@ Result<ModelLocation> resolve_model(std::string_view spec_view) {
     return ModelLocation{ModelFormat::kGguf, spec, path.stem().string()};
   }
   std::vector<std::string> searched = {spec + " (as a path)"};
-  if (looks_like_repo_id(spec)) {
-    const fs::path repo_dir =
-        fs::path(hf_hub_cache_dir()) / ("models--" + replace_all(spec, '/', "--"));
-    searched.push_back(repo_dir.string());
-    if (auto snapshot = pick_snapshot(repo_dir)) {
-      auto loc = location_in_folder(*snapshot, spec);
+  const std::optional<RepoModelSpec> repo = parse_repo_model_spec(spec);
+  if (!repo) return not_found_offline(spec, searched, hub);
+  const HubRepoCache cache(hub.cache_dir.empty() ? hf_hub_cache_dir() : hub.cache_dir,
+                           repo->repo_id);
+  searched.push_back(cache.dir().string());
+  if (auto commit = cache.cached_commit(hub.revision)) {
+    auto loc = location_in_snapshot(cache.snapshot_dir(*commit), *repo, spec);
+    const bool complete =
+        loc.ok() && (loc->format == ModelFormat::kGguf || has_all_weights(loc->path));
+    if (hub.offline || complete) {
       if (loc.ok()) return loc;
       return make_error(loc.error().code, fmt::format("model '{}' in the Hugging Face cache: {}",
                                                       spec, loc.error().message));
     }
   }
-  std::string places;
-  for (const std::string& s : searched) places += "\n  " + s;
-  return make_error(ErrorCode::kNotFound,
-                    fmt::format("model '{}' not found (offline; searched:{})", spec, places));
+  if (hub.offline) return not_found_offline(spec, searched, hub);
+  HubOptions download = hub;
+  if (download.cache_dir.empty()) download.cache_dir = hf_hub_cache_dir();
+  PAGODA_ASSIGN_OR_RETURN(HubModelFiles files, download_from_hub(*repo, download));
+  if (files.is_gguf) return ModelLocation{ModelFormat::kGguf, files.path.string(), spec};
+  return location_in_folder(files.path, spec);
 }
 
 }  // namespace pagoda

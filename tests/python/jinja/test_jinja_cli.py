@@ -20,7 +20,8 @@ def test_help_explains_every_flag():
     out = h.run("chat-template", "--help")
     assert out.returncode == 0
     for flag in ("MODEL", "--template", "--template-name", "--messages", "--tools", "--documents",
-                 "--add-generation-prompt", "--continue-final-message", "--bos-token", "--eos-token", "--kwargs", "--batch"):
+                 "--add-generation-prompt", "--continue-final-message", "--bos-token", "--eos-token",
+                 "--kwargs", "--batch", "--revision", "--download-dir", "repo id"):
         assert flag in out.stdout.decode()
 
 

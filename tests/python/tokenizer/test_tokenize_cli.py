@@ -17,11 +17,12 @@ def run(*args):
 def test_help_explains_every_flag():
     tok = run("tokenize", "--help")
     assert tok.returncode == 0
-    for flag in ("MODEL", "TEXT", "--no-special-tokens", "--no-parse-special", "--pieces", "--jsonl"):
+    for flag in ("MODEL", "TEXT", "--no-special-tokens", "--no-parse-special", "--pieces", "--jsonl",
+                 "--revision", "--download-dir", "repo id"):
         assert flag in tok.stdout
     detok = run("detokenize", "--help")
     assert detok.returncode == 0
-    for flag in ("MODEL", "IDS_JSON", "--skip-special-tokens"):
+    for flag in ("MODEL", "IDS_JSON", "--skip-special-tokens", "--revision", "--download-dir", "repo id"):
         assert flag in detok.stdout
 
 

@@ -100,9 +100,43 @@ TEST(HfCache, GgufOnlySnapshot) {
   EXPECT_EQ(loc->format, ModelFormat::kGguf);
   EXPECT_EQ(fs::path(loc->path), snap / "model.Q4_K_M.gguf");
   write_bytes(snap / "model.Q8_0.gguf", "GGUF");
+  // Several files: the tag picks one, and no tag means Q4_K_M (llama-server's default).
+  loc = resolve_model("Org/Model-GGUF");
+  ASSERT_TRUE(loc.ok()) << loc.error().message;
+  EXPECT_EQ(fs::path(loc->path), snap / "model.Q4_K_M.gguf");
+  loc = resolve_model("Org/Model-GGUF:q8_0");
+  ASSERT_TRUE(loc.ok()) << loc.error().message;
+  EXPECT_EQ(fs::path(loc->path), snap / "model.Q8_0.gguf");
+  EXPECT_EQ(loc->display_name, "Org/Model-GGUF:q8_0");
+  fs::remove(snap / "model.Q4_K_M.gguf");
+  write_bytes(snap / "model.Q5_K_M.gguf", "GGUF");
   loc = resolve_model("Org/Model-GGUF");
   ASSERT_FALSE(loc.ok());
-  EXPECT_NE(loc.error().message.find("model.Q8_0.gguf"), std::string::npos) << loc.error().message;
+  EXPECT_NE(loc.error().message.find("available: Q5_K_M, Q8_0"), std::string::npos) << loc.error().message;
+  EXPECT_NE(loc.error().message.find("Org/Model-GGUF:QUANT"), std::string::npos) << loc.error().message;
+}
+
+TEST(HfCache, OfflineKeepsAnIncompleteSnapshotAndOnlineNeedsNoNetworkForAComplete) {
+  CleanHfEnv env;
+  TempDir tmp;
+  const fs::path snap = make_snapshot(tmp.path(), "models--Org--Model", "r");
+  HubOptions hub;  // offline: what is cached, complete or not
+  hub.cache_dir = tmp.path().string();
+  auto loc = resolve_model("Org/Model", hub);
+  ASSERT_TRUE(loc.ok()) << loc.error().message;
+  // Online with the weights present: no request (the endpoint does not exist).
+  write_bytes(snap / "model.safetensors", "x");
+  hub.offline = false;
+  hub.endpoint = "http://127.0.0.1:1";
+  loc = resolve_model("Org/Model", hub);
+  ASSERT_TRUE(loc.ok()) << loc.error().message;
+  EXPECT_EQ(fs::path(loc->path), snap);
+  // An index naming a missing shard makes it incomplete: online, a download is tried.
+  write_bytes(snap / "model.safetensors.index.json", R"({"weight_map": {"w": "model-00001-of-00002.safetensors"}})");
+  loc = resolve_model("Org/Model", hub);
+  ASSERT_FALSE(loc.ok());
+  EXPECT_NE(loc.error().message.find("http://127.0.0.1:1/api/models/Org/Model/revision/main"), std::string::npos)
+      << loc.error().message;
 }
 
 TEST(HfCache, MissingModelListsPlacesSearched) {
