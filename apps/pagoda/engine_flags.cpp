@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/log.h"
+#include "core/thread_pool.h"
+
 namespace pagoda::app {
 
 namespace {
@@ -23,6 +26,20 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
       ->trigger_on_parse();
 }
 
+// Settings of the process rather than of the engine: the CPU thread pool and
+// the log level, applied as they are parsed.
+void add_process_flags(CLI::App& app) {
+  app.add_option_function<int>(
+         "--threads", [](int n) { set_num_cpu_threads(n); },
+         "threads of the CPU backend's pool; default: env PAGODA_NUM_THREADS, else one per core")
+      ->check(CLI::PositiveNumber);
+  app.add_option_function<std::string>(
+         "--log-level", [](const std::string& name) { set_log_level(*parse_log_level(name)); },
+         "least severe log lines shown: debug, info, warning, error; default: env "
+         "PAGODA_LOG_LEVEL, else info")
+      ->check(CLI::IsMember({"debug", "info", "warning", "warn", "error"}));
+}
+
 }  // namespace
 
 void add_engine_flags(CLI::App& app, EngineOptions& o) {
@@ -30,8 +47,10 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "where to run: cpu, cuda, or auto (cuda when a GPU is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  app.add_option("--chat-template", o.chat_template_file,
-                 "a Jinja chat template file to use instead of the model's own");
+  app.add_option("--chat-template", o.chat_template,
+                 "the chat template to use instead of the model's default: a Jinja file, a name "
+                 "of the model's own templates (e.g. tool_use), or the template itself (a value "
+                 "with '{', '}' or a newline that is no file)");
   app.add_option("--max-model-len", o.max_model_len,
                  "context length in tokens (prompt + output); 0: the model's maximum")
       ->check(CLI::NonNegativeNumber)
@@ -67,6 +86,7 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_option("--seed", o.seed,
                  "base seed for requests without their own; 0: random per process")
       ->capture_default_str();
+  add_process_flags(app);
 }
 
 std::string default_model_path() {

@@ -13,8 +13,10 @@ namespace pagoda::app {
 // --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
 // --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
 // --gpu-memory-utilization, --enforce-eager, --async-scheduling /
-// --no-async-scheduling, --seed. `options` must outlive
-// parsing; its current values are the defaults shown by --help.
+// --no-async-scheduling, --seed; and the process's --threads (the CPU thread
+// pool, core/thread_pool.h) and --log-level (core/log.h), applied while
+// parsing. `options` must outlive parsing; its current values are the
+// defaults shown by --help.
 void add_engine_flags(CLI::App& app, EngineOptions& options);
 
 // The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) in the local cache,

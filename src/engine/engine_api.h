@@ -25,7 +25,9 @@ struct EngineOptions {
   std::string model;                 // folder, .gguf file, or HF repo id (offline cache)
   std::string served_model_name;     // default: the model's folder/file name
   std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
-  std::string chat_template_file;    // overrides the model's chat template
+  // Overrides the model's default chat template: a file, a name of the
+  // model's templates, or the template itself (engine/chat_template_source.h).
+  std::string chat_template;
   int block_size = 16;
   int64_t num_kv_blocks = 0;         // 0: size the pool from memory
   int64_t max_model_len = 0;         // 0: the model's max_position_embeddings
