@@ -5,11 +5,12 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/byte_size.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "engine/chat_template_source.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -25,14 +26,34 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
       ->trigger_on_parse();
 }
 
+namespace {
+
+// Settings of the process rather than of the engine: the CPU thread pool and
+// the log level, applied as they are parsed.
+void add_process_flags(CLI::App& app) {
+  app.add_option_function<int>(
+         "--threads", [](int n) { set_num_cpu_threads(n); },
+         "threads of the CPU backend's pool; default: env PAGODA_NUM_THREADS, else one per core")
+      ->check(CLI::PositiveNumber);
+  app.add_option_function<std::string>(
+         "--log-level", [](const std::string& name) { set_log_level(*parse_log_level(name)); },
+         "least severe log lines shown: debug, info, warning, error; default: env "
+         "PAGODA_LOG_LEVEL, else info")
+      ->check(CLI::IsMember({"debug", "info", "warning", "warn", "error"}));
+}
+
+}  // namespace
+
 void add_engine_flags(CLI::App& app, EngineOptions& o) {
   add_model_source_flags(app, o.revision, o.download_dir);
   app.add_option("--device", o.device,
                  "where to run: cpu, cuda, or auto (cuda when a GPU is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  app.add_option("--chat-template", o.chat_template_file,
-                 "a Jinja chat template file to use instead of the model's own");
+  app.add_option("--chat-template", o.chat_template,
+                 "the chat template to use instead of the model's default: a Jinja file, a name "
+                 "of the model's own templates (e.g. tool_use), or the template itself (a value "
+                 "with '{', '}' or a newline that is no file)");
   app.add_option("--generation-config", o.generation_config,
                  "sampling defaults for requests that leave temperature, top_p, top_k, min_p, "
                  "repetition_penalty or max_tokens unset: auto = the model's own (a folder's "
@@ -94,16 +115,15 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "only while the engine is busy; 0: off")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  add_process_flags(app);
 }
 
 std::string chat_template_text(const EngineOptions& options, const Engine& engine) {
-  if (!options.chat_template_file.empty()) {
-    std::ifstream in(options.chat_template_file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
   const Tokenizer& tokenizer = engine.tokenizer();
+  if (!options.chat_template.empty()) {
+    auto source = resolve_chat_template(options.chat_template, tokenizer);
+    return source.ok() && source.value() ? source.value()->text : "";
+  }
   return tokenizer.chat_template().value_or("") + tokenizer.chat_template("tool_use").value_or("");
 }
 

@@ -13,9 +13,11 @@ namespace pagoda::app {
 // --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
 // --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
 // --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager, --async-scheduling /
-// --no-async-scheduling, --seed, --stats-log-interval, and the model source's --revision and
-// --download-dir (add_model_source_flags). `options` must outlive
-// parsing; its current values are the defaults shown by --help.
+// --no-async-scheduling, --seed, --stats-log-interval, the model source's --revision and
+// --download-dir (add_model_source_flags); and the process's --threads (the CPU thread
+// pool, core/thread_pool.h) and --log-level (core/log.h), applied while
+// parsing. `options` must outlive parsing; its current values are the
+// defaults shown by --help.
 void add_engine_flags(CLI::App& app, EngineOptions& options);
 
 // The chat template text in use, for picking the tool-call parser: the

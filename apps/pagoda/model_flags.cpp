@@ -37,8 +37,10 @@ bool apply_hf_repo(const std::string& hf_repo, std::string& model, const char* c
 
 void rewrite_single_dash_aliases(int argc, char** argv) {
   static char kHfRepo[] = "--hf-repo";
+  static char kParallel[] = "--parallel";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "-hf") == 0) argv[i] = kHfRepo;
+    if (std::strcmp(argv[i], "-np") == 0) argv[i] = kParallel;
   }
 }
 

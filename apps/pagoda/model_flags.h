@@ -36,7 +36,7 @@ void add_hf_repo_flag(CLI::App& app, std::string& hf_repo);
 bool apply_hf_repo(const std::string& hf_repo, std::string& model, const char* command);
 
 // Rewrites llama.cpp-style multi-letter single-dash flags that CLI11 cannot
-// declare ("-hf" -> "--hf-repo") in place; `argv` entries are only
+// declare ("-hf" -> "--hf-repo", "-np" -> "--parallel") in place; `argv` entries are only
 // repointed, never freed.
 void rewrite_single_dash_aliases(int argc, char** argv);
 

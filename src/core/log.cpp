@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <mutex>
 
@@ -14,11 +13,7 @@ namespace {
 LogLevel level_from_env() {
   const char* s = std::getenv("PAGODA_LOG_LEVEL");
   if (s == nullptr) return LogLevel::kInfo;
-  if (std::strcmp(s, "debug") == 0) return LogLevel::kDebug;
-  if (std::strcmp(s, "warn") == 0) return LogLevel::kWarn;
-  if (std::strcmp(s, "error") == 0) return LogLevel::kError;
-  if (std::strcmp(s, "off") == 0) return LogLevel::kOff;
-  return LogLevel::kInfo;
+  return parse_log_level(s).value_or(LogLevel::kInfo);
 }
 
 std::atomic<LogLevel>& level_ref() {
@@ -37,6 +32,15 @@ const char* level_tag(LogLevel l) {
 }
 
 }  // namespace
+
+std::optional<LogLevel> parse_log_level(std::string_view name) {
+  if (name == "debug") return LogLevel::kDebug;
+  if (name == "info") return LogLevel::kInfo;
+  if (name == "warning" || name == "warn") return LogLevel::kWarn;
+  if (name == "error") return LogLevel::kError;
+  if (name == "off") return LogLevel::kOff;
+  return std::nullopt;
+}
 
 void set_log_level(LogLevel level) { level_ref().store(level); }
 LogLevel log_level() { return level_ref().load(std::memory_order_relaxed); }

@@ -1,15 +1,19 @@
 // Logging to stderr: "[time level] message". Level from PAGODA_LOG_LEVEL
-// (debug|info|warn|error, default info) or set_log_level().
+// (parse_log_level's names, default info) or set_log_level() (the commands'
+// --log-level).
 #pragma once
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string_view>
 
 namespace pagoda {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
 
+// debug, info, warning (or warn), error, off; nullopt for anything else.
+std::optional<LogLevel> parse_log_level(std::string_view name);
 void set_log_level(LogLevel level);
 LogLevel log_level();
 void log_write(LogLevel level, std::string_view message);

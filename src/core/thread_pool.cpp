@@ -1,6 +1,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -98,8 +99,24 @@ ThreadPool& global_pool() {
 
 }  // namespace
 
+namespace {
+
+// The requested size (0: none), and whether num_cpu_threads() has fixed it.
+std::atomic<int> g_requested_threads{0};
+std::atomic<bool> g_threads_fixed{false};
+
+}  // namespace
+
+bool set_num_cpu_threads(int n) {
+  if (n < 1 || g_threads_fixed.load()) return false;
+  g_requested_threads.store(n);
+  return !g_threads_fixed.load();
+}
+
 int num_cpu_threads() {
   static int n = [] {
+    g_threads_fixed.store(true);
+    if (int requested = g_requested_threads.load(); requested > 0) return requested;
     if (const char* s = std::getenv("PAGODA_NUM_THREADS")) {
       int v = std::atoi(s);
       if (v > 0) return v;

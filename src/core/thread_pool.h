@@ -1,5 +1,6 @@
 // A fixed pool of worker threads for data-parallel CPU loops.
-// Size: PAGODA_NUM_THREADS, else std::thread::hardware_concurrency().
+// Size: set_num_cpu_threads() (the commands' --threads), else
+// PAGODA_NUM_THREADS, else std::thread::hardware_concurrency().
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,10 @@
 
 namespace pagoda {
 
+// Sets the pool's size (n >= 1). Only before the size is first read (by
+// num_cpu_threads() or the first parallel_for); returns false, changing
+// nothing, after.
+bool set_num_cpu_threads(int n);
 int num_cpu_threads();
 
 // Calls fn(lo, hi) on disjoint chunks covering [0, n), in parallel on the

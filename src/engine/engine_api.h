@@ -27,7 +27,9 @@ struct EngineOptions {
   std::string download_dir;          // hub cache root (--download-dir); empty: HF_HUB_CACHE / HF_HOME
   std::string served_model_name;     // default: the model's folder/file name
   std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
-  std::string chat_template_file;    // overrides the model's chat template
+  // Overrides the model's default chat template: a file, a name of the
+  // model's templates, or the template itself (engine/chat_template_source.h).
+  std::string chat_template;
   // Sampling defaults (io/generation_defaults.h): "auto" the model's own,
   // "vllm" none, else a folder holding a generation_config.json.
   std::string generation_config = "auto";

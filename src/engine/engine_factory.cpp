@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <climits>
-#include <fstream>
-#include <sstream>
 
 #include "core/log.h"
 #include "core/units.h"
 #include "engine/backend_factory.h"
+#include "engine/chat_template_source.h"
 #include "engine/llm_engine.h"
 #include "io/generation_defaults.h"
 #include "io/model_files.h"
@@ -27,29 +26,6 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 namespace {
-
-Result<std::optional<ChatTemplate>> load_chat_template(const EngineOptions& options, const Tokenizer& tokenizer) {
-  std::optional<std::string> source;
-  std::string origin;
-  if (!options.chat_template_file.empty()) {
-    std::ifstream in(options.chat_template_file, std::ios::binary);
-    if (!in) return make_error(ErrorCode::kNotFound, "--chat-template: cannot read " + options.chat_template_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    source = ss.str();
-    origin = options.chat_template_file;
-  } else {
-    source = tokenizer.chat_template();
-    origin = "the model's tokenizer config";
-  }
-  if (!source) return std::optional<ChatTemplate>{};
-  Result<ChatTemplate> parsed = ChatTemplate::parse(*source);
-  if (!parsed.ok()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("chat template from {}: {}", origin, parsed.error().message));
-  }
-  return std::optional<ChatTemplate>(std::move(parsed).value());
-}
 
 // The model's stop set: the ids its files name (ModelDescription::eos_token_ids)
 // ∪ the tokenizer's (eos token, end-of-turn specials); sorted, unique.
@@ -115,8 +91,11 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
                           tokenizer_path.empty() ? Tokenizer::load(opened) : Tokenizer::load(tokenizer_path));
   log_info("tokenizer: {}", tokenizer->description());
-  PAGODA_ASSIGN_OR_RETURN(std::optional<ChatTemplate> chat_template, load_chat_template(options, *tokenizer));
-  if (!chat_template) log_warn("no chat template: /v1/chat/completions is unavailable (pass --chat-template FILE)");
+  // Kept in its Result until moved into parts (moving the optional out early
+  // makes GCC 12 warn, falsely, that it may be used uninitialized).
+  Result<std::optional<ChatTemplate>> chat_template = load_chat_template(options.chat_template, *tokenizer);
+  if (!chat_template.ok()) return chat_template.error();
+  if (!chat_template.value()) log_warn("no chat template: /v1/chat/completions is unavailable (pass --chat-template FILE)");
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, create_backend(options.device, opened.config));
   log_info("backend: {}", backend->name());
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
@@ -153,7 +132,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   log_sampling_defaults(parts.generation, sampling.source, options.generation_config);
   parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
-  parts.chat_template = std::move(chat_template);
+  parts.chat_template = std::move(chat_template).value();
   parts.backend = std::move(backend);
   parts.runner = std::move(runner);
   log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB; sized by {}); max model len {}; prefix caching {}",

@@ -13,7 +13,7 @@ using tcp = net::ip::tcp;
 
 HttpListener::HttpListener(net::io_context& ioc, HttpLimits limits, RequestCallback callback,
                            ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
-                           std::shared_ptr<PostGate> gate)
+                           std::shared_ptr<PostGate> gate, std::shared_ptr<const CorsPolicy> cors)
     : ioc_(ioc),
       strand_(net::make_strand(ioc)),
       acceptor_(strand_),
@@ -24,18 +24,16 @@ HttpListener::HttpListener(net::io_context& ioc, HttpLimits limits, RequestCallb
       stats_(std::move(stats)),
       registry_(std::make_shared<ConnectionRegistry>(limits_.max_connections,
                                                      limits_.max_connections_per_peer)),
-      gate_(std::move(gate)) {}
+      gate_(std::move(gate)),
+      cors_(std::move(cors)) {}
 
-Result<std::shared_ptr<HttpListener>> HttpListener::open(net::io_context& ioc,
-                                                         const std::string& host, uint16_t port,
-                                                         HttpLimits limits,
-                                                         RequestCallback callback,
-                                                         std::shared_ptr<ConnectionStats> stats,
-                                                         std::shared_ptr<PostGate> gate,
-                                                         ErrorFormat errors) {
-  auto listener = std::make_shared<HttpListener>(ioc, limits, std::move(callback),
-                                                 std::move(errors), std::move(stats),
-                                                 std::move(gate));
+Result<std::shared_ptr<HttpListener>> HttpListener::open(
+    net::io_context& ioc, const std::string& host, uint16_t port, HttpLimits limits,
+    RequestCallback callback, std::shared_ptr<ConnectionStats> stats,
+    std::shared_ptr<PostGate> gate, ErrorFormat errors, std::shared_ptr<const CorsPolicy> cors) {
+  auto listener =
+      std::make_shared<HttpListener>(ioc, limits, std::move(callback), std::move(errors),
+                                     std::move(stats), std::move(gate), std::move(cors));
   boost::system::error_code ec;
   tcp::resolver resolver(ioc);
   auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
@@ -91,7 +89,8 @@ void HttpListener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   }
   boost::system::error_code opt_ec;
   socket.set_option(tcp::no_delay(true), opt_ec);
-  start_http_session(std::move(socket), limits_, callback_, errors_, stats_, registry_, gate_);
+  start_http_session(std::move(socket), limits_, callback_, errors_, stats_, registry_, gate_,
+                     cors_);
   accept();
 }
 

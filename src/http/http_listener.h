@@ -20,12 +20,13 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
  public:
   // Binds host:port (port 0: a free port) and listens. Errors name the address.
   // `callback` answers every request; `errors` words the errors the connections
-  // answer themselves (see transport_error.h).
+  // answer themselves (see transport_error.h); `cors` (nullptr: none) answers
+  // CORS preflights and adds its headers to every response (cors.h).
   static Result<std::shared_ptr<HttpListener>> open(
       boost::asio::io_context& ioc, const std::string& host, uint16_t port, HttpLimits limits,
       RequestCallback callback, std::shared_ptr<ConnectionStats> stats,
       std::shared_ptr<PostGate> gate = std::make_shared<PostGate>(),
-      ErrorFormat errors = plain_text_answer);
+      ErrorFormat errors = plain_text_answer, std::shared_ptr<const CorsPolicy> cors = nullptr);
 
   void start();  // accept loop; runs on the io_context threads
   void stop();   // stops accepting; thread-safe; open connections stay
@@ -35,7 +36,7 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   // `gate`: what the sessions' responders post through (see start_http_session).
   HttpListener(boost::asio::io_context& ioc, HttpLimits limits, RequestCallback callback,
                ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
-               std::shared_ptr<PostGate> gate);
+               std::shared_ptr<PostGate> gate, std::shared_ptr<const CorsPolicy> cors);
 
  private:
   void accept();
@@ -51,6 +52,7 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   std::shared_ptr<ConnectionStats> stats_;
   std::shared_ptr<ConnectionRegistry> registry_;
   std::shared_ptr<PostGate> gate_;
+  std::shared_ptr<const CorsPolicy> cors_;
   uint16_t port_ = 0;
 };
 

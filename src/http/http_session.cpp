@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "http/connection_registry.h"
+#include "http/cors.h"
 #include "http/http_parse.h"
 
 namespace pagoda::http {
@@ -67,14 +68,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
               ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
-              std::shared_ptr<ConnectionRegistry> registry, std::shared_ptr<PostGate> gate)
+              std::shared_ptr<ConnectionRegistry> registry, std::shared_ptr<PostGate> gate,
+              std::shared_ptr<const CorsPolicy> cors)
       : stream_(std::move(socket)),
         limits_(limits),
         callback_(std::move(callback)),
         errors_(std::move(errors)),
         stats_(std::move(stats)),
         registry_(std::move(registry)),
-        gate_(std::move(gate)) {
+        gate_(std::move(gate)),
+        cors_(std::move(cors)) {
     ++stats_->num_connections;
   }
   ~HttpSession() {
@@ -178,6 +181,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // whole header (on a new connection header_timeout from the start).
   void read_header() {
     state_ = State::kReading;
+    origin_.clear();
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
     parser_->body_limit(static_cast<uint64_t>(limits_.max_body_bytes));
@@ -204,6 +208,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const auto& req = parser_->get();
     version_ = req.version();
     keep_alive_ = req.keep_alive();
+    if (cors_) origin_ = std::string(req[beast::http::field::origin]);
     if (beast::iequals(req[beast::http::field::expect], "100-continue")) {
       continue_.assign("HTTP/1.1 100 Continue\r\n\r\n");
       stream_.expires_after(limits_.io_timeout);
@@ -276,6 +281,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     method_ = request.method;
     path_ = request.path;
     watch_disconnect();
+    if (cors_ && CorsPolicy::is_preflight(request)) return answer_preflight(request);
     auto responder = std::make_shared<SessionResponder>(weak_from_this(), seq_, gate_);
     try {
       callback_(std::move(request), responder);
@@ -283,6 +289,26 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       log_error("request {}: unhandled exception: {}", request_id_, e.what());
       responder->fail(errors_(internal_error(request_id_)));
     }
+  }
+
+  // A CORS preflight is answered here, before the request callback (routing,
+  // the API key): 200 "OK" with the Access-Control-Allow-* headers, or 400
+  // naming what the policy refuses.
+  void answer_preflight(const HttpRequest& request) {
+    CorsPolicy::Preflight preflight = cors_->preflight(request);
+    HttpResponse response;
+    if (preflight.refused.empty()) {
+      response.content_type = "text/plain";
+      response.body = "OK";
+    } else {
+      response = errors_(TransportError{400, "Disallowed CORS " + preflight.refused,
+                                        "cors_preflight_refused"})
+                     .response;
+    }
+    response.headers.insert(response.headers.end(), preflight.headers.begin(),
+                            preflight.headers.end());
+    origin_.clear();  // the preflight's own headers stand instead of response_head's
+    do_send(seq_, std::move(response));
   }
 
   // --- disconnect detection while a request is answered ----------------------
@@ -333,6 +359,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     head += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
     head += fmt::format("X-Request-Id: {}\r\n", request_id_);
     for (const auto& [name, value] : extra) head += fmt::format("{}: {}\r\n", name, value);
+    if (cors_) {
+      for (const auto& [name, value] : cors_->response_headers(origin_)) {
+        head += fmt::format("{}: {}\r\n", name, value);
+      }
+    }
     head += "\r\n";
     return head;
   }
@@ -439,6 +470,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::shared_ptr<ConnectionStats> stats_;
   std::shared_ptr<ConnectionRegistry> registry_;
   std::shared_ptr<PostGate> gate_;  // for the responders
+  std::shared_ptr<const CorsPolicy> cors_;  // nullptr: no CORS headers, no preflight answers
   ConnectionRegistry::Id registry_id_ = 0;  // 0: not admitted, or removed
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
@@ -447,6 +479,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   State state_ = State::kReading;
   uint64_t seq_ = 0;                        // sequence number of the current request
   std::string request_id_, method_, path_;  // of the current request, for logs
+  std::string origin_;  // the current request's Origin header, for its CORS headers
   int status_ = 0;
   unsigned version_ = 11;
   bool keep_alive_ = true;
@@ -524,12 +557,13 @@ void SessionResponder::on_cancel(std::function<void()> fn) {
 void start_http_session(tcp::socket socket, const HttpLimits& limits, RequestCallback callback,
                         ErrorFormat errors, std::shared_ptr<ConnectionStats> stats,
                         std::shared_ptr<ConnectionRegistry> registry,
-                        std::shared_ptr<PostGate> gate) {
+                        std::shared_ptr<PostGate> gate, std::shared_ptr<const CorsPolicy> cors) {
   beast::error_code ec;
   const tcp::endpoint peer = socket.remote_endpoint(ec);
   if (ec) return;  // already disconnected
   std::make_shared<HttpSession>(std::move(socket), limits, std::move(callback), std::move(errors),
-                                std::move(stats), std::move(registry), std::move(gate))
+                                std::move(stats), std::move(registry), std::move(gate),
+                                std::move(cors))
       ->start(peer.address().to_string());
 }
 

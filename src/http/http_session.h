@@ -42,18 +42,20 @@ struct ConnectionStats {
 using RequestCallback = std::function<void(HttpRequest, std::shared_ptr<Responder>)>;
 
 class ConnectionRegistry;
+class CorsPolicy;
 
 // Starts serving `socket` (whose executor must be a strand) once `registry`
 // admits it (else it answers 503 and closes); the session keeps itself alive
 // until the connection closes. `limits` has its connection limits resolved.
 // `errors` words the errors the session answers itself. Responders post into
 // the session through `gate`, so answers of handlers (or engine requests) that
-// outlive the server are dropped.
+// outlive the server are dropped. `cors` (nullptr: none) answers CORS
+// preflights itself and adds its headers to every response (cors.h).
 void start_http_session(boost::asio::ip::tcp::socket socket, const HttpLimits& limits,
                         RequestCallback callback, ErrorFormat errors,
                         std::shared_ptr<ConnectionStats> stats,
                         std::shared_ptr<ConnectionRegistry> registry,
-                        std::shared_ptr<PostGate> gate);
+                        std::shared_ptr<PostGate> gate, std::shared_ptr<const CorsPolicy> cors);
 
 // The status line reason phrase ("OK", "Not Found", ...).
 const char* http_reason(int status);

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "openai/json_response.h"
+
 namespace pagoda::openai {
 
 namespace {
@@ -27,6 +29,14 @@ bool is_authorized(std::string_view authorization, std::string_view api_key) {
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
   while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
   return equal_constant_time(token, api_key);
+}
+
+http::HttpResponse unauthorized_response() {
+  http::HttpResponse response = error_response(
+      ApiError{401, "Incorrect or missing API key: send `Authorization: Bearer <key>`.", "",
+               "invalid_api_key"});
+  response.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return response;
 }
 
 }  // namespace pagoda::openai

@@ -11,6 +11,7 @@
 #include "openai/generation_job.h"
 #include "openai/json_response.h"
 #include "openai/logprobs_format.h"
+#include "openai/request_log.h"
 #include "openai/service_context.h"
 #include "openai/sse.h"
 #include "openai/wire/ids.h"
@@ -259,6 +260,8 @@ void start_chat(ServiceContext& ctx, ChatPlan plan, std::shared_ptr<http::Respon
   auto assembler =
       std::make_shared<ChatAssembler>(ctx, std::move(plan), job->id(), num_choices, responder);
   const ChatPlan& a = assembler->plan();
+  log_request(ctx.options.request_log, job->id() + "-0", a.prompt.text, a.prompt.token_ids,
+              a.request.params);
   launch_generation(
       job, {a.prompt.token_ids}, a.request.params, a.request.params.n, a.request.priority,
       a.request.stream, ctx.draining, responder,

@@ -9,6 +9,7 @@
 #include "openai/generation_job.h"
 #include "openai/json_response.h"
 #include "openai/logprobs_format.h"
+#include "openai/request_log.h"
 #include "openai/service_context.h"
 #include "openai/sse.h"
 #include "openai/wire/ids.h"
@@ -187,6 +188,10 @@ void start_completion(ServiceContext& ctx, CompletionPlan plan,
   auto assembler = std::make_shared<CompletionAssembler>(ctx, std::move(plan), job->id(),
                                                          num_choices, responder);
   const CompletionPlan& a = assembler->plan();
+  for (size_t p = 0; p < a.prompts.size(); ++p) {
+    log_request(ctx.options.request_log, fmt::format("{}-{}", job->id(), p), a.prompt_texts[p],
+                a.prompts[p], a.request.params);
+  }
   launch_generation(
       job, a.prompts, a.request.params, a.request.params.n, a.request.priority, a.request.stream,
       ctx.draining, responder,

@@ -9,8 +9,8 @@ namespace pagoda::openai {
 
 namespace {
 
-Json model_card(const ServiceContext& ctx) {
-  return {{"id", ctx.model_name},
+Json model_card(const ServiceContext& ctx, const std::string& name) {
+  return {{"id", name},
           {"object", "model"},
           {"created", ctx.created},
           {"owned_by", "pagoda"},
@@ -23,8 +23,9 @@ Json model_card(const ServiceContext& ctx) {
 
 void handle_models(ServiceContext& ctx, const http::HttpRequest&,
                    std::shared_ptr<http::Responder> responder) {
-  responder->send(
-      json_response(200, {{"object", "list"}, {"data", Json::array({model_card(ctx)})}}));
+  Json cards = Json::array();
+  for (const std::string& name : ctx.model_names) cards.push_back(model_card(ctx, name));
+  responder->send(json_response(200, {{"object", "list"}, {"data", std::move(cards)}}));
 }
 
 void handle_model(ServiceContext& ctx, const http::HttpRequest& request,
@@ -32,12 +33,12 @@ void handle_model(ServiceContext& ctx, const http::HttpRequest& request,
   constexpr std::string_view kPrefix = "/v1/models/";
   const std::string id =
       http::percent_decode(std::string_view(request.path).substr(kPrefix.size()));
-  if (id != ctx.model_name) {
+  if (!ctx.serves_model(id)) {
     responder->send(error_response(ApiError{404, fmt::format("The model `{}` does not exist.", id),
                                             "model", "model_not_found"}));
     return;
   }
-  responder->send(json_response(200, model_card(ctx)));
+  responder->send(json_response(200, model_card(ctx, id)));
 }
 
 void handle_health(ServiceContext& ctx, const http::HttpRequest&,

@@ -27,14 +27,6 @@ constexpr Route kRoutes[] = {
     {.method = "GET", .path = "/metrics", .handler = handle_metrics},
 };
 
-http::HttpResponse unauthorized_response() {
-  http::HttpResponse response = error_response(
-      ApiError{401, "Incorrect or missing API key: send `Authorization: Bearer <key>`.", "",
-               "invalid_api_key"});
-  response.headers.emplace_back("WWW-Authenticate", "Bearer");
-  return response;
-}
-
 // 404 when no route has the path, else 405 with the methods it allows.
 http::HttpResponse miss_response(const http::HttpRequest& request, const std::string& allow) {
   if (allow.empty()) {

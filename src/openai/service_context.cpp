@@ -30,22 +30,27 @@ ServiceContext::ServiceContext(Engine& engine_, ServiceOptions options_,
                                boost::asio::any_io_executor io_,
                                boost::asio::any_io_executor workers_,
                                boost::asio::any_io_executor heavy_workers_,
-                               std::unique_ptr<ToolParser> tool_parser_)
+                               std::unique_ptr<ToolParser> tool_parser_,
+                               std::shared_ptr<http::PostGate> io_gate_)
     : engine(engine_),
       options(std::move(options_)),
-      model_name(options.served_model_name.empty() ? engine.info().served_model_name
-                                                   : options.served_model_name),
+      model_names(options.served_model_names.empty()
+                      ? std::vector<std::string>{engine.info().served_model_name}
+                      : options.served_model_names),
+      model_name(model_names.front()),
       system_fingerprint("fp_pagoda_" + options.version),
       created(unix_seconds()),
       io(std::move(io_)),
       workers(workers_),
       heavy_workers(heavy_workers_ ? std::move(heavy_workers_) : std::move(workers_)),
       max_token_bytes(longest_token_bytes(engine.tokenizer())),
-      tool_parser(std::move(tool_parser_)) {}
+      tool_parser(std::move(tool_parser_)),
+      io_gate(io_gate_ ? std::move(io_gate_) : std::make_shared<http::PostGate>()) {}
 
 Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
     Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
-    boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers) {
+    boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers,
+    std::shared_ptr<http::PostGate> io_gate) {
   std::unique_ptr<ToolParser> parser;
   if (options.tool_call_parser == "auto") {
     parser = detect_tool_parser(options.chat_template_text);
@@ -54,7 +59,7 @@ Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
   }
   auto context = std::make_unique<ServiceContext>(engine, std::move(options), std::move(io),
                                                   std::move(workers), std::move(heavy_workers),
-                                                  std::move(parser));
+                                                  std::move(parser), std::move(io_gate));
   context->template_ignores_tools = chat_template_ignores_tools(engine);
   return context;
 }
@@ -81,14 +86,19 @@ void ServiceContext::run_on_worker(std::shared_ptr<http::Responder> responder,
       });
 }
 
+bool ServiceContext::serves_model(std::string_view name) const {
+  return std::find(model_names.begin(), model_names.end(), name) != model_names.end();
+}
+
 std::optional<ApiError> ServiceContext::check_model(const Json& body) const {
   FieldReader reader(body);
   auto model = reader.string("model");
   if (reader.error()) return reader.error();
-  if (model && *model != model_name) {
+  if (model && !serves_model(*model)) {
+    std::string names;
+    for (const std::string& name : model_names) names += (names.empty() ? "`" : ", `") + name + "`";
     return ApiError{
-        404,
-        fmt::format("The model `{}` does not exist; this server serves `{}`.", *model, model_name),
+        404, fmt::format("The model `{}` does not exist; this server serves {}.", *model, names),
         "model", "model_not_found"};
   }
   return std::nullopt;

@@ -10,18 +10,23 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "engine/engine_api.h"
 #include "http/http_types.h"
 #include "openai/api_error.h"
 #include "openai/generation_job.h"
+#include "openai/request_log.h"
 #include "openai/response_bound.h"
 #include "openai/tools/tool_parser.h"
 
 namespace pagoda::openai {
 
 struct ServiceOptions {
-  std::string served_model_name;          // "" → the engine's ModelInfo name
+  // The names clients may send as `model` (all listed by /v1/models); the
+  // first is the one responses report. Empty: the engine's ModelInfo name.
+  std::vector<std::string> served_model_names;
   std::string api_key;                    // "" → no authentication
   std::string version = "0.0.0";          // for /version and system_fingerprint
   std::string tool_call_parser = "auto";  // auto, none, or a name of tool_parser_names()
@@ -34,21 +39,24 @@ struct ServiceOptions {
   bool strict_tools = false;
   std::string chat_template_text;         // the template in use; "auto" picks the parser from it
   int64_t max_response_bytes = kDefaultMaxResponseBytes;  // non-streamed answers (response_bound.h)
+  RequestLogOptions request_log;                          // --enable-log-requests, --max-log-len
   // Requests with a larger body are parsed and tokenized on the heavy lane.
   size_t heavy_body_bytes = 256 << 10;
 };
 
 struct ServiceContext {
   // Errors: an unknown tool_call_parser name. `heavy_workers`: the heavy
-  // lane (empty: `workers` takes every request).
-  static Result<std::unique_ptr<ServiceContext>> create(Engine& engine, ServiceOptions options,
-                                                        boost::asio::any_io_executor io,
-                                                        boost::asio::any_io_executor workers,
-                                                        boost::asio::any_io_executor heavy_workers = {});
+  // lane (empty: `workers` takes every request). `io_gate`: the gate of the
+  // listener whose connections the service answers (nullptr: a new one).
+  static Result<std::unique_ptr<ServiceContext>> create(
+      Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
+      boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers = {},
+      std::shared_ptr<http::PostGate> io_gate = nullptr);
 
   Engine& engine;
   const ServiceOptions options;
-  const std::string model_name;
+  const std::vector<std::string> model_names;  // options.served_model_names, else the engine's
+  const std::string model_name;                // model_names.front(): the name responses report
   const std::string system_fingerprint;
   const int64_t created;                       // unix seconds at start
   const boost::asio::any_io_executor io;       // strands for response assembly
@@ -68,7 +76,7 @@ struct ServiceContext {
   // (probed once at start, chat_template_ignores_tools).
   bool template_ignores_tools = false;
   // Engine thread and worker lanes → io (see http::PostGate).
-  const std::shared_ptr<http::PostGate> io_gate = std::make_shared<http::PostGate>();
+  const std::shared_ptr<http::PostGate> io_gate;
   std::atomic<bool> draining{false};
   // Requests handed to run_on_worker whose work has not returned yet (queued,
   // parsing, templating, tokenizing): shutdown waits for them a shorter time.
@@ -79,12 +87,14 @@ struct ServiceContext {
   void run_on_worker(std::shared_ptr<http::Responder> responder, const http::HttpRequest& request,
                      std::function<void()> fn) const;
 
-  // 404 when body["model"] is present and names another model; 400 if not a string.
+  // Whether `name` is one of model_names.
+  bool serves_model(std::string_view name) const;
+  // 404 when body["model"] is present and names no served model; 400 if not a string.
   std::optional<ApiError> check_model(const Json& body) const;
 
   ServiceContext(Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
                  boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers,
-                 std::unique_ptr<ToolParser> tool_parser);
+                 std::unique_ptr<ToolParser> tool_parser, std::shared_ptr<http::PostGate> io_gate);
 };
 
 // Route handlers (one file per group).

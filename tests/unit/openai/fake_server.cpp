@@ -11,6 +11,7 @@
 #include "fake_engine.h"
 #include "http/connection_registry.h"
 #include "openai/server.h"
+#include "pagoda/cors_flags.h"
 #include "pagoda/engine_flags.h"
 #include "pagoda/http_limit_flags.h"
 
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("--port", server_options.port, "port; 0: any")->capture_default_str();
   app.add_option("--api-key", server_options.service.api_key, "API key");
   pagoda::app::add_http_limit_flags(app, server_options.limits);
+  pagoda::app::add_cors_flags(app, server_options.cors);
   app.add_option("--max-response-bytes", server_options.service.max_response_bytes,
                  "bound on a non-streamed response (as pagoda serve)")
       ->capture_default_str();
