@@ -394,7 +394,6 @@ int run_batch(Engine& engine, const EngineOptions& options, const std::string& i
   std::ostream& out = to_stdout ? std::cout : file;
   if (!is_batch_file(*lines)) return run_items(engine, *lines, input, out, chat);
   openai::ServiceOptions service;
-  service.served_model_name = engine.info().served_model_name;
   service.version = PAGODA_VERSION;
   service.chat_template_text = chat_template_text(options, engine);
   return run_openai_batch(engine, *lines, out, std::move(service));

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -114,7 +113,6 @@ void add_llama_server_flags(CLI::App& app, EngineOptions& engine, ServedNames& s
          "-t", [](int n) { pagoda::set_num_cpu_threads(n); },
          "same as --threads (llama-server's spelling)")
       ->check(CLI::PositiveNumber);
-}
 }
 
 // PAGODA_TEST_LOAD_DELAY_MS (test-only, docs/api.md): milliseconds to wait
