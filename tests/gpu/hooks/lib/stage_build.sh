@@ -8,7 +8,7 @@
 # PAGODA_TEST_DEVICE=cuda) to DEST/tests/unit/engine/ (replacing what was
 # there), and every shared library they load that the GPU machine's image may
 # lack (all but glibc, libstdc++, libgcc and CUDA's: libfmt, libpcre2,
-# libsentencepiece, libxxhash, ...) to DEST/lib/, which e2e.sh puts on
+# libsentencepiece, libxxhash, libcurl, ...) to DEST/lib/, which e2e.sh puts on
 # LD_LIBRARY_PATH. Fails when a binary has a library that cannot be found here.
 set -euo pipefail
 src=${1:?usage: stage_build.sh SRC_BUILD DEST}
@@ -30,7 +30,10 @@ if [ -d "$src/tests/unit/engine" ]; then
     echo "stage_build: warning: $src/tests/unit/engine/engine_tests is older than pagoda (ninja -C $src engine_tests engine_stress_test)" >&2
   fi
 fi
-system='^(linux-vdso|ld-linux|libc\.|libm\.|libgcc_s|libstdc\+\+|libpthread|libdl\.|librt\.|libcuda\.|libcublas|libcudart)'
+# Also left to the GPU machine: OpenSSL and zlib (libcurl's), which every
+# image with Python has, and which the Python processes that share this
+# LD_LIBRARY_PATH (transformers, the OpenAI SDK) must not get in another version.
+system='^(linux-vdso|ld-linux|libc\.|libm\.|libgcc_s|libstdc\+\+|libpthread|libdl\.|librt\.|libcuda\.|libcublas|libcudart|libssl\.|libcrypto\.|libz\.)'
 for b in "${bins[@]}"; do
   if ldd "$b" | grep "not found" >&2; then
     echo "stage_build: $b has unresolved libraries (above)" >&2
