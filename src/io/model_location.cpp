@@ -134,6 +134,13 @@ Error not_found_offline(const std::string& spec, const std::vector<std::string>&
 Result<ModelLocation> resolve_model(std::string_view spec_view, const HubOptions& hub) {
   const std::string spec(spec_view);
   const fs::path path(spec);
+  if (hub.revision_given && (is_dir(path) || is_file(path))) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--revision {} names a revision of a Hugging Face repo, but "
+                                  "MODEL '{}' is a local path, which has none: drop --revision "
+                                  "or give a repo id",
+                                  hub.revision, spec));
+  }
   if (is_dir(path)) {
     const fs::path clean = path.lexically_normal();
     const std::string name =

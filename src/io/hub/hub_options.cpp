@@ -62,7 +62,10 @@ HubOptions HubOptions::from_env(const std::string& revision, const std::string& 
     while (!v.empty() && v.back() == '/') v.pop_back();
     o.endpoint = v;
   }
-  if (!revision.empty()) o.revision = revision;
+  if (!revision.empty()) {
+    o.revision = revision;
+    o.revision_given = true;
+  }
   o.token = trimmed(env_or_empty("HF_TOKEN"));
   if (o.token.empty()) o.token = trimmed(env_or_empty("HUGGING_FACE_HUB_TOKEN"));
   if (o.token.empty()) o.token = token_from_file();

@@ -11,6 +11,9 @@ namespace pagoda {
 struct HubOptions {
   std::string endpoint = "https://huggingface.co";  // no trailing slash
   std::string revision = "main";                    // branch, tag or 40-hex commit
+  // The revision was asked for (--revision), not defaulted: a local MODEL
+  // path, which has no revisions, is then refused rather than used as is.
+  bool revision_given = false;
   std::string token;                                // sent as "Authorization: Bearer"; empty: none
   std::string cache_dir;  // the hub cache root (models--org--name/ inside)
   // true: never touch the network; a repo id resolves from the cache or not

@@ -186,6 +186,13 @@ def test_unknown_repo_and_revision(hub: FakeHub, tmp_path: pathlib.Path) -> None
     assert r.returncode != 0 and "no such revision 'nope'" in r.stderr
 
 
+def test_revision_of_a_local_path_is_refused(tmp_path: pathlib.Path) -> None:
+    """A local MODEL has no revisions: --revision is refused, naming both, not ignored."""
+    r = generate(str(STORIES), env_for(None, tmp_path, HF_HUB_OFFLINE="1"), "--revision", "v1")
+    assert r.returncode != 0
+    assert "--revision v1" in r.stderr and str(STORIES) in r.stderr and "local path" in r.stderr
+
+
 def test_gated_repo_needs_token(hub: FakeHub, tmp_path: pathlib.Path, local_text: str) -> None:
     r = generate(GATED, env_for(hub.url, tmp_path))
     assert r.returncode != 0
