@@ -33,7 +33,7 @@ fi
 # Also left to the GPU machine: OpenSSL and zlib (libcurl's), which every
 # image with Python has, and which the Python processes that share this
 # LD_LIBRARY_PATH (transformers, the OpenAI SDK) must not get in another version.
-system='^(linux-vdso|ld-linux|libc\.|libm\.|libgcc_s|libstdc\+\+|libpthread|libdl\.|librt\.|libcuda\.|libcublas|libcudart|libssl\.|libcrypto\.|libz\.)'
+system='^(linux-vdso|ld-linux|libc\.|libm\.|libgcc_s|libstdc\+\+|libpthread|libdl\.|librt\.|libresolv\.|libcuda\.|libcublas|libcudart|libssl\.|libcrypto\.|libz\.)'
 for b in "${bins[@]}"; do
   if ldd "$b" | grep "not found" >&2; then
     echo "stage_build: $b has unresolved libraries (above)" >&2
