@@ -6,6 +6,7 @@
 #include "openai/field_reader.h"
 #include "openai/prompt_truncation.h"
 #include "openai/response_bound.h"
+#include "openai/unsupported_fields.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::openai {
@@ -28,6 +29,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
   const PromptTruncation truncation = read_prompt_truncation(reader);
   plan.parallel_tool_calls = reader.boolean("parallel_tool_calls").value_or(true);
+  refuse_unsupported_chat_fields(reader);
   read_bad_words(reader, ctx.engine.tokenizer(), params);
   if (reader.error()) return *reader.error();
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "openai/field_reader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,6 +50,12 @@ ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& b
   const Json* kwargs = reader.value("chat_template_kwargs");
   if (kwargs && !kwargs->is_object())
     reader.fail_field("chat_template_kwargs", "must be an object");
+  const Json* documents = reader.value("documents");
+  if (documents && !(documents->is_array() &&
+                     std::all_of(documents->begin(), documents->end(),
+                                 [](const Json& d) { return d.is_object(); }))) {
+    reader.fail_field("documents", "must be an array of objects (e.g. {\"title\", \"text\"})");
+  }
   if (reader.error()) return *reader.error();
 
   if (!ctx.engine.has_chat_template()) {
@@ -62,6 +70,7 @@ ApiResult<ChatPrompt> build_chat_prompt(const ServiceContext& ctx, const Json& b
   inputs.bos_token = tokenizer.bos_token();
   inputs.eos_token = tokenizer.eos_token();
   if (kwargs) inputs.extra = *kwargs;
+  if (documents) inputs.documents = *documents;
   auto rendered = ctx.engine.apply_chat_template(inputs);
   if (!rendered.ok()) {
     return invalid_field("messages",

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "openai/unsupported_fields.h"
 #include "sample/sampling_fields.h"
 
 namespace pagoda::openai {
@@ -206,6 +207,7 @@ SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size) {
       reader.fail_field("response_format", "only {\"type\": \"text\"} is supported");
     }
   }
+  refuse_unsupported_fields(reader);
   if (!reader.error()) {
     if (auto error = sampling_params_error(p, vocab_size)) reader.fail(*error);
   }
