@@ -11,6 +11,23 @@ from server_harness import API_KEY, DEVICE, MODEL, launch, metrics, wait_until
 LABEL = f'{{model_name="{MODEL}"}}'
 
 
+def settled_counters(base_url):
+    """counters() once the engine is idle and two reads agree: a request's
+    success is counted just after its last event reaches the client, so a read
+    right after a response may not include it yet."""
+    last = {}
+
+    def settled():
+        nonlocal last
+        now = counters(base_url)
+        done = now == last and now["running"] == 0 and now["waiting"] == 0
+        last = now
+        return done
+
+    assert wait_until(settled, interval=0.05)
+    return last
+
+
 def counters(base_url):
     m = metrics(base_url)
     finished = sum(m[f'pagoda:request_success_total{{model_name="{MODEL}",finished_reason="{r}"}}']
@@ -49,7 +66,7 @@ def test_256_concurrent_streaming_clients(client, base_url):
     for p in prompts:
         lp = client.completions.create(model=MODEL, prompt=p, max_tokens=16, temperature=0, logprobs=5).choices[0].logprobs
         reference[p] = {"tokens": lp.tokens, "top": lp.top_logprobs}
-    before = counters(base_url)
+    before = settled_counters(base_url)
 
     async def one(aclient, i):
         prompt = prompts[i % len(prompts)]
@@ -78,8 +95,7 @@ def test_256_concurrent_streaming_clients(client, base_url):
         assert finish in ("stop", "length")
         expect_same_greedy(tokens, reference[prompt])
         assert usage is not None and usage.completion_tokens == len(tokens)
-    assert wait_until(lambda: counters(base_url)["running"] == 0)
-    after = counters(base_url)
+    after = settled_counters(base_url)
     assert after["finished"] - before["finished"] == 256
     assert after["prompt"] - before["prompt"] == sum(u.prompt_tokens for _, _, _, u in results)
     assert after["generated"] - before["generated"] == sum(u.completion_tokens for _, _, _, u in results)
