@@ -87,6 +87,11 @@ def idle(url):
     return value(fams, "vllm:num_requests_running") == 0 and value(fams, "vllm:num_requests_waiting") == 0
 
 
+def finished_total(url):
+    fams = families(url)
+    return sum(value(fams, "vllm:request_success", finished_reason=r) for r in ("stop", "length", "abort"))
+
+
 def test_vllm_metrics_match_the_requests(server):
     url = server.url
     long_prompt = "Once upon a time there was a little girl who liked to play in the park with her dog. " * 2
@@ -120,8 +125,10 @@ def test_vllm_metrics_match_the_requests(server):
         cached += (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
         itl += usage["completion_tokens"] - 1
     assert reasons["stop"] >= 1 and reasons["length"] >= 1, reasons
-    assert wait_until(lambda: idle(url))
     n = len(bodies)
+    # A request's success is counted just after its last event reaches the
+    # client: wait for all n, not only for an idle scheduler.
+    assert wait_until(lambda: idle(url) and finished_total(url) == n)
 
     fams = families(url)
     check_exposition(fams)
