@@ -15,6 +15,8 @@
 #include "core/result.h"
 #include "jinja/chat_template.h"
 #include "sample/sampling_params.h"
+#include "sample/structured_output.h"
+#include "sample/token_constraint.h"
 
 namespace pagoda {
 
@@ -103,6 +105,9 @@ struct GenerateRequest {
   SamplingParams params;
   int priority = 0;                      // lower runs first; FCFS within a level
   OutputSink sink;
+  // Structured output: every sample's tokens follow this constraint (from
+  // Engine::compile_constraint); null: unconstrained.
+  std::shared_ptr<const CompiledConstraint> constraint;
 };
 
 struct ModelInfo {
@@ -212,6 +217,12 @@ class Engine {
   virtual Result<std::string> apply_chat_template(const ChatTemplateInputs& inputs) const = 0;
   virtual const ModelInfo& info() const = 0;
   virtual EngineMetrics metrics() const = 0;
+  // Compiles a structured-output spec against the model's vocabulary (cached:
+  // the same spec returns the same constraint). Errors: kInvalidArgument
+  // naming the bad keyword or position of the schema, regex or grammar.
+  // Thread-safe.
+  virtual Result<std::shared_ptr<const CompiledConstraint>> compile_constraint(
+      const StructuredOutputSpec& spec) const = 0;
 
   // Stops accepting requests, finishes the ones in flight, then stops the
   // engine thread. Returns when done.

@@ -261,4 +261,11 @@ void LlmEngine::check_invariants() {
   if (invariant_error_.empty()) invariant_error_ = st.error().message;
 }
 
+Result<std::shared_ptr<const CompiledConstraint>> LlmEngine::compile_constraint(
+    const StructuredOutputSpec& spec) const {
+  // SO-BASE PLACEHOLDER: the grammar module replaces this.
+  return Error{ErrorCode::kInvalidArgument,
+               std::string("structured output (") + structured_output_kind_name(spec.kind) + ") is not built yet"};
+}
+
 }  // namespace pagoda

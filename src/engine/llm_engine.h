@@ -66,6 +66,8 @@ class LlmEngine final : public Engine {
   Result<std::string> apply_chat_template(const ChatTemplateInputs& inputs) const override;
   const ModelInfo& info() const override { return parts_.info; }
   EngineMetrics metrics() const override { return metrics_.snapshot(); }
+  Result<std::shared_ptr<const CompiledConstraint>> compile_constraint(
+      const StructuredOutputSpec& spec) const override;
   void drain() override;
 
   // Returns once every request added so far has sent its final events and

@@ -50,6 +50,9 @@ class FakeEngine : public Engine {
   }
   const ModelInfo& info() const override { return info_; }
   EngineMetrics metrics() const override { return {}; }
+  Result<std::shared_ptr<const CompiledConstraint>> compile_constraint(const StructuredOutputSpec&) const override {
+    return Error{ErrorCode::kInvalidArgument, "no structured output"};
+  }
   void drain() override {
     std::vector<std::thread> threads;
     {

@@ -203,6 +203,12 @@ int64_t FakeEngine::num_live() const {
   return static_cast<int64_t>(waiting_.size() + running_.size());
 }
 
+Result<std::shared_ptr<const CompiledConstraint>> FakeEngine::compile_constraint(
+    const StructuredOutputSpec& spec) const {
+  return make_error(ErrorCode::kInvalidArgument,
+                    std::string("structured output (") + structured_output_kind_name(spec.kind) + ") is not built yet");
+}
+
 EngineMetrics FakeEngine::metrics() const {
   std::lock_guard lock(mu_);
   EngineMetrics m = metrics_;

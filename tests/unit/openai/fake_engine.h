@@ -59,6 +59,8 @@ class FakeEngine : public Engine {
   Result<std::string> apply_chat_template(const ChatTemplateInputs& inputs) const override;
   const ModelInfo& info() const override { return info_; }
   EngineMetrics metrics() const override;
+  Result<std::shared_ptr<const CompiledConstraint>> compile_constraint(
+      const StructuredOutputSpec& spec) const override;
   void drain() override;
 
   // Test hooks.

@@ -1,0 +1,42 @@
+// A rule over which tokens a sequence may sample next (structured output).
+// The engine keeps one TokenConstraint per sample, asks it for the allowed
+// tokens of every step (the sampler's mask, batch/sampling_batch.h) and
+// advances it by each sampled token. The grammar module implements it; the
+// engine knows only this interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace pagoda {
+
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets in `words` (the packed mask of sample/token_mask.h over the logits'
+  // vocabulary: ceil(V / 32) words, zeroed by the caller) every token that
+  // may come next. The end-of-sequence tokens the constraint was compiled
+  // with are set exactly when the output so far is complete. Never leaves
+  // the mask empty for a constraint that is not finished (is_finished()).
+  virtual void fill_next_mask(std::span<uint32_t> words) const = 0;
+  // Advances over a sampled token. false when the token is not allowed (the
+  // state is then unchanged). An end-of-sequence token is accepted when the
+  // output is complete.
+  virtual bool accept(int32_t token) = 0;
+  // Whether nothing but the end of the sequence may follow: the output is
+  // complete and cannot be extended (the engine finishes the sample).
+  virtual bool is_finished() const = 0;
+  // An independent copy of the state (n > 1 samples fork from one prompt).
+  virtual std::unique_ptr<TokenConstraint> clone() const = 0;
+};
+
+// A compiled constraint, shared by the requests that use it (cached by the
+// compiler); start() gives the state of an empty output. Thread-safe.
+class CompiledConstraint {
+ public:
+  virtual ~CompiledConstraint() = default;
+  virtual std::unique_ptr<TokenConstraint> start() const = 0;
+};
+
+}  // namespace pagoda
