@@ -81,10 +81,19 @@ void add_bias(SamplingBatch& batch, const SamplingParams& params,
   }
 }
 
-// FNV-1a over the mask's words: equal masks hash equal.
+// A hash of the mask's words (equal masks hash equal): four independent
+// multiply-xor lanes, so that a 128k-token mask (4k words) hashes in about a
+// microsecond instead of a serial chain's four.
 uint64_t hash_mask(std::span<const uint32_t> mask) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint32_t w : mask) h = (h ^ w) * 0x100000001b3ull;
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t lane[4] = {1, 2, 3, 4};
+  size_t i = 0;
+  for (; i + 4 <= mask.size(); i += 4) {
+    for (int k = 0; k < 4; ++k) lane[k] = (lane[k] ^ mask[i + static_cast<size_t>(k)]) * kMul;
+  }
+  for (; i < mask.size(); ++i) lane[0] = (lane[0] ^ mask[i]) * kMul;
+  uint64_t h = mask.size();
+  for (uint64_t l : lane) h = (h ^ (l >> 29) ^ l) * kMul;
   return h;
 }
 
