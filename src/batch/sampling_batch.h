@@ -68,11 +68,15 @@ struct SamplingBatch {
   // V and beyond clear. Row r's mask is allowed_words[mask_index[r] * W, +W);
   // mask_index[r] = -1, or mask_index empty: unmasked. Rows may share a mask.
   // allowed_token_ids fills them from a mask built once per request, and
-  // structured output will fill them per step (its grammar's next-token set).
-  // An unmasked batch carries no words and costs the samplers nothing.
+  // structured output per step (its constraint's next-token set, intersected
+  // with allowed_token_ids). An unmasked batch carries no words and costs the
+  // samplers nothing.
   std::vector<int32_t> mask_index;      // [R] or empty
   std::vector<uint32_t> allowed_words;  // [num_masks, W]
   int32_t mask_words = 0;               // W; 0 when no row is masked
+  // [num_masks] a hash of each mask's words, by which the row builders
+  // (sample/sampling_rows.h) store equal masks once; the samplers ignore it.
+  std::vector<uint64_t> mask_hashes;
   int32_t max_top_logprobs = 0;  // K: width of SampleOutput::top_* rows
 
   // No rows; the vectors keep their capacity (a batch reused step to step).
@@ -88,6 +92,7 @@ struct SamplingBatch {
     mask_index.clear();
     allowed_words.clear();
     mask_words = 0;
+    mask_hashes.clear();
     max_top_logprobs = 0;
   }
 };

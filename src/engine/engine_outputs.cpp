@@ -1,5 +1,7 @@
 // From sampled tokens to output events: stop checks, incremental
 // detokenization, logprobs, finishing samples and requests.
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/log.h"
@@ -9,8 +11,23 @@
 
 namespace pagoda {
 
-void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int32_t token, const SampleOutput& so,
-                         size_t r) {
+void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, const SampledRow& sampled,
+                         const SampleOutput& so) {
+  const int32_t token = sampled.token;
+  const size_t r = sampled.row;
+  if (sample.constraint) {
+    if (sampled.no_allowed_token) {
+      fail_sample(req, sample, seq, "structured output: the constraint allows none of the request's allowed_token_ids");
+      return;
+    }
+    // The row was masked by this state's next tokens, so a refusal is a bug
+    // (a constraint whose mask and accept() disagree).
+    if (!sample.constraint->accept(token)) {
+      fail_sample(req, sample, seq,
+                  fmt::format("structured output: the sampled token {} is not allowed by the constraint", token));
+      return;
+    }
+  }
   const Clock::time_point now = Clock::now();
   if (!req.first_token) {
     req.first_token = now;
@@ -28,8 +45,18 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int3
   const Clock::time_point detok_start = Clock::now();
   StopUpdate upd = sample.stop.append(token, sample.detok.feed(token));
   req.max_sample_tokens = std::max<int64_t>(req.max_sample_tokens, sample.stop.num_tokens());
+  // Structured output: a finished constraint ends the sample as EOS would
+  // ("stop", no stop_reason), also before min_tokens (its mask then allows
+  // only EOS, and sampling_rows lifts bans that would empty a mask). Stop
+  // strings, stop tokens and max_tokens still end it earlier, with an output
+  // that is a prefix of one the constraint accepts.
+  const bool complete = !upd.finished() && sample.constraint && sample.constraint->is_finished();
+  if (complete) {
+    upd.text += sample.stop.end_complete().text;
+    upd.finish = StopFinish::kStop;
+  }
   const bool by_length = upd.finish == StopFinish::kLength;
-  if (by_length) upd.text += sample.detok.flush();
+  if (by_length || complete) upd.text += sample.detok.flush();
   detokenize_seconds_ += seconds_between(detok_start, Clock::now());
   RequestOutput ev;
   ev.request_id = req.external_id;
@@ -55,6 +82,28 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, int3
   const FinishReason reason = *ev.finish_reason;
   emit(req, &sample, std::move(ev));
   finish_sample(req, seq, reason);
+}
+
+void LlmEngine::fail_sample(RequestState& req, SampleState& sample, SeqId seq, const std::string& message) {
+  log_error("request {} index {}: {}", req.external_id, sample.index, message);
+  if (holds_outputs(req.params)) {
+    // best_of picks among finished samples: an errored one fails them all.
+    (void)scheduler_.abort(req.id);
+    finish_request(req, FinishReason::kAbort, message);
+    return;
+  }
+  RequestOutput ev;
+  ev.request_id = req.external_id;
+  ev.index = sample.index;
+  ev.finish_reason = FinishReason::kAbort;
+  ev.error = message;
+  ev.num_prompt_tokens = static_cast<int64_t>(req.prompt.size());
+  ev.num_output_tokens = sample.stop.num_tokens();
+  ev.num_cached_prompt_tokens = req.num_cached_prompt_tokens;
+  if (sample.index == 0) req.prompt_logprobs.attach_once(ev);
+  (void)scheduler_.finish(seq, SeqEndReason::kAbort);
+  emit(req, &sample, std::move(ev));
+  finish_sample(req, seq, FinishReason::kAbort);
 }
 
 void LlmEngine::emit(RequestState& req, SampleState* sample, RequestOutput&& event) {

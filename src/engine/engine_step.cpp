@@ -129,9 +129,10 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     SeqId seq;
     int32_t token;
     size_t row;
+    bool no_allowed_token;  // RowRef::no_allowed_token
   };
   std::vector<Pending> tokens;
-  std::map<RequestState*, std::vector<std::pair<int32_t, size_t>>> first;  // token, row per sample index
+  std::map<RequestState*, std::vector<SampledRow>> first;  // per sample index
   std::vector<RequestId> beams;  // requests with beam rows, in row order
   for (size_t r = 0; r < refs.size(); ++r) {
     const RowRef& ref = refs[r];
@@ -145,10 +146,10 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
         break;
       case RowKind::kSample:
         sampled.push_back({ref.seq, token});
-        tokens.push_back({ref.req, ref.seq, token, r});
+        tokens.push_back({ref.req, ref.seq, token, r, ref.no_allowed_token});
         break;
       case RowKind::kFirstSamples:
-        first[req].push_back({token, r});
+        first[req].push_back({token, r, ref.no_allowed_token});
         break;
       case RowKind::kBeam:
         req->beam->add_candidates(ref.seq, so, r);
@@ -168,16 +169,17 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     if (rit == requests_.end()) continue;  // ended by an earlier event this step
     RequestState& req = *rit->second;
     auto it = req.samples.find(p.seq);
-    if (it != req.samples.end()) on_token(req, *it->second, p.seq, p.token, so, p.row);
+    if (it != req.samples.end()) on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, so);
   }
 }
 
 // The prompt's prefill finished: fork the request into its n samples, the
-// k-th continuing with tokens[k].
-void LlmEngine::start_samples(RequestState& req, SeqId seq0,
-                              const std::vector<std::pair<int32_t, size_t>>& tokens, const SampleOutput& so) {
+// k-th continuing with tokens[k]. Every fork starts from sample 0's
+// constraint state (nothing accepted yet), each then advances by its token.
+void LlmEngine::start_samples(RequestState& req, SeqId seq0, const std::vector<SampledRow>& tokens,
+                              const SampleOutput& so) {
   std::vector<Branch> branches;
-  for (const auto& t : tokens) branches.push_back({seq0, t.first});
+  for (const SampledRow& t : tokens) branches.push_back({seq0, t.token});
   Result<std::vector<SeqId>> ids = scheduler_.branch(req.id, branches);
   if (!ids.ok()) {
     log_error("request {}: fork into {} samples failed: {}", req.external_id, tokens.size(), ids.error().message);
@@ -186,15 +188,18 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0,
     return;
   }
   req.branched = true;
+  const TokenConstraint* start = req.samples.at((*ids)[0])->constraint.get();
   for (size_t k = 1; k < ids->size(); ++k) {
-    req.samples.emplace((*ids)[k], std::make_unique<SampleState>(static_cast<int>(k), *parts_.tokenizer, req.params,
-                                                                 parts_.eos_token_ids, req.max_tokens, req.prompt));
+    auto sample = std::make_unique<SampleState>(static_cast<int>(k), *parts_.tokenizer, req.params,
+                                                parts_.eos_token_ids, req.max_tokens, req.prompt);
+    if (start != nullptr) sample->constraint = start->clone();
+    req.samples.emplace((*ids)[k], std::move(sample));
   }
   const RequestId id = req.id;  // on_token may end (and destroy) the request
   for (size_t k = 0; k < ids->size(); ++k) {
     if (!requests_.contains(id)) return;
     auto it = req.samples.find((*ids)[k]);
-    if (it != req.samples.end()) on_token(req, *it->second, (*ids)[k], tokens[k].first, so, tokens[k].second);
+    if (it != req.samples.end()) on_token(req, *it->second, (*ids)[k], tokens[k], so);
   }
 }
 

@@ -25,7 +25,7 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
 LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
     : parts_(std::move(parts)),
       scheduler_(std::move(scheduler)),
-      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs()),
+      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs(), parts_.info.vocab_size),
       metrics_(parts_.info.max_model_len) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
   rng_.seed(seed);
@@ -65,6 +65,11 @@ Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) c
   state.params = request.params;
   state.params.apply_defaults(parts_.generation);
   PAGODA_RETURN_IF_ERROR(state.params.validate(static_cast<int32_t>(vocab)));
+  if (request.constraint && state.params.use_beam_search) {
+    // Beam search ranks raw continuations; a per-beam constraint state is not built.
+    return invalid("structured output cannot be combined with beam search (use_beam_search)");
+  }
+  state.constraint = request.constraint;
   if (!state.params.allowed_token_ids.empty())
     state.allowed_mask = pack_token_mask(state.params.allowed_token_ids, vocab);
   state.num_seqs = state.params.num_seqs();
@@ -197,8 +202,10 @@ void LlmEngine::admit(std::unique_ptr<RequestState> state) {
     bc.eos_token_ids = req.params.ignore_eos ? std::vector<int32_t>{} : parts_.eos_token_ids;
     req.beam = std::make_unique<BeamRequest>(bc, *seq);
   } else {
-    req.samples.emplace(*seq, std::make_unique<SampleState>(0, *parts_.tokenizer, req.params, parts_.eos_token_ids,
-                                                            req.max_tokens, req.prompt));
+    auto sample = std::make_unique<SampleState>(0, *parts_.tokenizer, req.params, parts_.eos_token_ids,
+                                                req.max_tokens, req.prompt);
+    if (req.constraint) sample->constraint = req.constraint->start();
+    req.samples.emplace(*seq, std::move(sample));
   }
   requests_.emplace(req.id, std::move(state));
 }

@@ -92,6 +92,12 @@ class LlmEngine final : public Engine {
     std::unique_ptr<RequestState> add;  // set for an add
     std::string abort_id;               // set for an abort
   };
+  // A sampled token of one sample and its row.
+  struct SampledRow {
+    int32_t token;
+    size_t row;
+    bool no_allowed_token;  // RowRef::no_allowed_token: the sample ends with an error instead
+  };
 
   LlmEngine(EngineParts parts, Scheduler scheduler);
 
@@ -117,12 +123,18 @@ class LlmEngine final : public Engine {
   // Hands the samples to the scheduler (update(), or resolve() when the next
   // step was planned ahead) and to the requests.
   void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);
-  void start_samples(RequestState& req, SeqId seq0, const std::vector<std::pair<int32_t, size_t>>& tokens,
-                     const SampleOutput& so);
+  void start_samples(RequestState& req, SeqId seq0, const std::vector<SampledRow>& tokens, const SampleOutput& so);
   // One search step of a beam request over the candidates of this step's rows.
   void step_beam(RequestState& req);
   void finish_beam(RequestState& req);
-  void on_token(RequestState& req, SampleState& sample, SeqId seq, int32_t token, const SampleOutput& so, size_t r);
+  // A sampled token of a sample: constraint, stop checks, detokenization,
+  // its event; may finish the sample and the request.
+  void on_token(RequestState& req, SampleState& sample, SeqId seq, const SampledRow& sampled, const SampleOutput& so);
+  // Structured output went wrong for this sample (a token its constraint
+  // refuses, or no token both it and allowed_token_ids allow): the sample
+  // ends with an error event (finish_reason abort); under best_of the whole
+  // request does. Never a crash.
+  void fail_sample(RequestState& req, SampleState& sample, SeqId seq, const std::string& message);
   void emit(RequestState& req, SampleState* sample, RequestOutput&& event);
   void finish_sample(RequestState& req, SeqId seq, FinishReason reason);
   void finish_request(RequestState& req, FinishReason reason, const std::string& error = {});

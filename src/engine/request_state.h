@@ -1,7 +1,7 @@
 // Engine-side state of one live request: what the scheduler does not know
 // (sampling parameters, the output sink, per-sample detokenizers, stop
-// checkers and penalty counts, timing, prompt logprobs, beam search). Owned
-// by the engine thread.
+// checkers, penalty counts and structured-output constraint states, timing,
+// prompt logprobs, beam search). Owned by the engine thread.
 #pragma once
 
 #include <chrono>
@@ -37,6 +37,10 @@ struct SampleState {
   // Penalty counts of the prompt and the tokens sampled so far (empty when
   // the request has no penalties); see count_token and recount.
   PenaltyCounts penalties;
+  // Structured output: the constraint's state after the tokens sampled so
+  // far (null: unconstrained). It belongs to the sample, not to the KV: a
+  // preempted sample keeps its tokens and so its state.
+  std::unique_ptr<TokenConstraint> constraint;
   double cumulative_logprob = 0.0;
   Clock::time_point last_token_time{};
   // With best_of > n, events are held until the request ends.
@@ -66,6 +70,9 @@ struct RequestState {
   // params.allowed_token_ids packed over the model's vocabulary
   // (sample/token_mask.h), built once; empty: every token allowed.
   std::vector<uint32_t> allowed_mask;
+  // Structured output (GenerateRequest::constraint); null: unconstrained.
+  // Each sample holds its own state of it (SampleState::constraint).
+  std::shared_ptr<const CompiledConstraint> constraint;
   OutputSink sink;
   std::vector<int32_t> prompt;
   uint64_t seed = 0;

@@ -8,7 +8,8 @@
 namespace pagoda {
 
 void RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
-                      std::vector<RowRef>& refs) const {
+                      std::vector<RowRef>& refs) {
+  compute_masks(out, requests);
   // The scheduler's logits rows (one per sampling sequence, its last new
   // token) become the planner's: one per sampling row.
   out.logits_rows.clear();
@@ -16,6 +17,23 @@ void RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Sch
     auto it = requests.find(out.seqs[i].request_id);
     if (it != requests.end()) plan_seq(out, i, *it->second, scheduler, refs);
   }
+}
+
+void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requests) {
+  masks_.clear();
+  seq_mask_.assign(out.seqs.size(), -1);
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    const ScheduledSeq& s = out.seqs[i];
+    if (s.logits_index < 0) continue;
+    auto it = requests.find(s.request_id);
+    if (it == requests.end() || it->second->beam) continue;
+    const RequestState& req = *it->second;
+    // Before the fork, sample 0 holds the start state every fork begins from.
+    auto sit = req.num_seqs > 1 && !req.branched ? req.samples.begin() : req.samples.find(s.seq_id);
+    if (sit == req.samples.end() || !sit->second->constraint) continue;
+    seq_mask_[i] = static_cast<int32_t>(masks_.add(*sit->second->constraint, req.allowed_mask));
+  }
+  masks_.compute();
 }
 
 void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req, const Scheduler& scheduler,
@@ -29,6 +47,13 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
   }
   if (s.logits_index < 0) return;
   const int32_t row = out.query_start_loc[i + 1] - 1;
+  // The row's mask: allowed_token_ids, or the constraint's mask within them.
+  std::span<const uint32_t> mask = req.allowed_mask;
+  bool no_allowed_token = false;
+  if (seq_mask_[i] >= 0) {
+    mask = masks_.mask(static_cast<size_t>(seq_mask_[i]));
+    no_allowed_token = mask.empty();
+  }
   if (req.beam) {
     out.logits_rows.push_back(row);
     append_beam_row(out.sampling, req.beam->num_candidates_per_beam());
@@ -39,8 +64,8 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
     for (int32_t k = 0; k < req.num_seqs; ++k) {
       out.logits_rows.push_back(row);
       append_sampling_row(out.sampling, req.params, eos_token_ids_,
-                          {req.prompt, {}, sample_seed(req.seed, k), &prompt_counts, req.allowed_mask});
-      refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k});
+                          {req.prompt, {}, sample_seed(req.seed, k), &prompt_counts, mask});
+      refs.push_back({RowKind::kFirstSamples, req.id, s.seq_id, k, no_allowed_token});
     }
   } else {
     const SampleState& sample = *req.samples.at(s.seq_id);
@@ -49,9 +74,8 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
                                      static_cast<size_t>(seq->num_output_tokens()));
     out.logits_rows.push_back(row);
     append_sampling_row(out.sampling, req.params, eos_token_ids_,
-                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties,
-                         req.allowed_mask});
-    refs.push_back({RowKind::kSample, req.id, s.seq_id, 0});
+                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties, mask});
+    refs.push_back({RowKind::kSample, req.id, s.seq_id, 0, no_allowed_token});
   }
 }
 
@@ -63,6 +87,7 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
     if (it == requests.end()) continue;
     const SamplingParams& params = it->second->params;
     if (uses_penalties(params) || has_multi_token_word(params.bad_words_token_ids)) return false;
+    if (ref.kind == RowKind::kSample && it->second->constraint) return false;
   }
   return true;
 }

@@ -8,6 +8,10 @@
 //    its prompt finishes, all on the prompt's last row;
 //  - otherwise one sampling row per sequence (penalties from its
 //    incremental counts).
+// Structured output: a constrained sample's row is masked by its
+// constraint's next tokens intersected with allowed_token_ids
+// (constraint_masks.h); the n first-sample rows of a fork all take the start
+// state's mask (sample 0's, not advanced yet). Prompt-logprob rows stay raw.
 // Each row gets a RowRef saying whom its sample belongs to.
 #pragma once
 
@@ -17,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/constraint_masks.h"
 #include "engine/request_state.h"
 #include "sched/schedule_output.h"
 #include "sched/scheduler.h"
@@ -33,35 +38,48 @@ struct RowRef {
   RequestId req;  // an id: the request may end before the row's result is read
   SeqId seq;
   int32_t arg;  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted
+  // Structured output: the constraint allows none of the request's
+  // allowed_token_ids, so the row is sampled unmasked and its sample ends
+  // with an error instead of taking the token.
+  bool no_allowed_token = false;
 };
 
 class RowPlanner {
  public:
   // max_rows_per_chunk: the runner's max_num_seqs (rows of one lm_head chunk).
-  RowPlanner(std::vector<int32_t> eos_token_ids, int64_t max_rows_per_chunk)
-      : eos_token_ids_(std::move(eos_token_ids)), max_rows_per_chunk_(max_rows_per_chunk) {}
+  // vocab_size: the logits' width (masks' size).
+  RowPlanner(std::vector<int32_t> eos_token_ids, int64_t max_rows_per_chunk, int64_t vocab_size)
+      : eos_token_ids_(std::move(eos_token_ids)), max_rows_per_chunk_(max_rows_per_chunk), masks_(vocab_size) {}
 
   // Replaces out.logits_rows by one entry per sampling row, appends the rows
   // to out.sampling and their refs to `refs` (same order). Sequences of
-  // requests not in `requests` get no rows.
+  // requests not in `requests` get no rows. Computes the step's structured-
+  // output masks first (reads the samples' constraints, changes none).
   void plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
-            std::vector<RowRef>& refs) const;
+            std::vector<RowRef>& refs);
   // Whether the step after one with rows `refs` may be planned before their
   // tokens are known: every row is a plain sample or a prompt logprob (no
   // beam, no fork), no request has penalties or a multi-token bad word (both
-  // read the last sampled tokens), and all fit one lm_head chunk
-  // (their ids stay on the device).
+  // read the last sampled tokens), no sampled row is constrained (its next
+  // mask depends on its token), and all fit one lm_head chunk (their ids
+  // stay on the device).
   bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests) const;
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples
   // of the step with rows `prev`.
   static void link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out);
 
  private:
+  // Queues the mask of every constrained sampling sequence of `out` in
+  // masks_ and computes them; seq_mask_[i]: sequence i's entry, or -1.
+  void compute_masks(const ScheduleOutput& out, const RequestMap& requests);
   void plan_seq(ScheduleOutput& out, size_t i, const RequestState& req, const Scheduler& scheduler,
                 std::vector<RowRef>& refs) const;
 
   std::vector<int32_t> eos_token_ids_;
   int64_t max_rows_per_chunk_;
+  // Scratch of plan(), reused step to step.
+  ConstraintMasks masks_;
+  std::vector<int32_t> seq_mask_;
 };
 
 }  // namespace pagoda

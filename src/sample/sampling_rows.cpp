@@ -81,17 +81,39 @@ void add_bias(SamplingBatch& batch, const SamplingParams& params,
   }
 }
 
-// The index of `mask` in batch.allowed_words: the last mask's when equal
-// (the n first samples of a request share one), else a new one.
+// A hash of the mask's words (equal masks hash equal): four independent
+// multiply-xor lanes, so that a 128k-token mask (4k words) hashes in about a
+// microsecond instead of a serial chain's four.
+uint64_t hash_mask(std::span<const uint32_t> mask) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t lane[4] = {1, 2, 3, 4};
+  size_t i = 0;
+  for (; i + 4 <= mask.size(); i += 4) {
+    for (int k = 0; k < 4; ++k) lane[k] = (lane[k] ^ mask[i + static_cast<size_t>(k)]) * kMul;
+  }
+  for (; i < mask.size(); ++i) lane[0] = (lane[0] ^ mask[i]) * kMul;
+  uint64_t h = mask.size();
+  for (uint64_t l : lane) h = (h ^ (l >> 29) ^ l) * kMul;
+  return h;
+}
+
+// The index of `mask` in batch.allowed_words: an equal mask's already in the
+// batch (found by hash, then compared), else a new one. Rows with equal masks
+// share one: the n first samples of a request, and the structured-output
+// rows whose constraints are in the same state.
 int32_t add_mask(SamplingBatch& batch, std::span<const uint32_t> mask) {
   const auto w = static_cast<int32_t>(mask.size());
   assert(batch.mask_words == 0 || batch.mask_words == w);
+  assert(batch.mask_hashes.size() * mask.size() == batch.allowed_words.size());
   batch.mask_words = w;
-  const auto num_masks = static_cast<int32_t>(batch.allowed_words.size() / mask.size());
-  if (num_masks > 0 && std::equal(mask.begin(), mask.end(), batch.allowed_words.end() - w))
-    return num_masks - 1;
+  const uint64_t h = hash_mask(mask);
+  for (size_t m = 0; m < batch.mask_hashes.size(); ++m) {
+    const auto stored = batch.allowed_words.begin() + static_cast<std::ptrdiff_t>(m * mask.size());
+    if (batch.mask_hashes[m] == h && std::equal(mask.begin(), mask.end(), stored)) return static_cast<int32_t>(m);
+  }
   batch.allowed_words.insert(batch.allowed_words.end(), mask.begin(), mask.end());
-  return num_masks;
+  batch.mask_hashes.push_back(h);
+  return static_cast<int32_t>(batch.mask_hashes.size() - 1);
 }
 
 }  // namespace

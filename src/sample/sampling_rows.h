@@ -25,8 +25,8 @@ struct SeqSamplingState {
   // The row's allowed-token mask (sample/token_mask.h, over the logits'
   // vocabulary); empty: unmasked. Must be params.allowed_token_ids packed
   // when that is set: the caller builds it once per request. Structured
-  // output will pass its grammar's mask for the step here (intersected with
-  // allowed_token_ids).
+  // output passes its constraint's mask for the step here, intersected with
+  // allowed_token_ids (engine/constraint_masks.h).
   std::span<const uint32_t> allowed_mask = {};
 };
 
@@ -48,8 +48,9 @@ uint64_t sample_seed(uint64_t request_seed, int32_t index);
 //  - bias, ascending ids: logit_bias, -inf on the stop tokens
 //    (stop_token_ids, EOS unless ignore_eos) while fewer than min_tokens
 //    tokens exist, and -inf on the tokens bad words ban (sample/bad_words.h);
-//  - the mask seq.allowed_mask, shared with the previous row when equal.
-//    The mask is the hard rule: should this step's -inf bans (min_tokens,
+//  - the mask seq.allowed_mask, stored once per batch: a row whose mask
+//    equals an earlier row's (anywhere in the batch) shares it. The mask
+//    is the hard rule: should this step's -inf bans (min_tokens,
 //    bad words) cover every token it allows, those bans are dropped for the
 //    step, so a masked row always samples an allowed token;
 //  - seed and step = output_tokens.size(), so a draw depends only on the

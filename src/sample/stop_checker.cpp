@@ -89,4 +89,12 @@ StopUpdate StopChecker::append(int32_t token, std::string_view text) {
   return u;
 }
 
+StopUpdate StopChecker::end_complete() {
+  assert(!finished_);
+  StopUpdate u = emit(pending_.size());
+  u.finish = StopFinish::kStop;
+  finished_ = true;
+  return u;
+}
+
 }  // namespace pagoda

@@ -13,6 +13,10 @@
 // unless include_stop_str_in_output (then the text up to the end of the
 // matched stop string is emitted). A stop token's own text is dropped
 // unless include_stop_str_in_output.
+// Structured output adds one more end, decided by the engine: the
+// constraint is finished (nothing may follow), and end_complete() ends the
+// output there as an EOS would (finish kStop, no stop_reason) without
+// waiting for min_tokens: the constraint is the hard rule.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +53,10 @@ class StopChecker {
   // Feeds the next generated token and the text its detokenization added.
   // Must not be called after a finishing update.
   StopUpdate append(int32_t token, std::string_view text);
+  // Ends the output after the last appended token: emits the held-back text
+  // and finishes with kStop (no stop string, no stop token). Must not be
+  // called after a finishing update.
+  StopUpdate end_complete();
 
   bool finished() const { return finished_; }
   int32_t num_tokens() const { return num_tokens_; }

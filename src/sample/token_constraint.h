@@ -19,6 +19,8 @@ class TokenConstraint {
   // may come next. The end-of-sequence tokens the constraint was compiled
   // with are set exactly when the output so far is complete. Never leaves
   // the mask empty for a constraint that is not finished (is_finished()).
+  // The engine may call it on distinct states of one CompiledConstraint
+  // from several threads at once (engine/constraint_masks.h).
   virtual void fill_next_mask(std::span<uint32_t> words) const = 0;
   // Advances over a sampled token. false when the token is not allowed (the
   // state is then unchanged). An end-of-sequence token is accepted when the

@@ -168,6 +168,7 @@ Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r,
   g.prompt_token_ids = r.prompt;
   g.params = r.params;
   g.priority = r.priority;
+  g.constraint = r.constraint;
   g.sink = [log, hook](RequestOutput&& ev) {
     record(*log, ev);
     if (hook) hook(ev);

@@ -150,6 +150,7 @@ struct TestRequest {
   std::vector<int32_t> prompt;
   SamplingParams params;
   int priority = 0;
+  std::shared_ptr<const CompiledConstraint> constraint = {};  // structured output
 };
 
 // Called on the engine thread after each event was recorded (e.g. to abort).

@@ -120,6 +120,27 @@ TEST(SamplingRows, AllowedMaskRowsShareEqualMasksAndPadUnmaskedRows) {
   EXPECT_TRUE(b.mask_index.empty() && b.allowed_words.empty() && b.mask_words == 0);
 }
 
+// Structured output gives rows per-step masks in any order: equal ones are
+// stored once wherever they occur in the batch (by hash, then compared).
+TEST(SamplingRows, EqualMasksAnywhereInTheBatchShareOne) {
+  SamplingParams p;
+  Ids none;
+  const std::vector<uint32_t> a = pack_token_mask(Ids{1, 40}, 70);
+  const std::vector<uint32_t> b_mask = pack_token_mask(Ids{2}, 70);
+  const std::vector<uint32_t> c = pack_token_mask(Ids{1, 41}, 70);
+  SamplingBatch b;
+  for (const auto* m : {&a, &b_mask, &a, &c, &b_mask, &a})
+    append_sampling_row(b, p, kEos, {none, none, 0, nullptr, *m});
+  EXPECT_EQ(b.mask_index, (Ids{0, 1, 0, 2, 1, 0}));
+  std::vector<uint32_t> want = a;
+  want.insert(want.end(), b_mask.begin(), b_mask.end());
+  want.insert(want.end(), c.begin(), c.end());
+  EXPECT_EQ(b.allowed_words, want);
+  EXPECT_EQ(b.mask_hashes.size(), 3u);
+  b.clear();
+  EXPECT_TRUE(b.mask_hashes.empty());
+}
+
 TEST(SamplingRows, BansThatWouldEmptyTheMaskAreLiftedForTheStep) {
   SamplingParams p;
   p.allowed_token_ids = {2, 6};
