@@ -35,7 +35,8 @@ Result<std::shared_ptr<const GrammarVocabulary>> GrammarVocabulary::create(
 
 Result<std::shared_ptr<const GrammarVocabulary>> GrammarVocabulary::from_tokenizer(
     const Tokenizer& tokenizer, std::span<const int32_t> eos_ids, int32_t logits_vocab_size) {
-  const int32_t n = tokenizer.vocab_size();
+  // Ids at or past the logits' vocabulary can never be sampled.
+  const int32_t n = std::min(tokenizer.vocab_size(), logits_vocab_size);
   std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<uint8_t> special(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {

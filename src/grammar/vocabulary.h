@@ -38,6 +38,7 @@ class GrammarVocabulary {
   static Result<std::shared_ptr<const GrammarVocabulary>> create(
       std::vector<std::string> token_bytes, std::vector<uint8_t> special,
       std::vector<int32_t> eos_ids, int32_t logits_vocab_size);
+  // The tokenizer's tokens below logits_vocab_size.
   static Result<std::shared_ptr<const GrammarVocabulary>> from_tokenizer(
       const Tokenizer& tokenizer, std::span<const int32_t> eos_ids, int32_t logits_vocab_size);
 
