@@ -47,10 +47,10 @@ class StackSet {
   void clear();
 
  private:
-  // Adds the stack prefix + middle + suffix unless present. false when a
-  // bound is hit.
-  bool emit(std::span<const uint32_t> prefix, std::span<const uint32_t> middle,
-            std::span<const uint32_t> suffix);
+  // Adds the stack prefix + middle + suffix unless present; prefix_hash is
+  // hash_frames(prefix). false when a bound is hit.
+  bool emit(std::span<const uint32_t> prefix, uint64_t prefix_hash,
+            std::span<const uint32_t> middle, std::span<const uint32_t> suffix);
   // Emits every stack reached by continuing at `pos` over `frames` (the
   // frames below, consumed as a scratch).
   bool expand(const Grammar& g, std::vector<uint32_t>& frames, uint32_t pos);

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "grammar/matcher.h"
 
 namespace pagoda::grammar {
@@ -142,6 +146,25 @@ TEST(GbnfParser, LongChainsOfRulesDoNotRecurse) {
   }
   text += "r20000 ::= \"z\"\n";
   expect_language(text, {"z"}, {""});
+}
+
+// The fuzzer's seeds (grammar, NUL, a sentence) stay valid.
+TEST(GbnfParser, FuzzSeedsParseAndMatchTheirSentences) {
+  const auto dir = std::filesystem::path(PAGODA_TEST_DATA) / "grammar" / "fuzz_seeds";
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string input = ss.str();
+    const size_t nul = input.find('\0');
+    auto g = parse_ok(input.substr(0, nul));
+    if (g && nul != std::string::npos) {
+      EXPECT_TRUE(grammar_matches(g, input.substr(nul + 1))) << entry.path();
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 5);
 }
 
 }  // namespace
