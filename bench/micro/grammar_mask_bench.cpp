@@ -97,9 +97,9 @@ void run(const char* name, const char* gbnf, std::shared_ptr<const GrammarVocabu
     if (vocab->is_eos(pick) && ids.size() > 1 && rng() % 4 != 0) pick = ids[(rng() % (ids.size() - 1))];
     c->accept(pick);
   }
-  std::printf("%-8s compile %8.1f us | %5d steps, %3d outputs | mean %8.1f us/mask | miss %5d x %9.1f us | hit %5d x %6.2f us\n",
+  std::printf("%-8s compile %8.1f us | %5d steps, %3d outputs | mean %8.1f us/mask | miss %5d x %9.1f us | hit %5d x %6.2f us | local masks %zu\n",
               name, compile_us, steps, finished, total_us / steps, misses,
-              misses ? miss_us / misses : 0.0, hits, hits ? hit_us / hits : 0.0);
+              misses ? miss_us / misses : 0.0, hits, hits ? hit_us / hits : 0.0, cg.local_cache().size());
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ class Parser {
   }
 
   uint32_t new_helper(const std::string& base) {
-    g_.rules.push_back({base + "_" + std::to_string(g_.rules.size()), {}});
+    g_.rules.push_back({base + "_" + std::to_string(g_.rules.size()), {}, /*helper=*/true});
     defined_.push_back(1);
     return static_cast<uint32_t>(g_.rules.size() - 1);
   }

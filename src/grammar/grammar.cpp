@@ -186,6 +186,15 @@ Status finalize_grammar(Grammar& g) {
     return grammar_error("too large (" + std::to_string(g.elements.size()) + " elements, at most " +
                          std::to_string(kMaxGrammarElements) + ")");
   }
+  g.element_rule.assign(g.elements.size(), 0);
+  for (uint32_t r = 0; r < g.rules.size(); ++r) {
+    for (uint32_t start : g.rules[r].alternatives) {
+      for (uint32_t p = start;; ++p) {
+        g.element_rule[p] = r;
+        if (g.elements[p].kind == Kind::kEnd) break;
+      }
+    }
+  }
   g.nullable = compute_nullable(g);
   auto order = leftmost_order(g);
   if (!order.ok()) return order.error();

@@ -40,6 +40,25 @@ StackSet StackSet::start(const Grammar& g) {
   return s;
 }
 
+StackSet StackSet::of_stack(std::span<const uint32_t> frames) {
+  StackSet s;
+  s.emit({}, kHashSeed, {}, frames);
+  return s;
+}
+
+StackSet StackSet::resume(const Grammar& g, std::span<const uint32_t> frames) {
+  StackSet s;
+  if (frames.empty()) {
+    s.emit({}, kHashSeed, {}, {});
+    return s;
+  }
+  s.scratch_.assign(frames.begin(), frames.end() - 1);
+  std::vector<uint32_t> scratch;
+  scratch.swap(s.scratch_);
+  if (!s.expand(g, scratch, frames.back())) s.clear();
+  return s;
+}
+
 void StackSet::clear() {
   data_.clear();
   offsets_.clear();

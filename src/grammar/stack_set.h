@@ -23,6 +23,12 @@ class StackSet {
  public:
   // The state before any input.
   static StackSet start(const Grammar& g);
+  // The set holding one stack (top a kBytes position).
+  static StackSet of_stack(std::span<const uint32_t> frames);
+  // The state after the rule of a finished top frame returns into `frames`
+  // (the frames below it; the last one a return position): the sentence is
+  // complete when frames is empty. Empty when a bound is hit.
+  static StackSet resume(const Grammar& g, std::span<const uint32_t> frames);
 
   uint32_t num_stacks() const { return static_cast<uint32_t>(offsets_.size()); }
   bool empty() const { return offsets_.empty(); }
