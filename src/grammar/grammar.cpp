@@ -35,8 +35,8 @@ Error grammar_error(std::string what) {
 std::vector<uint8_t> compute_nullable(const Grammar& g) {
   const size_t num_rules = g.rules.size();
   std::vector<uint8_t> nullable(num_rules, 0);
-  std::vector<uint32_t> alt_owner, alt_waiting;               // by alternative
-  std::vector<std::vector<uint32_t>> waiters(num_rules);      // rule -> alternatives (per occurrence)
+  std::vector<uint32_t> alt_owner, alt_waiting;           // by alternative
+  std::vector<std::vector<uint32_t>> waiters(num_rules);  // rule -> alternatives (per occurrence)
   std::vector<uint32_t> queue;
   for (uint32_t r = 0; r < num_rules; ++r) {
     for (uint32_t start : g.rules[r].alternatives) {

@@ -49,7 +49,7 @@ struct Grammar {
   uint32_t root = 0;
 
   // Derived by finalize_grammar():
-  std::vector<uint8_t> nullable;  // by rule: matches the empty string
+  std::vector<uint8_t> nullable;       // by rule: matches the empty string
   std::vector<uint32_t> element_rule;  // by position: the rule whose alternative holds it
   // The stacks a reference to rule r pushes to reach its first bytes: the
   // flat records [length, frames (bottom first; the last one is a kBytes

@@ -12,7 +12,8 @@ namespace pagoda::grammar {
 namespace {
 
 size_t num_masks(size_t bytes, const GrammarVocabulary& vocab) {
-  return bytes / (sizeof(uint32_t) * static_cast<size_t>(mask_num_words(vocab.logits_vocab_size())) + 1);
+  return bytes /
+         (sizeof(uint32_t) * static_cast<size_t>(mask_num_words(vocab.logits_vocab_size())) + 1);
 }
 
 // Stacks this deep take the plain walk: a local part walked alone could grow
@@ -33,7 +34,8 @@ std::unique_ptr<TokenConstraint> CompiledGrammar::start() const {
   return std::make_unique<GrammarConstraint>(shared_from_this());
 }
 
-std::shared_ptr<const LocalMask> CompiledGrammar::local_mask(std::span<const uint32_t> local) const {
+std::shared_ptr<const LocalMask> CompiledGrammar::local_mask(
+    std::span<const uint32_t> local) const {
   std::vector<uint32_t> key(local.begin(), local.end());
   const uint64_t hash = XXH3_64bits(key.data(), key.size() * sizeof(uint32_t));
   if (auto hit = local_cache_.find(hash, key)) return hit;
@@ -55,7 +57,8 @@ std::shared_ptr<const std::vector<uint32_t>> CompiledGrammar::mask_of(const Matc
       continue;
     }
     const size_t start = local_start(*grammar_, stack);
-    apply_local_mask(*grammar_, *vocab_, *local_mask(stack.subspan(start)), stack.first(start), *mask);
+    apply_local_mask(*grammar_, *vocab_, *local_mask(stack.subspan(start)), stack.first(start),
+                     *mask);
   }
   std::shared_ptr<const std::vector<uint32_t>> shared = std::move(mask);
   cache_.insert(m.state_hash(), state.data(), shared);

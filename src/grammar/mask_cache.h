@@ -34,7 +34,8 @@ class StateCache {
   }
 
   // Stores a value, evicting the least recently used one past capacity.
-  void insert(uint64_t hash, const std::vector<uint32_t>& state, std::shared_ptr<const Value> value) {
+  void insert(uint64_t hash, const std::vector<uint32_t>& state,
+              std::shared_ptr<const Value> value) {
     if (capacity_ == 0) return;
     std::lock_guard<std::mutex> lock(mu_);
     auto [begin, end] = index_.equal_range(hash);

@@ -91,7 +91,8 @@ bool StackSet::emit(std::span<const uint32_t> prefix, uint64_t prefix_hash,
   data_.insert(data_.end(), prefix.begin(), prefix.end());
   data_.insert(data_.end(), middle.begin(), middle.end());
   data_.insert(data_.end(), suffix.begin(), suffix.end());
-  const uint64_t h = mix(hash_frames(hash_frames(prefix_hash, middle), suffix), static_cast<uint32_t>(len));
+  const uint64_t h =
+      mix(hash_frames(hash_frames(prefix_hash, middle), suffix), static_cast<uint32_t>(len));
   for (size_t k = 0; k < hashes_.size(); ++k) {
     if (hashes_[k] != h) continue;
     const uint32_t other = offsets_[k];

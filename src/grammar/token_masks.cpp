@@ -16,7 +16,9 @@ void set_tokens(const GrammarVocabulary& vocab, const TrieNode& node, std::span<
   }
 }
 
-bool has_open_stack(const StackSet& s) { return s.num_stacks() > (s.can_end() ? 1u : 0u); }
+bool has_open_stack(const StackSet& s) {
+  return s.num_stacks() > (s.can_end() ? 1u : 0u);
+}
 
 // Depth-first over the nodes below `root`. visit(node, state after it) says
 // whether to go below the node; the walk skips a subtree whose prefix the
@@ -77,18 +79,20 @@ LocalMask compute_local_mask(const Grammar& g, const GrammarVocabulary& vocab,
   out.accepted.assign(static_cast<size_t>(mask_num_words(vocab.logits_vocab_size())), 0u);
   thread_local std::vector<StackSet> levels;
   const std::vector<TrieNode>& nodes = vocab.trie();
-  walk(g, vocab, StackSet::of_stack(local), 0, levels, [&](const TrieNode& n, const StackSet& next) {
-    const bool open = has_open_stack(next);
-    if (open) set_tokens(vocab, n, out.accepted);
-    if (next.can_end()) out.exits.push_back(static_cast<uint32_t>(&n - nodes.data()));
-    return open;
-  });
+  walk(g, vocab, StackSet::of_stack(local), 0, levels,
+       [&](const TrieNode& n, const StackSet& next) {
+         const bool open = has_open_stack(next);
+         if (open) set_tokens(vocab, n, out.accepted);
+         if (next.can_end()) out.exits.push_back(static_cast<uint32_t>(&n - nodes.data()));
+         return open;
+       });
   return out;
 }
 
 void apply_local_mask(const Grammar& g, const GrammarVocabulary& vocab, const LocalMask& local,
                       std::span<const uint32_t> below, std::span<uint32_t> words) {
-  for (size_t w = 0; w < words.size() && w < local.accepted.size(); ++w) words[w] |= local.accepted[w];
+  for (size_t w = 0; w < words.size() && w < local.accepted.size(); ++w)
+    words[w] |= local.accepted[w];
   if (local.exits.empty()) return;
   const StackSet resumed = StackSet::resume(g, below);
   if (resumed.empty()) return;

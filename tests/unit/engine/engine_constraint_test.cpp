@@ -29,7 +29,8 @@ TEST(EngineConstraint, CompilesGrammarsOverTheModelsVocabulary) {
   for (int32_t id = 0; id < vocab; ++id) {
     if (!(words[id >> 5] >> (id & 31) & 1)) continue;
     const std::string bytes = tok.token_bytes(id);
-    EXPECT_EQ(std::string(" Once").compare(0, bytes.size(), bytes), 0) << id << " '" << bytes << "'";
+    EXPECT_EQ(std::string(" Once").compare(0, bytes.size(), bytes), 0)
+        << id << " '" << bytes << "'";
   }
   // Spell " Once" with the longest allowed token each time.
   for (std::string rest = " Once"; !rest.empty();) {
@@ -53,7 +54,8 @@ TEST(EngineConstraint, CompilesGrammarsOverTheModelsVocabulary) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(bad.error().message, "grammar line 1, column 10: expecting ')' to close this group");
-  auto choice = engine->compile_constraint({StructuredOutputSpec::Kind::kChoice, "", {"yes", "no"}});
+  auto choice =
+      engine->compile_constraint({StructuredOutputSpec::Kind::kChoice, "", {"yes", "no"}});
   EXPECT_TRUE(choice.ok());
 }
 
