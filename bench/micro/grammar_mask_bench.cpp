@@ -94,12 +94,15 @@ void run(const char* name, const char* gbnf, std::shared_ptr<const GrammarVocabu
     }
     if (ids.empty()) break;
     int32_t pick = ids[rng() % ids.size()];
-    if (vocab->is_eos(pick) && ids.size() > 1 && rng() % 4 != 0) pick = ids[(rng() % (ids.size() - 1))];
+    if (vocab->is_eos(pick) && ids.size() > 1 && rng() % 4 != 0)
+      pick = ids[(rng() % (ids.size() - 1))];
     c->accept(pick);
   }
-  std::printf("%-8s compile %8.1f us | %5d steps, %3d outputs | mean %8.1f us/mask | miss %5d x %9.1f us | hit %5d x %6.2f us\n",
-              name, compile_us, steps, finished, total_us / steps, misses,
-              misses ? miss_us / misses : 0.0, hits, hits ? hit_us / hits : 0.0);
+  std::printf(
+      "%-8s compile %8.1f us | %5d steps, %3d outputs | mean %8.1f us/mask | miss %5d x %9.1f us | "
+      "hit %5d x %6.2f us | local masks %zu\n",
+      name, compile_us, steps, finished, total_us / steps, misses, misses ? miss_us / misses : 0.0,
+      hits, hits ? hit_us / hits : 0.0, cg.local_cache().size());
 }
 
 }  // namespace
@@ -118,8 +121,8 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   auto vocab = GrammarVocabulary::from_tokenizer(**tok, (*tok)->eos_ids(), (*tok)->vocab_size());
   if (!vocab.ok()) return 1;
-  std::printf("vocabulary: %d tokens, %zu trie nodes, built in %.1f ms (%s)\n", (*vocab)->num_tokens(),
-              (*vocab)->trie().size(), us_since(t0) / 1000, dir.c_str());
+  std::printf("vocabulary: %d tokens, %zu trie nodes, built in %.1f ms (%s)\n",
+              (*vocab)->num_tokens(), (*vocab)->trie().size(), us_since(t0) / 1000, dir.c_str());
   run("json", kJson, *vocab, num_steps);
   run("nested", kNested, *vocab, num_steps);
   return 0;

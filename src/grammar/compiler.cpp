@@ -10,7 +10,9 @@ namespace {
 
 using Kind = StructuredOutputSpec::Kind;
 
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 Result<std::string> choice_gbnf(const std::vector<std::string>& choices) {
   if (choices.empty()) return invalid("choice: the list of choices is empty");
@@ -96,7 +98,9 @@ Result<std::shared_ptr<const CompiledConstraint>> GrammarCompiler::compile(
   PAGODA_ASSIGN_OR_RETURN(std::string gbnf, spec_to_gbnf(spec));
   auto grammar = parse_gbnf_shared(gbnf);
   if (!grammar.ok()) {
-    const std::string prefix = spec.kind == Kind::kGrammar ? "" : std::string(structured_output_kind_name(spec.kind)) + ": ";
+    const std::string prefix = spec.kind == Kind::kGrammar
+                                   ? ""
+                                   : std::string(structured_output_kind_name(spec.kind)) + ": ";
     return invalid(prefix + grammar.error().message);
   }
   std::shared_ptr<const CompiledConstraint> compiled =

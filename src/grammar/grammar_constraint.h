@@ -13,6 +13,7 @@
 #include "grammar/grammar.h"
 #include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
+#include "grammar/token_masks.h"
 #include "grammar/vocabulary.h"
 #include "sample/token_constraint.h"
 
@@ -21,7 +22,8 @@ namespace pagoda::grammar {
 class CompiledGrammar final : public CompiledConstraint,
                               public std::enable_shared_from_this<CompiledGrammar> {
  public:
-  // Masks cached per state: at most mask_cache_bytes of them.
+  // Masks cached per state and local masks per stack top: at most
+  // mask_cache_bytes of each.
   CompiledGrammar(std::shared_ptr<const Grammar> grammar,
                   std::shared_ptr<const GrammarVocabulary> vocab, size_t mask_cache_bytes);
 
@@ -29,14 +31,19 @@ class CompiledGrammar final : public CompiledConstraint,
 
   const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
   const GrammarVocabulary& vocab() const { return *vocab_; }
-  // The token mask of a matcher state without the eos ids (cached).
-  std::shared_ptr<const MaskCache::Mask> mask_of(const Matcher& m) const;
+  // The token mask of a matcher state without the eos ids: cached per state;
+  // a miss combines the cached local masks of its stacks (token_masks.h).
+  std::shared_ptr<const std::vector<uint32_t>> mask_of(const Matcher& m) const;
   const MaskCache& mask_cache() const { return cache_; }
+  const StateCache<LocalMask>& local_cache() const { return local_cache_; }
 
  private:
+  std::shared_ptr<const LocalMask> local_mask(std::span<const uint32_t> local) const;
+
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const GrammarVocabulary> vocab_;
   mutable MaskCache cache_;
+  mutable StateCache<LocalMask> local_cache_;
 };
 
 class GrammarConstraint final : public TokenConstraint {

@@ -11,12 +11,14 @@ Result<std::shared_ptr<const GrammarVocabulary>> GrammarVocabulary::create(
     std::vector<int32_t> eos_ids, int32_t logits_vocab_size) {
   const auto n = static_cast<int64_t>(token_bytes.size());
   if (special.size() != token_bytes.size()) {
-    return make_error(ErrorCode::kInternal, "grammar vocabulary: special flags do not match the tokens");
+    return make_error(ErrorCode::kInternal,
+                      "grammar vocabulary: special flags do not match the tokens");
   }
   if (logits_vocab_size < n) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "grammar vocabulary: the logits' vocabulary (" + std::to_string(logits_vocab_size) +
-                          ") is smaller than the tokenizer's (" + std::to_string(n) + ")");
+    return make_error(ErrorCode::kInvalidArgument, "grammar vocabulary: the logits' vocabulary (" +
+                                                       std::to_string(logits_vocab_size) +
+                                                       ") is smaller than the tokenizer's (" +
+                                                       std::to_string(n) + ")");
   }
   std::vector<int32_t> eos;
   for (int32_t id : eos_ids) {
@@ -35,7 +37,8 @@ Result<std::shared_ptr<const GrammarVocabulary>> GrammarVocabulary::create(
 
 Result<std::shared_ptr<const GrammarVocabulary>> GrammarVocabulary::from_tokenizer(
     const Tokenizer& tokenizer, std::span<const int32_t> eos_ids, int32_t logits_vocab_size) {
-  const int32_t n = tokenizer.vocab_size();
+  // Ids at or past the logits' vocabulary can never be sampled.
+  const int32_t n = std::min(tokenizer.vocab_size(), logits_vocab_size);
   std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<uint8_t> special(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
@@ -92,7 +95,8 @@ void GrammarVocabulary::build_trie() {
       trie_.push_back(node);
     }
     TrieNode& leaf = trie_[path.back()];
-    if (leaf.tokens_end != trie_tokens_.size()) leaf.tokens_begin = static_cast<uint32_t>(trie_tokens_.size());
+    if (leaf.tokens_end != trie_tokens_.size())
+      leaf.tokens_begin = static_cast<uint32_t>(trie_tokens_.size());
     trie_tokens_.push_back(id);
     leaf.tokens_end = static_cast<uint32_t>(trie_tokens_.size());
     prev = &b;

@@ -24,10 +24,10 @@ namespace pagoda::grammar {
 // [i, end); its children are i + 1, then each next child starts at the
 // previous one's end. Node 0 is the root (the empty prefix).
 struct TrieNode {
-  uint8_t byte = 0;               // the edge from the parent
-  uint32_t end = 0;               // one past the last node of the subtree
-  uint32_t tokens_begin = 0;      // tokens whose bytes end here:
-  uint32_t tokens_end = 0;        //   GrammarVocabulary::trie_tokens()[begin, end)
+  uint8_t byte = 0;           // the edge from the parent
+  uint32_t end = 0;           // one past the last node of the subtree
+  uint32_t tokens_begin = 0;  // tokens whose bytes end here:
+  uint32_t tokens_end = 0;    //   GrammarVocabulary::trie_tokens()[begin, end)
 };
 
 class GrammarVocabulary {
@@ -38,6 +38,7 @@ class GrammarVocabulary {
   static Result<std::shared_ptr<const GrammarVocabulary>> create(
       std::vector<std::string> token_bytes, std::vector<uint8_t> special,
       std::vector<int32_t> eos_ids, int32_t logits_vocab_size);
+  // The tokenizer's tokens below logits_vocab_size.
   static Result<std::shared_ptr<const GrammarVocabulary>> from_tokenizer(
       const Tokenizer& tokenizer, std::span<const int32_t> eos_ids, int32_t logits_vocab_size);
 

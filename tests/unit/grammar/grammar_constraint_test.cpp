@@ -48,7 +48,8 @@ root ::= "{\"first_name\": \"" [A-Za-z]{1,10} "\", \"last_name\": \"" [A-Za-z]{1
 std::shared_ptr<const GrammarVocabulary> load_vocab(const std::string& family, int32_t extra = 0) {
   auto tok = Tokenizer::load((kTokenizers / family).string());
   if (!tok.ok()) return nullptr;
-  auto v = GrammarVocabulary::from_tokenizer(**tok, (*tok)->eos_ids(), (*tok)->vocab_size() + extra);
+  auto v =
+      GrammarVocabulary::from_tokenizer(**tok, (*tok)->eos_ids(), (*tok)->vocab_size() + extra);
   EXPECT_TRUE(v.ok());
   return v.ok() ? *v : nullptr;
 }
@@ -90,7 +91,8 @@ void check_random_walks(const std::shared_ptr<const GrammarVocabulary>& vocab, c
     auto c = (*compiled)->start();
     auto& gc = static_cast<GrammarConstraint&>(*c);
     for (int step = 0; step < max_steps && !c->is_finished(); ++step) {
-      std::vector<uint32_t> words(static_cast<size_t>(mask_num_words(vocab->logits_vocab_size())), 0);
+      std::vector<uint32_t> words(static_cast<size_t>(mask_num_words(vocab->logits_vocab_size())),
+                                  0);
       c->fill_next_mask(words);
       const auto expected = brute_force_mask(*vocab, gc.matcher());
       ASSERT_EQ(allowed_ids(words), allowed_ids(expected)) << "walk " << walk << " step " << step;
@@ -115,7 +117,8 @@ void check_random_walks(const std::shared_ptr<const GrammarVocabulary>& vocab, c
 TEST(GrammarMasks, MatchBruteForceLlama2) {
   auto vocab = load_vocab("llama2");
   if (!vocab) GTEST_SKIP() << "llama2 tokenizer not present";
-  for (const char* g : {kJson, kArithmetic, kUnicode, kKeys}) check_random_walks(vocab, g, 3, 15, 1);
+  for (const char* g : {kJson, kArithmetic, kUnicode, kKeys})
+    check_random_walks(vocab, g, 3, 15, 1);
 }
 
 TEST(GrammarMasks, MatchBruteForceLlama3WithPaddedLogits) {
@@ -150,10 +153,10 @@ TEST(GrammarConstraint, EosOnlyWhenCompleteThenFinished) {
   auto v = toy_vocab();
   auto c = compile(v, "root ::= \"a\" \"b\"*")->start();
   EXPECT_EQ(mask_ids(*c, 40), (std::vector<int32_t>{0, 2, 7}));  // "a", "ab" twice; not "abc"
-  EXPECT_FALSE(c->accept(5));  // eos before "a"
-  EXPECT_FALSE(c->accept(4));  // special
-  EXPECT_FALSE(c->accept(3));  // empty bytes
-  EXPECT_FALSE(c->accept(39)); // beyond the tokenizer
+  EXPECT_FALSE(c->accept(5));                                    // eos before "a"
+  EXPECT_FALSE(c->accept(4));                                    // special
+  EXPECT_FALSE(c->accept(3));                                    // empty bytes
+  EXPECT_FALSE(c->accept(39));                                   // beyond the tokenizer
   EXPECT_TRUE(c->accept(0));
   EXPECT_EQ(mask_ids(*c, 40), (std::vector<int32_t>{1, 5}));
   EXPECT_FALSE(c->is_finished());
@@ -220,7 +223,8 @@ TEST(GrammarVocabulary, TrieHoldsEveryCandidateOnce) {
 TEST(GrammarCompiler, ChoicesAreEscapedLiterals) {
   auto v = toy_vocab();
   GrammarCompiler compiler(v);
-  StructuredOutputSpec spec{StructuredOutputSpec::Kind::kChoice, "", {"a\"b\\c", "x\ny", "caf\xC3\xA9", ""}};
+  StructuredOutputSpec spec{
+      StructuredOutputSpec::Kind::kChoice, "", {"a\"b\\c", "x\ny", "caf\xC3\xA9", ""}};
   auto gbnf = GrammarCompiler::spec_to_gbnf(spec);
   ASSERT_TRUE(gbnf.ok());
   auto g = parse_gbnf_shared(*gbnf);

@@ -19,7 +19,8 @@ const fs::path kShared = fs::path(PAGODA_SHARED_DIR) / "models";
 const std::vector<std::string> kTexts = {
     "Hello world, this is a test.",
     "Hello  {\"name\": \"caf\xC3\xA9\", \"n\": [1, 2.5e-3]}\n\ttabs",
-    "Hello \xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C \xF0\x9F\x98\x80\xF0\x9F\xA6\x80 rare \xE1\x9A\xA0",
+    "Hello \xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C \xF0\x9F\x98\x80\xF0\x9F\xA6\x80 rare "
+    "\xE1\x9A\xA0",
     "Hello\n\n   indented    spaces <tag> & \"quotes\"",
 };
 
@@ -51,7 +52,8 @@ void check_continuations(const fs::path& path) {
     }
     const std::string b = tok.token_bytes(id);
     if (!is_valid_utf8(b)) continue;
-    EXPECT_EQ(anchor_text + b, tok.decode(std::vector<int32_t>{anchor, id})) << path << " id " << id;
+    EXPECT_EQ(anchor_text + b, tok.decode(std::vector<int32_t>{anchor, id}))
+        << path << " id " << id;
     ++checked;
   }
   EXPECT_GT(checked, tok.vocab_size() / 20);
@@ -59,12 +61,24 @@ void check_continuations(const fs::path& path) {
   EXPECT_EQ(tok.token_bytes(tok.vocab_size()), "");
 }
 
-TEST(TokenBytes, ByteLevelBpe) { check_continuations(kShared / "tokenizers" / "llama3_1"); }
-TEST(TokenBytes, ByteLevelBpeQwen) { check_continuations(kShared / "tokenizers" / "qwen3"); }
-TEST(TokenBytes, SentencePieceJson) { check_continuations(kShared / "tokenizers" / "llama2" / "tokenizer.json"); }
-TEST(TokenBytes, SentencePieceModel) { check_continuations(kShared / "tokenizers" / "llama2" / "tokenizer.model"); }
-TEST(TokenBytes, Gguf) { check_continuations(kShared / "llama.cpp-vocab-tests" / "ggml-vocab-llama-spm.gguf"); }
-TEST(TokenBytes, GgufByteLevel) { check_continuations(kShared / "llama.cpp-vocab-tests" / "ggml-vocab-gpt-2.gguf"); }
+TEST(TokenBytes, ByteLevelBpe) {
+  check_continuations(kShared / "tokenizers" / "llama3_1");
+}
+TEST(TokenBytes, ByteLevelBpeQwen) {
+  check_continuations(kShared / "tokenizers" / "qwen3");
+}
+TEST(TokenBytes, SentencePieceJson) {
+  check_continuations(kShared / "tokenizers" / "llama2" / "tokenizer.json");
+}
+TEST(TokenBytes, SentencePieceModel) {
+  check_continuations(kShared / "tokenizers" / "llama2" / "tokenizer.model");
+}
+TEST(TokenBytes, Gguf) {
+  check_continuations(kShared / "llama.cpp-vocab-tests" / "ggml-vocab-llama-spm.gguf");
+}
+TEST(TokenBytes, GgufByteLevel) {
+  check_continuations(kShared / "llama.cpp-vocab-tests" / "ggml-vocab-gpt-2.gguf");
+}
 
 TEST(TokenBytes, ByteFallbackAndPartialBytesAreRaw) {
   const fs::path path = kShared / "tokenizers" / "llama2" / "tokenizer.json";
