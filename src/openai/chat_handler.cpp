@@ -86,11 +86,23 @@ class ChatAssembler {
         responder_(std::move(responder)) {
     if (plan_.request.stream && plan_.parse_tool_calls) {
       for (auto& choice : choices_)
-        choice.tool_stream = ctx_.tool_parser->start(plan_.prompt.tools.tools);
+        choice.tool_stream = tool_parser().start(plan_.prompt.tools.tools);
     }
   }
 
   const ChatPlan& plan() const { return plan_; }
+
+  // The parser of this chat's tool calls (when plan_.parse_tool_calls).
+  const ToolParser& tool_parser() const {
+    return plan_.forced_tool_parser ? *plan_.forced_tool_parser : *ctx_.tool_parser;
+  }
+
+  // finish_reason "tool_calls" for a choice that called a tool, except under
+  // a named tool_choice, where OpenAI and vLLM keep "stop" (or "length").
+  Json finish_reason_of(const ChatChoice& choice) const {
+    const bool named = plan_.prompt.tools.mode == ToolChoiceMode::kNamed;
+    return choice.called_tool && !named ? Json("tool_calls") : choice.finish_reason;
+  }
 
   void on_event(int index, int, RequestOutput& out, bool last, const Usage& usage) {
     ChatChoice& choice = choices_[index];
@@ -181,8 +193,8 @@ class ChatAssembler {
       write_chunk(index, {{"tool_calls", std::move(tool_chunks[i])}}, nullptr, nullptr, nullptr);
     }
     if (out.finish_reason) {
-      const Json reason = choice.called_tool ? Json("tool_calls") : choice.finish_reason;
-      write_chunk(index, Json::object(), nullptr, reason, choice.stop_reason, std::move(ids));
+      write_chunk(index, Json::object(), nullptr, finish_reason_of(choice), choice.stop_reason,
+                  std::move(ids));
     }
   }
 
@@ -202,14 +214,15 @@ class ChatAssembler {
     Json finish_reason = choice.finish_reason;
     if (plan_.parse_tool_calls) {
       ParsedToolOutput parsed =
-          parse_tool_output(*ctx_.tool_parser, choice.text, plan_.prompt.tools.tools);
+          parse_tool_output(tool_parser(), choice.text, plan_.prompt.tools.tools);
       if (!plan_.parallel_tool_calls && parsed.tool_calls.size() > 1) parsed.tool_calls.resize(1);
       if (!parsed.tool_calls.empty()) {
         message["content"] = parsed.content.empty() ? Json() : Json(parsed.content);
         message["tool_calls"] = Json::array();
         for (const auto& call : parsed.tool_calls)
           message["tool_calls"].push_back(tool_call_json(call));
-        finish_reason = "tool_calls";
+        choice.called_tool = true;
+        finish_reason = finish_reason_of(choice);
       }
     }
     Json logprobs = nullptr;
@@ -263,8 +276,8 @@ void start_chat(ServiceContext& ctx, ChatPlan plan, std::shared_ptr<http::Respon
   log_request(ctx.options.request_log, job->id() + "-0", a.prompt.text, a.prompt.token_ids,
               a.request.params);
   launch_generation(
-      job, {a.prompt.token_ids}, a.request.params, a.request.params.n, a.request.priority,
-      a.request.stream, ctx.draining, responder,
+      job, {a.prompt.token_ids}, a.request.params, a.request.constraint, a.request.params.n,
+      a.request.priority, a.request.stream, ctx.draining, responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });

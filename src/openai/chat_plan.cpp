@@ -6,6 +6,8 @@
 #include "openai/field_reader.h"
 #include "openai/prompt_truncation.h"
 #include "openai/response_bound.h"
+#include "openai/tool_constraint.h"
+#include "openai/tools/forced_tool_calls.h"
 #include "openai/unsupported_fields.h"
 #include "tokenizer/tokenizer.h"
 
@@ -64,8 +66,21 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
         "the chat template ignores 'tools': the model did not see them (start the server with "
         "--chat-template FILE naming a template that renders tools)";
   }
-  plan.parse_tool_calls =
-      plan.prompt.tools.mode != ToolChoiceMode::kNone && ctx.tool_parser != nullptr;
+  auto tool_constraint = tool_choice_constraint(plan.prompt.tools, plan.parallel_tool_calls);
+  if (!tool_constraint.ok()) return tool_constraint.error();
+  if (tool_constraint.value()) {
+    if (plan.request.constraint_source)
+      return conflicting_constraints(plan.request.constraint_source->field, "tool_choice");
+    if (auto error = constraint_fit_error(params, "tool_choice")) return *error;
+    plan.request.constraint_source = std::move(*tool_constraint.value());
+    plan.forced_tool_parser =
+        tool_mode == ToolChoiceMode::kRequired
+            ? make_required_tool_call_parser()
+            : make_named_tool_call_parser(
+                  plan.prompt.tools.tools.at(0)["function"]["name"].get<std::string>());
+  }
+  plan.parse_tool_calls = tool_mode != ToolChoiceMode::kNone &&
+                          (plan.forced_tool_parser != nullptr || ctx.tool_parser != nullptr);
   if (plan.parse_tool_calls && !reader.value("skip_special_tokens"))
     params.skip_special_tokens = false;
 
@@ -96,6 +111,11 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   size.num_seqs = params.num_seqs();
   if (auto fits = fit_request(info, size); !fits.ok())
     return request_limit_error(fits.error(), "messages");
+  if (plan.request.constraint_source) {
+    auto constraint = compile_constraint_source(ctx.engine, *plan.request.constraint_source);
+    if (!constraint.ok()) return constraint.error();
+    plan.request.constraint = std::move(constraint.value());
+  }
   return plan;
 }
 

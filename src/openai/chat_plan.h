@@ -7,6 +7,7 @@
 #include "openai/chat_prompt.h"
 #include "openai/sampling_request.h"
 #include "openai/service_context.h"
+#include "openai/tools/tool_parser.h"
 
 namespace pagoda::openai {
 
@@ -14,7 +15,13 @@ struct ChatPlan {
   ChatPrompt prompt;
   // request.params.logprobs: top_logprobs (default 0) when logprobs is true, else unset.
   SamplingRequest request;
-  bool parse_tool_calls = false;  // tools offered and the server has a parser
+  // Tools offered and either the server has a parser or tool_choice forces
+  // the calls.
+  bool parse_tool_calls = false;
+  // tool_choice "required" or a named function: the output is constrained to
+  // the call(s) (tool_constraint.h; request.constraint) and read back by this
+  // parser (tools/forced_tool_calls.h) instead of the server's; null otherwise.
+  std::shared_ptr<const ToolParser> forced_tool_parser;
   // return_token_ids: the response carries prompt_token_ids, each choice
   // token_ids (in a stream: the first chunk and each chunk's new tokens).
   bool return_token_ids = false;
@@ -41,6 +48,9 @@ struct ChatPlan {
 // tool_choice "auto" (their default) are a 400 naming tool_choice when the
 // server runs with --no-enable-auto-tool-choice; tools the chat template
 // ignores are a 400 naming tools under --strict-tools, else a warning.
+// tool_choice "required" or a named function constrains the output
+// (tool_constraint.h; with another constraint source it is a 400 naming
+// both). The constraint is compiled last, once the request is known to fit.
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body);
 
 }  // namespace pagoda::openai

@@ -184,6 +184,11 @@ ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json&
                                    .num_seqs = params.num_seqs()});
     if (!fits.ok()) return request_limit_error(fits.error(), "prompt");
   }
+  if (plan.request.constraint_source) {
+    auto constraint = compile_constraint_source(ctx.engine, *plan.request.constraint_source);
+    if (!constraint.ok()) return constraint.error();
+    plan.request.constraint = std::move(constraint.value());
+  }
   return plan;
 }
 

@@ -42,7 +42,9 @@ inline constexpr int64_t kMaxSequencesPerRequest = 1024;  // prompts × (best_of
 // text with more bytes than the context could hold (before tokenizing it;
 // unless truncated), and a non-streamed request whose response could exceed
 // ctx.options.max_response_bytes (response_bound.h). A truncated prompt's
-// echo is the text of the tokens kept.
+// echo is the text of the tokens kept. A structured-output constraint
+// (structured_output_request.h) is compiled last, once the request is known
+// to fit, into request.constraint.
 ApiResult<CompletionPlan> plan_completion(const ServiceContext& ctx, const Json& body);
 
 }  // namespace pagoda::openai

@@ -33,7 +33,9 @@ GenerationJob::GenerationJob(Engine& engine, net::any_io_executor executor,
       id_(std::move(id)) {}
 
 Status GenerationJob::submit(const std::vector<std::vector<int32_t>>& prompts,
-                             const SamplingParams& params, int num_samples, int priority) {
+                             const SamplingParams& params,
+                             const std::shared_ptr<const CompiledConstraint>& constraint,
+                             int num_samples, int priority) {
   num_samples_ = num_samples;
   num_choices_ = static_cast<int>(prompts.size()) * num_samples;
   prompt_seen_.assign(prompts.size(), false);
@@ -43,6 +45,7 @@ Status GenerationJob::submit(const std::vector<std::vector<int32_t>>& prompts,
     request.prompt_token_ids = prompts[p];
     request.params = params;
     request.priority = priority;
+    request.constraint = constraint;
     request.sink = [self = shared_from_this(), p](RequestOutput&& output) {
       self->gate_->post(self->strand_, [self, p, out = std::move(output)]() mutable {
         self->on_output(static_cast<int>(p), std::move(out));
@@ -103,11 +106,12 @@ void GenerationJob::deliver(int prompt_index, RequestOutput& output) {
 
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
-                       const SamplingParams& params, int num_samples, int priority, bool stream,
-                       const std::atomic<bool>& draining,
+                       const SamplingParams& params,
+                       const std::shared_ptr<const CompiledConstraint>& constraint, int num_samples,
+                       int priority, bool stream, const std::atomic<bool>& draining,
                        const std::shared_ptr<http::Responder>& responder,
                        GenerationJob::EventFn on_event) {
-  Status status = job->submit(prompts, params, num_samples, priority);
+  Status status = job->submit(prompts, params, constraint, num_samples, priority);
   if (!status.ok()) {
     log_debug("{}: engine refused: {}", job->id(), status.error().message);
     responder->send(error_response(draining ? shutting_down_error() : api_error_from(status.error())));

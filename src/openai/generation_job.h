@@ -44,11 +44,13 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   GenerationJob(Engine& engine, boost::asio::any_io_executor executor,
                 std::shared_ptr<http::PostGate> gate, std::string id);
 
-  // Queues one engine request per prompt (ids "<id>-<prompt index>"). On the
-  // first error the requests already queued are aborted and the error returned.
-  // Events are held until start().
+  // Queues one engine request per prompt (ids "<id>-<prompt index>"), each
+  // constrained by `constraint` (null: none). On the first error the requests
+  // already queued are aborted and the error returned. Events are held until
+  // start().
   Status submit(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& params,
-                int num_samples, int priority);
+                const std::shared_ptr<const CompiledConstraint>& constraint, int num_samples,
+                int priority);
   // Delivers the held events, then every later one, to `on_event`. Anything
   // posted to another strand before start() is thus ordered before the events.
   void start(EventFn on_event);
@@ -81,7 +83,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   int num_finished_ = 0;
 };
 
-// Runs `job` for an HTTP request: submits the prompts; if the engine refuses,
+// Runs `job` for an HTTP request: submits the prompts (with `constraint`); if the engine refuses,
 // answers its error (429 for a full queue, 400 for a bad request; 503 once
 // `draining`: the server began shutting down after the handler checked). Otherwise
 // cancels the job when the client goes away, opens the SSE stream when
@@ -91,8 +93,9 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 // handler ever turns a failed request into a 200.
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
-                       const SamplingParams& params, int num_samples, int priority, bool stream,
-                       const std::atomic<bool>& draining,
+                       const SamplingParams& params,
+                       const std::shared_ptr<const CompiledConstraint>& constraint, int num_samples,
+                       int priority, bool stream, const std::atomic<bool>& draining,
                        const std::shared_ptr<http::Responder>& responder,
                        GenerationJob::EventFn on_event);
 

@@ -202,16 +202,24 @@ SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size) {
   if (r.stream && (p.use_beam_search || p.best_of.value_or(p.n) > p.n)) {
     reader.fail_field("stream", "cannot be used with best_of > n or use_beam_search");
   }
-  if (const Json* format = reader.value("response_format")) {
-    if (!format->is_object() || !format->contains("type") || (*format)["type"] != "text") {
-      reader.fail_field("response_format", "only {\"type\": \"text\"} is supported");
-    }
+  r.constraint_source = read_constraint_source(reader);
+  if (r.constraint_source) {
+    if (auto error = constraint_fit_error(p, r.constraint_source->field)) reader.fail(*error);
   }
   refuse_unsupported_fields(reader);
   if (!reader.error()) {
     if (auto error = sampling_params_error(p, vocab_size)) reader.fail(*error);
   }
   return r;
+}
+
+std::optional<ApiError> constraint_fit_error(const SamplingParams& params,
+                                             const std::string& field) {
+  if (!params.use_beam_search) return std::nullopt;
+  return invalid_field(
+      "use_beam_search",
+      fmt::format("'use_beam_search' cannot be combined with a structured-output constraint ('{}')",
+                  field));
 }
 
 std::optional<int32_t> read_logprob_count(FieldReader& reader, const char* name) {

@@ -12,6 +12,7 @@
 #include "engine/request_fit.h"
 #include "openai/api_error.h"
 #include "openai/field_reader.h"
+#include "openai/structured_output_request.h"
 
 namespace pagoda::openai {
 
@@ -25,6 +26,11 @@ struct SamplingRequest {
   int priority = 0;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // Structured output (structured_output_request.h): the request's one
+  // constraint source, and once the endpoint compiled it, the constraint
+  // every sample follows (GenerateRequest::constraint).
+  std::optional<ConstraintSource> constraint_source;
+  std::shared_ptr<const CompiledConstraint> constraint;
 };
 
 // Reads the request fields of sample/sampling_fields.h's lists (n, best_of,
@@ -33,14 +39,21 @@ struct SamplingRequest {
 // skip_special_tokens, include_stop_str_in_output, use_beam_search), then
 // seed, logit_bias, stop, stop_token_ids, allowed_token_ids (non-empty,
 // kept sorted and once each), early_stopping, max_tokens /
-// max_completion_tokens, priority, user, stream, stream_options and
-// response_format, and checks the result (sampling_params_error). With
+// max_completion_tokens, priority, user, stream, stream_options and the
+// structured-output fields (read_constraint_source; not with use_beam_search),
+// and checks the result (sampling_params_error). With
 // use_beam_search, best_of (else n) is the beam width. best_of > n and beam
 // search pick their results at the end, so they cannot stream. Errors are
 // recorded in `reader`. (logprobs differ between the two endpoints: they
 // read them with read_logprob_count; bad_words needs the tokenizer:
 // openai/bad_words.h's read_bad_words.)
 SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size);
+
+// Whether a structured-output constraint from `field` can be honoured with
+// `params`: use_beam_search (beams are not constrained) is a 400 naming it;
+// nullopt when it can.
+std::optional<ApiError> constraint_fit_error(const SamplingParams& params,
+                                             const std::string& field);
 
 // Reads field `name` as a logprobs count: an integer in sampling_fields.h's
 // kLogprobCountRange (0..20), refused with its error text.

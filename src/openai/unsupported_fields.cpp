@@ -17,13 +17,8 @@ void refuse_unless(FieldReader& reader, const char* name, const Json& noop, cons
 }  // namespace
 
 void refuse_unsupported_fields(FieldReader& reader) {
-  constexpr const char* kGuided =
-      "structured output (guided decoding) is not implemented yet; leave it out";
-  for (const char* name : {"guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                           "guided_decoding_backend", "guided_whitespace_pattern",
-                           "structured_outputs"}) {
-    refuse_unless(reader, name, nullptr, kGuided);
-  }
+  refuse_unless(reader, "structural_tag", nullptr,
+                "structural tags are not implemented; use response_format or structured_outputs");
   refuse_unless(reader, "return_tokens_as_token_ids", false,
                 "logprobs name tokens by their text; send false or leave it out");
   refuse_unless(reader, "spaces_between_special_tokens", true,

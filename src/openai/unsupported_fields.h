@@ -8,9 +8,8 @@
 
 namespace pagoda::openai {
 
-// Both generation endpoints: guided decoding (guided_json, guided_regex,
-// guided_choice, guided_grammar, guided_decoding_backend,
-// guided_whitespace_pattern, structured_outputs), return_tokens_as_token_ids
+// Both generation endpoints: vLLM's older structural_tag field (structured
+// output's own fields: structured_output_request.h), return_tokens_as_token_ids
 // (unless false), spaces_between_special_tokens (unless true),
 // logits_processors, prompt_embeds, cache_salt, kv_transfer_params and
 // vllm_xargs. Errors are recorded in `reader`.

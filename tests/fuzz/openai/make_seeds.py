@@ -63,6 +63,25 @@ SEEDS = [
                     "max_tokens": 40}),
     body(CHAT | 2, {"messages": [{"role": "user", "content": 'SAY: {"name": "get_weather", "parameters": '
                                   '{"city": "Paris"}}'}], "tools": TOOLS, "stream": True, "max_tokens": 40}),
+    # Structured output: every constraint field, tool_choice constraints, and
+    # the fake engine's "CONSTRAINT?" answer and compiler refusal.
+    body(COMPLETIONS, {"prompt": "CONSTRAINT?", "max_tokens": 64, "guided_regex": "[0-9]{3}",
+                       "guided_decoding_backend": "xgrammar"}),
+    body(CHAT, {"messages": [{"role": "user", "content": "CONSTRAINT?"}], "max_tokens": 64,
+                "response_format": {"type": "json_schema", "json_schema": {
+                    "name": "w", "strict": True, "schema": TOOLS[0]["function"]["parameters"]}}}),
+    body(CHAT | 1, {"messages": [{"role": "user", "content": "SAY: {}"}], "response_format": {"type": "json_object"},
+                    "structured_outputs": {"choice": ["a", "b"]}}),
+    body(COMPLETIONS, {"prompt": "x", "structured_outputs": {"json": "{\"type\": \"integer\"}",
+                                                             "disable_fallback": True}, "max_tokens": 4}),
+    body(COMPLETIONS, {"prompt": "x", "guided_json": {"$defs": {"a": {"type": "string"}}},
+                       "guided_grammar": "root ::= \"a\"", "grammar": "root ::= [a-z]+", "json_schema": {}}),
+    body(COMPLETIONS, {"prompt": "x", "guided_choice": ["REFUSE_CONSTRAINT"], "use_beam_search": False}),
+    body(CHAT | 2, {"messages": [{"role": "user", "content": 'SAY: [{"name": "get_weather", "parameters": '
+                                  '{"city": "Paris"}}]'}], "tools": TOOLS, "tool_choice": "required",
+                    "parallel_tool_calls": False, "stream": True, "max_tokens": 40}),
+    body(CHAT | 3, {"messages": [{"role": "user", "content": 'SAY: {"city": "Oslo"}'}], "tools": TOOLS,
+                    "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "stream": True}),
     body(TOKENIZE, {"prompt": "Once upon a time", "add_special_tokens": False}),
     body(DETOKENIZE, {"tokens": [1, 2, 300, 4]}),
     http(("POST", "/v1/completions", {"prompt": "SAY: a", "max_tokens": 2}),

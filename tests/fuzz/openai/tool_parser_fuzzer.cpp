@@ -1,5 +1,6 @@
 // libFuzzer target for the tool-call parsers, which read model output (text a
-// prompt can steer). Input: byte 0 picks the parser (tool_parser_names()),
+// prompt can steer). Input: byte 0 picks the parser (tool_parser_names(),
+// then tool_choice "required"'s and a named function's, forced_tool_calls.h),
 // byte 1 the streaming chunk size (1..64), the rest is the output text. Each
 // input is parsed whole and streamed in chunks; beyond no crash, hang or
 // runaway memory, the streamed pieces must add up to the whole parse (the
@@ -10,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "openai/tools/forced_tool_calls.h"
 #include "openai/tools/tool_parser.h"
 
 namespace {
@@ -23,6 +25,8 @@ const std::vector<std::unique_ptr<ToolParser>>& parsers() {
     std::vector<std::unique_ptr<ToolParser>> v;
     for (const std::string& name : pagoda::openai::tool_parser_names())
       v.push_back(std::move(pagoda::openai::make_tool_parser(name).value()));
+    v.push_back(pagoda::openai::make_required_tool_call_parser());
+    v.push_back(pagoda::openai::make_named_tool_call_parser("f"));
     return v;
   }();
   return all;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
@@ -154,6 +155,9 @@ Status FakeEngine::add_request(GenerateRequest request) {
     script.erase(0, script.find_first_not_of(' '));
     live->script = tokenizer_->encode(script, false, false);
   }
+  if (text.find(kShowConstraint) != std::string::npos) {
+    live->script = tokenizer_->encode(describe_constraint(request), false, false);
+  }
   if (size_t at = text.rfind("FAIL:"); options_.scripted_failures && at != std::string::npos) {
     const size_t end = text.find('\n', at);
     live->failure = text.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
@@ -203,10 +207,61 @@ int64_t FakeEngine::num_live() const {
   return static_cast<int64_t>(waiting_.size() + running_.size());
 }
 
+namespace {
+
+// Allows every token and never finishes: the fake does not enforce constraints.
+class AnyToken : public TokenConstraint {
+ public:
+  void fill_next_mask(std::span<uint32_t> words) const override {
+    std::fill(words.begin(), words.end(), ~0u);
+  }
+  bool accept(int32_t) override { return true; }
+  bool is_finished() const override { return false; }
+  std::unique_ptr<TokenConstraint> clone() const override { return std::make_unique<AnyToken>(); }
+};
+
+}  // namespace
+
+// What compile_constraint returns: the spec it was compiled from.
+class FakeCompiledConstraint : public CompiledConstraint {
+ public:
+  explicit FakeCompiledConstraint(StructuredOutputSpec spec) : spec_(std::move(spec)) {}
+  std::unique_ptr<TokenConstraint> start() const override { return std::make_unique<AnyToken>(); }
+  const StructuredOutputSpec& spec() const { return spec_; }
+
+ private:
+  StructuredOutputSpec spec_;
+};
+
 Result<std::shared_ptr<const CompiledConstraint>> FakeEngine::compile_constraint(
     const StructuredOutputSpec& spec) const {
-  return make_error(ErrorCode::kInvalidArgument,
-                    std::string("structured output (") + structured_output_kind_name(spec.kind) + ") is not built yet");
+  {
+    std::lock_guard lock(mu_);
+    compiled_specs_.push_back(spec);
+  }
+  std::string all = spec.text;
+  for (const auto& choice : spec.choices) all += choice;
+  if (size_t at = all.find(kRefusedConstraintMarker); at != std::string::npos) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("{} at position {}: the fake compiler refuses {}",
+                    structured_output_kind_name(spec.kind), at, kRefusedConstraintMarker));
+  }
+  return std::shared_ptr<const CompiledConstraint>(std::make_shared<FakeCompiledConstraint>(spec));
+}
+
+std::vector<StructuredOutputSpec> FakeEngine::compiled_specs() const {
+  std::lock_guard lock(mu_);
+  return compiled_specs_;
+}
+
+std::string describe_constraint(const GenerateRequest& request) {
+  const auto* fake = dynamic_cast<const FakeCompiledConstraint*>(request.constraint.get());
+  if (!fake) return request.constraint ? "{\"kind\": \"unknown\"}" : "{\"kind\": null}";
+  nlohmann::ordered_json out = {{"kind", structured_output_kind_name(fake->spec().kind)},
+                                {"text", fake->spec().text}};
+  if (!fake->spec().choices.empty()) out["choices"] = fake->spec().choices;
+  return out.dump();
 }
 
 EngineMetrics FakeEngine::metrics() const {

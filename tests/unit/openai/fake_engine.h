@@ -9,6 +9,12 @@
 // - a prompt whose text contains "FAIL:" fails inside the "engine" at its
 //   first step: every sample gets a final kAbort event whose `error` is the
 //   rest of that line (as LlmEngine reports a failed model step);
+// - a prompt whose text contains "CONSTRAINT?" answers the request's
+//   structured-output constraint as one line of JSON, {"kind", "text",
+//   "choices"?} (kind null: none), so server tests see what reached the
+//   engine; constraints are compiled (compile_constraint, recorded) but not
+//   enforced, except that a spec whose text or choices contain
+//   "REFUSE_CONSTRAINT" is refused (kInvalidArgument, naming its position);
 // - stop strings (held back while they may still match), stop_token_ids,
 //   ignore_eos, min_tokens, max_tokens, n, logprobs (fake but consistent
 //   values) and prompt_logprobs behave as the real engine's contract says.
@@ -33,6 +39,12 @@
 namespace pagoda::testing {
 
 struct Sample;  // one sample of a request (implementation detail)
+
+inline constexpr const char* kShowConstraint = "CONSTRAINT?";
+inline constexpr const char* kRefusedConstraintMarker = "REFUSE_CONSTRAINT";
+
+// The "CONSTRAINT?" answer for `request` (see above).
+std::string describe_constraint(const GenerateRequest& request);
 
 struct FakeEngineOptions {
   std::string tokenizer_path;      // a tokenizer folder, e.g. stories260K
@@ -66,6 +78,8 @@ class FakeEngine : public Engine {
   // Test hooks.
   std::vector<std::string> aborted_ids() const;  // requests aborted while live
   int64_t num_live() const;                      // waiting + running
+  // Every spec compile_constraint was asked for, in order.
+  std::vector<StructuredOutputSpec> compiled_specs() const;
   // The words a sample would produce: the rule the fake follows, exposed so
   // tests can predict outputs independently of the server.
   std::vector<int32_t> word_ids() const { return word_ids_; }
@@ -100,6 +114,7 @@ class FakeEngine : public Engine {
   std::vector<std::vector<int32_t>> recent_prompts_;  // for cached-token counts
   std::vector<std::string> pending_aborts_;
   std::vector<std::string> aborted_;
+  mutable std::vector<StructuredOutputSpec> compiled_specs_;
   EngineMetrics metrics_;
   bool draining_ = false;
   bool stop_ = false;

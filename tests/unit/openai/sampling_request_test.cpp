@@ -71,7 +71,8 @@ TEST(SamplingRequest, EveryFieldRejectsWrongTypesAndRanges) {
        "stream_options.include_usage"},
       {R"({"stream": true, "n": 1, "best_of": 2})", "stream"},
       {R"({"stream": true, "use_beam_search": true})", "stream"},
-      {R"({"response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"response_format": {"type": 7}})", "response_format.type"},
+      {R"({"use_beam_search": true, "guided_regex": "a"})", "use_beam_search"},
   };
   for (const auto& [body, param] : cases) {
     auto error = read_error(body);

@@ -493,7 +493,7 @@ TEST(LaunchGeneration, RefusalWhileDrainingIs503) {
   std::atomic<bool> draining{true};
   SamplingParams params;
   params.max_tokens = 4;
-  launch_generation(job, {{1, 2, 3}}, params, 1, 0, false, draining, responder,
+  launch_generation(job, {{1, 2, 3}}, params, nullptr, 1, 0, false, draining, responder,
                     [](int, int, RequestOutput&, bool, const Usage&) {});
   ASSERT_TRUE(responder->wait());
   EXPECT_EQ(responder->status, 503);
