@@ -79,9 +79,7 @@ class ReasoningGateState final : public TokenConstraint {
     return false;
   }
 
-  bool is_finished() const override {
-    return phase_ == Phase::kAnswering && inner_->is_finished();
-  }
+  bool is_finished() const override { return phase_ == Phase::kAnswering && inner_->is_finished(); }
 
   std::unique_ptr<TokenConstraint> clone() const override {
     return std::make_unique<ReasoningGateState>(*this);
@@ -107,7 +105,7 @@ class ReasoningGateState final : public TokenConstraint {
 
   std::shared_ptr<const GateConfig> config_;
   Phase phase_;
-  std::vector<int32_t> recent_;            // kReasoning: the last tokens, at most end_ids.size()
+  std::vector<int32_t> recent_;             // kReasoning: the last tokens, at most end_ids.size()
   std::unique_ptr<TokenConstraint> inner_;  // kOpening, kAnswering: the inner constraint's state
 };
 

@@ -113,9 +113,12 @@ void ReasoningStream::step(ReasoningDelta& out) {
 
 bool ReasoningParser::starts_in_reasoning(PromptThinkState state) const {
   switch (state) {
-    case PromptThinkState::kOpen: return true;
-    case PromptThinkState::kClosed: return false;
-    case PromptThinkState::kNone: return reasons_without_open_marker_;
+    case PromptThinkState::kOpen:
+      return true;
+    case PromptThinkState::kClosed:
+      return false;
+    case PromptThinkState::kNone:
+      return reasons_without_open_marker_;
   }
   return false;
 }

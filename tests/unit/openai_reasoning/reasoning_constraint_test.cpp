@@ -111,8 +111,8 @@ TEST(GateAfterReasoning, VocabularyWithoutThinkTokensUsesTheEncoding) {
   const auto ids = tok->encode("{}", false);
 
   auto deepseek = make_reasoning_parser("deepseek_r1").value();
-  auto state = gate_after_reasoning(answer(*tok), *deepseek, *tok, tok->encode_prompt("Hi"), vocab)
-                   ->start();
+  auto state =
+      gate_after_reasoning(answer(*tok), *deepseek, *tok, tok->encode_prompt("Hi"), vocab)->start();
   for (size_t i = 0; i + 1 < end.size(); ++i) ASSERT_TRUE(state->accept(end[i]));
   EXPECT_TRUE(allows_everything(*state, vocab));
   ASSERT_TRUE(state->accept(end.back()));

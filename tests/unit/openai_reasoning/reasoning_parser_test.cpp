@@ -84,8 +84,7 @@ TEST(PromptThinkState, OnlyAMarkerEndingThePromptCounts) {
   EXPECT_EQ(prompt_think_state("<｜Assistant｜><think>"), S::kOpen);
   EXPECT_EQ(prompt_think_state("<|im_start|>assistant\n<think>\n\n</think>\n\n"), S::kClosed);
   EXPECT_EQ(prompt_think_state("<｜Assistant｜></think>"), S::kClosed);
-  EXPECT_EQ(prompt_think_state("<think>a</think>\nb<|im_end|>\n<|im_start|>assistant\n"),
-            S::kNone);
+  EXPECT_EQ(prompt_think_state("<think>a</think>\nb<|im_end|>\n<|im_start|>assistant\n"), S::kNone);
   EXPECT_EQ(prompt_think_state("user: SAY:<think>x</think>y\nassistant:"), S::kNone);
   EXPECT_EQ(prompt_think_state(""), S::kNone);
   EXPECT_EQ(prompt_think_state(" \n"), S::kNone);
