@@ -29,6 +29,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
   const PromptTruncation truncation = read_prompt_truncation(reader);
   plan.parallel_tool_calls = reader.boolean("parallel_tool_calls").value_or(true);
+  plan.include_reasoning = reader.boolean("include_reasoning").value_or(true);
   refuse_unsupported_chat_fields(reader);
   read_bad_words(reader, ctx.engine.tokenizer(), params);
   if (reader.error()) return *reader.error();
@@ -36,6 +37,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   auto prompt = build_chat_prompt(ctx, body, /*bounded=*/!truncation.active());
   if (!prompt.ok()) return prompt.error();
   plan.prompt = std::move(prompt.value());
+  if (ctx.reasoning_parser) plan.prompt_think = prompt_think_state(plan.prompt.text);
   if (truncation.active()) {
     auto keep = truncation_length(
         truncation, info.max_model_len, plan.request.max_tokens.value_or(0),
@@ -87,6 +89,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
     shape.logprobs = params.logprobs.value_or(-1);
     shape.prompt_logprobs = plan.prompt_logprobs.value_or(-1);
     shape.token_ids = plan.return_token_ids;
+    shape.reasoning = ctx.reasoning_parser != nullptr && plan.include_reasoning;
     shape.prompt_tokens = static_cast<int64_t>(plan.prompt.token_ids.size());
     if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
       return *error;

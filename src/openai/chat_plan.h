@@ -27,6 +27,11 @@ struct ChatPlan {
   // Non-empty: the chat template ignores the tools offered; sent as the
   // X-Pagoda-Warning header (ServiceOptions::strict_tools makes it a 400).
   std::string tools_warning;
+  // With a reasoning parser (ServiceContext::reasoning_parser): where the
+  // rendered prompt leaves the reasoning, and include_reasoning (vLLM's field,
+  // default true; false drops the reasoning text from the answer).
+  PromptThinkState prompt_think = PromptThinkState::kNone;
+  bool include_reasoning = true;
 };
 
 // Reads the sampling request, logprobs (bool) and top_logprobs (0..20, needs
@@ -41,6 +46,7 @@ struct ChatPlan {
 // tool_choice "auto" (their default) are a 400 naming tool_choice when the
 // server runs with --no-enable-auto-tool-choice; tools the chat template
 // ignores are a 400 naming tools under --strict-tools, else a warning.
+// include_reasoning (bool) is read with or without a reasoning parser.
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body);
 
 }  // namespace pagoda::openai
