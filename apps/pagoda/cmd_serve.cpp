@@ -16,6 +16,7 @@
 #include "engine/chat_template_source.h"
 #include "engine/engine_api.h"
 #include "http/connection_registry.h"
+#include "openai/reasoning/reasoning_parser.h"
 #include "openai/server.h"
 #include "pagoda/command.h"
 #include "pagoda/cors_flags.h"
@@ -69,6 +70,14 @@ void add_server_flags(CLI::App& app, EngineOptions& engine, ServerOptions& serve
                  "deepseek_v3 / deepseek_v31 (<｜tool▁call▁begin｜>)")
       ->check(CLI::IsMember(parsers))
       ->capture_default_str();
+  app.add_option("--reasoning-parser", server.service.reasoning_parser,
+                 "split a reasoning model's <think>...</think> off its chat answers into "
+                 "message.reasoning_content and message.reasoning (streamed as delta "
+                 "fields); structured-output constraints apply after </think> "
+                 "(docs/api.md, docs/structured-output.md): deepseek_r1 (the output may omit the "
+                 "opening <think>), "
+                 "qwen3 (reasons only when the output opens with <think>); default: none")
+      ->check(CLI::IsMember(pagoda::openai::reasoning_parser_names()));
   pagoda::app::add_switch(app, "enable-auto-tool-choice", server.service.auto_tool_choice,
                           "parse tool calls out of answers to requests with tool_choice \"auto\" "
                           "(the default when tools are given); off: such requests get 400, as "

@@ -1,8 +1,11 @@
 // POST /v1/chat/completions: plan on a worker, fan out through a
 // GenerationJob, assemble chat.completion objects (or chat.completion.chunk
-// SSE events), parsing tool calls out of the text when tools were offered.
+// SSE events), splitting the reasoning off the answer when the server has a
+// reasoning parser, and parsing tool calls out of the answer when tools were
+// offered.
 #include <fmt/format.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -29,7 +32,8 @@ struct ChatChoice {
   std::string text;  // whole output (non-streaming)
   Json logprobs = Json::array();
   Json token_ids = Json::array();  // return_token_ids, non-streaming: every generated id
-  std::unique_ptr<ToolCallStream> tool_stream;  // streaming with tool parsing
+  std::optional<ReasoningStream> reasoning_stream;  // streaming with a reasoning parser
+  std::unique_ptr<ToolCallStream> tool_stream;      // streaming with tool parsing
   bool role_sent = false;
   bool called_tool = false;
   Json finish_reason = nullptr;
@@ -87,6 +91,10 @@ class ChatAssembler {
     if (plan_.request.stream && plan_.parse_tool_calls) {
       for (auto& choice : choices_)
         choice.tool_stream = tool_parser().start(plan_.prompt.tools.tools);
+    }
+    if (plan_.request.stream && ctx_.reasoning_parser) {
+      for (auto& choice : choices_)
+        choice.reasoning_stream = ctx_.reasoning_parser->start(plan_.prompt_think);
     }
   }
 
@@ -167,22 +175,40 @@ class ChatAssembler {
                   nullptr, plan_.return_token_ids ? Json(plan_.prompt.token_ids) : Json());
     }
     Json ids = plan_.return_token_ids ? Json(out.token_ids) : Json();
+    // The reasoning is split off first; tool calls are parsed from the answer.
+    ReasoningDelta split;
+    if (choice.reasoning_stream) {
+      split = choice.reasoning_stream->feed(out.text);
+      if (out.finish_reason) {
+        ReasoningDelta last = choice.reasoning_stream->finish();
+        split.reasoning += last.reasoning;
+        split.content += last.content;
+      }
+      if (!plan_.include_reasoning) split.reasoning.clear();
+    } else {
+      split.content = out.text;
+    }
     ToolStreamDelta delta;
     if (choice.tool_stream) {
-      delta = choice.tool_stream->feed(out.text);
+      delta = choice.tool_stream->feed(split.content);
       if (out.finish_reason) delta.append(choice.tool_stream->finish());
       if (!plan_.parallel_tool_calls) {
         std::erase_if(delta.calls, [](const ToolCallDelta& call) { return call.index > 0; });
       }
     } else {
-      delta.content = out.text;
+      delta.content = std::move(split.content);
     }
     std::vector<Json> tool_chunks = tool_call_chunks(delta.calls);
     if (!tool_chunks.empty()) choice.called_tool = true;
-    const bool has_delta = !delta.content.empty() || !tool_chunks.empty() || !entries.empty();
+    const bool has_delta = !delta.content.empty() || !split.reasoning.empty() ||
+                           !tool_chunks.empty() || !entries.empty();
     // New ids with no text yet (a stop string held back) still get a chunk.
     if (has_delta || (!out.finish_reason && !out.token_ids.empty() && !ids.is_null())) {
       Json d = Json::object();
+      if (!split.reasoning.empty()) {
+        d["reasoning_content"] = split.reasoning;  // vLLM's older name
+        d["reasoning"] = std::move(split.reasoning);
+      }
       if (!delta.content.empty()) d["content"] = delta.content;
       if (!tool_chunks.empty()) d["tool_calls"] = std::move(tool_chunks.front());
       Json logprobs = entries.empty() ? Json() : Json{{"content", std::move(entries)}};
@@ -209,12 +235,25 @@ class ChatAssembler {
     responder_->end_stream();
   }
 
+  // With a reasoning parser the message carries reasoning_content and
+  // reasoning (vLLM's older and newer names; null when the output had none)
+  // and content is the answer after it: null when empty after reasoning.
   Json choice_json(size_t index, ChatChoice& choice) const {
     Json message = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}};
+    std::string answer = choice.text;
+    if (ctx_.reasoning_parser) {
+      ParsedReasoning split =
+          parse_reasoning(*ctx_.reasoning_parser, plan_.prompt_think, choice.text);
+      answer = std::move(split.content);
+      message["content"] = split.reasoning && answer.empty() ? Json() : Json(answer);
+      Json reasoning = split.reasoning && plan_.include_reasoning ? Json(*split.reasoning) : Json();
+      message["reasoning_content"] = reasoning;
+      message["reasoning"] = std::move(reasoning);
+    }
     Json finish_reason = choice.finish_reason;
     if (plan_.parse_tool_calls) {
       ParsedToolOutput parsed =
-          parse_tool_output(tool_parser(), choice.text, plan_.prompt.tools.tools);
+          parse_tool_output(tool_parser(), answer, plan_.prompt.tools.tools);
       if (!plan_.parallel_tool_calls && parsed.tool_calls.size() > 1) parsed.tool_calls.resize(1);
       if (!parsed.tool_calls.empty()) {
         message["content"] = parsed.content.empty() ? Json() : Json(parsed.content);

@@ -6,6 +6,7 @@
 #include "openai/field_reader.h"
 #include "openai/prompt_truncation.h"
 #include "openai/response_bound.h"
+#include "openai/reasoning/reasoning_constraint.h"
 #include "openai/tool_constraint.h"
 #include "openai/tools/forced_tool_calls.h"
 #include "openai/unsupported_fields.h"
@@ -31,6 +32,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   plan.return_token_ids = reader.boolean("return_token_ids").value_or(false);
   const PromptTruncation truncation = read_prompt_truncation(reader);
   plan.parallel_tool_calls = reader.boolean("parallel_tool_calls").value_or(true);
+  plan.include_reasoning = reader.boolean("include_reasoning").value_or(true);
   refuse_unsupported_chat_fields(reader);
   read_bad_words(reader, ctx.engine.tokenizer(), params);
   if (reader.error()) return *reader.error();
@@ -38,6 +40,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
   auto prompt = build_chat_prompt(ctx, body, /*bounded=*/!truncation.active());
   if (!prompt.ok()) return prompt.error();
   plan.prompt = std::move(prompt.value());
+  if (ctx.reasoning_parser) plan.prompt_think = prompt_think_state(plan.prompt.text);
   if (truncation.active()) {
     auto keep = truncation_length(
         truncation, info.max_model_len, plan.request.max_tokens.value_or(0),
@@ -102,6 +105,7 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
     shape.logprobs = params.logprobs.value_or(-1);
     shape.prompt_logprobs = plan.prompt_logprobs.value_or(-1);
     shape.token_ids = plan.return_token_ids;
+    shape.reasoning = ctx.reasoning_parser != nullptr && plan.include_reasoning;
     shape.prompt_tokens = static_cast<int64_t>(plan.prompt.token_ids.size());
     if (auto error = check_response_size(shape, ctx.max_token_bytes, ctx.options.max_response_bytes))
       return *error;
@@ -115,6 +119,12 @@ ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body) {
     auto constraint = compile_constraint_source(ctx.engine, *plan.request.constraint_source);
     if (!constraint.ok()) return constraint.error();
     plan.request.constraint = std::move(constraint.value());
+    // A reasoning model's constraint applies to its answer, after </think>.
+    if (ctx.reasoning_parser) {
+      plan.request.constraint = gate_after_reasoning(std::move(plan.request.constraint), *ctx.reasoning_parser,
+                                                     ctx.engine.tokenizer(), plan.prompt.token_ids,
+                                                     ctx.engine.info().vocab_size);
+    }
   }
   return plan;
 }

@@ -34,6 +34,11 @@ struct ChatPlan {
   // Non-empty: the chat template ignores the tools offered; sent as the
   // X-Pagoda-Warning header (ServiceOptions::strict_tools makes it a 400).
   std::string tools_warning;
+  // With a reasoning parser (ServiceContext::reasoning_parser): where the
+  // rendered prompt leaves the reasoning, and include_reasoning (vLLM's field,
+  // default true; false drops the reasoning text from the answer).
+  PromptThinkState prompt_think = PromptThinkState::kNone;
+  bool include_reasoning = true;
 };
 
 // Reads the sampling request, logprobs (bool) and top_logprobs (0..20, needs
@@ -51,6 +56,7 @@ struct ChatPlan {
 // tool_choice "required" or a named function constrains the output
 // (tool_constraint.h; with another constraint source it is a 400 naming
 // both). The constraint is compiled last, once the request is known to fit.
+// include_reasoning (bool) is read with or without a reasoning parser.
 ApiResult<ChatPlan> plan_chat(const ServiceContext& ctx, const Json& body);
 
 }  // namespace pagoda::openai

@@ -13,6 +13,7 @@ constexpr int64_t kNumberBytes = 24;         // a logprob as JSON ("-1.234567890
 constexpr int64_t kOffsetBytes = 12;         // a text_offset and its comma
 constexpr int64_t kTokenIdBytes = 11;        // a token id and its comma ("2147483647,")
 constexpr int64_t kEnvelopeBytes = 1024;     // id, object, model, usage, ...
+constexpr int64_t kReasoningKeyBytes = 48;   // "reasoning_content":,"reasoning": and their quotes
 constexpr int64_t kChoiceBytes = 256;        // index, finish_reason, stop_reason, logprobs keys
 
 // Bytes one scored token adds to a choice's logprobs; `raw`: bytes of its
@@ -46,10 +47,11 @@ int64_t estimate_response_bytes(const ResponseShape& shape, int64_t max_token_by
   // control byte 6 ("\u0001").
   const int64_t raw = std::min(std::max<int64_t>(max_token_bytes, 1), kOrdinaryTokenBytes);
   const int64_t text = 2 * raw + 6;
-  int64_t per_token = text;
+  int64_t per_token = shape.reasoning ? 2 * text : text;
   if (shape.logprobs >= 0) per_token += logprob_entry_bytes(shape.chat, shape.logprobs, raw, text);
   if (shape.token_ids) per_token += kTokenIdBytes;
-  int64_t total = kEnvelopeBytes + shape.num_choices * (kChoiceBytes + shape.max_tokens * per_token);
+  const int64_t choice_bytes = kChoiceBytes + (shape.reasoning ? kReasoningKeyBytes : 0);
+  int64_t total = kEnvelopeBytes + shape.num_choices * (choice_bytes + shape.max_tokens * per_token);
   int64_t per_prompt_token = shape.token_ids ? kTokenIdBytes : 0;
   if (shape.prompt_logprobs >= 0)
     per_prompt_token += prompt_logprob_entry_bytes(shape.prompt_logprobs, text);

@@ -26,6 +26,9 @@ struct ResponseShape {
   int64_t prompt_tokens = 0;
   int prompt_logprobs = -1;  // alternatives per prompt token in prompt_logprobs; -1: none
   bool token_ids = false;    // return_token_ids: prompt and generated token ids
+  // Chat with a reasoning parser: a token's text may be reasoning, written
+  // twice (reasoning_content and reasoning).
+  bool reasoning = false;
 };
 
 // Upper bound of the response's JSON size for ordinary tokens: each token's

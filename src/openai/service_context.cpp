@@ -31,6 +31,7 @@ ServiceContext::ServiceContext(Engine& engine_, ServiceOptions options_,
                                boost::asio::any_io_executor workers_,
                                boost::asio::any_io_executor heavy_workers_,
                                std::unique_ptr<ToolParser> tool_parser_,
+                               std::unique_ptr<ReasoningParser> reasoning_parser_,
                                std::shared_ptr<http::PostGate> io_gate_)
     : engine(engine_),
       options(std::move(options_)),
@@ -45,6 +46,7 @@ ServiceContext::ServiceContext(Engine& engine_, ServiceOptions options_,
       heavy_workers(heavy_workers_ ? std::move(heavy_workers_) : std::move(workers_)),
       max_token_bytes(longest_token_bytes(engine.tokenizer())),
       tool_parser(std::move(tool_parser_)),
+      reasoning_parser(std::move(reasoning_parser_)),
       io_gate(io_gate_ ? std::move(io_gate_) : std::make_shared<http::PostGate>()) {}
 
 Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
@@ -57,9 +59,13 @@ Result<std::unique_ptr<ServiceContext>> ServiceContext::create(
   } else if (options.tool_call_parser != "none") {
     PAGODA_ASSIGN_OR_RETURN(parser, make_tool_parser(options.tool_call_parser));
   }
-  auto context = std::make_unique<ServiceContext>(engine, std::move(options), std::move(io),
-                                                  std::move(workers), std::move(heavy_workers),
-                                                  std::move(parser), std::move(io_gate));
+  std::unique_ptr<ReasoningParser> reasoning;
+  if (!options.reasoning_parser.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(reasoning, make_reasoning_parser(options.reasoning_parser));
+  }
+  auto context = std::make_unique<ServiceContext>(
+      engine, std::move(options), std::move(io), std::move(workers), std::move(heavy_workers),
+      std::move(parser), std::move(reasoning), std::move(io_gate));
   context->template_ignores_tools = chat_template_ignores_tools(engine);
   return context;
 }

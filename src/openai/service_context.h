@@ -18,6 +18,7 @@
 #include "openai/api_error.h"
 #include "openai/generation_job.h"
 #include "openai/request_log.h"
+#include "openai/reasoning/reasoning_parser.h"
 #include "openai/response_bound.h"
 #include "openai/tools/tool_parser.h"
 
@@ -30,6 +31,9 @@ struct ServiceOptions {
   std::string api_key;                    // "" → no authentication
   std::string version = "0.0.0";          // for /version and system_fingerprint
   std::string tool_call_parser = "auto";  // auto, none, or a name of tool_parser_names()
+  // "" (none) or a name of reasoning_parser_names(): chat answers split the
+  // <think> text into reasoning_content / reasoning.
+  std::string reasoning_parser;
   // tool_choice "auto" (the default when tools are given) is served: the
   // output is parsed for calls. Off (--no-enable-auto-tool-choice): 400, as
   // vLLM answers without --enable-auto-tool-choice.
@@ -45,7 +49,7 @@ struct ServiceOptions {
 };
 
 struct ServiceContext {
-  // Errors: an unknown tool_call_parser name. `heavy_workers`: the heavy
+  // Errors: an unknown tool_call_parser or reasoning_parser name. `heavy_workers`: the heavy
   // lane (empty: `workers` takes every request). `io_gate`: the gate of the
   // listener whose connections the service answers (nullptr: a new one).
   static Result<std::unique_ptr<ServiceContext>> create(
@@ -72,6 +76,7 @@ struct ServiceContext {
   // that shrink text (NFKC maps a 3-byte full-width letter to 1 byte).
   int64_t max_prompt_bytes() const;
   std::unique_ptr<ToolParser> tool_parser;     // nullptr: tool calls are not parsed
+  std::unique_ptr<ReasoningParser> reasoning_parser;  // nullptr: no reasoning split
   // The chat template renders a conversation the same with and without tools
   // (probed once at start, chat_template_ignores_tools).
   bool template_ignores_tools = false;
@@ -94,7 +99,9 @@ struct ServiceContext {
 
   ServiceContext(Engine& engine, ServiceOptions options, boost::asio::any_io_executor io,
                  boost::asio::any_io_executor workers, boost::asio::any_io_executor heavy_workers,
-                 std::unique_ptr<ToolParser> tool_parser, std::shared_ptr<http::PostGate> io_gate);
+                 std::unique_ptr<ToolParser> tool_parser,
+                 std::unique_ptr<ReasoningParser> reasoning_parser,
+                 std::shared_ptr<http::PostGate> io_gate);
 };
 
 // Route handlers (one file per group).

@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tool-call-parser", server_options.service.tool_call_parser, "tool-call parser")
       ->capture_default_str();
+  app.add_option("--reasoning-parser", server_options.service.reasoning_parser,
+                 "reasoning parser (as pagoda serve)");
   pagoda::app::add_switch(app, "enable-auto-tool-choice", server_options.service.auto_tool_choice,
                           "parse tool_choice auto (as pagoda serve)");
   app.add_flag("--strict-tools", server_options.service.strict_tools,

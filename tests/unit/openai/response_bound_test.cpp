@@ -39,6 +39,7 @@ TEST(ResponseBound, EveryInputRaisesTheEstimate) {
   EXPECT_TRUE(more([](ResponseShape& s) { s.echo_bytes = 10; }));
   EXPECT_TRUE(more([](ResponseShape& s) { s.chat = true, s.logprobs = 1; }));
   EXPECT_TRUE(more([](ResponseShape& s) { s.token_ids = true; }));
+  EXPECT_TRUE(more([](ResponseShape& s) { s.chat = true, s.reasoning = true; }));
   EXPECT_TRUE(more([](ResponseShape& s) { s.prompt_tokens = 10, s.prompt_logprobs = 0; }));
   EXPECT_TRUE(more([](ResponseShape& s) { s.prompt_tokens = 10, s.token_ids = true; }));
   EXPECT_GT(estimate_response_bytes(base, 16), estimate_response_bytes(base, 4));
