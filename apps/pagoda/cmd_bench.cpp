@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_constraint.h"
 #include "bench/serve_bench.h"
 #include "core/result.h"
 #include "pagoda/command.h"
@@ -96,7 +97,18 @@ struct ServeFlags {
   std::string percentiles = "90,99";
   bool no_ignore_eos = false;
   bool no_progress = false;
+  std::string response_format_schema;
+  std::string structured_output;
 };
+
+// --response-format-schema FILE / --structured-output json_object (the same
+// flags on serve, latency and throughput).
+void add_constraint_flags(CLI::App* cmd, std::string& schema_file, std::string& kind) {
+  cmd->add_option("--response-format-schema", schema_file, pagoda::bench::kResponseFormatSchemaHelp)
+      ->type_name("FILE");
+  cmd->add_option("--structured-output", kind, pagoda::bench::kStructuredOutputHelp)
+      ->type_name("json_object|none");
+}
 
 void add_serve_flags(CLI::App* cmd, ServeFlags& f) {
   auto& o = f.o;
@@ -154,6 +166,7 @@ void add_serve_flags(CLI::App* cmd, ServeFlags& f) {
       ->capture_default_str();
   cmd->add_flag("--no-ignore-eos", f.no_ignore_eos,
                 "let requests stop at EOS (default: ignore_eos, so output lengths are exact)");
+  add_constraint_flags(cmd, f.response_format_schema, f.structured_output);
   cmd->add_option("--result-json", o.result_json,
                   "write the results (vLLM's field names) to this JSON file");
   cmd->add_option("--plots", o.plots_dir,
@@ -199,6 +212,8 @@ Status finish_serve_flags(CLI::App* cmd, ServeFlags& f) {
   }
   o.ignore_eos = !f.no_ignore_eos;
   o.progress = !f.no_progress;
+  PAGODA_ASSIGN_OR_RETURN(
+      o.constraint, pagoda::bench::bench_constraint(f.response_format_schema, f.structured_output));
   return Status::Ok();
 }
 
@@ -212,6 +227,8 @@ struct InprocFlags {
   double ceiling_gbps = 0.0;    // 0: measure before the engine starts
   double ceiling_tflops = 0.0;  // 0: no prefill ratio
   std::string result_json;
+  std::string response_format_schema;
+  std::string structured_output;
   CLI::App* latency_cmd = nullptr;
   CLI::App* throughput_cmd = nullptr;
 };
@@ -231,6 +248,7 @@ void add_ceiling_flags(CLI::App* cmd, InprocFlags& f) {
   cmd->add_option("--ceiling-tflops", f.ceiling_tflops,
                   "bf16 matrix rate ceiling in TFLOP/s (prefill ratio)");
   cmd->add_option("--result-json", f.result_json, "write the results to this JSON file");
+  add_constraint_flags(cmd, f.response_format_schema, f.structured_output);
 }
 
 void add_inproc_commands(CLI::App& app, InprocFlags& f) {
@@ -263,6 +281,7 @@ void add_inproc_commands(CLI::App& app, InprocFlags& f) {
       ->capture_default_str();
   f.throughput_cmd->add_option("--result-json", f.result_json,
                                "write the results to this JSON file");
+  add_constraint_flags(f.throughput_cmd, f.response_format_schema, f.structured_output);
 }
 
 Status write_json(const std::string& path, const nlohmann::json& j) {
@@ -294,6 +313,8 @@ Status measure_ceiling(InprocFlags& f, const pagoda::ModelConfig& config,
 }
 
 Status run_latency(InprocFlags& f) {
+  PAGODA_ASSIGN_OR_RETURN(f.latency.constraint, pagoda::bench::bench_constraint(
+                                                    f.response_format_schema, f.structured_output));
   PAGODA_ASSIGN_OR_RETURN(auto location, pagoda::resolve_model(
                               f.engine.model, pagoda::app::hub_options(f.engine.revision, f.engine.download_dir)));
   PAGODA_ASSIGN_OR_RETURN(auto opened, pagoda::open_model(location));
@@ -316,6 +337,9 @@ Status run_latency(InprocFlags& f) {
 }
 
 Status run_throughput(InprocFlags& f) {
+  PAGODA_ASSIGN_OR_RETURN(
+      f.throughput.constraint,
+      pagoda::bench::bench_constraint(f.response_format_schema, f.structured_output));
   PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
   auto result = pagoda::bench::run_throughput_bench(*engine, f.throughput);
   engine->drain();

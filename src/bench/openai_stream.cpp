@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_constraint.h"
+
 namespace pagoda::bench {
 
 using nlohmann::json;
@@ -21,6 +23,7 @@ std::string build_request_body(Api api, const BenchRequest& request,
                {"stream_options", {{"include_usage", true}}},
                {"temperature", options.temperature}};
   if (options.ignore_eos) body["ignore_eos"] = true;
+  if (options.constraint) body["response_format"] = response_format_json(*options.constraint);
   if (api == Api::kChat) {
     body["messages"] = json::array({{{"role", "user"}, {"content", request.prompt_text}}});
     body["max_completion_tokens"] = request.output_len;

@@ -4,11 +4,13 @@
 // timing definitions).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "bench/dataset.h"
 #include "bench/metrics.h"
+#include "sample/structured_output.h"
 
 namespace pagoda::bench {
 
@@ -21,10 +23,13 @@ struct PayloadOptions {
   std::string model;
   bool ignore_eos = true;
   double temperature = 0.0;  // greedy: the cheapest sampling, and reproducible
+  // json_object / json_schema: sent as response_format (bench_constraint.h).
+  std::optional<StructuredOutputSpec> constraint;
 };
 
 // The JSON body: stream true, stream_options.include_usage true, max_tokens
-// (completions) or max_completion_tokens (chat) = output_len, ignore_eos.
+// (completions) or max_completion_tokens (chat) = output_len, ignore_eos,
+// and response_format when options.constraint is set.
 // Completions send token ids as the prompt when the request has them; chat
 // sends one user message with the prompt text.
 std::string build_request_body(Api api, const BenchRequest& request, const PayloadOptions& options);

@@ -319,7 +319,7 @@ Status run_serve_bench(const ServeBenchOptions& options) {
     PAGODA_ASSIGN_OR_RETURN(c.model, first_model(c));
   }
   PAGODA_ASSIGN_OR_RETURN(auto requests, build_dataset(c));
-  PayloadOptions payload{c.model, options.ignore_eos, 0.0};
+  PayloadOptions payload{c.model, options.ignore_eos, 0.0, options.constraint};
   std::vector<PlannedRequest> plan;
   for (const auto& r : requests)
     plan.push_back({build_request_body(c.api, r, payload), r.prompt_len, 0.0});

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/metrics.h"
 #include "core/result.h"
+#include "sample/structured_output.h"
 
 namespace pagoda::bench {
 
@@ -37,8 +39,9 @@ struct ServeBenchOptions {
   std::vector<double> percentiles = {90.0, 99.0};
   uint64_t seed = 0;
   bool ignore_eos = true;
-  std::string result_json;  // empty: no file
-  std::string plots_dir;    // empty: no plots
+  std::optional<StructuredOutputSpec> constraint;  // set: every request's response_format
+  std::string result_json;                         // empty: no file
+  std::string plots_dir;                           // empty: no plots
   double ready_timeout_s =
       60.0;  // wait this long for the server's first answer; 0: no test request
   double request_timeout_s = 3600.0;

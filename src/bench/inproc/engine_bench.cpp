@@ -79,7 +79,8 @@ SamplingParams bench_sampling_params(int64_t output_len) {
 
 Result<std::vector<RequestTiming>> run_engine_batch(
     Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-    const std::vector<int64_t>& output_lens, const std::string& id_prefix) {
+    const std::vector<int64_t>& output_lens, const std::string& id_prefix,
+    std::shared_ptr<const CompiledConstraint> constraint) {
   auto state = std::make_shared<BatchState>();
   state->timings.resize(prompts.size());
   state->seen_first.assign(prompts.size(), false);
@@ -88,8 +89,9 @@ Result<std::vector<RequestTiming>> run_engine_batch(
   size_t num_added = 0;
   Status refused;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    GenerateRequest req{id_prefix + std::to_string(i), prompts[i],
-                        bench_sampling_params(output_lens[i]), 0, make_sink(state, i)};
+    GenerateRequest req{
+        id_prefix + std::to_string(i), prompts[i], bench_sampling_params(output_lens[i]), 0,
+        make_sink(state, i),           constraint};
     refused = engine.add_request(std::move(req));
     if (!refused.ok()) break;
     ++num_added;
@@ -104,6 +106,12 @@ Result<std::vector<RequestTiming>> run_engine_batch(
   return state->timings;
 }
 
+Result<std::shared_ptr<const CompiledConstraint>> compile_bench_constraint(
+    const Engine& engine, const std::optional<StructuredOutputSpec>& spec) {
+  if (!spec) return std::shared_ptr<const CompiledConstraint>{};
+  return engine.compile_constraint(*spec);
+}
+
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after) {
   return {after.steps.minus(before.steps), after.graph_steps.minus(before.graph_steps),
           after.overlapped_steps - before.overlapped_steps};
@@ -115,6 +123,7 @@ Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchO
     return make_error(ErrorCode::kInvalidArgument,
                       "latency bench needs input_len, output_len, batch_size, num_iters >= 1 and "
                       "num_warmup >= 0");
+  PAGODA_ASSIGN_OR_RETURN(auto constraint, compile_bench_constraint(engine, o.constraint));
   LatencyBenchResult out;
   out.min_output_tokens = o.output_len;
   const int64_t vocab = engine.info().vocab_size;
@@ -125,7 +134,8 @@ Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchO
                                   o.seed + static_cast<uint64_t>(it), nullptr, 1);
     std::vector<int64_t> lens(prompts.size(), o.output_len);
     PAGODA_ASSIGN_OR_RETURN(
-        auto timings, run_engine_batch(engine, prompts, lens, "lat-" + std::to_string(it) + "-"));
+        auto timings,
+        run_engine_batch(engine, prompts, lens, "lat-" + std::to_string(it) + "-", constraint));
     if (it < o.num_warmup) continue;
     std::vector<double> ttft, tpot;
     double end = 0.0;
@@ -156,8 +166,10 @@ Result<ThroughputBenchResult> run_throughput_bench(Engine& engine,
                                 o.seed, &lens, o.output_len);
   if (prompts.empty())
     return make_error(ErrorCode::kInvalidArgument, "bad --range-ratio: must be in [0, 1)");
+  PAGODA_ASSIGN_OR_RETURN(auto constraint, compile_bench_constraint(engine, o.constraint));
   const EngineMetrics before = engine.metrics();
-  PAGODA_ASSIGN_OR_RETURN(auto timings, run_engine_batch(engine, prompts, lens, "tput-"));
+  PAGODA_ASSIGN_OR_RETURN(auto timings,
+                          run_engine_batch(engine, prompts, lens, "tput-", constraint));
   ThroughputBenchResult out;
   out.steps = step_totals_between(before, engine.metrics());
   out.num_requests = static_cast<int64_t>(timings.size());

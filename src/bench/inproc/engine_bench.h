@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "bench/bandwidth.h"
 #include "core/result.h"
 #include "engine/engine_api.h"
+#include "sample/structured_output.h"
 
 namespace pagoda::bench {
 
@@ -29,11 +32,18 @@ struct RequestTiming {
   bool aborted = false;
 };
 
-// Adds every prompt at once and waits until all have finished. Errors: an
-// add_request refusal (the requests added before it are aborted first).
+// Adds every prompt at once (each constrained by `constraint` when it is not
+// null) and waits until all have finished. Errors: an add_request refusal
+// (the requests added before it are aborted first).
 Result<std::vector<RequestTiming>> run_engine_batch(
     Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-    const std::vector<int64_t>& output_lens, const std::string& id_prefix);
+    const std::vector<int64_t>& output_lens, const std::string& id_prefix,
+    std::shared_ptr<const CompiledConstraint> constraint = nullptr);
+
+// The engine's compiled form of `spec` (null when there is none), for
+// run_engine_batch. Errors: the engine's compile error.
+Result<std::shared_ptr<const CompiledConstraint>> compile_bench_constraint(
+    const Engine& engine, const std::optional<StructuredOutputSpec>& spec);
 
 // Engine steps over a timed span (EngineMetrics differences).
 struct StepTotals {
@@ -50,6 +60,7 @@ struct LatencyBenchOptions {
   int num_iters = 10;
   int num_warmup = 2;
   uint64_t seed = 0;
+  std::optional<StructuredOutputSpec> constraint;  // set: every request follows it
 };
 
 // Per timed iteration (fresh random prompts each time, so prefix caching
@@ -70,6 +81,7 @@ struct ThroughputBenchOptions {
   int64_t output_len = 1024;
   double range_ratio = 0.0;
   uint64_t seed = 0;
+  std::optional<StructuredOutputSpec> constraint;  // set: every request follows it
 };
 
 struct ThroughputBenchResult {

@@ -16,8 +16,16 @@
 namespace pagoda::bench {
 namespace {
 
+// A compiled constraint the fake engine hands out (never started: the fake
+// does not sample).
+class FakeConstraint : public CompiledConstraint {
+ public:
+  std::unique_ptr<TokenConstraint> start() const override { return nullptr; }
+};
+
 // Emits the first token `ttft` after add_request, then one token every
 // `itl`, up to max_tokens; refuses the request numbered `refuse_at`.
+// Compiles json_object specs (counted) and refuses every other kind.
 class FakeEngine : public Engine {
  public:
   FakeEngine(std::chrono::milliseconds ttft, std::chrono::milliseconds itl, int refuse_at = -1)
@@ -32,6 +40,7 @@ class FakeEngine : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     if (num_added_++ == refuse_at_) return make_error(ErrorCode::kResourceExhausted, "queue full");
     prompts_.push_back(request.prompt_token_ids);
+    constraints_.push_back(request.constraint);
     auto stop = std::make_shared<std::atomic<bool>>(false);
     stops_[request.request_id] = stop;
     threads_.emplace_back(
@@ -50,8 +59,12 @@ class FakeEngine : public Engine {
   }
   const ModelInfo& info() const override { return info_; }
   EngineMetrics metrics() const override { return {}; }
-  Result<std::shared_ptr<const CompiledConstraint>> compile_constraint(const StructuredOutputSpec&) const override {
-    return Error{ErrorCode::kInvalidArgument, "no structured output"};
+  Result<std::shared_ptr<const CompiledConstraint>> compile_constraint(
+      const StructuredOutputSpec& spec) const override {
+    if (spec.kind != StructuredOutputSpec::Kind::kJsonObject)
+      return Error{ErrorCode::kInvalidArgument, "json_schema at '': uniqueItems: unsupported"};
+    ++num_compiled_;
+    return std::shared_ptr<const CompiledConstraint>(std::make_shared<FakeConstraint>());
   }
   void drain() override {
     std::vector<std::thread> threads;
@@ -70,6 +83,11 @@ class FakeEngine : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     return num_aborted_;
   }
+  std::vector<std::shared_ptr<const CompiledConstraint>> constraints() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return constraints_;
+  }
+  int num_compiled() const { return num_compiled_.load(); }
 
  private:
   void serve(GenerateRequest r, std::atomic<bool>& stop) {
@@ -98,6 +116,8 @@ class FakeEngine : public Engine {
   std::mutex mu_;
   int num_added_ = 0, num_aborted_ = 0;
   std::vector<std::vector<int32_t>> prompts_;
+  std::vector<std::shared_ptr<const CompiledConstraint>> constraints_;
+  mutable std::atomic<int> num_compiled_{0};
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> stops_;
   std::vector<std::thread> threads_;
 };
@@ -156,6 +176,57 @@ TEST(InprocBench, ThroughputCountsEveryToken) {
                    static_cast<double>(r->num_output_tokens) / r->elapsed_s);
   EXPECT_DOUBLE_EQ(j["total_tok_s"].get<double>(),
                    static_cast<double>(r->num_output_tokens + prompt_tokens) / r->elapsed_s);
+}
+
+TEST(InprocBench, ConstraintIsCompiledOnceAndAttachedToEveryRequest) {
+  FakeEngine engine(std::chrono::milliseconds(1), std::chrono::milliseconds(1));
+  ThroughputBenchOptions o;
+  o.num_prompts = 5;
+  o.input_len = 4;
+  o.output_len = 2;
+  o.constraint = StructuredOutputSpec{};  // json_object
+  ASSERT_TRUE(run_throughput_bench(engine, o).ok());
+  EXPECT_EQ(engine.num_compiled(), 1);
+  auto constraints = engine.constraints();
+  ASSERT_EQ(constraints.size(), 5u);
+  for (const auto& c : constraints) {
+    EXPECT_NE(c, nullptr);
+    EXPECT_EQ(c, constraints[0]);
+  }
+  LatencyBenchOptions l;
+  l.input_len = 4;
+  l.output_len = 2;
+  l.num_iters = 1;
+  l.num_warmup = 0;
+  l.constraint = StructuredOutputSpec{};
+  ASSERT_TRUE(run_latency_bench(engine, l).ok());
+  EXPECT_EQ(engine.num_compiled(), 2);
+  EXPECT_NE(engine.constraints().back(), nullptr);
+}
+
+TEST(InprocBench, NoConstraintByDefault) {
+  FakeEngine engine(std::chrono::milliseconds(1), std::chrono::milliseconds(1));
+  ThroughputBenchOptions o;
+  o.num_prompts = 2;
+  o.input_len = 4;
+  o.output_len = 2;
+  ASSERT_TRUE(run_throughput_bench(engine, o).ok());
+  EXPECT_EQ(engine.num_compiled(), 0);
+  for (const auto& c : engine.constraints()) EXPECT_EQ(c, nullptr);
+}
+
+TEST(InprocBench, ConstraintCompileErrorAddsNoRequest) {
+  FakeEngine engine(std::chrono::milliseconds(1), std::chrono::milliseconds(1));
+  ThroughputBenchOptions o;
+  o.num_prompts = 3;
+  o.input_len = 4;
+  o.output_len = 2;
+  o.constraint =
+      StructuredOutputSpec{StructuredOutputSpec::Kind::kJsonSchema, R"({"uniqueItems": true})", {}};
+  auto r = run_throughput_bench(engine, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("uniqueItems"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(engine.prompts().empty());
 }
 
 TEST(InprocBench, RefusalAbortsTheRequestsAlreadyAdded) {
