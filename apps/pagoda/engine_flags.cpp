@@ -106,6 +106,11 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
              "plan and launch the next engine step while the GPU runs the current one, so host "
              "work hides behind device work (steps of beam search, n > 1 forks and penalties "
              "wait for their tokens)");
+  add_switch(app, "jump-forward", o.jump_forward,
+             "structured output: where the grammar admits a single continuation (a JSON key, a "
+             "literal), append its tokens without sampling them, up to 64 bytes after each "
+             "sampled token, fed to the model as one chunk; only for requests that ask for no logprobs "
+             "and no best_of > n");
   app.add_option("--seed", o.seed,
                  "base seed for requests without their own; 0: random per process")
       ->capture_default_str();

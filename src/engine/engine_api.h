@@ -52,6 +52,9 @@ struct EngineOptions {
   // requests need step N's tokens first -- beam search, the fork of n > 1,
   // repetition/presence/frequency penalties -- wait).
   bool async_scheduling = true;
+  // Structured output: where the constraint admits a single continuation,
+  // append its tokens without sampling them (engine/jump_forward.h).
+  bool jump_forward = true;
   uint64_t seed = 0;                 // base for requests without a seed (0: random per process)
   // Seconds between engine stats lines in the log (engine/stats_logger.h),
   // written only while the engine is busy; 0: none.

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "engine/best_of.h"
+#include "engine/jump_forward.h"
 #include "engine/llm_engine.h"
 #include "engine/token_logprobs.h"
 
@@ -15,17 +16,32 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
                          const SampleOutput& so) {
   const int32_t token = sampled.token;
   const size_t r = sampled.row;
+  // The output tokens of this event: the sampled token, or the tokens that
+  // jump-forward put in its place (jump_forward.h).
+  std::vector<int32_t> tokens = {token};
   if (sample.constraint) {
     if (sampled.no_allowed_token) {
       fail_sample(req, sample, seq, "structured output: the constraint allows none of the request's allowed_token_ids");
       return;
     }
+    std::unique_ptr<TokenConstraint> before = jumps_forward(req) ? sample.constraint->clone() : nullptr;
     // The row was masked by this state's next tokens, so a refusal is a bug
     // (a constraint whose mask and accept() disagree).
     if (!sample.constraint->accept(token)) {
       fail_sample(req, sample, seq,
                   fmt::format("structured output: the sampled token {} is not allowed by the constraint", token));
       return;
+    }
+    if (before) {
+      std::optional<JumpForward> jump =
+          plan_jump_forward(*parts_.tokenizer, *before, *sample.constraint, token, kJumpForwardMaxBytes,
+                            req.max_tokens - sample.stop.num_tokens());
+      // The scheduler refuses when the KV pool lacks the jump's blocks: the
+      // sampled token then stands and decoding goes on token by token.
+      if (jump && scheduler_.replace_last_token(seq, jump->tokens).ok()) {
+        tokens = std::move(jump->tokens);
+        sample.constraint = std::move(jump->state);
+      }
     }
   }
   const Clock::time_point now = Clock::now();
@@ -37,13 +53,25 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
   }
   sample.last_token_time = now;
   req.last_token = now;
-  ++req.num_generation_tokens;
-  metrics_.on_tokens(1);
+  // Only the sampled token has a logprob (jump-forward runs only for
+  // requests that report none and do not rank samples by them).
   sample.cumulative_logprob += so.logprobs[r];
-  sample.count_token(req.params, token);
 
+  // Each token in order through the stop checks: a stop string, stop token
+  // or max_tokens inside a jump ends the output at that token.
   const Clock::time_point detok_start = Clock::now();
-  StopUpdate upd = sample.stop.append(token, sample.detok.feed(token));
+  StopUpdate upd;
+  size_t num_taken = 0;
+  while (num_taken < tokens.size() && !upd.finished()) {
+    const int32_t t = tokens[num_taken++];
+    sample.count_token(req.params, t);
+    StopUpdate u = sample.stop.append(t, sample.detok.feed(t));
+    u.text.insert(0, upd.text);
+    upd = std::move(u);
+  }
+  tokens.resize(num_taken);
+  req.num_generation_tokens += static_cast<int64_t>(num_taken);
+  metrics_.on_tokens(static_cast<int64_t>(num_taken));
   req.max_sample_tokens = std::max<int64_t>(req.max_sample_tokens, sample.stop.num_tokens());
   // Structured output: a finished constraint ends the sample as EOS would
   // ("stop", no stop_reason), also before min_tokens (its mask then allows
@@ -61,7 +89,7 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
   RequestOutput ev;
   ev.request_id = req.external_id;
   ev.index = sample.index;
-  ev.token_ids = {token};
+  ev.token_ids = std::move(tokens);
   ev.text = std::move(upd.text);
   if (req.params.logprobs) ev.logprobs.push_back(make_token_logprob(so, r, token, so.logprobs[r], so.ranks[r], *req.params.logprobs));
   ev.num_prompt_tokens = static_cast<int64_t>(req.prompt.size());
@@ -82,6 +110,11 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
   const FinishReason reason = *ev.finish_reason;
   emit(req, &sample, std::move(ev));
   finish_sample(req, seq, reason);
+}
+
+bool LlmEngine::jumps_forward(const RequestState& req) const {
+  return parts_.options.jump_forward && req.constraint != nullptr && !req.params.logprobs &&
+         !holds_outputs(req.params);
 }
 
 void LlmEngine::fail_sample(RequestState& req, SampleState& sample, SeqId seq, const std::string& message) {

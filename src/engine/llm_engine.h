@@ -131,14 +131,19 @@ class LlmEngine final : public Engine {
   // One search step of a beam request over the candidates of this step's rows.
   void step_beam(RequestState& req);
   void finish_beam(RequestState& req);
-  // A sampled token of a sample: constraint, stop checks, detokenization,
-  // its event; may finish the sample and the request.
+  // A sampled token of a sample: constraint (and jump-forward), stop checks,
+  // detokenization, its event; may finish the sample and the request.
   void on_token(RequestState& req, SampleState& sample, SeqId seq, const SampledRow& sampled, const SampleOutput& so);
   // Structured output went wrong for this sample (a token its constraint
   // refuses, or no token both it and allowed_token_ids allow): the sample
   // ends with an error event (finish_reason abort); under best_of the whole
   // request does. Never a crash.
   void fail_sample(RequestState& req, SampleState& sample, SeqId seq, const std::string& message);
+  // Whether the samples of `req` jump forward (jump_forward.h): the engine's
+  // option is on, the request is constrained, reports no logprobs (jumped
+  // tokens are not sampled, so they have none) and does not rank samples by
+  // them (best_of > n).
+  bool jumps_forward(const RequestState& req) const;
   void emit(RequestState& req, SampleState* sample, RequestOutput&& event);
   void finish_sample(RequestState& req, SeqId seq, FinishReason reason);
   void finish_request(RequestState& req, FinishReason reason, const std::string& error = {});

@@ -101,4 +101,8 @@ std::unique_ptr<TokenConstraint> GrammarConstraint::clone() const {
   return std::make_unique<GrammarConstraint>(*this);
 }
 
+std::string GrammarConstraint::forced_bytes(size_t max_bytes) const {
+  return ended_ ? std::string() : matcher_.forced_bytes(max_bytes);
+}
+
 }  // namespace pagoda::grammar

@@ -54,6 +54,9 @@ class GrammarConstraint final : public TokenConstraint {
   bool accept(int32_t token) override;
   bool is_finished() const override;
   std::unique_ptr<TokenConstraint> clone() const override;
+  // The matcher's forced bytes (Matcher::forced_bytes); "" once an eos token
+  // was accepted.
+  std::string forced_bytes(size_t max_bytes) const override;
 
   const Matcher& matcher() const { return matcher_; }
 

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 
 namespace pagoda {
 
@@ -31,6 +33,15 @@ class TokenConstraint {
   virtual bool is_finished() const = 0;
   // An independent copy of the state (n > 1 samples fork from one prompt).
   virtual std::unique_ptr<TokenConstraint> clone() const = 0;
+  // The bytes every continuation of the output so far must start with, at
+  // most max_bytes of them: "" when the next byte is not forced, when the
+  // output may end here, or when the constraint cannot tell (this default).
+  // The engine's jump-forward appends them without sampling
+  // (docs/structured-output.md).
+  virtual std::string forced_bytes(size_t max_bytes) const {
+    (void)max_bytes;
+    return {};
+  }
 };
 
 // A compiled constraint, shared by the requests that use it (cached by the

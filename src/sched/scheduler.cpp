@@ -1,6 +1,8 @@
 // Scheduler::schedule() and its phases.
 #include "sched/scheduler.h"
 
+#include <algorithm>
+
 #include "core/log.h"
 
 namespace pagoda {
@@ -50,6 +52,12 @@ void Scheduler::recycle(ScheduleOutput out) {
 
 ScheduleOutput Scheduler::plan_step() {
   StepPlan plan(config_.max_num_batched_tokens);
+  for (const PendingCopy& p : pending_copies_) {
+    if (!kv_.contains(p.seq)) continue;  // finished or preempted since: the copy is moot
+    std::span<const int32_t> table = kv_.block_table(p.seq);
+    if (std::find(table.begin(), table.end(), p.copy.dst) != table.end()) plan.copies().push_back(p.copy);
+  }
+  pending_copies_.clear();
   schedule_running(plan);
   // A step that had to preempt has no room to admit anyone.
   if (!plan.preempted_any()) admit_waiting(plan);

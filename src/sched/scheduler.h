@@ -15,7 +15,8 @@
 //   apply out.copy_src/dst, run the model on out, sample out.logits_rows
 //   update(sampled);                       // commit the step, append tokens
 //   finish(seq, reason) / branch(...) / fork(...) as stop checks and
-//   parallel sampling or beam search decide; abort(request) at any time.
+//   parallel sampling or beam search decide; abort(request) at any time;
+//   replace_last_token(seq, tokens) where structured output jumps forward.
 // Every schedule() must be followed by update() before the next schedule(),
 // fork() or branch().
 //
@@ -95,6 +96,19 @@ class Scheduler {
   Status update(std::span<const SampledToken> sampled);
   // Appends a token to a sequence whose tokens are all computed.
   Status append_token(SeqId seq, int32_t token);
+  // Jump-forward (structured output): replaces the sequence's last token,
+  // which no step has computed yet (the token update() just appended), by
+  // `tokens`, and allocates the KV blocks they need now; copy-on-write copies
+  // that this takes are applied before the next step. The next step computes
+  // the tokens as one chunk (fewer when the budget or the chunk cap splits
+  // it) and samples after the last. Errors leave everything unchanged:
+  // kResourceExhausted when the pool lacks the blocks (the caller keeps its
+  // token: nobody is preempted for a jump); kInvalidArgument when a step is
+  // in flight (between schedule() or schedule_ahead() and its update()),
+  // the sequence is not running, its last token is computed or a
+  // placeholder, `tokens` is empty or holds a negative id, or they would
+  // pass max_model_len or the request's max_new_tokens.
+  Status replace_last_token(SeqId seq, std::span<const int32_t> tokens);
 
   // Plans the next step while the last planned one is still running: first
   // commits that step's work as update() would, and gives each sequence of
@@ -181,6 +195,13 @@ class Scheduler {
   // kPendingToken in the sequence's tokens.
   std::unordered_map<SeqId, int32_t> placeholders_;
   std::vector<FinishedSeq> finished_;  // reported by the next schedule()
+  // Copy-on-write copies taken by replace_last_token(), for the next step
+  // (dropped when their sequence no longer holds the copy).
+  struct PendingCopy {
+    SeqId seq = 0;
+    BlockCopy copy;
+  };
+  std::vector<PendingCopy> pending_copies_;
   // Outputs handed back by recycle(): one per step the engine can have in
   // flight (running + planned ahead).
   static constexpr size_t kNumSpareOutputs = 2;

@@ -149,6 +149,43 @@ Status Scheduler::append_token(SeqId id, int32_t token) {
   return Status::Ok();
 }
 
+Status Scheduler::replace_last_token(SeqId id, std::span<const int32_t> tokens) {
+  if (!in_flight_.empty() || placeholders_.contains(id)) {
+    return invalid(fmt::format("sequence {}: cannot replace its last token while a step is in flight", id));
+  }
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", id));
+  Sequence& seq = it->second;
+  const Request& req = requests_.at(seq.request_id);
+  if (!req.running || seq.num_uncomputed() != 1 || seq.num_output_tokens() < 1) {
+    return invalid(fmt::format("sequence {}: its last token is not an uncomputed output ({} of {} computed)",
+                               id, seq.num_computed_tokens, seq.num_tokens()));
+  }
+  if (tokens.empty() || std::any_of(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; })) {
+    return invalid(fmt::format("sequence {}: replacement tokens must be real ids", id));
+  }
+  const int64_t num_tokens = seq.num_tokens() - 1 + static_cast<int64_t>(tokens.size());
+  const int64_t num_outputs = num_tokens - seq.num_prompt_tokens;
+  if (num_tokens > config_.max_model_len ||
+      (req.spec.max_new_tokens > 0 && num_outputs > req.spec.max_new_tokens)) {
+    return invalid(fmt::format("sequence {}: {} tokens would pass max_model_len = {} or max_new_tokens = {}",
+                               id, num_tokens, config_.max_model_len, req.spec.max_new_tokens));
+  }
+  const auto num_slots = static_cast<int32_t>(num_tokens);
+  if (!kv_.can_grow(id, num_slots)) {
+    return make_error(ErrorCode::kResourceExhausted,
+                      fmt::format("sequence {}: {} more KV blocks needed, {} allocatable", id,
+                                  kv_.blocks_needed(id, num_slots), kv_.num_allocatable_blocks()));
+  }
+  std::vector<BlockCopy> copies;
+  kv_.grow(id, num_slots, copies);
+  for (const BlockCopy& c : copies) pending_copies_.push_back({id, c});
+  seq.tokens.pop_back();
+  seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
+  return Status::Ok();
+}
+
 SeqId Scheduler::fork_unchecked(Sequence& parent, Request& req) {
   SeqId child_id = next_seq_id_++;
   Sequence child = parent;

@@ -18,6 +18,11 @@ class Model {
   virtual ~Model() = default;
   // Appends the ids of one non-empty piece of valid UTF-8. Thread-safe.
   virtual void tokenize(std::string_view piece, std::vector<int32_t>& out) const = 0;
+  // tokenize() for a piece that continues earlier text: a model that
+  // prefixes every piece itself (SentencePiece's dummy "▁") leaves that out.
+  virtual void tokenize_continuation(std::string_view piece, std::vector<int32_t>& out) const {
+    tokenize(piece, out);
+  }
   // Id of a raw vocabulary piece (as written in the vocabulary file).
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
   // The raw vocabulary piece of id, or nullptr outside the vocabulary.

@@ -134,7 +134,7 @@ std::string bert(std::string_view text, const NormalizerStep& s, bool* keeps_fir
 }
 
 // Rewrites `text` in place (no copy when a Unicode form leaves it unchanged).
-void apply_step(const NormalizerStep& s, std::string& text, bool* keeps_first) {
+void apply_step(const NormalizerStep& s, std::string& text, bool prepend, bool* keeps_first) {
   using Kind = NormalizerStep::Kind;
   switch (s.kind) {
     case Kind::kUnicode:
@@ -153,7 +153,7 @@ void apply_step(const NormalizerStep& s, std::string& text, bool* keeps_first) {
       text = replace(text, *s.regex, s.content, keeps_first);
       return;
     case Kind::kPrepend:
-      if (!text.empty()) text.insert(0, s.content);
+      if (prepend && !text.empty()) text.insert(0, s.content);
       return;
     case Kind::kNmt:
       text = nmt(text, keeps_first);
@@ -166,12 +166,12 @@ void apply_step(const NormalizerStep& s, std::string& text, bool* keeps_first) {
 
 }  // namespace
 
-bool Normalizer::normalize(std::string_view text, std::string& out) const {
+bool Normalizer::normalize(std::string_view text, std::string& out, bool prepend) const {
   out.assign(text);
   bool keeps_first = true;
   for (const NormalizerStep& s : steps_) {
     bool step_keeps = true;
-    apply_step(s, out, &step_keeps);
+    apply_step(s, out, prepend, &step_keeps);
     keeps_first = keeps_first && step_keeps;
   }
   return keeps_first;

@@ -42,7 +42,8 @@ class Normalizer {
   // Writes the normalized `text` to `out` (cleared first). Returns whether the
   // first char of `out` stems from the first char of `text` (false when steps
   // dropped leading chars; Metaspace's prepend_scheme "first" needs it).
-  bool normalize(std::string_view text, std::string& out) const;
+  // prepend false skips the Prepend steps (text that continues earlier text).
+  bool normalize(std::string_view text, std::string& out, bool prepend = true) const;
 
  private:
   std::vector<NormalizerStep> steps_;

@@ -139,12 +139,13 @@ std::string replace_spaces(std::string_view text, std::string_view replacement) 
   return out;
 }
 
-void metaspace(const PreTokenizerStep& s, const Piece& p, std::vector<Piece>& out,
+void metaspace(const PreTokenizerStep& s, const Piece& p, bool continues, std::vector<Piece>& out,
                std::deque<std::string>& storage) {
   std::string text = replace_spaces(p.text, s.replacement);
   bool starts = text.compare(0, s.replacement.size(), s.replacement) == 0;
-  if (!starts && (s.prepend_scheme == PrependScheme::kAlways ||
-                  (s.prepend_scheme == PrependScheme::kFirst && p.at_origin))) {
+  if (!starts && !(continues && p.at_origin) &&
+      (s.prepend_scheme == PrependScheme::kAlways ||
+       (s.prepend_scheme == PrependScheme::kFirst && p.at_origin))) {
     text.insert(0, s.replacement);
   }
   Piece rewritten{storage.emplace_back(std::move(text)), p.at_origin};
@@ -159,7 +160,8 @@ void metaspace(const PreTokenizerStep& s, const Piece& p, std::vector<Piece>& ou
       out);
 }
 
-void apply_step(const PreTokenizerStep& s, const Piece& p, std::vector<Piece>& out,
+// continues: the piece at the origin continues earlier text (no prefix).
+void apply_step(const PreTokenizerStep& s, const Piece& p, bool continues, std::vector<Piece>& out,
                 std::deque<std::string>& storage) {
   using Kind = PreTokenizerStep::Kind;
   switch (s.kind) {
@@ -168,7 +170,7 @@ void apply_step(const PreTokenizerStep& s, const Piece& p, std::vector<Piece>& o
       return;
     case Kind::kByteLevel: {
       Piece q = p;
-      if (s.add_prefix_space && (p.text.empty() || p.text[0] != ' ')) {
+      if (s.add_prefix_space && !(continues && p.at_origin) && (p.text.empty() || p.text[0] != ' ')) {
         std::string& spaced = storage.emplace_back();
         spaced.reserve(p.text.size() + 1);
         spaced.push_back(' ');
@@ -183,7 +185,7 @@ void apply_step(const PreTokenizerStep& s, const Piece& p, std::vector<Piece>& o
       return;
     }
     case Kind::kMetaspace:
-      metaspace(s, p, out, storage);
+      metaspace(s, p, continues, out, storage);
       return;
     case Kind::kDigits:
       split_predicate(p, is_numeric,
@@ -218,8 +220,9 @@ void apply_step(const PreTokenizerStep& s, const Piece& p, std::vector<Piece>& o
 }  // namespace
 
 void PreTokenizer::split(std::string_view text, bool at_origin, std::vector<Piece>& out,
-                         std::deque<std::string>& storage) const {
+                         std::deque<std::string>& storage, bool continues) const {
   if (text.empty()) return;
+  at_origin = at_origin || continues;
   if (steps_.empty()) {
     out.push_back({text, at_origin});
     return;
@@ -229,7 +232,7 @@ void PreTokenizer::split(std::string_view text, bool at_origin, std::vector<Piec
   for (size_t k = 0; k < steps_.size(); ++k) {
     std::vector<Piece>& dst = k + 1 == steps_.size() ? out : next;
     if (k + 1 < steps_.size()) next.clear();
-    for (const Piece& p : cur) apply_step(steps_[k], p, dst, storage);
+    for (const Piece& p : cur) apply_step(steps_[k], p, continues, dst, storage);
     if (k + 1 < steps_.size()) cur.swap(next);
   }
 }

@@ -60,8 +60,11 @@ class PreTokenizer {
 
   // Appends the pieces of `text` to `out`. Texts rewritten by a step (prefix
   // space, Metaspace) live in `storage`, which must outlive `out`.
+  // continues: `text` continues earlier text, so the piece at its start gets
+  // no prefix (no ByteLevel prefix space, no Metaspace replacement prepended)
+  // and is marked at_origin (the caller tokenizes it as a continuation).
   void split(std::string_view text, bool at_origin, std::vector<Piece>& out,
-             std::deque<std::string>& storage) const;
+             std::deque<std::string>& storage, bool continues = false) const;
 
  private:
   std::vector<PreTokenizerStep> steps_;

@@ -2,6 +2,10 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
 namespace pagoda::tok {
 
 SentencePieceModel::SentencePieceModel()
@@ -38,6 +42,29 @@ void SentencePieceModel::tokenize(std::string_view piece, std::vector<int32_t>& 
   std::vector<int> ids;
   if (!sp_->Encode(piece, &ids).ok()) return;
   out.insert(out.end(), ids.begin(), ids.end());
+}
+
+void SentencePieceModel::tokenize_continuation(std::string_view piece, std::vector<int32_t>& out) const {
+  if (!adds_dummy_prefix_) {
+    tokenize(piece, out);
+    return;
+  }
+  // The unknown piece's text rarely merges with what follows; a newline
+  // (a byte token in most vocabularies) when it does.
+  std::vector<std::string> anchors = {"\n"};
+  if (const std::string* unk = unk_id_ >= 0 ? id_to_token(unk_id_) : nullptr) anchors.insert(anchors.begin(), *unk);
+  std::vector<int> lead, ids;
+  for (const std::string& anchor : anchors) {
+    std::string text = anchor;
+    text.append(piece);
+    if (!sp_->Encode(anchor, &lead).ok() || !sp_->Encode(text, &ids).ok() || ids.size() <= lead.size() ||
+        !std::equal(lead.begin(), lead.end(), ids.begin())) {
+      continue;
+    }
+    out.insert(out.end(), ids.begin() + static_cast<std::ptrdiff_t>(lead.size()), ids.end());
+    return;
+  }
+  tokenize(piece, out);
 }
 
 const std::string* SentencePieceModel::id_to_token(int32_t id) const {

@@ -22,6 +22,11 @@ class SentencePieceModel final : public Model {
   ~SentencePieceModel() override;
 
   void tokenize(std::string_view piece, std::vector<int32_t>& out) const override;
+  // Without the dummy prefix, as transformers' non-legacy Llama tokenizer:
+  // the ids of an anchor + `piece`, less those of the anchor alone, for the
+  // first anchor whose ids lead unchanged (the unknown piece's text, else a
+  // newline); plain tokenize() when neither does.
+  void tokenize_continuation(std::string_view piece, std::vector<int32_t>& out) const override;
   std::optional<int32_t> token_to_id(std::string_view token) const override {
     return piece_to_id_.find(token);
   }

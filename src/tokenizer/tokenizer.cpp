@@ -152,12 +152,12 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const ModelDescription& model
 }
 
 void Tokenizer::encode_text(std::string_view text, bool at_origin, bool parse_special,
-                            std::vector<int32_t>& ids) const {
+                            std::vector<int32_t>& ids, bool continues) const {
   const TokenizerState& s = *state_;
   std::string normalized;
   std::string_view norm = text;
   if (!s.normalizer.empty()) {
-    at_origin = s.normalizer.normalize(text, normalized) && at_origin;
+    at_origin = s.normalizer.normalize(text, normalized, /*prepend=*/!continues) && at_origin;
     norm = normalized;
   }
   std::vector<tok::Segment> segments;
@@ -174,9 +174,16 @@ void Tokenizer::encode_text(std::string_view text, bool at_origin, bool parse_sp
       continue;
     }
     pieces.clear();
+    const bool continued = continues && seg.start == 0;
     s.pre_tokenizer.split(norm.substr(seg.start, seg.end - seg.start), at_origin && seg.start == 0,
-                          pieces, storage);
-    for (const tok::Piece& p : pieces) s.model->tokenize(p.text, ids);
+                          pieces, storage, continued);
+    for (const tok::Piece& p : pieces) {
+      if (continued && p.at_origin) {
+        s.model->tokenize_continuation(p.text, ids);
+      } else {
+        s.model->tokenize(p.text, ids);
+      }
+    }
   }
 }
 
@@ -201,6 +208,27 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
     }
   }
   if (add_special_tokens) ids.insert(ids.end(), s.suffix_ids.begin(), s.suffix_ids.end());
+  return ids;
+}
+
+std::vector<int32_t> Tokenizer::encode_continuation(std::string_view text) const {
+  const TokenizerState& s = *state_;
+  std::string repaired;
+  if (!is_valid_utf8(text)) {
+    repaired = to_valid_utf8(text);
+    text = repaired;
+  }
+  std::vector<int32_t> ids;
+  std::vector<tok::Segment> segments;
+  s.added.split(text, /*normalized_pass=*/false, /*parse_special=*/false, segments);
+  for (const tok::Segment& seg : segments) {
+    if (seg.id >= 0) {
+      ids.push_back(seg.id);
+    } else if (seg.end > seg.start) {
+      encode_text(text.substr(seg.start, seg.end - seg.start), /*at_origin=*/false,
+                  /*parse_special=*/false, ids, /*continues=*/seg.start == 0);
+    }
+  }
   return ids;
 }
 

@@ -46,6 +46,15 @@ class Tokenizer {
   // encode(text) for a chat-rendered prompt: no automatic BOS when the text
   // already starts with the BOS token text.
   std::vector<int32_t> encode_prompt(std::string_view text) const;
+  // The ids of `text` as a continuation of earlier text (structured output's
+  // jump-forward): no BOS/EOS, special-token text tokenized as plain text,
+  // and nothing prepended to its start (no SentencePiece dummy "▁", no
+  // Prepend normalizer, no Metaspace replacement or ByteLevel prefix space).
+  // Invalid UTF-8 is first replaced by U+FFFD. For byte-level BPE and
+  // SentencePiece vocabularies the ids' token_bytes() concatenate to `text`;
+  // a normalizer that rewrites text (lowercasing, NFKC, dropped spaces) may
+  // differ, so callers that need the exact bytes compare.
+  std::vector<int32_t> encode_continuation(std::string_view text) const;
   // Ids outside the vocabulary are skipped.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
@@ -83,8 +92,10 @@ class Tokenizer {
   friend class IncrementalDetokenizer;
   explicit Tokenizer(std::unique_ptr<tok::TokenizerState> state);
 
+  // continues: `text` continues earlier text (encode_continuation): its
+  // start gets no prefix.
   void encode_text(std::string_view text, bool at_origin, bool parse_special,
-                   std::vector<int32_t>& ids) const;
+                   std::vector<int32_t>& ids, bool continues = false) const;
   // Decodes as a continuation of earlier text when !at_start, and as text that
   // more ids will follow when !at_end.
   std::string decode_impl(std::span<const int32_t> ids, bool skip_special_tokens, bool at_start,

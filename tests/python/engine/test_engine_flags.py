@@ -32,7 +32,7 @@ def test_help_shows_no_raw_flag_values(command):
 
 def test_switches_say_their_default_and_have_an_off_spelling():
     text = run("serve", "--help").stdout
-    for name in ("enable-prefix-caching", "async-scheduling"):
+    for name in ("enable-prefix-caching", "async-scheduling", "jump-forward"):
         on = next(line for line in text.splitlines() if line.strip().startswith(f"--{name} "))
         assert "(default on)" in on, on
         assert f"--no-{name}" in text

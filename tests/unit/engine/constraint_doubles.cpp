@@ -83,8 +83,8 @@ namespace {
 class AutomatonState final : public TokenConstraint {
  public:
   AutomatonState(std::shared_ptr<const TokenAutomaton> a, std::optional<int32_t> refuse_at,
-                 std::shared_ptr<ConstraintCounters> counters)
-      : a_(std::move(a)), refuse_at_(refuse_at), counters_(std::move(counters)) {}
+                 std::shared_ptr<ConstraintCounters> counters, std::shared_ptr<const TokenBytesFn> bytes)
+      : a_(std::move(a)), refuse_at_(refuse_at), counters_(std::move(counters)), bytes_(std::move(bytes)) {}
 
   void fill_next_mask(std::span<uint32_t> words) const override {
     std::atomic_ref<int64_t>(counters_->fills).fetch_add(1);
@@ -115,11 +115,24 @@ class AutomatonState final : public TokenConstraint {
   std::unique_ptr<TokenConstraint> clone() const override {
     return std::make_unique<AutomatonState>(*this);
   }
+  std::string forced_bytes(size_t max_bytes) const override {
+    std::string out;
+    if (!*bytes_ || ended_) return out;
+    size_t s = state_;
+    while (out.size() < max_bytes && !a_->accepting[s] && a_->next[s].size() == 1) {
+      const auto& [t, to] = *a_->next[s].begin();
+      out += (*bytes_)(t);
+      s = static_cast<size_t>(to);
+    }
+    if (out.size() > max_bytes) out.resize(max_bytes);
+    return out;
+  }
 
  private:
   std::shared_ptr<const TokenAutomaton> a_;
   std::optional<int32_t> refuse_at_;
   std::shared_ptr<ConstraintCounters> counters_;
+  std::shared_ptr<const TokenBytesFn> bytes_;
   size_t state_ = 0;
   bool ended_ = false;
   int32_t num_accepted_ = 0;
@@ -127,13 +140,15 @@ class AutomatonState final : public TokenConstraint {
 
 }  // namespace
 
-AutomatonConstraint::AutomatonConstraint(TokenAutomaton automaton, std::optional<int32_t> refuse_at)
+AutomatonConstraint::AutomatonConstraint(TokenAutomaton automaton, std::optional<int32_t> refuse_at,
+                                         TokenBytesFn token_bytes)
     : automaton_(std::make_shared<const TokenAutomaton>(std::move(automaton))),
       refuse_at_(refuse_at),
-      counters_(std::make_shared<ConstraintCounters>()) {}
+      counters_(std::make_shared<ConstraintCounters>()),
+      token_bytes_(std::make_shared<const TokenBytesFn>(std::move(token_bytes))) {}
 
 std::unique_ptr<TokenConstraint> AutomatonConstraint::start() const {
-  return std::make_unique<AutomatonState>(automaton_, refuse_at_, counters_);
+  return std::make_unique<AutomatonState>(automaton_, refuse_at_, counters_, token_bytes_);
 }
 
 }  // namespace pagoda::test

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,14 +48,20 @@ struct ConstraintCounters {
   int64_t accepts = 0;  // accept calls
 };
 
+// A token's bytes (Tokenizer::token_bytes), for forced_bytes().
+using TokenBytesFn = std::function<std::string(int32_t)>;
+
 // The CompiledConstraint of an automaton. `refuse_at`: accept() refuses its
 // (refuse_at + 1)-th token of a sample (a masking bug); `counters`: calls
 // counted over every state (engine-thread only, unless many rows compute
 // masks in parallel: then only read the totals after the run).
+// `token_bytes`: when set, forced_bytes() is the bytes of the tokens along
+// the automaton's only path from a state that cannot end (else "").
 class AutomatonConstraint final : public CompiledConstraint {
  public:
   explicit AutomatonConstraint(TokenAutomaton automaton,
-                               std::optional<int32_t> refuse_at = std::nullopt);
+                               std::optional<int32_t> refuse_at = std::nullopt,
+                               TokenBytesFn token_bytes = {});
   std::unique_ptr<TokenConstraint> start() const override;
   const TokenAutomaton& automaton() const { return *automaton_; }
   std::shared_ptr<ConstraintCounters> counters() const { return counters_; }
@@ -63,6 +70,7 @@ class AutomatonConstraint final : public CompiledConstraint {
   std::shared_ptr<const TokenAutomaton> automaton_;
   std::optional<int32_t> refuse_at_;
   std::shared_ptr<ConstraintCounters> counters_;
+  std::shared_ptr<const TokenBytesFn> token_bytes_;
 };
 
 }  // namespace pagoda::test

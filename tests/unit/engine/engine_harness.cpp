@@ -95,6 +95,7 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   o.max_num_batched_tokens = setup.max_num_batched_tokens;
   o.enable_prefix_caching = setup.prefix_caching;
   o.async_scheduling = setup.async_scheduling;
+  o.jump_forward = setup.jump_forward;
   o.max_waiting_requests = setup.max_waiting_requests;
   o.seed = 12345;
   Result<EngineParts> parts = load_engine_parts(o, setup.tokenizer);

@@ -110,6 +110,7 @@ struct EngineSetup {
   int32_t max_chunk_tokens = 0;  // SchedulerConfig::max_chunk_tokens
   bool prefix_caching = true;
   bool async_scheduling = true;  // EngineOptions::async_scheduling
+  bool jump_forward = true;      // EngineOptions::jump_forward
   int64_t max_waiting_requests = 4096;
 };
 

@@ -189,6 +189,31 @@ TEST(GrammarConstraint, ClonesAreIndependent) {
   EXPECT_EQ(mask_ids(*b, 40), std::vector<int32_t>{5});  // b took "b": only eos
 }
 
+// Jump-forward's input: the bytes the grammar forces after the tokens so
+// far, bounded, none where the output may end, none once eos was accepted,
+// and the clone's own.
+TEST(GrammarConstraint, ForcedBytesFollowTheState) {
+  auto v = toy_vocab();
+  auto c = compile(v, "root ::= \"ab\" \"cab\" (\"a\" | \"b\") \"bb\"?")->start();
+  EXPECT_EQ(c->forced_bytes(64), "abcab");
+  EXPECT_EQ(c->forced_bytes(3), "abc");
+  EXPECT_EQ(c->forced_bytes(0), "");
+  ASSERT_TRUE(c->accept(2));  // "ab"
+  EXPECT_EQ(c->forced_bytes(64), "cab");
+  auto before = c->clone();
+  EXPECT_FALSE(c->accept(6));  // "abc" does not follow "ab" here
+  EXPECT_FALSE(c->accept(0));
+  EXPECT_EQ(c->forced_bytes(64), "cab");  // refusals leave the state
+  EXPECT_EQ(before->forced_bytes(64), "cab");
+  auto d = compile(v, "root ::= \"a\" (\"b\" | \"a\")")->start();
+  ASSERT_TRUE(d->accept(0));
+  EXPECT_EQ(d->forced_bytes(64), "");  // "b" or "a": not forced
+  ASSERT_TRUE(d->accept(1));
+  EXPECT_EQ(d->forced_bytes(64), "");  // may end
+  ASSERT_TRUE(d->accept(5));
+  EXPECT_EQ(d->forced_bytes(64), "");
+}
+
 TEST(GrammarConstraint, MasksAreCachedByState) {
   auto v = toy_vocab();
   auto compiled = compile(v, "root ::= (\"a\" | \"b\")* \"c\"");
