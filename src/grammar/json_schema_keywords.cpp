@@ -60,9 +60,8 @@ constexpr std::array<std::string_view, 20> kUnsupported = {
 };
 
 // The validation keywords the converter enforces.
-constexpr std::array<std::string_view, 24> kSupported = {
+constexpr std::array<std::string_view, 23> kSupported = {
     "type",
-    "nullable",
     "properties",
     "required",
     "additionalProperties",

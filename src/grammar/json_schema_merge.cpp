@@ -79,7 +79,6 @@ Result<std::optional<std::set<std::string>>> part_types(const SchemaJson& part,
       return schema_error(at, "type", fmt::format("unknown type {}", t.dump()));
     types.insert(t.get<std::string>());
   }
-  if (part.value("nullable", false) == true) types.insert("null");
   return std::optional(types);
 }
 
@@ -145,9 +144,8 @@ Result<SchemaJson> combine(const std::vector<SchemaJson>& parts, const std::stri
     PAGODA_ASSIGN_OR_RETURN(auto pt, part_types(p, at));
     if (pt) types = types ? intersect_types(*types, *pt) : *pt;
     for (const auto& [key, value] : p.items()) {
-      if (is_ignored_keyword(key) || key == "type" || key == "nullable" || key == "properties" ||
-          key == "required" || key == "additionalProperties" ||
-          (key == "items" && !value.is_array()))
+      if (is_ignored_keyword(key) || key == "type" || key == "properties" || key == "required" ||
+          key == "additionalProperties" || (key == "items" && !value.is_array()))
         continue;
       if (key == "enum" || key == "const") {
         if (key == "enum" && !value.is_array()) return schema_error(at, "enum", "must be an array");

@@ -179,10 +179,6 @@ class SchemaConverter {
         named.push_back("number");
       if (named.empty()) return std::vector<std::string>();
     }
-    if (s.contains("nullable")) {
-      if (!s["nullable"].is_boolean()) return schema_error(ptr, "nullable", "must be a boolean");
-      if (s["nullable"].get<bool>()) named.push_back("null");
-    }
     const bool has_number = std::find(named.begin(), named.end(), "number") != named.end();
     std::vector<std::string> types;
     for (std::string_view t : kOrder) {
@@ -211,7 +207,7 @@ class SchemaConverter {
 
   Result<std::string> visit_enum(const SchemaJson& s, const std::string& ptr) {
     for (const auto& [key, value] : s.items())
-      if (key != "enum" && key != "const" && key != "type" && key != "nullable" &&
+      if (key != "enum" && key != "const" && key != "type" &&
           has_validation_keywords(SchemaJson{{key, value}}, {}))
         return schema_error(ptr, key, "cannot be combined with enum or const");
     SchemaJson values = SchemaJson::array();
