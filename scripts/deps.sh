@@ -25,7 +25,7 @@ if [ "${1:-}" = "--python" ]; then
   if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c "import pytest, tokenizers, jinja2, openai, gguf, sentencepiece, prometheus_client, huggingface_hub" 2>/dev/null; then
+  if ! .venv/bin/python -c "import pytest, tokenizers, jinja2, openai, gguf, sentencepiece, prometheus_client, huggingface_hub, jsonschema" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
   fi
 fi
