@@ -119,6 +119,11 @@ class SchemaConverter {
     for (const auto& [key, value] : s.items())
       if (is_unsupported_keyword(key) && !is_noop_keyword(key, value))
         return schema_error(ptr, key, "not supported (the grammar cannot enforce it)");
+    if (const SchemaJson* only = sole_all_of_part(s)) {  // e.g. {"allOf": [{"$ref": ...}]}
+      const size_t i = static_cast<size_t>(only - &s["allOf"][0]);
+      return visit(*only, pointer_child(pointer_child(ptr, "allOf"), std::to_string(i)), hint,
+                   depth + 1);
+    }
     const bool has_any_of = s.contains("anyOf") || s.contains("oneOf");
     if (s.contains("allOf") || (s.contains("$ref") && has_validation_keywords(s, {"$ref"})) ||
         (has_any_of && has_validation_keywords(s, {"anyOf", "oneOf"})) ||
@@ -137,6 +142,23 @@ class SchemaConverter {
       alts.push_back(std::move(alt));
     }
     return join_alternatives(alts);
+  }
+
+  // The one part of an allOf that constrains anything when the schema has no
+  // other validation keyword (Pydantic v1 writes {"allOf": [{"$ref": ...}],
+  // "description": ...}); visiting it directly keeps a $ref a rule reference,
+  // which recursive schemas need. nullptr otherwise.
+  static const SchemaJson* sole_all_of_part(const SchemaJson& s) {
+    if (!s.contains("allOf") || !s["allOf"].is_array() || has_validation_keywords(s, {"allOf"}))
+      return nullptr;
+    const SchemaJson* only = nullptr;
+    for (const SchemaJson& part : s["allOf"]) {
+      const bool constrains = part.is_object() ? has_validation_keywords(part, {}) : part != true;
+      if (!constrains) continue;
+      if (only) return nullptr;
+      only = &part;
+    }
+    return only;
   }
 
   Result<std::string> visit_type(const std::string& type, const SchemaJson& s,

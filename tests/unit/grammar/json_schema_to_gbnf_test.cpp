@@ -285,6 +285,12 @@ TEST(JsonSchemaToGbnf, RefsAndRecursion) {
           "required": ["from", "to"]})",
          {R"({"from": {"x": 1}, "to": {"x": 2.5}})"},
          {R"({"from": {"x": 1}, "to": {}})"}});
+  check({"recursion through a Pydantic v1 allOf wrapper",
+         R"({"definitions": {"Node": {"type": "object",
+          "properties": {"child": {"allOf": [{"$ref": "#/definitions/Node"}], "description": "next"}},
+          "additionalProperties": false}}, "allOf": [{"$ref": "#/definitions/Node"}], "title": "Root"})",
+         {"{}", R"({"child": {"child": {}}})"},
+         {R"({"child": 1})"}});
   check({"linked list through anyOf",
          R"({"$defs": {"list": {"anyOf": [{"type": "null"},
           {"type": "object", "properties": {"head": {"type": "integer"}, "tail": {"$ref": "#/$defs/list"}},
@@ -533,6 +539,15 @@ TEST(JsonSchemaToGbnf, Errors) {
        "json_schema at '/$defs/b': $ref: '#/$defs/a' refers back to itself without an enclosing "
        "object or array, so no finite value matches"},
       {R"({"anyOf": []})", "json_schema at '': anyOf: must be a non-empty array"},
+      {R"({"allOf": [{"type": "object"}], "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+          "oneOf": [{"required": ["c"]}, {"required": ["d"]}, {"required": ["e"]}, {"required": ["f"]}],
+          "properties": {"x": {"anyOf": [{}, {}]}}})",
+       "(no error)"},
+      {R"({"format": 1})", "json_schema at '': format: must be a string"},
+      {R"({"allOf": [{"type": "bool"}, {}]})",
+       "json_schema at '/allOf/0': type: unknown type \"bool\""},
+      {R"({"allOf": [{"type": "bool"}, {"minimum": 1}]})",
+       "json_schema at '': type: unknown type \"bool\""},
       {R"({"enum": []})", "json_schema at '': enum: must be a non-empty array"},
       {R"({"type": "string", "enum": [1, 2]})",
        "json_schema at '': enum: no value has the schema's type"},
@@ -582,9 +597,14 @@ TEST(JsonSchemaToGbnf, Errors) {
       {R"({"allOf": [{"enum": [1]}, {"enum": [2]}]})",
        "json_schema at '': allOf: no value is in every subschema's enum/const"},
       {R"({"allOf": [true, false]})",
+       "json_schema at '/allOf/1': false: the schema false accepts no value"},
+      {R"({"allOf": [{"type": "string"}, false]})",
        "json_schema at '': allOf: a subschema is false, so no value matches"},
       {R"({"allOf": []})", "json_schema at '': allOf: must be a non-empty array"},
       {R"({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})",
+       "json_schema at '/$defs/a/allOf/0': $ref: '#/$defs/a' refers back to itself without an "
+       "enclosing object or array"},
+      {R"({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"minimum": 1}]}}, "$ref": "#/$defs/a"})",
        "json_schema at '/$defs/a': allOf: nested more than 64 levels deep (or a $ref loop)"},
   };
   for (const auto& [schema, message] : cases) {
@@ -603,6 +623,21 @@ TEST(JsonSchemaToGbnf, SizeGuards) {
   std::string big_enum = R"({"enum": [)";
   for (int i = 0; i <= 4096; ++i) big_enum += fmt::format("{}{}", i ? "," : "", i);
   EXPECT_EQ(error_of(big_enum + "]}"), "json_schema at '': enum: more than 4096 values");
+
+  std::string many_alternatives = R"({"anyOf": [)";
+  for (int i = 0; i <= 256; ++i)
+    many_alternatives += fmt::format("{}{{\"const\": {}}}", i ? "," : "", i);
+  EXPECT_EQ(error_of(many_alternatives + "]}"),
+            "json_schema at '': anyOf: more than 256 alternatives");
+  std::string product = R"({"allOf": [)";  // 2^9 alternatives once distributed
+  for (int i = 0; i < 9; ++i)
+    product += fmt::format(R"({}{{"anyOf": [{{"required": ["a{}"]}}, {{"required": ["b{}"]}}]}})",
+                           i ? "," : "", i, i);
+  EXPECT_EQ(error_of(product + "]}"),
+            "json_schema at '': anyOf: more than 256 alternatives after distributing allOf");
+  std::string many_prefix = R"({"prefixItems": [)";
+  for (int i = 0; i <= 1000; ++i) many_prefix += i ? ",{}" : "{}";
+  EXPECT_EQ(error_of(many_prefix + "]}"), "json_schema at '': prefixItems: more than 1000 schemas");
 
   std::string deep_value = "1";
   for (int i = 0; i < 100; ++i) deep_value = "[" + deep_value + "]";
