@@ -544,6 +544,8 @@ TEST(JsonSchemaToGbnf, Errors) {
           "properties": {"x": {"anyOf": [{}, {}]}}})",
        "(no error)"},
       {R"({"format": 1})", "json_schema at '': format: must be a string"},
+      {R"({"enum": [1, [2, 1e400]]})",
+       "json_schema at '': schema: not valid JSON ([json.exception.out_of_range.406]"},
       {R"({"allOf": [{"type": "bool"}, {}]})",
        "json_schema at '/allOf/0': type: unknown type \"bool\""},
       {R"({"allOf": [{"type": "bool"}, {"minimum": 1}]})",
