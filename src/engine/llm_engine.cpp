@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "engine/request_fit.h"
+#include "grammar/compiler.h"
 #include "sample/sampling_rows.h"
 #include "sample/token_mask.h"
 
@@ -14,6 +15,10 @@ namespace pagoda {
 Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
   PAGODA_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(parts.scheduler_config));
   std::unique_ptr<LlmEngine> engine(new LlmEngine(std::move(parts), std::move(scheduler)));
+  const EngineParts& p = engine->parts_;
+  PAGODA_ASSIGN_OR_RETURN(auto vocab, grammar::GrammarVocabulary::from_tokenizer(
+                                          *p.tokenizer, p.eos_token_ids, static_cast<int32_t>(p.info.vocab_size)));
+  engine->grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(std::move(vocab));
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
   if (const double interval = engine->parts_.options.stats_log_interval; interval > 0.0) {
     engine->stats_logger_ = std::make_unique<StatsLogger>([e = engine.get()] { return e->metrics_.snapshot(); },
@@ -263,9 +268,7 @@ void LlmEngine::check_invariants() {
 
 Result<std::shared_ptr<const CompiledConstraint>> LlmEngine::compile_constraint(
     const StructuredOutputSpec& spec) const {
-  // SO-BASE PLACEHOLDER: the grammar module replaces this.
-  return Error{ErrorCode::kInvalidArgument,
-               std::string("structured output (") + structured_output_kind_name(spec.kind) + ") is not built yet"};
+  return grammar_compiler_->compile(spec);
 }
 
 }  // namespace pagoda

@@ -30,6 +30,10 @@
 
 namespace pagoda {
 
+namespace grammar {
+class GrammarCompiler;
+}
+
 // Everything create_engine() loaded, handed to the engine.
 struct EngineParts {
   EngineOptions options;
@@ -141,6 +145,9 @@ class LlmEngine final : public Engine {
   RowPlanner planner_;
   MetricsRecorder metrics_;
   std::unique_ptr<StatsLogger> stats_logger_;  // with options.stats_log_interval > 0; reads metrics_
+  // Structured output over the tokenizer, the eos ids and the logits'
+  // vocabulary (thread-safe; caller threads compile).
+  std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;
 
   // Shared with caller threads, under mu_.
   mutable std::mutex mu_;

@@ -98,7 +98,8 @@ class Parser {
   }
 
   uint32_t rule_id(std::string_view name) {
-    auto [it, inserted] = ids_.try_emplace(std::string(name), static_cast<uint32_t>(g_.rules.size()));
+    auto [it, inserted] =
+        ids_.try_emplace(std::string(name), static_cast<uint32_t>(g_.rules.size()));
     if (inserted) {
       g_.rules.push_back({std::string(name), {}});
       defined_.push_back(0);
@@ -107,7 +108,7 @@ class Parser {
   }
 
   uint32_t new_helper(const std::string& base) {
-    g_.rules.push_back({base + "_" + std::to_string(g_.rules.size()), {}});
+    g_.rules.push_back({base + "_" + std::to_string(g_.rules.size()), {}, /*helper=*/true});
     defined_.push_back(1);
     return static_cast<uint32_t>(g_.rules.size() - 1);
   }
@@ -121,7 +122,8 @@ class Parser {
   }
 
   Element bytes_element(const ByteSet& set) {
-    auto [it, inserted] = set_ids_.try_emplace(set.words, static_cast<uint32_t>(g_.byte_sets.size()));
+    auto [it, inserted] =
+        set_ids_.try_emplace(set.words, static_cast<uint32_t>(g_.byte_sets.size()));
     if (inserted) g_.byte_sets.push_back(set);
     return {Kind::kBytes, it->second};
   }
@@ -185,13 +187,27 @@ class Parser {
     pos_ += 2;
     int digits = 0;
     switch (e) {
-      case 'n': return uint32_t{'\n'};
-      case 'r': return uint32_t{'\r'};
-      case 't': return uint32_t{'\t'};
-      case '\\': case '"': case '[': case ']': case '-': return static_cast<uint32_t>(e);
-      case 'x': digits = 2; break;
-      case 'u': digits = 4; break;
-      case 'U': digits = 8; break;
+      case 'n':
+        return uint32_t{'\n'};
+      case 'r':
+        return uint32_t{'\r'};
+      case 't':
+        return uint32_t{'\t'};
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+        return static_cast<uint32_t>(e);
+      case 'x':
+        digits = 2;
+        break;
+      case 'u':
+        digits = 4;
+        break;
+      case 'U':
+        digits = 8;
+        break;
       default:
         return error_at(start, std::string("unknown escape '\\") + e + "'");
     }
@@ -199,8 +215,8 @@ class Parser {
     for (int k = 0; k < digits; ++k) {
       const int v = hex_value(peek());
       if (at_end() || v < 0) {
-        return error_at(start, std::string("\\") + e + " needs " + std::to_string(digits) +
-                                   " hex digits");
+        return error_at(start,
+                        std::string("\\") + e + " needs " + std::to_string(digits) + " hex digits");
       }
       cp = cp * 16 + static_cast<uint64_t>(v);
       ++pos_;
@@ -424,7 +440,8 @@ class Parser {
     const std::vector<uint8_t> nullable = compute_nullable(g_);
     for (const OpenRepetition& rep : open_repetitions_) {
       bool empty_ok = true;
-      for (const Element& e : rep.item) empty_ok = empty_ok && e.kind == Kind::kRef && nullable[e.value];
+      for (const Element& e : rep.item)
+        empty_ok = empty_ok && e.kind == Kind::kRef && nullable[e.value];
       if (empty_ok) return error_at(rep.offset, "the repeated item can match the empty string");
     }
     return Status::Ok();

@@ -35,8 +35,8 @@ Error grammar_error(std::string what) {
 std::vector<uint8_t> compute_nullable(const Grammar& g) {
   const size_t num_rules = g.rules.size();
   std::vector<uint8_t> nullable(num_rules, 0);
-  std::vector<uint32_t> alt_owner, alt_waiting;               // by alternative
-  std::vector<std::vector<uint32_t>> waiters(num_rules);      // rule -> alternatives (per occurrence)
+  std::vector<uint32_t> alt_owner, alt_waiting;           // by alternative
+  std::vector<std::vector<uint32_t>> waiters(num_rules);  // rule -> alternatives (per occurrence)
   std::vector<uint32_t> queue;
   for (uint32_t r = 0; r < num_rules; ++r) {
     for (uint32_t start : g.rules[r].alternatives) {
@@ -185,6 +185,15 @@ Status finalize_grammar(Grammar& g) {
   if (g.elements.size() > kMaxGrammarElements) {
     return grammar_error("too large (" + std::to_string(g.elements.size()) + " elements, at most " +
                          std::to_string(kMaxGrammarElements) + ")");
+  }
+  g.element_rule.assign(g.elements.size(), 0);
+  for (uint32_t r = 0; r < g.rules.size(); ++r) {
+    for (uint32_t start : g.rules[r].alternatives) {
+      for (uint32_t p = start;; ++p) {
+        g.element_rule[p] = r;
+        if (g.elements[p].kind == Kind::kEnd) break;
+      }
+    }
   }
   g.nullable = compute_nullable(g);
   auto order = leftmost_order(g);

@@ -37,6 +37,9 @@ struct Element {
 struct Rule {
   std::string name;                    // for errors; helper rules are named after their rule
   std::vector<uint32_t> alternatives;  // start positions in Grammar::elements (none: never matches)
+  // Made by the parser for a group, class or repetition inside a rule (the
+  // mask builder treats it as part of the rule that wrote it).
+  bool helper = false;
 };
 
 struct Grammar {
@@ -46,7 +49,8 @@ struct Grammar {
   uint32_t root = 0;
 
   // Derived by finalize_grammar():
-  std::vector<uint8_t> nullable;  // by rule: matches the empty string
+  std::vector<uint8_t> nullable;       // by rule: matches the empty string
+  std::vector<uint32_t> element_rule;  // by position: the rule whose alternative holds it
   // The stacks a reference to rule r pushes to reach its first bytes: the
   // flat records [length, frames (bottom first; the last one is a kBytes
   // position, the others return positions in the rule's alternatives)] in

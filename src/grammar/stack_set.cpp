@@ -17,6 +17,15 @@ uint64_t mix(uint64_t h, uint32_t v) {
   return h * 0xFF51AFD7ED558CCDULL;
 }
 
+constexpr uint64_t kHashSeed = 0x243F6A8885A308D3ULL;
+
+// A stack's hash, extendable frame by frame (the prefix's is computed once
+// per expansion, not once per emitted stack).
+uint64_t hash_frames(uint64_t h, std::span<const uint32_t> frames) {
+  for (uint32_t f : frames) h = mix(h, f);
+  return h;
+}
+
 }  // namespace
 
 StackSet StackSet::start(const Grammar& g) {
@@ -24,10 +33,29 @@ StackSet StackSet::start(const Grammar& g) {
   // Expand a reference to the root with nothing to return to.
   for (uint32_t i = g.first_begin[g.root]; i < g.first_begin[g.root + 1];
        i += 1 + g.first_stacks[i]) {
-    s.emit({}, {}, {g.first_stacks.data() + i + 1, g.first_stacks[i]});
+    s.emit({}, kHashSeed, {}, {g.first_stacks.data() + i + 1, g.first_stacks[i]});
   }
-  if (g.nullable[g.root]) s.emit({}, {}, {});
+  if (g.nullable[g.root]) s.emit({}, kHashSeed, {}, {});
   s.canonicalize();
+  return s;
+}
+
+StackSet StackSet::of_stack(std::span<const uint32_t> frames) {
+  StackSet s;
+  s.emit({}, kHashSeed, {}, frames);
+  return s;
+}
+
+StackSet StackSet::resume(const Grammar& g, std::span<const uint32_t> frames) {
+  StackSet s;
+  if (frames.empty()) {
+    s.emit({}, kHashSeed, {}, {});
+    return s;
+  }
+  s.scratch_.assign(frames.begin(), frames.end() - 1);
+  std::vector<uint32_t> scratch;
+  scratch.swap(s.scratch_);
+  if (!s.expand(g, scratch, frames.back())) s.clear();
   return s;
 }
 
@@ -54,8 +82,8 @@ ByteSet StackSet::next_bytes(const Grammar& g) const {
   return set;
 }
 
-bool StackSet::emit(std::span<const uint32_t> prefix, std::span<const uint32_t> middle,
-                    std::span<const uint32_t> suffix) {
+bool StackSet::emit(std::span<const uint32_t> prefix, uint64_t prefix_hash,
+                    std::span<const uint32_t> middle, std::span<const uint32_t> suffix) {
   const size_t len = prefix.size() + middle.size() + suffix.size();
   if (len > kMaxStackDepth) return false;
   const uint32_t off = static_cast<uint32_t>(data_.size());
@@ -63,8 +91,8 @@ bool StackSet::emit(std::span<const uint32_t> prefix, std::span<const uint32_t> 
   data_.insert(data_.end(), prefix.begin(), prefix.end());
   data_.insert(data_.end(), middle.begin(), middle.end());
   data_.insert(data_.end(), suffix.begin(), suffix.end());
-  uint64_t h = len;
-  for (size_t i = off + 1; i < data_.size(); ++i) h = mix(h, data_[i]);
+  const uint64_t h =
+      mix(hash_frames(hash_frames(prefix_hash, middle), suffix), static_cast<uint32_t>(len));
   for (size_t k = 0; k < hashes_.size(); ++k) {
     if (hashes_[k] != h) continue;
     const uint32_t other = offsets_[k];
@@ -81,13 +109,15 @@ bool StackSet::emit(std::span<const uint32_t> prefix, std::span<const uint32_t> 
 }
 
 bool StackSet::expand(const Grammar& g, std::vector<uint32_t>& frames, uint32_t pos) {
+  uint64_t frames_hash = hash_frames(kHashSeed, frames);
   for (;;) {
     const Element& e = g.elements[pos];
-    if (e.kind == Kind::kBytes) return emit(frames, {}, {&pos, 1});
+    if (e.kind == Kind::kBytes) return emit(frames, frames_hash, {}, {&pos, 1});
     if (e.kind == Kind::kEnd) {
-      if (frames.empty()) return emit({}, {}, {});
+      if (frames.empty()) return emit({}, kHashSeed, {}, {});
       pos = frames.back();
       frames.pop_back();
+      frames_hash = hash_frames(kHashSeed, frames);
       continue;
     }
     // A reference: push the return position (none when the alternative ends
@@ -97,7 +127,9 @@ bool StackSet::expand(const Grammar& g, std::vector<uint32_t>& frames, uint32_t 
     const std::span<const uint32_t> ret = tail ? std::span<const uint32_t>() : std::span(&next, 1);
     for (uint32_t i = g.first_begin[e.value]; i < g.first_begin[e.value + 1];
          i += 1 + g.first_stacks[i]) {
-      if (!emit(frames, ret, {g.first_stacks.data() + i + 1, g.first_stacks[i]})) return false;
+      if (!emit(frames, frames_hash, ret, {g.first_stacks.data() + i + 1, g.first_stacks[i]})) {
+        return false;
+      }
     }
     if (!g.nullable[e.value]) return true;
     pos = next;

@@ -23,6 +23,12 @@ class StackSet {
  public:
   // The state before any input.
   static StackSet start(const Grammar& g);
+  // The set holding one stack (top a kBytes position).
+  static StackSet of_stack(std::span<const uint32_t> frames);
+  // The state after the rule of a finished top frame returns into `frames`
+  // (the frames below it; the last one a return position): the sentence is
+  // complete when frames is empty. Empty when a bound is hit.
+  static StackSet resume(const Grammar& g, std::span<const uint32_t> frames);
 
   uint32_t num_stacks() const { return static_cast<uint32_t>(offsets_.size()); }
   bool empty() const { return offsets_.empty(); }
@@ -47,10 +53,10 @@ class StackSet {
   void clear();
 
  private:
-  // Adds the stack prefix + middle + suffix unless present. false when a
-  // bound is hit.
-  bool emit(std::span<const uint32_t> prefix, std::span<const uint32_t> middle,
-            std::span<const uint32_t> suffix);
+  // Adds the stack prefix + middle + suffix unless present; prefix_hash is
+  // hash_frames(prefix). false when a bound is hit.
+  bool emit(std::span<const uint32_t> prefix, uint64_t prefix_hash,
+            std::span<const uint32_t> middle, std::span<const uint32_t> suffix);
   // Emits every stack reached by continuing at `pos` over `frames` (the
   // frames below, consumed as a scratch).
   bool expand(const Grammar& g, std::vector<uint32_t>& frames, uint32_t pos);

@@ -14,22 +14,22 @@ int hex_value(char c) {
   return -1;
 }
 
-void byte_level(std::vector<std::string>& tokens) {
+void byte_level(std::vector<std::string>& tokens, bool raw_bytes) {
   std::string bytes;
   for (const std::string& t : tokens) {
     auto decoded = byte_level_decode(t);
     bytes += decoded ? *decoded : t;
   }
-  tokens.assign(1, to_valid_utf8(bytes));
+  tokens.assign(1, raw_bytes ? bytes : to_valid_utf8(bytes));
 }
 
-void byte_fallback(std::vector<std::string>& tokens) {
+void byte_fallback(std::vector<std::string>& tokens, bool raw_bytes) {
   std::vector<std::string> out;
   out.reserve(tokens.size());
   std::string pending;
   auto flush = [&] {
     if (pending.empty()) return;
-    if (is_valid_utf8(pending)) {
+    if (raw_bytes || is_valid_utf8(pending)) {
       out.push_back(pending);
     } else {
       for (size_t i = 0; i < pending.size(); ++i) out.emplace_back("\xEF\xBF\xBD");
@@ -144,7 +144,8 @@ bool Decoder::has(DecoderStep::Kind kind) const {
   return false;
 }
 
-std::string Decoder::decode(std::vector<std::string> tokens, bool at_start, bool at_end) const {
+std::string Decoder::decode(std::vector<std::string> tokens, bool at_start, bool at_end,
+                            bool raw_bytes) const {
   using Kind = DecoderStep::Kind;
   if (steps_.empty()) {
     std::string out;
@@ -158,11 +159,11 @@ std::string Decoder::decode(std::vector<std::string> tokens, bool at_start, bool
   for (const DecoderStep& s : steps_) {
     switch (s.kind) {
       case Kind::kByteLevel:
-        byte_level(tokens);
+        byte_level(tokens, raw_bytes);
         whole = true;
         break;
       case Kind::kByteFallback:
-        byte_fallback(tokens);
+        byte_fallback(tokens, raw_bytes);
         break;
       case Kind::kFuse: {
         std::string joined;

@@ -44,7 +44,10 @@ class Decoder {
   bool empty() const { return steps_.empty(); }
   bool has(DecoderStep::Kind kind) const;
 
-  std::string decode(std::vector<std::string> tokens, bool at_start, bool at_end = true) const;
+  // raw_bytes: ByteLevel and ByteFallback keep bytes that are not valid
+  // UTF-8 as they are instead of replacing them with U+FFFD.
+  std::string decode(std::vector<std::string> tokens, bool at_start, bool at_end = true,
+                     bool raw_bytes = false) const;
 
  private:
   std::vector<DecoderStep> steps_;

@@ -236,6 +236,22 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   return decode_impl(ids, skip_special_tokens, /*at_start=*/true, /*at_end=*/true);
 }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+  const TokenizerState& s = *state_;
+  if (id < 0 || id >= s.vocab_size) return {};
+  std::string piece;
+  if (const tok::AddedToken* t = s.added.find(id)) {
+    if (s.special[id]) return t->content;
+    piece = t->content;
+  } else if (const std::string* p = s.model->id_to_token(id)) {
+    piece = *p;
+  } else {
+    return {};
+  }
+  return s.decoder.decode({std::move(piece)}, /*at_start=*/false, /*at_end=*/false,
+                          /*raw_bytes=*/true);
+}
+
 bool Tokenizer::is_open_byte(int32_t id) const {
   if (!state_->decoder.has(tok::DecoderStep::Kind::kByteFallback)) return false;
   if (id < 0 || id >= state_->vocab_size || state_->added.find(id)) return false;

@@ -49,6 +49,13 @@ class Tokenizer {
   // Ids outside the vocabulary are skipped.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
+  // The exact bytes token `id` adds to the output when decoded as a
+  // continuation of earlier text (structured output matches these): the
+  // byte-level alphabet unmapped, SentencePiece's ▁ as a space and a
+  // byte-fallback <0xNN> as that one byte (possibly not valid UTF-8 alone);
+  // a special token's text. "" outside the vocabulary.
+  std::string token_bytes(int32_t id) const;
+
   int32_t vocab_size() const;  // including added tokens
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "grammar/matcher.h"
 
 namespace pagoda::grammar {
@@ -27,8 +31,10 @@ void expect_language(std::string_view text, std::vector<std::string> yes,
                      std::vector<std::string> no) {
   auto g = parse_ok(text);
   if (!g) return;
-  for (const auto& s : yes) EXPECT_TRUE(grammar_matches(g, s)) << text << " should accept '" << s << "'";
-  for (const auto& s : no) EXPECT_FALSE(grammar_matches(g, s)) << text << " should reject '" << s << "'";
+  for (const auto& s : yes)
+    EXPECT_TRUE(grammar_matches(g, s)) << text << " should accept '" << s << "'";
+  for (const auto& s : no)
+    EXPECT_FALSE(grammar_matches(g, s)) << text << " should reject '" << s << "'";
 }
 
 TEST(GbnfParser, LiteralsAndEscapes) {
@@ -41,7 +47,8 @@ TEST(GbnfParser, LiteralsAndEscapes) {
 
 TEST(GbnfParser, CharacterClasses) {
   expect_language("root ::= [a-c0-9_]", {"a", "c", "5", "_"}, {"d", "", "ab", "-"});
-  expect_language("root ::= [^a-z]", {"A", "\xC3\xA9", "\n", "\xF0\x9F\x98\x80"}, {"a", "q", "", "\xFF"});
+  expect_language("root ::= [^a-z]", {"A", "\xC3\xA9", "\n", "\xF0\x9F\x98\x80"},
+                  {"a", "q", "", "\xFF"});
   expect_language(R"(root ::= [\]\-\\])", {"]", "-", "\\"}, {"a"});
   expect_language("root ::= [a-]", {"a", "-"}, {"b"});
   expect_language("root ::= [\xC3\xA0-\xC3\xBF]", {"\xC3\xA0", "\xC3\xBF"}, {"\xC3\x9F", "a"});
@@ -97,21 +104,30 @@ TEST(GbnfParser, Errors) {
   EXPECT_EQ(parse_error("root ::= x"), "grammar: rule 'x' is referenced but not defined");
   EXPECT_EQ(parse_error("root ::= \"x"), "grammar line 1, column 10: unterminated literal");
   EXPECT_EQ(parse_error("root ::= [a-"), "grammar line 1, column 10: unterminated character class");
-  EXPECT_EQ(parse_error("root ::= \"a\"\nroot ::= \"b\""), "grammar line 2, column 1: rule 'root' is defined twice");
-  EXPECT_EQ(parse_error("root := \"a\""), "grammar line 1, column 6: expecting '::=' after the rule name");
+  EXPECT_EQ(parse_error("root ::= \"a\"\nroot ::= \"b\""),
+            "grammar line 2, column 1: rule 'root' is defined twice");
+  EXPECT_EQ(parse_error("root := \"a\""),
+            "grammar line 1, column 6: expecting '::=' after the rule name");
   EXPECT_EQ(parse_error("::= \"a\""), "grammar line 1, column 1: expecting a rule name");
-  EXPECT_EQ(parse_error("root ::= (\"a\""), "grammar line 1, column 10: expecting ')' to close this group");
+  EXPECT_EQ(parse_error("root ::= (\"a\""),
+            "grammar line 1, column 10: expecting ')' to close this group");
   EXPECT_EQ(parse_error("root ::= \"a\" )"), "grammar line 1, column 14: unexpected ')'");
-  EXPECT_EQ(parse_error("root ::= * \"a\""), "grammar line 1, column 10: nothing to repeat before '*'");
+  EXPECT_EQ(parse_error("root ::= * \"a\""),
+            "grammar line 1, column 10: nothing to repeat before '*'");
   EXPECT_EQ(parse_error("root ::= \"\\q\""), "grammar line 1, column 11: unknown escape '\\q'");
   EXPECT_EQ(parse_error("root ::= \"\\x4\""), "grammar line 1, column 11: \\x needs 2 hex digits");
-  EXPECT_EQ(parse_error("root ::= \"\\U00110000\""), "grammar line 1, column 11: code point beyond U+10FFFF");
-  EXPECT_EQ(parse_error("root ::= \"\\ud800\""), "grammar line 1, column 11: a surrogate is not a character");
-  EXPECT_EQ(parse_error("root ::= [z-a]"), "grammar line 1, column 11: character range ends before it starts");
+  EXPECT_EQ(parse_error("root ::= \"\\U00110000\""),
+            "grammar line 1, column 11: code point beyond U+10FFFF");
+  EXPECT_EQ(parse_error("root ::= \"\\ud800\""),
+            "grammar line 1, column 11: a surrogate is not a character");
+  EXPECT_EQ(parse_error("root ::= [z-a]"),
+            "grammar line 1, column 11: character range ends before it starts");
   EXPECT_EQ(parse_error("root ::= \"\xFF\""), "grammar line 1, column 11: invalid UTF-8");
-  EXPECT_EQ(parse_error("root ::= \"a\"{"), "grammar line 1, column 13: expecting a number after '{'");
+  EXPECT_EQ(parse_error("root ::= \"a\"{"),
+            "grammar line 1, column 13: expecting a number after '{'");
   EXPECT_EQ(parse_error("root ::= \"a\"{2"), "grammar line 1, column 13: expecting '}'");
-  EXPECT_EQ(parse_error("root ::= \"a\"{3,2}"), "grammar line 1, column 13: repetition maximum below its minimum");
+  EXPECT_EQ(parse_error("root ::= \"a\"{3,2}"),
+            "grammar line 1, column 13: repetition maximum below its minimum");
   EXPECT_EQ(parse_error("root ::= \"a\"{20000}"),
             "grammar line 1, column 13: repetition expands to more than 10000 elements");
   EXPECT_EQ(parse_error("root ::= (\"abcdefghij\"{100}){100}"),
@@ -124,7 +140,8 @@ TEST(GbnfParser, Errors) {
             "grammar: rule 'root' is left-recursive (root -> root)");
   EXPECT_EQ(parse_error("root ::= a\na ::= b \"x\" | \"y\"\nb ::= \"\" | a \"z\""),
             "grammar: rule 'a' is left-recursive (a -> b -> a)");
-  EXPECT_EQ(parse_error("root ::= \"\\"), "grammar line 1, column 11: escape at the end of the grammar");
+  EXPECT_EQ(parse_error("root ::= \"\\"),
+            "grammar line 1, column 11: escape at the end of the grammar");
 }
 
 TEST(GbnfParser, DeepNestingIsAnErrorNotACrash) {
@@ -142,6 +159,25 @@ TEST(GbnfParser, LongChainsOfRulesDoNotRecurse) {
   }
   text += "r20000 ::= \"z\"\n";
   expect_language(text, {"z"}, {""});
+}
+
+// The fuzzer's seeds (grammar, NUL, a sentence) stay valid.
+TEST(GbnfParser, FuzzSeedsParseAndMatchTheirSentences) {
+  const auto dir = std::filesystem::path(PAGODA_TEST_DATA) / "grammar" / "fuzz_seeds";
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string input = ss.str();
+    const size_t nul = input.find('\0');
+    auto g = parse_ok(input.substr(0, nul));
+    if (g && nul != std::string::npos) {
+      EXPECT_TRUE(grammar_matches(g, input.substr(nul + 1))) << entry.path();
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 5);
 }
 
 }  // namespace

@@ -35,9 +35,9 @@ TEST(Matcher, JsonCorpus) {
                           "{\"u\":\"h\xC3\xA9llo \xF0\x9F\x98\x80\"}"}) {
     EXPECT_TRUE(grammar_matches(g, yes)) << yes;
   }
-  for (const char* no : {"", "{", "[]", R"({"a":})", R"({"a":1,})", R"({a:1})", "{\"a\":01}",
-                         "{\"s\":\"\x01\"}", "{\"s\":\"\xC3\"}", "{\"s\":\"\xFF\"}",
-                         R"({"s":"\x"})", "{}  x"}) {
+  for (const char* no :
+       {"", "{", "[]", R"({"a":})", R"({"a":1,})", R"({a:1})", "{\"a\":01}", "{\"s\":\"\x01\"}",
+        "{\"s\":\"\xC3\"}", "{\"s\":\"\xFF\"}", R"({"s":"\x"})", "{}  x"}) {
     EXPECT_FALSE(grammar_matches(g, no)) << no;
   }
 }
@@ -83,7 +83,8 @@ TEST(Matcher, Utf8ByteByByte) {
 
 TEST(Matcher, RepetitionBounds) {
   auto g = parse(R"(root ::= ("ab" | "c"){2,4} "!")");
-  for (const char* yes : {"abc!", "cc!", "ababcab!", "cccc!"}) EXPECT_TRUE(grammar_matches(g, yes)) << yes;
+  for (const char* yes : {"abc!", "cc!", "ababcab!", "cccc!"})
+    EXPECT_TRUE(grammar_matches(g, yes)) << yes;
   for (const char* no : {"c!", "ccccc!", "a!", "abab"}) EXPECT_FALSE(grammar_matches(g, no)) << no;
 }
 

@@ -26,7 +26,9 @@ bool in_sequences(const std::vector<ByteSequence>& seqs, const std::string& byte
   return hits == 1;
 }
 
-bool is_surrogate(uint32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
+bool is_surrogate(uint32_t cp) {
+  return cp >= 0xD800 && cp <= 0xDFFF;
+}
 
 TEST(Utf8Ranges, EveryCodePointOfRandomRangesAndNoOther) {
   std::mt19937 rng(7);
