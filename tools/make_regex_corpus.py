@@ -2,7 +2,8 @@
 """Writes tests/data/grammar/regex_corpus.json: regexes with strings each must
 fully match and strings it must not, every verdict checked with Python's
 re.fullmatch first. regex_to_gbnf_test.cpp runs the corpus through
-regex_to_gbnf -> parse_gbnf -> grammar_matches.
+regex_to_gbnf -> parse_gbnf -> grammar_matches. Also writes each regex to
+tests/data/grammar/regex_fuzz_seeds/NNN.txt for regex_fuzzer.
 
 Python stands in for ECMAScript (JSON Schema `pattern`) with re.ASCII (\\d, \\w
 ASCII as in ECMAScript), after spelling the two ECMAScript-only forms the
@@ -18,7 +19,9 @@ import pathlib
 import re
 import sys
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "tests/data/grammar/regex_corpus.json"
+DATA = pathlib.Path(__file__).resolve().parent.parent / "tests/data/grammar"
+OUT = DATA / "regex_corpus.json"
+SEEDS = DATA / "regex_fuzz_seeds"  # one regex per file: regex_fuzzer's seeds
 
 # (regex, must match, must not match)
 CORPUS = [
@@ -207,6 +210,11 @@ def main():
     entries = [{"regex": r, "match": m, "no_match": n} for r, m, n in CORPUS]
     check(entries)
     OUT.write_text(json.dumps(entries, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    SEEDS.mkdir(exist_ok=True)
+    for old in SEEDS.glob("*.txt"):
+        old.unlink()
+    for k, e in enumerate(entries):
+        (SEEDS / f"{k:03d}.txt").write_bytes(e["regex"].encode("utf-8"))
     print(f"wrote {len(entries)} regexes to {OUT}")
 
 

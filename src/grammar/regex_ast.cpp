@@ -1,5 +1,6 @@
 #include "grammar/regex_ast.h"
 
+#include <algorithm>
 #include <cassert>
 #include <utility>
 
@@ -78,6 +79,24 @@ RegexNodePtr make_alt(std::vector<RegexNodePtr> branches) {
       flat.push_back(std::move(b));
     }
   }
+  // Character branches become one class where the first of them stood.
+  size_t first_chars = flat.size();
+  RegexCharSet chars;
+  size_t num_chars = 0;
+  for (size_t k = 0; k < flat.size(); ++k) {
+    if (flat[k]->kind != Kind::kChars) continue;
+    first_chars = std::min(first_chars, k);
+    chars.add(flat[k]->chars);
+    ++num_chars;
+  }
+  if (num_chars > 1) {
+    std::vector<RegexNodePtr> merged;
+    for (size_t k = 0; k < flat.size(); ++k) {
+      if (k == first_chars) merged.push_back(make_chars(std::move(chars)));
+      if (flat[k]->kind != Kind::kChars) merged.push_back(std::move(flat[k]));
+    }
+    flat = std::move(merged);
+  }
   if (flat.empty()) return make_nothing();
   if (flat.size() == 1) return flat[0];
   auto n = new_node(Kind::kAlt);
@@ -109,6 +128,42 @@ RegexNodePtr make_anchor(Kind kind, size_t pos) {
   auto n = new_node(kind);
   n->pos = pos;
   return n;
+}
+
+RegexNodePtr non_empty_part(const RegexNodePtr& node) {
+  if (!node->nullable) return node;
+  switch (node->kind) {
+    case Kind::kAlt: {
+      std::vector<RegexNodePtr> parts;
+      for (const RegexNodePtr& c : node->children) {
+        RegexNodePtr part = non_empty_part(c);
+        if (!part) return nullptr;
+        parts.push_back(std::move(part));
+      }
+      return make_alt(std::move(parts));
+    }
+    case Kind::kRepeat: {  // B{m,n} without "" == B'{1,n}: the non-empty copies
+      const RegexNodePtr& body = node->children[0];
+      RegexNodePtr part = body->nullable ? non_empty_part(body) : body;
+      if (!part) return nullptr;
+      return make_repeat(std::move(part), 1, node->max);
+    }
+    case Kind::kSeq: {  // every item is nullable: branch i is "item i non-empty, items i+1.."
+      const std::vector<RegexNodePtr>& items = node->children;
+      if (items.size() > kMaxStrippedSequence) return nullptr;
+      std::vector<RegexNodePtr> branches;
+      for (size_t i = 0; i < items.size(); ++i) {
+        RegexNodePtr first = non_empty_part(items[i]);
+        if (!first) return nullptr;
+        std::vector<RegexNodePtr> seq{std::move(first)};
+        seq.insert(seq.end(), items.begin() + static_cast<std::ptrdiff_t>(i) + 1, items.end());
+        branches.push_back(make_seq(std::move(seq)));
+      }
+      return make_alt(std::move(branches));
+    }
+    default:  // empty and anchors
+      return make_nothing();
+  }
 }
 
 RegexNodePtr star_body(const RegexNodePtr& node) {

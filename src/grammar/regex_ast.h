@@ -3,7 +3,8 @@
 // tree simplified (no one-child sequences or alternations, no {1,1} or {0,0}
 // repeats, nested sequences and alternations flattened) and fold the empty
 // language ("nothing", an empty class) upwards, so a tree that is not nothing
-// has no nothing inside it.
+// has no nothing inside it. make_alt merges the single-class branches into
+// one class, so an alternation of characters is a character class.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +55,14 @@ RegexNodePtr make_anchor(RegexNode::Kind kind, size_t pos);
 inline bool is_nothing(const RegexNode& n) {
   return n.kind == RegexNode::Kind::kChars && n.chars.empty();
 }
+
+// L without the empty string (nothing when L is only the empty string), or
+// nullptr where that would copy a sequence of more than kMaxStrippedSequence
+// nullable items (each item i gives a branch "item i non-empty, then items
+// i+1.."). L{m,n} == non_empty_part(L){0,n} when L is nullable, which keeps
+// a bounded repeat from being ambiguous about which copies are empty.
+constexpr size_t kMaxStrippedSequence = 16;
+RegexNodePtr non_empty_part(const RegexNodePtr& node);
 
 // A node L' with L'* == L* whose language lacks the empty string (nothing when
 // L* is only the empty string). Repeating it without bound creates no cycle

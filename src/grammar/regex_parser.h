@@ -10,18 +10,19 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "grammar/gbnf_parser.h"
 #include "grammar/regex_ast.h"
 
 namespace pagoda::grammar {
 
 // Limits that keep hostile patterns cheap: every bounded quantifier count, the
-// grammar elements one repeat expands to (GBNF x{m,n} becomes m copies of x's
-// s elements and n - m optional copies of s + 3, x{m,} m copies and one
-// optional; parse_gbnf refuses more than this), the depth of nested groups
+// grammar elements one repeat expands to (parse_gbnf's own limit: GBNF x{m,n}
+// becomes m copies of x's s elements and n - m optional copies of s + 3,
+// x{m,} m copies and one optional), the depth of nested groups
 // (the parser recurses once per group), and the size of the tree with every
 // repeat unrolled (RegexNode::expanded_size), which bounds the whole grammar.
 constexpr uint32_t kMaxRegexRepeat = 10000;
-constexpr uint64_t kMaxRegexRepeatElements = 10000;
+constexpr uint64_t kMaxRegexRepeatElements = kMaxRepeatElements;
 constexpr size_t kMaxRegexGroupDepth = 200;
 constexpr uint64_t kMaxRegexExpandedSize = 100000;
 

@@ -139,15 +139,20 @@ class GbnfWriter {
     }
   }
 
-  // An unbounded repeat of a nullable body B becomes star_body(B)*: the same
-  // language with no empty iteration for the matcher to loop on.
+  // A repeat of a nullable body B becomes a repeat of a non-empty body with
+  // minimum 0 (the same language): star_body(B)* when unbounded, so the
+  // matcher has no empty iteration to loop on, non_empty_part(B){0,n} when
+  // bounded, so it need not guess which copies are empty.
   std::string repeat_text(const RegexNode& node) {
     RegexNodePtr body = node.children[0];
     uint32_t min = node.min;
-    if (node.max == kUnbounded && body->nullable) {
-      body = star_body(body);
-      min = 0;
-      if (is_nothing(*body)) return "";
+    if (body->nullable && node.max > 1) {
+      RegexNodePtr part = node.max == kUnbounded ? star_body(body) : non_empty_part(body);
+      if (part) {
+        if (is_nothing(*part)) return "";
+        body = std::move(part);
+        min = 0;
+      }
     }
     return atom(body) + quantifier_text(min, node.max);
   }

@@ -1,13 +1,174 @@
-// regex_to_gbnf's contract: refused syntax names its position, limits hold on
-// hostile patterns, and the rule names are the ones the header promises.
+// regex_to_gbnf end to end: its GBNF, read by parse_gbnf, matches exactly
+// the strings the regex fully matches (a corpus whose verdicts Python's re
+// gave, tools/make_regex_corpus.py, and the ECMAScript choices where Python
+// differs); refused syntax names its position; limits hold on hostile
+// patterns; the rule names are the ones the header promises.
 #include "grammar/regex_to_gbnf.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "grammar/gbnf_parser.h"
+#include "grammar/matcher.h"
 
 namespace pagoda::grammar {
 namespace {
+
+// The grammar of `regex` (root rule `rule_name`), or null after a test failure.
+std::shared_ptr<const Grammar> compile(std::string_view regex,
+                                       std::string_view rule_name = "root") {
+  Result<std::string> gbnf = regex_to_gbnf(regex, rule_name);
+  EXPECT_TRUE(gbnf.ok()) << regex << ": " << gbnf.error().message;
+  if (!gbnf.ok()) return nullptr;
+  Result<std::shared_ptr<const Grammar>> g = parse_gbnf_shared(*gbnf, rule_name);
+  EXPECT_TRUE(g.ok()) << regex << ": " << g.error().message << "\n" << *gbnf;
+  return g.ok() ? *g : nullptr;
+}
+
+// Every string of `yes` matches `regex` and no string of `no` does.
+void expect_language(std::string_view regex, std::initializer_list<std::string_view> yes,
+                     std::initializer_list<std::string_view> no) {
+  std::shared_ptr<const Grammar> g = compile(regex);
+  ASSERT_TRUE(g) << regex;
+  for (std::string_view s : yes) EXPECT_TRUE(grammar_matches(g, s)) << regex << " ~ " << s;
+  for (std::string_view s : no) EXPECT_FALSE(grammar_matches(g, s)) << regex << " !~ " << s;
+}
+
+TEST(RegexToGbnf, CorpusAgreesWithPythonRe) {
+  std::ifstream in(std::string(PAGODA_TEST_DATA) + "/grammar/regex_corpus.json");
+  ASSERT_TRUE(in) << "tests/data/grammar/regex_corpus.json";
+  const nlohmann::json corpus = nlohmann::json::parse(in);
+  ASSERT_GE(corpus.size(), 60u);
+  for (const nlohmann::json& entry : corpus) {
+    const std::string regex = entry.at("regex");
+    std::shared_ptr<const Grammar> g = compile(regex);
+    if (!g) continue;
+    for (const std::string s : entry.at("match")) {
+      EXPECT_TRUE(grammar_matches(g, s)) << regex << " should match '" << s << "'";
+    }
+    for (const std::string s : entry.at("no_match")) {
+      EXPECT_FALSE(grammar_matches(g, s)) << regex << " should not match '" << s << "'";
+    }
+  }
+}
+
+// Where Python's re (the corpus' reference) and ECMAScript differ, the
+// documented choice: \d and \w are ASCII, \s is ECMAScript's set.
+TEST(RegexToGbnf, ClassEscapesFollowEcmaScript) {
+  expect_language(
+      "\\s", {" ", "\t", "\n", "\v", "\f", "\r", "\u00a0", "\u2003", "\u2028", "\u3000", "\ufeff"},
+      {"a", "\u200b", "\x1c", "\u0085", ""});
+  expect_language("\\S", {"a", "\u200b", "\u00e9"}, {" ", "\u00a0", "\ufeff"});
+  expect_language("\\d+", {"0123456789"}, {"\u0663", "\uff11", "a"});
+  expect_language("\\w+", {"aZ_9"}, {"\u00e9", "-", " "});
+  expect_language("[\\W\\d]+", {"9-\u00e9 "}, {"a", "_"});
+}
+
+TEST(RegexToGbnf, DotIsAnyCodePointButNewline) {
+  expect_language(".", {"a", "\r", "\u2028", "\u00e9", "\U0001F600", std::string_view("\0", 1)},
+                  {"\n", "", "ab", "\xff", "\xed\xa0\x80", "\xc3"});
+}
+
+TEST(RegexToGbnf, EscapesAreCodePoints) {
+  expect_language("\\x41\\u0042\\U00000043\\u{44}\\u{1F600}", {"ABCD\U0001F600"}, {"ABCD"});
+  expect_language("\\uD83D\\uDE00", {"\U0001F600"}, {"\xed\xa0\xbd\xed\xb8\x80"});
+  expect_language("\\cJ\\ca", {"\n\x01"}, {"cJ"});
+  expect_language("\\0[\\b]\\f\\v", {std::string_view("\0\b\f\v", 4)}, {"0b"});
+  expect_language("\\.\\/\\-\\\"", {"./-\""}, {"a/-\""});
+}
+
+// Negated classes cover every scalar value and never a surrogate or a byte
+// that is not UTF-8.
+TEST(RegexToGbnf, NegatedClassesAreValidUtf8) {
+  expect_language(
+      "[^a]",
+      {"b", "\x7f", "\u07ff", "\u0800", "\ud7ff", "\ue000", "\uffff", "\U00010000", "\U0010FFFF"},
+      {"a", "\xed\xa0\x80", "\xed\xbf\xbf", "\xc0\x80", "\xf4\x90\x80\x80", "\xff", "\x80"});
+  expect_language("[^\\x00-\\x7F\\u00e9]+", {"\u00e8\u00ea\U0001F600"}, {"\u00e9", "a"});
+  expect_language("[\\u00e0-\\u00ff\\U0001F600-\\U0001F64F]", {"\u00e0", "\u00ff", "\U0001F64F"},
+                  {"\u00df", "\u0100", "\U0001F650"});
+}
+
+TEST(RegexToGbnf, AnchorsWhereTheMatchStartsOrEnds) {
+  expect_language("^a|b$", {"a", "b"}, {"ab", ""});
+  expect_language("(^a|^b)c$", {"ac", "bc"}, {"c", "abc"});
+  expect_language("\\Aab\\Z", {"ab"}, {"a"});
+  expect_language("$^", {""}, {"a"});
+  expect_language("(^a)?b", {"b", "ab"}, {"a"});
+  expect_language("^(?:$)", {""}, {" "});
+}
+
+TEST(RegexToGbnf, BracesThatAreNoQuantifierAreLiterals) {
+  expect_language("a{", {"a{"}, {"a"});
+  expect_language("x{1, 2}", {"x{1, 2}"}, {"x", "xx"});
+  expect_language("a{}b}", {"a{}b}"}, {"ab"});
+  expect_language("a{,}", {"", "aaaa"}, {"a{,}"});
+}
+
+TEST(RegexToGbnf, LazyQuantifiersMatchTheSameStrings) {
+  expect_language("a*?b+?c??d{2,3}?", {"bdd", "aabbcddd"}, {"bd", "acdd"});
+}
+
+// Repeats of bodies that can be empty: unbounded ones must not loop, bounded
+// ones must not make the grammar ambiguous about which copies are empty.
+TEST(RegexToGbnf, RepeatsOfNullableBodies) {
+  expect_language("(a*)*b", {"b", "aaab"}, {"", "ba"});
+  expect_language("(a?b?)+", {"", "abba", "bbb"}, {"c"});
+  expect_language("(|a)+b", {"b", "aab"}, {"a"});
+  expect_language("((a|)*)*c", {"c", "ac"}, {"ca"});
+  expect_language("(a?){3,}", {"", "aaaaaaa"}, {"b"});
+  expect_language("(a?b?){2,3}", {"", "ab", "abab", "ababab", "bba"}, {"abababa", "aaaa"});
+  expect_language("(a*b?){2}", {"", "aab", "aabaa", "bb", "abab"}, {"bbb", "ababa", "c"});
+}
+
+// Deep nestings of optional parts stay within parse_gbnf's ambiguity bound
+// and match long inputs quickly.
+TEST(RegexToGbnf, NestedOptionalRepeatsStayCheap) {
+  std::string nested;
+  for (int k = 0; k < 150; ++k) nested += "(b?";
+  nested += "((a?){100}){100}";
+  for (int k = 0; k < 150; ++k) nested += ")?";
+  std::shared_ptr<const Grammar> g = compile(nested);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(grammar_matches(g, std::string(150, 'b') + std::string(20, 'a')));
+  EXPECT_TRUE(grammar_matches(g, std::string(75, 'b')));
+  EXPECT_FALSE(grammar_matches(g, std::string(151, 'b')));
+  EXPECT_FALSE(grammar_matches(g, "ab"));
+
+  std::string stars;
+  for (int k = 0; k < 199; ++k) stars += "(a?";
+  for (int k = 0; k < 199; ++k) stars += ")*";
+  g = compile(stars);
+  ASSERT_TRUE(g);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(grammar_matches(g, std::string(10000, 'a')));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// The output is rules to embed in a larger grammar under the caller's name.
+TEST(RegexToGbnf, EmbedsInALargerGrammar) {
+  Result<std::string> digits = regex_to_gbnf("(?:[0-9]{2}|x)+", "two-digits");
+  ASSERT_TRUE(digits.ok()) << digits.error().message;
+  Result<std::shared_ptr<const Grammar>> g =
+      parse_gbnf_shared("root ::= \"<\" two-digits \">\"\n" + *digits);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(grammar_matches(*g, "<42x>"));
+  EXPECT_FALSE(grammar_matches(*g, "<4>"));
+}
+
+TEST(RegexToGbnf, LongInputsAndAlternations) {
+  std::string words;
+  for (int k = 0; k < 1000; ++k) words += (k ? "|w" : "w") + std::to_string(k);
+  expect_language(words, {"w0", "w999", "w42"}, {"w1000", "w", "w01"});
+  std::shared_ptr<const Grammar> g = compile("[a-z]+");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(grammar_matches(g, std::string(100000, 'q')));
+}
 
 struct Refusal {
   std::string pattern;
