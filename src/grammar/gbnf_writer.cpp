@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/utf8.h"
 
 namespace pagoda::grammar {
@@ -45,7 +47,62 @@ bool is_plain_class_char(uint32_t cp) {
   }
 }
 
+// Groups nested deeper than this become rules (parse_gbnf allows 100).
+constexpr int kMaxInlineNesting = 32;
+
+// The alternation for texts[lo, hi) (sorted, unique), which all share their
+// first `offset` bytes, after that prefix; "" when only the prefix itself is
+// left. `nesting` receives the group depth of the result.
+std::string literal_suffixes(const std::vector<std::string>& texts, size_t lo, size_t hi,
+                             size_t offset, std::string_view hint, GbnfRuleSet& rules,
+                             int& nesting) {
+  nesting = 0;
+  const bool terminal = texts[lo].size() == offset;  // a prefix sorts before its extensions
+  std::vector<std::string> alts;
+  for (size_t i = lo + (terminal ? 1 : 0); i < hi;) {
+    const std::string& first = texts[i];
+    const size_t cp_len = utf8_len(static_cast<unsigned char>(first[offset]));
+    size_t j = i + 1;
+    while (j < hi && texts[j].compare(offset, cp_len, first, offset, cp_len) == 0) ++j;
+    // The group's common prefix: that of its first and last text, cut at a code point.
+    const std::string& last = texts[j - 1];
+    size_t end = offset + cp_len;
+    while (end < first.size() && end < last.size() && first[end] == last[end]) ++end;
+    while (end < first.size() && (static_cast<unsigned char>(first[end]) & 0xC0) == 0x80) --end;
+    int child_nesting = 0;
+    std::string rest = literal_suffixes(texts, i, j, end, hint, rules, child_nesting);
+    if (child_nesting >= kMaxInlineNesting) {
+      rest = rules.define(rules.fresh_name(hint), rest);
+      child_nesting = 0;
+    }
+    nesting = std::max(nesting, child_nesting + 1);
+    std::string alt = gbnf_literal(std::string_view(first).substr(offset, end - offset));
+    if (!rest.empty()) {
+      alt += ' ';
+      alt += rest;
+    }
+    alts.push_back(std::move(alt));
+    i = j;
+  }
+  if (alts.empty()) return "";
+  std::string out = "(";
+  for (size_t k = 0; k < alts.size(); ++k) {
+    out += k == 0 ? " " : " | ";
+    out += alts[k];
+  }
+  out += terminal ? " )?" : " )";
+  return out;
+}
+
 }  // namespace
+
+std::string gbnf_literal_alternatives(std::vector<std::string> texts, std::string_view hint,
+                                      GbnfRuleSet& rules) {
+  std::sort(texts.begin(), texts.end());
+  texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+  int nesting = 0;
+  return literal_suffixes(texts, 0, texts.size(), 0, hint, rules, nesting);
+}
 
 std::string gbnf_literal(std::string_view bytes) {
   std::string out = "\"";

@@ -22,6 +22,16 @@ std::string gbnf_literal(std::string_view bytes);
 // the class syntax characters \ ] [ ^ -) as \xNN, \uNNNN or \UNNNNNNNN.
 std::string gbnf_class_char(uint32_t cp);
 
+class GbnfRuleSet;
+
+// A parenthesised alternation matching exactly the strings `texts` (valid
+// UTF-8, at least one, none empty), factored by common prefixes so that the
+// matcher, which follows a bounded number of parses at once, never tracks
+// more than one alternative per prefix: "( \"item-\" ( \"1\" | \"2\" ) )".
+// Groups nested deeper than 32 become rules named from `hint` in `rules`.
+std::string gbnf_literal_alternatives(std::vector<std::string> texts, std::string_view hint,
+                                      GbnfRuleSet& rules);
+
 // An ordered set of rules `name ::= body`. Names are [a-zA-Z0-9-]+ and unique;
 // text() writes the rules in the order they were first defined or reserved.
 class GbnfRuleSet {

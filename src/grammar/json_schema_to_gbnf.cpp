@@ -133,7 +133,7 @@ class SchemaConverter {
     }
     if (s.contains("$ref")) return ref_rule(s["$ref"], ptr, depth);
     if (has_any_of) return visit_any_of(s, ptr, hint, depth);
-    if (s.contains("enum") || s.contains("const")) return visit_enum(s, ptr);
+    if (s.contains("enum") || s.contains("const")) return visit_enum(s, ptr, hint);
     PAGODA_ASSIGN_OR_RETURN(std::vector<std::string> types, types_of(s, ptr));
     if (types.empty()) return use(JsonPrimitive::kValue);
     std::vector<std::string> alts;
@@ -227,7 +227,8 @@ class SchemaConverter {
     return join_alternatives(exprs);
   }
 
-  Result<std::string> visit_enum(const SchemaJson& s, const std::string& ptr) {
+  Result<std::string> visit_enum(const SchemaJson& s, const std::string& ptr,
+                                 const std::string& hint) {
     for (const auto& [key, value] : s.items())
       if (key != "enum" && key != "const" && key != "type" &&
           has_validation_keywords(SchemaJson{{key, value}}, {}))
@@ -252,7 +253,8 @@ class SchemaConverter {
       if (std::find(types.begin(), types.end(), "number") != types.end())
         types.push_back("integer");
     }
-    std::vector<std::string> alts;
+    std::vector<std::string> texts;  // the values' compact JSON
+    size_t num_bytes = 0;
     for (const SchemaJson& v : values) {
       if (value_depth(v, kMaxSchemaDepth) > kMaxSchemaDepth)
         return schema_error(
@@ -260,12 +262,14 @@ class SchemaConverter {
       const bool typed = types.empty() || std::any_of(types.begin(), types.end(), [&](auto& t) {
                            return value_has_type(v, t);
                          });
-      std::string literal = gbnf_literal(v.dump());
-      if (typed && std::find(alts.begin(), alts.end(), literal) == alts.end())
-        alts.push_back(std::move(literal));
+      if (!typed) continue;
+      texts.push_back(v.dump());
+      num_bytes += texts.back().size();
     }
-    if (alts.empty()) return schema_error(ptr, keyword, "no value has the schema's type");
-    return join_alternatives(alts);
+    if (texts.empty()) return schema_error(ptr, keyword, "no value has the schema's type");
+    if (rules_.num_bytes() + num_bytes > kMaxGrammarBytes)
+      return schema_error(ptr, keyword, "the grammar would be larger than 4 MiB");
+    return gbnf_literal_alternatives(std::move(texts), hint + "-enum", rules_);
   }
 
   // A non-negative integer keyword (minItems, maxLength, ...) up to kMaxRepetitions.

@@ -73,6 +73,34 @@ TEST(JsonSchemaToGbnf, Primitives) {
   check({"integer and number", R"({"type": ["integer", "number"]})", {"1", "1.5"}, {"\"1\""}});
 }
 
+TEST(JsonSchemaToGbnf, LargeEnumsSharingPrefixes) {
+  // 4096 values (2048 strings, 2048 numbers) with long common prefixes: the alternatives are factored by
+  // prefix, so the matcher (which follows a bounded number of parses) admits
+  // every one of them, and nothing else.
+  std::string schema = R"({"enum": [)";
+  for (int i = 0; i < 2048; ++i)
+    schema += fmt::format("{}\"item-{:04}\", {}", i ? "," : "", i * 2, i * 2 + 1000000);
+  auto g = compile(schema + "]}");
+  ASSERT_TRUE(g);
+  for (int i = 0; i < 4096; ++i) {
+    EXPECT_EQ(grammar_matches(g, fmt::format("\"item-{:04}\"", i)), i % 2 == 0) << i;
+    EXPECT_EQ(grammar_matches(g, std::to_string(i + 1000000)), i % 2 == 0) << i;
+  }
+  check({"prefixes of each other",
+         R"({"enum": ["a", "ab", "abc", "b", "\u00e9", "\u00e8", 1, 12, 123]})",
+         {R"("a")", R"("ab")", R"("abc")", R"("b")", "\"\xC3\xA9\"", "\"\xC3\xA8\"", "1", "12",
+          "123"},
+         {R"("abcd")", R"("")", "\"\xC3\"", "1234", "2"}});
+  std::string chain = R"({"enum": [)";  // "x", "xx", ... nests 300 groups deep
+  for (int i = 1; i <= 300; ++i)
+    chain += fmt::format("{}\"{}\"", i > 1 ? "," : "", std::string(i, 'x'));
+  auto g2 = compile(chain + "]}");
+  ASSERT_TRUE(g2);
+  EXPECT_TRUE(grammar_matches(g2, "\"" + std::string(300, 'x') + "\""));
+  EXPECT_TRUE(grammar_matches(g2, "\"" + std::string(150, 'x') + "\""));
+  EXPECT_FALSE(grammar_matches(g2, "\"" + std::string(301, 'x') + "\""));
+}
+
 TEST(JsonSchemaToGbnf, AnyValue) {
   for (const char* schema : {"{}", "true", R"({"description": "anything", "title": "t"})"}) {
     check({"any",
