@@ -2,7 +2,10 @@
 
 #include "core/utf8.h"
 #include "grammar/gbnf_parser.h"
+#include "grammar/gbnf_writer.h"
 #include "grammar/grammar_constraint.h"
+#include "grammar/json_schema_to_gbnf.h"
+#include "grammar/regex_to_gbnf.h"
 
 namespace pagoda::grammar {
 
@@ -38,44 +41,18 @@ std::string spec_key(const StructuredOutputSpec& spec) {
 
 }  // namespace
 
-std::string gbnf_literal(std::string_view text) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out = "\"";
-  for (char c : text) {
-    const auto b = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (b < 0x20 || b == 0x7F) {
-      out += "\\x";
-      out += kHex[b >> 4];
-      out += kHex[b & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 Result<std::string> GrammarCompiler::spec_to_gbnf(const StructuredOutputSpec& spec) {
   switch (spec.kind) {
     case Kind::kGrammar:
       return spec.text;
     case Kind::kChoice:
       return choice_gbnf(spec.choices);
-    // Built by the converter branches (grammar/json_schema_to_gbnf.h,
-    // grammar/regex_to_gbnf.h); wired in when they merge.
     case Kind::kJsonObject:
+      return json_object_gbnf();
     case Kind::kJsonSchema:
+      return json_schema_to_gbnf(spec.text);
     case Kind::kRegex:
-      return invalid(std::string("structured output (") + structured_output_kind_name(spec.kind) +
-                     ") is not built in this branch");
+      return regex_to_gbnf(spec.text, "root");
   }
   return invalid("unknown structured output kind");
 }

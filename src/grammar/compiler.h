@@ -47,7 +47,4 @@ class GrammarCompiler {
   mutable std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };
 
-// A GBNF literal ("...") matching exactly `text` (valid UTF-8).
-std::string gbnf_literal(std::string_view text);
-
 }  // namespace pagoda::grammar

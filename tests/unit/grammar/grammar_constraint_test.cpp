@@ -11,6 +11,7 @@
 
 #include "grammar/compiler.h"
 #include "grammar/gbnf_parser.h"
+#include "grammar/gbnf_writer.h"
 #include "grammar/token_masks.h"
 #include "sample/token_mask.h"
 #include "tokenizer/tokenizer.h"
@@ -263,6 +264,33 @@ TEST(GrammarCompiler, ChoicesAreEscapedLiterals) {
   auto invalid = compiler.compile({StructuredOutputSpec::Kind::kChoice, "", {"ok", "\xFF"}});
   ASSERT_FALSE(invalid.ok());
   EXPECT_EQ(invalid.error().message, "choice 1 is not valid UTF-8");
+}
+
+TEST(GrammarCompiler, JsonSchemaAndJsonObject) {
+  auto v = toy_vocab();
+  GrammarCompiler compiler(v);
+  const StructuredOutputSpec schema{StructuredOutputSpec::Kind::kJsonSchema,
+                                    R"({"type": "object", "properties": {"a": {"enum": [1, 2]}},
+                                        "required": ["a"]})",
+                                    {}};
+  auto gbnf = GrammarCompiler::spec_to_gbnf(schema);
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
+  auto g = parse_gbnf_shared(*gbnf);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(grammar_matches(*g, R"({"a": 2})"));
+  EXPECT_FALSE(grammar_matches(*g, R"({"a": 3})"));
+  EXPECT_TRUE(compiler.compile(schema).ok());
+  auto object = GrammarCompiler::spec_to_gbnf({StructuredOutputSpec::Kind::kJsonObject, "", {}});
+  ASSERT_TRUE(object.ok());
+  auto any_object = parse_gbnf_shared(*object);
+  ASSERT_TRUE(any_object.ok()) << any_object.error().message;
+  EXPECT_TRUE(grammar_matches(*any_object, R"({"x": [1, {"y": null}]})"));
+  EXPECT_FALSE(grammar_matches(*any_object, "[1]"));
+  auto bad = compiler.compile({StructuredOutputSpec::Kind::kJsonSchema, R"({"not": {}})", {}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(bad.error().message,
+            "json_schema at '': not: not supported (the grammar cannot enforce it)");
 }
 
 TEST(GrammarCompiler, CachesBySpecAndReportsErrors) {
