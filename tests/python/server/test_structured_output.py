@@ -266,12 +266,27 @@ def test_json_schema_corpus_random_weights(random_servers):
     assert 15 * len(SCHEMAS) >= 990
 
 
+def _has_string_rules(schema):
+    """Whether a schema holds a pattern or a format anywhere: strings that must
+    contain characters such as `@` or `/`, which few of a 49,152-token
+    vocabulary's tokens hold alone, so that a random model wanders for
+    thousands of tokens before it samples them (the 512-token model covers
+    these schemas)."""
+    if isinstance(schema, dict):
+        return "pattern" in schema or "format" in schema or any(_has_string_rules(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_string_rules(v) for v in schema)
+    return False
+
+
 def test_json_schema_corpus_multi_character_tokens(random_servers):
     real_only()
     server = random_servers("smollm2")
     jobs, checks = [], {}
     spellings = sorted(JSON_SPELLINGS.items())
-    for i, (name, schema) in enumerate(sorted(SCHEMAS.items())[::2]):
+    free = [(name, schema) for name, schema in sorted(SCHEMAS.items()) if not _has_string_rules(schema)]
+    assert len(free) >= 25, len(free)
+    for i, (name, schema) in enumerate(free):
         spelling, (route, make) = spellings[i % len(spellings)]
         job = Job(f"{name} [{spelling}, smollm2]", route, _body(server, route, 7 + i, make(name, schema)))
         checks[id(job)] = _json_check(schema)
@@ -471,7 +486,7 @@ def _schema_field(schema):
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}, "$ref"),
     ({"type": "string", "minLength": 5, "maxLength": 2}, "maxLength"),
     ({"type": "string", "pattern": "[a-z"}, "pattern"),
-    ({"type": "integer", "minimum": 10, "maximum": 1}, "maximum"),
+    ({"type": "integer", "minimum": 10, "maximum": 1}, "minimum"),
     ({"enum": []}, "enum"),
 ])
 def test_invalid_or_unsupported_schema_names_the_keyword(base_url, route, schema, keyword):
