@@ -58,14 +58,22 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
   sample.cumulative_logprob += so.logprobs[r];
 
   // Each token in order through the stop checks: a stop string, stop token
-  // or max_tokens inside a jump ends the output at that token.
+  // or max_tokens inside a jump ends the output at that token. No id
+  // follows the token that ends the output (a stop token, max_tokens, or the
+  // last token of a finished constraint), so the detokenizer's held-back
+  // text (a decoder that waits for the next id) goes with it, through the
+  // stop-string check.
   const Clock::time_point detok_start = Clock::now();
+  const bool completes = sample.constraint && sample.constraint->is_finished();
   StopUpdate upd;
   size_t num_taken = 0;
   while (num_taken < tokens.size() && !upd.finished()) {
     const int32_t t = tokens[num_taken++];
     sample.count_token(req.params, t);
-    StopUpdate u = sample.stop.append(t, sample.detok.feed(t));
+    const std::string released = sample.stop.stops_at(t) ? sample.detok.flush() : std::string();
+    std::string text = sample.detok.feed(t);
+    if (sample.stop.ends_with(t) || (completes && num_taken == tokens.size())) text += sample.detok.flush();
+    StopUpdate u = sample.stop.append(t, text, released);
     u.text.insert(0, upd.text);
     upd = std::move(u);
   }
@@ -78,13 +86,11 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
   // only EOS, and sampling_rows lifts bans that would empty a mask). Stop
   // strings, stop tokens and max_tokens still end it earlier, with an output
   // that is a prefix of one the constraint accepts.
-  const bool complete = !upd.finished() && sample.constraint && sample.constraint->is_finished();
-  if (complete) {
+  if (!upd.finished() && completes) {
     upd.text += sample.stop.end_complete().text;
     upd.finish = StopFinish::kStop;
   }
   const bool by_length = upd.finish == StopFinish::kLength;
-  if (by_length || complete) upd.text += sample.detok.flush();
   detokenize_seconds_ += seconds_between(detok_start, Clock::now());
   RequestOutput ev;
   ev.request_id = req.external_id;

@@ -60,11 +60,20 @@ StopUpdate StopChecker::emit(size_t num_bytes) {
   return u;
 }
 
-StopUpdate StopChecker::append(int32_t token, std::string_view text) {
+bool StopChecker::stops_at(int32_t token) const {
+  return num_tokens_ + 1 >= min_tokens_ && is_stop_token(token);
+}
+
+bool StopChecker::ends_with(int32_t token) const {
+  return num_tokens_ + 1 >= max_tokens_ || stops_at(token);
+}
+
+StopUpdate StopChecker::append(int32_t token, std::string_view text, std::string_view released) {
   assert(!finished_);
   ++num_tokens_;
   const bool may_stop = num_tokens_ >= min_tokens_;
   const bool stop_token = may_stop && is_stop_token(token);
+  pending_ += released;
   if (!stop_token || include_stop_) pending_ += text;
   StopUpdate u;
   size_t which = 0;

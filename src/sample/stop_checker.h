@@ -51,12 +51,25 @@ class StopChecker {
               int32_t max_tokens);
 
   // Feeds the next generated token and the text its detokenization added.
-  // Must not be called after a finishing update.
-  StopUpdate append(int32_t token, std::string_view text);
+  // `released`: text of earlier tokens that the detokenizer held back and
+  // releases before `token` (flushed because the output stops here, see
+  // stops_at); it precedes `text` and is kept even when a stop token's own
+  // text is not. Must not be called after a finishing update.
+  StopUpdate append(int32_t token, std::string_view text, std::string_view released = {});
   // Ends the output after the last appended token: emits the held-back text
   // and finishes with kStop (no stop string, no stop token). Must not be
   // called after a finishing update.
   StopUpdate end_complete();
+
+  // Whether appending `token` next finishes the output by a stop token (it
+  // is one, past min_tokens): the caller flushes its detokenizer first and
+  // passes the held-back text of the earlier tokens as `released`, since the
+  // stop token's own text may be dropped.
+  bool stops_at(int32_t token) const;
+  // Whether appending `token` next ends the output whatever its text
+  // (stops_at, or max_tokens reached): no id follows, so the caller passes
+  // the detokenizer's held-back text with it.
+  bool ends_with(int32_t token) const;
 
   bool finished() const { return finished_; }
   int32_t num_tokens() const { return num_tokens_; }

@@ -246,6 +246,27 @@ TEST_F(EngineStop, EosIgnoreEosAndMinTokens) {
   EXPECT_EQ(log->samples[0].finish, FinishReason::kStop);
 }
 
+// An output that ends inside a byte-fallback run (stories260K spells "1" as
+// the byte token <0x31>, id 52, which the detokenizer holds back until it
+// knows the run is complete): the stop token closes the run, so its text is
+// in the output (it was lost once).
+TEST_F(EngineStop, AStopTokenReleasesTheHeldBackBytes) {
+  SamplingParams p = params(6);
+  p.allowed_token_ids = {2, 52};
+  p.logit_bias = {{2, 100.0f}};  // EOS first whenever allowed
+  p.min_tokens = 1;              // ... which it is not at step 0: <0x31>
+  auto log = run_one(p);
+  EXPECT_EQ(log->samples[0].tokens, (std::vector<int32_t>{52, 2}));
+  EXPECT_EQ(log->samples[0].text, "1");
+  EXPECT_EQ(log->samples[0].finish, FinishReason::kStop);
+  p.logit_bias.clear();
+  p.allowed_token_ids = {52};
+  p.max_tokens = 3;  // and max_tokens ends the run too
+  log = run_one(p);
+  EXPECT_EQ(log->samples[0].text, "111");
+  EXPECT_EQ(log->samples[0].finish, FinishReason::kLength);
+}
+
 TEST_F(EngineStop, PriorityOrdersAdmission) {
   engine_ = start_engine({.model = stories_dir(), .max_num_seqs = 1});
   ASSERT_NE(engine_, nullptr);
