@@ -124,12 +124,12 @@ done
 # ---- 3. OpenAI SDK against pagoda serve on the GPU ---------------------------
 pylib=$work/pylib
 wheels=${PAGODA_E2E_WHEELS:-$repo/.devcarry/wheels}
-if ! python3 -c "import openai, requests, pytest" 2>/dev/null && [ -d "$wheels" ]; then
+if ! python3 -c "import openai, requests, pytest, jsonschema" 2>/dev/null && [ -d "$wheels" ]; then
   mkdir -p "$pylib"
-  python3 -m pip install -q --no-index --find-links "$wheels" --target "$pylib" openai requests pytest \
+  python3 -m pip install -q --no-index --find-links "$wheels" --target "$pylib" openai requests pytest jsonschema \
     >"$out/wheels.log" 2>&1 || echo "e2e: installing wheels from $wheels failed (see $out/wheels.log)"
 fi
-if PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" python3 -c "import openai, requests, pytest" 2>/dev/null; then
+if PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" python3 -c "import openai, requests, pytest, jsonschema" 2>/dev/null; then
   echo "=== OpenAI SDK server suite, pagoda serve --device cuda ($(date +%T))"
   t0=$SECONDS
   if PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" PAGODA_TEST_REAL_ENGINE=1 PAGODA_TEST_DEVICE=cuda \

@@ -11,5 +11,5 @@ mkdir -p "$dest"
 "$pip" download -q -d "$dest" --only-binary=:all: --implementation cp \
   --python-version "${PYTHON_VERSION:-3.12}" \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-  openai requests pytest
+  openai requests pytest jsonschema
 echo "fetch_wheels: $(ls "$dest" | wc -l) wheels, $(du -sh "$dest" | cut -f1) in $dest"
