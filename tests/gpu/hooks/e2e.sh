@@ -104,6 +104,10 @@ fi
 shared=$repo/../shared
 if [ ! -e "$shared" ] && [ -d "$stories" ]; then
   mkdir -p "$shared/models" && ln -s "$stories" "$shared/models/stories260K"
+  # The tokenizers of the server suite's random-weight models, when carried
+  # (.devcarry/shared/models/tokenizers; absent: those tests skip).
+  tokenizers=$repo/.devcarry/shared/models/tokenizers
+  [ -d "$tokenizers" ] && ln -s "$tokenizers" "$shared/models/tokenizers"
 fi
 for bin in "${engine_bins[@]}"; do
   name=$(basename "$bin")
