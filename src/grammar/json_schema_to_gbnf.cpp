@@ -291,13 +291,17 @@ class SchemaConverter {
                                    const std::string& hint) {
     PAGODA_ASSIGN_OR_RETURN(auto min_len, read_count(s, "minLength", ptr));
     PAGODA_ASSIGN_OR_RETURN(auto max_len, read_count(s, "maxLength", ptr));
+    const uint64_t lo = min_len.value_or(0);
+    if (max_len && *max_len < lo) return schema_error(ptr, "minLength", "is above maxLength");
     if (s.contains("pattern")) {
       if (!s["pattern"].is_string()) return schema_error(ptr, "pattern", "must be a string");
-      if (min_len || max_len || s.contains("format"))
-        return schema_error(ptr, "pattern",
-                            "cannot be combined with minLength, maxLength or format");
+      if (s.contains("format"))
+        return schema_error(ptr, "pattern", "cannot be combined with format");
+      const std::string pattern = s["pattern"].get<std::string>();
       auto content =
-          define_pattern_content(s["pattern"].get<std::string>(), hint + "-pattern", rules_);
+          min_len || max_len
+              ? define_pattern_content_with_length(pattern, lo, max_len, hint + "-pattern", rules_)
+              : define_pattern_content(pattern, hint + "-pattern", rules_);
       if (!content.ok()) return schema_error(ptr, "pattern", content.error().message);
       return fmt::format("( {} {} {} )", kQuote, content.value(), kQuote);
     }
@@ -314,8 +318,6 @@ class SchemaConverter {
       return fmt::format("( {} {} {} )", kQuote, use(*which), kQuote);
     }
     if (!min_len && !max_len) return use(JsonPrimitive::kString);
-    const uint64_t lo = min_len.value_or(0);
-    if (max_len && *max_len < lo) return schema_error(ptr, "minLength", "is above maxLength");
     const std::string count =
         max_len ? fmt::format("{{{},{}}}", lo, *max_len) : fmt::format("{{{},}}", lo);
     return fmt::format("( {} {}{} {} )", kQuote, use(JsonPrimitive::kStringChar), count, kQuote);

@@ -130,6 +130,12 @@ SCHEMAS = {
         "tiny": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e-3},
         "count": {"type": "integer", "minimum": 2.5, "maximum": 7.5}},
         "required": ["scale", "ratio", "negative", "tiny", "count"]},
+    "pattern with lengths": {"type": "object", "properties": {
+        "username": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$", "minLength": 3, "maxLength": 16},
+        "dns_label": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
+        "contains": {"type": "string", "pattern": "ab|\\d{2}", "minLength": 4, "maxLength": 9},
+        "long": {"type": "string", "pattern": "^[^ab]", "minLength": 5}},
+        "required": ["username", "dns_label", "contains", "long"]},
 }
 
 
