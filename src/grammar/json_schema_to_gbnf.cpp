@@ -12,6 +12,7 @@
 
 #include "core/utf8.h"
 #include "grammar/gbnf_writer.h"
+#include "grammar/json_decimal.h"
 #include "grammar/json_gbnf_primitives.h"
 #include "grammar/json_schema_keywords.h"
 #include "grammar/json_schema_merge.h"
@@ -68,7 +69,8 @@ bool is_noop_keyword(std::string_view key, const SchemaJson& value) {
 
 class SchemaConverter {
  public:
-  explicit SchemaConverter(const SchemaJson& root) : root_(root) {
+  SchemaConverter(const SchemaJson& root, BoundDecimals bound_decimals)
+      : root_(root), bound_decimals_(std::move(bound_decimals)) {
     rules_.reserve("root");
     reserve_json_primitive_names(rules_);
   }
@@ -166,8 +168,8 @@ class SchemaConverter {
     if (type == "object") return visit_object(s, ptr, hint, depth);
     if (type == "array") return visit_array(s, ptr, hint, depth);
     if (type == "string") return visit_string(s, ptr, hint);
-    if (type == "integer") return visit_integer(s, ptr);
-    if (type == "number") return visit_number(s, ptr);
+    if (type == "integer") return visit_integer(s, ptr, hint);
+    if (type == "number") return visit_number(s, ptr, hint);
     if (type == "boolean") return use(JsonPrimitive::kBoolean);
     return use(JsonPrimitive::kNull);
   }
@@ -289,13 +291,17 @@ class SchemaConverter {
                                    const std::string& hint) {
     PAGODA_ASSIGN_OR_RETURN(auto min_len, read_count(s, "minLength", ptr));
     PAGODA_ASSIGN_OR_RETURN(auto max_len, read_count(s, "maxLength", ptr));
+    const uint64_t lo = min_len.value_or(0);
+    if (max_len && *max_len < lo) return schema_error(ptr, "minLength", "is above maxLength");
     if (s.contains("pattern")) {
       if (!s["pattern"].is_string()) return schema_error(ptr, "pattern", "must be a string");
-      if (min_len || max_len || s.contains("format"))
-        return schema_error(ptr, "pattern",
-                            "cannot be combined with minLength, maxLength or format");
+      if (s.contains("format"))
+        return schema_error(ptr, "pattern", "cannot be combined with format");
+      const std::string pattern = s["pattern"].get<std::string>();
       auto content =
-          define_pattern_content(s["pattern"].get<std::string>(), hint + "-pattern", rules_);
+          min_len || max_len
+              ? define_pattern_content_with_length(pattern, lo, max_len, hint + "-pattern", rules_)
+              : define_pattern_content(pattern, hint + "-pattern", rules_);
       if (!content.ok()) return schema_error(ptr, "pattern", content.error().message);
       return fmt::format("( {} {} {} )", kQuote, content.value(), kQuote);
     }
@@ -312,28 +318,27 @@ class SchemaConverter {
       return fmt::format("( {} {} {} )", kQuote, use(*which), kQuote);
     }
     if (!min_len && !max_len) return use(JsonPrimitive::kString);
-    const uint64_t lo = min_len.value_or(0);
-    if (max_len && *max_len < lo) return schema_error(ptr, "minLength", "is above maxLength");
     const std::string count =
         max_len ? fmt::format("{{{},{}}}", lo, *max_len) : fmt::format("{{{},}}", lo);
     return fmt::format("( {} {}{} {} )", kQuote, use(JsonPrimitive::kStringChar), count, kQuote);
   }
 
-  // A numeric keyword's value, within +-kMaxBound.
-  Result<std::optional<double>> read_bound(const SchemaJson& s, const char* key,
-                                           const std::string& ptr) {
-    if (!s.contains(key) || s[key].is_boolean()) return std::optional<double>();
+  // A numeric keyword's exact value, within +-kMaxBound.
+  Result<std::optional<JsonDecimal>> read_bound(const SchemaJson& s, const char* key,
+                                                const std::string& ptr) {
+    if (!s.contains(key) || s[key].is_boolean()) return std::optional<JsonDecimal>();
     if (!s[key].is_number()) return schema_error(ptr, key, "must be a number");
-    const double v = s[key].get<double>();
-    if (std::fabs(v) > kMaxBound)
+    if (std::fabs(s[key].get<double>()) > kMaxBound)
       return schema_error(ptr, key, "beyond the supported range of +-1e18");
-    return std::optional<double>(v);
+    auto exact = bound_decimals_.exact(s[key]);
+    if (!exact.ok()) return schema_error(ptr, key, exact.error().message);
+    return std::optional<JsonDecimal>(exact.value());
   }
 
   // Bounds as [lower, upper] candidates: minimum/maximum, exclusive* (numbers
   // or draft 4's booleans that make minimum/maximum exclusive).
   struct Bounds {
-    std::optional<double> minimum, maximum, exclusive_minimum, exclusive_maximum;
+    std::optional<JsonDecimal> minimum, maximum, exclusive_minimum, exclusive_maximum;
   };
   Result<Bounds> read_bounds(const SchemaJson& s, const std::string& ptr) {
     Bounds b;
@@ -348,46 +353,42 @@ class SchemaConverter {
     return b;
   }
 
-  Result<std::string> visit_integer(const SchemaJson& s, const std::string& ptr) {
+  // Bounded integers and numbers are rules of their own: their digit-by-digit
+  // grammars nest groups about 20 deep.
+  Result<std::string> visit_integer(const SchemaJson& s, const std::string& ptr,
+                                    const std::string& hint) {
     PAGODA_ASSIGN_OR_RETURN(Bounds b, read_bounds(s, ptr));
     std::optional<int64_t> lo, hi;
-    auto raise = [&](std::optional<int64_t>& v, double x) {
-      v = v ? std::max(*v, int64_t(x)) : int64_t(x);
-    };
-    auto lower = [&](std::optional<int64_t>& v, double x) {
-      v = v ? std::min(*v, int64_t(x)) : int64_t(x);
-    };
-    if (b.minimum) raise(lo, std::ceil(*b.minimum));
-    if (b.exclusive_minimum) raise(lo, std::floor(*b.exclusive_minimum) + 1);
-    if (b.maximum) lower(hi, std::floor(*b.maximum));
-    if (b.exclusive_maximum) lower(hi, std::ceil(*b.exclusive_maximum) - 1);
+    auto raise = [&](int64_t x) { lo = lo ? std::max(*lo, x) : x; };
+    auto lower = [&](int64_t x) { hi = hi ? std::min(*hi, x) : x; };
+    if (b.minimum) raise(b.minimum->ceil());
+    if (b.exclusive_minimum) raise(b.exclusive_minimum->floor() + 1);
+    if (b.maximum) lower(b.maximum->floor());
+    if (b.exclusive_maximum) lower(b.exclusive_maximum->ceil() - 1);
     if (!lo && !hi) return use(JsonPrimitive::kInteger);
-    const std::string expr = integer_range_gbnf(lo, hi);
+    std::string expr = integer_range_gbnf(lo, hi);
     if (expr.empty()) return schema_error(ptr, "minimum", "no integer lies within the bounds");
-    return "( " + expr + " )";
+    return rules_.define(rules_.fresh_name(hint + "-integer"), std::move(expr));
   }
 
-  Result<std::string> visit_number(const SchemaJson& s, const std::string& ptr) {
+  Result<std::string> visit_number(const SchemaJson& s, const std::string& ptr,
+                                   const std::string& hint) {
     PAGODA_ASSIGN_OR_RETURN(Bounds b, read_bounds(s, ptr));
-    for (auto [key, v] : {std::pair{"minimum", b.minimum}, std::pair{"maximum", b.maximum},
-                          std::pair{"exclusiveMinimum", b.exclusive_minimum},
-                          std::pair{"exclusiveMaximum", b.exclusive_maximum}})
-      if (v && std::floor(*v) != *v)
-        return schema_error(ptr, key, "only integer bounds are supported on numbers");
     // Of an inclusive and an exclusive bound on one side, the tighter one.
-    auto pick = [](std::optional<double> incl, std::optional<double> excl, bool lower) {
+    auto pick = [](const std::optional<JsonDecimal>& incl, const std::optional<JsonDecimal>& excl,
+                   bool lower) {
       std::optional<NumberBound> out;
-      if (incl) out = NumberBound{int64_t(*incl), false};
+      if (incl) out = NumberBound{*incl, false};
       if (excl && (!incl || (lower ? *excl >= *incl : *excl <= *incl)))
-        out = NumberBound{int64_t(*excl), true};
+        out = NumberBound{*excl, true};
       return out;
     };
     const auto lo = pick(b.minimum, b.exclusive_minimum, true);
     const auto hi = pick(b.maximum, b.exclusive_maximum, false);
     if (!lo && !hi) return use(JsonPrimitive::kNumber);
-    const std::string expr = number_range_gbnf(lo, hi);
+    std::string expr = number_range_gbnf(lo, hi);
     if (expr.empty()) return schema_error(ptr, "minimum", "no number lies within the bounds");
-    return "( " + expr + " )";
+    return rules_.define(rules_.fresh_name(hint + "-number"), std::move(expr));
   }
 
   Result<std::string> visit_array(const SchemaJson& s, const std::string& ptr,
@@ -438,6 +439,7 @@ class SchemaConverter {
   }
 
   const SchemaJson& root_;
+  const BoundDecimals bound_decimals_;
   GbnfRuleSet rules_;
   std::unordered_map<std::string, std::string> ref_rules_;  // "$ref" value -> rule name
   std::vector<std::string> left_refs_;  // refs being expanded since the last '[' or '{'
@@ -716,7 +718,7 @@ Result<std::string> json_schema_to_gbnf(std::string_view schema_json) {
   } catch (const nlohmann::json::exception& e) {
     return schema_error("", "schema", fmt::format("not valid JSON ({})", e.what()));
   }
-  SchemaConverter converter(schema);
+  SchemaConverter converter(schema, BoundDecimals::read(schema_json));
   return converter.convert();
 }
 

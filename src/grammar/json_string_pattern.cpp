@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <vector>
 
 #include "core/utf8.h"
+#include "grammar/regex_dfa.h"
+#include "grammar/regex_parser.h"
 #include "grammar/regex_to_gbnf.h"
 
 namespace pagoda::grammar {
@@ -200,6 +204,68 @@ bool ends_with_anchor(std::string_view alt) {
   return backslashes % 2 == 0;
 }
 
+// The product of a pattern automaton with a length counter: states (q, n),
+// automaton state q after n code points, n counted up to max_length, or up to
+// min_length (then meaning "min_length or more") without a maximum; found
+// forwards from (0, 0) (state 0), each marked live when an accepting state
+// can be reached from it.
+struct ProductState {
+  uint32_t q = 0;
+  uint64_t n = 0;
+  bool accepting = false;
+  bool live = false;
+  std::vector<std::pair<size_t, size_t>> edges;  // (automaton transition index, target)
+};
+
+Result<std::vector<ProductState>> length_product(const RegexDfa& dfa, uint64_t min_length,
+                                                 std::optional<uint64_t> max_length) {
+  const uint64_t top = max_length.value_or(min_length);
+  std::vector<ProductState> states;
+  std::map<std::pair<uint32_t, uint64_t>, size_t> ids;
+  auto id_of = [&](uint32_t q, uint64_t n) -> Result<size_t> {
+    const auto [it, inserted] = ids.try_emplace({q, n}, states.size());
+    if (!inserted) return it->second;
+    if (states.size() >= kMaxLengthProductStates)
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("pattern and length bounds need more than {} automaton states ({} pattern "
+                      "states x {} lengths); use a smaller maxLength or a simpler pattern",
+                      kMaxLengthProductStates, dfa.states.size(), top + 1));
+    states.push_back({q, n, dfa.states[q].accepting && n >= min_length, false, {}});
+    return it->second;
+  };
+  if (dfa.states.empty()) return states;
+  PAGODA_RETURN_IF_ERROR(id_of(0, 0));
+  for (size_t i = 0; i < states.size(); ++i) {
+    const uint64_t n = states[i].n;
+    if (max_length && n == *max_length) continue;
+    const auto& transitions = dfa.states[states[i].q].transitions;
+    for (size_t t = 0; t < transitions.size(); ++t) {
+      PAGODA_ASSIGN_OR_RETURN(size_t to, id_of(transitions[t].target, std::min(n + 1, top)));
+      states[i].edges.emplace_back(t, to);
+    }
+  }
+  std::vector<std::vector<size_t>> sources(states.size());
+  std::vector<size_t> stack;
+  for (size_t i = 0; i < states.size(); ++i) {
+    for (const auto& [t, to] : states[i].edges) sources[to].push_back(i);
+    if (states[i].accepting) {
+      states[i].live = true;
+      stack.push_back(i);
+    }
+  }
+  while (!stack.empty()) {
+    const size_t i = stack.back();
+    stack.pop_back();
+    for (size_t from : sources[i])
+      if (!states[from].live) {
+        states[from].live = true;
+        stack.push_back(from);
+      }
+  }
+  return states;
+}
+
 }  // namespace
 
 std::string pattern_search_as_fullmatch(std::string_view pattern) {
@@ -216,13 +282,19 @@ std::string pattern_search_as_fullmatch(std::string_view pattern) {
   return out;
 }
 
+// A name from `hint` such that no name in `rules` starts with it and "-".
+std::string fresh_prefix(std::string_view hint, GbnfRuleSet& rules) {
+  std::string name = rules.fresh_name(hint);
+  while (rules.has_name_with_prefix(name + "-")) name = rules.fresh_name(hint);
+  return name;
+}
+
 Result<std::string> define_pattern_content(std::string_view pattern, std::string_view hint,
                                            GbnfRuleSet& rules) {
   // The pattern alone first, so that errors give positions in it.
   PAGODA_RETURN_IF_ERROR(regex_to_gbnf(pattern, "pattern"));
   const std::string search = pattern_search_as_fullmatch(pattern);
-  std::string name = rules.fresh_name(hint);
-  while (rules.has_name_with_prefix(name + "-")) name = rules.fresh_name(hint);
+  const std::string name = fresh_prefix(hint, rules);
   auto text = regex_to_gbnf(search, name);
   if (!text.ok())
     return make_error(ErrorCode::kInvalidArgument,
@@ -240,6 +312,53 @@ Result<std::string> define_pattern_content(std::string_view pattern, std::string
           ErrorCode::kInternal,
           fmt::format("regex_to_gbnf wrote a rule this converter cannot read: {}", line));
     rules.define(line.substr(0, sep), *body);
+  }
+  return name;
+}
+
+Result<std::string> define_pattern_content_with_length(std::string_view pattern,
+                                                       uint64_t min_length,
+                                                       std::optional<uint64_t> max_length,
+                                                       std::string_view hint, GbnfRuleSet& rules) {
+  PAGODA_RETURN_IF_ERROR(parse_regex(pattern));  // errors give positions in the pattern
+  const std::string search = pattern_search_as_fullmatch(pattern);
+  auto tree = parse_regex(search);
+  if (!tree.ok())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{} (in its search form {})", tree.error().message, search));
+  PAGODA_ASSIGN_OR_RETURN(RegexDfa dfa, build_regex_dfa(*tree));
+  PAGODA_ASSIGN_OR_RETURN(std::vector<ProductState> states,
+                          length_product(dfa, min_length, max_length));
+  if (states.empty() || !states[0].live)
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        max_length
+            ? fmt::format("no string of {} to {} characters matches it", min_length, *max_length)
+            : fmt::format("no string of {} or more characters matches it", min_length));
+  // Rule per live state: "<class> <next state's rule>" per edge, "" when accepting.
+  const std::string name = fresh_prefix(hint, rules);
+  auto state_name = [&](size_t i) { return i == 0 ? name : fmt::format("{}-{}", name, i); };
+  std::map<std::string, std::string> class_rules;  // JSON-escaped class -> its rule
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (!states[i].live) continue;
+    std::string body;
+    for (const auto& [t, to] : states[i].edges) {
+      if (!states[to].live) continue;
+      std::vector<std::pair<uint32_t, uint32_t>> ranges;
+      for (const CodePointRange& r : dfa.states[states[i].q].transitions[t].chars.ranges())
+        ranges.emplace_back(r.lo, r.hi);
+      std::string cls = json_class(ranges);
+      if (cls[0] == '(') {  // an alternation with escapes: a rule shared by every use
+        auto [it, inserted] = class_rules.try_emplace(cls);
+        if (inserted)
+          it->second =
+              rules.define(fmt::format("{}-c{}", name, class_rules.size()), std::move(cls));
+        cls = it->second;
+      }
+      body += fmt::format("{}{} {}", body.empty() ? "" : " | ", cls, state_name(to));
+    }
+    if (states[i].accepting) body += body.empty() ? "\"\"" : " | \"\"";
+    rules.define(state_name(i), std::move(body));
   }
   return name;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -70,86 +71,114 @@ uint64_t largest_with_digits(size_t n) {
   return v;
 }
 
-// The fraction a number's integral part may be followed by.
-enum class Frac { kNone, kZero, kNonZero, kAny };
-
-Frac intersect(Frac a, Frac b) {
-  if (a == Frac::kAny) return b;
-  if (b == Frac::kAny) return a;
-  return a == b ? a : Frac::kNone;
+// "[0-9]{min,max}"; "" when max == 0.
+std::string digit_run(size_t min, size_t max) {
+  if (max == 0) return "";
+  if (min == max) return any_digits(max);
+  if (min == 0 && max == 1) return "[0-9]?";
+  return fmt::format("[0-9]{{{},{}}}", min, max);
 }
 
-std::string frac_suffix(Frac frac) {
-  switch (frac) {
-    case Frac::kAny:
-      return R"(( "." [0-9]{1,16} )?)";
-    case Frac::kZero:
-      return R"(( "." "0"{1,16} )?)";
-    case Frac::kNonZero:
-      return R"("." "0"{0,15} [1-9] [0-9]{0,15})";
-    case Frac::kNone:
-      break;
+// A bound on the fraction f of a number's magnitude k.f: 0.f >= 0.digits
+// (lower) or <= (upper), strictly when exclusive; digits have no trailing '0'.
+struct FractionBound {
+  std::string_view digits;
+  bool exclusive = false;
+};
+
+char digit_at(const FractionBound& b, size_t p) {
+  return p < b.digits.size() ? b.digits[p] : '0';
+}
+
+// Whether a fraction whose digits 0..p-1 equal those of each given bound,
+// and that ends there, lies within the bounds (its rest is zero: equal to a
+// bound whose rest is zero, below one whose rest is not).
+bool ends_within(size_t p, const std::optional<FractionBound>& lo,
+                 const std::optional<FractionBound>& hi) {
+  if (lo && !(p >= lo->digits.size() && !lo->exclusive)) return false;
+  return !hi || p < hi->digits.size() || !hi->exclusive;
+}
+
+// The digit strings d (at most kMaxFractionDigits - p long; at least one
+// digit when `must_continue`) that may follow fraction digits 0..p-1 equal to
+// those of each given bound (a bound already passed is not given) so that the
+// whole fraction lies within the bounds. "" when only the empty string does,
+// nullopt when none does.
+std::optional<std::string> fraction_rest(size_t p, const std::optional<FractionBound>& lo,
+                                         const std::optional<FractionBound>& hi,
+                                         bool must_continue) {
+  const size_t room = kMaxFractionDigits - p;
+  const bool can_end = !must_continue && ends_within(p, lo, hi);
+  std::vector<std::string> alts;
+  if (room > 0) {
+    const char a = lo ? digit_at(*lo, p) : '0';
+    const char b = hi ? digit_at(*hi, p) : '9';
+    // Digits strictly between the bounds' digits leave both bounds behind.
+    const char free_lo = lo ? static_cast<char>(a + 1) : '0';
+    const char free_hi = hi ? static_cast<char>(b - 1) : '9';
+    const std::string rest = digit_run(0, room - 1);
+    if (free_lo <= free_hi)
+      alts.push_back(digit_class(free_lo, free_hi) + (rest.empty() ? "" : " " + rest));
+    auto follow = [&](char d, const std::optional<FractionBound>& next_lo,
+                      const std::optional<FractionBound>& next_hi) {
+      if (auto next = fraction_rest(p + 1, next_lo, next_hi, false))
+        alts.push_back(fmt::format("\"{}\"", d) + (next->empty() ? "" : " " + *next));
+    };
+    if (lo && hi && a == b) {
+      follow(a, lo, hi);
+    } else {
+      if (lo && (!hi || a < b)) follow(a, lo, std::nullopt);
+      if (hi && (!lo || a < b)) follow(b, std::nullopt, hi);
+    }
   }
-  return "";
+  if (alts.empty()) return can_end ? std::optional<std::string>("") : std::nullopt;
+  if (!can_end) return join_alternatives(alts);
+  std::string out = "(";
+  for (size_t i = 0; i < alts.size(); ++i) out += (i == 0 ? " " : " | ") + alts[i];
+  return out + " )?";
 }
 
-// Fractions allowed after integral part k >= 0 of a number, per bound side,
-// for the non-negative numbers (x = k.f) and the negative ones (x = -k.f).
-Frac nonneg_lower(uint64_t k, const std::optional<NumberBound>& lo) {
-  if (!lo || lo->value < 0) return Frac::kAny;
-  const auto l = static_cast<uint64_t>(lo->value);
-  if (k > l) return Frac::kAny;
-  if (k == l) return lo->exclusive ? Frac::kNonZero : Frac::kAny;
-  return Frac::kNone;
+// The fraction part ("" or "." and 1..kMaxFractionDigits digits) of numbers
+// whose fraction lies within the bounds: "" when only no fraction does,
+// nullopt when none does.
+std::optional<std::string> fraction_gbnf(const std::optional<FractionBound>& lo,
+                                         const std::optional<FractionBound>& hi) {
+  const std::optional<std::string> digits = fraction_rest(0, lo, hi, true);
+  const bool can_be_absent = ends_within(0, lo, hi);
+  if (!digits) return can_be_absent ? std::optional<std::string>("") : std::nullopt;
+  return fmt::format("( \".\" {} ){}", *digits, can_be_absent ? "?" : "");
 }
 
-Frac nonneg_upper(uint64_t k, const std::optional<NumberBound>& hi) {
-  if (!hi) return Frac::kAny;
-  if (hi->value < 0) return Frac::kNone;
-  const auto h = static_cast<uint64_t>(hi->value);
-  if (k < h) return Frac::kAny;
-  if (k == h) return hi->exclusive ? Frac::kNone : Frac::kZero;
-  return Frac::kNone;
+FractionBound fraction_bound(const NumberBound& b) {
+  return {b.value.fraction, b.exclusive};
 }
 
-// x = -(k + f) >= lo  <=>  k + f <= -lo.
-Frac negative_lower(uint64_t k, const std::optional<NumberBound>& lo) {
-  if (!lo) return Frac::kAny;
-  if (lo->value > 0) return Frac::kNone;
-  const auto l = static_cast<uint64_t>(-lo->value);
-  if (k < l) return Frac::kAny;
-  if (k == l) return lo->exclusive ? Frac::kNone : Frac::kZero;
-  return Frac::kNone;
-}
-
-// x = -(k + f) <= hi  <=>  k + f >= -hi.
-Frac negative_upper(uint64_t k, const std::optional<NumberBound>& hi) {
-  if (!hi || hi->value > 0) return Frac::kAny;
-  const auto h = static_cast<uint64_t>(-hi->value);
-  if (k > h) return Frac::kAny;
-  if (k == h) return hi->exclusive ? Frac::kNonZero : Frac::kAny;
-  return Frac::kNone;
-}
-
-// Alternatives "<digits of k> <fraction>" over all k >= 0, where frac_at(k) is
-// constant between consecutive `points`.
-template <typename FracAt>
-void add_cells(std::vector<uint64_t> points, const FracAt& frac_at, std::string_view prefix,
-               std::vector<std::string>& alts) {
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
-  auto emit = [&](uint64_t a, std::optional<uint64_t> b) {
-    const Frac frac = frac_at(a);
-    if (frac == Frac::kNone) return;
-    alts.push_back(std::string(prefix) + digit_range_gbnf(a, b) + " " + frac_suffix(frac));
+// Appends the alternatives "<prefix><digits of k><fraction>" of exactly the
+// magnitudes k.f within [lo, hi] (non-negative bounds; lo inclusive 0 when
+// absent).
+void add_magnitudes(const NumberBound& lo, const std::optional<NumberBound>& hi,
+                    std::string_view prefix, std::vector<std::string>& alts) {
+  if (hi && (lo.value > hi->value || (lo.value == hi->value && (lo.exclusive || hi->exclusive))))
+    return;
+  auto emit = [&](uint64_t a, std::optional<uint64_t> b, std::optional<std::string> fraction) {
+    if (!fraction) return;
+    alts.push_back(std::string(prefix) + digit_range_gbnf(a, b) +
+                   (fraction->empty() ? "" : " " + *fraction));
   };
-  uint64_t start = 0;
-  for (uint64_t p : points) {
-    if (start < p) emit(start, p - 1);
-    emit(p, p);
-    start = p + 1;
+  const uint64_t k_lo = lo.value.integral;
+  if (hi && hi->value.integral == k_lo) {
+    emit(k_lo, k_lo, fraction_gbnf(fraction_bound(lo), fraction_bound(*hi)));
+    return;
   }
-  emit(start, std::nullopt);
+  emit(k_lo, k_lo, fraction_gbnf(fraction_bound(lo), std::nullopt));
+  const std::optional<std::string> any_fraction = fraction_gbnf(std::nullopt, std::nullopt);
+  if (!hi) {
+    emit(k_lo + 1, std::nullopt, any_fraction);
+    return;
+  }
+  const uint64_t k_hi = hi->value.integral;
+  if (k_lo + 1 < k_hi) emit(k_lo + 1, k_hi - 1, any_fraction);
+  emit(k_hi, k_hi, fraction_gbnf(std::nullopt, fraction_bound(*hi)));
 }
 
 }  // namespace
@@ -192,22 +221,19 @@ std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t>
 
 std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi) {
   std::vector<std::string> alts;
-  std::vector<uint64_t> nonneg_points, negative_points = {0};
-  for (const auto& bound : {lo, hi}) {
-    if (!bound) continue;
-    if (bound->value >= 0) nonneg_points.push_back(static_cast<uint64_t>(bound->value));
-    if (bound->value <= 0) negative_points.push_back(0 - static_cast<uint64_t>(bound->value));
+  // x = -m: lo <= x <= hi  <=>  -hi <= m <= -lo, and m > 0 (never "-0").
+  if (!lo || lo->value.negative) {
+    NumberBound m_lo{JsonDecimal(), true};
+    if (hi && hi->value.negative) m_lo = {hi->value.magnitude(), hi->exclusive};
+    std::optional<NumberBound> m_hi;
+    if (lo) m_hi = NumberBound{lo->value.magnitude(), lo->exclusive};
+    add_magnitudes(m_lo, m_hi, "\"-\" ", alts);
   }
-  add_cells(
-      negative_points,
-      [&](uint64_t k) {
-        const Frac f = intersect(negative_lower(k, lo), negative_upper(k, hi));
-        return k == 0 ? intersect(f, Frac::kNonZero) : f;  // never "-0"
-      },
-      "\"-\" ", alts);
-  add_cells(
-      nonneg_points,
-      [&](uint64_t k) { return intersect(nonneg_lower(k, lo), nonneg_upper(k, hi)); }, "", alts);
+  if (!hi || !hi->value.negative) {
+    NumberBound m_lo;
+    if (lo && !lo->value.negative) m_lo = *lo;
+    add_magnitudes(m_lo, hi, "", alts);
+  }
   if (alts.empty()) return "";
   return join_alternatives(alts);
 }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "grammar/json_decimal.h"
+
 namespace pagoda::grammar {
 
 // Digits a number without an upper bound may have (JSON Schema numbers are
@@ -21,15 +23,18 @@ std::string digit_range_gbnf(uint64_t lo, std::optional<uint64_t> hi);
 // ones, never "-0". Returns "" when the range is empty.
 std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
-// A bound of a number range: an integer value, inclusive or exclusive.
+// A bound of a number range: an exact decimal, inclusive or exclusive.
 struct NumberBound {
-  int64_t value = 0;
+  JsonDecimal value;
   bool exclusive = false;
 };
 
-// JSON numbers (an integral part and an optional fraction of at most 16
-// digits, no exponent) whose value lies within the bounds. Returns "" when no
-// number does.
+// JSON numbers without exponent (an integral part as digit_range_gbnf writes
+// them, an optional fraction of at most kMaxFractionDigits digits) whose value
+// lies within the bounds, decided digit by digit: an integral part strictly
+// between the bounds' takes any fraction, one equal to a bound's integral
+// part a fraction compared digit by digit with the bound's. Never "-0".
+// Returns "" when no such number lies within them.
 std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi);
 
 }  // namespace pagoda::grammar

@@ -123,6 +123,19 @@ SCHEMAS = {
         "required": ["n", "s", "v"]},
     "map of arrays": {"type": "object", "additionalProperties": {
         "type": "array", "items": {"type": "number", "minimum": -1, "maximum": 1}, "maxItems": 3}},
+    "decimal bounds": {"type": "object", "properties": {
+        "scale": {"type": "number", "minimum": 0.5, "maximum": 2},
+        "ratio": {"type": "number", "exclusiveMinimum": -0.125, "exclusiveMaximum": 0.75},
+        "negative": {"type": "number", "minimum": -12.5, "exclusiveMaximum": -12.25},
+        "tiny": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e-3},
+        "count": {"type": "integer", "minimum": 2.5, "maximum": 7.5}},
+        "required": ["scale", "ratio", "negative", "tiny", "count"]},
+    "pattern with lengths": {"type": "object", "properties": {
+        "username": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$", "minLength": 3, "maxLength": 16},
+        "dns_label": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
+        "contains": {"type": "string", "pattern": "ab|\\d{2}", "minLength": 4, "maxLength": 9},
+        "long": {"type": "string", "pattern": "^[^ab]", "minLength": 5}},
+        "required": ["username", "dns_label", "contains", "long"]},
 }
 
 

@@ -9,6 +9,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
+#include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -74,9 +77,9 @@ TEST(JsonSchemaToGbnf, Primitives) {
 }
 
 TEST(JsonSchemaToGbnf, LargeEnumsSharingPrefixes) {
-  // 4096 values (2048 strings, 2048 numbers) with long common prefixes: the alternatives are factored by
-  // prefix, so the matcher (which follows a bounded number of parses) admits
-  // every one of them, and nothing else.
+  // 4096 values (2048 strings, 2048 numbers) with long common prefixes: the alternatives are
+  // factored by prefix, so the matcher (which follows a bounded number of parses) admits every one
+  // of them, and nothing else.
   std::string schema = R"({"enum": [)";
   for (int i = 0; i < 2048; ++i)
     schema += fmt::format("{}\"item-{:04}\", {}", i ? "," : "", i * 2, i * 2 + 1000000);
@@ -395,6 +398,158 @@ TEST(JsonSchemaToGbnf, NumberBounds) {
   }
 }
 
+// A decimal value n / 10^scale (the tests' exact reference arithmetic).
+struct Scaled {
+  __int128 n = 0;
+  int scale = 0;
+};
+
+__int128 pow10(int e) {
+  __int128 p = 1;
+  while (e-- > 0) p *= 10;
+  return p;
+}
+
+int compare(const Scaled& a, const Scaled& b) {
+  const int scale = std::max(a.scale, b.scale);
+  const __int128 x = a.n * pow10(scale - a.scale), y = b.n * pow10(scale - b.scale);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+std::string digits_of(__int128 n) {  // n >= 0
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(n % 10)));
+    n /= 10;
+  } while (n > 0);
+  return out;
+}
+
+// v as a JSON number without exponent and with exactly `scale` fraction
+// digits ("-0.50" for -50 / 10^2).
+std::string plain_text(const Scaled& v) {
+  std::string digits = digits_of(v.n < 0 ? -v.n : v.n);
+  const size_t width = static_cast<size_t>(v.scale) + 1;  // at least one integral digit
+  if (digits.size() < width) digits = std::string(width - digits.size(), '0') + digits;
+  const size_t num_integral = digits.size() - static_cast<size_t>(v.scale);
+  std::string out = v.n < 0 ? "-" : "";
+  out.append(digits, 0, num_integral);
+  if (v.scale > 0) {
+    out.push_back('.');
+    out.append(digits, num_integral);
+  }
+  return out;
+}
+
+// v (v.n != 0) as a JSON number with an exponent: its digits with the point
+// after `point` of them (0: "0.ddd"), e.g. 125 / 10^2 with point 1: "1.25e0".
+std::string exponent_text(const Scaled& v, size_t point, bool upper) {
+  const std::string digits = digits_of(v.n < 0 ? -v.n : v.n);
+  point = std::min(point, digits.size());
+  std::string mantissa = point == 0 ? "0." + digits
+                         : point == digits.size()
+                             ? digits
+                             : digits.substr(0, point) + "." + digits.substr(point);
+  const long exponent = static_cast<long>(digits.size() - point) - v.scale;
+  return fmt::format("{}{}{}{}", v.n < 0 ? "-" : "", mantissa, upper ? "E" : "e", exponent);
+}
+
+TEST(JsonSchemaToGbnf, DecimalNumberBoundsRandom) {
+  // Random decimal bounds, written plainly or with exponents, against values
+  // near and between them, checked with exact decimal arithmetic: the grammar
+  // accepts a value (no exponent, at most 16 fraction digits) exactly when it
+  // lies within the bounds. Integers with the same bounds alike.
+  std::mt19937_64 rng(17);
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  auto random_decimal = [&] {
+    const int scale = static_cast<int>(uniform(0, uniform(0, 3) == 0 ? 20 : 4));
+    const int64_t magnitude = uniform(0, 3) == 0 ? 1000 : 30000;
+    return Scaled{uniform(-magnitude, magnitude) * (uniform(0, 3) == 0 ? 1 : 7), scale};
+  };
+  auto bound_text = [&](const Scaled& v) {
+    if (v.n == 0 || uniform(0, 2) == 0) return plain_text(v);
+    return exponent_text(v, static_cast<size_t>(uniform(0, 6)), uniform(0, 1) == 1);
+  };
+  for (int round = 0; round < 200; ++round) {
+    std::optional<Scaled> lo, hi;
+    bool lo_excl = false, hi_excl = false;
+    std::string keys;
+    auto add_key = [&](const char* key, const Scaled& v) {
+      keys += fmt::format(", \"{}\": {}", key, bound_text(v));
+    };
+    // One or two bounds per side; a side's effective bound is the tightest.
+    for (int side = 0; side < 2; ++side) {
+      const int64_t kind = uniform(0, 3);  // none, inclusive, exclusive, both
+      for (int excl = 0; excl < 2; ++excl) {
+        if (!(kind == 3 || kind == 1 + excl)) continue;
+        const Scaled v = random_decimal();
+        add_key(side == 0 ? (excl ? "exclusiveMinimum" : "minimum")
+                          : (excl ? "exclusiveMaximum" : "maximum"),
+                v);
+        std::optional<Scaled>& b = side == 0 ? lo : hi;
+        bool& b_excl = side == 0 ? lo_excl : hi_excl;
+        const int c = b ? compare(v, *b) : 0;
+        const bool tighter = !b || (side == 0 ? c > 0 : c < 0) || (c == 0 && excl);
+        if (tighter) {
+          b = v;
+          b_excl = excl;
+        }
+      }
+    }
+    auto inside = [&](const Scaled& v) {
+      if (lo && (lo_excl ? compare(v, *lo) <= 0 : compare(v, *lo) < 0)) return false;
+      if (hi && (hi_excl ? compare(v, *hi) >= 0 : compare(v, *hi) > 0)) return false;
+      return true;
+    };
+    // Values: each bound's value and neighbours at many scales, and random ones.
+    std::vector<Scaled> values;
+    for (const auto& b : {lo, hi}) {
+      if (!b) continue;
+      for (int scale = b->scale; scale <= std::max(b->scale, 17); ++scale) {
+        const Scaled at{b->n * pow10(scale - b->scale), scale};
+        for (int64_t d : {-11, -10, -1, 0, 1, 10, 11}) values.push_back({at.n + d, scale});
+      }
+    }
+    for (int k = 0; k < 300; ++k) values.push_back(random_decimal());
+    for (const char* type : {"number", "integer"}) {
+      const std::string schema = fmt::format(R"({{"type": "{}"{}}})", type, keys);
+      SCOPED_TRACE(schema);
+      bool any_inside = false;
+      std::vector<Scaled> checked;
+      for (const Scaled& v : values) {
+        if (std::string_view(type) == "integer") {
+          // Only integers: the value rounded towards zero, written without fraction.
+          checked.push_back({v.n / pow10(v.scale), 0});
+        } else {
+          checked.push_back(v);
+        }
+      }
+      for (int64_t k = -300; k <= 300; ++k) checked.push_back({k, 0});
+      for (const Scaled& v : checked) any_inside = any_inside || inside(v);
+      auto gbnf = json_schema_to_gbnf(schema);
+      if (!gbnf.ok()) {
+        // Refused only as empty, and then no checked value lies inside.
+        ASSERT_NE(gbnf.error().message.find("lies within the bounds"), std::string::npos)
+            << gbnf.error().message;
+        ASSERT_FALSE(any_inside);
+        continue;
+      }
+      auto g = parse_gbnf_shared(*gbnf);
+      ASSERT_TRUE(g.ok()) << g.error().message;
+      for (const Scaled& v : checked) {
+        const std::string text = plain_text(v);
+        ASSERT_EQ(grammar_matches(*g, text), inside(v) && v.scale <= 16) << text;
+      }
+      if (lo || hi) {  // bounded numbers are written without exponent, never as "-0"
+        EXPECT_FALSE(grammar_matches(*g, "1e0"));
+        EXPECT_FALSE(grammar_matches(*g, "-0"));
+      }
+    }
+  }
+}
+
 bool is_real_date(int y, unsigned m, unsigned d) {
   return y >= 1 && std::chrono::year_month_day(std::chrono::year(y), std::chrono::month(m),
                                                std::chrono::day(d))
@@ -486,6 +641,58 @@ TEST(JsonSchemaToGbnf, Pattern) {
          R"({"pattern": "^.$"})",
          {R"("a")", R"("\"")", R"("\t")", "\"\xC3\xA9\""},
          {R"("\n")", R"("ab")"}});
+}
+
+TEST(JsonSchemaToGbnf, PatternWithLengthsExhaustive) {
+  // pattern with minLength/maxLength: every string over a small alphabet up
+  // to 6 characters is accepted exactly when std::regex_search (ECMAScript,
+  // JSON Schema's semantics) finds the pattern and its length is within the
+  // bounds.
+  struct Bounded {
+    const char* pattern;
+    uint64_t min_length;
+    std::optional<uint64_t> max_length;
+  };
+  const std::string alphabet = "ab0-_";
+  for (const Bounded& b : std::vector<Bounded>{
+           {"^[a-z][a-z0-9_]*$", 3, 5},
+           {"^[a-z0-9]+(-[a-z0-9]+)*$", 0, 4},
+           {"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", 2, 5},
+           {"ab", 4, 5},
+           {"^a|b$", 2, 4},
+           {"(a|ab)(0|b0_)", 0, 5},
+           {"^(ab)*$", 3, std::nullopt},
+           {"a*", 2, 2},
+           {"^[^-]{2,}-?$", 1, 4},
+           {"b$", 5, std::nullopt},
+       }) {
+    const std::string schema = fmt::format(
+        R"({{"type": "string", "pattern": "{}", "minLength": {}{}}})", b.pattern, b.min_length,
+        b.max_length ? fmt::format(R"(, "maxLength": {})", *b.max_length) : "");
+    SCOPED_TRACE(schema);
+    auto g = compile(schema);
+    ASSERT_TRUE(g);
+    const std::regex re(b.pattern, std::regex::ECMAScript);
+    std::vector<std::string> strings = {""};
+    for (size_t len = 1; len <= 6; ++len)
+      for (size_t i = strings.size(); i-- > 0;)
+        if (strings[i].size() == len - 1)
+          for (char c : alphabet) strings.push_back(strings[i] + c);
+    for (const std::string& v : strings) {
+      const bool valid = std::regex_search(v, re) && v.size() >= b.min_length &&
+                         (!b.max_length || v.size() <= *b.max_length);
+      ASSERT_EQ(grammar_matches(g, "\"" + v + "\""), valid) << v;
+    }
+  }
+  // Lengths count code points; characters JSON escapes count once each.
+  check({"code points and escapes",
+         R"({"pattern": "x", "minLength": 2, "maxLength": 3})",
+         {R"("x\"")", "\"\xC3\xA9\\tx\"", R"("\u0001x")", "\"x\xF0\x9F\x98\x80\""},
+         {R"("x")", "\"\xC3\xA9\\t\\tx\"", R"("xxxx")"}});
+  check({"unbounded above",
+         R"({"pattern": "^[0-9]+$", "minLength": 3})",
+         {R"("123")", "\"" + std::string(200, '7') + "\""},
+         {R"("12")", R"("12a")"}});
 }
 
 TEST(JsonSchemaToGbnf, RealWorldFunctionParameters) {
@@ -590,8 +797,19 @@ TEST(JsonSchemaToGbnf, Errors) {
        "time, duration, uuid, email, ipv4, ipv6, hostname, uri)"},
       {R"({"format": "date", "maxLength": 10})",
        "json_schema at '': format: cannot be combined with minLength or maxLength"},
-      {R"({"pattern": "^a", "maxLength": 10})",
-       "json_schema at '': pattern: cannot be combined with minLength, maxLength or format"},
+      {R"({"pattern": "^a", "format": "date"})",
+       "json_schema at '': pattern: cannot be combined with format"},
+      {R"({"pattern": "^a{3}$", "minLength": 4})",
+       "json_schema at '': pattern: no string of 4 or more characters matches it"},
+      {R"({"pattern": "^(ab)+$", "minLength": 3, "maxLength": 3})",
+       "json_schema at '': pattern: no string of 3 to 3 characters matches it"},
+      {R"({"pattern": "(a|b)*a(a|b){12}", "maxLength": 20})",
+       "json_schema at '': pattern: the regex needs more than 2000 automaton states"},
+      {R"({"pattern": "abcdefghijklmnopqrstuvwxyz", "maxLength": 1000})",
+       "json_schema at '': pattern: pattern and length bounds need more than 20000 automaton "
+       "states (27 pattern states x 1001 lengths); use a smaller maxLength or a simpler "
+       "pattern"},
+      {R"({"pattern": "[a", "maxLength": 3})", "json_schema at '': pattern: regex at position "},
       {R"j({"pattern": "a(?=b)"})j", "json_schema at '': pattern: regex at position 1: "},
       {R"({"pattern": 5})", "json_schema at '': pattern: must be a string"},
       {R"({"minLength": -1})", "json_schema at '': minLength: must be a non-negative integer"},
@@ -607,8 +825,17 @@ TEST(JsonSchemaToGbnf, Errors) {
        "json_schema at '': minimum: no integer lies within the bounds"},
       {R"({"type": "integer", "minimum": 1e19})",
        "json_schema at '': minimum: beyond the supported range of +-1e18"},
-      {R"({"type": "number", "minimum": 0.5})",
-       "json_schema at '': minimum: only integer bounds are supported on numbers"},
+      {R"({"allOf": [{"minimum": 0.1}, {"minimum": 0.10000000000000000001}]})",
+       "json_schema at '': minimum: 0.1 and 0.10000000000000000001 differ beyond double "
+       "precision, so which of them this bound is cannot be told"},
+      {R"({"type": "number", "maximum": -1e19})",
+       "json_schema at '': maximum: beyond the supported range of +-1e18"},
+      {R"({"type": "number", "minimum": 0.25, "exclusiveMaximum": 0.25})",
+       "json_schema at '': minimum: no number lies within the bounds"},
+      {R"({"type": "number", "minimum": 1e-17, "maximum": 2e-17})",
+       "json_schema at '': minimum: no number lies within the bounds"},
+      {R"({"type": "integer", "minimum": 0.5, "maximum": 0.75})",
+       "json_schema at '': minimum: no integer lies within the bounds"},
       {R"({"type": "number", "exclusiveMinimum": 1, "exclusiveMaximum": 1})",
        "json_schema at '': minimum: no number lies within the bounds"},
       {R"({"maximum": "3"})", "json_schema at '': maximum: must be a number"},
