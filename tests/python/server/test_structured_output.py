@@ -22,7 +22,8 @@ are refused.
 Random weights never choose to stop: a string ends when the model happens to
 sample its closing quote. So that generations end well inside max_tokens, each
 request raises the logits of the closing tokens (`"`, `}`, `]`, and the
-single tokens made of them) and of EOS with logit_bias, to about 1/12 of the
+single tokens made of them; for the GBNF corpus also `.`, `!` and `?`, which
+end its sentences) and of EOS with logit_bias, to about 1/12 of the
 mass of a uniform step. The constraint still decides what is allowed: bias
 never makes a masked token possible, which these tests would catch.
 
@@ -99,6 +100,7 @@ class RandomModelServer:
         # The tokens whose text is only closing characters, by their vocabulary
         # entries (a byte-fallback vocabulary spells `}` as <0x7D>).
         entries = json.loads((model / "tokenizer.json").read_text())["model"]["vocab"]
+        self.entries = entries
         closers = set()
         for text in ['"', "}", "]", '"}', '"]', "}}", "]}", "}]", "]]", '"}}', '"]}']:
             for spelling in [text] + ([f"<0x{ord(text):02X}>"] if len(text) == 1 else []):
@@ -350,7 +352,12 @@ def test_gbnf_corpus_random_weights(random_servers, tokenizer, per_item):
     items = [(name, text) for name, (text, _) in sorted(GRAMMARS.items())]
     if per_item == 1:
         items = items[::2]
-    jobs = run_jobs(server.url, _text_jobs(server, "grammar", items, per_item, 60_000, ", " + tokenizer))
+    jobs = _text_jobs(server, "grammar", items, per_item, 60_000, ", " + tokenizer)
+    # Sentences end at `.`, `!` or `?`: raised like the closing tokens.
+    ends = {str(server.entries[t]): next(iter(server.bias.values())) for t in ".!?" if t in server.entries}
+    for job in jobs:
+        job.body["logit_bias"] = {**job.body["logit_bias"], **ends}
+    jobs = run_jobs(server.url, jobs)
     check_all(jobs, _stopped_and(lambda job, text: corpus.gbnf_accepts(GRAMMARS[job.label.split(" [")[0]][1], text),
                                  "a sentence of the grammar"), len(items) * per_item)
 
