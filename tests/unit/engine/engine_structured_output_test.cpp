@@ -129,8 +129,9 @@ TEST_F(EngineStructuredOutput, GreedyAndSeededSamplesFollowTheConstraintInEveryS
     // The unconstrained request in the same batches is not masked.
     EXPECT_EQ(c->automaton().check(logs[1]->samples[0].tokens, FinishReason::kLength, 30).empty(),
               false);
-    if (s.num_kv_blocks < 20)
+    if (s.num_kv_blocks < 20) {
       EXPECT_GT(engine->metrics().num_preemptions, 0u) << "the small pool must preempt";
+    }
   }
   for (size_t k = 1; k < outputs.size(); ++k) EXPECT_EQ(outputs[k], outputs[0]) << "setup " << k;
 }
@@ -210,7 +211,9 @@ TEST_F(EngineStructuredOutput, ARefusedTokenEndsTheSampleWithAnError) {
       for (const SampleLog& sample : logs[i]->samples) {
         EXPECT_EQ(sample.finish, FinishReason::kAbort) << logs[i]->id;
         EXPECT_NE(sample.error.find("structured output"), std::string::npos) << sample.error;
-        if (i < 2) EXPECT_EQ(sample.tokens.size(), 3u) << "the accepted tokens were sent";
+        if (i < 2) {
+          EXPECT_EQ(sample.tokens.size(), 3u) << "the accepted tokens were sent";
+        }
       }
     }
     expect_follows(*logs[3], *good, 30);
