@@ -65,7 +65,7 @@ TEST(BenchConstraint, BadFlagsAreErrors) {
 
 TEST(BenchConstraint, RequestBodiesCarryResponseFormat) {
   BenchRequest r{{5, 6}, "hi", 2, 4};
-  PayloadOptions plain{"m", true, 0.0};
+  PayloadOptions plain{"m", true, 0.0, std::nullopt};
   EXPECT_FALSE(json::parse(build_request_body(Api::kChat, r, plain)).contains("response_format"));
   auto c = bench_constraint(write_temp("bench_schema2.json", R"({"type": "string"})"), "");
   ASSERT_TRUE(c.ok());

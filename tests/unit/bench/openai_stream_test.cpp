@@ -11,7 +11,7 @@ using nlohmann::json;
 
 TEST(RequestBody, CompletionsWithTokenIds) {
   BenchRequest r{{5, 6, 7}, "", 3, 12};
-  json j = json::parse(build_request_body(Api::kCompletions, r, {"m", true, 0.0}));
+  json j = json::parse(build_request_body(Api::kCompletions, r, {"m", true, 0.0, std::nullopt}));
   EXPECT_EQ(j["model"], "m");
   EXPECT_EQ(j["prompt"], json::array({5, 6, 7}));
   EXPECT_EQ(j["max_tokens"], 12);
@@ -24,12 +24,12 @@ TEST(RequestBody, CompletionsWithTokenIds) {
 
 TEST(RequestBody, ChatAndTextPrompts) {
   BenchRequest r{{}, "hello there", 2, 9};
-  json chat = json::parse(build_request_body(Api::kChat, r, {"m", false, 0.0}));
+  json chat = json::parse(build_request_body(Api::kChat, r, {"m", false, 0.0, std::nullopt}));
   EXPECT_EQ(chat["messages"][0]["role"], "user");
   EXPECT_EQ(chat["messages"][0]["content"], "hello there");
   EXPECT_EQ(chat["max_completion_tokens"], 9);
   EXPECT_FALSE(chat.contains("ignore_eos"));
-  json text = json::parse(build_request_body(Api::kCompletions, r, {"m", true, 0.0}));
+  json text = json::parse(build_request_body(Api::kCompletions, r, {"m", true, 0.0, std::nullopt}));
   EXPECT_EQ(text["prompt"], "hello there");
   EXPECT_EQ(api_for_endpoint("/v1/chat/completions"), Api::kChat);
   EXPECT_EQ(api_for_endpoint("/v1/completions"), Api::kCompletions);
