@@ -87,6 +87,9 @@ FakeEngine::FakeEngine(const FakeEngineOptions& options, std::unique_ptr<Tokeniz
   info_.kv_capacity_tokens = info_.num_kv_blocks * info_.block_size;
   info_.max_num_seqs = options.max_num_seqs;
   info_.device = "fake";
+  auto vocab = grammar::GrammarVocabulary::from_tokenizer(*tokenizer_, tokenizer_->eos_ids(),
+                                                          static_cast<int32_t>(info_.vocab_size));
+  if (vocab.ok()) grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(std::move(vocab.value()));
   for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
     const std::string piece = tokenizer_->id_to_token(id);
     // Plain words: "▁" followed by 2+ ASCII letters.
@@ -247,6 +250,10 @@ Result<std::shared_ptr<const CompiledConstraint>> FakeEngine::compile_constraint
         fmt::format("{} at position {}: the fake compiler refuses {}",
                     structured_output_kind_name(spec.kind), at, kRefusedConstraintMarker));
   }
+  if (grammar_compiler_ == nullptr) {
+    return make_error(ErrorCode::kInternal, "the fake engine's vocabulary has no grammar compiler");
+  }
+  if (auto compiled = grammar_compiler_->compile(spec); !compiled.ok()) return compiled.error();
   return std::shared_ptr<const CompiledConstraint>(std::make_shared<FakeCompiledConstraint>(spec));
 }
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "engine/engine_api.h"
+#include "grammar/compiler.h"
 #include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -115,6 +116,10 @@ class FakeEngine : public Engine {
   std::vector<std::string> pending_aborts_;
   std::vector<std::string> aborted_;
   mutable std::vector<StructuredOutputSpec> compiled_specs_;
+  // The real compiler over the fake's vocabulary: specs it refuses are
+  // refused with its message, as by the engine (what compiles is then
+  // answered with a FakeCompiledConstraint: the fake does not enforce it).
+  std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;
   EngineMetrics metrics_;
   bool draining_ = false;
   bool stop_ = false;
