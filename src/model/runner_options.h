@@ -5,6 +5,8 @@
 
 namespace pagoda {
 
+class Communicator;  // backend/communicator.h
+
 struct RunnerOptions {
   // Tokens per KV block.
   int block_size = 16;
@@ -29,6 +31,13 @@ struct RunnerOptions {
   // Backends with graphs (cuda): true runs every step eagerly; false captures
   // decode graphs at startup (see decode_graphs.h).
   bool enforce_eager = false;
+  // Tensor parallelism (docs/parallelism.md): this runner holds rank
+  // tp->rank()'s shard of tp->size() (query heads, kv heads and the
+  // intermediate size split; kv heads replicated when fewer than the ranks)
+  // and all-reduces each row-parallel projection through tp. Every rank's
+  // runner gets the same step and samples the same tokens. nullptr: the
+  // whole model on this backend.
+  Communicator* tp = nullptr;
 };
 
 }  // namespace pagoda

@@ -1,0 +1,49 @@
+// Communicator: one rank's end of a group of ranks that exchange tensors
+// (tensor parallelism: the all-reduce after each row-parallel projection;
+// pipeline parallelism: the hidden states handed from one stage to the next).
+//
+// Contract shared by every implementation (cpu threads: parallel/
+// cpu_communicator.h; NCCL: backend/cuda/nccl_communicator.h):
+//  - One Communicator per rank; ranks are 0..size()-1. Every rank of the group
+//    calls the same collectives in the same order with tensors of the same
+//    shape and dtype (send/recv: the two peers call matching pairs in the
+//    same order).
+//  - Tensors live on the rank's backend (the backend the communicator was
+//    created for) and are contiguous, in f32, bf16 or f16.
+//  - Ops are ordered with that backend's ops: on cuda they are enqueued on its
+//    stream and may be captured in a CUDA graph (all ranks capture the same
+//    sequence); on the cpu they run when called and return once done, so the
+//    ranks must call from different threads.
+//  - A failure is kept (the first one) and reported by status(); the op then
+//    does nothing.
+#pragma once
+
+#include <string>
+
+#include "core/result.h"
+#include "core/tensor.h"
+
+namespace pagoda {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // For logs, e.g. "cpu threads", "nccl 2.28.9".
+  virtual std::string name() const = 0;
+
+  // x = the elementwise sum of x over all ranks, in place. Every rank ends
+  // with bitwise the same values (the sum is taken in one order for all).
+  virtual void all_reduce_sum(Tensor& x) = 0;
+  // Hands x to rank `peer`, whose matching recv() fills its tensor of the same
+  // shape and dtype.
+  virtual void send(const Tensor& x, int peer) = 0;
+  virtual void recv(Tensor& x, int peer) = 0;
+
+  // The first failure since creation; ok while every op succeeded.
+  virtual Status status() const { return {}; }
+};
+
+}  // namespace pagoda

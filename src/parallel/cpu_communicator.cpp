@@ -1,0 +1,146 @@
+#include "parallel/cpu_communicator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <barrier>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "core/half.h"
+
+namespace pagoda {
+namespace {
+
+float load(DType t, const void* p, int64_t i) {
+  switch (t) {
+    case DType::kBF16:
+      return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+    case DType::kF16:
+      return fp16_to_float(static_cast<const uint16_t*>(p)[i]);
+    default:
+      return static_cast<const float*>(p)[i];
+  }
+}
+
+void store(DType t, void* p, int64_t i, float v) {
+  switch (t) {
+    case DType::kBF16:
+      static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
+      break;
+    case DType::kF16:
+      static_cast<uint16_t*>(p)[i] = float_to_fp16(v);
+      break;
+    default:
+      static_cast<float*>(p)[i] = v;
+      break;
+  }
+}
+
+bool is_float(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
+
+// One (src, dst) channel of send/recv.
+struct Mailbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool full = false;
+  std::vector<uint8_t> bytes;
+};
+
+// What the ranks of one group share.
+struct Group {
+  explicit Group(int n) : size(n), sync(n), posted(static_cast<size_t>(n)), mailboxes(static_cast<size_t>(n * n)) {}
+  const int size;
+  std::barrier<> sync;
+  // all_reduce_sum: each rank's tensor, then the f32 sums.
+  std::vector<Tensor> posted;
+  std::vector<float> sum;
+  std::vector<Mailbox> mailboxes;  // [src * size + dst]
+  Mailbox& mailbox(int src, int dst) { return mailboxes[static_cast<size_t>(src * size + dst)]; }
+};
+
+class CpuCommunicator final : public Communicator {
+ public:
+  CpuCommunicator(std::shared_ptr<Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size; }
+  std::string name() const override { return "cpu threads"; }
+  Status status() const override { return status_; }
+
+  void all_reduce_sum(Tensor& x) override {
+    Group& g = *group_;
+    g.posted[static_cast<size_t>(rank_)] = x;
+    const int64_t n = x.numel();
+    if (rank_ == 0 && static_cast<int64_t>(g.sum.size()) < n) g.sum.resize(static_cast<size_t>(n));
+    g.sync.arrive_and_wait();  // every tensor posted, sum sized
+    // Every rank checks the same posts, so all skip together on a mismatch.
+    for (const Tensor& t : g.posted) {
+      if (t.numel() != n || t.dtype != x.dtype || !is_float(t.dtype)) {
+        fail(fmt::format("all_reduce_sum: ranks passed different or non-float tensors ({} elements here)", n));
+        g.sync.arrive_and_wait();
+        g.sync.arrive_and_wait();
+        return;
+      }
+    }
+    const int64_t lo = n * rank_ / g.size, hi = n * (rank_ + 1) / g.size;
+    for (int64_t i = lo; i < hi; ++i) {
+      float s = 0.0f;
+      for (const Tensor& t : g.posted) s += load(t.dtype, t.data, i);
+      g.sum[static_cast<size_t>(i)] = s;
+    }
+    g.sync.arrive_and_wait();  // all slices summed
+    for (int64_t i = 0; i < n; ++i) store(x.dtype, x.data, i, g.sum[static_cast<size_t>(i)]);
+    g.sync.arrive_and_wait();  // every rank has read the sums (the next call may resize them)
+  }
+
+  void send(const Tensor& x, int peer) override {
+    if (!check_peer(peer, "send")) return;
+    Mailbox& m = group_->mailbox(rank_, peer);
+    std::unique_lock lock(m.mu);
+    m.cv.wait(lock, [&] { return !m.full; });
+    m.bytes.assign(static_cast<const uint8_t*>(x.data), static_cast<const uint8_t*>(x.data) + x.nbytes());
+    m.full = true;
+    m.cv.notify_all();
+  }
+
+  void recv(Tensor& x, int peer) override {
+    if (!check_peer(peer, "recv")) return;
+    Mailbox& m = group_->mailbox(peer, rank_);
+    std::unique_lock lock(m.mu);
+    m.cv.wait(lock, [&] { return m.full; });
+    if (m.bytes.size() == x.nbytes()) {
+      std::memcpy(x.data, m.bytes.data(), m.bytes.size());
+    } else {
+      fail(fmt::format("recv from rank {}: {} bytes sent, {} expected", peer, m.bytes.size(), x.nbytes()));
+    }
+    m.full = false;
+    m.cv.notify_all();
+  }
+
+ private:
+  bool check_peer(int peer, const char* op) {
+    if (peer >= 0 && peer < group_->size && peer != rank_) return true;
+    fail(fmt::format("{}: peer {} is not another rank of this group of {}", op, peer, group_->size));
+    return false;
+  }
+  void fail(std::string message) {
+    if (status_.ok()) status_ = make_error(ErrorCode::kInternal, "cpu communicator rank " + std::to_string(rank_) + ": " + message);
+  }
+
+  std::shared_ptr<Group> group_;
+  int rank_;
+  Status status_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Communicator>> create_cpu_communicators(int size) {
+  auto group = std::make_shared<Group>(size);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < size; ++r) comms.push_back(std::make_unique<CpuCommunicator>(group, r));
+  return comms;
+}
+
+}  // namespace pagoda

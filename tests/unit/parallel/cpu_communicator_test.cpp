@@ -1,0 +1,110 @@
+#include "parallel/cpu_communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/half.h"
+
+namespace pagoda {
+namespace {
+
+std::string msg(const Communicator& c) { return c.status().ok() ? "" : c.status().error().message; }
+
+// Runs fn(rank) on one thread per communicator.
+template <typename Fn>
+void on_ranks(std::vector<std::unique_ptr<Communicator>>& comms, Fn fn) {
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < comms.size(); ++r) threads.emplace_back([&, r] { fn(*comms[r]); });
+  for (std::thread& t : threads) t.join();
+}
+
+TEST(CpuCommunicator, AllReduceSumsInRankOrderAndAgreesBitwise) {
+  for (int size : {1, 2, 3, 4}) {
+    for (int64_t n : {1, 5, 64, 1000}) {
+      auto comms = create_cpu_communicators(size);
+      std::mt19937 rng(static_cast<uint32_t>(size * 1000 + n));
+      std::uniform_real_distribution<float> u(-10.0f, 10.0f);
+      std::vector<std::vector<float>> data(static_cast<size_t>(size), std::vector<float>(static_cast<size_t>(n)));
+      for (auto& v : data) {
+        for (float& f : v) f = u(rng);
+      }
+      std::vector<float> want(static_cast<size_t>(n), 0.0f);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int r = 0; r < size; ++r) want[static_cast<size_t>(i)] += data[static_cast<size_t>(r)][static_cast<size_t>(i)];
+      }
+      on_ranks(comms, [&](Communicator& c) {
+        // Twice, so a second call reuses the group's buffers.
+        for (int rep = 0; rep < 2; ++rep) {
+          std::vector<float>& mine = data[static_cast<size_t>(c.rank())];
+          std::vector<float> x = mine;
+          Tensor t(x.data(), DType::kF32, {n});
+          c.all_reduce_sum(t);
+          ASSERT_TRUE(c.status().ok()) << msg(c);
+          for (int64_t i = 0; i < n; ++i) ASSERT_EQ(x[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) << i;
+        }
+      });
+    }
+  }
+}
+
+TEST(CpuCommunicator, AllReduceBf16RoundsTheF32SumOnce) {
+  auto comms = create_cpu_communicators(3);
+  const std::vector<float> vals = {1.0f, 1.0f / 256, 1.0f / 256};  // bf16 keeps 8 bits
+  on_ranks(comms, [&](Communicator& c) {
+    uint16_t x = float_to_bf16(vals[static_cast<size_t>(c.rank())]);
+    Tensor t(&x, DType::kBF16, {1});
+    c.all_reduce_sum(t);
+    EXPECT_EQ(x, float_to_bf16(1.0f + 2.0f / 256));
+  });
+}
+
+TEST(CpuCommunicator, MismatchedShapesFailOnEveryRankWithoutHanging) {
+  auto comms = create_cpu_communicators(2);
+  on_ranks(comms, [&](Communicator& c) {
+    std::vector<float> x(static_cast<size_t>(c.rank() + 1), 1.0f);
+    Tensor t(x.data(), DType::kF32, {static_cast<int64_t>(x.size())});
+    c.all_reduce_sum(t);
+    EXPECT_FALSE(c.status().ok());
+    EXPECT_NE(msg(c).find("different"), std::string::npos) << msg(c);
+  });
+}
+
+TEST(CpuCommunicator, SendRecvPassesTensorsInOrder) {
+  auto comms = create_cpu_communicators(3);
+  on_ranks(comms, [&](Communicator& c) {
+    // A ring: each rank sends 4 tensors to the next and receives from the previous.
+    const int next = (c.rank() + 1) % 3, prev = (c.rank() + 2) % 3;
+    for (int k = 0; k < 4; ++k) {
+      std::vector<int32_t> out = {c.rank(), k}, in(2, -1);
+      Tensor to(out.data(), DType::kI32, {2}), from(in.data(), DType::kI32, {2});
+      c.send(to, next);
+      c.recv(from, prev);
+      EXPECT_EQ(in[0], prev);
+      EXPECT_EQ(in[1], k);
+    }
+    EXPECT_TRUE(c.status().ok());
+  });
+}
+
+TEST(CpuCommunicator, RecvOfTheWrongSizeAndBadPeersFail) {
+  auto comms = create_cpu_communicators(2);
+  on_ranks(comms, [&](Communicator& c) {
+    std::vector<float> buf(4, 0.0f);
+    if (c.rank() == 0) {
+      Tensor t(buf.data(), DType::kF32, {4});
+      c.send(t, 1);
+      c.send(t, 0);
+      EXPECT_NE(msg(c).find("peer 0"), std::string::npos) << msg(c);
+    } else {
+      Tensor t(buf.data(), DType::kF32, {2});
+      c.recv(t, 0);
+      EXPECT_NE(msg(c).find("16 bytes sent, 8 expected"), std::string::npos) << msg(c);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace pagoda
