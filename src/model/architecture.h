@@ -8,6 +8,7 @@
 
 #include "core/result.h"
 #include "io/model_config.h"
+#include "model/blocks.h"
 #include "model/forward_context.h"
 #include "model/weight_loader.h"
 #include "model/weights.h"
@@ -27,6 +28,10 @@ struct Architecture {
   // leaves the final normed hidden states [T, H] in ctx.normed. A fixed
   // sequence of backend ops (graph-capturable); called once per step.
   void (*forward)(const ModelWeights& weights, ForwardContext& ctx);
+  // A family built on the llama decoder (llama_decoder.h): the names its load
+  // reads for one layer (the globals are llama_global_names()), which
+  // --load-format dummy (dummy_weights.h) lists. Null for other families.
+  LayerTensorNames (*layer_names)(const ModelConfig& config, int64_t layer);
 };
 
 // The registered family for config.architecture (registry.cpp), after

@@ -21,7 +21,8 @@ Status load_llama(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
 }  // namespace
 
 const Architecture& llama_architecture() {
-  static const Architecture a{"llama", validate_llama, load_llama, llama_forward};
+  static const Architecture a{"llama", validate_llama, load_llama, llama_forward,
+                              llama_layer_names};
   return a;
 }
 

@@ -24,7 +24,8 @@ Status load_mistral(const ModelConfig& c, WeightLoader& loader, ModelWeights* w)
 }  // namespace
 
 const Architecture& mistral_architecture() {
-  static const Architecture a{"mistral", validate_mistral, load_mistral, llama_forward};
+  static const Architecture a{"mistral", validate_mistral, load_mistral, llama_forward,
+                              llama_layer_names};
   return a;
 }
 

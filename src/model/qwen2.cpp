@@ -26,7 +26,8 @@ Status load_qwen2(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
 }  // namespace
 
 const Architecture& qwen2_architecture() {
-  static const Architecture a{"qwen2", validate_qwen2, load_qwen2, llama_forward};
+  static const Architecture a{"qwen2", validate_qwen2, load_qwen2, llama_forward,
+                              qwen2_layer_names};
   return a;
 }
 

@@ -31,7 +31,8 @@ Status load_qwen3(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
 }  // namespace
 
 const Architecture& qwen3_architecture() {
-  static const Architecture a{"qwen3", validate_qwen3, load_qwen3, llama_forward};
+  static const Architecture a{"qwen3", validate_qwen3, load_qwen3, llama_forward,
+                              qwen3_layer_names};
   return a;
 }
 
