@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
 """Create a random-weight model of a real architecture for benchmarks.
 
-Writes a Hugging Face folder: config.json and generation_config.json (from
-transformers' config classes), sharded safetensors (model-0000K-of-0000N,
-5 GB shards by default, with model.safetensors.index.json) and a real
-tokenizer copied from ../shared/models/tokenizers/<family> (or --tokenizer).
+Writes a Hugging Face folder: config.json and generation_config.json (the
+fields transformers' config classes write for the family), sharded
+safetensors (model-0000K-of-0000N, 5 GB shards by default, with
+model.safetensors.index.json) and a real tokenizer copied from
+../shared/models/tokenizers/<family> (or --tokenizer).
 
 Weights follow Hugging Face's initialisation without running it: linear and
 embedding weights normal(0, 0.02), RMSNorm weights 1, biases 0. Tensors are
-drawn on the GPU when there is one (seeded, one tensor at a time) and saved
-shard by shard, so the 8B model takes about a minute, mostly disk writes.
+drawn on the GPU when there is one (seeded, one tensor at a time, with
+PyTorch) and saved shard by shard, so the 8B model takes about a minute,
+mostly disk writes.
+
+--config-only writes the config, generation config and tokenizer but no
+weights (and needs no PyTorch): the folder for `pagoda ... --load-format
+dummy`, which draws random weights of the config's shapes in memory. That is
+the way to run shapes too large to write, such as llama3-70b (141 GB in
+bf16).
 
 Usage:
   python3 tools/make_random_model.py --preset llama3-8b --out /tmp/llama3-8b
   python3 tools/make_random_model.py --preset tiny --out /tmp/tiny --dtype float32
-Presets: llama3-8b (Llama-3.1-8B shape, the default), qwen2.5-0.5b,
-qwen3-0.6b, tiny (a 2-layer Llama with the Llama 3.1 tokenizer). --arch and
-the shape flags override a preset's fields.
+  python3 tools/make_random_model.py --preset llama3-70b --config-only --out /tmp/llama3-70b
+  pagoda serve /tmp/llama3-70b --load-format dummy
+Presets: llama3-8b (Llama-3.1-8B shape, the default), llama3-70b
+(Llama-3.1-70B shape), qwen2.5-0.5b, qwen3-0.6b, tiny (a 2-layer Llama with
+the Llama 3.1 tokenizer). --arch and the shape flags override a preset's
+fields.
 """
-
 import argparse
 import json
 import math
@@ -39,6 +49,11 @@ PRESETS = {
                       rope_theta=500000.0, rope_scaling=LLAMA3_ROPE, max_position_embeddings=131072,
                       rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=128000,
                       eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1"),
+    "llama3-70b": dict(arch="llama", hidden_size=8192, num_hidden_layers=80, num_attention_heads=64,
+                       num_key_value_heads=8, head_dim=128, intermediate_size=28672, vocab_size=128256,
+                       rope_theta=500000.0, rope_scaling=LLAMA3_ROPE, max_position_embeddings=131072,
+                       rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=128000,
+                       eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1"),
     "qwen2.5-0.5b": dict(arch="qwen2", hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
                          num_key_value_heads=2, head_dim=64, intermediate_size=4864, vocab_size=151936,
                          rope_theta=1000000.0, rope_scaling=None, max_position_embeddings=32768,
@@ -75,6 +90,9 @@ def parse_args(argv):
     p.add_argument("--tokenizer", help="folder with tokenizer.json / tokenizer_config.json "
                                        "(default: ../shared/models/tokenizers/<preset's family>)")
     p.add_argument("--device", default="auto", help="where tensors are drawn: cuda, cpu or auto")
+    p.add_argument("--config-only", action="store_true",
+                   help="write config.json, generation_config.json and the tokenizer, no weights "
+                        "(for pagoda's --load-format dummy)")
     return p.parse_args(argv)
 
 
@@ -131,20 +149,26 @@ def plan_shards(shapes, elem_bytes, shard_bytes):
 
 
 def write_config(spec, out, dtype):
-    import transformers
-    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
-           "qwen3": transformers.Qwen3Config}[spec["arch"]]
-    kw = {k: spec[k] for k in SHAPE_FLAGS + ["rope_theta", "max_position_embeddings", "rms_norm_eps",
-                                               "tie_word_embeddings", "bos_token_id", "eos_token_id"]}
-    if spec["rope_scaling"]:
-        kw["rope_scaling"] = dict(spec["rope_scaling"])
+    """config.json and generation_config.json with the fields transformers'
+    LlamaConfig / Qwen2Config / Qwen3Config write for `spec`."""
+    config = {"architectures": [ARCHS[spec["arch"]]], "model_type": spec["arch"]}
+    config.update({k: spec[k] for k in SHAPE_FLAGS})
+    config.update({k: spec[k] for k in ["rope_theta", "max_position_embeddings", "rms_norm_eps",
+                                        "tie_word_embeddings", "bos_token_id", "eos_token_id"]})
+    config.update(rope_scaling=dict(spec["rope_scaling"]) if spec["rope_scaling"] else None,
+                  hidden_act="silu", attention_dropout=0.0, initializer_range=0.02, use_cache=True,
+                  torch_dtype=dtype)
     if spec["arch"] == "llama":
-        kw["attention_bias"] = False
-        kw["mlp_bias"] = False
-    config = cls(architectures=[ARCHS[spec["arch"]]], torch_dtype=dtype, initializer_range=0.02, **kw)
-    config.save_pretrained(out)
-    gen = transformers.GenerationConfig(bos_token_id=spec["bos_token_id"], eos_token_id=spec["eos_token_id"])
-    gen.save_pretrained(out)
+        config.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
+    else:  # qwen2 (biases implied by the family), qwen3
+        config.update(use_sliding_window=False, sliding_window=None,
+                      max_window_layers=spec["num_hidden_layers"])
+        if spec["arch"] == "qwen3":
+            config["attention_bias"] = False
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": spec["bos_token_id"], "eos_token_id": spec["eos_token_id"]}, f, indent=2)
 
 
 def copy_tokenizer(spec, args, out):
@@ -200,6 +224,10 @@ def main(argv=None):
     t0 = time.time()
     write_config(spec, args.out, args.dtype)
     copy_tokenizer(spec, args, args.out)
+    if args.config_only:
+        print("make_random_model: %s (%s) config and tokenizer, no weights -> %s (load with --load-format dummy)"
+              % (args.preset, ARCHS[spec["arch"]], args.out), flush=True)
+        return
     total, device = write_weights(spec, args, args.out)
     num_params = total // {"bfloat16": 2, "float16": 2, "float32": 4}[args.dtype]
     print("make_random_model: %s (%s) %d params, %.2f GB %s, drawn on %s, %.1fs -> %s"
