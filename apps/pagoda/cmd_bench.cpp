@@ -22,7 +22,7 @@
 #include "bench/inproc/model_cost.h"
 #include "engine/backend_factory.h"
 #include "engine/engine_api.h"
-#include "io/model_files.h"
+#include "io/model_description.h"
 #include "pagoda/engine_flags.h"
 #endif
 
@@ -317,17 +317,17 @@ Status run_latency(InprocFlags& f) {
                                                     f.response_format_schema, f.structured_output));
   PAGODA_ASSIGN_OR_RETURN(auto location, pagoda::resolve_model(
                               f.engine.model, pagoda::app::hub_options(f.engine.revision, f.engine.download_dir)));
-  PAGODA_ASSIGN_OR_RETURN(auto opened, pagoda::open_model(location));
+  // Only the config: the engine loads the weights (as --load-format says).
+  PAGODA_ASSIGN_OR_RETURN(auto model, pagoda::describe_model(location));
   pagoda::bench::LatencyReportInputs in;
-  PAGODA_RETURN_IF_ERROR(measure_ceiling(f, opened.config, in));
-  opened.weights.reset();
+  PAGODA_RETURN_IF_ERROR(measure_ceiling(f, model.config, in));
   PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
   auto result = pagoda::bench::run_latency_bench(*engine, f.latency);
   engine->drain();
   if (!result.ok()) return result.error();
   in.options = f.latency;
   in.result = std::move(result).value();
-  in.cost = pagoda::bench::model_cost(opened.config);
+  in.cost = pagoda::bench::model_cost(model.config);
   in.device = engine->info().device;
   in.model = engine->info().served_model_name;
   in.matrix_flops_per_s = f.ceiling_tflops * 1e12;

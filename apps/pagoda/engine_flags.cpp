@@ -50,6 +50,14 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "where to run: cpu, cuda, or auto (cuda when a GPU is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  app.add_option("--load-format", o.load_format,
+                 "where the weights come from: auto = the model's files; dummy = random weights "
+                 "of the model's shapes (normal(0, 0.02), norms 1, biases 0, the same every run), "
+                 "reading only config.json and the tokenizer files (tools/make_random_model.py "
+                 "--config-only writes them), for benchmarks and tests of shapes without weight "
+                 "files: outputs are meaningless")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->capture_default_str();
   app.add_option("--chat-template", o.chat_template,
                  "the chat template to use instead of the model's default: a Jinja file, a name "
                  "of the model's own templates (e.g. tool_use), or the template itself (a value "

@@ -9,7 +9,7 @@
 
 namespace pagoda::app {
 
-// Registers on `app`, writing into `options`: --device, --chat-template, --generation-config,
+// Registers on `app`, writing into `options`: --device, --load-format, --chat-template, --generation-config,
 // --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
 // --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
 // --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager, --async-scheduling /

@@ -29,6 +29,10 @@ struct EngineOptions {
   std::string download_dir;          // hub cache root (--download-dir); empty: HF_HUB_CACHE / HF_HOME
   std::string served_model_name;     // default: the model's folder/file name
   std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
+  // Where the weights come from (engine/load_format.h): "auto" the model's
+  // files, "dummy" random weights of its shapes (only config.json and the
+  // tokenizer read; for benchmarks and tests of shapes, outputs meaningless).
+  std::string load_format = "auto";
   // Overrides the model's default chat template: a file, a name of the
   // model's templates, or the template itself (engine/chat_template_source.h).
   std::string chat_template;

@@ -10,6 +10,7 @@
 #include "engine/backend_factory.h"
 #include "engine/chat_template_source.h"
 #include "engine/llm_engine.h"
+#include "engine/load_format.h"
 #include "io/generation_defaults.h"
 #include "io/model_files.h"
 #include "sample/sampling_fields.h"
@@ -71,6 +72,7 @@ Status check_options(const EngineOptions& o) {
     return bad(fmt::format("--max-num-batched-tokens ({}) must be >= --max-num-seqs ({})", o.max_num_batched_tokens,
                            o.max_num_seqs));
   }
+  PAGODA_RETURN_IF_ERROR(check_load_format(o.load_format));
   if (o.num_kv_blocks < 0) return bad("--num-kv-blocks must be >= 0");
   if (o.max_waiting_requests < 1) return bad("--max-waiting-requests must be >= 1");
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
@@ -87,7 +89,7 @@ Status check_options(const EngineOptions& o) {
 Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::string& tokenizer_path) {
   PAGODA_RETURN_IF_ERROR(check_options(options));
   PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_model(options.model, HubOptions::from_env(options.revision, options.download_dir)));
-  PAGODA_ASSIGN_OR_RETURN(OpenedModel opened, open_model(location));
+  PAGODA_ASSIGN_OR_RETURN(OpenedModel opened, open_model_as(location, options.load_format));
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
                           tokenizer_path.empty() ? Tokenizer::load(opened) : Tokenizer::load(tokenizer_path));
   log_info("tokenizer: {}", tokenizer->description());
