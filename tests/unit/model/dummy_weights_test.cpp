@@ -206,8 +206,8 @@ TEST(DummyWeights, TilesTheTablePastItsEnd) {
   EXPECT_NE(0, std::memcmp(embed.data(), embed.data() + 1, 1024));  // not constant
 }
 
-// Tensor-parallel ranks load concurrently from one source: every thread
-// reads the same bits a lone reader does.
+// Tensor-parallel ranks load concurrently, from one source or from one each
+// (made concurrently too): every thread reads the same bits a lone reader does.
 TEST(DummyWeights, ConcurrentReadsMatch) {
   ModelConfig c = tiny_config("qwen3");
   c.qk_norm = true;
@@ -220,9 +220,15 @@ TEST(DummyWeights, ConcurrentReadsMatch) {
   std::vector<std::thread> threads;
   for (int r = 0; r < 4; ++r) {
     threads.emplace_back([&, r] {
+      Result<std::unique_ptr<WeightSource>> own = make_dummy_weights(c);
+      if (!own.ok()) {
+        ++mismatches[static_cast<size_t>(r)];
+        return;
+      }
       for (int round = 0; round < 3; ++round) {
         for (const TensorInfo& t : src->tensors()) {
-          Result<HostTensor> h = src->read(t.name);
+          WeightSource& from = round % 2 ? **own : *src;
+          Result<HostTensor> h = from.read(t.name);
           if (!h.ok() || std::memcmp(h->data, expected[t.name].data(), t.file_bytes) != 0)
             ++mismatches[static_cast<size_t>(r)];
         }
