@@ -1,0 +1,67 @@
+// Communicators over NCCL for CUDA backends whose ranks are threads of this
+// process (one CudaBackend, one GPU and one thread per rank).
+//
+// all_reduce_sum (f32, bf16, f16) takes one of two paths, chosen by the
+// message's size alone, so every rank of a group takes the same one:
+//  - at most oneshot_max_bytes: the one-shot all-reduce over peer memory
+//    (oneshot_all_reduce.h): one kernel, f32 accumulation in rank order;
+//  - larger (or when peer access is missing between some pair of GPUs, or
+//    the group has more than 8 ranks): ncclAllReduce (sum, in the dtype).
+// Both leave bitwise-identical results on every rank. send/recv are
+// ncclSend/ncclRecv of the tensor's bytes. Everything is enqueued on the
+// rank's backend stream and may be captured in a CUDA graph (all ranks
+// capture the same sequence). NCCL sets up its connections on a size's first
+// use: run each op once eagerly before capturing it (an engine warm-up does).
+// A send's kernel waits on the device for the peer's matching recv: the peers
+// must enqueue matching pairs in an order that cannot form a cycle of
+// waiting sends (e.g. in a ring, even ranks send first, odd ranks receive
+// first).
+//
+// NCCL is loaded at run time (nccl_library.h). NVLink multicast (NVLS) is
+// turned off: NCCL_NVLS_ENABLE=0 is set in the environment before NCCL is
+// initialised unless the variable is already set, because on shared
+// machines a program using multicast can take the host's GPUs out of
+// service; pagoda's all-reduces are small and gain nothing from it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/communicator.h"
+#include "core/result.h"
+
+namespace pagoda {
+
+class CudaBackend;
+
+// Messages of at most this many bytes take the one-shot path by default,
+// from comm_bench's crossover on 2 x H100 (docs/parallelism.md).
+constexpr int64_t kDefaultOneShotMaxBytes = int64_t{512} << 10;
+// The environment variable that overrides it (bytes; 0 turns the one-shot
+// path off). The largest accepted value is kMaxOneShotBytes.
+constexpr const char* kOneShotMaxBytesEnv = "PAGODA_ONESHOT_ALLREDUCE_BYTES";
+constexpr int64_t kMaxOneShotBytes = int64_t{64} << 20;
+
+struct NcclCommunicatorOptions {
+  // Threshold of the one-shot path in bytes: -1 takes $PAGODA_ONESHOT_ALLREDUCE_BYTES
+  // or else kDefaultOneShotMaxBytes; 0 sends everything through NCCL.
+  int64_t oneshot_max_bytes = -1;
+};
+
+// One communicator per backend: rank i runs on backends[i], whose GPUs must
+// be distinct. Created on the calling thread (ncclCommInitAll over the
+// backends' devices; the calling thread's current device is kept). Each
+// communicator is then driven by the thread that drives its backend (the
+// backend's device current), and must be destroyed before that backend; the
+// NCCL communicators and peer buffers are freed with the group's last one.
+// Fails (with what to install) when NCCL cannot be loaded, or when NCCL or
+// the peer buffers' allocation fails.
+Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
+    const std::vector<CudaBackend*>& backends, const NcclCommunicatorOptions& options = {});
+
+// The one-shot threshold that options resolve to (validating the
+// environment variable's value).
+Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options);
+
+}  // namespace pagoda
