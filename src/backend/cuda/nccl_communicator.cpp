@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -12,6 +11,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/nccl_library.h"
 #include "backend/cuda/oneshot_all_reduce.h"
+#include "core/byte_size.h"
 #include "core/log.h"
 
 namespace pagoda {
@@ -237,15 +237,13 @@ Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options
   if (v < 0) {
     const char* env = std::getenv(kOneShotMaxBytesEnv);
     if (env == nullptr || env[0] == '\0') return kDefaultOneShotMaxBytes;
-    char* end = nullptr;
-    errno = 0;
-    const long long parsed = std::strtoll(env, &end, 10);
-    if (errno != 0 || end == env || *end != '\0' || parsed < 0 || parsed > kMaxOneShotBytes) {
+    auto parsed = parse_byte_size(env);
+    if (!parsed.ok() || *parsed > kMaxOneShotBytes) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}={}: expected a number of bytes from 0 (off) to {}",
+                        fmt::format("{}={}: expected a byte size from 0 (off) to {} (e.g. 512KiB)",
                                     kOneShotMaxBytesEnv, env, kMaxOneShotBytes));
     }
-    v = parsed;
+    v = *parsed;
   }
   if (v > kMaxOneShotBytes) {
     return make_error(ErrorCode::kInvalidArgument,

@@ -38,8 +38,9 @@ class CudaBackend;
 // Messages of at most this many bytes take the one-shot path by default,
 // from comm_bench's crossover on 2 x H100 (docs/parallelism.md).
 constexpr int64_t kDefaultOneShotMaxBytes = int64_t{512} << 10;
-// The environment variable that overrides it (bytes; 0 turns the one-shot
-// path off). The largest accepted value is kMaxOneShotBytes.
+// The environment variable that overrides it: a byte size as
+// core/byte_size.h reads it ("262144", "256KiB"; 0 turns the one-shot path
+// off), at most kMaxOneShotBytes.
 constexpr const char* kOneShotMaxBytesEnv = "PAGODA_ONESHOT_ALLREDUCE_BYTES";
 constexpr int64_t kMaxOneShotBytes = int64_t{64} << 20;
 

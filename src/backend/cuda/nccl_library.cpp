@@ -24,10 +24,11 @@ bool resolve(void* handle, const char* symbol, F& fn, std::string& missing) {
   return fn != nullptr;
 }
 
-Result<NcclLibrary> open_nccl() {
+}  // namespace
+
+Result<NcclLibrary> open_nccl_library(const std::string& path) {
   NcclLibrary lib;
-  const char* env = std::getenv("PAGODA_NCCL_LIBRARY");
-  lib.path = (env != nullptr && env[0] != '\0') ? env : kDefaultLibrary;
+  lib.path = path;
   // RTLD_LOCAL: NCCL's symbols stay out of the global namespace. The handle is
   // never closed (NCCL keeps threads and CUDA state for the process' life).
   void* handle = dlopen(lib.path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -46,8 +47,6 @@ Result<NcclLibrary> open_nccl() {
   resolve(handle, "ncclAllReduce", lib.all_reduce, missing);
   resolve(handle, "ncclSend", lib.send, missing);
   resolve(handle, "ncclRecv", lib.recv, missing);
-  resolve(handle, "ncclGroupStart", lib.group_start, missing);
-  resolve(handle, "ncclGroupEnd", lib.group_end, missing);
   if (!missing.empty()) {
     return make_error(ErrorCode::kUnsupported,
                       fmt::format("{} lacks {} (NCCL 2.7 or newer is needed): {}", lib.path,
@@ -63,11 +62,8 @@ Result<NcclLibrary> open_nccl() {
   const int v = lib.version;
   lib.version_name = v >= 20900 ? fmt::format("{}.{}.{}", v / 10000, v % 10000 / 100, v % 100)
                                 : fmt::format("{}.{}.{}", v / 1000, v % 1000 / 100, v % 100);
-  log_info("nccl: {} from {}", lib.version_name, lib.path);
   return lib;
 }
-
-}  // namespace
 
 std::string NcclLibrary::error_string(ncclResult_t r) const {
   const char* s = get_error_string != nullptr ? get_error_string(r) : nullptr;
@@ -77,7 +73,11 @@ std::string NcclLibrary::error_string(ncclResult_t r) const {
 Result<const NcclLibrary*> load_nccl() {
   static std::once_flag once;
   static Result<NcclLibrary>* loaded = nullptr;  // never freed: lives as long as the handle
-  std::call_once(once, [] { loaded = new Result<NcclLibrary>(open_nccl()); });
+  std::call_once(once, [] {
+    const char* env = std::getenv("PAGODA_NCCL_LIBRARY");
+    loaded = new Result<NcclLibrary>(open_nccl_library(env != nullptr && env[0] != '\0' ? env : kDefaultLibrary));
+    if (loaded->ok()) log_info("nccl: {} from {}", (*loaded)->version_name, (*loaded)->path);
+  });
   if (!loaded->ok()) return loaded->error();
   return &loaded->value();
 }

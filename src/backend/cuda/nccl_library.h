@@ -30,16 +30,18 @@ struct NcclLibrary {
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclSend) send = nullptr;
   decltype(&ncclRecv) recv = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
 
   // "ncclUnhandledCudaError: unhandled cuda error ..." for a result code.
   std::string error_string(ncclResult_t r) const;
 };
 
-// Loads NCCL once per process (later calls return the same library, or the
-// same error) and logs its path and version. The error says what to install
-// or set when the library is missing or lacks a symbol.
+// dlopen(path) and the symbols above; the handle is never closed. The error
+// says what to install or set when the library is missing or lacks a symbol.
+Result<NcclLibrary> open_nccl_library(const std::string& path);
+
+// Loads NCCL ($PAGODA_NCCL_LIBRARY, else libnccl.so.2) once per process
+// (later calls return the same library, or the same error) and logs its path
+// and version.
 Result<const NcclLibrary*> load_nccl();
 
 }  // namespace pagoda::cuda
