@@ -1,7 +1,7 @@
 // Latency of all_reduce_sum (bf16) per message size on every GPU of the
 // machine: NCCL vs the one-shot peer-memory kernel, each launched eagerly
 // and replayed from a CUDA graph (as the engine's decode steps run). The
-// table's crossover is what kDefaultOneShotMaxBytes
+// table's crossover is what default_oneshot_max_bytes
 // (backend/cuda/nccl_communicator.h) is set from.
 //
 // Timing, per size and path, on one thread per rank: eager: kWarmup calls,
@@ -59,9 +59,23 @@ void on_ranks(const std::vector<CudaBackend*>& gpus, const std::function<void(in
   for (std::thread& t : threads) t.join();
 }
 
-// Times one path at every size; rank 0's numbers.
-std::vector<Timing> bench_path(const std::vector<CudaBackend*>& gpus, int64_t oneshot_max_bytes,
-                               const std::vector<size_t>& sizes) {
+// Times one path at every size on fresh backends (destroyed, with their
+// graphs, before the communicators); rank 0's numbers.
+std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes, const std::vector<size_t>& sizes,
+                               std::string* gpu_name) {
+  std::vector<std::unique_ptr<Communicator>> comms;  // destroyed after the backends
+  std::vector<std::unique_ptr<Backend>> owned;
+  std::vector<CudaBackend*> gpus;
+  for (int d = 0; d < count; ++d) {
+    owned.push_back(create_cuda_backend(d, DType::kBF16));
+    if (owned.back() == nullptr) {
+      std::fprintf(stderr, "comm_bench: no CUDA backend on device %d\n", d);
+      g_ok = false;
+      return std::vector<Timing>(sizes.size());
+    }
+    gpus.push_back(static_cast<CudaBackend*>(owned.back().get()));
+  }
+  *gpu_name = gpus[0]->name();
   NcclCommunicatorOptions options;
   options.oneshot_max_bytes = oneshot_max_bytes;
   auto created = create_nccl_communicators(gpus, options);
@@ -70,7 +84,7 @@ std::vector<Timing> bench_path(const std::vector<CudaBackend*>& gpus, int64_t on
     g_ok = false;
     return std::vector<Timing>(sizes.size());
   }
-  auto comms = std::move(created).value();
+  comms = std::move(created).value();
   const int n = static_cast<int>(gpus.size());
   std::vector<Timing> out(sizes.size());
   const size_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
@@ -140,10 +154,8 @@ std::vector<Timing> bench_path(const std::vector<CudaBackend*>& gpus, int64_t on
       }
     }
   }
-  on_ranks(gpus, [&](int r) {
-    gpus[static_cast<size_t>(r)]->deallocate(bufs[static_cast<size_t>(r)]);
-    comms[static_cast<size_t>(r)].reset();
-  });
+  on_ranks(gpus, [&](int r) { gpus[static_cast<size_t>(r)]->deallocate(bufs[static_cast<size_t>(r)]); });
+  owned.clear();
   return out;
 }
 
@@ -168,24 +180,15 @@ int main(int argc, char** argv) {
     std::printf("comm_bench: SKIP: needs at least 2 CUDA GPUs (found %d)\n", count);
     return 0;
   }
-  std::vector<std::unique_ptr<Backend>> owned;
-  std::vector<CudaBackend*> gpus;
-  for (int d = 0; d < count; ++d) {
-    owned.push_back(create_cuda_backend(d, DType::kBF16));
-    if (owned.back() == nullptr) {
-      std::fprintf(stderr, "comm_bench: no CUDA backend on device %d\n", d);
-      return 1;
-    }
-    gpus.push_back(static_cast<CudaBackend*>(owned.back().get()));
-  }
   std::vector<size_t> sizes;
   for (size_t b = 1024; b <= (static_cast<size_t>(quick ? 4 : 64) << 20); b *= 2) sizes.push_back(b);
 
-  const std::vector<Timing> nccl = bench_path(gpus, 0, sizes);
-  const std::vector<Timing> oneshot = bench_path(gpus, kMaxOneShotBytes, sizes);
+  std::string gpu_name;
+  const std::vector<Timing> nccl = bench_path(count, 0, sizes, &gpu_name);
+  const std::vector<Timing> oneshot = bench_path(count, kMaxOneShotBytes, sizes, &gpu_name);
 
   std::printf("\nall_reduce_sum bf16 on %d x %s: microseconds per call (rank 0)\n", count,
-              gpus[0]->name().c_str());
+              gpu_name.c_str());
   std::printf("%10s %12s %12s %12s %12s %9s %12s\n", "size", "nccl eager", "1shot eager",
               "nccl graph", "1shot graph", "faster", "busbw GB/s");
   size_t crossover = 0;
@@ -203,6 +206,6 @@ int main(int argc, char** argv) {
   }
   std::printf("\none-shot ahead (graph replay) up to %s; default threshold in code: %s (%s overrides)\n",
               crossover > 0 ? human(crossover).c_str() : "never",
-              human(static_cast<size_t>(kDefaultOneShotMaxBytes)).c_str(), kOneShotMaxBytesEnv);
+              human(static_cast<size_t>(default_oneshot_max_bytes(count))).c_str(), kOneShotMaxBytesEnv);
   return g_ok ? 0 : 1;
 }

@@ -36,31 +36,18 @@
 namespace pagoda {
 namespace {
 
-// The GPUs' backends, created once (bf16 compute; the communicators do not
-// care). Empty with fewer than 2 GPUs.
-std::vector<CudaBackend*>& backends() {
-  static std::vector<std::unique_ptr<Backend>> owned;
-  static std::vector<CudaBackend*> all = [] {
-    std::vector<CudaBackend*> v;
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-      cudaGetLastError();
-      count = 0;
-    }
-    if (count < 2) return v;
-    for (int d = 0; d < count; ++d) {
-      owned.push_back(create_cuda_backend(d, DType::kBF16));
-      if (owned.back() == nullptr) return std::vector<CudaBackend*>{};
-      v.push_back(static_cast<CudaBackend*>(owned.back().get()));
-    }
-    return v;
-  }();
-  return all;
+int gpu_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  return count;
 }
 
-#define REQUIRE_TWO_GPUS()                                                              \
-  do {                                                                                  \
-    if (backends().size() < 2) GTEST_SKIP() << "SKIP: needs at least 2 CUDA GPUs";      \
+#define REQUIRE_TWO_GPUS()                                                                     \
+  do {                                                                                         \
+    if (gpu_count() < 2) GTEST_SKIP() << "SKIP: needs at least 2 CUDA GPUs, found " << gpu_count(); \
   } while (0)
 
 uint64_t seed() {
@@ -73,28 +60,69 @@ uint64_t seed() {
   return s;
 }
 
-// Runs fn(rank) on one thread per rank with the rank's device current.
-void on_ranks(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      backends()[static_cast<size_t>(r)]->make_current();
-      fn(r);
-    });
+// A group over every GPU: one backend per GPU (bf16 compute; the
+// communicators do not care) and its communicators. Torn down in the order
+// nccl_communicator.h asks: backends (and their graphs) first.
+class Ranks {
+ public:
+  explicit Ranks(int64_t oneshot_max_bytes) {
+    for (int d = 0; d < gpu_count(); ++d) {
+      owned_.push_back(create_cuda_backend(d, DType::kBF16));
+      if (owned_.back() == nullptr) {
+        ADD_FAILURE() << "no CUDA backend on device " << d;
+        return;
+      }
+      gpus.push_back(static_cast<CudaBackend*>(owned_.back().get()));
+    }
+    NcclCommunicatorOptions options;
+    options.oneshot_max_bytes = oneshot_max_bytes;
+    auto created = create_nccl_communicators(gpus, options);
+    if (!created.ok()) {
+      ADD_FAILURE() << "create_nccl_communicators: " << created.error().message;
+      return;
+    }
+    comms = std::move(created).value();
   }
-  for (std::thread& t : threads) t.join();
-}
+  ~Ranks() {
+    owned_.clear();
+    comms.clear();
+  }
+  bool ok() const { return !comms.empty() && comms.size() == gpus.size(); }
+  int size() const { return static_cast<int>(gpus.size()); }
+  CudaBackend& gpu(int r) const { return *gpus[static_cast<size_t>(r)]; }
+  Communicator& comm(int r) const { return *comms[static_cast<size_t>(r)]; }
 
-std::vector<std::unique_ptr<Communicator>> make_comms(int64_t oneshot_max_bytes) {
-  NcclCommunicatorOptions options;
-  options.oneshot_max_bytes = oneshot_max_bytes;
-  auto comms = create_nccl_communicators(backends(), options);
-  if (!comms.ok()) {
-    ADD_FAILURE() << "create_nccl_communicators: " << comms.error().message;
-    return {};
+  // Runs fn(rank) on one thread per rank with the rank's device current.
+  void on_ranks(const std::function<void(int)>& fn) const {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size(); ++r) {
+      threads.emplace_back([&, r] {
+        gpus[static_cast<size_t>(r)]->make_current();
+        fn(r);
+      });
+    }
+    for (std::thread& t : threads) t.join();
   }
-  return std::move(comms).value();
-}
+
+  // Every communicator's and backend's status is ok.
+  ::testing::AssertionResult healthy() const {
+    for (int r = 0; r < size(); ++r) {
+      if (!comm(r).status().ok()) {
+        return ::testing::AssertionFailure() << "rank " << r << ": " << comm(r).status().error().message;
+      }
+      if (!gpu(r).status().ok()) {
+        return ::testing::AssertionFailure() << "backend " << r << ": " << gpu(r).status().error().message;
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  std::vector<CudaBackend*> gpus;
+  std::vector<std::unique_ptr<Communicator>> comms;
+
+ private:
+  std::vector<std::unique_ptr<Backend>> owned_;
+};
 
 float eps_of(DType t) {
   return t == DType::kBF16 ? 1.0f / 256 : t == DType::kF16 ? 1.0f / 2048 : 1.0f / 8388608;
@@ -128,20 +156,22 @@ float decode(DType t, const std::vector<uint8_t>& bytes, size_t i) {
 }
 
 // Per-rank device memory of `bytes` (+ 16 for misaligned views).
+// Destroy before the Ranks.
 struct RankBuffers {
-  explicit RankBuffers(size_t bytes) : ptrs(backends().size(), nullptr) {
+  RankBuffers(const Ranks& ranks, size_t bytes) : gpus(ranks.gpus), ptrs(gpus.size(), nullptr) {
     for (size_t r = 0; r < ptrs.size(); ++r) {
-      backends()[r]->make_current();
-      ptrs[r] = backends()[r]->allocate(bytes + 16);
+      gpus[r]->make_current();
+      ptrs[r] = gpus[r]->allocate(bytes + 16);
       EXPECT_NE(ptrs[r], nullptr) << "allocate " << bytes << " bytes on rank " << r;
     }
   }
   ~RankBuffers() {
     for (size_t r = 0; r < ptrs.size(); ++r) {
-      backends()[r]->make_current();
-      backends()[r]->deallocate(ptrs[r]);
+      gpus[r]->make_current();
+      gpus[r]->deallocate(ptrs[r]);
     }
   }
+  std::vector<CudaBackend*> gpus;
   std::vector<void*> ptrs;
 };
 
@@ -193,12 +223,12 @@ struct Case {
 const DType kTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
 // Element counts from 1 to 64 MiB of the dtype: odd sizes, vector edges, the
-// one-shot default threshold's neighbourhood.
-std::vector<int64_t> sizes_for(DType t) {
+// one-shot default threshold's neighbourhood in a group of `ranks`.
+std::vector<int64_t> sizes_for(DType t, int ranks) {
   const int64_t es = static_cast<int64_t>(dtype_size(t));
+  const int64_t limit = default_oneshot_max_bytes(ranks);
   std::vector<int64_t> v = {1, 2, 3, 7, 8, 9, 31, 127, 1000, 4095, 4096, 4097, 12345, 65537};
-  for (int64_t bytes : {kDefaultOneShotMaxBytes - 16, kDefaultOneShotMaxBytes,
-                        kDefaultOneShotMaxBytes + 16, int64_t{3} << 20, int64_t{64} << 20}) {
+  for (int64_t bytes : {limit - 16, limit, limit + 16, int64_t{3} << 20, int64_t{64} << 20}) {
     v.push_back(bytes / es);
   }
   v.push_back((int64_t{5} << 20) / es + 3);
@@ -211,8 +241,9 @@ struct PathCase {
 };
 const PathCase kPaths[] = {{"nccl", 0}, {"one-shot", kMaxOneShotBytes}, {"default", -1}};
 
-bool expect_exact(const PathCase& path, size_t bytes) {
-  const int64_t limit = path.oneshot_max_bytes < 0 ? kDefaultOneShotMaxBytes : path.oneshot_max_bytes;
+bool expect_exact(const PathCase& path, size_t bytes, int ranks) {
+  const int64_t limit =
+      path.oneshot_max_bytes < 0 ? default_oneshot_max_bytes(ranks) : path.oneshot_max_bytes;
   return static_cast<int64_t>(bytes) <= limit;
 }
 
@@ -242,17 +273,19 @@ TEST(NcclLibraryTest, LoadsAndReportsVersion) {
 TEST(OneShotThresholdTest, EnvironmentOverridesDefault) {
   NcclCommunicatorOptions options;
   unsetenv(kOneShotMaxBytesEnv);
-  EXPECT_EQ(*resolve_oneshot_max_bytes(options), kDefaultOneShotMaxBytes);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), int64_t{4} << 20);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 4), int64_t{512} << 10);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 8), int64_t{256} << 10);
   setenv(kOneShotMaxBytesEnv, "256KiB", 1);
-  EXPECT_EQ(*resolve_oneshot_max_bytes(options), 256 * 1024);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), 256 * 1024);
   setenv(kOneShotMaxBytesEnv, "0", 1);
-  EXPECT_EQ(*resolve_oneshot_max_bytes(options), 0);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), 0);
   options.oneshot_max_bytes = 1000;  // an explicit option wins over the environment
-  EXPECT_EQ(*resolve_oneshot_max_bytes(options), 1000);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), 1000);
   options.oneshot_max_bytes = -1;
   for (const char* bad : {"lots", "-5", "1GiB"}) {
     setenv(kOneShotMaxBytesEnv, bad, 1);
-    auto r = resolve_oneshot_max_bytes(options);
+    auto r = resolve_oneshot_max_bytes(options, 2);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message.find(kOneShotMaxBytesEnv), std::string::npos) << r.error().message;
   }
@@ -261,40 +294,36 @@ TEST(OneShotThresholdTest, EnvironmentOverridesDefault) {
 
 TEST(NcclCommunicatorTest, AllReduceMatchesHostSumOnEveryRank) {
   REQUIRE_TWO_GPUS();
-  const int n = static_cast<int>(backends().size());
-  RankBuffers buf(size_t{64} << 20);
   uint64_t salt = 1;
   for (const PathCase& path : kPaths) {
-    auto comms = make_comms(path.oneshot_max_bytes);
-    ASSERT_EQ(static_cast<int>(comms.size()), n);
-    std::printf("%s: %s\n", path.name, comms[0]->name().c_str());
+    Ranks ranks(path.oneshot_max_bytes);
+    ASSERT_TRUE(ranks.ok());
+    const int n = ranks.size();
+    std::printf("%s: %s\n", path.name, ranks.comm(0).name().c_str());
+    RankBuffers buf(ranks, size_t{64} << 20);
     for (DType t : kTypes) {
-      for (int64_t numel : sizes_for(t)) {
+      for (int64_t numel : sizes_for(t, n)) {
         for (bool misaligned : {false, true}) {
           if (misaligned && numel > 100000) continue;
           Case c(n, t, numel, salt++);
-          on_ranks(n, [&](int r) {
-            CudaBackend& gpu = *backends()[static_cast<size_t>(r)];
+          ranks.on_ranks([&](int r) {
+            const auto ri = static_cast<size_t>(r);
+            CudaBackend& gpu = ranks.gpu(r);
             // Misaligned case: odd ranks' tensors start one element past 16 bytes.
-            char* base = static_cast<char*>(buf.ptrs[static_cast<size_t>(r)]);
+            char* base = static_cast<char*>(buf.ptrs[ri]);
             Tensor x(base + (misaligned && r % 2 == 1 ? dtype_size(t) : 0), t, {numel});
-            gpu.copy_to_device(x.data, c.inputs[static_cast<size_t>(r)].data(), x.nbytes());
-            comms[static_cast<size_t>(r)]->all_reduce_sum(x);
-            c.results[static_cast<size_t>(r)].resize(x.nbytes());
-            gpu.copy_to_host(c.results[static_cast<size_t>(r)].data(), x.data, x.nbytes());
+            gpu.copy_to_device(x.data, c.inputs[ri].data(), x.nbytes());
+            ranks.comm(r).all_reduce_sum(x);
+            c.results[ri].resize(x.nbytes());
+            gpu.copy_to_host(c.results[ri].data(), x.data, x.nbytes());
           });
-          const std::string what = std::string(path.name) + " " + std::string(dtype_name(t)) + " n=" +
-                                   std::to_string(numel) + (misaligned ? " misaligned" : "");
-          c.check(expect_exact(path, static_cast<size_t>(numel) * dtype_size(t)), what);
-          for (int r = 0; r < n; ++r) {
-            ASSERT_TRUE(comms[static_cast<size_t>(r)]->status().ok())
-                << what << ": " << comms[static_cast<size_t>(r)]->status().error().message;
-            ASSERT_TRUE(backends()[static_cast<size_t>(r)]->status().ok()) << what;
-          }
+          const std::string what = std::string(path.name) + " " + std::string(dtype_name(t)) +
+                                   " n=" + std::to_string(numel) + (misaligned ? " misaligned" : "");
+          ASSERT_TRUE(ranks.healthy()) << what;
+          c.check(expect_exact(path, static_cast<size_t>(numel) * dtype_size(t), n), what);
         }
       }
     }
-    on_ranks(n, [&](int r) { comms[static_cast<size_t>(r)].reset(); });
   }
 }
 
@@ -302,26 +331,26 @@ TEST(NcclCommunicatorTest, AllReduceMatchesHostSumOnEveryRank) {
 // each time (the one-shot kernel's epochs advance on the device).
 TEST(NcclCommunicatorTest, AllReduceInsideCudaGraphReplays) {
   REQUIRE_TWO_GPUS();
-  const int n = static_cast<int>(backends().size());
   constexpr int kReplays = 5;
   uint64_t salt = 1000;
   for (const PathCase& path : kPaths) {
-    auto comms = make_comms(path.oneshot_max_bytes);
-    ASSERT_EQ(static_cast<int>(comms.size()), n);
+    Ranks ranks(path.oneshot_max_bytes);
+    ASSERT_TRUE(ranks.ok());
+    const int n = ranks.size();
     for (DType t : kTypes) {
       for (int64_t numel : {int64_t{1}, int64_t{4097}, int64_t{100003}, (int64_t{4} << 20) + 1}) {
         const size_t bytes = static_cast<size_t>(numel) * dtype_size(t);
-        RankBuffers a(bytes), b(bytes);
+        RankBuffers a(ranks, bytes), b(ranks, bytes);
         std::vector<int> graphs(static_cast<size_t>(n), -1);
         // Pinned staging: copies inside the graph re-read it at each replay.
         std::vector<void*> host_in(static_cast<size_t>(n));
         for (int replay = -1; replay < kReplays; ++replay) {
-          // replay -1: eager warm-up (NCCL connects on a size's first use).
+          // replay -1: eager run (NCCL connects on a size's first use), then capture.
           Case ca(n, t, numel, salt++), cb(n, t, numel, salt++);
-          on_ranks(n, [&](int r) {
+          ranks.on_ranks([&](int r) {
             const auto ri = static_cast<size_t>(r);
-            CudaBackend& gpu = *backends()[ri];
-            Communicator& comm = *comms[ri];
+            CudaBackend& gpu = ranks.gpu(r);
+            Communicator& comm = ranks.comm(r);
             Tensor xa(a.ptrs[ri], t, {numel}), xb(b.ptrs[ri], t, {numel});
             if (host_in[ri] == nullptr) host_in[ri] = gpu.allocate_host(2 * bytes);
             std::memcpy(host_in[ri], ca.inputs[ri].data(), bytes);
@@ -338,29 +367,25 @@ TEST(NcclCommunicatorTest, AllReduceInsideCudaGraphReplays) {
               graphs[ri] = gpu.capture_graph(step);
               return;
             }
-            ASSERT_GE(graphs[ri], 0) << "capture failed on rank " << r;
+            // Every rank replays (a rank that skipped would leave the others waiting).
             gpu.replay_graph(graphs[ri]);
             ca.results[ri].resize(bytes);
             cb.results[ri].resize(bytes);
             gpu.copy_to_host(ca.results[ri].data(), xa.data, bytes);
             gpu.copy_to_host(cb.results[ri].data(), xb.data, bytes);
           });
-          const std::string what = std::string(path.name) + " graph " + std::string(dtype_name(t)) + " n=" +
-                                   std::to_string(numel) + " replay " + std::to_string(replay);
+          const std::string what = std::string(path.name) + " graph " + std::string(dtype_name(t)) +
+                                   " n=" + std::to_string(numel) + " replay " + std::to_string(replay);
+          for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
+          ASSERT_TRUE(ranks.healthy()) << what;
           if (replay >= 0) {
-            ca.check(expect_exact(path, bytes), what + " (first)");
-            cb.check(expect_exact(path, bytes), what + " (second)");
-          }
-          for (int r = 0; r < n; ++r) {
-            ASSERT_TRUE(comms[static_cast<size_t>(r)]->status().ok()) << what;
-            ASSERT_TRUE(backends()[static_cast<size_t>(r)]->status().ok())
-                << what << ": " << backends()[static_cast<size_t>(r)]->status().error().message;
+            ca.check(expect_exact(path, bytes, n), what + " (first)");
+            cb.check(expect_exact(path, bytes, n), what + " (second)");
           }
         }
-        for (int r = 0; r < n; ++r) backends()[static_cast<size_t>(r)]->deallocate_host(host_in[static_cast<size_t>(r)]);
+        for (int r = 0; r < n; ++r) ranks.gpu(r).deallocate_host(host_in[static_cast<size_t>(r)]);
       }
     }
-    on_ranks(n, [&](int r) { comms[static_cast<size_t>(r)].reset(); });
   }
 }
 
@@ -369,32 +394,33 @@ TEST(NcclCommunicatorTest, AllReduceInsideCudaGraphReplays) {
 // replayed graph; the bytes must arrive unchanged.
 TEST(NcclCommunicatorTest, SendRecvRing) {
   REQUIRE_TWO_GPUS();
-  const int n = static_cast<int>(backends().size());
-  auto comms = make_comms(-1);
-  ASSERT_EQ(static_cast<int>(comms.size()), n);
+  Ranks ranks(-1);
+  ASSERT_TRUE(ranks.ok());
+  const int n = ranks.size();
   uint64_t salt = 5000;
   for (int64_t numel : {int64_t{1}, int64_t{4097}, int64_t{8} << 20}) {
     const DType t = DType::kBF16;
     const size_t bytes = static_cast<size_t>(numel) * 2;
-    RankBuffers out(bytes), in(bytes);
+    RankBuffers out(ranks, bytes), in(ranks, bytes);
     std::vector<int> graphs(static_cast<size_t>(n), -1);
-    for (int round = 0; round < 3; ++round) {  // 0: eager; 1, 2: graph replays
+    for (int round = 0; round < 3; ++round) {  // 0: eager, then capture; 1, 2: graph replays
       Case c(n, t, numel, salt++);
       std::vector<std::vector<uint8_t>> got(static_cast<size_t>(n), std::vector<uint8_t>(bytes));
-      on_ranks(n, [&](int r) {
+      ranks.on_ranks([&](int r) {
         const auto ri = static_cast<size_t>(r);
-        CudaBackend& gpu = *backends()[ri];
+        CudaBackend& gpu = ranks.gpu(r);
+        Communicator& comm = ranks.comm(r);
         Tensor x(out.ptrs[ri], t, {numel}), y(in.ptrs[ri], t, {numel});
         gpu.copy_to_device(x.data, c.inputs[ri].data(), bytes);
         gpu.synchronize();
         const int next = (r + 1) % n, prev = (r + n - 1) % n;
         auto step = [&] {
           if (r % 2 == 0) {
-            comms[ri]->send(x, next);
-            comms[ri]->recv(y, prev);
+            comm.send(x, next);
+            comm.recv(y, prev);
           } else {
-            comms[ri]->recv(y, prev);
-            comms[ri]->send(x, next);
+            comm.recv(y, prev);
+            comm.send(x, next);
           }
         };
         if (round == 0) {
@@ -402,43 +428,45 @@ TEST(NcclCommunicatorTest, SendRecvRing) {
           gpu.synchronize();
           graphs[ri] = gpu.capture_graph(step);
         } else {
-          ASSERT_GE(graphs[ri], 0);
           gpu.replay_graph(graphs[ri]);
         }
         gpu.copy_to_host(got[ri].data(), y.data, bytes);
       });
+      for (int g : graphs) ASSERT_GE(g, 0) << "capture failed";
+      ASSERT_TRUE(ranks.healthy()) << "n=" << numel << " round " << round;
       for (int r = 0; r < n; ++r) {
         const int prev = (r + n - 1) % n;
-        EXPECT_EQ(got[static_cast<size_t>(r)], c.inputs[static_cast<size_t>(prev)])
-            << "rank " << r << " received something else than rank " << prev << " sent (n=" << numel
+        EXPECT_TRUE(got[static_cast<size_t>(r)] == c.inputs[static_cast<size_t>(prev)])
+            << "rank " << r << " did not receive what rank " << prev << " sent (n=" << numel
             << ", round " << round << ")";
-        ASSERT_TRUE(comms[static_cast<size_t>(r)]->status().ok());
-        ASSERT_TRUE(backends()[static_cast<size_t>(r)]->status().ok());
       }
     }
   }
-  on_ranks(n, [&](int r) { comms[static_cast<size_t>(r)].reset(); });
 }
 
 TEST(NcclCommunicatorTest, BadArgumentsAreKeptInStatus) {
   REQUIRE_TWO_GPUS();
-  auto comms = make_comms(-1);
-  ASSERT_GE(comms.size(), 2u);
-  backends()[0]->make_current();
-  int32_t* ids = static_cast<int32_t*>(backends()[0]->allocate(64));
-  Tensor t(ids, DType::kI32, {16});
-  comms[0]->all_reduce_sum(t);  // returns at once: nothing is enqueued
-  ASSERT_FALSE(comms[0]->status().ok());
-  EXPECT_NE(comms[0]->status().error().message.find("dtype"), std::string::npos);
-  comms[1]->send(t, 1);  // to itself
-  ASSERT_FALSE(comms[1]->status().ok());
-  EXPECT_NE(comms[1]->status().error().message.find("peer 1"), std::string::npos);
-  backends()[0]->deallocate(ids);
+  Ranks ranks(-1);
+  ASSERT_TRUE(ranks.ok());
+  RankBuffers buf(ranks, 64);
+  Tensor t(buf.ptrs[0], DType::kI32, {16});
+  ranks.comm(0).all_reduce_sum(t);  // returns at once: nothing is enqueued
+  ASSERT_FALSE(ranks.comm(0).status().ok());
+  EXPECT_NE(ranks.comm(0).status().error().message.find("dtype i32"), std::string::npos)
+      << ranks.comm(0).status().error().message;
+  Tensor u(buf.ptrs[1], DType::kBF16, {16});
+  ranks.comm(1).send(u, 1);  // to itself
+  ASSERT_FALSE(ranks.comm(1).status().ok());
+  EXPECT_NE(ranks.comm(1).status().error().message.find("peer 1"), std::string::npos)
+      << ranks.comm(1).status().error().message;
 }
 
 TEST(NcclCommunicatorTest, SameGpuTwiceIsRefused) {
   REQUIRE_TWO_GPUS();
-  auto comms = create_nccl_communicators({backends()[0], backends()[0]});
+  std::unique_ptr<Backend> gpu = create_cuda_backend(0, DType::kBF16);
+  ASSERT_NE(gpu, nullptr);
+  auto* cuda = static_cast<CudaBackend*>(gpu.get());
+  auto comms = create_nccl_communicators({cuda, cuda});
   ASSERT_FALSE(comms.ok());
   EXPECT_NE(comms.error().message.find("appears twice"), std::string::npos) << comms.error().message;
 }

@@ -49,9 +49,9 @@ class DeviceGuard {
   int saved_ = 0;
 };
 
-// What the ranks of one group share; freed with the last communicator, when
-// every rank's stream has drained (each communicator synchronizes its stream
-// before letting go), so no kernel still reads a peer buffer.
+// What the ranks of one group share; freed with the last communicator, once
+// the group's GPUs are idle (ncclCommDestroy also waits until every CUDA
+// graph that captured an op of the communicator is destroyed).
 struct Group {
   const NcclLibrary* nccl = nullptr;
   std::vector<int> devices;
@@ -64,6 +64,11 @@ struct Group {
 
   ~Group() {
     DeviceGuard guard;
+    // No kernel may still read a peer buffer or use a communicator.
+    for (int d : devices) {
+      cudaSetDevice(d);
+      cudaDeviceSynchronize();
+    }
     for (size_t r = 0; r < comms.size(); ++r) {
       cudaSetDevice(devices[r]);
       if (comms[r] != nullptr) {
@@ -82,12 +87,6 @@ class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(std::shared_ptr<Group> group, int rank, CudaBackend* backend)
       : group_(std::move(group)), rank_(rank), backend_(backend) {}
-
-  ~NcclCommunicator() override {
-    DeviceGuard guard;
-    cudaSetDevice(backend_->device());
-    cudaStreamSynchronize(stream_of(backend_));
-  }
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(group_->comms.size()); }
@@ -232,11 +231,17 @@ Status allocate_peer_buffers(Group& g, size_t capacity) {
 
 }  // namespace
 
-Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options) {
+int64_t default_oneshot_max_bytes(int ranks) {
+  if (ranks <= 2) return int64_t{4} << 20;
+  if (ranks <= 4) return int64_t{512} << 10;
+  return int64_t{256} << 10;
+}
+
+Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options, int ranks) {
   int64_t v = options.oneshot_max_bytes;
   if (v < 0) {
     const char* env = std::getenv(kOneShotMaxBytesEnv);
-    if (env == nullptr || env[0] == '\0') return kDefaultOneShotMaxBytes;
+    if (env == nullptr || env[0] == '\0') return default_oneshot_max_bytes(ranks);
     auto parsed = parse_byte_size(env);
     if (!parsed.ok() || *parsed > kMaxOneShotBytes) {
       return make_error(ErrorCode::kInvalidArgument,
@@ -266,7 +271,7 @@ Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
     }
     group->devices.push_back(b->device());
   }
-  auto threshold = resolve_oneshot_max_bytes(options);
+  auto threshold = resolve_oneshot_max_bytes(options, static_cast<int>(backends.size()));
   if (!threshold.ok()) return threshold.error();
 
   // Before NCCL reads its environment (at the first communicator's init).

@@ -35,9 +35,12 @@ namespace pagoda {
 
 class CudaBackend;
 
-// Messages of at most this many bytes take the one-shot path by default,
-// from comm_bench's crossover on 2 x H100 (docs/parallelism.md).
-constexpr int64_t kDefaultOneShotMaxBytes = int64_t{512} << 10;
+// Messages of at most this many bytes take the one-shot path by default in a
+// group of `ranks`: the largest power of two at which comm_bench measured the
+// one-shot kernel ahead of NCCL on H100s (docs/parallelism.md): 4 MiB with
+// 2 ranks, 512 KiB with 4; 256 KiB with more (not measured: each rank reads
+// every other rank's buffer, so the crossover keeps falling).
+int64_t default_oneshot_max_bytes(int ranks);
 // The environment variable that overrides it: a byte size as
 // core/byte_size.h reads it ("262144", "256KiB"; 0 turns the one-shot path
 // off), at most kMaxOneShotBytes.
@@ -46,7 +49,7 @@ constexpr int64_t kMaxOneShotBytes = int64_t{64} << 20;
 
 struct NcclCommunicatorOptions {
   // Threshold of the one-shot path in bytes: -1 takes $PAGODA_ONESHOT_ALLREDUCE_BYTES
-  // or else kDefaultOneShotMaxBytes; 0 sends everything through NCCL.
+  // or else default_oneshot_max_bytes; 0 sends everything through NCCL.
   int64_t oneshot_max_bytes = -1;
 };
 
@@ -54,15 +57,23 @@ struct NcclCommunicatorOptions {
 // be distinct. Created on the calling thread (ncclCommInitAll over the
 // backends' devices; the calling thread's current device is kept). Each
 // communicator is then driven by the thread that drives its backend (the
-// backend's device current), and must be destroyed before that backend; the
-// NCCL communicators and peer buffers are freed with the group's last one.
+// backend's device current). The NCCL communicators and peer buffers are
+// freed with the group's last communicator, which first waits for the
+// group's GPUs to be idle.
+//
+// Teardown order: destroy the backends (whose destructors destroy their CUDA
+// graphs) before the communicators. ncclCommDestroy waits until every graph
+// that captured an op of the communicator is gone, so destroying the
+// communicators while such a graph lives hangs. The communicators do not
+// touch their backends once created, except to enqueue ops.
+//
 // Fails (with what to install) when NCCL cannot be loaded, or when NCCL or
 // the peer buffers' allocation fails.
 Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
     const std::vector<CudaBackend*>& backends, const NcclCommunicatorOptions& options = {});
 
-// The one-shot threshold that options resolve to (validating the
-// environment variable's value).
-Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options);
+// The one-shot threshold that options resolve to in a group of `ranks`
+// (validating the environment variable's value).
+Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options, int ranks);
 
 }  // namespace pagoda
