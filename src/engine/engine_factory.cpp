@@ -12,6 +12,7 @@
 #include "engine/llm_engine.h"
 #include "io/generation_defaults.h"
 #include "io/model_files.h"
+#include "model/model_runner.h"
 #include "sample/sampling_fields.h"
 
 namespace pagoda {
