@@ -43,6 +43,9 @@ class WeightSource {
   virtual const TensorInfo* find(std::string_view name) const = 0;
   // The tensor's data in TensorInfo::dtype (GGUF: dequantized, q/k rows
   // un-permuted to the HF layout). Errors name the tensor and the file.
+  // Safe to call from several threads at once (tensor-parallel ranks load
+  // concurrently from one source): the sources only read their memory maps
+  // and return views or fresh copies.
   virtual Result<HostTensor> read(std::string_view name) = 0;
   // Human-readable description for logs, e.g. "3 safetensors shards, 16.06 GB".
   virtual std::string describe() const = 0;

@@ -1,6 +1,8 @@
 #include "model/blocks.h"
 
+#include "backend/communicator.h"
 #include "core/log.h"
+#include "model/tensor_parallel.h"
 
 namespace pagoda {
 
@@ -12,26 +14,31 @@ Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoa
                       LayerWeights* l) {
   const int64_t h = c.hidden_size, d = c.head_dim;
   const int64_t q_rows = c.num_heads * d, kv_rows = c.num_kv_heads * d;
-  PAGODA_ASSIGN_OR_RETURN(
-      l->qkv, loader.load_fused({n.q_proj, n.k_proj, n.v_proj}, {q_rows, kv_rows, kv_rows}, {h}));
+  // The shard's heads as row (qkv) and column (o_proj) ranges; all of them without tp.
+  const IndexRange qh = tp_q_heads(c, loader.shard()), kvh = tp_kv_heads(c, loader.shard());
+  const IndexRange q = {qh.begin * d, qh.end * d}, kv = {kvh.begin * d, kvh.end * d};
+  PAGODA_ASSIGN_OR_RETURN(l->qkv, loader.load_fused({n.q_proj, n.k_proj, n.v_proj},
+                                                    {q_rows, kv_rows, kv_rows}, {h}, {q, kv, kv}));
   if (!n.q_bias.empty()) {
-    PAGODA_ASSIGN_OR_RETURN(l->qkv_bias, loader.load_fused({n.q_bias, n.k_bias, n.v_bias},
-                                                           {q_rows, kv_rows, kv_rows}, {}));
+    PAGODA_ASSIGN_OR_RETURN(
+        l->qkv_bias, loader.load_fused({n.q_bias, n.k_bias, n.v_bias}, {q_rows, kv_rows, kv_rows},
+                                       {}, {q, kv, kv}));
   }
-  if (!n.q_norm.empty()) {
+  if (!n.q_norm.empty()) {  // per head: the same on every rank
     PAGODA_ASSIGN_OR_RETURN(l->q_norm, loader.load(n.q_norm, {d}));
     PAGODA_ASSIGN_OR_RETURN(l->k_norm, loader.load(n.k_norm, {d}));
   }
-  PAGODA_ASSIGN_OR_RETURN(l->o_proj, loader.load(n.o_proj, {h, q_rows}));
+  PAGODA_ASSIGN_OR_RETURN(l->o_proj, loader.load_columns(n.o_proj, {h, q_rows}, q));
   return {};
 }
 
 Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
                    LayerWeights* l) {
   const int64_t h = c.hidden_size, inter = c.intermediate_size;
-  PAGODA_ASSIGN_OR_RETURN(l->gate_up,
-                          loader.load_fused({n.gate_proj, n.up_proj}, {inter, inter}, {h}));
-  PAGODA_ASSIGN_OR_RETURN(l->down, loader.load(n.down_proj, {h, inter}));
+  const IndexRange mine = tp_intermediate(c, loader.shard());
+  PAGODA_ASSIGN_OR_RETURN(
+      l->gate_up, loader.load_fused({n.gate_proj, n.up_proj}, {inter, inter}, {h}, {mine, mine}));
+  PAGODA_ASSIGN_OR_RETURN(l->down, loader.load_columns(n.down_proj, {h, inter}, mine));
   return {};
 }
 
@@ -75,6 +82,7 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer) {
   be.kv_write(ctx.qkv, ctx.layout, ctx.slots, cache);
   be.paged_attention(ctx.qkv, ctx.layout, cache, ctx.meta, ctx.attention_scale, ctx.attn);
   be.linear(ctx.attn, l.o_proj, Tensor(), ctx.proj);
+  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
 }
 
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
@@ -82,6 +90,7 @@ void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
   be.silu_mul(ctx.gate_up, ctx.act);
   be.linear(ctx.act, l.down, Tensor(), ctx.proj);
+  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
 }
 
 }  // namespace pagoda

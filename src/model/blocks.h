@@ -4,6 +4,15 @@
 // (llama_decoder.h and the family files) compose them; a block never
 // branches on the family, only on which optional weights are loaded.
 // Shapes as in forward_context.h; weights as in weights.h.
+//
+// Tensor parallelism lives here too, so a family built from these blocks
+// needs nothing extra: the load functions read only the rank's slice
+// (WeightLoader::shard(), the rules of tensor_parallel.h: qkv and gate_up
+// column-parallel, o_proj and down row-parallel, norms and embeddings
+// replicated), and attention() / swiglu_mlp() all-reduce their row-parallel
+// output through ctx.tp. Row-parallel linears take no bias: a bias there
+// would be summed once per rank (a family with one must add it on rank 0
+// only, after the all-reduce).
 #pragma once
 
 #include <cstdint>
@@ -41,10 +50,13 @@ struct GlobalTensorNames {
 Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader);
 // l->qkv [Q, H] fused from q/k/v_proj (rows q, then k, then v); l->qkv_bias
 // [Q] the same way when n.q_bias is set; l->q_norm / k_norm [D] when
-// n.q_norm is set; l->o_proj [H, Hq D].
+// n.q_norm is set; l->o_proj [H, Hq D]. `c` is the whole model's config (the
+// file's shapes); under tp, Q, Hq and Hkv are the shard's (the rows of its
+// heads, o_proj's columns of its q heads).
 Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
                       LayerWeights* l);
-// l->gate_up [2I, H] fused from gate_proj then up_proj; l->down [H, I].
+// l->gate_up [2I, H] fused from gate_proj then up_proj; l->down [H, I]. Under
+// tp, I is the shard's: its rows of gate and of up, its columns of down.
 Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
                    LayerWeights* l);
 // w->embed [V, H].
@@ -67,9 +79,10 @@ void add_and_norm(ForwardContext& ctx, const Tensor& w);
 // the fused q/k/v projection (+ bias when l.qkv_bias is set), per-head q/k
 // RMSNorm when l.q_norm is set, RoPE at ctx.positions, the new k/v written
 // to ctx.caches[layer] at ctx.slots, attention over each sequence's cache,
-// and the output projection.
+// and the output projection (all-reduced over ctx.tp when set).
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
-// proj = down(silu(gate(normed)) * up(normed)).
+// proj = down(silu(gate(normed)) * up(normed)) (all-reduced over ctx.tp when
+// set).
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l);
 
 }  // namespace pagoda

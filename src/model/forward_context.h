@@ -8,16 +8,20 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/communicator.h"
 #include "io/model_config.h"
 
 namespace pagoda {
 
 // H = hidden, I = intermediate, D = head dim, Hq = query heads,
 // Q = layout.row_width() = (Hq + 2 Hkv) D. Activations are in the
-// backend's compute dtype (cd).
+// backend's compute dtype (cd). Under tensor parallelism Hq, Hkv and I (and
+// so Q) are the rank's shard (tensor_parallel.h); `config` keeps the whole
+// model's sizes.
 struct ForwardContext {
   Backend& backend;
-  const ModelConfig& config;  // a family's other hyper-parameters
+  const ModelConfig& config;  // a family's other hyper-parameters (the whole model's)
+  Communicator* tp;           // the tensor-parallel group; nullptr: the whole model here
   QkvLayout layout;           // of `qkv` and the KV caches
   float attention_scale;      // softmax scale of paged_attention
   float eps;                  // config.rms_norm_eps

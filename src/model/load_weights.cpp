@@ -1,5 +1,7 @@
 #include "model/load_weights.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 #include "core/log.h"
@@ -9,18 +11,22 @@
 namespace pagoda {
 
 Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelConfig& config,
-                                        Backend& backend, WeightSource& source) {
+                                        Backend& backend, WeightSource& source, TpShard shard) {
   const auto start = std::chrono::steady_clock::now();
   ModelWeights w;
-  WeightLoader loader(backend, source, &w);
+  WeightLoader loader(backend, source, &w, shard);
   PAGODA_RETURN_IF_ERROR(arch.load(config, loader, &w));
   loader.finish();
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log_info("uploaded {} tensors of {} ({}): {:.2f} GiB read, {:.2f} GiB on {} in {:.1f} s",
+  if (shard.rank != 0) return w;
+  log_info("uploaded {} tensors of {} ({}): {:.2f} GiB read, {:.2f} GiB on {} in {:.1f} s{}",
            loader.num_tensors_read(), source.describe(), config.architecture,
            to_gib(static_cast<double>(loader.num_bytes_read())),
-           to_gib(static_cast<double>(w.num_bytes)), backend.name(), secs);
+           to_gib(static_cast<double>(w.num_bytes)), backend.name(), secs,
+           shard.size > 1
+               ? fmt::format(" (tensor-parallel rank 0 of {}; each rank its shard)", shard.size)
+               : "");
   return w;
 }
 

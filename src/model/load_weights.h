@@ -6,13 +6,19 @@
 #include "io/model_config.h"
 #include "io/weight_source.h"
 #include "model/architecture.h"
+#include "model/tensor_parallel.h"
 #include "model/weights.h"
 
 namespace pagoda {
 
 // Runs arch.load with a WeightLoader over `source` (progress bar), then logs
 // the tensors, bytes and seconds. Errors (from the family) name the tensor.
+// `shard`: the tensor-parallel rank whose slices to load (tensor_parallel.h);
+// only rank 0 shows the progress bar and logs. Ranks may load concurrently,
+// each from its own source or all from one: WeightSource::read is safe to
+// call from several threads (the sources only read their memory maps).
 Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelConfig& config,
-                                        Backend& backend, WeightSource& source);
+                                        Backend& backend, WeightSource& source,
+                                        TpShard shard = {});
 
 }  // namespace pagoda

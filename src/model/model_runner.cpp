@@ -9,6 +9,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "backend/communicator.h"
 #include "core/log.h"
 #include "core/units.h"
 #include "model/architecture.h"
@@ -177,6 +178,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
                                                          WeightSource& weights,
                                                          const RunnerOptions& options) {
   PAGODA_ASSIGN_OR_RETURN(const Architecture* arch, find_architecture(config));
+  TpShard shard;
+  if (options.tp != nullptr) {
+    PAGODA_RETURN_IF_ERROR(validate_tensor_parallel(config, options.tp->size()));
+    shard = {options.tp->rank(), options.tp->size()};
+  }
   if (options.block_size < 1 || options.max_num_batched_tokens < 1 || options.max_num_seqs < 1 ||
       options.max_model_len < 0 || options.num_kv_blocks < 0)
     return make_error(ErrorCode::kInvalidArgument,
@@ -189,7 +195,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
                           std::to_string(config.max_position_embeddings));
   std::unique_ptr<ModelRunner> r(new ModelRunner(backend, config, options));
   r->use_graphs_ = backend.supports_graphs() && !options.enforce_eager;
-  r->layout_ = {static_cast<int>(config.num_heads), static_cast<int>(config.num_kv_heads),
+  r->local_ = tp_local_config(config, shard);
+  r->layout_ = {static_cast<int>(r->local_.num_heads), static_cast<int>(r->local_.num_kv_heads),
                 static_cast<int>(config.head_dim)};
   r->attention_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
   int64_t max_len =
@@ -206,7 +213,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   PAGODA_RETURN_IF_ERROR(rope_frequencies(config));  // fail before a long weight upload
   size_t total_bytes = 0;
   backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
-  PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights));
+  PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights, shard));
   PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
   return r;
 }
@@ -217,7 +224,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
 Status ModelRunner::allocate(int64_t max_len) {
   const size_t es = dtype_size(backend_.compute_dtype());
   const int64_t t = options_.max_num_batched_tokens, h = config_.hidden_size;
-  const int64_t inter = config_.intermediate_size, v = config_.vocab_size, d = config_.head_dim;
+  const int64_t inter = local_.intermediate_size, v = config_.vocab_size, d = config_.head_dim;
   const int64_t chunk = options_.max_num_seqs;
   const int64_t max_table = (max_len + options_.block_size - 1) / options_.block_size;
   PAGODA_ASSIGN_OR_RETURN(RopeFrequencies freqs, rope_frequencies(config_));
@@ -229,7 +236,7 @@ Status ModelRunner::allocate(int64_t max_len) {
     b.residual = DeviceBuffer(&backend_, t * h * es);
     b.normed = DeviceBuffer(&backend_, t * h * es);
     b.qkv = DeviceBuffer(&backend_, t * layout_.row_width() * es);
-    b.attn = DeviceBuffer(&backend_, t * config_.num_heads * d * es);
+    b.attn = DeviceBuffer(&backend_, t * local_.num_heads * d * es);
     b.proj = DeviceBuffer(&backend_, t * h * es);
     b.gate_up = DeviceBuffer(&backend_, t * 2 * inter * es);
     b.act = DeviceBuffer(&backend_, t * inter * es);
@@ -314,7 +321,7 @@ int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes, int64_t max_len) {
 }
 
 int64_t ModelRunner::kv_block_bytes() const {
-  return 2 * config_.num_layers * options_.block_size * config_.num_kv_heads * config_.head_dim *
+  return 2 * config_.num_layers * options_.block_size * local_.num_kv_heads * config_.head_dim *
          static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
 }
 
@@ -322,7 +329,7 @@ void ModelRunner::map_kv_caches(void* base, int64_t num_blocks) {
   const int64_t half_block = kv_block_bytes() / (2 * config_.num_layers);  // k or v of one layer
   const DType cd = backend_.compute_dtype();
   const std::initializer_list<int64_t> dims = {num_blocks, options_.block_size,
-                                               config_.num_kv_heads, config_.head_dim};
+                                               local_.num_kv_heads, config_.head_dim};
   buf_->caches.clear();
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     char* k = static_cast<char*>(base) + 2 * l * num_blocks * half_block;
@@ -338,7 +345,9 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   const int64_t bs = options_.block_size;
   const int64_t block_bytes = kv_block_bytes();
   const int64_t reserved = use_graphs_ ? 1 : 0;
-  const int64_t budget = budget_kv_blocks(block_bytes, max_len);
+  // Under tp every rank sizes its own pool; all then take the smallest, so
+  // the ranks hold the same blocks and the same max_model_len.
+  const int64_t budget = tp_min(options_.tp, backend_, budget_kv_blocks(block_bytes, max_len));
   const int64_t num_blocks = options_.num_kv_blocks > 0 ? budget : budget - reserved;
   if (num_blocks < 1)
     return make_error(ErrorCode::kResourceExhausted,
@@ -507,7 +516,9 @@ void ModelRunner::capture_decode_graphs() {
   const Clock::time_point start = Clock::now();
   const StepBatch no_seqs;  // an all-padding batch: what the graphs read at capture
   for (const int64_t batch : sizes) {
-    if (seconds_since(start) > kGraphCaptureBudgetSeconds) {
+    // Under tp the ranks agree on every stop (a rank replaying a graph runs
+    // its collectives on the padded batch, so all must have the same graphs).
+    if (!all_ranks(seconds_since(start) <= kGraphCaptureBudgetSeconds)) {
       log_warn("decode graphs: capture stopped at batch {} after {:.1f}s; larger decode "
                "batches run eagerly", batch, seconds_since(start));
       break;
@@ -519,8 +530,9 @@ void ModelRunner::capture_decode_graphs() {
     forward(batch, meta);
     backend_.synchronize();
     const int id = backend_.capture_graph([this, batch, meta] { forward(batch, meta); });
-    if (id < 0) {
-      log_warn("decode graphs: capture failed at batch {}; every step runs eagerly", batch);
+    if (!all_ranks(id >= 0)) {
+      log_warn("decode graphs: capture failed at batch {}{}; every step runs eagerly", batch,
+               id >= 0 ? " on another tensor-parallel rank" : "");
       graph_sizes_.clear();
       graph_ids_.clear();
       return;
@@ -539,10 +551,11 @@ void ModelRunner::capture_decode_graphs() {
 void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
   Buffers& b = *buf_;
   const DType cd = backend_.compute_dtype();
-  const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
+  const int64_t h = config_.hidden_size, inter = local_.intermediate_size;
   ForwardContext ctx{
       .backend = backend_,
       .config = config_,
+      .tp = options_.tp,
       .layout = layout_,
       .attention_scale = attention_scale_,
       .eps = static_cast<float>(config_.rms_norm_eps),
@@ -579,9 +592,20 @@ Tensor ModelRunner::compute_logits(const StepBatch& step, int64_t r0, int64_t r1
 
 Status ModelRunner::device_status() const {
   const Status st = backend_.status();
-  if (st.ok()) return st;
+  if (!st.ok())
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("{} failed: {}", backend_.name(), st.error().message));
+  if (options_.tp == nullptr) return st;
+  const Status comm = options_.tp->status();
+  if (comm.ok()) return comm;
   return make_error(ErrorCode::kInternal,
-                    fmt::format("{} failed: {}", backend_.name(), st.error().message));
+                    fmt::format("tensor-parallel communicator ({}, rank {} of {}) failed: {}",
+                                options_.tp->name(), options_.tp->rank(), options_.tp->size(),
+                                comm.error().message));
+}
+
+bool ModelRunner::all_ranks(bool ok) {
+  return tp_min(options_.tp, backend_, ok ? 1 : 0) == 1;
 }
 
 Status ModelRunner::execute(const StepBatch& step, SampleOutput* out) {

@@ -16,6 +16,7 @@
 #include "io/weight_source.h"
 #include "model/runner.h"
 #include "model/runner_options.h"
+#include "model/tensor_parallel.h"
 #include "model/weights.h"
 
 namespace pagoda {
@@ -31,6 +32,18 @@ class ModelRunner final : public Runner {
   // runs one profile step at that size (memory_profile.h) so every lazy
   // allocation has happened, sizes the KV pool (budget_kv_blocks) and, unless enforce_eager or the backend has no
   // graphs, captures the decode graphs. The engine logs the KV capacity.
+  //
+  // Tensor parallelism (options.tp of size N): first validate_tensor_parallel
+  // (tensor_parallel.h); the runner then holds rank tp->rank()'s shard (its
+  // query / kv heads and intermediate rows; the lm_head whole, so every rank
+  // computes the full logits and samples the same tokens) and sizes its QKV
+  // layout, scratch, KV blocks and graphs from the shard's sizes; config()
+  // stays the whole model's. The N ranks' runners must be created
+  // concurrently (one thread each on the cpu): the profile step's forward,
+  // the KV sizing (every rank takes the smallest pool, so all report the same
+  // num_kv_blocks and max_model_len) and the decode-graph captures run
+  // collectives. After that every rank must get the same calls with the same
+  // steps, in the same order. Only rank 0 shows the load progress and log.
   static Result<std::unique_ptr<ModelRunner>> create(Backend& backend, const ModelConfig& config,
                                                      WeightSource& weights,
                                                      const RunnerOptions& options);
@@ -98,8 +111,12 @@ class ModelRunner final : public Runner {
   void capture_decode_graphs();
   StepLimits limits() const;  // of validate_step, without the pending-source bound
   // The backend's sticky status as this step's result: once an op has failed
-  // (a CUDA error, a rejected shape) every later step fails with its message.
+  // (a CUDA error, a rejected shape) every later step fails with its message;
+  // the same for the tensor-parallel communicator's.
   Status device_status() const;
+  // Whether `ok` holds on every tensor-parallel rank (one all-reduce; all
+  // ranks call it together); `ok` itself without tp.
+  bool all_ranks(bool ok);
   // The forward of a validated step: graph replay or eager.
   void run_forward(const StepBatch& step);
   // Uploads the index arrays, fills the pending tokens, applies block copies
@@ -127,8 +144,9 @@ class ModelRunner final : public Runner {
   int32_t* staging() const;  // slot_'s host staging, i32 at the index layout
 
   Backend& backend_;
-  ModelConfig config_;
+  ModelConfig config_;  // the whole model's
   RunnerOptions options_;
+  ModelConfig local_;  // config_ with the shard's heads, kv heads and intermediate size
   const Architecture* arch_ = nullptr;  // the family: its forward reads weights_
   ModelWeights weights_;
   QkvLayout layout_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -62,14 +63,28 @@ int64_t numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
+// Rows (dim 0) of `shape`, and the elements of one row.
+int64_t num_rows(const std::vector<int64_t>& shape) {
+  return shape.empty() ? 1 : shape[0];
+}
+int64_t row_elems(const std::vector<int64_t>& shape) {
+  return shape.empty() ? 1 : numel(shape) / std::max<int64_t>(shape[0], 1);
+}
+
+bool within(IndexRange r, int64_t n) {
+  return 0 <= r.begin && r.begin <= r.end && r.end <= n;
+}
+
 }  // namespace
 
-WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights)
+WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights,
+                           TpShard shard)
     : backend_(backend),
       source_(source),
       weights_(weights),
+      shard_(shard),
       total_bytes_(total_file_bytes(source)),
-      progress_("loading weights", total_bytes_) {}
+      progress_("loading weights", total_bytes_, shard.rank == 0) {}
 
 Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector<int64_t>& shape) {
   const DType cd = backend_.compute_dtype();
@@ -91,7 +106,7 @@ Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector
 }
 
 Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
-                               void* dst) {
+                               IndexRange rows, IndexRange cols, void* dst) {
   const TensorInfo* info = source_.find(name);
   if (info == nullptr)
     return make_error(ErrorCode::kNotFound,
@@ -100,6 +115,12 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
     return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": expected " +
                                                        shape_string(shape) + ", found " +
                                                        shape_string(info->shape));
+  const int64_t width = row_elems(shape);
+  if (!within(rows, num_rows(shape)) || !within(cols, width) ||
+      (cols.size() != width && shape.size() != 2))
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("tensor {} {}: no slice rows [{}, {}) columns [{}, {})", name,
+                                  shape_string(shape), rows.begin, rows.end, cols.begin, cols.end));
   PAGODA_ASSIGN_OR_RETURN(HostTensor host, source_.read(name));
   if (host.shape != shape || !is_float_type(host.dtype))
     return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": read " +
@@ -107,13 +128,23 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
                                                        std::string(dtype_name(host.dtype)) +
                                                        ", expected " + shape_string(shape));
   const DType cd = backend_.compute_dtype();
-  const int64_t n = host.numel();
-  const size_t bytes = static_cast<size_t>(n) * dtype_size(cd);
-  if (host.dtype == cd) {
-    backend_.copy_to_device(dst, host.data, bytes);
-  } else {
+  const size_t es = dtype_size(cd), hs = dtype_size(host.dtype);
+  const size_t bytes = static_cast<size_t>(rows.size() * cols.size()) * es;
+  const auto* src = static_cast<const uint8_t*>(host.data);
+  if (cols.size() == width) {  // whole rows: one contiguous run
+    src += static_cast<size_t>(rows.begin * width) * hs;
+    if (host.dtype == cd) {
+      backend_.copy_to_device(dst, src, bytes);
+    } else {
+      staging_.resize(bytes);
+      convert(host.dtype, src, rows.size() * width, cd, staging_.data());
+      backend_.copy_to_device(dst, staging_.data(), bytes);
+    }
+  } else {  // a column slice: each row's run, gathered
     staging_.resize(bytes);
-    convert(host.dtype, host.data, n, cd, staging_.data());
+    for (int64_t r = rows.begin; r < rows.end; ++r)
+      convert(host.dtype, src + static_cast<size_t>(r * width + cols.begin) * hs, cols.size(), cd,
+              staging_.data() + static_cast<size_t>((r - rows.begin) * cols.size()) * es);
     backend_.copy_to_device(dst, staging_.data(), bytes);
   }
   backend_.synchronize();  // the source (host or staging_) must outlive the copy
@@ -130,30 +161,51 @@ Result<Tensor> WeightLoader::load(const std::string& name, const std::vector<int
     return make_error(ErrorCode::kNotFound,
                       "tensor " + name + " not found in " + source_.describe());
   PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, shape));
-  PAGODA_RETURN_IF_ERROR(read_into(name, shape, t.data));
+  PAGODA_RETURN_IF_ERROR(
+      read_into(name, shape, {0, num_rows(shape)}, {0, row_elems(shape)}, t.data));
+  return t;
+}
+
+Result<Tensor> WeightLoader::load_columns(const std::string& name,
+                                          const std::vector<int64_t>& shape, IndexRange cols) {
+  if (!has(name))
+    return make_error(ErrorCode::kNotFound,
+                      "tensor " + name + " not found in " + source_.describe());
+  if (shape.size() != 2 || !within(cols, shape[1]))
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("tensor {}: no column slice [{}, {}) of {}", name, cols.begin,
+                                  cols.end, shape_string(shape)));
+  PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, {shape[0], cols.size()}));
+  PAGODA_RETURN_IF_ERROR(read_into(name, shape, {0, shape[0]}, cols, t.data));
   return t;
 }
 
 Result<Tensor> WeightLoader::load_fused(const std::vector<std::string>& names,
                                         const std::vector<int64_t>& rows,
-                                        const std::vector<int64_t>& cols) {
+                                        const std::vector<int64_t>& cols,
+                                        const std::vector<IndexRange>& take) {
+  if (!take.empty() && take.size() != names.size())
+    return make_error(ErrorCode::kInternal, "load_fused " + names[0] + ": one row range per part");
+  std::vector<IndexRange> kept(names.size());
   int64_t total_rows = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     if (!has(names[i]))
       return make_error(ErrorCode::kNotFound,
                         "tensor " + names[i] + " not found in " + source_.describe());
-    total_rows += rows[i];
+    kept[i] = take.empty() ? IndexRange{0, rows[i]} : take[i];
+    total_rows += kept[i].size();
   }
   std::vector<int64_t> fused_shape = {total_rows};
   fused_shape.insert(fused_shape.end(), cols.begin(), cols.end());
   PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(names[0], fused_shape));
-  const size_t row_bytes = static_cast<size_t>(numel(cols)) * dtype_size(t.dtype);
+  const int64_t width = numel(cols);
+  const size_t row_bytes = static_cast<size_t>(width) * dtype_size(t.dtype);
   char* dst = static_cast<char*>(t.data);
   for (size_t i = 0; i < names.size(); ++i) {
     std::vector<int64_t> shape = {rows[i]};
     shape.insert(shape.end(), cols.begin(), cols.end());
-    PAGODA_RETURN_IF_ERROR(read_into(names[i], shape, dst));
-    dst += static_cast<size_t>(rows[i]) * row_bytes;
+    PAGODA_RETURN_IF_ERROR(read_into(names[i], shape, kept[i], {0, width}, dst));
+    dst += static_cast<size_t>(kept[i].size()) * row_bytes;
   }
   return t;
 }

@@ -1,6 +1,10 @@
 // Reads tensors by Hugging Face name from a WeightSource, checks their
 // shapes, converts them on the host to the backend's compute dtype and
-// uploads them into buffers owned by a ModelWeights.
+// uploads them into buffers owned by a ModelWeights. Under tensor
+// parallelism (tensor_parallel.h) the blocks load only the rank's slice of a
+// tensor: shapes are still checked against the file's full shapes, and only
+// the slice is converted and uploaded (the source still reads, or for GGUF
+// dequantizes, the whole tensor).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +16,7 @@
 #include "core/progress.h"
 #include "core/result.h"
 #include "io/weight_source.h"
+#include "model/tensor_parallel.h"
 #include "model/weights.h"
 
 namespace pagoda {
@@ -19,8 +24,11 @@ namespace pagoda {
 class WeightLoader {
  public:
   // Uploaded tensors are owned by `weights->buffers`. Shows a progress bar
-  // over the source's bytes.
-  WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights);
+  // over the source's bytes, except on tensor-parallel ranks other than 0.
+  // `shard` is the rank the blocks load for (they ask shard()).
+  WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights, TpShard shard = {});
+
+  const TpShard& shard() const { return shard_; }
 
   bool has(std::string_view name) const { return source_.find(name) != nullptr; }
 
@@ -30,24 +38,35 @@ class WeightLoader {
 
   // Tensors concatenated along dim 0 into one device tensor (fused QKV,
   // gate_up): part i must have `rows[i]` rows and the trailing dims `cols`
-  // (empty for 1-D parts).
+  // (empty for 1-D parts). With `take` (one range per part), only rows
+  // take[i] of part i go into the result, [sum of take[i].size(), cols...];
+  // the parts' shapes are still checked in full. Errors name the tensor.
   Result<Tensor> load_fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                            const std::vector<int64_t>& cols);
+                            const std::vector<int64_t>& cols,
+                            const std::vector<IndexRange>& take = {});
+
+  // Columns `cols` of a 2-D tensor that must have exactly `shape`:
+  // [shape[0], cols.size()] (a row-parallel linear's slice).
+  Result<Tensor> load_columns(const std::string& name, const std::vector<int64_t>& shape,
+                              IndexRange cols);
 
   int64_t num_tensors_read() const { return num_read_; }
   uint64_t num_bytes_read() const { return bytes_read_; }  // file bytes
   void finish() { progress_.finish(); }
 
  private:
-  // Reads `name`, checks it against `shape`, and copies it converted into
-  // device memory at dst.
-  Status read_into(const std::string& name, const std::vector<int64_t>& shape, void* dst);
+  // Reads `name`, checks it against `shape`, and copies rows `rows` (of
+  // dim 0) and, for a 2-D tensor, columns `cols`, converted and contiguous,
+  // into device memory at dst (a 1-D tensor is [n] rows of one column).
+  Status read_into(const std::string& name, const std::vector<int64_t>& shape, IndexRange rows,
+                   IndexRange cols, void* dst);
   // Device memory for a tensor of `shape` in the compute dtype.
   Result<Tensor> allocate(const std::string& name, const std::vector<int64_t>& shape);
 
   Backend& backend_;
   WeightSource& source_;
   ModelWeights* weights_;
+  TpShard shard_;
   uint64_t total_bytes_;  // file bytes of every tensor of the source
   Progress progress_;
   std::vector<uint8_t> staging_;  // host conversion buffer

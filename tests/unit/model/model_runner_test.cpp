@@ -10,41 +10,15 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "memory_source.h"
+#include "model_steps.h"
 #include "model/step_validation.h"
 
 namespace pagoda {
 namespace {
 
 using test::MemorySource;
+using test::make_step;
 using test::tiny_config;
-
-struct SeqStep {
-  std::vector<int32_t> tokens;  // the new tokens
-  int32_t num_cached = 0;
-  std::vector<int32_t> table;
-};
-
-// One step over `seqs`, sampling the last row of each sequence.
-StepBatch make_step(const std::vector<SeqStep>& seqs, int bs, int32_t width) {
-  StepBatch in;
-  in.query_start_loc = {0};
-  in.max_blocks_per_seq = width;
-  for (const SeqStep& s : seqs) {
-    for (size_t j = 0; j < s.tokens.size(); ++j) {
-      const int32_t pos = s.num_cached + static_cast<int32_t>(j);
-      in.token_ids.push_back(s.tokens[j]);
-      in.positions.push_back(pos);
-      in.slot_mapping.push_back(s.table[pos / bs] * bs + pos % bs);
-    }
-    in.query_start_loc.push_back(static_cast<int32_t>(in.token_ids.size()));
-    in.seq_lens.push_back(s.num_cached + static_cast<int32_t>(s.tokens.size()));
-    for (int32_t b = 0; b < width; ++b)
-      in.block_tables.push_back(b < (int32_t)s.table.size() ? s.table[b] : 0);
-    in.logits_rows.push_back(in.query_start_loc.back() - 1);
-    in.sampling.rows.push_back(SamplingRow{});
-  }
-  return in;
-}
 
 class RunnerTest : public ::testing::Test {
  protected:

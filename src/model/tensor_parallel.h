@@ -1,0 +1,65 @@
+// Tensor parallelism (Megatron-style): how a model's weights are split over
+// the ranks of a tensor-parallel group, in one place. docs/parallelism.md
+// ("How a model is sharded") explains the scheme; in short, for N ranks and
+// rank r:
+//  - attention: rank r holds the query heads [r Hq/N, (r+1) Hq/N) and their
+//    key-value heads: [r Hkv/N, (r+1) Hkv/N) when Hkv >= N, else the single
+//    head r Hkv/N (each kv head replicated on N/Hkv ranks). The fused qkv and
+//    its bias are column-parallel (the rows of those heads); o_proj is
+//    row-parallel (the columns of the rank's query heads).
+//  - MLP: gate_up is column-parallel (rows [r I/N, (r+1) I/N) of gate_proj,
+//    then the same rows of up_proj); down is row-parallel (those columns).
+//  - replicated: embeddings, every norm (Qwen3's q_norm / k_norm too), the
+//    final norm and the lm_head, so every rank computes the full logits.
+//  - the forward all-reduces (sums) each row-parallel output (blocks.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "core/result.h"
+#include "io/model_config.h"
+
+namespace pagoda {
+
+class Backend;       // backend/backend.h
+class Communicator;  // backend/communicator.h
+
+// A half-open range [begin, end) of rows, columns or heads.
+struct IndexRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+};
+
+// One rank's place in a tensor-parallel group; {0, 1} is the whole model.
+struct TpShard {
+  int rank = 0;
+  int size = 1;
+};
+
+// Whether `config` can be split over `tp_size` ranks: num_attention_heads
+// and intermediate_size divisible by it, and num_key_value_heads divisible
+// by it or dividing it. The error names the flag and the field, e.g.
+// "--tensor-parallel-size 3 does not divide num_attention_heads 32". The
+// engine calls this before loading anything; ModelRunner::create again.
+Status validate_tensor_parallel(const ModelConfig& config, int tp_size);
+
+// The rank's query heads, key-value heads and intermediate rows (global
+// indices). Require validate_tensor_parallel(config, shard.size).
+IndexRange tp_q_heads(const ModelConfig& config, TpShard shard);
+IndexRange tp_kv_heads(const ModelConfig& config, TpShard shard);
+IndexRange tp_intermediate(const ModelConfig& config, TpShard shard);
+
+// `config` with the rank's own sizes: num_heads, num_kv_heads and
+// intermediate_size of the shard (everything else as is). The runner sizes
+// its QKV layout, scratch and KV pool from it; the query-to-kv-head mapping
+// (q head h reads kv head h / (Hq / Hkv)) holds locally.
+ModelConfig tp_local_config(const ModelConfig& config, TpShard shard);
+
+// The smallest of every rank's `value` (0 <= value < 2^40), through one
+// all-reduce on `backend` (each rank's value in its own slot, split in two
+// exact f32 halves). Every rank of `tp` must call it together. Without tp
+// (nullptr) returns value.
+int64_t tp_min(Communicator* tp, Backend& backend, int64_t value);
+
+}  // namespace pagoda

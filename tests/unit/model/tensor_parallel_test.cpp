@@ -1,0 +1,482 @@
+// Tensor parallelism in the model layer: the sharding rules and their
+// validation (tensor_parallel.h), the WeightLoader's slice loads, and N
+// ModelRunners on N cpu threads (create_cpu_communicators) running the same
+// steps as one runner without tp: the same greedy tokens, logits within fp32
+// summation-order noise, and every rank bitwise equal to rank 0.
+#include "model/tensor_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/communicator.h"
+#include "backend/cpu/cpu_backend.h"
+#include "io/hf_config.h"
+#include "io/safetensors.h"
+#include "memory_source.h"
+#include "model/architecture.h"
+#include "model/load_weights.h"
+#include "model/model_runner.h"
+#include "model/weight_loader.h"
+#include "model_steps.h"
+#include "parallel/cpu_communicator.h"
+
+namespace pagoda {
+namespace {
+
+using test::make_step;
+using test::MemorySource;
+using test::SeqStep;
+using test::tiny_config;
+
+ModelConfig heads_config(const std::string& arch, int64_t hq, int64_t hkv) {
+  ModelConfig c = tiny_config(arch);
+  c.num_heads = hq;
+  c.num_kv_heads = hkv;
+  return c;
+}
+
+std::string validation_error(int64_t hq, int64_t hkv, int64_t inter, int tp) {
+  ModelConfig c = heads_config("llama", hq, hkv);
+  c.intermediate_size = inter;
+  const Status st = validate_tensor_parallel(c, tp);
+  return st.ok() ? "" : st.error().message;
+}
+
+TEST(TensorParallelRules, ValidationNamesTheFlagTheFieldAndTheValues) {
+  EXPECT_EQ(validation_error(32, 8, 64, 3),
+            "--tensor-parallel-size 3 does not divide num_attention_heads 32");
+  EXPECT_EQ(validation_error(12, 6, 64, 4),
+            "--tensor-parallel-size 4 neither divides nor is a multiple of num_key_value_heads 6");
+  EXPECT_EQ(validation_error(8, 8, 50, 4),
+            "--tensor-parallel-size 4 does not divide intermediate_size 50");
+  EXPECT_EQ(validation_error(8, 8, 64, 0), "--tensor-parallel-size 0 must be at least 1");
+  for (int tp : {1, 2, 4, 8}) EXPECT_EQ(validation_error(32, 8, 64, tp), "") << tp;
+  EXPECT_EQ(validation_error(32, 2, 64, 8), "");  // kv heads replicated on 4 ranks each
+  EXPECT_EQ(validation_error(32, 1, 64, 8), "");
+
+  // The runner checks it too, before loading anything.
+  CpuBackend be;
+  MemorySource src;
+  const ModelConfig c = tiny_config();  // 4 heads
+  test::fill_random(c, &src);
+  auto comms = create_cpu_communicators(3);
+  RunnerOptions o;
+  o.num_kv_blocks = 4;
+  o.tp = comms[0].get();
+  auto r = ModelRunner::create(be, c, src, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "--tensor-parallel-size 3 does not divide num_attention_heads 4");
+}
+
+TEST(TensorParallelRules, ShardsSplitHeadsAndKeepTheGqaMappingLocally) {
+  struct Case {
+    int64_t hq, hkv;
+    int n;
+  };
+  for (const Case k : {Case{8, 4, 2}, Case{8, 4, 4}, Case{8, 2, 4}, Case{8, 1, 2}, Case{8, 8, 8},
+                       Case{32, 8, 8}, Case{32, 2, 8}, Case{8, 4, 1}}) {
+    const ModelConfig c = heads_config("llama", k.hq, k.hkv);
+    ASSERT_TRUE(validate_tensor_parallel(c, k.n).ok());
+    int64_t next_q = 0, next_i = 0;
+    for (int r = 0; r < k.n; ++r) {
+      const TpShard s{r, k.n};
+      const IndexRange q = tp_q_heads(c, s), kv = tp_kv_heads(c, s), in = tp_intermediate(c, s);
+      EXPECT_EQ(q.begin, next_q);  // the q heads and MLP rows tile the model in rank order
+      EXPECT_EQ(in.begin, next_i);
+      next_q = q.end;
+      next_i = in.end;
+      const ModelConfig local = tp_local_config(c, s);
+      EXPECT_EQ(local.num_heads, k.hq / k.n);
+      EXPECT_EQ(local.num_kv_heads, std::max<int64_t>(1, k.hkv / k.n));
+      EXPECT_EQ(local.intermediate_size, c.intermediate_size / k.n);
+      EXPECT_EQ(local.hidden_size, c.hidden_size);
+      // Local q head j reads local kv head j / (local Hq / local Hkv): that must
+      // be the global head's kv head h / (Hq / Hkv).
+      const int64_t local_group = local.num_heads / local.num_kv_heads;
+      for (int64_t j = 0; j < local.num_heads; ++j)
+        EXPECT_EQ(kv.begin + j / local_group, (q.begin + j) / (k.hq / k.hkv))
+            << "Hq " << k.hq << " Hkv " << k.hkv << " N " << k.n << " rank " << r << " head " << j;
+    }
+    EXPECT_EQ(next_q, k.hq);
+    EXPECT_EQ(next_i, c.intermediate_size);
+  }
+}
+
+TEST(TensorParallelRules, TpMinGivesEveryRankTheSmallestValue) {
+  const std::vector<int64_t> values = {(int64_t{1} << 39) + 12345, 7, (int64_t{3} << 30) + 1, 1000};
+  auto comms = create_cpu_communicators(static_cast<int>(values.size()));
+  std::vector<int64_t> got(values.size(), -1);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < values.size(); ++r)
+    threads.emplace_back([&, r] {
+      CpuBackend be;
+      got[r] = tp_min(comms[r].get(), be, values[r]);
+    });
+  for (auto& t : threads) t.join();
+  for (int64_t g : got) EXPECT_EQ(g, 7);
+
+  // Exact above f32's 24-bit mantissa.
+  auto two = create_cpu_communicators(2);
+  const std::vector<int64_t> big = {(int64_t{1} << 39) + 3, (int64_t{1} << 39) + 1};
+  threads.clear();
+  for (size_t r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      CpuBackend be;
+      got[r] = tp_min(two[r].get(), be, big[r]);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(got[0], big[1]);
+  EXPECT_EQ(got[1], big[1]);
+  CpuBackend be;
+  EXPECT_EQ(tp_min(nullptr, be, 42), 42);
+}
+
+// ---- WeightLoader slices -------------------------------------------------------
+
+std::vector<float> iota(int64_t n, float scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>(i) - 1.0f;
+  return v;
+}
+
+std::vector<float> host(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  std::memcpy(v.data(), t.data, v.size() * sizeof(float));
+  return v;
+}
+
+// Rows [r0, r1) x columns [c0, c1) of a full [*, cols] load.
+std::vector<float> slice(const std::vector<float>& full, int64_t cols, int64_t r0, int64_t r1,
+                         int64_t c0, int64_t c1) {
+  std::vector<float> v;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t c = c0; c < c1; ++c) v.push_back(full[static_cast<size_t>(r * cols + c)]);
+  return v;
+}
+
+TEST(WeightLoaderSlices, RowsFusedPartsAndColumnsMatchTheFullLoads) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {  // as is, and converted per slice
+    CpuBackend be;
+    MemorySource src;
+    src.add("a", {6, 4}, iota(24, 0.25f), dtype);
+    src.add("b", {3, 4}, iota(12, 0.5f), dtype);
+    src.add("bias_a", {6}, iota(6, 0.125f), dtype);
+    src.add("bias_b", {3}, iota(3, 2.0f), dtype);
+    ModelWeights w;
+    WeightLoader loader(be, src, &w);
+    const std::vector<float> a = host(loader.load("a", {6, 4}).value());
+    const std::vector<float> b = host(loader.load("b", {3, 4}).value());
+    const std::vector<float> ba = host(loader.load("bias_a", {6}).value());
+    const std::vector<float> bb = host(loader.load("bias_b", {3}).value());
+
+    auto fused = loader.load_fused({"a", "b"}, {6, 3}, {4}, {{2, 5}, {1, 2}});
+    ASSERT_TRUE(fused.ok()) << fused.error().message;
+    EXPECT_EQ(fused->shape[0], 4);
+    EXPECT_EQ(fused->shape[1], 4);
+    std::vector<float> want = slice(a, 4, 2, 5, 0, 4);
+    for (float x : slice(b, 4, 1, 2, 0, 4)) want.push_back(x);
+    EXPECT_EQ(host(*fused), want);
+
+    auto bias = loader.load_fused({"bias_a", "bias_b"}, {6, 3}, {}, {{4, 6}, {0, 1}});
+    ASSERT_TRUE(bias.ok()) << bias.error().message;
+    EXPECT_EQ(host(*bias), (std::vector<float>{ba[4], ba[5], bb[0]}));
+
+    auto cols = loader.load_columns("a", {6, 4}, {1, 3});
+    ASSERT_TRUE(cols.ok()) << cols.error().message;
+    EXPECT_EQ(cols->shape[0], 6);
+    EXPECT_EQ(cols->shape[1], 2);
+    EXPECT_EQ(host(*cols), slice(a, 4, 0, 6, 1, 3));
+    auto all_cols = loader.load_columns("a", {6, 4}, {0, 4});
+    ASSERT_TRUE(all_cols.ok());
+    EXPECT_EQ(host(*all_cols), a);
+
+    // Shapes are checked against the file's full shape, not the slice's.
+    auto wrong = loader.load_columns("a", {6, 2}, {0, 2});
+    ASSERT_FALSE(wrong.ok());
+    EXPECT_EQ(wrong.error().message, "tensor a: expected [6, 2], found [6, 4]");
+    auto wrong_rows = loader.load_fused({"a", "b"}, {3, 3}, {4}, {{0, 3}, {0, 3}});
+    ASSERT_FALSE(wrong_rows.ok());
+    EXPECT_EQ(wrong_rows.error().message, "tensor a: expected [3, 4], found [6, 4]");
+  }
+}
+
+TEST(WeightLoaderSlices, AShardHoldsItsHeadsAndMlpRowsOfTheFullWeights) {
+  const ModelConfig c = heads_config("qwen2", 8, 2);  // replicated kv heads at N = 4
+  ModelConfig biased = c;
+  biased.attention_bias = true;
+  MemorySource src;
+  test::fill_random(biased, &src, 21);
+  CpuBackend be;
+  const Architecture* arch = find_architecture(biased).value();
+  const ModelWeights full = load_model_weights(*arch, biased, be, src).value();
+  const int64_t h = c.hidden_size, d = c.head_dim, inter = c.intermediate_size;
+  const int64_t q_rows = c.num_heads * d, kv_rows = c.num_kv_heads * d;
+  for (int rank = 0; rank < 4; ++rank) {
+    const TpShard s{rank, 4};
+    const ModelWeights w = load_model_weights(*arch, biased, be, src, s).value();
+    const IndexRange q = tp_q_heads(c, s), kv = tp_kv_heads(c, s), in = tp_intermediate(c, s);
+    ASSERT_EQ(kv.size(), 1);
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      const LayerWeights &f = full.layers[l], &x = w.layers[l];
+      const std::vector<float> qkv = host(f.qkv), bias = host(f.qkv_bias);
+      std::vector<float> want, want_bias;
+      for (const auto [r0, r1] :
+           {std::pair{q.begin * d, q.end * d},
+            std::pair{q_rows + kv.begin * d, q_rows + kv.end * d},
+            std::pair{q_rows + kv_rows + kv.begin * d, q_rows + kv_rows + kv.end * d}}) {
+        for (float v : slice(qkv, h, r0, r1, 0, h)) want.push_back(v);
+        for (float v : slice(bias, 1, r0, r1, 0, 1)) want_bias.push_back(v);
+      }
+      EXPECT_EQ(host(x.qkv), want) << "rank " << rank << " layer " << l;
+      EXPECT_EQ(host(x.qkv_bias), want_bias);
+      EXPECT_EQ(host(x.o_proj), slice(host(f.o_proj), q_rows, 0, h, q.begin * d, q.end * d));
+      const std::vector<float> gate_up = host(f.gate_up);
+      want = slice(gate_up, h, in.begin, in.end, 0, h);
+      for (float v : slice(gate_up, h, inter + in.begin, inter + in.end, 0, h)) want.push_back(v);
+      EXPECT_EQ(host(x.gate_up), want);
+      EXPECT_EQ(host(x.down), slice(host(f.down), inter, 0, h, in.begin, in.end));
+      EXPECT_EQ(host(x.input_norm), host(f.input_norm));  // replicated
+    }
+    EXPECT_EQ(host(w.embed), host(full.embed));
+    EXPECT_EQ(host(w.lm_head), host(full.lm_head));
+  }
+}
+
+// ---- N runners against one ----------------------------------------------------
+
+// What one runner produced over the script.
+struct Trace {
+  std::string error;
+  std::vector<std::vector<float>> logits;    // execute_logits, per step
+  std::vector<std::vector<int32_t>> tokens;  // execute (greedy), per step
+  int64_t num_kv_blocks = 0, kv_block_bytes = 0, max_model_len = 0;
+};
+
+constexpr int kBlockSize = 4;
+
+RunnerOptions script_options() {
+  RunnerOptions o;
+  o.block_size = kBlockSize;
+  o.num_kv_blocks = 16;
+  o.max_model_len = 16;
+  o.max_num_batched_tokens = 32;
+  o.max_num_seqs = 4;
+  return o;
+}
+
+// Two sequences over paged KV (block size 4): A's 7-token prompt in two
+// chunks and B's 5-token prompt; step 1 prefills A's first chunk and all of
+// B, step 2 mixes B's first decode with A's last chunk, then six decode
+// steps of both. Each step runs execute_logits then execute (greedy); the
+// decode inputs are the runner's own samples.
+Trace run_script(ModelRunner& r, int64_t vocab) {
+  Trace t;
+  t.num_kv_blocks = r.num_kv_blocks();
+  t.kv_block_bytes = r.kv_block_bytes();
+  t.max_model_len = r.max_model_len();
+  auto tok = [&](int32_t x) { return static_cast<int32_t>(x % vocab); };
+  const std::vector<int32_t> a = {tok(3), tok(17), tok(42), tok(5), tok(88), tok(61), tok(9)};
+  const std::vector<int32_t> b = {tok(1), tok(70), tok(33), tok(21), tok(96)};
+  const std::vector<int32_t> ta = {0, 1, 2, 3}, tb = {8, 9, 10, 11};
+  std::vector<StepBatch> steps;
+  auto run = [&](StepBatch step) -> std::vector<int32_t> {
+    for (SamplingRow& row : step.sampling.rows) row.temperature = 0.0f;
+    std::vector<float> logits;
+    SampleOutput out;
+    Status st = r.execute_logits(step, &logits);
+    if (st.ok()) st = r.execute(step, &out);
+    if (!st.ok()) {
+      t.error = st.error().message;
+      return {};
+    }
+    t.logits.push_back(std::move(logits));
+    t.tokens.push_back(out.token_ids);
+    return out.token_ids;
+  };
+  std::vector<int32_t> s =
+      run(make_step({{{a.begin(), a.begin() + 4}, 0, ta}, {b, 0, tb}}, kBlockSize, 4));
+  if (s.size() != 2) return t;
+  int32_t next_b = s[1];
+  s = run(make_step({{{next_b}, 5, tb}, {{a.begin() + 4, a.end()}, 4, ta}}, kBlockSize, 4));
+  if (s.size() != 2) return t;
+  int32_t len_a = 7, len_b = 6;
+  int32_t next_a = s[1];
+  next_b = s[0];
+  for (int i = 0; i < 6; ++i) {
+    s = run(make_step({{{next_a}, len_a, ta}, {{next_b}, len_b, tb}}, kBlockSize, 4));
+    if (s.size() != 2) return t;
+    next_a = s[0];
+    next_b = s[1];
+    ++len_a;
+    ++len_b;
+  }
+  return t;
+}
+
+Trace run_single(const ModelConfig& c, WeightSource& src) {
+  CpuBackend be;
+  auto r = ModelRunner::create(be, c, src, script_options());
+  if (!r.ok()) {
+    Trace t;
+    t.error = r.error().message;
+    return t;
+  }
+  return run_script(**r, c.vocab_size);
+}
+
+// N ranks, one thread and one CpuBackend each, all loading from `src`.
+std::vector<Trace> run_ranks(const ModelConfig& c, WeightSource& src, int n) {
+  auto comms = create_cpu_communicators(n);
+  std::vector<Trace> traces(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n; ++rank)
+    threads.emplace_back([&, rank] {
+      CpuBackend be;
+      RunnerOptions o = script_options();
+      o.tp = comms[static_cast<size_t>(rank)].get();
+      auto r = ModelRunner::create(be, c, src, o);
+      Trace& t = traces[static_cast<size_t>(rank)];
+      if (!r.ok()) {
+        t.error = r.error().message;
+        return;
+      }
+      t = run_script(**r, c.vocab_size);
+    });
+  for (auto& t : threads) t.join();
+  return traces;
+}
+
+// Runs the script on one runner and on `n` ranks and compares them.
+void expect_tp_matches_one_runner(const std::string& label, const ModelConfig& c, WeightSource& src,
+                                  int n) {
+  SCOPED_TRACE(label);
+  const Trace single = run_single(c, src);
+  ASSERT_EQ(single.error, "");
+  ASSERT_EQ(single.logits.size(), 8u);
+  const std::vector<Trace> ranks = run_ranks(c, src, n);
+  for (int r = 0; r < n; ++r) {
+    const Trace& t = ranks[static_cast<size_t>(r)];
+    ASSERT_EQ(t.error, "") << "rank " << r;
+    ASSERT_EQ(t.logits.size(), single.logits.size()) << "rank " << r;
+    EXPECT_EQ(t.num_kv_blocks, single.num_kv_blocks);
+    EXPECT_EQ(t.max_model_len, single.max_model_len);
+    // The rank's KV holds its kv heads only (one when they are replicated).
+    EXPECT_EQ(t.kv_block_bytes,
+              single.kv_block_bytes * std::max<int64_t>(1, c.num_kv_heads / n) / c.num_kv_heads);
+    if (r == 0) continue;
+    for (size_t s = 0; s < t.logits.size(); ++s) {  // bitwise: every rank samples the same
+      ASSERT_EQ(t.logits[s].size(), ranks[0].logits[s].size());
+      EXPECT_EQ(0, std::memcmp(t.logits[s].data(), ranks[0].logits[s].data(),
+                               t.logits[s].size() * sizeof(float)))
+          << "rank " << r << " step " << s;
+    }
+    EXPECT_EQ(t.tokens, ranks[0].tokens) << "rank " << r;
+  }
+  EXPECT_EQ(ranks[0].tokens, single.tokens);
+  double max_abs = 0.0, max_rel = 0.0;
+  for (size_t s = 0; s < single.logits.size(); ++s) {
+    ASSERT_EQ(ranks[0].logits[s].size(), single.logits[s].size());
+    for (size_t i = 0; i < single.logits[s].size(); ++i) {
+      const double want = single.logits[s][i], got = ranks[0].logits[s][i];
+      const double diff = std::abs(got - want);
+      max_abs = std::max(max_abs, diff);
+      max_rel = std::max(max_rel, diff / std::max(1e-3, std::abs(want)));
+      ASSERT_LE(diff, 1e-4 + 1e-4 * std::abs(want)) << "step " << s << " logit " << i;
+    }
+  }
+  std::printf("[ tp ] %s N=%d: max |logit diff| %.3g abs, %.3g rel\n", label.c_str(), n, max_abs,
+              max_rel);
+}
+
+TEST(TensorParallelRunner, LlamaGqaAtTwoAndFourRanks) {
+  const ModelConfig c = heads_config("llama", 8, 4);
+  MemorySource src;
+  test::fill_random(c, &src, 11);
+  expect_tp_matches_one_runner("llama Hq=8 Hkv=4", c, src, 2);
+  expect_tp_matches_one_runner("llama Hq=8 Hkv=4", c, src, 4);
+}
+
+TEST(TensorParallelRunner, ReplicatedKvHeads) {
+  const ModelConfig two = heads_config("llama", 8, 2);
+  MemorySource src2;
+  test::fill_random(two, &src2, 12);
+  expect_tp_matches_one_runner("llama Hq=8 Hkv=2", two, src2, 4);
+  const ModelConfig one = heads_config("llama", 8, 1);
+  MemorySource src1;
+  test::fill_random(one, &src1, 13);
+  expect_tp_matches_one_runner("llama Hq=8 Hkv=1", one, src1, 2);
+}
+
+TEST(TensorParallelRunner, Qwen2QkvBias) {
+  ModelConfig c = heads_config("qwen2", 8, 4);
+  c.attention_bias = true;
+  MemorySource src;
+  test::fill_random(c, &src, 14);
+  expect_tp_matches_one_runner("qwen2", c, src, 2);
+  expect_tp_matches_one_runner("qwen2", c, src, 4);
+}
+
+TEST(TensorParallelRunner, Qwen3QkNorm) {
+  ModelConfig c = heads_config("qwen3", 8, 2);
+  c.qk_norm = true;
+  MemorySource src;
+  test::fill_random(c, &src, 15);
+  expect_tp_matches_one_runner("qwen3", c, src, 2);
+  expect_tp_matches_one_runner("qwen3", c, src, 4);
+}
+
+TEST(TensorParallelRunner, Mistral) {
+  const ModelConfig c = heads_config("mistral", 4, 2);
+  MemorySource src;
+  test::fill_random(c, &src, 16);
+  expect_tp_matches_one_runner("mistral", c, src, 2);
+}
+
+std::string stories_dir() {
+  const char* shared = std::getenv("PAGODA_SHARED_DIR");
+  return std::string(shared != nullptr ? shared : PAGODA_SHARED_DIR) + "/models/stories260K";
+}
+
+TEST(TensorParallelRunner, Stories260KAtTwoRanks) {
+  auto config = load_hf_config(stories_dir() + "/config.json");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  ASSERT_TRUE(validate_tensor_parallel(*config, 2).ok());  // 8 heads, 4 kv heads, 172
+  auto src = open_safetensors_folder(stories_dir());
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  expect_tp_matches_one_runner("stories260K", *config, **src, 2);
+}
+
+TEST(TensorParallelRunner, SafetensorsReadsAreSafeFromSeveralThreads) {
+  auto src = open_safetensors_folder(stories_dir());
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  WeightSource& s = **src;
+  std::vector<std::vector<uint8_t>> serial;
+  auto bytes_of = [](const HostTensor& h) {
+    const auto* p = static_cast<const uint8_t*>(h.data);
+    return std::vector<uint8_t>(p, p + h.numel() * static_cast<int64_t>(dtype_size(h.dtype)));
+  };
+  for (const TensorInfo& t : s.tensors()) serial.push_back(bytes_of(s.read(t.name).value()));
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < mismatches.size(); ++i)
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 3; ++round)
+        for (size_t k = 0; k < s.tensors().size(); ++k) {
+          auto h = s.read(s.tensors()[k].name);
+          if (!h.ok() || bytes_of(*h) != serial[k]) ++mismatches[i];
+        }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
+}  // namespace
+}  // namespace pagoda
