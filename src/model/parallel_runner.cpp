@@ -56,6 +56,7 @@ struct ParallelRunner::Worker {
   int rank = 0;
   std::thread thread;
   std::unique_ptr<Runner> runner;
+  std::unique_ptr<Backend>* backend = nullptr;  // RankResources::backends[rank], if any
   Job job;
   std::atomic<uint32_t> posted{0};
   std::atomic<uint32_t> done{0};
@@ -82,6 +83,7 @@ struct ParallelRunner::Worker {
           return runner->execute_logits(*j.step, &logits);
         case Op::kDestroy:
           runner.reset();
+          if (backend != nullptr) backend->reset();
           return {};
         case Op::kStop:
           return {};
@@ -118,6 +120,9 @@ Result<std::unique_ptr<ParallelRunner>> ParallelRunner::create(int size,
   for (int r = 0; r < size; ++r) {
     auto w = std::make_unique<Worker>();
     w->rank = r;
+    if (static_cast<size_t>(r) < p->resources_.backends.size()) {
+      w->backend = &p->resources_.backends[static_cast<size_t>(r)];
+    }
     w->thread = std::thread([raw = w.get()] { raw->loop(); });
     p->all_.push_back(w.get());
     p->workers_.push_back(std::move(w));
@@ -143,15 +148,15 @@ ParallelRunner::~ParallelRunner() {
 void ParallelRunner::stop_workers() {
   if (workers_.empty()) return;
   Job job;
-  job.op = Op::kDestroy;  // each runner is destroyed on its own thread
+  job.op = Op::kDestroy;  // each runner, then its backend, on its own thread
   run_on_all(job);
   job.op = Op::kStop;
   run_on_all(job);
   for (auto& w : workers_) w->thread.join();
   all_.clear();
   workers_.clear();
-  resources_.communicators.clear();
   resources_.backends.clear();
+  resources_.communicators.clear();
 }
 
 void ParallelRunner::run_on_all(const Job& job) {

@@ -24,9 +24,11 @@
 
 namespace pagoda {
 
-// What the ranks' runners use: kept alive until every runner is destroyed,
-// then destroyed (communicators first, then backends). Either may be empty
-// (tests whose ranks own nothing).
+// What the ranks' runners use: kept alive until every runner is destroyed;
+// then rank r's backend is destroyed on rank r's thread (after its runner),
+// and the communicators last (NCCL waits for the backends' CUDA graphs that
+// captured their ops to be gone). Either may be empty (tests whose ranks
+// own nothing).
 struct RankResources {
   std::vector<std::unique_ptr<Backend>> backends;            // [N] or empty
   std::vector<std::unique_ptr<Communicator>> communicators;  // [N] or empty
