@@ -375,6 +375,7 @@ int run_bench(int argc, char** argv) {
                        "in-process engine bench (not in this build: it has no engine library)")
         ->allow_extras();
 #endif
+  pagoda::app::rewrite_engine_aliases(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -469,6 +469,7 @@ int run_generate(int argc, char** argv) {
   app.add_option("--stop", stop, "Stop string (repeatable)");
   app.add_flag("--ignore-eos", ignore_eos, "Do not stop at the end-of-sequence token");
   add_engine_flags(app, options);
+  rewrite_engine_aliases(argc, argv);
   CLI11_PARSE(app, argc, argv);
 
   if (options.model.empty()) options.model = default_model_path();

@@ -154,6 +154,7 @@ int run_serve(int argc, char** argv) {
   pagoda::app::add_engine_flags(app, engine_options);
   add_llama_server_flags(app, engine_options, served);
   pagoda::app::rewrite_single_dash_aliases(argc, argv);
+  pagoda::app::rewrite_engine_aliases(argc, argv);
   CLI11_PARSE(app, argc, argv);
   if (!pagoda::app::apply_hf_repo(hf_repo, engine_options.model, "pagoda serve")) return 2;
   if (!served.names.empty()) engine_options.served_model_name = served.names.front();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/byte_size.h"
@@ -40,6 +41,35 @@ void add_process_flags(CLI::App& app) {
          "least severe log lines shown: debug, info, warning, error; default: env "
          "PAGODA_LOG_LEVEL, else info")
       ->check(CLI::IsMember({"debug", "info", "warning", "warn", "error"}));
+}
+
+// --tensor-parallel-size / -tp and --pipeline-parallel-size / -pp (vLLM's
+// names; the single-dash spellings are rewritten by
+// rewrite_engine_aliases). Values below 1 fail at parse time.
+void add_parallel_flags(CLI::App& app, EngineOptions& o) {
+  auto at_least_one = [](const char* name, int& field) {
+    return [name, &field](int n) {
+      if (n < 1) throw CLI::ValidationError(name, fmt::format("must be >= 1, got {}", n));
+      field = n;
+    };
+  };
+  app.add_option_function<int>(
+         "--tensor-parallel-size", at_least_one("--tensor-parallel-size", o.tensor_parallel_size),
+         fmt::format("(also -tp) split the model over N ranks, Megatron-style: each rank holds its "
+                     "share of the attention heads and of the MLP, and the ranks sum their partial "
+                     "outputs after each attention and MLP block; cuda: GPUs 0..N-1 over NCCL, cpu: "
+                     "N threads of this process. N must divide the model's attention heads and "
+                     "intermediate size, and its key-value heads must divide N or be divisible by "
+                     "it (docs/parallelism.md) (default {})",
+                     o.tensor_parallel_size))
+      ->type_name("N");
+  app.add_option_function<int>(
+         "--pipeline-parallel-size",
+         at_least_one("--pipeline-parallel-size", o.pipeline_parallel_size),
+         fmt::format("(also -pp) split the model's layers into N stages; pipeline parallelism is "
+                     "not built yet, so only 1 is accepted (default {})",
+                     o.pipeline_parallel_size))
+      ->type_name("N");
 }
 
 }  // namespace
@@ -110,6 +140,7 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
          "says how the pool was sized")
       ->type_name("SIZE");
   app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");
+  add_parallel_flags(app, o);
   add_switch(app, "async-scheduling", o.async_scheduling,
              "plan and launch the next engine step while the GPU runs the current one, so host "
              "work hides behind device work (steps of beam search, n > 1 forks and penalties "
@@ -129,6 +160,15 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   add_process_flags(app);
+}
+
+void rewrite_engine_aliases(int argc, char** argv) {
+  static char kTensorParallel[] = "--tensor-parallel-size";
+  static char kPipelineParallel[] = "--pipeline-parallel-size";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-tp") == 0) argv[i] = kTensorParallel;
+    if (std::strcmp(argv[i], "-pp") == 0) argv[i] = kPipelineParallel;
+  }
 }
 
 std::string chat_template_text(const EngineOptions& options, const Engine& engine) {

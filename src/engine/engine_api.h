@@ -52,6 +52,12 @@ struct EngineOptions {
   // RAM, cuda from gpu_memory_utilization (model/kv_budget.h).
   int64_t kv_cache_memory_bytes = 0;
   bool enforce_eager = false;
+  // Tensor parallelism (docs/parallelism.md): the model split over this many
+  // ranks (--tensor-parallel-size) -- cpu: threads of this process, cuda:
+  // GPUs 0..N-1 over NCCL. 1: the whole model on one backend.
+  int tensor_parallel_size = 1;
+  // Pipeline parallelism (--pipeline-parallel-size): only 1 is built yet.
+  int pipeline_parallel_size = 1;
   // Plan and launch step N+1 while the device runs step N (steps whose
   // requests need step N's tokens first -- beam search, the fork of n > 1,
   // repetition/presence/frequency penalties -- wait).
@@ -126,7 +132,8 @@ struct ModelInfo {
   int block_size = 0;
   int64_t kv_capacity_tokens = 0;
   int64_t max_num_seqs = 0;              // sequences running at once (--max-num-seqs)
-  std::string device;                    // e.g. "cpu (2 threads)"
+  std::string device;                    // e.g. "cpu (2 threads)"; with tensor parallelism rank 0's
+  int tensor_parallel_size = 1;          // ranks the model is split over (--tensor-parallel-size)
 };
 
 // A snapshot of counters and histograms for /metrics. Histograms hold

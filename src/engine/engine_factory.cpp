@@ -7,10 +7,10 @@
 
 #include "core/log.h"
 #include "core/units.h"
-#include "engine/backend_factory.h"
 #include "engine/chat_template_source.h"
 #include "engine/llm_engine.h"
 #include "engine/load_format.h"
+#include "engine/runner_factory.h"
 #include "io/generation_defaults.h"
 #include "io/model_files.h"
 #include "sample/sampling_fields.h"
@@ -81,6 +81,17 @@ Status check_options(const EngineOptions& o) {
   if (!(o.stats_log_interval >= 0.0 && o.stats_log_interval <= 86400.0)) {
     return bad("--stats-log-interval must be in [0, 86400] seconds");
   }
+  if (o.tensor_parallel_size < 1) {
+    return bad(fmt::format("--tensor-parallel-size must be >= 1, got {}", o.tensor_parallel_size));
+  }
+  if (o.pipeline_parallel_size < 1) {
+    return bad(fmt::format("--pipeline-parallel-size must be >= 1, got {}", o.pipeline_parallel_size));
+  }
+  if (o.pipeline_parallel_size > 1) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("--pipeline-parallel-size {}: pipeline parallelism is not built yet (only 1)",
+                                  o.pipeline_parallel_size));
+  }
   return Status::Ok();
 }
 
@@ -98,31 +109,31 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   Result<std::optional<ChatTemplate>> chat_template = load_chat_template(options.chat_template, *tokenizer);
   if (!chat_template.ok()) return chat_template.error();
   if (!chat_template.value()) log_warn("no chat template: /v1/chat/completions is unavailable (pass --chat-template FILE)");
-  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, create_backend(options.device, opened.config));
-  log_info("backend: {}", backend->name());
-  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
-                          ModelRunner::create(*backend, opened.config, *opened.weights, to_runner_options(options)));
+  PAGODA_ASSIGN_OR_RETURN(LoadedRunner loaded,
+                          load_runner(options, opened.config, *opened.weights, to_runner_options(options)));
+  const Runner& runner = *loaded.runner;
 
   EngineParts parts;
   parts.options = options;
   parts.info.served_model_name = options.served_model_name.empty() ? location.display_name : options.served_model_name;
   parts.info.architecture = opened.config.architecture;
-  parts.info.max_model_len = runner->max_model_len();
+  parts.info.max_model_len = runner.max_model_len();
   parts.info.vocab_size = opened.config.vocab_size;
-  parts.info.num_kv_blocks = runner->num_kv_blocks();
-  parts.info.block_size = runner->block_size();
-  parts.info.kv_capacity_tokens = runner->num_kv_blocks() * runner->block_size();
+  parts.info.num_kv_blocks = runner.num_kv_blocks();
+  parts.info.block_size = runner.block_size();
+  parts.info.kv_capacity_tokens = runner.num_kv_blocks() * runner.block_size();
   parts.info.max_num_seqs = options.max_num_seqs;
-  parts.info.device = backend->name();
+  parts.info.device = loaded.device;
+  parts.info.tensor_parallel_size = options.tensor_parallel_size;
   parts.scheduler_config.max_num_batched_tokens = static_cast<int32_t>(options.max_num_batched_tokens);
   parts.scheduler_config.max_num_seqs = static_cast<int32_t>(options.max_num_seqs);
   // The engine bounds the requests never scheduled (LlmEngine::add_request,
   // --max-waiting-requests); the scheduler must never refuse one it accepted,
   // and preempted requests return to its waiting queue on top of those.
   parts.scheduler_config.max_waiting = INT32_MAX;
-  parts.scheduler_config.max_model_len = static_cast<int32_t>(runner->max_model_len());
-  parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner->num_kv_blocks());
-  parts.scheduler_config.kv.block_size = runner->block_size();
+  parts.scheduler_config.max_model_len = static_cast<int32_t>(runner.max_model_len());
+  parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner.num_kv_blocks());
+  parts.scheduler_config.kv.block_size = runner.block_size();
   parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
   PAGODA_ASSIGN_OR_RETURN(SamplingDefaults sampling,
                           select_sampling_defaults(options.generation_config, opened.generation, opened.generation_source));
@@ -135,12 +146,15 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
   parts.chat_template = std::move(chat_template).value();
-  parts.backend = std::move(backend);
-  parts.runner = std::move(runner);
-  log_info("KV cache: {} blocks x {} tokens = {} tokens ({:.2f} GiB; sized by {}); max model len {}; prefix caching {}",
-           parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens,
-           to_gib(static_cast<double>(parts.info.num_kv_blocks * parts.runner->kv_block_bytes())),
-           parts.runner->kv_sizing(), parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off");
+  const std::string kv_bytes =
+      fmt::format("{:.2f} GiB{}", to_gib(static_cast<double>(parts.info.num_kv_blocks * runner.kv_block_bytes())),
+                  loaded.kv_scope.empty() ? "" : " " + loaded.kv_scope);
+  log_info("KV cache: {} blocks x {} tokens = {} tokens ({}; sized by {}); max model len {}; prefix caching {}{}",
+           parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens, kv_bytes,
+           runner.kv_sizing(), parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off",
+           loaded.parallelism.empty() ? "" : "; " + loaded.parallelism);
+  parts.backend = std::move(loaded.backend);
+  parts.runner = std::move(loaded.runner);
   return parts;
 }
 

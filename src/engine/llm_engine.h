@@ -23,7 +23,7 @@
 #include "engine/stats_logger.h"
 #include "engine/row_planner.h"
 #include "jinja/chat_template.h"
-#include "model/model_runner.h"
+#include "model/runner.h"
 #include "sample/sampling_params.h"
 #include "sched/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -40,8 +40,11 @@ struct EngineParts {
   ModelInfo info;
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<ChatTemplate> chat_template;
+  // The runner's backend; null with tensor parallelism (the ParallelRunner
+  // owns its ranks' backends). Destroyed after the runner.
   std::unique_ptr<Backend> backend;
-  std::unique_ptr<ModelRunner> runner;
+  // One ModelRunner, or a ParallelRunner with --tensor-parallel-size > 1.
+  std::unique_ptr<Runner> runner;
   SchedulerConfig scheduler_config;
   // The model's generation_config.json: requests' unset fields take its values.
   GenerationDefaults generation;

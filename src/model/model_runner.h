@@ -15,6 +15,7 @@
 #include "io/model_config.h"
 #include "io/weight_source.h"
 #include "model/pipeline_parallel.h"
+#include "model/runner.h"
 #include "model/runner_options.h"
 #include "model/tensor_parallel.h"
 #include "model/weights.h"
@@ -24,7 +25,7 @@ namespace pagoda {
 struct Architecture;  // architecture.h
 struct StepLimits;    // step_validation.h
 
-class ModelRunner {
+class ModelRunner final : public Runner {
  public:
   // Validates the config, uploads the weights (progress bar + log line:
   // tensors, bytes, seconds), precomputes the rope table and allocates
@@ -61,22 +62,22 @@ class ModelRunner {
   static Result<std::unique_ptr<ModelRunner>> create(Backend& backend, const ModelConfig& config,
                                                      WeightSource& weights,
                                                      const RunnerOptions& options);
-  ~ModelRunner();
+  ~ModelRunner() override;
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
-  int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  int64_t num_kv_blocks() const override { return num_kv_blocks_; }
   // How the pool was sized, for the start-up log: "--num-kv-blocks",
   // "--kv-cache-memory-bytes 2.00 GiB", "room for 256 seqs x 2048 tokens[
   // would take ...; capped at ...]" (cpu) or "--gpu-memory-utilization 0.90".
-  const std::string& kv_sizing() const { return kv_sizing_; }
+  const std::string& kv_sizing() const override { return kv_sizing_; }
   // Bytes of one KV block across all layers of this runner (its pipeline
   // stage's; k and v).
-  int64_t kv_block_bytes() const;
-  int block_size() const { return options_.block_size; }
-  int64_t max_model_len() const { return max_model_len_; }
-  int64_t max_num_batched_tokens() const { return options_.max_num_batched_tokens; }
-  int64_t max_num_seqs() const { return options_.max_num_seqs; }
+  int64_t kv_block_bytes() const override;
+  int block_size() const override { return options_.block_size; }
+  int64_t max_model_len() const override { return max_model_len_; }
+  int64_t max_num_batched_tokens() const override { return options_.max_num_batched_tokens; }
+  int64_t max_num_seqs() const override { return options_.max_num_seqs; }
   int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }  // table width limit
   const ModelConfig& config() const { return config_; }
   // The decoder layers this runner holds (global indices; all without pp).
@@ -87,16 +88,16 @@ class ModelRunner {
   bool is_last_stage() const { return stage_.last(); }
   Backend& backend() const { return backend_; }
   // Batch sizes with a captured decode graph, ascending (empty: all eager).
-  const std::vector<int64_t>& decode_graph_sizes() const { return graph_sizes_; }
+  const std::vector<int64_t>& decode_graph_sizes() const override { return graph_sizes_; }
   // The padded batch size of the graph the last collected step replayed; 0
   // when it ran eagerly.
-  int64_t last_graph_batch_size() const { return last_graph_batch_; }
+  int64_t last_graph_batch_size() const override { return last_graph_batch_; }
   // Seconds the last launch() + collect() spent waiting for the device (the
   // lm_head chunks' samples and the collect).
-  double last_step_wait_seconds() const { return last_wait_seconds_; }
+  double last_step_wait_seconds() const override { return last_wait_seconds_; }
 
   // One forward + sampling: launch(step, 0) then collect(0).
-  Status execute(const StepBatch& step, SampleOutput* out);
+  Status execute(const StepBatch& step, SampleOutput* out) override;
   // The pipelined halves of execute(). launch() checks every size and index
   // of `step` first (T <= max_num_batched_tokens, S <= max_num_seqs, ids <
   // vocab, slots and blocks in range, pending rows, ...) and returns an error
@@ -112,13 +113,13 @@ class ModelRunner {
   // than the last, launch() enqueues the forward only and collect() waits
   // for it and returns no samples; a step with pending rows is an internal
   // error on every stage of a pipeline (M > 1).
-  Status launch(const StepBatch& step, int slot);
-  Status collect(int slot, SampleOutput* out);
+  Status launch(const StepBatch& step, int slot) override;
+  Status collect(int slot, SampleOutput* out) override;
   // The same forward, returning the f32 logits [R, V] instead of sampling
   // (tests, prompt-logprob tools). step.sampling is ignored. A pipeline
   // stage other than the last runs its part of the forward and returns no
   // rows.
-  Status execute_logits(const StepBatch& step, std::vector<float>* logits);
+  Status execute_logits(const StepBatch& step, std::vector<float>* logits) override;
 
  private:
   struct Buffers;  // device scratch, index arrays, KV pool (model_runner.cpp)

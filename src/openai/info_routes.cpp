@@ -59,7 +59,8 @@ void handle_metrics(ServiceContext& ctx, const http::HttpRequest&,
                     std::shared_ptr<http::Responder> responder) {
   http::HttpResponse response;
   response.content_type = kPrometheusContentType;
-  response.body = format_prometheus(ctx.engine.metrics(), ctx.model_name);
+  response.body = format_prometheus(ctx.engine.metrics(), ctx.model_name,
+                                    ctx.engine.info().tensor_parallel_size);
   responder->send(std::move(response));
 }
 

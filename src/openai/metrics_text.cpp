@@ -6,7 +6,8 @@
 
 namespace pagoda::openai {
 
-std::string format_prometheus(const EngineMetrics& m, const std::string& model_name) {
+std::string format_prometheus(const EngineMetrics& m, const std::string& model_name,
+                              int tensor_parallel_size) {
   std::string out;
   PrometheusWriter e(out, fmt::format("model_name=\"{}\"", escape_label_value(model_name)));
   e.gauge("pagoda:num_requests_running", static_cast<double>(m.num_running),
@@ -15,6 +16,8 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
           "Number of requests waiting to be scheduled.");
   e.gauge("pagoda:kv_cache_usage_perc", m.kv_usage,
           "Fraction of KV-cache blocks in use (1 = full).");
+  e.gauge("pagoda:tensor_parallel_size", static_cast<double>(tensor_parallel_size),
+          "Ranks (GPUs, or cpu threads) the model is split over (--tensor-parallel-size).");
   e.counter("pagoda:prefix_cache_queries", static_cast<double>(m.prefix_cache_queries),
             "Prompt tokens looked up in the prefix cache.");
   e.counter("pagoda:prefix_cache_hits", static_cast<double>(m.prefix_cache_hits),

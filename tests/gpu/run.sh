@@ -3,8 +3,8 @@
 #
 # Usage: OUT=<dir> tests/gpu/run.sh BUILD_DIR
 #   BUILD_DIR: a build folder configured with -DPAGODA_CUDA=ON in which
-#   `ninja kernel_test kernel_bench` ran (it may have been built on another
-#   machine and carried here).
+#   `ninja kernel_test kernel_bench comm_test comm_bench` ran (it may have
+#   been built on another machine and carried here).
 #
 # Stages, each run even when an earlier one failed (the exit status is
 # non-zero when any failed); the whole script stays under ~8 minutes:
@@ -14,7 +14,8 @@
 #      and racecheck on attention (prefill, split decode, the decode
 #      kernel's warp merge)                           -> $OUT/racecheck.log
 #   4. hooks: every tests/gpu/hooks/*.sh, run as `hook BUILD_DIR` (end-to-end
-#      tests, benchmarks; skipped when there are none) -> $OUT/<hook>.log;
+#      tests, benchmarks; comm.sh: the NCCL communicators on every GPU;
+#      skipped when there are none) -> $OUT/<hook>.log;
 #      90 s each unless the hook has a line "# hook-timeout: SECONDS"
 #   5. kernel microbenchmarks (last)              -> $OUT/kernel_bench.txt
 # A summary table is printed at the end.

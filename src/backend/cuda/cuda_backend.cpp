@@ -39,6 +39,17 @@ std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype, st
   return backend;
 }
 
+int cuda_device_count(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why != nullptr) *why = cudaGetErrorString(e);
+    return 0;
+  }
+  return count;
+}
+
 Status CudaBackend::init(int device, DType compute_dtype) {
   if (compute_dtype != DType::kBF16 && compute_dtype != DType::kF16) {
     return make_error(ErrorCode::kUnsupported,

@@ -170,4 +170,8 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Backend> create_cuda_backend(int device, DType compute_dtype,
                                              std::string* why = nullptr);
 
+// CUDA devices visible to this process; 0 when there are none or the driver
+// cannot be queried (the reason goes to `why` when given).
+int cuda_device_count(std::string* why = nullptr);
+
 }  // namespace pagoda

@@ -112,6 +112,7 @@ struct EngineSetup {
   bool async_scheduling = true;  // EngineOptions::async_scheduling
   bool jump_forward = true;      // EngineOptions::jump_forward
   int64_t max_waiting_requests = 4096;
+  int tensor_parallel_size = 1;  // EngineOptions::tensor_parallel_size
 };
 
 // Loads and starts an engine on test_device() with scheduler invariant

@@ -1,0 +1,79 @@
+// Communicators over NCCL for CUDA backends whose ranks are threads of this
+// process (one CudaBackend, one GPU and one thread per rank).
+//
+// all_reduce_sum (f32, bf16, f16) takes one of two paths, chosen by the
+// message's size alone, so every rank of a group takes the same one:
+//  - at most oneshot_max_bytes: the one-shot all-reduce over peer memory
+//    (oneshot_all_reduce.h): one kernel, f32 accumulation in rank order;
+//  - larger (or when peer access is missing between some pair of GPUs, or
+//    the group has more than 8 ranks): ncclAllReduce (sum, in the dtype).
+// Both leave bitwise-identical results on every rank. send/recv are
+// ncclSend/ncclRecv of the tensor's bytes. Everything is enqueued on the
+// rank's backend stream and may be captured in a CUDA graph (all ranks
+// capture the same sequence). NCCL sets up its connections on a size's first
+// use: run each op once eagerly before capturing it (an engine warm-up does).
+// A send's kernel waits on the device for the peer's matching recv: the peers
+// must enqueue matching pairs in an order that cannot form a cycle of
+// waiting sends (e.g. in a ring, even ranks send first, odd ranks receive
+// first).
+//
+// NCCL is loaded at run time (nccl_library.h). NVLink multicast (NVLS) is
+// turned off: NCCL_NVLS_ENABLE=0 is set in the environment before NCCL is
+// initialised unless the variable is already set, because on shared
+// machines a program using multicast can take the host's GPUs out of
+// service; pagoda's all-reduces are small and gain nothing from it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/communicator.h"
+#include "core/result.h"
+
+namespace pagoda {
+
+class CudaBackend;
+
+// Messages of at most this many bytes take the one-shot path by default in a
+// group of `ranks`: the largest power of two at which comm_bench measured the
+// one-shot kernel ahead of NCCL on H100s (docs/parallelism.md): 4 MiB with
+// 2 ranks, 512 KiB with 4; 256 KiB with more (not measured: each rank reads
+// every other rank's buffer, so the crossover keeps falling).
+int64_t default_oneshot_max_bytes(int ranks);
+// The environment variable that overrides it: a byte size as
+// core/byte_size.h reads it ("262144", "256KiB"; 0 turns the one-shot path
+// off), at most kMaxOneShotBytes.
+constexpr const char* kOneShotMaxBytesEnv = "PAGODA_ONESHOT_ALLREDUCE_BYTES";
+constexpr int64_t kMaxOneShotBytes = int64_t{64} << 20;
+
+struct NcclCommunicatorOptions {
+  // Threshold of the one-shot path in bytes: -1 takes $PAGODA_ONESHOT_ALLREDUCE_BYTES
+  // or else default_oneshot_max_bytes; 0 sends everything through NCCL.
+  int64_t oneshot_max_bytes = -1;
+};
+
+// One communicator per backend: rank i runs on backends[i], whose GPUs must
+// be distinct. Created on the calling thread (ncclCommInitAll over the
+// backends' devices; the calling thread's current device is kept). Each
+// communicator is then driven by the thread that drives its backend (the
+// backend's device current). The NCCL communicators and peer buffers are
+// freed with the group's last communicator, which first waits for the
+// group's GPUs to be idle.
+//
+// Teardown order: destroy the backends (whose destructors destroy their CUDA
+// graphs) before the communicators. ncclCommDestroy waits until every graph
+// that captured an op of the communicator is gone, so destroying the
+// communicators while such a graph lives hangs. The communicators do not
+// touch their backends once created, except to enqueue ops.
+//
+// Fails (with what to install) when NCCL cannot be loaded, or when NCCL or
+// the peer buffers' allocation fails.
+Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
+    const std::vector<CudaBackend*>& backends, const NcclCommunicatorOptions& options = {});
+
+// The one-shot threshold that options resolve to in a group of `ranks`
+// (validating the environment variable's value).
+Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options, int ranks);
+
+}  // namespace pagoda

@@ -1,0 +1,314 @@
+#include "model/parallel_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+namespace pagoda {
+namespace {
+
+// How long a waiting thread spins before it sleeps in atomic::wait. A GPU
+// step takes ~2 ms and the engine thread's host work between steps ~0.1-0.5
+// ms, so a short spin catches most handoffs without a futex wake-up (which
+// costs tens of microseconds when the sleeper must be rescheduled) while
+// keeping idle ranks off the cores.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Returns the value of `a` once it differs from `old`.
+uint32_t await_change(const std::atomic<uint32_t>& a, uint32_t old) {
+  uint32_t v = a.load(std::memory_order_acquire);
+  if (v != old) return v;
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1;; ++i) {
+    cpu_relax();
+    v = a.load(std::memory_order_acquire);
+    if (v != old) return v;
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+  }
+  for (;;) {
+    a.wait(old, std::memory_order_acquire);
+    v = a.load(std::memory_order_acquire);
+    if (v != old) return v;
+  }
+}
+
+}  // namespace
+
+// One rank: its thread, its runner and the mailbox of the current job. The
+// engine thread writes `job` and then bumps `posted`; the worker runs it,
+// fills `result` (and `samples` / `logits`) and then sets `done` to the
+// job's number. Those release/acquire pairs order every other access.
+struct ParallelRunner::Worker {
+  int rank = 0;
+  std::thread thread;
+  std::unique_ptr<Runner> runner;
+  std::unique_ptr<Backend>* backend = nullptr;  // RankResources::backends[rank], if any
+  Job job;
+  std::atomic<uint32_t> posted{0};
+  std::atomic<uint32_t> done{0};
+  Status result;
+  SampleOutput samples;
+  std::vector<float> logits;
+
+  Status run(const Job& j) {
+    try {
+      switch (j.op) {
+        case Op::kCreate: {
+          Result<std::unique_ptr<Runner>> r = (*j.make_rank)(rank);
+          if (!r.ok()) return r.error();
+          runner = std::move(r).value();
+          return {};
+        }
+        case Op::kLaunch:
+          return runner->launch(*j.step, j.slot);
+        case Op::kCollect:
+          return runner->collect(j.slot, &samples);
+        case Op::kExecute:
+          return runner->execute(*j.step, &samples);
+        case Op::kExecuteLogits:
+          return runner->execute_logits(*j.step, &logits);
+        case Op::kDestroy:
+          runner.reset();
+          if (backend != nullptr) backend->reset();
+          return {};
+        case Op::kStop:
+          return {};
+      }
+    } catch (const std::exception& e) {
+      return make_error(ErrorCode::kInternal, e.what());
+    }
+    return {};
+  }
+
+  void loop() {
+    uint32_t seen = 0;
+    for (;;) {
+      seen = await_change(posted, seen);
+      const Job j = job;
+      result = run(j);
+      done.store(seen, std::memory_order_release);
+      done.notify_one();
+      if (j.op == Op::kStop) return;
+    }
+  }
+};
+
+ParallelRunner::ParallelRunner(RankResources resources) : resources_(std::move(resources)) {}
+
+Result<std::unique_ptr<ParallelRunner>> ParallelRunner::create(int size,
+                                                               const RankFactory& make_rank,
+                                                               RankResources resources) {
+  if (size < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("tensor-parallel size must be >= 1, got {}", size));
+  }
+  std::unique_ptr<ParallelRunner> p(new ParallelRunner(std::move(resources)));
+  for (int r = 0; r < size; ++r) {
+    auto w = std::make_unique<Worker>();
+    w->rank = r;
+    if (static_cast<size_t>(r) < p->resources_.backends.size()) {
+      w->backend = &p->resources_.backends[static_cast<size_t>(r)];
+    }
+    w->thread = std::thread([raw = w.get()] { raw->loop(); });
+    p->all_.push_back(w.get());
+    p->workers_.push_back(std::move(w));
+  }
+  Job job;
+  job.op = Op::kCreate;
+  job.make_rank = &make_rank;
+  p->run_on_all(job);
+  if (Status st = p->first_error(/*name_rank_always=*/true); !st.ok()) return st.error();
+  p->num_kv_blocks_ = p->workers_[0]->runner->num_kv_blocks();
+  p->max_model_len_ = p->workers_[0]->runner->max_model_len();
+  for (const auto& w : p->workers_) {
+    p->num_kv_blocks_ = std::min(p->num_kv_blocks_, w->runner->num_kv_blocks());
+    p->max_model_len_ = std::min(p->max_model_len_, w->runner->max_model_len());
+  }
+  return p;
+}
+
+ParallelRunner::~ParallelRunner() {
+  stop_workers();
+}
+
+void ParallelRunner::stop_workers() {
+  if (workers_.empty()) return;
+  Job job;
+  job.op = Op::kDestroy;  // each runner, then its backend, on its own thread
+  run_on_all(job);
+  job.op = Op::kStop;
+  run_on_all(job);
+  for (auto& w : workers_) w->thread.join();
+  all_.clear();
+  workers_.clear();
+  resources_.backends.clear();
+  resources_.communicators.clear();
+}
+
+void ParallelRunner::run_on_all(const Job& job) {
+  run_on(job, all_);
+}
+
+void ParallelRunner::run_on(const Job& job, const std::vector<Worker*>& ranks) {
+  for (Worker* w : ranks) {
+    w->job = job;
+    w->posted.fetch_add(1, std::memory_order_release);
+    w->posted.notify_one();
+  }
+  for (Worker* w : ranks) {
+    const uint32_t seq = w->posted.load(std::memory_order_relaxed);
+    while (await_change(w->done, seq - 1) != seq) {
+    }
+  }
+}
+
+Status ParallelRunner::first_error(bool name_rank_always) const {
+  const Worker* first = nullptr;
+  bool all_alike = true;
+  for (const auto& w : workers_) {
+    if (w->result.ok()) {
+      all_alike = false;
+      continue;
+    }
+    if (first == nullptr) {
+      first = w.get();
+    } else if (w->result.error().message != first->result.error().message) {
+      all_alike = false;
+    }
+  }
+  if (first == nullptr) return {};
+  const Error& e = first->result.error();
+  if (all_alike && !name_rank_always) return e;
+  return make_error(e.code, fmt::format("tensor-parallel rank {}: {}", first->rank, e.message));
+}
+
+Status ParallelRunner::check_same_samples() const {
+  const std::vector<int32_t>& want = workers_[0]->samples.token_ids;
+  for (size_t r = 1; r < workers_.size(); ++r) {
+    const std::vector<int32_t>& got = workers_[r]->samples.token_ids;
+    if (got.size() != want.size()) {
+      return make_error(
+          ErrorCode::kInternal,
+          fmt::format("tensor-parallel ranks sampled different tokens: rank 0 sampled {} rows, "
+                      "rank {} {}",
+                      want.size(), r, got.size()));
+    }
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (got[i] != want[i]) {
+        return make_error(
+            ErrorCode::kInternal,
+            fmt::format("tensor-parallel ranks sampled different tokens at row {}: rank 0 "
+                        "sampled {}, rank {} sampled {}",
+                        i, want[i], r, got[i]));
+      }
+    }
+  }
+  return {};
+}
+
+Runner& ParallelRunner::rank(int r) const {
+  return *workers_.at(static_cast<size_t>(r))->runner;
+}
+
+const std::string& ParallelRunner::kv_sizing() const {
+  return workers_[0]->runner->kv_sizing();
+}
+int64_t ParallelRunner::kv_block_bytes() const {
+  return workers_[0]->runner->kv_block_bytes();
+}
+int ParallelRunner::block_size() const {
+  return workers_[0]->runner->block_size();
+}
+int64_t ParallelRunner::max_num_batched_tokens() const {
+  return workers_[0]->runner->max_num_batched_tokens();
+}
+int64_t ParallelRunner::max_num_seqs() const {
+  return workers_[0]->runner->max_num_seqs();
+}
+const std::vector<int64_t>& ParallelRunner::decode_graph_sizes() const {
+  return workers_[0]->runner->decode_graph_sizes();
+}
+int64_t ParallelRunner::last_graph_batch_size() const {
+  return workers_[0]->runner->last_graph_batch_size();
+}
+double ParallelRunner::last_step_wait_seconds() const {
+  return workers_[0]->runner->last_step_wait_seconds();
+}
+
+Status ParallelRunner::execute(const StepBatch& step, SampleOutput* out) {
+  Job job;
+  job.op = Op::kExecute;
+  job.step = &step;
+  run_on_all(job);
+  PAGODA_RETURN_IF_ERROR(first_error(/*name_rank_always=*/false));
+  PAGODA_RETURN_IF_ERROR(check_same_samples());
+  *out = std::move(workers_[0]->samples);
+  return {};
+}
+
+Status ParallelRunner::launch(const StepBatch& step, int slot) {
+  Job job;
+  job.op = Op::kLaunch;
+  job.step = &step;
+  job.slot = slot;
+  run_on_all(job);
+  const Status st = first_error(/*name_rank_always=*/false);
+  if (st.ok()) return st;
+  // The ranks that enqueued the step give their slot back.
+  Job drop;
+  drop.op = Op::kCollect;
+  drop.slot = slot;
+  std::vector<Worker*> launched;
+  for (Worker* w : all_) {
+    if (w->result.ok()) launched.push_back(w);
+  }
+  run_on(drop, launched);
+  return st;
+}
+
+Status ParallelRunner::collect(int slot, SampleOutput* out) {
+  Job job;
+  job.op = Op::kCollect;
+  job.slot = slot;
+  run_on_all(job);
+  PAGODA_RETURN_IF_ERROR(first_error(/*name_rank_always=*/false));
+  PAGODA_RETURN_IF_ERROR(check_same_samples());
+  *out = std::move(workers_[0]->samples);
+  return {};
+}
+
+Status ParallelRunner::execute_logits(const StepBatch& step, std::vector<float>* logits) {
+  Job job;
+  job.op = Op::kExecuteLogits;
+  job.step = &step;
+  run_on_all(job);
+  PAGODA_RETURN_IF_ERROR(first_error(/*name_rank_always=*/false));
+  const std::vector<float>& want = workers_[0]->logits;
+  for (size_t r = 1; r < workers_.size(); ++r) {
+    const std::vector<float>& got = workers_[r]->logits;
+    if (got.size() != want.size() ||
+        std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) != 0) {
+      return make_error(
+          ErrorCode::kInternal,
+          fmt::format("tensor-parallel ranks computed different logits (rank 0 vs rank {})", r));
+    }
+  }
+  *logits = std::move(workers_[0]->logits);
+  return {};
+}
+
+}  // namespace pagoda

@@ -1,0 +1,113 @@
+// ParallelRunner: N tensor-parallel ranks behind one Runner. Rank r's runner
+// (a ModelRunner holding rank r's shard, RunnerOptions::tp) lives on worker
+// thread r, and every call on that runner -- its creation, launch, collect,
+// execute_logits and destruction -- runs on that thread (a CUDA device is
+// current per thread, and NCCL needs a thread per device). The engine thread
+// hands each call to every rank and waits for all of them; the ranks run the
+// same step and meet in their collectives.
+//
+// Samples: every rank samples the whole batch (the lm_head is replicated),
+// so the ranks' tokens must be identical; collect() returns rank 0's and
+// fails with an internal error when another rank's differ. A divergence
+// never passes silently.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/communicator.h"
+#include "core/result.h"
+#include "model/runner.h"
+
+namespace pagoda {
+
+// What the ranks' runners use: kept alive until every runner is destroyed;
+// then rank r's backend is destroyed on rank r's thread (after its runner),
+// and the communicators last (NCCL waits for the backends' CUDA graphs that
+// captured their ops to be gone). Either may be empty (tests whose ranks
+// own nothing).
+struct RankResources {
+  std::vector<std::unique_ptr<Backend>> backends;            // [N] or empty
+  std::vector<std::unique_ptr<Communicator>> communicators;  // [N] or empty
+};
+
+class ParallelRunner final : public Runner {
+ public:
+  // Creates rank `rank`'s runner; called once per rank, on that rank's
+  // worker thread, all ranks concurrently (their collectives meet).
+  using RankFactory = std::function<Result<std::unique_ptr<Runner>>(int rank)>;
+
+  // Starts `size` (>= 1) worker threads and creates every rank's runner on
+  // its own. On failure every runner created is destroyed (on its thread)
+  // and the error of the lowest failing rank is returned, prefixed
+  // "tensor-parallel rank R: ".
+  static Result<std::unique_ptr<ParallelRunner>> create(int size, const RankFactory& make_rank,
+                                                        RankResources resources = {});
+  ~ParallelRunner() override;
+  ParallelRunner(const ParallelRunner&) = delete;
+  ParallelRunner& operator=(const ParallelRunner&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()); }
+  // Rank r's runner (tests); only while no call is in flight.
+  Runner& rank(int r) const;
+
+  // The minimum over the ranks: each rank sized its own pool.
+  int64_t num_kv_blocks() const override { return num_kv_blocks_; }
+  // Rank 0's.
+  const std::string& kv_sizing() const override;
+  // Of one rank (each holds its kv heads' share of every block).
+  int64_t kv_block_bytes() const override;
+  int block_size() const override;
+  // The minimum over the ranks.
+  int64_t max_model_len() const override { return max_model_len_; }
+  int64_t max_num_batched_tokens() const override;
+  int64_t max_num_seqs() const override;
+  // Rank 0's (every rank captures the same sizes).
+  const std::vector<int64_t>& decode_graph_sizes() const override;
+  int64_t last_graph_batch_size() const override;
+  double last_step_wait_seconds() const override;
+
+  // Each runs the call on every rank and returns once all are done. launch:
+  // when some ranks fail, those that succeeded have their step collected and
+  // dropped, so that no rank holds the slot; the error is the lowest failing
+  // rank's, prefixed with its rank unless every rank failed alike. collect /
+  // execute: rank 0's samples, after checking that every rank sampled the
+  // same tokens (kInternal "tensor-parallel ranks sampled different tokens
+  // at row I: ..." otherwise). execute_logits: rank 0's logits, checked
+  // bitwise against every rank's.
+  Status execute(const StepBatch& step, SampleOutput* out) override;
+  Status launch(const StepBatch& step, int slot) override;
+  Status collect(int slot, SampleOutput* out) override;
+  Status execute_logits(const StepBatch& step, std::vector<float>* logits) override;
+
+ private:
+  struct Worker;  // parallel_runner.cpp
+  enum class Op { kCreate, kLaunch, kCollect, kExecute, kExecuteLogits, kDestroy, kStop };
+  struct Job {
+    Op op = Op::kStop;
+    const StepBatch* step = nullptr;
+    int slot = 0;
+    const RankFactory* make_rank = nullptr;
+  };
+
+  explicit ParallelRunner(RankResources resources);
+  // Hands `job` to each of `ranks`, then waits until all have done it.
+  void run_on(const Job& job, const std::vector<Worker*>& ranks);
+  void run_on_all(const Job& job);
+  // The lowest failing rank's status after run_on_all (ok when none failed).
+  Status first_error(bool name_rank_always) const;
+  // Rank 0's samples vs every other rank's (after a collect or execute).
+  Status check_same_samples() const;
+  void stop_workers();
+
+  RankResources resources_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // [N], rank order
+  std::vector<Worker*> all_;                      // workers_' pointers
+  int64_t num_kv_blocks_ = 0;
+  int64_t max_model_len_ = 0;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,53 @@
+// Runner: what the engine needs of the thing that runs the model's steps --
+// one ModelRunner (the whole model on one backend, model_runner.h) or a
+// ParallelRunner (N tensor-parallel ranks behind one runner,
+// parallel_runner.h). The contracts of each method are ModelRunner's; an
+// implementation states where it differs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "batch/sampling_batch.h"
+#include "batch/step_batch.h"
+#include "core/result.h"
+
+namespace pagoda {
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+
+  // KV blocks sequences may use: [0, num_kv_blocks()).
+  virtual int64_t num_kv_blocks() const = 0;
+  // How the pool was sized, for the start-up log.
+  virtual const std::string& kv_sizing() const = 0;
+  // Bytes of one KV block across all layers (k and v) on one backend (with
+  // tensor parallelism: on each rank's device).
+  virtual int64_t kv_block_bytes() const = 0;
+  virtual int block_size() const = 0;
+  virtual int64_t max_model_len() const = 0;
+  virtual int64_t max_num_batched_tokens() const = 0;
+  virtual int64_t max_num_seqs() const = 0;
+  // Batch sizes with a captured decode graph, ascending (empty: all eager).
+  virtual const std::vector<int64_t>& decode_graph_sizes() const = 0;
+  // The padded batch size of the graph the last collected step replayed; 0
+  // when it ran eagerly.
+  virtual int64_t last_graph_batch_size() const = 0;
+  // Seconds the last launch() + collect() spent waiting for the device.
+  virtual double last_step_wait_seconds() const = 0;
+
+  // One forward + sampling: launch(step, 0) then collect(0).
+  virtual Status execute(const StepBatch& step, SampleOutput* out) = 0;
+  // The pipelined halves of execute(): launch() validates and enqueues the
+  // step on `slot` (0 or 1) and returns without waiting for the device;
+  // collect(slot) waits for it and returns its samples. A launch that
+  // returned an error is not collected; steps are collected in launch order.
+  virtual Status launch(const StepBatch& step, int slot) = 0;
+  virtual Status collect(int slot, SampleOutput* out) = 0;
+  // The forward returning the f32 logits [R, V] instead of sampling.
+  virtual Status execute_logits(const StepBatch& step, std::vector<float>* logits) = 0;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,211 @@
+// Latency of all_reduce_sum (bf16) per message size on every GPU of the
+// machine: NCCL vs the one-shot peer-memory kernel, each launched eagerly
+// and replayed from a CUDA graph (as the engine's decode steps run). The
+// table's crossover is what default_oneshot_max_bytes
+// (backend/cuda/nccl_communicator.h) is set from.
+//
+// Timing, per size and path, on one thread per rank: eager: kWarmup calls,
+// a host barrier, then kEagerCalls calls between CUDA events on rank 0's
+// stream (microseconds per call); graph: kGraphCalls calls captured in one
+// graph, replayed once, then kReps timed replays (median per call).
+//
+// Usage: comm_bench [--quick]   (--quick: sizes up to 4 MiB)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <barrier>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/nccl_communicator.h"
+
+namespace pagoda {
+namespace {
+
+constexpr int kWarmup = 5;
+constexpr int kEagerCalls = 50;
+constexpr int kGraphCalls = 20;
+constexpr int kReps = 7;
+
+bool g_ok = true;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CUDA error in %s: %s\n", what, cudaGetErrorString(e));
+    g_ok = false;
+  }
+}
+
+struct Timing {
+  double eager_us = 0.0;
+  double graph_us = 0.0;
+};
+
+// Runs fn(rank) on one thread per rank with the rank's device current.
+void on_ranks(const std::vector<CudaBackend*>& gpus, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < static_cast<int>(gpus.size()); ++r) {
+    threads.emplace_back([&, r] {
+      gpus[static_cast<size_t>(r)]->make_current();
+      fn(r);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// Times one path at every size on fresh backends (destroyed, with their
+// graphs, before the communicators); rank 0's numbers.
+std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes, const std::vector<size_t>& sizes,
+                               std::string* gpu_name) {
+  std::vector<std::unique_ptr<Communicator>> comms;  // destroyed after the backends
+  std::vector<std::unique_ptr<Backend>> owned;
+  std::vector<CudaBackend*> gpus;
+  for (int d = 0; d < count; ++d) {
+    owned.push_back(create_cuda_backend(d, DType::kBF16));
+    if (owned.back() == nullptr) {
+      std::fprintf(stderr, "comm_bench: no CUDA backend on device %d\n", d);
+      g_ok = false;
+      return std::vector<Timing>(sizes.size());
+    }
+    gpus.push_back(static_cast<CudaBackend*>(owned.back().get()));
+  }
+  *gpu_name = gpus[0]->name();
+  NcclCommunicatorOptions options;
+  options.oneshot_max_bytes = oneshot_max_bytes;
+  auto created = create_nccl_communicators(gpus, options);
+  if (!created.ok()) {
+    std::fprintf(stderr, "create_nccl_communicators: %s\n", created.error().message.c_str());
+    g_ok = false;
+    return std::vector<Timing>(sizes.size());
+  }
+  comms = std::move(created).value();
+  const int n = static_cast<int>(gpus.size());
+  std::vector<Timing> out(sizes.size());
+  const size_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<void*> bufs(static_cast<size_t>(n));
+  on_ranks(gpus, [&](int r) {
+    CudaBackend& gpu = *gpus[static_cast<size_t>(r)];
+    bufs[static_cast<size_t>(r)] = gpu.allocate(max_bytes);
+    // Small random-ish values: the sums stay finite however often they run.
+    std::vector<uint16_t> h(max_bytes / 2, 0x3c00);  // bf16 ~ 0.0078
+    gpu.copy_to_device(bufs[static_cast<size_t>(r)], h.data(), max_bytes);
+    gpu.synchronize();
+  });
+  std::barrier sync(n);
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    on_ranks(gpus, [&](int r) {
+      CudaBackend& gpu = *gpus[static_cast<size_t>(r)];
+      Communicator& comm = *comms[static_cast<size_t>(r)];
+      Tensor x(bufs[static_cast<size_t>(r)], DType::kBF16, {static_cast<int64_t>(sizes[s] / 2)});
+      cudaStream_t stream = gpu.stream();
+      cudaEvent_t start, stop;
+      check(cudaEventCreate(&start), "cudaEventCreate");
+      check(cudaEventCreate(&stop), "cudaEventCreate");
+      auto elapsed_ms = [&] {
+        float ms = 0.0f;
+        check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+        check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+        return static_cast<double>(ms);
+      };
+      for (int i = 0; i < kWarmup; ++i) comm.all_reduce_sum(x);
+      gpu.synchronize();
+      sync.arrive_and_wait();
+      check(cudaEventRecord(start, stream), "cudaEventRecord");
+      for (int i = 0; i < kEagerCalls; ++i) comm.all_reduce_sum(x);
+      check(cudaEventRecord(stop, stream), "cudaEventRecord");
+      const double eager_ms = elapsed_ms();
+
+      const int graph = gpu.capture_graph([&] {
+        for (int i = 0; i < kGraphCalls; ++i) comm.all_reduce_sum(x);
+      });
+      std::vector<double> reps;
+      if (graph >= 0) {
+        gpu.replay_graph(graph);
+        gpu.synchronize();
+        sync.arrive_and_wait();
+        for (int k = 0; k < kReps; ++k) {
+          check(cudaEventRecord(start, stream), "cudaEventRecord");
+          gpu.replay_graph(graph);
+          check(cudaEventRecord(stop, stream), "cudaEventRecord");
+          reps.push_back(elapsed_ms() * 1e3 / kGraphCalls);
+        }
+        std::sort(reps.begin(), reps.end());
+      } else {
+        sync.arrive_and_wait();
+        g_ok = false;
+      }
+      if (r == 0) {
+        out[s].eager_us = eager_ms * 1e3 / kEagerCalls;
+        out[s].graph_us = reps.empty() ? -1.0 : reps[reps.size() / 2];
+      }
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+    });
+    for (int r = 0; r < n; ++r) {
+      if (!comms[static_cast<size_t>(r)]->status().ok() || !gpus[static_cast<size_t>(r)]->status().ok()) {
+        std::fprintf(stderr, "rank %d failed at %zu bytes\n", r, sizes[s]);
+        g_ok = false;
+      }
+    }
+  }
+  on_ranks(gpus, [&](int r) { gpus[static_cast<size_t>(r)]->deallocate(bufs[static_cast<size_t>(r)]); });
+  owned.clear();
+  return out;
+}
+
+std::string human(size_t bytes) {
+  char b[32];
+  if (bytes >= (size_t{1} << 20)) {
+    std::snprintf(b, sizeof b, "%zu MiB", bytes >> 20);
+  } else {
+    std::snprintf(b, sizeof b, "%zu KiB", bytes >> 10);
+  }
+  return b;
+}
+
+}  // namespace
+}  // namespace pagoda
+
+int main(int argc, char** argv) {
+  using namespace pagoda;
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
+    std::printf("comm_bench: SKIP: needs at least 2 CUDA GPUs (found %d)\n", count);
+    return 0;
+  }
+  std::vector<size_t> sizes;
+  for (size_t b = 1024; b <= (static_cast<size_t>(quick ? 4 : 64) << 20); b *= 2) sizes.push_back(b);
+
+  std::string gpu_name;
+  const std::vector<Timing> nccl = bench_path(count, 0, sizes, &gpu_name);
+  const std::vector<Timing> oneshot = bench_path(count, kMaxOneShotBytes, sizes, &gpu_name);
+
+  std::printf("\nall_reduce_sum bf16 on %d x %s: microseconds per call (rank 0)\n", count,
+              gpu_name.c_str());
+  std::printf("%10s %12s %12s %12s %12s %9s %12s\n", "size", "nccl eager", "1shot eager",
+              "nccl graph", "1shot graph", "faster", "busbw GB/s");
+  size_t crossover = 0;
+  bool oneshot_still_ahead = true;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    const bool one = oneshot[s].graph_us > 0 && oneshot[s].graph_us < nccl[s].graph_us;
+    if (one && oneshot_still_ahead) crossover = sizes[s];
+    if (!one) oneshot_still_ahead = false;
+    const double best = std::min(oneshot[s].graph_us, nccl[s].graph_us);
+    // Bus bandwidth as nccl-tests define it: bytes * 2 (n - 1) / n / time.
+    const double busbw = static_cast<double>(sizes[s]) * 2.0 * (count - 1) / count / (best * 1e-6) / 1e9;
+    std::printf("%10s %12.1f %12.1f %12.1f %12.1f %9s %12.1f\n", human(sizes[s]).c_str(),
+                nccl[s].eager_us, oneshot[s].eager_us, nccl[s].graph_us, oneshot[s].graph_us,
+                one ? "1shot" : "nccl", busbw);
+  }
+  std::printf("\none-shot ahead (graph replay) up to %s; default threshold in code: %s (%s overrides)\n",
+              crossover > 0 ? human(crossover).c_str() : "never",
+              human(static_cast<size_t>(default_oneshot_max_bytes(count))).c_str(), kOneShotMaxBytesEnv);
+  return g_ok ? 0 : 1;
+}

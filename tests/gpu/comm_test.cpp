@@ -1,0 +1,475 @@
+// Tests of the NCCL communicators (backend/cuda/nccl_communicator.h) on every
+// GPU of the machine, one thread per rank as the engine drives them.
+//
+// Method: every rank fills its tensor with fresh random values (seed printed;
+// PAGODA_TEST_SEED replays), the ranks all-reduce concurrently, and each
+// result is compared with a host f32 sum over the ranks in rank order:
+//  - one-shot path: bitwise equal to that sum rounded once to the dtype (the
+//    kernel accumulates in f32 in rank order too);
+//  - NCCL: |got - ref| <= size * eps(dtype) * sum_r |x_r| + 1e-6, eps = 2^-8
+//    (bf16), 2^-11 (f16), 2^-23 (f32), as NCCL accumulates in the dtype in
+//    its own order;
+// and every rank's result must be bitwise equal to rank 0's. The paths are
+// forced with NcclCommunicatorOptions::oneshot_max_bytes (0: NCCL only;
+// kMaxOneShotBytes: one-shot for every size tested) and also run at the
+// default threshold. Needs at least 2 GPUs: with fewer, the tests that need
+// them are skipped with a message saying so.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/nccl_communicator.h"
+#include "backend/cuda/nccl_library.h"
+#include "core/half.h"
+
+namespace pagoda {
+namespace {
+
+int gpu_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  return count;
+}
+
+#define REQUIRE_TWO_GPUS()                                                                     \
+  do {                                                                                         \
+    if (gpu_count() < 2) GTEST_SKIP() << "SKIP: needs at least 2 CUDA GPUs, found " << gpu_count(); \
+  } while (0)
+
+uint64_t seed() {
+  static const uint64_t s = [] {
+    const char* env = std::getenv("PAGODA_TEST_SEED");
+    const uint64_t v = env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    std::printf("comm_test seed %llu (PAGODA_TEST_SEED replays)\n", static_cast<unsigned long long>(v));
+    return v;
+  }();
+  return s;
+}
+
+// A group over every GPU: one backend per GPU (bf16 compute; the
+// communicators do not care) and its communicators. Torn down in the order
+// nccl_communicator.h asks: backends (and their graphs) first.
+class Ranks {
+ public:
+  explicit Ranks(int64_t oneshot_max_bytes) {
+    for (int d = 0; d < gpu_count(); ++d) {
+      owned_.push_back(create_cuda_backend(d, DType::kBF16));
+      if (owned_.back() == nullptr) {
+        ADD_FAILURE() << "no CUDA backend on device " << d;
+        return;
+      }
+      gpus.push_back(static_cast<CudaBackend*>(owned_.back().get()));
+    }
+    NcclCommunicatorOptions options;
+    options.oneshot_max_bytes = oneshot_max_bytes;
+    auto created = create_nccl_communicators(gpus, options);
+    if (!created.ok()) {
+      ADD_FAILURE() << "create_nccl_communicators: " << created.error().message;
+      return;
+    }
+    comms = std::move(created).value();
+  }
+  ~Ranks() {
+    owned_.clear();
+    comms.clear();
+  }
+  bool ok() const { return !comms.empty() && comms.size() == gpus.size(); }
+  int size() const { return static_cast<int>(gpus.size()); }
+  CudaBackend& gpu(int r) const { return *gpus[static_cast<size_t>(r)]; }
+  Communicator& comm(int r) const { return *comms[static_cast<size_t>(r)]; }
+
+  // Runs fn(rank) on one thread per rank with the rank's device current.
+  void on_ranks(const std::function<void(int)>& fn) const {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size(); ++r) {
+      threads.emplace_back([&, r] {
+        gpus[static_cast<size_t>(r)]->make_current();
+        fn(r);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+
+  // Every communicator's and backend's status is ok.
+  ::testing::AssertionResult healthy() const {
+    for (int r = 0; r < size(); ++r) {
+      if (!comm(r).status().ok()) {
+        return ::testing::AssertionFailure() << "rank " << r << ": " << comm(r).status().error().message;
+      }
+      if (!gpu(r).status().ok()) {
+        return ::testing::AssertionFailure() << "backend " << r << ": " << gpu(r).status().error().message;
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  std::vector<CudaBackend*> gpus;
+  std::vector<std::unique_ptr<Communicator>> comms;
+
+ private:
+  std::vector<std::unique_ptr<Backend>> owned_;
+};
+
+float eps_of(DType t) {
+  return t == DType::kBF16 ? 1.0f / 256 : t == DType::kF16 ? 1.0f / 2048 : 1.0f / 8388608;
+}
+
+uint16_t to_half_bits(DType t, float v) { return t == DType::kBF16 ? float_to_bf16(v) : float_to_fp16(v); }
+float from_half_bits(DType t, uint16_t b) { return t == DType::kBF16 ? bf16_to_float(b) : fp16_to_float(b); }
+
+// Host values in a dtype's bytes, and back.
+std::vector<uint8_t> encode(DType t, const std::vector<float>& v) {
+  std::vector<uint8_t> out(v.size() * dtype_size(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::kF32) {
+      std::memcpy(out.data() + 4 * i, &v[i], 4);
+    } else {
+      const uint16_t b = to_half_bits(t, v[i]);
+      std::memcpy(out.data() + 2 * i, &b, 2);
+    }
+  }
+  return out;
+}
+float decode(DType t, const std::vector<uint8_t>& bytes, size_t i) {
+  if (t == DType::kF32) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    return f;
+  }
+  uint16_t b;
+  std::memcpy(&b, bytes.data() + 2 * i, 2);
+  return from_half_bits(t, b);
+}
+
+// Per-rank device memory of `bytes` (+ 16 for misaligned views).
+// Destroy before the Ranks.
+struct RankBuffers {
+  RankBuffers(const Ranks& ranks, size_t bytes) : gpus(ranks.gpus), ptrs(gpus.size(), nullptr) {
+    for (size_t r = 0; r < ptrs.size(); ++r) {
+      gpus[r]->make_current();
+      ptrs[r] = gpus[r]->allocate(bytes + 16);
+      EXPECT_NE(ptrs[r], nullptr) << "allocate " << bytes << " bytes on rank " << r;
+    }
+  }
+  ~RankBuffers() {
+    for (size_t r = 0; r < ptrs.size(); ++r) {
+      gpus[r]->make_current();
+      gpus[r]->deallocate(ptrs[r]);
+    }
+  }
+  std::vector<CudaBackend*> gpus;
+  std::vector<void*> ptrs;
+};
+
+// One all-reduce case's data: each rank's random input (dtype-rounded) and
+// the expected sum, plus each rank's result once downloaded.
+struct Case {
+  Case(int ranks, DType t, int64_t n, uint64_t salt) : dtype(t), numel(n) {
+    std::mt19937_64 gen(seed() ^ (salt * 0x9e3779b97f4a7c15ull));
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    inputs.resize(static_cast<size_t>(ranks));
+    results.resize(static_cast<size_t>(ranks));
+    for (auto& in : inputs) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = d(gen);
+      in = encode(t, v);
+    }
+  }
+  // Checks every rank's result; `exact`: bitwise equal to the f32 rank-order
+  // sum rounded to the dtype.
+  void check(bool exact, const std::string& what) const {
+    const int ranks = static_cast<int>(inputs.size());
+    int bad = 0;
+    for (int64_t i = 0; i < numel && bad < 5; ++i) {
+      float sum = 0.0f, abs_sum = 0.0f;
+      for (const auto& in : inputs) {
+        const float x = decode(dtype, in, static_cast<size_t>(i));
+        sum += x;
+        abs_sum += std::fabs(x);
+      }
+      const float got = decode(dtype, results[0], static_cast<size_t>(i));
+      const float ref = exact ? decode(dtype, encode(dtype, {sum}), 0) : sum;
+      const float tol = exact ? 0.0f : ranks * eps_of(dtype) * abs_sum + 1e-6f;
+      if (!(std::fabs(got - ref) <= tol)) {
+        ADD_FAILURE() << what << ": element " << i << " = " << got << ", expected " << ref
+                      << " (tolerance " << tol << ")";
+        ++bad;
+      }
+    }
+    for (int r = 1; r < ranks; ++r) {
+      EXPECT_EQ(std::memcmp(results[0].data(), results[static_cast<size_t>(r)].data(), results[0].size()), 0)
+          << what << ": rank " << r << "'s result differs bitwise from rank 0's";
+    }
+  }
+  DType dtype;
+  int64_t numel;
+  std::vector<std::vector<uint8_t>> inputs, results;
+};
+
+const DType kTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+
+// Element counts from 1 to 64 MiB of the dtype: odd sizes, vector edges, the
+// one-shot default threshold's neighbourhood in a group of `ranks`.
+std::vector<int64_t> sizes_for(DType t, int ranks) {
+  const int64_t es = static_cast<int64_t>(dtype_size(t));
+  const int64_t limit = default_oneshot_max_bytes(ranks);
+  std::vector<int64_t> v = {1, 2, 3, 7, 8, 9, 31, 127, 1000, 4095, 4096, 4097, 12345, 65537};
+  for (int64_t bytes : {limit - 16, limit, limit + 16, int64_t{3} << 20, int64_t{64} << 20}) {
+    v.push_back(bytes / es);
+  }
+  v.push_back((int64_t{5} << 20) / es + 3);
+  return v;
+}
+
+struct PathCase {
+  const char* name;
+  int64_t oneshot_max_bytes;  // NcclCommunicatorOptions
+};
+const PathCase kPaths[] = {{"nccl", 0}, {"one-shot", kMaxOneShotBytes}, {"default", -1}};
+
+bool expect_exact(const PathCase& path, size_t bytes, int ranks) {
+  const int64_t limit =
+      path.oneshot_max_bytes < 0 ? default_oneshot_max_bytes(ranks) : path.oneshot_max_bytes;
+  return static_cast<int64_t>(bytes) <= limit;
+}
+
+TEST(NcclLibraryTest, MissingLibrarySaysWhatToInstall) {
+  auto lib = cuda::open_nccl_library("/nonexistent/libnccl.so.2");
+  ASSERT_FALSE(lib.ok());
+  const std::string& m = lib.error().message;
+  EXPECT_NE(m.find("/nonexistent/libnccl.so.2"), std::string::npos) << m;
+  EXPECT_NE(m.find("pip install nvidia-nccl-cu13"), std::string::npos) << m;
+  EXPECT_NE(m.find("PAGODA_NCCL_LIBRARY"), std::string::npos) << m;
+  EXPECT_NE(m.find("LD_LIBRARY_PATH"), std::string::npos) << m;
+}
+
+TEST(NcclLibraryTest, LibraryWithoutNcclSymbolsIsRefused) {
+  auto lib = cuda::open_nccl_library("libc.so.6");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_NE(lib.error().message.find("lacks ncclGetVersion"), std::string::npos) << lib.error().message;
+}
+
+TEST(NcclLibraryTest, LoadsAndReportsVersion) {
+  auto lib = cuda::load_nccl();
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  EXPECT_GE((*lib)->version, 20700);
+  std::printf("NCCL %s from %s\n", (*lib)->version_name.c_str(), (*lib)->path.c_str());
+}
+
+TEST(OneShotThresholdTest, EnvironmentOverridesDefault) {
+  NcclCommunicatorOptions options;
+  unsetenv(kOneShotMaxBytesEnv);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), int64_t{4} << 20);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 4), int64_t{512} << 10);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 8), int64_t{256} << 10);
+  setenv(kOneShotMaxBytesEnv, "256KiB", 1);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), 256 * 1024);
+  setenv(kOneShotMaxBytesEnv, "0", 1);
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), 0);
+  options.oneshot_max_bytes = 1000;  // an explicit option wins over the environment
+  EXPECT_EQ(*resolve_oneshot_max_bytes(options, 2), 1000);
+  options.oneshot_max_bytes = -1;
+  for (const char* bad : {"lots", "-5", "1GiB"}) {
+    setenv(kOneShotMaxBytesEnv, bad, 1);
+    auto r = resolve_oneshot_max_bytes(options, 2);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find(kOneShotMaxBytesEnv), std::string::npos) << r.error().message;
+  }
+  unsetenv(kOneShotMaxBytesEnv);
+}
+
+TEST(NcclCommunicatorTest, AllReduceMatchesHostSumOnEveryRank) {
+  REQUIRE_TWO_GPUS();
+  uint64_t salt = 1;
+  for (const PathCase& path : kPaths) {
+    Ranks ranks(path.oneshot_max_bytes);
+    ASSERT_TRUE(ranks.ok());
+    const int n = ranks.size();
+    std::printf("%s: %s\n", path.name, ranks.comm(0).name().c_str());
+    RankBuffers buf(ranks, size_t{64} << 20);
+    for (DType t : kTypes) {
+      for (int64_t numel : sizes_for(t, n)) {
+        for (bool misaligned : {false, true}) {
+          if (misaligned && numel > 100000) continue;
+          Case c(n, t, numel, salt++);
+          ranks.on_ranks([&](int r) {
+            const auto ri = static_cast<size_t>(r);
+            CudaBackend& gpu = ranks.gpu(r);
+            // Misaligned case: odd ranks' tensors start one element past 16 bytes.
+            char* base = static_cast<char*>(buf.ptrs[ri]);
+            Tensor x(base + (misaligned && r % 2 == 1 ? dtype_size(t) : 0), t, {numel});
+            gpu.copy_to_device(x.data, c.inputs[ri].data(), x.nbytes());
+            ranks.comm(r).all_reduce_sum(x);
+            c.results[ri].resize(x.nbytes());
+            gpu.copy_to_host(c.results[ri].data(), x.data, x.nbytes());
+          });
+          const std::string what = std::string(path.name) + " " + std::string(dtype_name(t)) +
+                                   " n=" + std::to_string(numel) + (misaligned ? " misaligned" : "");
+          ASSERT_TRUE(ranks.healthy()) << what;
+          c.check(expect_exact(path, static_cast<size_t>(numel) * dtype_size(t), n), what);
+        }
+      }
+    }
+  }
+}
+
+// Two all-reduces captured in one CUDA graph per rank, replayed with new data
+// each time (the one-shot kernel's epochs advance on the device).
+TEST(NcclCommunicatorTest, AllReduceInsideCudaGraphReplays) {
+  REQUIRE_TWO_GPUS();
+  constexpr int kReplays = 5;
+  uint64_t salt = 1000;
+  for (const PathCase& path : kPaths) {
+    Ranks ranks(path.oneshot_max_bytes);
+    ASSERT_TRUE(ranks.ok());
+    const int n = ranks.size();
+    for (DType t : kTypes) {
+      for (int64_t numel : {int64_t{1}, int64_t{4097}, int64_t{100003}, (int64_t{4} << 20) + 1}) {
+        const size_t bytes = static_cast<size_t>(numel) * dtype_size(t);
+        RankBuffers a(ranks, bytes), b(ranks, bytes);
+        std::vector<int> graphs(static_cast<size_t>(n), -1);
+        // Pinned staging: copies inside the graph re-read it at each replay.
+        std::vector<void*> host_in(static_cast<size_t>(n));
+        for (int replay = -1; replay < kReplays; ++replay) {
+          // replay -1: eager run (NCCL connects on a size's first use), then capture.
+          Case ca(n, t, numel, salt++), cb(n, t, numel, salt++);
+          ranks.on_ranks([&](int r) {
+            const auto ri = static_cast<size_t>(r);
+            CudaBackend& gpu = ranks.gpu(r);
+            Communicator& comm = ranks.comm(r);
+            Tensor xa(a.ptrs[ri], t, {numel}), xb(b.ptrs[ri], t, {numel});
+            if (host_in[ri] == nullptr) host_in[ri] = gpu.allocate_host(2 * bytes);
+            std::memcpy(host_in[ri], ca.inputs[ri].data(), bytes);
+            std::memcpy(static_cast<char*>(host_in[ri]) + bytes, cb.inputs[ri].data(), bytes);
+            auto step = [&] {
+              gpu.copy_to_device(xa.data, host_in[ri], bytes);
+              gpu.copy_to_device(xb.data, static_cast<char*>(host_in[ri]) + bytes, bytes);
+              comm.all_reduce_sum(xa);
+              comm.all_reduce_sum(xb);
+            };
+            if (replay < 0) {
+              step();
+              gpu.synchronize();
+              graphs[ri] = gpu.capture_graph(step);
+              return;
+            }
+            // Every rank replays (a rank that skipped would leave the others waiting).
+            gpu.replay_graph(graphs[ri]);
+            ca.results[ri].resize(bytes);
+            cb.results[ri].resize(bytes);
+            gpu.copy_to_host(ca.results[ri].data(), xa.data, bytes);
+            gpu.copy_to_host(cb.results[ri].data(), xb.data, bytes);
+          });
+          const std::string what = std::string(path.name) + " graph " + std::string(dtype_name(t)) +
+                                   " n=" + std::to_string(numel) + " replay " + std::to_string(replay);
+          for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
+          ASSERT_TRUE(ranks.healthy()) << what;
+          if (replay >= 0) {
+            ca.check(expect_exact(path, bytes, n), what + " (first)");
+            cb.check(expect_exact(path, bytes, n), what + " (second)");
+          }
+        }
+        for (int r = 0; r < n; ++r) ranks.gpu(r).deallocate_host(host_in[static_cast<size_t>(r)]);
+      }
+    }
+  }
+}
+
+// Each rank sends its tensor to the next rank and receives the previous
+// one's (even ranks send first, odd ranks receive first), eagerly and from a
+// replayed graph; the bytes must arrive unchanged.
+TEST(NcclCommunicatorTest, SendRecvRing) {
+  REQUIRE_TWO_GPUS();
+  Ranks ranks(-1);
+  ASSERT_TRUE(ranks.ok());
+  const int n = ranks.size();
+  uint64_t salt = 5000;
+  for (int64_t numel : {int64_t{1}, int64_t{4097}, int64_t{8} << 20}) {
+    const DType t = DType::kBF16;
+    const size_t bytes = static_cast<size_t>(numel) * 2;
+    RankBuffers out(ranks, bytes), in(ranks, bytes);
+    std::vector<int> graphs(static_cast<size_t>(n), -1);
+    for (int round = 0; round < 3; ++round) {  // 0: eager, then capture; 1, 2: graph replays
+      Case c(n, t, numel, salt++);
+      std::vector<std::vector<uint8_t>> got(static_cast<size_t>(n), std::vector<uint8_t>(bytes));
+      ranks.on_ranks([&](int r) {
+        const auto ri = static_cast<size_t>(r);
+        CudaBackend& gpu = ranks.gpu(r);
+        Communicator& comm = ranks.comm(r);
+        Tensor x(out.ptrs[ri], t, {numel}), y(in.ptrs[ri], t, {numel});
+        gpu.copy_to_device(x.data, c.inputs[ri].data(), bytes);
+        gpu.synchronize();
+        const int next = (r + 1) % n, prev = (r + n - 1) % n;
+        auto step = [&] {
+          if (r % 2 == 0) {
+            comm.send(x, next);
+            comm.recv(y, prev);
+          } else {
+            comm.recv(y, prev);
+            comm.send(x, next);
+          }
+        };
+        if (round == 0) {
+          step();
+          gpu.synchronize();
+          graphs[ri] = gpu.capture_graph(step);
+        } else {
+          gpu.replay_graph(graphs[ri]);
+        }
+        gpu.copy_to_host(got[ri].data(), y.data, bytes);
+      });
+      for (int g : graphs) ASSERT_GE(g, 0) << "capture failed";
+      ASSERT_TRUE(ranks.healthy()) << "n=" << numel << " round " << round;
+      for (int r = 0; r < n; ++r) {
+        const int prev = (r + n - 1) % n;
+        EXPECT_TRUE(got[static_cast<size_t>(r)] == c.inputs[static_cast<size_t>(prev)])
+            << "rank " << r << " did not receive what rank " << prev << " sent (n=" << numel
+            << ", round " << round << ")";
+      }
+    }
+  }
+}
+
+TEST(NcclCommunicatorTest, BadArgumentsAreKeptInStatus) {
+  REQUIRE_TWO_GPUS();
+  Ranks ranks(-1);
+  ASSERT_TRUE(ranks.ok());
+  RankBuffers buf(ranks, 64);
+  Tensor t(buf.ptrs[0], DType::kI32, {16});
+  ranks.comm(0).all_reduce_sum(t);  // returns at once: nothing is enqueued
+  ASSERT_FALSE(ranks.comm(0).status().ok());
+  EXPECT_NE(ranks.comm(0).status().error().message.find("dtype i32"), std::string::npos)
+      << ranks.comm(0).status().error().message;
+  Tensor u(buf.ptrs[1], DType::kBF16, {16});
+  ranks.comm(1).send(u, 1);  // to itself
+  ASSERT_FALSE(ranks.comm(1).status().ok());
+  EXPECT_NE(ranks.comm(1).status().error().message.find("peer 1"), std::string::npos)
+      << ranks.comm(1).status().error().message;
+}
+
+TEST(NcclCommunicatorTest, SameGpuTwiceIsRefused) {
+  REQUIRE_TWO_GPUS();
+  std::unique_ptr<Backend> gpu = create_cuda_backend(0, DType::kBF16);
+  ASSERT_NE(gpu, nullptr);
+  auto* cuda = static_cast<CudaBackend*>(gpu.get());
+  auto comms = create_nccl_communicators({cuda, cuda});
+  ASSERT_FALSE(comms.ok());
+  EXPECT_NE(comms.error().message.find("appears twice"), std::string::npos) << comms.error().message;
+}
+
+}  // namespace
+}  // namespace pagoda
