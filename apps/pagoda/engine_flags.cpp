@@ -66,8 +66,13 @@ void add_parallel_flags(CLI::App& app, EngineOptions& o) {
   app.add_option_function<int>(
          "--pipeline-parallel-size",
          at_least_one("--pipeline-parallel-size", o.pipeline_parallel_size),
-         fmt::format("(also -pp) split the model's layers into N stages; pipeline parallelism is "
-                     "not built yet, so only 1 is accepted (default {})",
+         fmt::format("(also -pp) split the model's layers into N consecutive stages, each on its "
+                     "own rank(s) holding its layers' weights and KV cache: stage 0 embeds, each "
+                     "stage hands its hidden states to the next, the last one samples. With "
+                     "--tensor-parallel-size T each stage is T ranks (T x N in all; cuda: GPUs "
+                     "0..T*N-1). Steps go through the stages one at a time (no micro-batches), "
+                     "so it fits bigger models, not more throughput; async scheduling is turned "
+                     "off when N > 1. N must not exceed the model's layers (default {})",
                      o.pipeline_parallel_size))
       ->type_name("N");
 }

@@ -48,7 +48,8 @@ Result<std::unique_ptr<Backend>> create_backend(const std::string& device, const
 }
 
 Result<std::vector<std::unique_ptr<Backend>>> create_backends(const std::string& device,
-                                                              const ModelConfig& config, int count) {
+                                                              const ModelConfig& config, int count,
+                                                              const std::string& flags) {
   std::vector<std::unique_ptr<Backend>> backends;
   if (count == 1) {
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> one, create_backend(device, config));
@@ -62,8 +63,8 @@ Result<std::vector<std::unique_ptr<Backend>>> create_backends(const std::string&
     const int gpus = cuda_device_count(&why);
     if (gpus < count && (device == "cuda" || gpus > 0)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("--tensor-parallel-size {} needs {} GPUs, this machine has {}{}", count,
-                                    count, gpus, why.empty() ? "" : " (" + why + ")"));
+                        fmt::format("{} needs {} GPUs, this machine has {}{}", flags, count, gpus,
+                                    why.empty() ? "" : " (" + why + ")"));
     }
     if (gpus >= count) {
       for (int d = 0; d < count; ++d) {
@@ -77,6 +78,7 @@ Result<std::vector<std::unique_ptr<Backend>>> create_backends(const std::string&
   }
 #else
   (void)config;
+  (void)flags;
 #endif
   for (int r = 0; r < count; ++r) backends.push_back(create_cpu_backend());
   return backends;

@@ -56,7 +56,10 @@ struct EngineOptions {
   // ranks (--tensor-parallel-size) -- cpu: threads of this process, cuda:
   // GPUs 0..N-1 over NCCL. 1: the whole model on one backend.
   int tensor_parallel_size = 1;
-  // Pipeline parallelism (--pipeline-parallel-size): only 1 is built yet.
+  // Pipeline parallelism (--pipeline-parallel-size, docs/parallelism.md):
+  // the layers split into this many stages, each of tensor_parallel_size
+  // ranks (tp x pp ranks in all; cuda: GPUs 0..tp*pp-1). M > 1 turns
+  // async_scheduling off (logged).
   int pipeline_parallel_size = 1;
   // Plan and launch step N+1 while the device runs step N (steps whose
   // requests need step N's tokens first -- beam search, the fork of n > 1,

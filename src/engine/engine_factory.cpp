@@ -87,11 +87,6 @@ Status check_options(const EngineOptions& o) {
   if (o.pipeline_parallel_size < 1) {
     return bad(fmt::format("--pipeline-parallel-size must be >= 1, got {}", o.pipeline_parallel_size));
   }
-  if (o.pipeline_parallel_size > 1) {
-    return make_error(ErrorCode::kUnsupported,
-                      fmt::format("--pipeline-parallel-size {}: pipeline parallelism is not built yet (only 1)",
-                                  o.pipeline_parallel_size));
-  }
   return Status::Ok();
 }
 
@@ -115,6 +110,14 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
 
   EngineParts parts;
   parts.options = options;
+  if (options.pipeline_parallel_size > 1 && options.async_scheduling) {
+    // A step's input ids are the previous step's samples, which the last
+    // stage holds on its device while stage 0 embeds them.
+    log_info("async scheduling off: pipeline parallelism ({} stages) needs each step's sampled "
+             "tokens on the host before the next step starts",
+             options.pipeline_parallel_size);
+    parts.options.async_scheduling = false;
+  }
   parts.info.served_model_name = options.served_model_name.empty() ? location.display_name : options.served_model_name;
   parts.info.architecture = opened.config.architecture;
   parts.info.max_model_len = runner.max_model_len();

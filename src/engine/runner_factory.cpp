@@ -9,6 +9,7 @@
 #include "engine/backend_factory.h"
 #include "model/model_runner.h"
 #include "model/parallel_runner.h"
+#include "model/pipeline_parallel.h"
 #include "model/tensor_parallel.h"
 #include "parallel/cpu_communicator.h"
 #ifdef PAGODA_HAVE_CUDA
@@ -19,13 +20,13 @@
 namespace pagoda {
 namespace {
 
-// The group's communicators, rank r's for backends[r].
+// One group's communicators, rank i's for backends[i].
 Result<std::vector<std::unique_ptr<Communicator>>> create_communicators(
-    const std::vector<std::unique_ptr<Backend>>& backends) {
+    const std::vector<Backend*>& backends) {
 #ifdef PAGODA_HAVE_CUDA
   if (backends[0]->kind() == DeviceKind::kCuda) {
     std::vector<CudaBackend*> cuda;
-    for (const auto& b : backends) cuda.push_back(static_cast<CudaBackend*>(b.get()));
+    for (Backend* b : backends) cuda.push_back(static_cast<CudaBackend*>(b));
     return create_nccl_communicators(cuda);
   }
 #endif
@@ -42,14 +43,38 @@ void bind_to_thread(Backend& backend) {
 #endif
 }
 
+// "--tensor-parallel-size 2", "--pipeline-parallel-size 2" or both joined by " x ".
+std::string parallel_flags(int tp, int pp) {
+  std::string f = tp > 1 || pp == 1 ? fmt::format("--tensor-parallel-size {}", tp) : "";
+  if (pp > 1) f += fmt::format("{}--pipeline-parallel-size {}", f.empty() ? "" : " x ", pp);
+  return f;
+}
+
+// "tensor parallel 2", "pipeline parallel 2 (layers 0-2 | 3-4)", or both
+// joined by " x ".
+std::string describe_parallelism(const ModelConfig& config, int tp, int pp) {
+  std::string d = tp > 1 ? fmt::format("tensor parallel {}", tp) : "";
+  if (pp > 1) {
+    std::string layers;
+    for (int s = 0; s < pp; ++s) {
+      const IndexRange r = pp_layers(config, {s, pp});
+      layers += fmt::format("{}{}-{}", s == 0 ? "" : " | ", r.begin, r.end - 1);
+    }
+    d += fmt::format("{}pipeline parallel {} (layers {})", d.empty() ? "" : " x ", pp, layers);
+  }
+  return d;
+}
+
 }  // namespace
 
 Result<LoadedRunner> load_runner(const EngineOptions& options, const ModelConfig& config,
                                  WeightSource& weights, const RunnerOptions& runner_options) {
-  const int n = options.tensor_parallel_size;
-  PAGODA_RETURN_IF_ERROR(validate_tensor_parallel(config, n));
+  const int tp = options.tensor_parallel_size, pp = options.pipeline_parallel_size;
+  const int n = tp * pp;
+  PAGODA_RETURN_IF_ERROR(validate_tensor_parallel(config, tp));
+  PAGODA_RETURN_IF_ERROR(validate_pipeline_parallel(config, pp));
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Backend>> backends,
-                          create_backends(options.device, config, n));
+                          create_backends(options.device, config, n, parallel_flags(tp, pp)));
   LoadedRunner loaded;
   loaded.device = backends[0]->name();
   if (n == 1) {
@@ -60,32 +85,51 @@ Result<LoadedRunner> load_runner(const EngineOptions& options, const ModelConfig
     loaded.runner = std::move(runner);
     return loaded;
   }
-  PAGODA_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Communicator>> comms,
-                          create_communicators(backends));
+  // Rank r = s * tp + t is rank t of stage s: it joins its stage's tp group
+  // and the pp group of the ranks t across the stages.
+  RankResources resources;
+  std::vector<Communicator*> rank_tp(static_cast<size_t>(n)), rank_pp(static_cast<size_t>(n));
+  auto add_group = [&](const std::vector<int>& ranks, std::vector<Communicator*>& slot) -> Status {
+    std::vector<Backend*> group;
+    for (int r : ranks) group.push_back(backends[static_cast<size_t>(r)].get());
+    PAGODA_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Communicator>> comms,
+                            create_communicators(group));
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      slot[static_cast<size_t>(ranks[i])] = comms[i].get();
+      resources.communicators.push_back(std::move(comms[i]));
+    }
+    return {};
+  };
+  for (int s = 0; tp > 1 && s < pp; ++s) {
+    std::vector<int> ranks;
+    for (int t = 0; t < tp; ++t) ranks.push_back(s * tp + t);
+    PAGODA_RETURN_IF_ERROR(add_group(ranks, rank_tp));
+  }
+  for (int t = 0; pp > 1 && t < tp; ++t) {
+    std::vector<int> ranks;
+    for (int s = 0; s < pp; ++s) ranks.push_back(s * tp + t);
+    PAGODA_RETURN_IF_ERROR(add_group(ranks, rank_pp));
+  }
   const bool on_gpus = backends[0]->kind() == DeviceKind::kCuda;
-  loaded.parallelism = fmt::format("tensor parallel {} ({})", n, comms[0]->name());
+  loaded.parallelism = fmt::format("{} ({})", describe_parallelism(config, tp, pp),
+                                   resources.communicators[0]->name());
   loaded.kv_scope = on_gpus ? "per GPU" : "per rank";
   log_info("backend: {} x {}, {}", loaded.device, n, loaded.parallelism);
-  RankResources resources;
   std::vector<Backend*> rank_backends;
-  std::vector<Communicator*> rank_comms;
-  for (size_t r = 0; r < backends.size(); ++r) {
-    rank_backends.push_back(backends[r].get());
-    rank_comms.push_back(comms[r].get());
-  }
+  for (const auto& b : backends) rank_backends.push_back(b.get());
   resources.backends = std::move(backends);
-  resources.communicators = std::move(comms);
   const ParallelRunner::RankFactory make_rank = [&](int rank) -> Result<std::unique_ptr<Runner>> {
     Backend& backend = *rank_backends[static_cast<size_t>(rank)];
     bind_to_thread(backend);
     RunnerOptions o = runner_options;
-    o.tp = rank_comms[static_cast<size_t>(rank)];
+    o.tp = rank_tp[static_cast<size_t>(rank)];
+    o.pp = rank_pp[static_cast<size_t>(rank)];
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
                             ModelRunner::create(backend, config, weights, o));
     return std::unique_ptr<Runner>(std::move(runner));
   };
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ParallelRunner> runner,
-                          ParallelRunner::create(n, make_rank, std::move(resources)));
+                          ParallelRunner::create(n, make_rank, std::move(resources), pp));
   loaded.runner = std::move(runner);
   return loaded;
 }

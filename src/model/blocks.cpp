@@ -2,6 +2,7 @@
 
 #include "backend/communicator.h"
 #include "core/log.h"
+#include "model/pipeline_parallel.h"
 #include "model/tensor_parallel.h"
 
 namespace pagoda {
@@ -42,18 +43,27 @@ Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader
   return {};
 }
 
+IndexRange stage_layers(const ModelConfig& c, const WeightLoader& loader) {
+  return pp_layers(c, loader.stage());
+}
+
 Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLoader& loader,
                       ModelWeights* w) {
+  if (!loader.stage().first()) return {};
   PAGODA_ASSIGN_OR_RETURN(w->embed, loader.load(g.embed, {c.vocab_size, c.hidden_size}));
   return {};
 }
 
 Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g,
                                 WeightLoader& loader, ModelWeights* w) {
+  if (!loader.stage().last()) return {};
   PAGODA_ASSIGN_OR_RETURN(w->final_norm, load_norm(c, g.final_norm, loader));
   if (c.tie_word_embeddings || !loader.has(g.lm_head)) {
     if (!c.tie_word_embeddings)
       log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
+    if (w->embed.empty()) {  // a last stage that is not also the first
+      PAGODA_ASSIGN_OR_RETURN(w->embed, loader.load(g.embed, {c.vocab_size, c.hidden_size}));
+    }
     w->lm_head = w->embed;
     return {};
   }
@@ -63,6 +73,25 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
 
 void embed_tokens(ForwardContext& ctx, const Tensor& embed) {
   ctx.backend.embedding(embed, ctx.ids, ctx.residual);
+}
+
+bool begin_stage(ForwardContext& ctx, const Tensor& embed) {
+  if (ctx.pp == nullptr || ctx.pp->rank() == 0) {
+    embed_tokens(ctx, embed);
+    return false;
+  }
+  ctx.pp->recv(ctx.residual, ctx.pp->rank() - 1);
+  ctx.pp->recv(ctx.proj, ctx.pp->rank() - 1);
+  return true;
+}
+
+void end_stage(ForwardContext& ctx, const Tensor& final_norm) {
+  if (ctx.pp == nullptr || ctx.pp->rank() == ctx.pp->size() - 1) {
+    add_and_norm(ctx, final_norm);
+    return;
+  }
+  ctx.pp->send(ctx.residual, ctx.pp->rank() + 1);
+  ctx.pp->send(ctx.proj, ctx.pp->rank() + 1);
 }
 
 void norm(ForwardContext& ctx, const Tensor& w) {

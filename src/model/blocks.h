@@ -13,6 +13,12 @@
 // output through ctx.tp. Row-parallel linears take no bias: a bias there
 // would be summed once per rank (a family with one must add it on rank 0
 // only, after the all-reduce).
+//
+// Pipeline parallelism too (pipeline_parallel.h): a family loads the layers
+// stage_layers() names; load_embedding and load_final_norm_and_head load
+// only on the stage that uses them; and its forward starts with begin_stage()
+// and ends with end_stage(), which embed or receive, and finish with the final
+// norm or send, through ctx.pp.
 #pragma once
 
 #include <cstdint>
@@ -59,11 +65,16 @@ Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoa
 // tp, I is the shard's: its rows of gate and of up, its columns of down.
 Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
                    LayerWeights* l);
-// w->embed [V, H].
+// The decoder layers the loader's pipeline stage holds (global indices): all
+// of them without pipeline parallelism.
+IndexRange stage_layers(const ModelConfig& c, const WeightLoader& loader);
+// w->embed [V, H] on the first pipeline stage; nothing on the others.
 Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLoader& loader,
                       ModelWeights* w);
-// w->final_norm [H]; w->lm_head [V, H], or w->embed when
-// config.tie_word_embeddings or the file has no g.lm_head (logged).
+// On the last pipeline stage: w->final_norm [H]; w->lm_head [V, H], or
+// w->embed when config.tie_word_embeddings or the file has no g.lm_head
+// (logged; the embedding is loaded here when the stage has none yet).
+// Nothing on the other stages.
 Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g,
                                 WeightLoader& loader, ModelWeights* w);
 
@@ -71,6 +82,17 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
 
 // residual = embed[ids].
 void embed_tokens(ForwardContext& ctx, const Tensor& embed);
+// The start of a forward. Without pipeline parallelism or on the first
+// stage: embed_tokens and returns false. On a later stage: receives the
+// residual and the pending block output (`proj`) [T, H] from the previous
+// stage and returns true: the first layer must add `proj` (add_and_norm, not
+// norm).
+bool begin_stage(ForwardContext& ctx, const Tensor& embed);
+// The end of a forward, after the last layer's block left its output in
+// `proj`. Without pipeline parallelism or on the last stage:
+// add_and_norm(final_norm), leaving the final hidden states in `normed`. On
+// an earlier stage: sends the residual and `proj` to the next stage.
+void end_stage(ForwardContext& ctx, const Tensor& final_norm);
 // normed = rms_norm(residual) * w.
 void norm(ForwardContext& ctx, const Tensor& w);
 // residual += proj, then normed = rms_norm(residual) * w (one fused op).

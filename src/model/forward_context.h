@@ -22,6 +22,7 @@ struct ForwardContext {
   Backend& backend;
   const ModelConfig& config;  // a family's other hyper-parameters (the whole model's)
   Communicator* tp;           // the tensor-parallel group; nullptr: the whole model here
+  Communicator* pp;           // the pipeline (rank = this stage); nullptr: every layer here
   QkvLayout layout;           // of `qkv` and the KV caches
   float attention_scale;      // softmax scale of paged_attention
   float eps;                  // config.rms_norm_eps
@@ -32,7 +33,7 @@ struct ForwardContext {
   Tensor slots;                      // [T] i32 KV slot of each token
   const AttentionMetadata& meta;     // the step's sequences
   Tensor cos_sin;                    // [max_model_len, D] f32 rope table
-  std::vector<KvCacheView>& caches;  // [num_layers]
+  std::vector<KvCacheView>& caches;  // [num_layers] (of this pipeline stage: weights.layers[i]'s)
 
   // Scratch, [T, *] cd. The forward leaves the final normed hidden states
   // in `normed`; the runner reads them for the lm_head.

@@ -32,10 +32,12 @@ Status load_llama_decoder(const ModelConfig& c, LayerNamesFn names, WeightLoader
                           ModelWeights* w) {
   const GlobalTensorNames g = llama_global_names();
   PAGODA_RETURN_IF_ERROR(load_embedding(c, g, loader, w));
-  w->layers.resize(static_cast<size_t>(c.num_layers));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
+  const IndexRange layers = stage_layers(c, loader);
+  w->first_layer = layers.begin;
+  w->layers.resize(static_cast<size_t>(layers.size()));
+  for (int64_t i = layers.begin; i < layers.end; ++i) {
     const LayerTensorNames n = names(c, i);
-    LayerWeights& l = w->layers[static_cast<size_t>(i)];
+    LayerWeights& l = w->layers[static_cast<size_t>(i - layers.begin)];
     PAGODA_ASSIGN_OR_RETURN(l.input_norm, load_norm(c, n.input_norm, loader));
     PAGODA_RETURN_IF_ERROR(load_attention(c, n, loader, &l));
     PAGODA_ASSIGN_OR_RETURN(l.post_attn_norm, load_norm(c, n.post_attn_norm, loader));
@@ -45,18 +47,19 @@ Status load_llama_decoder(const ModelConfig& c, LayerNamesFn names, WeightLoader
 }
 
 void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
-  embed_tokens(ctx, w.embed);
+  bool pending = begin_stage(ctx, w.embed);  // proj holds a block output to add
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
-    if (i == 0)
-      norm(ctx, l.input_norm);
-    else
+    if (pending)
       add_and_norm(ctx, l.input_norm);
+    else
+      norm(ctx, l.input_norm);
+    pending = true;
     attention(ctx, l, i);
     add_and_norm(ctx, l.post_attn_norm);
     swiglu_mlp(ctx, l);
   }
-  add_and_norm(ctx, w.final_norm);
+  end_stage(ctx, w.final_norm);
 }
 
 }  // namespace pagoda

@@ -24,12 +24,14 @@ GlobalTensorNames llama_global_names();
 using LayerNamesFn = LayerTensorNames (*)(const ModelConfig& config, int64_t layer);
 
 // The embedding, every layer as `names` says (norms, attention, SwiGLU MLP),
-// the final norm and the lm_head, with llama_global_names().
+// the final norm and the lm_head, with llama_global_names(); under pipeline
+// parallelism only the stage's layers and globals (blocks.h).
 Status load_llama_decoder(const ModelConfig& config, LayerNamesFn names, WeightLoader& loader,
                           ModelWeights* weights);
 
 // Pre-norm layers: x += attention(norm(x)); x += swiglu_mlp(norm(x)); then
-// the final norm. Each residual add is fused into the following norm
+// the final norm (under pipeline parallelism: begin_stage / end_stage
+// instead of the embedding and the final norm). Each residual add is fused into the following norm
 // (add_and_norm), so per layer the ops are: [add_]rms_norm, qkv linear,
 // [qk_norm], rope, kv_write, paged_attention, o_proj, add_rms_norm,
 // gate_up linear, silu_mul, down linear. The optional steps (bias, qk_norm)

@@ -6,6 +6,7 @@
 #include "io/model_config.h"
 #include "io/weight_source.h"
 #include "model/architecture.h"
+#include "model/pipeline_parallel.h"
 #include "model/tensor_parallel.h"
 #include "model/weights.h"
 
@@ -14,11 +15,13 @@ namespace pagoda {
 // Runs arch.load with a WeightLoader over `source` (progress bar), then logs
 // the tensors, bytes and seconds. Errors (from the family) name the tensor.
 // `shard`: the tensor-parallel rank whose slices to load (tensor_parallel.h);
-// only rank 0 shows the progress bar and logs. Ranks may load concurrently,
+// `stage`: the pipeline stage whose layers (and globals) to load
+// (pipeline_parallel.h). Only tensor-parallel rank 0 logs (one line per
+// stage); only its stage 0 shows the progress bar. Ranks may load concurrently,
 // each from its own source or all from one: WeightSource::read is safe to
 // call from several threads (the sources only read their memory maps).
 Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelConfig& config,
                                         Backend& backend, WeightSource& source,
-                                        TpShard shard = {});
+                                        TpShard shard = {}, PpStage stage = {});
 
 }  // namespace pagoda

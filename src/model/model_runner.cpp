@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 #include <unordered_map>
+#include <utility>
 
 #include "backend/communicator.h"
 #include "core/log.h"
@@ -144,8 +145,8 @@ struct ModelRunner::Buffers {
   DeviceBuffer proj;                       // [T, H]: o_proj and down_proj outputs
   DeviceBuffer gate_up;                    // [T, 2I]
   DeviceBuffer act;                        // [T, I]
-  DeviceBuffer gathered;                   // [max_num_seqs, H]: one lm_head chunk
-  DeviceBuffer logits;                     // [max_num_seqs, V] f32
+  DeviceBuffer gathered;                   // [max_num_seqs, H]: one lm_head chunk (last stage)
+  DeviceBuffer logits;                     // [max_num_seqs, V] f32 (last stage)
   DeviceBuffer cos_sin;                    // [max_model_len, D] f32
   DeviceBuffer index;                      // i32 step arrays at `layout` offsets
   // Staging for `index`, one per step slot: a step's uploads may still be
@@ -183,6 +184,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
     PAGODA_RETURN_IF_ERROR(validate_tensor_parallel(config, options.tp->size()));
     shard = {options.tp->rank(), options.tp->size()};
   }
+  PpStage stage;
+  if (options.pp != nullptr) {
+    PAGODA_RETURN_IF_ERROR(validate_pipeline_parallel(config, options.pp->size()));
+    stage = {options.pp->rank(), options.pp->size()};
+  }
   if (options.block_size < 1 || options.max_num_batched_tokens < 1 || options.max_num_seqs < 1 ||
       options.max_model_len < 0 || options.num_kv_blocks < 0)
     return make_error(ErrorCode::kInvalidArgument,
@@ -196,6 +202,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   std::unique_ptr<ModelRunner> r(new ModelRunner(backend, config, options));
   r->use_graphs_ = backend.supports_graphs() && !options.enforce_eager;
   r->local_ = tp_local_config(config, shard);
+  r->stage_ = stage;
+  r->layers_ = pp_layers(config, stage);
   r->layout_ = {static_cast<int>(r->local_.num_heads), static_cast<int>(r->local_.num_kv_heads),
                 static_cast<int>(config.head_dim)};
   r->attention_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
@@ -213,7 +221,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   PAGODA_RETURN_IF_ERROR(rope_frequencies(config));  // fail before a long weight upload
   size_t total_bytes = 0;
   backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
-  PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights, shard));
+  PAGODA_ASSIGN_OR_RETURN(r->weights_,
+                          load_model_weights(*arch, config, backend, weights, shard, stage));
   PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
   return r;
 }
@@ -240,8 +249,10 @@ Status ModelRunner::allocate(int64_t max_len) {
     b.proj = DeviceBuffer(&backend_, t * h * es);
     b.gate_up = DeviceBuffer(&backend_, t * 2 * inter * es);
     b.act = DeviceBuffer(&backend_, t * inter * es);
-    b.gathered = DeviceBuffer(&backend_, chunk * h * es);
-    b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
+    if (stage_.last()) {  // the lm_head's input and output
+      b.gathered = DeviceBuffer(&backend_, chunk * h * es);
+      b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
+    }
     b.cos_sin = DeviceBuffer(&backend_, cos_sin.size() * sizeof(float));
     b.index = DeviceBuffer(&backend_, b.layout.total * sizeof(int32_t));
     for (auto& h : b.host_index) h = std::make_unique<HostBuffer>(&backend_, b.layout.total * sizeof(int32_t));
@@ -321,17 +332,17 @@ int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes, int64_t max_len) {
 }
 
 int64_t ModelRunner::kv_block_bytes() const {
-  return 2 * config_.num_layers * options_.block_size * local_.num_kv_heads * config_.head_dim *
+  return 2 * layers_.size() * options_.block_size * local_.num_kv_heads * config_.head_dim *
          static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
 }
 
 void ModelRunner::map_kv_caches(void* base, int64_t num_blocks) {
-  const int64_t half_block = kv_block_bytes() / (2 * config_.num_layers);  // k or v of one layer
+  const int64_t half_block = kv_block_bytes() / (2 * layers_.size());  // k or v of one layer
   const DType cd = backend_.compute_dtype();
   const std::initializer_list<int64_t> dims = {num_blocks, options_.block_size,
                                                local_.num_kv_heads, config_.head_dim};
   buf_->caches.clear();
-  for (int64_t l = 0; l < config_.num_layers; ++l) {
+  for (int64_t l = 0; l < layers_.size(); ++l) {
     char* k = static_cast<char*>(base) + 2 * l * num_blocks * half_block;
     char* v = k + num_blocks * half_block;
     buf_->caches.push_back({Tensor(k, cd, dims), Tensor(v, cd, dims), options_.block_size});
@@ -345,9 +356,10 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   const int64_t bs = options_.block_size;
   const int64_t block_bytes = kv_block_bytes();
   const int64_t reserved = use_graphs_ ? 1 : 0;
-  // Under tp every rank sizes its own pool; all then take the smallest, so
-  // the ranks hold the same blocks and the same max_model_len.
-  const int64_t budget = tp_min(options_.tp, backend_, budget_kv_blocks(block_bytes, max_len));
+  // Under tp and pp every rank sizes its own pool (a stage for its own
+  // layers); all then take the smallest, so the ranks hold the same blocks
+  // and the same max_model_len.
+  const int64_t budget = min_over_ranks(budget_kv_blocks(block_bytes, max_len));
   const int64_t num_blocks = options_.num_kv_blocks > 0 ? budget : budget - reserved;
   if (num_blocks < 1)
     return make_error(ErrorCode::kResourceExhausted,
@@ -376,7 +388,7 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   map_kv_caches(b.kv.data(), pool);
   if (reserved > 0) {
     scratch_block_ = static_cast<int32_t>(num_blocks);
-    const size_t half_block = static_cast<size_t>(block_bytes / (2 * config_.num_layers));
+    const size_t half_block = static_cast<size_t>(block_bytes / (2 * layers_.size()));
     const std::vector<char> zeros(half_block, 0);
     for (const KvCacheView& c : b.caches)
       for (const Tensor& t : {c.k, c.v})
@@ -516,8 +528,9 @@ void ModelRunner::capture_decode_graphs() {
   const Clock::time_point start = Clock::now();
   const StepBatch no_seqs;  // an all-padding batch: what the graphs read at capture
   for (const int64_t batch : sizes) {
-    // Under tp the ranks agree on every stop (a rank replaying a graph runs
-    // its collectives on the padded batch, so all must have the same graphs).
+    // Under tp and pp the ranks agree on every stop (a rank replaying a graph
+    // runs its collectives and stage hand-offs on the padded batch, so all
+    // must have the same graphs).
     if (!all_ranks(seconds_since(start) <= kGraphCaptureBudgetSeconds)) {
       log_warn("decode graphs: capture stopped at batch {} after {:.1f}s; larger decode "
                "batches run eagerly", batch, seconds_since(start));
@@ -532,7 +545,7 @@ void ModelRunner::capture_decode_graphs() {
     const int id = backend_.capture_graph([this, batch, meta] { forward(batch, meta); });
     if (!all_ranks(id >= 0)) {
       log_warn("decode graphs: capture failed at batch {}{}; every step runs eagerly", batch,
-               id >= 0 ? " on another tensor-parallel rank" : "");
+               id >= 0 ? " on another tensor- or pipeline-parallel rank" : "");
       graph_sizes_.clear();
       graph_ids_.clear();
       return;
@@ -556,6 +569,7 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
       .backend = backend_,
       .config = config_,
       .tp = options_.tp,
+      .pp = options_.pp,
       .layout = layout_,
       .attention_scale = attention_scale_,
       .eps = static_cast<float>(config_.rms_norm_eps),
@@ -595,17 +609,26 @@ Status ModelRunner::device_status() const {
   if (!st.ok())
     return make_error(ErrorCode::kInternal,
                       fmt::format("{} failed: {}", backend_.name(), st.error().message));
-  if (options_.tp == nullptr) return st;
-  const Status comm = options_.tp->status();
-  if (comm.ok()) return comm;
-  return make_error(ErrorCode::kInternal,
-                    fmt::format("tensor-parallel communicator ({}, rank {} of {}) failed: {}",
-                                options_.tp->name(), options_.tp->rank(), options_.tp->size(),
-                                comm.error().message));
+  for (const auto& [comm, what] : {std::pair{options_.tp, "tensor-parallel"},
+                                    std::pair{options_.pp, "pipeline-parallel"}}) {
+    if (comm == nullptr) continue;
+    const Status cs = comm->status();
+    if (!cs.ok())
+      return make_error(ErrorCode::kInternal,
+                        fmt::format("{} communicator ({}, rank {} of {}) failed: {}", what,
+                                    comm->name(), comm->rank(), comm->size(), cs.error().message));
+  }
+  return st;
 }
 
 bool ModelRunner::all_ranks(bool ok) {
-  return tp_min(options_.tp, backend_, ok ? 1 : 0) == 1;
+  return min_over_ranks(ok ? 1 : 0) == 1;
+}
+
+int64_t ModelRunner::min_over_ranks(int64_t value) {
+  // The tp minimum is the same on every rank of a stage; its minimum over the
+  // stages is then the minimum over all tp x pp ranks.
+  return tp_min(options_.pp, backend_, tp_min(options_.tp, backend_, value));
 }
 
 Status ModelRunner::execute(const StepBatch& step, SampleOutput* out) {
@@ -616,6 +639,11 @@ Status ModelRunner::execute(const StepBatch& step, SampleOutput* out) {
 Status ModelRunner::launch(const StepBatch& step, int slot) {
   if (slot < 0 || slot >= kNumStepSlots || launched_[static_cast<size_t>(slot)].active) {
     return make_error(ErrorCode::kInternal, fmt::format("launch on slot {}: not a free step slot", slot));
+  }
+  if (stage_.size > 1 && !step.pending_rows.empty()) {
+    return make_error(ErrorCode::kInternal,
+                      "pipeline parallelism: a step with pending rows (sampled ids kept on the "
+                      "device) cannot run on a pipeline stage; async scheduling must be off");
   }
   {
     StepLimits l = limits();
@@ -631,7 +659,8 @@ Status ModelRunner::launch(const StepBatch& step, int slot) {
   backend_.wait_fence(slot);
   run_forward(step);
   st.graph_batch = last_graph_batch_;
-  const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
+  // Only the last pipeline stage has the lm_head: the others sample nothing.
+  const int64_t num_rows = stage_.last() ? static_cast<int64_t>(step.logits_rows.size()) : 0;
   const int64_t chunk = options_.max_num_seqs;
   for (int64_t r0 = 0; r0 < num_rows; r0 += chunk) {
     const int64_t r1 = std::min(num_rows, r0 + chunk);
@@ -689,6 +718,11 @@ Status ModelRunner::execute_logits(const StepBatch& step, std::vector<float>* lo
   slot_ = 0;
   backend_.wait_fence(0);
   run_forward(step);
+  if (!stage_.last()) {  // no lm_head here: the forward's part only
+    logits->clear();
+    backend_.synchronize();
+    return device_status();
+  }
   const int64_t num_rows = static_cast<int64_t>(step.logits_rows.size());
   const int64_t v = config_.vocab_size;
   logits->resize(static_cast<size_t>(num_rows * v));

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "io/model_config.h"
 #include "io/weight_source.h"
+#include "model/pipeline_parallel.h"
 #include "model/runner.h"
 #include "model/runner_options.h"
 #include "model/tensor_parallel.h"
@@ -44,6 +45,20 @@ class ModelRunner final : public Runner {
   // num_kv_blocks and max_model_len) and the decode-graph captures run
   // collectives. After that every rank must get the same calls with the same
   // steps, in the same order. Only rank 0 shows the load progress and log.
+  //
+  // Pipeline parallelism (options.pp of size M; pipeline_parallel.h): first
+  // validate_pipeline_parallel; the runner then holds stage pp->rank()'s
+  // layers (pp_layers) and their KV caches only, the embedding on stage 0 and
+  // the final norm and lm_head on the last stage. Combined with tp, options.tp
+  // is the stage's tensor-parallel group and options.pp the group of the
+  // ranks with the same tp rank across the stages. The runners of every stage
+  // (and tp rank) must be created concurrently and then get the same calls
+  // with the same steps: the forward hands the hidden states from stage to
+  // stage, the KV sizing takes the smallest pool over every rank of both
+  // groups (each stage sizes its pool for its own layers), and the ranks of
+  // both groups agree on every decode graph. Only the last stage computes
+  // logits and samples (is_last_stage()); steps with pending rows are refused
+  // (the sampled ids would be on the last stage's device, not stage 0's).
   static Result<std::unique_ptr<ModelRunner>> create(Backend& backend, const ModelConfig& config,
                                                      WeightSource& weights,
                                                      const RunnerOptions& options);
@@ -56,7 +71,8 @@ class ModelRunner final : public Runner {
   // "--kv-cache-memory-bytes 2.00 GiB", "room for 256 seqs x 2048 tokens[
   // would take ...; capped at ...]" (cpu) or "--gpu-memory-utilization 0.90".
   const std::string& kv_sizing() const override { return kv_sizing_; }
-  // Bytes of one KV block across all layers (k and v).
+  // Bytes of one KV block across all layers of this runner (its pipeline
+  // stage's; k and v).
   int64_t kv_block_bytes() const override;
   int block_size() const override { return options_.block_size; }
   int64_t max_model_len() const override { return max_model_len_; }
@@ -64,6 +80,12 @@ class ModelRunner final : public Runner {
   int64_t max_num_seqs() const override { return options_.max_num_seqs; }
   int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }  // table width limit
   const ModelConfig& config() const { return config_; }
+  // The decoder layers this runner holds (global indices; all without pp).
+  IndexRange layers() const { return layers_; }
+  // Whether this runner ends the pipeline: computes logits and samples
+  // (always without pp). Other stages' collect() returns an empty
+  // SampleOutput and their execute_logits no rows.
+  bool is_last_stage() const { return stage_.last(); }
   Backend& backend() const { return backend_; }
   // Batch sizes with a captured decode graph, ascending (empty: all eager).
   const std::vector<int64_t>& decode_graph_sizes() const override { return graph_sizes_; }
@@ -87,11 +109,16 @@ class ModelRunner final : public Runner {
   // waits for that step and returns its samples. slot is 0 or 1; a slot is
   // collected before it is launched again (a launch that returned an error
   // is not collected), and steps are collected in launch order. While step N runs the caller may launch step N + 1 on the
-  // other slot (the device runs them in order).
+  // other slot (the device runs them in order). On a pipeline stage other
+  // than the last, launch() enqueues the forward only and collect() waits
+  // for it and returns no samples; a step with pending rows is an internal
+  // error on every stage of a pipeline (M > 1).
   Status launch(const StepBatch& step, int slot) override;
   Status collect(int slot, SampleOutput* out) override;
   // The same forward, returning the f32 logits [R, V] instead of sampling
-  // (tests, prompt-logprob tools). step.sampling is ignored.
+  // (tests, prompt-logprob tools). step.sampling is ignored. A pipeline
+  // stage other than the last runs its part of the forward and returns no
+  // rows.
   Status execute_logits(const StepBatch& step, std::vector<float>* logits) override;
 
  private:
@@ -114,9 +141,12 @@ class ModelRunner final : public Runner {
   // (a CUDA error, a rejected shape) every later step fails with its message;
   // the same for the tensor-parallel communicator's.
   Status device_status() const;
-  // Whether `ok` holds on every tensor-parallel rank (one all-reduce; all
-  // ranks call it together); `ok` itself without tp.
+  // Whether `ok` holds on every rank of the tensor-parallel group and the
+  // pipeline (one all-reduce in each; all ranks call it together); `ok`
+  // itself without either.
   bool all_ranks(bool ok);
+  // The smallest `value` over the same ranks (tp_min over tp, then over pp).
+  int64_t min_over_ranks(int64_t value);
   // The forward of a validated step: graph replay or eager.
   void run_forward(const StepBatch& step);
   // Uploads the index arrays, fills the pending tokens, applies block copies
@@ -147,6 +177,8 @@ class ModelRunner final : public Runner {
   ModelConfig config_;  // the whole model's
   RunnerOptions options_;
   ModelConfig local_;  // config_ with the shard's heads, kv heads and intermediate size
+  PpStage stage_;      // this runner's pipeline stage ({0, 1} without pp)
+  IndexRange layers_;  // its decoder layers
   const Architecture* arch_ = nullptr;  // the family: its forward reads weights_
   ModelWeights weights_;
   QkvLayout layout_;

@@ -111,12 +111,18 @@ ParallelRunner::ParallelRunner(RankResources resources) : resources_(std::move(r
 
 Result<std::unique_ptr<ParallelRunner>> ParallelRunner::create(int size,
                                                                const RankFactory& make_rank,
-                                                               RankResources resources) {
+                                                               RankResources resources,
+                                                               int stages) {
   if (size < 1) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("tensor-parallel size must be >= 1, got {}", size));
   }
+  if (stages < 1 || size % stages != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{} pipeline stages do not divide {} ranks", stages, size));
+  }
   std::unique_ptr<ParallelRunner> p(new ParallelRunner(std::move(resources)));
+  p->stages_ = stages;
   for (int r = 0; r < size; ++r) {
     auto w = std::make_unique<Worker>();
     w->rank = r;
@@ -193,27 +199,33 @@ Status ParallelRunner::first_error(bool name_rank_always) const {
   if (first == nullptr) return {};
   const Error& e = first->result.error();
   if (all_alike && !name_rank_always) return e;
-  return make_error(e.code, fmt::format("tensor-parallel rank {}: {}", first->rank, e.message));
+  if (stages_ == 1)
+    return make_error(e.code, fmt::format("tensor-parallel rank {}: {}", first->rank, e.message));
+  const int per_stage = size() / stages_;
+  return make_error(
+      e.code, fmt::format("rank {} (pipeline stage {}, tensor-parallel rank {}): {}", first->rank,
+                          first->rank / per_stage, first->rank % per_stage, e.message));
 }
 
 Status ParallelRunner::check_same_samples() const {
-  const std::vector<int32_t>& want = workers_[0]->samples.token_ids;
-  for (size_t r = 1; r < workers_.size(); ++r) {
+  const size_t first = sampler();
+  const std::vector<int32_t>& want = workers_[first]->samples.token_ids;
+  for (size_t r = first + 1; r < workers_.size(); ++r) {
     const std::vector<int32_t>& got = workers_[r]->samples.token_ids;
     if (got.size() != want.size()) {
       return make_error(
           ErrorCode::kInternal,
-          fmt::format("tensor-parallel ranks sampled different tokens: rank 0 sampled {} rows, "
+          fmt::format("tensor-parallel ranks sampled different tokens: rank {} sampled {} rows, "
                       "rank {} {}",
-                      want.size(), r, got.size()));
+                      first, want.size(), r, got.size()));
     }
     for (size_t i = 0; i < want.size(); ++i) {
       if (got[i] != want[i]) {
         return make_error(
             ErrorCode::kInternal,
-            fmt::format("tensor-parallel ranks sampled different tokens at row {}: rank 0 "
+            fmt::format("tensor-parallel ranks sampled different tokens at row {}: rank {} "
                         "sampled {}, rank {} sampled {}",
-                        i, want[i], r, got[i]));
+                        i, first, want[i], r, got[i]));
       }
     }
   }
@@ -228,7 +240,9 @@ const std::string& ParallelRunner::kv_sizing() const {
   return workers_[0]->runner->kv_sizing();
 }
 int64_t ParallelRunner::kv_block_bytes() const {
-  return workers_[0]->runner->kv_block_bytes();
+  int64_t most = 0;
+  for (const auto& w : workers_) most = std::max(most, w->runner->kv_block_bytes());
+  return most;
 }
 int ParallelRunner::block_size() const {
   return workers_[0]->runner->block_size();
@@ -246,7 +260,7 @@ int64_t ParallelRunner::last_graph_batch_size() const {
   return workers_[0]->runner->last_graph_batch_size();
 }
 double ParallelRunner::last_step_wait_seconds() const {
-  return workers_[0]->runner->last_step_wait_seconds();
+  return workers_[sampler()]->runner->last_step_wait_seconds();
 }
 
 Status ParallelRunner::execute(const StepBatch& step, SampleOutput* out) {
@@ -256,7 +270,7 @@ Status ParallelRunner::execute(const StepBatch& step, SampleOutput* out) {
   run_on_all(job);
   PAGODA_RETURN_IF_ERROR(first_error(/*name_rank_always=*/false));
   PAGODA_RETURN_IF_ERROR(check_same_samples());
-  *out = std::move(workers_[0]->samples);
+  *out = std::move(workers_[sampler()]->samples);
   return {};
 }
 
@@ -287,7 +301,7 @@ Status ParallelRunner::collect(int slot, SampleOutput* out) {
   run_on_all(job);
   PAGODA_RETURN_IF_ERROR(first_error(/*name_rank_always=*/false));
   PAGODA_RETURN_IF_ERROR(check_same_samples());
-  *out = std::move(workers_[0]->samples);
+  *out = std::move(workers_[sampler()]->samples);
   return {};
 }
 
@@ -297,17 +311,19 @@ Status ParallelRunner::execute_logits(const StepBatch& step, std::vector<float>*
   job.step = &step;
   run_on_all(job);
   PAGODA_RETURN_IF_ERROR(first_error(/*name_rank_always=*/false));
-  const std::vector<float>& want = workers_[0]->logits;
-  for (size_t r = 1; r < workers_.size(); ++r) {
+  const size_t first = sampler();
+  const std::vector<float>& want = workers_[first]->logits;
+  for (size_t r = first + 1; r < workers_.size(); ++r) {
     const std::vector<float>& got = workers_[r]->logits;
     if (got.size() != want.size() ||
         std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) != 0) {
       return make_error(
           ErrorCode::kInternal,
-          fmt::format("tensor-parallel ranks computed different logits (rank 0 vs rank {})", r));
+          fmt::format("tensor-parallel ranks computed different logits (rank {} vs rank {})", first,
+                      r));
     }
   }
-  *logits = std::move(workers_[0]->logits);
+  *logits = std::move(workers_[first]->logits);
   return {};
 }
 

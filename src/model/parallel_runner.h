@@ -10,6 +10,12 @@
 // so the ranks' tokens must be identical; collect() returns rank 0's and
 // fails with an internal error when another rank's differ. A divergence
 // never passes silently.
+//
+// Pipeline parallelism: with `stages` > 1 the ranks are M stages of N =
+// size / M tensor-parallel ranks, rank s * N + t being rank t of stage s
+// (RunnerOptions::pp). Every call still runs on every rank; only the last
+// stage samples, so the samples and logits are those of its rank 0, checked
+// against its other ranks.
 #pragma once
 
 #include <functional>
@@ -43,9 +49,11 @@ class ParallelRunner final : public Runner {
   // Starts `size` (>= 1) worker threads and creates every rank's runner on
   // its own. On failure every runner created is destroyed (on its thread)
   // and the error of the lowest failing rank is returned, prefixed
-  // "tensor-parallel rank R: ".
+  // "tensor-parallel rank R: " (with stages: "rank R (pipeline stage S,
+  // tensor-parallel rank T): "). `stages` must divide `size`.
   static Result<std::unique_ptr<ParallelRunner>> create(int size, const RankFactory& make_rank,
-                                                        RankResources resources = {});
+                                                        RankResources resources = {},
+                                                        int stages = 1);
   ~ParallelRunner() override;
   ParallelRunner(const ParallelRunner&) = delete;
   ParallelRunner& operator=(const ParallelRunner&) = delete;
@@ -58,14 +66,16 @@ class ParallelRunner final : public Runner {
   int64_t num_kv_blocks() const override { return num_kv_blocks_; }
   // Rank 0's.
   const std::string& kv_sizing() const override;
-  // Of one rank (each holds its kv heads' share of every block).
+  // Of one rank (each holds its kv heads' share of every block; with
+  // stages, the largest: a stage's share of the layers).
   int64_t kv_block_bytes() const override;
   int block_size() const override;
   // The minimum over the ranks.
   int64_t max_model_len() const override { return max_model_len_; }
   int64_t max_num_batched_tokens() const override;
   int64_t max_num_seqs() const override;
-  // Rank 0's (every rank captures the same sizes).
+  // Rank 0's (every rank captures the same sizes). The wait: the sampling
+  // rank's.
   const std::vector<int64_t>& decode_graph_sizes() const override;
   int64_t last_graph_batch_size() const override;
   double last_step_wait_seconds() const override;
@@ -99,13 +109,17 @@ class ParallelRunner final : public Runner {
   void run_on_all(const Job& job);
   // The lowest failing rank's status after run_on_all (ok when none failed).
   Status first_error(bool name_rank_always) const;
-  // Rank 0's samples vs every other rank's (after a collect or execute).
+  // The first rank of the last stage: the one whose samples are returned.
+  size_t sampler() const { return workers_.size() - workers_.size() / static_cast<size_t>(stages_); }
+  // The sampler's samples vs every other rank's of its stage (after a
+  // collect or execute).
   Status check_same_samples() const;
   void stop_workers();
 
   RankResources resources_;
   std::vector<std::unique_ptr<Worker>> workers_;  // [N], rank order
   std::vector<Worker*> all_;                      // workers_' pointers
+  int stages_ = 1;
   int64_t num_kv_blocks_ = 0;
   int64_t max_model_len_ = 0;
 };

@@ -38,6 +38,13 @@ struct RunnerOptions {
   // runner gets the same step and samples the same tokens. nullptr: the
   // whole model on this backend.
   Communicator* tp = nullptr;
+  // Pipeline parallelism (docs/parallelism.md, pipeline_parallel.h): this
+  // runner is stage pp->rank() of pp->size(): it holds that stage's layers
+  // (and their KV caches), receives the hidden states from stage rank - 1 and
+  // sends them to rank + 1; only the last stage computes logits and samples.
+  // With tp too, tp is this stage's tensor-parallel group and pp the ranks
+  // with this tp rank across the stages. nullptr: every layer here.
+  Communicator* pp = nullptr;
 };
 
 }  // namespace pagoda

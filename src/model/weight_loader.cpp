@@ -78,13 +78,14 @@ bool within(IndexRange r, int64_t n) {
 }  // namespace
 
 WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights,
-                           TpShard shard)
+                           TpShard shard, PpStage stage)
     : backend_(backend),
       source_(source),
       weights_(weights),
       shard_(shard),
+      stage_(stage),
       total_bytes_(total_file_bytes(source)),
-      progress_("loading weights", total_bytes_, shard.rank == 0) {}
+      progress_("loading weights", total_bytes_, shard.rank == 0 && stage.first()) {}
 
 Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector<int64_t>& shape) {
   const DType cd = backend_.compute_dtype();

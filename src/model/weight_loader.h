@@ -16,6 +16,7 @@
 #include "core/progress.h"
 #include "core/result.h"
 #include "io/weight_source.h"
+#include "model/pipeline_parallel.h"
 #include "model/tensor_parallel.h"
 #include "model/weights.h"
 
@@ -24,11 +25,15 @@ namespace pagoda {
 class WeightLoader {
  public:
   // Uploaded tensors are owned by `weights->buffers`. Shows a progress bar
-  // over the source's bytes, except on tensor-parallel ranks other than 0.
-  // `shard` is the rank the blocks load for (they ask shard()).
-  WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights, TpShard shard = {});
+  // over the source's bytes, only on tensor-parallel rank 0 of pipeline
+  // stage 0 (a later stage reads other tensors at the same time). `shard` is
+  // the tensor-parallel rank and `stage` the pipeline stage the blocks load
+  // for (they ask shard() and stage()).
+  WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights, TpShard shard = {},
+               PpStage stage = {});
 
   const TpShard& shard() const { return shard_; }
+  const PpStage& stage() const { return stage_; }
 
   bool has(std::string_view name) const { return source_.find(name) != nullptr; }
 
@@ -67,6 +72,7 @@ class WeightLoader {
   WeightSource& source_;
   ModelWeights* weights_;
   TpShard shard_;
+  PpStage stage_;
   uint64_t total_bytes_;  // file bytes of every tensor of the source
   Progress progress_;
   std::vector<uint8_t> staging_;  // host conversion buffer

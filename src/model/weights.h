@@ -7,6 +7,7 @@
 // not have stays empty.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "backend/backend.h"
@@ -25,9 +26,14 @@ struct LayerWeights {
   Tensor down;            // [H, I] cd
 };
 
+// Under pipeline parallelism (pipeline_parallel.h) a stage holds only its
+// layers, and the globals of its end of the pipeline: `embed` on the first
+// stage, `final_norm` and `lm_head` on the last (`embed` there too when tied);
+// the others stay empty.
 struct ModelWeights {
-  Tensor embed;  // [V, H] cd
-  std::vector<LayerWeights> layers;
+  Tensor embed;                      // [V, H] cd
+  std::vector<LayerWeights> layers;  // layers[i] is the model's layer first_layer + i
+  int64_t first_layer = 0;
   Tensor final_norm;  // [H] cd
   Tensor lm_head;     // [V, H] cd; the same memory as `embed` when embeddings are tied
   std::vector<DeviceBuffer> buffers;  // owns every tensor above

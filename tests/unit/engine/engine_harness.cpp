@@ -98,6 +98,7 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   o.jump_forward = setup.jump_forward;
   o.max_waiting_requests = setup.max_waiting_requests;
   o.tensor_parallel_size = setup.tensor_parallel_size;
+  o.pipeline_parallel_size = setup.pipeline_parallel_size;
   o.seed = 12345;
   Result<EngineParts> parts = load_engine_parts(o, setup.tokenizer);
   if (!parts.ok()) {

@@ -113,6 +113,7 @@ struct EngineSetup {
   bool jump_forward = true;      // EngineOptions::jump_forward
   int64_t max_waiting_requests = 4096;
   int tensor_parallel_size = 1;  // EngineOptions::tensor_parallel_size
+  int pipeline_parallel_size = 1;  // EngineOptions::pipeline_parallel_size
 };
 
 // Loads and starts an engine on test_device() with scheduler invariant

@@ -26,14 +26,16 @@
 #include "model/model_runner.h"
 #include "model/weight_loader.h"
 #include "model_steps.h"
+#include "runner_script.h"
 #include "parallel/cpu_communicator.h"
 
 namespace pagoda {
 namespace {
 
-using test::make_step;
 using test::MemorySource;
-using test::SeqStep;
+using test::run_script;
+using test::script_options;
+using test::Trace;
 using test::tiny_config;
 
 ModelConfig heads_config(const std::string& arch, int64_t hq, int64_t hkv) {
@@ -251,75 +253,6 @@ TEST(WeightLoaderSlices, AShardHoldsItsHeadsAndMlpRowsOfTheFullWeights) {
 }
 
 // ---- N runners against one ----------------------------------------------------
-
-// What one runner produced over the script.
-struct Trace {
-  std::string error;
-  std::vector<std::vector<float>> logits;    // execute_logits, per step
-  std::vector<std::vector<int32_t>> tokens;  // execute (greedy), per step
-  int64_t num_kv_blocks = 0, kv_block_bytes = 0, max_model_len = 0;
-};
-
-constexpr int kBlockSize = 4;
-
-RunnerOptions script_options() {
-  RunnerOptions o;
-  o.block_size = kBlockSize;
-  o.num_kv_blocks = 16;
-  o.max_model_len = 16;
-  o.max_num_batched_tokens = 32;
-  o.max_num_seqs = 4;
-  return o;
-}
-
-// Two sequences over paged KV (block size 4): A's 7-token prompt in two
-// chunks and B's 5-token prompt; step 1 prefills A's first chunk and all of
-// B, step 2 mixes B's first decode with A's last chunk, then six decode
-// steps of both. Each step runs execute_logits then execute (greedy); the
-// decode inputs are the runner's own samples.
-Trace run_script(ModelRunner& r, int64_t vocab) {
-  Trace t;
-  t.num_kv_blocks = r.num_kv_blocks();
-  t.kv_block_bytes = r.kv_block_bytes();
-  t.max_model_len = r.max_model_len();
-  auto tok = [&](int32_t x) { return static_cast<int32_t>(x % vocab); };
-  const std::vector<int32_t> a = {tok(3), tok(17), tok(42), tok(5), tok(88), tok(61), tok(9)};
-  const std::vector<int32_t> b = {tok(1), tok(70), tok(33), tok(21), tok(96)};
-  const std::vector<int32_t> ta = {0, 1, 2, 3}, tb = {8, 9, 10, 11};
-  std::vector<StepBatch> steps;
-  auto run = [&](StepBatch step) -> std::vector<int32_t> {
-    for (SamplingRow& row : step.sampling.rows) row.temperature = 0.0f;
-    std::vector<float> logits;
-    SampleOutput out;
-    Status st = r.execute_logits(step, &logits);
-    if (st.ok()) st = r.execute(step, &out);
-    if (!st.ok()) {
-      t.error = st.error().message;
-      return {};
-    }
-    t.logits.push_back(std::move(logits));
-    t.tokens.push_back(out.token_ids);
-    return out.token_ids;
-  };
-  std::vector<int32_t> s =
-      run(make_step({{{a.begin(), a.begin() + 4}, 0, ta}, {b, 0, tb}}, kBlockSize, 4));
-  if (s.size() != 2) return t;
-  int32_t next_b = s[1];
-  s = run(make_step({{{next_b}, 5, tb}, {{a.begin() + 4, a.end()}, 4, ta}}, kBlockSize, 4));
-  if (s.size() != 2) return t;
-  int32_t len_a = 7, len_b = 6;
-  int32_t next_a = s[1];
-  next_b = s[0];
-  for (int i = 0; i < 6; ++i) {
-    s = run(make_step({{{next_a}, len_a, ta}, {{next_b}, len_b, tb}}, kBlockSize, 4));
-    if (s.size() != 2) return t;
-    next_a = s[0];
-    next_b = s[1];
-    ++len_a;
-    ++len_b;
-  }
-  return t;
-}
 
 Trace run_single(const ModelConfig& c, WeightSource& src) {
   CpuBackend be;
