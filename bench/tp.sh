@@ -4,7 +4,9 @@
 # For each TP size (the first one is the baseline, normally 1):
 #   - greedy outputs of 16 prompts (`pagoda generate --input`, 64 tokens, logprobs) compared with the
 #     baseline's: tokens identical until the first difference, and the largest |logprob difference|
-#     of the chosen tokens before it (bf16 sums in another order: a near-tie may flip);
+#     of the chosen tokens before it, and at each first difference the gap between the logprob of the
+#     baseline's token (under the baseline) and of this run's token (under this run): a small gap is a
+#     near-tie that bf16 sums in another order may flip;
 #   - W1: `bench latency` 1024 in / 256 out, batch 1 (TPOT);
 #   - W2: `bench throughput` 1k/1k, $W2_PROMPTS prompts (default 200).
 # PAGODA_FLAGS adds flags to every run (e.g. "--load-format dummy" for a config-only folder);
@@ -67,15 +69,15 @@ def fmt(v, spec):
     return "n/a" if v is None else format(v, spec)
 base = sizes[0]
 b1, b2, bg = load(f"w1_tp{base}.json"), load(f"w2_tp{base}.json"), lines(f"greedy_tp{base}.jsonl")
-print(f"| TP | W1 TPOT ms | W1 vs TP={base} | W2 1k/1k out tok/s | W2 vs TP={base} | greedy: same tokens | first difference | max abs logprob diff before it |")
-print("|---|---|---|---|---|---|---|---|")
+print(f"| TP | W1 TPOT ms | W1 vs TP={base} | W2 1k/1k out tok/s | W2 vs TP={base} | greedy: same tokens | first difference | max abs logprob diff before it | largest gap at a flip |")
+print("|---|---|---|---|---|---|---|---|---|")
 for tp in sizes:
     w1, w2, g = load(f"w1_tp{tp}.json"), load(f"w2_tp{tp}.json"), lines(f"greedy_tp{tp}.jsonl")
     t1, t2 = w1.get("tpot_mean_ms"), w2.get("output_tok_s")
     r1 = t1 / b1["tpot_mean_ms"] if t1 and b1.get("tpot_mean_ms") else None
     r2 = t2 / b2["output_tok_s"] if t2 and b2.get("output_tok_s") else None
     same = total = 0
-    first, worst = [], 0.0
+    first, flips, worst = [], [], 0.0
     for a, b in zip(bg, g):
         ta, tb = a.get("token_ids", []), b.get("token_ids", [])
         la = [x.get("logprob") for x in a.get("logprobs") or []]
@@ -87,10 +89,13 @@ for tp in sizes:
         total += len(ta)
         if n < len(ta):
             first.append(n)
+            if n < min(len(la), len(lb)) and la[n] is not None and lb[n] is not None:
+                flips.append(abs(la[n] - lb[n]))
         for x, y in zip(la[:n], lb[:n]):
             if x is not None and y is not None:
                 worst = max(worst, abs(x - y))
     greedy = f"{same}/{total}" if g else "n/a"
     fd = "none" if g and not first else (f"{len(first)} prompts, earliest at token {min(first)}" if first else "n/a")
-    print(f"| {tp} | {fmt(t1, '.3f')} | {fmt(r1, '.3f')} | {fmt(t2, '.0f')} | {fmt(r2, '.3f')} | {greedy} | {fd} | {fmt(worst if g else None, '.4f')} |")
+    flip = fmt(max(flips), '.4f') if flips else ("none" if g else "n/a")
+    print(f"| {tp} | {fmt(t1, '.3f')} | {fmt(r1, '.3f')} | {fmt(t2, '.0f')} | {fmt(r2, '.3f')} | {greedy} | {fd} | {fmt(worst if g else None, '.4f')} | {flip} |")
 PY
