@@ -328,6 +328,8 @@ Status run_latency(InprocFlags& f) {
   in.options = f.latency;
   in.result = std::move(result).value();
   in.cost = pagoda::bench::model_cost(model.config);
+  in.tensor_parallel_size = f.engine.tensor_parallel_size;
+  in.pipeline_parallel_size = f.engine.pipeline_parallel_size;
   in.device = engine->info().device;
   in.model = engine->info().served_model_name;
   in.matrix_flops_per_s = f.ceiling_tflops * 1e12;

@@ -137,6 +137,7 @@ struct ModelInfo {
   int64_t max_num_seqs = 0;              // sequences running at once (--max-num-seqs)
   std::string device;                    // e.g. "cpu (2 threads)"; with tensor parallelism rank 0's
   int tensor_parallel_size = 1;          // ranks the model is split over (--tensor-parallel-size)
+  int pipeline_parallel_size = 1;        // stages the layers are split into (--pipeline-parallel-size)
 };
 
 // A snapshot of counters and histograms for /metrics. Histograms hold

@@ -128,6 +128,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.max_num_seqs = options.max_num_seqs;
   parts.info.device = loaded.device;
   parts.info.tensor_parallel_size = options.tensor_parallel_size;
+  parts.info.pipeline_parallel_size = options.pipeline_parallel_size;
   parts.scheduler_config.max_num_batched_tokens = static_cast<int32_t>(options.max_num_batched_tokens);
   parts.scheduler_config.max_num_seqs = static_cast<int32_t>(options.max_num_seqs);
   // The engine bounds the requests never scheduled (LlmEngine::add_request,

@@ -60,7 +60,8 @@ void handle_metrics(ServiceContext& ctx, const http::HttpRequest&,
   http::HttpResponse response;
   response.content_type = kPrometheusContentType;
   response.body = format_prometheus(ctx.engine.metrics(), ctx.model_name,
-                                    ctx.engine.info().tensor_parallel_size);
+                                    ctx.engine.info().tensor_parallel_size,
+                                    ctx.engine.info().pipeline_parallel_size);
   responder->send(std::move(response));
 }
 

@@ -7,7 +7,7 @@
 namespace pagoda::openai {
 
 std::string format_prometheus(const EngineMetrics& m, const std::string& model_name,
-                              int tensor_parallel_size) {
+                              int tensor_parallel_size, int pipeline_parallel_size) {
   std::string out;
   PrometheusWriter e(out, fmt::format("model_name=\"{}\"", escape_label_value(model_name)));
   e.gauge("pagoda:num_requests_running", static_cast<double>(m.num_running),
@@ -18,6 +18,8 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
           "Fraction of KV-cache blocks in use (1 = full).");
   e.gauge("pagoda:tensor_parallel_size", static_cast<double>(tensor_parallel_size),
           "Ranks (GPUs, or cpu threads) the model is split over (--tensor-parallel-size).");
+  e.gauge("pagoda:pipeline_parallel_size", static_cast<double>(pipeline_parallel_size),
+          "Pipeline stages the model's layers are split into (--pipeline-parallel-size).");
   e.counter("pagoda:prefix_cache_queries", static_cast<double>(m.prefix_cache_queries),
             "Prompt tokens looked up in the prefix cache.");
   e.counter("pagoda:prefix_cache_hits", static_cast<double>(m.prefix_cache_hits),

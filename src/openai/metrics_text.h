@@ -13,9 +13,10 @@ namespace pagoda::openai {
 
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-// tensor_parallel_size: ModelInfo's, the gauge pagoda:tensor_parallel_size.
+// tensor_parallel_size, pipeline_parallel_size: ModelInfo's, the gauges
+// pagoda:tensor_parallel_size and pagoda:pipeline_parallel_size.
 std::string format_prometheus(const EngineMetrics& metrics, const std::string& model_name,
-                              int tensor_parallel_size);
+                              int tensor_parallel_size, int pipeline_parallel_size = 1);
 
 // Appends vLLM's families (vllm_metrics_text.cpp).
 void append_vllm_metrics(std::string& out, const EngineMetrics& metrics, const std::string& model_name);

@@ -80,6 +80,13 @@ json latency_report(const LatencyReportInputs& in) {
   j["decode_bytes_per_step"] = bytes;
   j["decode_weight_bytes"] =
       static_cast<double>(in.cost.decode_weight_params) * in.bytes_per_weight;
+  if (in.tensor_parallel_size > 1 || in.pipeline_parallel_size > 1) {
+    bytes = decode_bytes_per_rank(in.cost, in.bytes_per_weight, in.bytes_per_kv_elem, o.batch_size,
+                                  context, in.tensor_parallel_size);
+    j["tensor_parallel_size"] = in.tensor_parallel_size;
+    j["pipeline_parallel_size"] = in.pipeline_parallel_size;
+    j["decode_bytes_per_rank"] = bytes;
+  }
   j["achieved_gbps"] = tpot_s > 0 ? json(bytes / tpot_s / 1e9) : json(nullptr);
   j["decode_tok_s"] = tpot_s > 0 ? json(static_cast<double>(o.batch_size) / tpot_s) : json(nullptr);
   if (in.bandwidth) {
@@ -119,6 +126,12 @@ std::string format_latency_report(const json& j) {
   line(out, "Decode tok/s (batch / mean TPOT):", num(j, "decode_tok_s"));
   line(out, "Bytes read per decode step (MB):",
        fmt::format("{:.2f}", j["decode_bytes_per_step"].get<double>() / 1e6));
+  if (j.contains("decode_bytes_per_rank")) {
+    line(out, "Parallelism (tensor x pipeline):",
+         fmt::format("{} x {}", j["tensor_parallel_size"].get<int>(), j["pipeline_parallel_size"].get<int>()));
+    line(out, "Bytes per GPU on the critical path (MB):",
+         fmt::format("{:.2f}", j["decode_bytes_per_rank"].get<double>() / 1e6));
+  }
   line(out, "Achieved bandwidth (GB/s):", num(j, "achieved_gbps"));
   line(out, "Bandwidth ceiling (GB/s):",
        j.contains("ceiling_gbps")

@@ -24,12 +24,18 @@ struct LatencyReportInputs {
   double matrix_flops_per_s = 0.0;  // 0: unknown (no prefill ratio)
   std::string device;
   std::string model;
+  int tensor_parallel_size = 1;    // the run's --tensor-parallel-size
+  int pipeline_parallel_size = 1;  // the run's --pipeline-parallel-size
 };
 
 // Fields: ttft/tpot/latency {mean,median,p90,p99}_ms; decode_bytes_per_step
 // (weights + KV at the mean decode context input_len + (output_len-1)/2);
 // achieved_gbps = bytes / mean TPOT; ceiling_gbps, speed_of_light_tpot_ms,
-// pct_of_speed_of_light (when a bandwidth is known); prefill_tok_s =
+// pct_of_speed_of_light (when a bandwidth is known); with tensor or pipeline
+// parallelism also tensor/pipeline_parallel_size and decode_bytes_per_rank
+// (decode_bytes_per_rank in model_cost.h), and then achieved_gbps, the speed
+// of light and its percentage are per GPU: the bytes one GPU reads on the
+// step's critical path against one GPU's ceiling; prefill_tok_s =
 // batch * input_len / mean TTFT; prefill_tflops and pct_of_matrix_ceiling.
 nlohmann::json latency_report(const LatencyReportInputs& in);
 std::string format_latency_report(const nlohmann::json& report);

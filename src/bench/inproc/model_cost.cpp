@@ -19,6 +19,7 @@ ModelCost model_cost(const ModelConfig& c) {
   m.kv_elems_per_token = 2 * c.num_layers * kv;
   m.num_layers = c.num_layers;
   m.num_heads = c.num_heads;
+  m.num_kv_heads = c.num_kv_heads;
   m.head_dim = d;
   return m;
 }
@@ -28,6 +29,19 @@ double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
   return static_cast<double>(cost.decode_weight_params) * bytes_per_weight +
          static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
              bytes_per_kv_elem;
+}
+
+double decode_bytes_per_rank(const ModelCost& cost, double bytes_per_weight,
+                             double bytes_per_kv_elem, int64_t batch, double context_len, int tp) {
+  if (tp <= 1) return decode_bytes_per_step(cost, bytes_per_weight, bytes_per_kv_elem, batch, context_len);
+  const auto lm_head = static_cast<double>(cost.lm_head_params);
+  const double layers = static_cast<double>(cost.decode_weight_params) - lm_head;
+  const double kv_share = cost.num_kv_heads >= tp || cost.num_kv_heads == 0
+                              ? 1.0 / tp
+                              : 1.0 / static_cast<double>(cost.num_kv_heads);
+  return (layers / tp + lm_head) * bytes_per_weight +
+         static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
+             kv_share * bytes_per_kv_elem;
 }
 
 double prefill_flops(const ModelCost& cost, int64_t tokens) {

@@ -66,6 +66,9 @@ def test_pipeline_stages_answer_as_one(running):
     grid = running("-tp", "2", "-pp", "2")
     assert greedy_chat(grid.ready_url()) == greedy_chat(one)
     assert re.search(r"x 4, tensor parallel 2 x pipeline parallel 2 \(layers 0-2 \| 3-4\)", grid.output())
+    metrics = requests.get(grid.ready_url() + "/metrics", timeout=30).text
+    assert re.search(r'^pagoda:pipeline_parallel_size\{model_name="[^"]*"\} 2\.0$', metrics, re.M), metrics
+    assert re.search(r'^pagoda:tensor_parallel_size\{model_name="[^"]*"\} 2\.0$', metrics, re.M), metrics
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="cpu ranks")

@@ -283,6 +283,41 @@ TEST(ModelCost, BytesAndFlops) {
   EXPECT_DOUBLE_EQ(prefill_flops(c, 8192), expected);
 }
 
+TEST(ModelCost, BytesPerTensorParallelRank) {
+  auto c = model_cost(llama31_8b());  // 8 kv heads
+  const double lm_head = 128256.0 * 4096 * 2;
+  const double layers = static_cast<double>(c.decode_weight_params) * 2.0 - lm_head;
+  const double kv = 1000.0 * 131072.0;  // 1 sequence at 1000 tokens, bf16 KV of all heads
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 1), decode_bytes_per_step(c, 2.0, 2.0, 1, 1000.0));
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 2), layers / 2 + lm_head + kv / 2);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 8), layers / 8 + lm_head + kv / 8);
+  // 16 ranks over 8 kv heads: each holds one replicated head, 1/8 of the KV.
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 16), layers / 16 + lm_head + kv / 8);
+}
+
+TEST(InprocReport, ParallelRunsArePerGpu) {
+  LatencyReportInputs in;
+  in.options.input_len = 1024;
+  in.options.output_len = 257;
+  in.options.batch_size = 1;
+  in.result.ttft_s = {0.1};
+  in.result.tpot_s = {0.004};
+  in.result.latency_s = {1.1};
+  in.cost = model_cost(llama31_8b());
+  in.bandwidth = BandwidthCeiling{3.0e12, "test"};
+  in.tensor_parallel_size = 2;
+  auto j = latency_report(in);
+  const double per_rank = decode_bytes_per_rank(in.cost, 2.0, 2.0, 1, 1024.0 + 128.0, 2);
+  EXPECT_DOUBLE_EQ(j["decode_bytes_per_rank"].get<double>(), per_rank);
+  EXPECT_DOUBLE_EQ(j["decode_bytes_per_step"].get<double>(), decode_bytes_per_step(in.cost, 2.0, 2.0, 1, 1152.0));
+  EXPECT_DOUBLE_EQ(j["achieved_gbps"].get<double>(), per_rank / 0.004 / 1e9);
+  EXPECT_DOUBLE_EQ(j["speed_of_light_tpot_ms"].get<double>(), per_rank / 3.0e12 * 1000.0);
+  EXPECT_EQ(j["tensor_parallel_size"].get<int>(), 2);
+  EXPECT_NE(format_latency_report(j).find("2 x 1"), std::string::npos);
+  in.tensor_parallel_size = 1;
+  EXPECT_FALSE(latency_report(in).contains("decode_bytes_per_rank"));
+}
+
 TEST(InprocReport, SpeedOfLightRatios) {
   LatencyReportInputs in;
   in.options.input_len = 1024;

@@ -49,13 +49,14 @@ TEST(MetricsText, ExposesEngineMetrics) {
   m.prefix_cache_queries = 1000;
   m.prefix_cache_hits = 250;
   m.time_to_first_token = Histogram{{0.01, 0.1, 1.0}, {1, 3, 4}, 0.9, 5};
-  const std::string text = format_prometheus(m, "my \"model\"", 2);
+  const std::string text = format_prometheus(m, "my \"model\"", 2, 3);
   auto s = parse_exposition(text);
   const std::string l = R"({model_name="my \"model\""})";
   EXPECT_EQ(s["pagoda:num_requests_running" + l], 3);
   EXPECT_EQ(s["pagoda:num_requests_waiting" + l], 7);
   EXPECT_EQ(s["pagoda:kv_cache_usage_perc" + l], 0.25);
   EXPECT_EQ(s["pagoda:tensor_parallel_size" + l], 2);
+  EXPECT_EQ(s["pagoda:pipeline_parallel_size" + l], 3);
   EXPECT_EQ(s["pagoda:prefix_cache_queries_total" + l], 1000);
   EXPECT_EQ(s["pagoda:prefix_cache_hits_total" + l], 250);
   EXPECT_EQ(s["pagoda:num_preemptions_total" + l], 2);
