@@ -1,8 +1,10 @@
 // ParallelRunner mechanics with test-double ranks: every call runs on the
-// rank's own thread, errors of one rank come back naming it, a launch that
-// fails on some ranks leaves no rank holding the slot, divergent samples or
-// logits are caught, and the KV sizes are the ranks' minimum. Also prints the
-// handoff latency a launch + collect adds over no-op ranks.
+// rank's own thread, errors of one rank come back naming it and end the
+// runner, a rank failing in create or launch while its peers wait for it in
+// collectives (cpu communicators; TP=2, TP=4, PP=2) releases them through the
+// abort instead of hanging, divergent samples or logits are caught, and the
+// KV sizes are the ranks' minimum. Also prints the handoff latency a
+// launch + collect adds over no-op ranks.
 #include "model/parallel_runner.h"
 
 #include <gtest/gtest.h>
