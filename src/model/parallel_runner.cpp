@@ -191,15 +191,16 @@ void ParallelRunner::on_rank_failure(Worker& w) {
   w.primary = true;
   if (resources_.communicators.empty()) return;  // no collective to release
   aborted_ = true;
-  const std::string why = fmt::format("{} failed: {}", describe_rank(w.rank), w.result.error().message);
+  const std::string why =
+      fmt::format("{} failed: {}", describe_rank(w.rank), w.result.error().message);
   for (const auto& c : resources_.communicators) c->abort(why);
 }
 
 std::string ParallelRunner::describe_rank(int rank) const {
   if (stages_ == 1) return fmt::format("tensor-parallel rank {}", rank);
   const int per_stage = size() / stages_;
-  return fmt::format("rank {} (pipeline stage {}, tensor-parallel rank {})", rank,
-                     rank / per_stage, rank % per_stage);
+  return fmt::format("rank {} (pipeline stage {}, tensor-parallel rank {})", rank, rank / per_stage,
+                     rank % per_stage);
 }
 
 Status ParallelRunner::first_error(bool name_rank_always) {

@@ -48,7 +48,8 @@ struct Mailbox {
 // What the ranks of one group share. One mutex guards the barrier, the
 // mailboxes and the abort; a rank waits on `cv` for any of them to change.
 struct Group {
-  explicit Group(int n) : size(n), posted(static_cast<size_t>(n)), mailboxes(static_cast<size_t>(n * n)) {}
+  explicit Group(int n)
+      : size(n), posted(static_cast<size_t>(n)), mailboxes(static_cast<size_t>(n * n)) {}
   const int size;
   std::mutex mu;
   std::condition_variable cv;
@@ -105,7 +106,8 @@ class CpuCommunicator final : public Communicator {
   Status status() const override {
     if (!status_.ok()) return status_;
     std::lock_guard lock(group_->mu);
-    if (group_->aborted) return make_error(ErrorCode::kInternal, "aborted: " + group_->abort_reason);
+    if (group_->aborted)
+      return make_error(ErrorCode::kInternal, "aborted: " + group_->abort_reason);
     return {};
   }
   void abort(const std::string& why) override { group_->abort(why); }

@@ -68,11 +68,11 @@ struct OneShotParams {
   void* buffers[kOneShotMaxRanks] = {};  // every rank's peer buffer
   int size = 0;                          // ranks, 2..kOneShotMaxRanks
   int rank = 0;
-  size_t capacity = 0;                   // bytes of one data half
-  DType dtype = DType::kBF16;            // f32, bf16 or f16
-  void* x = nullptr;                     // [n] on this rank's GPU, reduced in place
-  int64_t n = 0;                         // elements; n * dtype size <= capacity
-  OneShotControl* control = nullptr;     // the group's (device address of the mapping)
+  size_t capacity = 0;                // bytes of one data half
+  DType dtype = DType::kBF16;         // f32, bf16 or f16
+  void* x = nullptr;                  // [n] on this rank's GPU, reduced in place
+  int64_t n = 0;                      // elements; n * dtype size <= capacity
+  OneShotControl* control = nullptr;  // the group's (device address of the mapping)
 };
 
 // Enqueues the all-reduce on `stream` (capturable). Every rank must launch it

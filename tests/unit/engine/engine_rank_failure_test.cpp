@@ -115,8 +115,8 @@ TEST(EngineRankFailure, ARankFailingMidRunFailsTheRequestsWithItsErrorAndNothing
       ro.max_num_batched_tokens = o.max_num_batched_tokens;
       ro.tp = comms[static_cast<size_t>(r)];
       PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> m,
-                              ModelRunner::create(*backends[static_cast<size_t>(r)],
-                                                  opened->config, *opened->weights, ro));
+                              ModelRunner::create(*backends[static_cast<size_t>(r)], opened->config,
+                                                  *opened->weights, ro));
       if (r == 0) return std::unique_ptr<Runner>(std::move(m));
       return std::unique_ptr<Runner>(std::make_unique<FailingRank>(std::move(m), 4));
     };

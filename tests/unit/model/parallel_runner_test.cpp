@@ -372,9 +372,9 @@ TEST(ParallelRunner, ARankFailingInCreateReleasesThePeersWaitingForIt) {
               return make_error(ErrorCode::kResourceExhausted, "out of memory for the KV pool");
             PAGODA_RETURN_IF_ERROR(groups->meet(r));
           }
-          return std::unique_ptr<Runner>(std::make_unique<FakeRank>(
-              ranks->plans[static_cast<size_t>(r)], &ranks->threads[static_cast<size_t>(r)],
-              &ranks->mu));
+          return std::unique_ptr<Runner>(
+              std::make_unique<FakeRank>(ranks->plans[static_cast<size_t>(r)],
+                                         &ranks->threads[static_cast<size_t>(r)], &ranks->mu));
         };
         auto p = ParallelRunner::create(shape.tp * shape.pp, make, std::move(groups->resources),
                                         shape.pp);
@@ -400,9 +400,9 @@ TEST(ParallelRunner, ALaunchFailingOnOneRankReleasesThePeersAndEndsTheRunner) {
       }
       ranks->plans[1].fail_launch = true;
       const ParallelRunner::RankFactory make = [=](int r) -> Result<std::unique_ptr<Runner>> {
-        return std::unique_ptr<Runner>(std::make_unique<FakeRank>(
-            ranks->plans[static_cast<size_t>(r)], &ranks->threads[static_cast<size_t>(r)],
-            &ranks->mu));
+        return std::unique_ptr<Runner>(
+            std::make_unique<FakeRank>(ranks->plans[static_cast<size_t>(r)],
+                                       &ranks->threads[static_cast<size_t>(r)], &ranks->mu));
       };
       auto p = ParallelRunner::create(n, make, std::move(groups->resources), shape.pp);
       ASSERT_TRUE(p.ok()) << p.error().message;
