@@ -16,6 +16,9 @@
 //    ranks must call from different threads.
 //  - A failure is kept (the first one) and reported by status(); the op then
 //    does nothing.
+//  - abort() ends the whole group: a rank that failed alone (e.g. out of
+//    memory before a collective its peers already wait in) aborts, so that no
+//    peer waits for it forever.
 #pragma once
 
 #include <string>
@@ -44,6 +47,15 @@ class Communicator {
 
   // The first failure since creation; ok while every op succeeded.
   virtual Status status() const { return {}; }
+
+  // Aborts the whole group, from any thread, even while ops are in flight:
+  // every op of every rank of the group that is waiting for a peer returns
+  // at once, and every later op returns at once doing nothing (a tensor an op
+  // would have written is left unspecified). Afterwards status() reports
+  // "aborted: <why>" on every rank of the group (a rank that had failed
+  // before keeps its own first failure). Calling it again does nothing; the
+  // group cannot be used again, only destroyed.
+  virtual void abort(const std::string& why) = 0;
 };
 
 }  // namespace pagoda

@@ -360,6 +360,8 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   // layers); all then take the smallest, so the ranks hold the same blocks
   // and the same max_model_len.
   const int64_t budget = min_over_ranks(budget_kv_blocks(block_bytes, max_len));
+  // A peer that failed aborted the communicators: its error, not a sizing one.
+  PAGODA_RETURN_IF_ERROR(device_status());
   const int64_t num_blocks = options_.num_kv_blocks > 0 ? budget : budget - reserved;
   if (num_blocks < 1)
     return make_error(ErrorCode::kResourceExhausted,

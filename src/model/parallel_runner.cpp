@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <thread>
 
 namespace pagoda {
@@ -53,6 +54,7 @@ uint32_t await_change(const std::atomic<uint32_t>& a, uint32_t old) {
 // fills `result` (and `samples` / `logits`) and then sets `done` to the
 // job's number. Those release/acquire pairs order every other access.
 struct ParallelRunner::Worker {
+  ParallelRunner* owner = nullptr;
   int rank = 0;
   std::thread thread;
   std::unique_ptr<Runner> runner;
@@ -61,6 +63,9 @@ struct ParallelRunner::Worker {
   std::atomic<uint32_t> posted{0};
   std::atomic<uint32_t> done{0};
   Status result;
+  // This rank failed before any rank aborted the group: `result` is its own
+  // error, not the echo of another rank's abort. Written under failure_mu_.
+  bool primary = false;
   SampleOutput samples;
   std::vector<float> logits;
 
@@ -100,6 +105,7 @@ struct ParallelRunner::Worker {
       seen = await_change(posted, seen);
       const Job j = job;
       result = run(j);
+      if (!result.ok() && j.op != Op::kDestroy && j.op != Op::kStop) owner->on_rank_failure(*this);
       done.store(seen, std::memory_order_release);
       done.notify_one();
       if (j.op == Op::kStop) return;
@@ -125,6 +131,7 @@ Result<std::unique_ptr<ParallelRunner>> ParallelRunner::create(int size,
   p->stages_ = stages;
   for (int r = 0; r < size; ++r) {
     auto w = std::make_unique<Worker>();
+    w->owner = p.get();
     w->rank = r;
     if (static_cast<size_t>(r) < p->resources_.backends.size()) {
       w->backend = &p->resources_.backends[static_cast<size_t>(r)];
@@ -166,45 +173,64 @@ void ParallelRunner::stop_workers() {
 }
 
 void ParallelRunner::run_on_all(const Job& job) {
-  run_on(job, all_);
-}
-
-void ParallelRunner::run_on(const Job& job, const std::vector<Worker*>& ranks) {
-  for (Worker* w : ranks) {
+  for (Worker* w : all_) {
     w->job = job;
     w->posted.fetch_add(1, std::memory_order_release);
     w->posted.notify_one();
   }
-  for (Worker* w : ranks) {
+  for (Worker* w : all_) {
     const uint32_t seq = w->posted.load(std::memory_order_relaxed);
     while (await_change(w->done, seq - 1) != seq) {
     }
   }
 }
 
-Status ParallelRunner::first_error(bool name_rank_always) const {
-  const Worker* first = nullptr;
+void ParallelRunner::on_rank_failure(Worker& w) {
+  std::lock_guard lock(failure_mu_);
+  if (aborted_) return;  // an echo of the abort (or a failure racing it)
+  w.primary = true;
+  if (resources_.communicators.empty()) return;  // no collective to release
+  aborted_ = true;
+  const std::string why =
+      fmt::format("{} failed: {}", describe_rank(w.rank), w.result.error().message);
+  for (const auto& c : resources_.communicators) c->abort(why);
+}
+
+std::string ParallelRunner::describe_rank(int rank) const {
+  if (stages_ == 1) return fmt::format("tensor-parallel rank {}", rank);
+  const int per_stage = size() / stages_;
+  return fmt::format("rank {} (pipeline stage {}, tensor-parallel rank {})", rank, rank / per_stage,
+                     rank % per_stage);
+}
+
+Status ParallelRunner::first_error(bool name_rank_always) {
+  const Worker* first = nullptr;  // the lowest primary failure
+  const Worker* any = nullptr;
   bool all_alike = true;
-  for (const auto& w : workers_) {
-    if (w->result.ok()) {
-      all_alike = false;
-      continue;
-    }
-    if (first == nullptr) {
-      first = w.get();
-    } else if (w->result.error().message != first->result.error().message) {
-      all_alike = false;
+  {
+    std::lock_guard lock(failure_mu_);
+    for (const auto& w : workers_) {
+      if (w->result.ok()) {
+        all_alike = false;
+        continue;
+      }
+      if (any == nullptr) {
+        any = w.get();
+      } else if (w->result.error().message != any->result.error().message) {
+        all_alike = false;
+      }
+      if (first == nullptr && w->primary) first = w.get();
     }
   }
-  if (first == nullptr) return {};
+  if (any == nullptr) return {};
+  if (first == nullptr) first = any;  // not reached: the first failure is primary
   const Error& e = first->result.error();
-  if (all_alike && !name_rank_always) return e;
-  if (stages_ == 1)
-    return make_error(e.code, fmt::format("tensor-parallel rank {}: {}", first->rank, e.message));
-  const int per_stage = size() / stages_;
-  return make_error(
-      e.code, fmt::format("rank {} (pipeline stage {}, tensor-parallel rank {}): {}", first->rank,
-                          first->rank / per_stage, first->rank % per_stage, e.message));
+  if (all_alike && !name_rank_always) {
+    broken_ = e;
+  } else {
+    broken_ = make_error(e.code, fmt::format("{}: {}", describe_rank(first->rank), e.message));
+  }
+  return broken_;
 }
 
 Status ParallelRunner::check_same_samples() const {
@@ -264,6 +290,7 @@ double ParallelRunner::last_step_wait_seconds() const {
 }
 
 Status ParallelRunner::execute(const StepBatch& step, SampleOutput* out) {
+  PAGODA_RETURN_IF_ERROR(broken_);
   Job job;
   job.op = Op::kExecute;
   job.step = &step;
@@ -275,26 +302,17 @@ Status ParallelRunner::execute(const StepBatch& step, SampleOutput* out) {
 }
 
 Status ParallelRunner::launch(const StepBatch& step, int slot) {
+  PAGODA_RETURN_IF_ERROR(broken_);
   Job job;
   job.op = Op::kLaunch;
   job.step = &step;
   job.slot = slot;
   run_on_all(job);
-  const Status st = first_error(/*name_rank_always=*/false);
-  if (st.ok()) return st;
-  // The ranks that enqueued the step give their slot back.
-  Job drop;
-  drop.op = Op::kCollect;
-  drop.slot = slot;
-  std::vector<Worker*> launched;
-  for (Worker* w : all_) {
-    if (w->result.ok()) launched.push_back(w);
-  }
-  run_on(drop, launched);
-  return st;
+  return first_error(/*name_rank_always=*/false);
 }
 
 Status ParallelRunner::collect(int slot, SampleOutput* out) {
+  PAGODA_RETURN_IF_ERROR(broken_);
   Job job;
   job.op = Op::kCollect;
   job.slot = slot;
@@ -306,6 +324,7 @@ Status ParallelRunner::collect(int slot, SampleOutput* out) {
 }
 
 Status ParallelRunner::execute_logits(const StepBatch& step, std::vector<float>* logits) {
+  PAGODA_RETURN_IF_ERROR(broken_);
   Job job;
   job.op = Op::kExecuteLogits;
   job.step = &step;

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,12 @@ class ParallelRunner final : public Runner {
   using RankFactory = std::function<Result<std::unique_ptr<Runner>>(int rank)>;
 
   // Starts `size` (>= 1) worker threads and creates every rank's runner on
-  // its own. On failure every runner created is destroyed (on its thread)
-  // and the error of the lowest failing rank is returned, prefixed
-  // "tensor-parallel rank R: " (with stages: "rank R (pipeline stage S,
-  // tensor-parallel rank T): "). `stages` must divide `size`.
+  // its own. On failure (a rank's failure aborts the communicators, as
+  // described at launch(), so peers waiting in create's collectives return)
+  // every runner created is destroyed (on its thread) and the failing rank's
+  // error is returned, prefixed "tensor-parallel rank R: " (with stages:
+  // "rank R (pipeline stage S, tensor-parallel rank T): "). `stages` must
+  // divide `size`.
   static Result<std::unique_ptr<ParallelRunner>> create(int size, const RankFactory& make_rank,
                                                         RankResources resources = {},
                                                         int stages = 1);
@@ -80,10 +83,17 @@ class ParallelRunner final : public Runner {
   int64_t last_graph_batch_size() const override;
   double last_step_wait_seconds() const override;
 
-  // Each runs the call on every rank and returns once all are done. launch:
-  // when some ranks fail, those that succeeded have their step collected and
-  // dropped, so that no rank holds the slot; the error is the lowest failing
-  // rank's, prefixed with its rank unless every rank failed alike. collect /
+  // Each runs the call on every rank and returns once all are done. When a
+  // rank fails (create too), its thread at once aborts every communicator of
+  // RankResources (Communicator::abort), so that peers waiting for it in a
+  // collective or a stage hand-off return instead of hanging; their errors
+  // are echoes of the abort. The error returned is the failing rank's (the
+  // lowest one's when several failed before the abort), prefixed with its
+  // rank unless every rank failed alike. A failed call ends the runner: every
+  // later launch / collect / execute / execute_logits returns that same error
+  // at once without reaching the ranks (the engine then fails each step's
+  // requests); it can only be destroyed. (Divergent samples or logits are
+  // an error of that call only.) collect /
   // execute: rank 0's samples, after checking that every rank sampled the
   // same tokens (kInternal "tensor-parallel ranks sampled different tokens
   // at row I: ..." otherwise). execute_logits: rank 0's logits, checked
@@ -104,11 +114,16 @@ class ParallelRunner final : public Runner {
   };
 
   explicit ParallelRunner(RankResources resources);
-  // Hands `job` to each of `ranks`, then waits until all have done it.
-  void run_on(const Job& job, const std::vector<Worker*>& ranks);
+  // Hands `job` to every rank, then waits until all have done it.
   void run_on_all(const Job& job);
-  // The lowest failing rank's status after run_on_all (ok when none failed).
-  Status first_error(bool name_rank_always) const;
+  // After run_on_all: ok when no rank failed; else the error described at
+  // launch(), which is also kept in broken_.
+  Status first_error(bool name_rank_always);
+  // On rank w's thread when its call failed: marks w primary and aborts the
+  // communicators, unless another rank already did.
+  void on_rank_failure(Worker& w);
+  // "tensor-parallel rank R" or "rank R (pipeline stage S, tensor-parallel rank T)".
+  std::string describe_rank(int rank) const;
   // The first rank of the last stage: the one whose samples are returned.
   size_t sampler() const { return workers_.size() - workers_.size() / static_cast<size_t>(stages_); }
   // The sampler's samples vs every other rank's of its stage (after a
@@ -120,6 +135,9 @@ class ParallelRunner final : public Runner {
   std::vector<std::unique_ptr<Worker>> workers_;  // [N], rank order
   std::vector<Worker*> all_;                      // workers_' pointers
   int stages_ = 1;
+  std::mutex failure_mu_;  // guards aborted_ and the workers' `primary`
+  bool aborted_ = false;   // the communicators were aborted
+  Status broken_;          // the error that ended the runner; ok while usable
   int64_t num_kv_blocks_ = 0;
   int64_t max_model_len_ = 0;
 };

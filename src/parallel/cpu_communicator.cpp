@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <barrier>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -40,24 +39,61 @@ void store(DType t, void* p, int64_t i, float v) {
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
 
-// One (src, dst) channel of send/recv.
+// One (src, dst) channel of send/recv; guarded by the group's mutex.
 struct Mailbox {
-  std::mutex mu;
-  std::condition_variable cv;
   bool full = false;
   std::vector<uint8_t> bytes;
 };
 
-// What the ranks of one group share.
+// What the ranks of one group share. One mutex guards the barrier, the
+// mailboxes and the abort; a rank waits on `cv` for any of them to change.
 struct Group {
-  explicit Group(int n) : size(n), sync(n), posted(static_cast<size_t>(n)), mailboxes(static_cast<size_t>(n * n)) {}
+  explicit Group(int n)
+      : size(n), posted(static_cast<size_t>(n)), mailboxes(static_cast<size_t>(n * n)) {}
   const int size;
-  std::barrier<> sync;
+  std::mutex mu;
+  std::condition_variable cv;
+  // The barrier: ranks arrived in the current generation.
+  int arrived = 0;
+  uint64_t generation = 0;
+  // Set once by abort(); every wait then ends and every op returns at once.
+  bool aborted = false;
+  std::string abort_reason;
   // all_reduce_sum: each rank's tensor, then the f32 sums.
   std::vector<Tensor> posted;
   std::vector<float> sum;
   std::vector<Mailbox> mailboxes;  // [src * size + dst]
   Mailbox& mailbox(int src, int dst) { return mailboxes[static_cast<size_t>(src * size + dst)]; }
+
+  // Waits until every rank has arrived; false (at once) once aborted.
+  bool arrive_and_wait() {
+    std::unique_lock lock(mu);
+    if (aborted) return false;
+    const uint64_t gen = generation;
+    if (++arrived == size) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+      return true;
+    }
+    cv.wait(lock, [&] { return aborted || generation != gen; });
+    return generation != gen;
+  }
+
+  void abort(const std::string& why) {
+    {
+      std::lock_guard lock(mu);
+      if (aborted) return;
+      aborted = true;
+      abort_reason = why;
+    }
+    cv.notify_all();
+  }
+
+  bool is_aborted() {
+    std::lock_guard lock(mu);
+    return aborted;
+  }
 };
 
 class CpuCommunicator final : public Communicator {
@@ -67,20 +103,27 @@ class CpuCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return group_->size; }
   std::string name() const override { return "cpu threads"; }
-  Status status() const override { return status_; }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    std::lock_guard lock(group_->mu);
+    if (group_->aborted)
+      return make_error(ErrorCode::kInternal, "aborted: " + group_->abort_reason);
+    return {};
+  }
+  void abort(const std::string& why) override { group_->abort(why); }
 
   void all_reduce_sum(Tensor& x) override {
     Group& g = *group_;
+    if (g.is_aborted()) return;
     g.posted[static_cast<size_t>(rank_)] = x;
     const int64_t n = x.numel();
     if (rank_ == 0 && static_cast<int64_t>(g.sum.size()) < n) g.sum.resize(static_cast<size_t>(n));
-    g.sync.arrive_and_wait();  // every tensor posted, sum sized
+    if (!g.arrive_and_wait()) return;  // every tensor posted, sum sized
     // Every rank checks the same posts, so all skip together on a mismatch.
     for (const Tensor& t : g.posted) {
       if (t.numel() != n || t.dtype != x.dtype || !is_float(t.dtype)) {
         fail(fmt::format("all_reduce_sum: ranks passed different or non-float tensors ({} elements here)", n));
-        g.sync.arrive_and_wait();
-        g.sync.arrive_and_wait();
+        if (g.arrive_and_wait()) g.arrive_and_wait();
         return;
       }
     }
@@ -90,33 +133,37 @@ class CpuCommunicator final : public Communicator {
       for (const Tensor& t : g.posted) s += load(t.dtype, t.data, i);
       g.sum[static_cast<size_t>(i)] = s;
     }
-    g.sync.arrive_and_wait();  // all slices summed
+    if (!g.arrive_and_wait()) return;  // all slices summed
     for (int64_t i = 0; i < n; ++i) store(x.dtype, x.data, i, g.sum[static_cast<size_t>(i)]);
-    g.sync.arrive_and_wait();  // every rank has read the sums (the next call may resize them)
+    g.arrive_and_wait();  // every rank has read the sums (the next call may resize them)
   }
 
   void send(const Tensor& x, int peer) override {
     if (!check_peer(peer, "send")) return;
-    Mailbox& m = group_->mailbox(rank_, peer);
-    std::unique_lock lock(m.mu);
-    m.cv.wait(lock, [&] { return !m.full; });
+    Group& g = *group_;
+    Mailbox& m = g.mailbox(rank_, peer);
+    std::unique_lock lock(g.mu);
+    g.cv.wait(lock, [&] { return g.aborted || !m.full; });
+    if (g.aborted) return;
     m.bytes.assign(static_cast<const uint8_t*>(x.data), static_cast<const uint8_t*>(x.data) + x.nbytes());
     m.full = true;
-    m.cv.notify_all();
+    g.cv.notify_all();
   }
 
   void recv(Tensor& x, int peer) override {
     if (!check_peer(peer, "recv")) return;
-    Mailbox& m = group_->mailbox(peer, rank_);
-    std::unique_lock lock(m.mu);
-    m.cv.wait(lock, [&] { return m.full; });
+    Group& g = *group_;
+    Mailbox& m = g.mailbox(peer, rank_);
+    std::unique_lock lock(g.mu);
+    g.cv.wait(lock, [&] { return g.aborted || m.full; });
+    if (g.aborted) return;
     if (m.bytes.size() == x.nbytes()) {
       std::memcpy(x.data, m.bytes.data(), m.bytes.size());
     } else {
       fail(fmt::format("recv from rank {}: {} bytes sent, {} expected", peer, m.bytes.size(), x.nbytes()));
     }
     m.full = false;
-    m.cv.notify_all();
+    g.cv.notify_all();
   }
 
  private:
@@ -131,7 +178,7 @@ class CpuCommunicator final : public Communicator {
 
   std::shared_ptr<Group> group_;
   int rank_;
-  Status status_;
+  Status status_;  // written by this rank's thread only
 };
 
 }  // namespace

@@ -16,8 +16,10 @@ namespace pagoda {
 // sums a slice of the elements over the ranks in rank order (f32
 // accumulation), so every rank gets the same bits. send() copies into the
 // (src, dst) mailbox and waits only while that mailbox still holds an
-// unreceived tensor; recv() waits for it. The communicators share the group's
-// state and may be destroyed in any order.
+// unreceived tensor; recv() waits for it. abort() (from any thread) wakes
+// every waiting rank of the group; status() is then "aborted: <why>" on each.
+// The communicators share the group's state and may be destroyed in any
+// order.
 std::vector<std::unique_ptr<Communicator>> create_cpu_communicators(int size);
 
 }  // namespace pagoda

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -32,6 +33,7 @@
 #include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/nccl_library.h"
 #include "core/half.h"
+#include "finishes_within.h"
 
 namespace pagoda {
 namespace {
@@ -469,6 +471,37 @@ TEST(NcclCommunicatorTest, SameGpuTwiceIsRefused) {
   auto comms = create_nccl_communicators({cuda, cuda});
   ASSERT_FALSE(comms.ok());
   EXPECT_NE(comms.error().message.find("appears twice"), std::string::npos) << comms.error().message;
+}
+
+// Rank 0 enters an all-reduce that no other rank joins (a peer failed); the
+// group's abort from another thread must end its kernel: the one-shot path's
+// wait and NCCL's (threshold 0). Every rank's status then names the abort.
+TEST(NcclCommunicatorTest, AbortEndsAnAllReduceThatNoPeerJoins) {
+  REQUIRE_TWO_GPUS();
+  for (int64_t threshold : {int64_t{-1}, int64_t{0}}) {
+    SCOPED_TRACE(threshold == 0 ? "nccl" : "one-shot");
+    auto ranks = std::make_shared<Ranks>(threshold);
+    ASSERT_TRUE(ranks->ok());
+    auto buf = std::make_shared<RankBuffers>(*ranks, 1024);
+    EXPECT_TRUE(test::finishes_within(std::chrono::seconds(60), [ranks, buf] {
+      // Started first: NCCL may wait for the peer on the host already.
+      std::thread aborter([ranks] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        ranks->comm(1).abort("rank 1 failed: out of memory");
+      });
+      ranks->gpu(0).make_current();
+      Tensor t(buf->ptrs[0], DType::kBF16, {256});
+      ranks->comm(0).all_reduce_sum(t);
+      ranks->gpu(0).synchronize();  // returns once the kernel gave up
+      aborter.join();
+      for (int r = 0; r < ranks->size(); ++r) {
+        ASSERT_FALSE(ranks->comm(r).status().ok());
+        EXPECT_EQ(ranks->comm(r).status().error().message, "aborted: rank 1 failed: out of memory");
+      }
+      ranks->comm(0).all_reduce_sum(t);  // does nothing now
+      ranks->gpu(0).synchronize();
+    }));
+  }
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
@@ -61,6 +63,37 @@ struct Group {
   std::vector<void*> peer_buffers;
   size_t oneshot_max_bytes = 0;
   size_t oneshot_capacity = 0;
+  // The one-shot kernels' control words (pinned, mapped into every GPU;
+  // null when the path is off).
+  cuda::OneShotControl* control = nullptr;
+  // Set once by abort(): ops return at once; the comms were aborted (freed).
+  std::atomic<bool> aborted{false};
+  std::mutex abort_mu;
+  std::string abort_reason;  // written before `aborted` is set
+
+  // Communicator::abort: the kernels' abort word, then ncclCommAbort of every
+  // rank's comm (which makes its pending kernels return). A rank's thread
+  // that is inside an NCCL call on its comm at that moment races with the
+  // abort, as with NCCL's own watchdog-style aborts: the callers abort only
+  // after a rank failed, when the others wait on the device or the host.
+  void abort(const std::string& why) {
+    std::lock_guard lock(abort_mu);
+    if (aborted.load()) return;
+    abort_reason = why;
+    aborted.store(true);
+    if (control != nullptr) {
+      reinterpret_cast<volatile uint32_t*>(&control->aborted)[0] = 1;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+    DeviceGuard guard;
+    for (size_t r = 0; r < comms.size(); ++r) {
+      if (comms[r] == nullptr) continue;
+      cudaSetDevice(devices[r]);
+      const ncclResult_t e = nccl->comm_abort(comms[r]);
+      if (e != ncclSuccess) log_warn("ncclCommAbort (rank {}): {}", r, nccl->error_string(e));
+    }
+    log_error("nccl: group of {} ranks aborted: {}", comms.size(), why);
+  }
 
   ~Group() {
     DeviceGuard guard;
@@ -69,7 +102,7 @@ struct Group {
       cudaSetDevice(d);
       cudaDeviceSynchronize();
     }
-    for (size_t r = 0; r < comms.size(); ++r) {
+    for (size_t r = 0; r < comms.size() && !aborted.load(); ++r) {
       cudaSetDevice(devices[r]);
       if (comms[r] != nullptr) {
         const ncclResult_t e = nccl->comm_destroy(comms[r]);
@@ -80,6 +113,7 @@ struct Group {
       cudaSetDevice(devices[r]);
       if (peer_buffers[r] != nullptr) cudaFree(peer_buffers[r]);
     }
+    if (control != nullptr) cudaFreeHost(control);
   }
 };
 
@@ -100,6 +134,18 @@ class NcclCommunicator final : public Communicator {
 
   Status status() const override {
     if (!status_.ok()) return status_;
+    const Group& g = *group_;
+    if (g.aborted.load()) {
+      std::lock_guard lock(group_->abort_mu);
+      return make_error(ErrorCode::kInternal, "aborted: " + g.abort_reason);
+    }
+    if (g.control != nullptr &&
+        reinterpret_cast<const volatile uint32_t*>(&g.control->timed_out)[0] != 0) {
+      return make_error(ErrorCode::kInternal,
+                        fmt::format("nccl communicator rank {}: one-shot all-reduce: a peer rank "
+                                    "did not arrive within {:.0f} s",
+                                    rank_, cuda::kOneShotWaitSeconds));
+    }
     ncclResult_t async = ncclSuccess;
     const ncclResult_t e = group_->nccl->comm_get_async_error(comm(), &async);
     if (e != ncclSuccess || async != ncclSuccess) {
@@ -110,7 +156,10 @@ class NcclCommunicator final : public Communicator {
     return {};
   }
 
+  void abort(const std::string& why) override { group_->abort(why); }
+
   void all_reduce_sum(Tensor& x) override {
+    if (group_->aborted.load()) return;
     ncclDataType_t type;
     if (!to_nccl_type(x.dtype, &type)) {
       return fail(fmt::format("all_reduce_sum: dtype {} (expected f32, bf16 or f16)",
@@ -128,6 +177,7 @@ class NcclCommunicator final : public Communicator {
       p.dtype = x.dtype;
       p.x = x.data;
       p.n = x.numel();
+      p.control = g.control;
       return check_cuda(cuda::launch_oneshot_all_reduce(p, stream_of(backend_)),
                         "one-shot all-reduce");
     }
@@ -137,13 +187,13 @@ class NcclCommunicator final : public Communicator {
   }
 
   void send(const Tensor& x, int peer) override {
-    if (!check_peer(peer, "send") || x.nbytes() == 0) return;
+    if (group_->aborted.load() || !check_peer(peer, "send") || x.nbytes() == 0) return;
     check_nccl(group_->nccl->send(x.data, x.nbytes(), ncclUint8, peer, comm(), stream_of(backend_)),
                "ncclSend");
   }
 
   void recv(Tensor& x, int peer) override {
-    if (!check_peer(peer, "recv") || x.nbytes() == 0) return;
+    if (group_->aborted.load() || !check_peer(peer, "recv") || x.nbytes() == 0) return;
     check_nccl(group_->nccl->recv(x.data, x.nbytes(), ncclUint8, peer, comm(), stream_of(backend_)),
                "ncclRecv");
   }
@@ -224,6 +274,19 @@ Status allocate_peer_buffers(Group& g, size_t capacity) {
                                     g.devices[r], cudaGetErrorString(e)));
     }
   }
+  void* control = nullptr;
+  cudaError_t e = cudaHostAlloc(&control, sizeof(cuda::OneShotControl),
+                                cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return make_error(ErrorCode::kResourceExhausted,
+                      fmt::format("one-shot all-reduce control words (pinned host memory): {}",
+                                  cudaGetErrorString(e)));
+  }
+  std::memset(control, 0, sizeof(cuda::OneShotControl));
+  // Unified addressing (every 64-bit CUDA process): the mapping's device
+  // address is the host address on every GPU.
+  g.control = static_cast<cuda::OneShotControl*>(control);
   g.oneshot_max_bytes = capacity;
   g.oneshot_capacity = (capacity + 15) / 16 * 16;
   return {};

@@ -67,6 +67,12 @@ struct NcclCommunicatorOptions {
 // communicators while such a graph lives hangs. The communicators do not
 // touch their backends once created, except to enqueue ops.
 //
+// abort() sets the one-shot kernels' abort word (they stop waiting for their
+// peers), then ncclCommAbort()s every rank's comm (NCCL's kernels return);
+// later ops do nothing, and the group's last communicator then skips
+// ncclCommDestroy. A one-shot kernel that waited kOneShotWaitSeconds for a
+// peer gives up too, and status() reports it.
+//
 // Fails (with what to install) when NCCL cannot be loaded, or when NCCL or
 // the peer buffers' allocation fails.
 Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(

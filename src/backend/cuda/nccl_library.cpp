@@ -43,6 +43,7 @@ Result<NcclLibrary> open_nccl_library(const std::string& path) {
   resolve(handle, "ncclGetErrorString", lib.get_error_string, missing);
   resolve(handle, "ncclCommInitAll", lib.comm_init_all, missing);
   resolve(handle, "ncclCommDestroy", lib.comm_destroy, missing);
+  resolve(handle, "ncclCommAbort", lib.comm_abort, missing);
   resolve(handle, "ncclCommGetAsyncError", lib.comm_get_async_error, missing);
   resolve(handle, "ncclAllReduce", lib.all_reduce, missing);
   resolve(handle, "ncclSend", lib.send, missing);

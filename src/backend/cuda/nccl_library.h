@@ -26,6 +26,7 @@ struct NcclLibrary {
   decltype(&ncclGetErrorString) get_error_string = nullptr;
   decltype(&ncclCommInitAll) comm_init_all = nullptr;
   decltype(&ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&ncclCommAbort) comm_abort = nullptr;
   decltype(&ncclCommGetAsyncError) comm_get_async_error = nullptr;
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclSend) send = nullptr;

@@ -21,6 +21,42 @@ __device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
   return v;
 }
 
+__device__ __forceinline__ uint32_t load_relaxed_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ uint64_t global_nanoseconds() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ bool reached(const uint32_t* flag, uint32_t epoch) {
+  // Signed difference: counters wrap after 2^32 launches.
+  return static_cast<int32_t>(load_acquire_sys(flag) - epoch) >= 0;
+}
+
+// Waits until `flag` reaches `epoch`, the group's abort word is set, or
+// kOneShotWaitSeconds pass (then it sets the timed-out word). The control
+// words live in host memory, so they are read only every 1024 polls.
+__device__ __forceinline__ void wait_for_epoch(const uint32_t* flag, uint32_t epoch,
+                                               OneShotControl* control) {
+  if (reached(flag, epoch)) return;
+  constexpr uint64_t kLimitNs = static_cast<uint64_t>(kOneShotWaitSeconds * 1e9);
+  const uint64_t start = global_nanoseconds();
+  for (uint32_t polls = 1;; ++polls) {
+    if (reached(flag, epoch)) return;
+    if (polls % 1024 != 0) continue;
+    if (load_relaxed_sys(&control->aborted) != 0) return;
+    if (global_nanoseconds() - start > kLimitNs) {
+      atomicExch_system(&control->timed_out, 1u);
+      return;
+    }
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ T* data_half(void* buffer, size_t capacity, uint32_t epoch) {
   return reinterpret_cast<T*>(static_cast<char*>(buffer) + kDataOffset + (epoch & 1u) * capacity);
@@ -109,10 +145,7 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_all_reduce_kernel(One
     const int j = threadIdx.x;
     uint32_t* remote = static_cast<uint32_t*>(p.buffers[j]) + blockIdx.x * kOneShotMaxRanks;
     store_release_sys(remote + p.rank, epoch);
-    const uint32_t* mine = own_flags + blockIdx.x * kOneShotMaxRanks + j;
-    // Signed difference: counters wrap after 2^32 launches.
-    while (static_cast<int32_t>(load_acquire_sys(mine) - epoch) < 0) {
-    }
+    wait_for_epoch(own_flags + blockIdx.x * kOneShotMaxRanks + j, epoch, p.control);
   }
   __syncthreads();
 
@@ -140,7 +173,8 @@ size_t oneshot_buffer_bytes(size_t capacity) {
 
 cudaError_t launch_oneshot_all_reduce(const OneShotParams& p, cudaStream_t stream) {
   if (p.size < 2 || p.size > kOneShotMaxRanks || p.rank < 0 || p.rank >= p.size || p.n < 0 ||
-      static_cast<size_t>(p.n) * dtype_size(p.dtype) > p.capacity || p.capacity % 16 != 0) {
+      static_cast<size_t>(p.n) * dtype_size(p.dtype) > p.capacity || p.capacity % 16 != 0 ||
+      p.control == nullptr) {
     return cudaErrorInvalidValue;
   }
   if (p.n == 0) return cudaSuccess;

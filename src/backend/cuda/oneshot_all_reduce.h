@@ -25,6 +25,12 @@
 // barrier, which needs every rank to have entered that launch, i.e. finished
 // this one (launches on a stream are ordered: the kernel waits for its
 // predecessor before touching memory, also under PDL).
+//
+// The wait in step 2 is bounded, so that a rank whose peer never launches
+// (it failed) does not spin forever: it ends early when the group's abort
+// word (OneShotControl, in host memory mapped into every GPU) is set, or
+// after kOneShotWaitSeconds, when it sets the timed-out word; either way x
+// is left unspecified and the host reports the failure (status()).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -40,6 +46,20 @@ constexpr int kOneShotMaxRanks = 8;
 // A fixed grid (every launch uses every block's counter) of 512 threads.
 constexpr int kOneShotBlocks = 32;
 constexpr int kOneShotThreads = 512;
+// How long a block waits for its peers before it gives up. Generous: before
+// the ranks first meet on the host (at start-up, a rank that loaded its
+// weights sooner waits here for the slowest one's load), a peer may be
+// minutes late without anything being wrong.
+constexpr double kOneShotWaitSeconds = 600.0;
+
+// A group's control words, in pinned host memory mapped into every GPU of
+// the group (cudaHostAllocMapped | cudaHostAllocPortable), zeroed at
+// creation. The host sets `aborted` (Communicator::abort); a kernel that gave
+// up waiting sets `timed_out`.
+struct OneShotControl {
+  uint32_t aborted;
+  uint32_t timed_out;
+};
 
 // Bytes of one rank's peer buffer for messages of up to `capacity` bytes.
 size_t oneshot_buffer_bytes(size_t capacity);
@@ -48,14 +68,16 @@ struct OneShotParams {
   void* buffers[kOneShotMaxRanks] = {};  // every rank's peer buffer
   int size = 0;                          // ranks, 2..kOneShotMaxRanks
   int rank = 0;
-  size_t capacity = 0;                   // bytes of one data half
-  DType dtype = DType::kBF16;            // f32, bf16 or f16
-  void* x = nullptr;                     // [n] on this rank's GPU, reduced in place
-  int64_t n = 0;                         // elements; n * dtype size <= capacity
+  size_t capacity = 0;                // bytes of one data half
+  DType dtype = DType::kBF16;         // f32, bf16 or f16
+  void* x = nullptr;                  // [n] on this rank's GPU, reduced in place
+  int64_t n = 0;                      // elements; n * dtype size <= capacity
+  OneShotControl* control = nullptr;  // the group's (device address of the mapping)
 };
 
 // Enqueues the all-reduce on `stream` (capturable). Every rank must launch it
-// with matching parameters, or the ranks wait for each other forever.
+// with matching parameters, or the ranks wait for each other until the group
+// is aborted or kOneShotWaitSeconds pass.
 cudaError_t launch_oneshot_all_reduce(const OneShotParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

@@ -1,8 +1,10 @@
 // ParallelRunner mechanics with test-double ranks: every call runs on the
-// rank's own thread, errors of one rank come back naming it, a launch that
-// fails on some ranks leaves no rank holding the slot, divergent samples or
-// logits are caught, and the KV sizes are the ranks' minimum. Also prints the
-// handoff latency a launch + collect adds over no-op ranks.
+// rank's own thread, errors of one rank come back naming it and end the
+// runner, a rank failing in create or launch while its peers wait for it in
+// collectives (cpu communicators; TP=2, TP=4, PP=2) releases them through the
+// abort instead of hanging, divergent samples or logits are caught, and the
+// KV sizes are the ranks' minimum. Also prints the handoff latency a
+// launch + collect adds over no-op ranks.
 #include "model/parallel_runner.h"
 
 #include <gtest/gtest.h>
@@ -11,9 +13,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include "finishes_within.h"
+#include "parallel/cpu_communicator.h"
 
 namespace pagoda {
 namespace {
@@ -29,6 +35,9 @@ class FakeRank final : public Runner {
     bool fail_collect = false;
     int64_t num_kv_blocks = 100;
     int64_t max_model_len = 512;
+    // Run by launch() after its checks, in place of a forward (e.g. the
+    // collectives a real rank's forward runs); its error is launch's.
+    std::function<Status()> forward;
   };
   FakeRank(Plan plan, std::set<std::thread::id>* threads, std::mutex* mu)
       : plan_(plan), threads_(threads), mu_(mu) {
@@ -55,6 +64,7 @@ class FakeRank final : public Runner {
     note_thread();
     if (plan_.fail_launch) return make_error(ErrorCode::kInvalidArgument, "step input: bad step");
     if (active_[static_cast<size_t>(slot)]) return make_error(ErrorCode::kInternal, "slot busy");
+    if (plan_.forward) PAGODA_RETURN_IF_ERROR(plan_.forward());
     active_[static_cast<size_t>(slot)] = true;
     rows_[static_cast<size_t>(slot)] = static_cast<int64_t>(step.logits_rows.size());
     return {};
@@ -179,7 +189,19 @@ TEST(ParallelRunner, CreateRefusesSizeZero) {
   EXPECT_EQ(p.error().message, "tensor-parallel size must be >= 1, got 0");
 }
 
-TEST(ParallelRunner, LaunchErrorOfOneRankNamesItAndFreesTheOthersSlots) {
+// Every later call returns the same error without reaching the ranks.
+void expect_ended(ParallelRunner& runner, const std::string& message) {
+  SampleOutput out;
+  std::vector<float> logits;
+  for (const Status& st : {runner.launch(step_with_rows(2), 1), runner.collect(0, &out),
+                           runner.execute(step_with_rows(2), &out),
+                           runner.execute_logits(step_with_rows(1), &logits)}) {
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().message, message);
+  }
+}
+
+TEST(ParallelRunner, LaunchErrorOfOneRankNamesItAndEndsTheRunner) {
   Ranks ranks(2);
   ranks.plans[1].fail_launch = true;
   auto p = ranks.make();
@@ -188,7 +210,7 @@ TEST(ParallelRunner, LaunchErrorOfOneRankNamesItAndFreesTheOthersSlots) {
   Status st = p.value()->launch(a, 0);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "tensor-parallel rank 1: step input: bad step");
-  EXPECT_FALSE(static_cast<FakeRank&>(p.value()->rank(0)).any_active());
+  expect_ended(*p.value(), "tensor-parallel rank 1: step input: bad step");
 }
 
 TEST(ParallelRunner, LaunchErrorOfEveryRankAlikeComesBackAsIs) {
@@ -201,6 +223,7 @@ TEST(ParallelRunner, LaunchErrorOfEveryRankAlikeComesBackAsIs) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(st.error().message, "step input: bad step");
+  expect_ended(*p.value(), "step input: bad step");
 }
 
 TEST(ParallelRunner, CollectErrorNamesTheRank) {
@@ -264,6 +287,130 @@ TEST(ParallelRunner, HandoffLatency) {
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     std::printf("[ handoff ] %d ranks: %.1f us per launch + collect (%u hardware threads)\n", n,
                 us / kSteps, std::thread::hardware_concurrency());
+  }
+}
+
+// The communicators of tp x pp ranks laid out as load_runner does: rank
+// s * tp + t is in stage s's tp group and in the pp group of the ranks t.
+struct Groups {
+  RankResources resources;
+  std::vector<Communicator*> tp, pp;  // [rank], null where there is none
+
+  Groups(int tp_size, int pp_size)
+      : tp(static_cast<size_t>(tp_size * pp_size)), pp(static_cast<size_t>(tp_size * pp_size)) {
+    auto add = [&](const std::vector<int>& ranks, std::vector<Communicator*>& slot) {
+      auto comms = create_cpu_communicators(static_cast<int>(ranks.size()));
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        slot[static_cast<size_t>(ranks[i])] = comms[i].get();
+        resources.communicators.push_back(std::move(comms[i]));
+      }
+    };
+    for (int s = 0; tp_size > 1 && s < pp_size; ++s) {
+      std::vector<int> ranks;
+      for (int t = 0; t < tp_size; ++t) ranks.push_back(s * tp_size + t);
+      add(ranks, tp);
+    }
+    for (int t = 0; pp_size > 1 && t < tp_size; ++t) {
+      std::vector<int> ranks;
+      for (int s = 0; s < pp_size; ++s) ranks.push_back(s * tp_size + t);
+      add(ranks, pp);
+    }
+  }
+
+  // What a rank's start-up or forward does with its peers: an all-reduce in
+  // each of its groups and the stage hand-off (receive from the stage before,
+  // send to the one after); then its communicators' first failure, as a
+  // ModelRunner checks them.
+  Status meet(int rank) const {
+    std::vector<float> x(16, 1.0f);
+    Tensor t(x.data(), DType::kF32, {16});
+    Communicator* g[] = {tp[static_cast<size_t>(rank)], pp[static_cast<size_t>(rank)]};
+    for (Communicator* c : g) {
+      if (c != nullptr) c->all_reduce_sum(t);
+    }
+    if (Communicator* c = g[1]; c != nullptr) {
+      if (c->rank() > 0) c->recv(t, c->rank() - 1);
+      if (c->rank() + 1 < c->size()) c->send(t, c->rank() + 1);
+    }
+    for (Communicator* c : g) {
+      if (c != nullptr && !c->status().ok()) return c->status();
+    }
+    return {};
+  }
+};
+
+struct Shape {
+  int tp, pp;
+  std::string rank1;  // how errors name rank 1
+};
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> all = {
+      {2, 1, "tensor-parallel rank 1"},
+      {4, 1, "tensor-parallel rank 1"},
+      {1, 2, "rank 1 (pipeline stage 1, tensor-parallel rank 0)"},
+  };
+  return all;
+}
+
+constexpr auto kLimit = std::chrono::seconds(20);
+
+// Rank 1's create fails after `meetings` rounds of collectives that every
+// rank joins; the others go on to meet again, where rank 1 never comes.
+// Without the abort they would wait for it forever.
+TEST(ParallelRunner, ARankFailingInCreateReleasesThePeersWaitingForIt) {
+  for (const Shape& shape : shapes()) {
+    for (int meetings : {0, 1}) {
+      SCOPED_TRACE(shape.rank1 + " of tp " + std::to_string(shape.tp) + " x pp " +
+                   std::to_string(shape.pp) + ", fails after " + std::to_string(meetings));
+      EXPECT_TRUE(test::finishes_within(kLimit, [shape, meetings] {
+        auto groups = std::make_shared<Groups>(shape.tp, shape.pp);
+        auto ranks = std::make_shared<Ranks>(shape.tp * shape.pp);
+        const ParallelRunner::RankFactory make = [=](int r) -> Result<std::unique_ptr<Runner>> {
+          for (int m = 0; m < 2; ++m) {
+            if (r == 1 && m == meetings)
+              return make_error(ErrorCode::kResourceExhausted, "out of memory for the KV pool");
+            PAGODA_RETURN_IF_ERROR(groups->meet(r));
+          }
+          return std::unique_ptr<Runner>(
+              std::make_unique<FakeRank>(ranks->plans[static_cast<size_t>(r)],
+                                         &ranks->threads[static_cast<size_t>(r)], &ranks->mu));
+        };
+        auto p = ParallelRunner::create(shape.tp * shape.pp, make, std::move(groups->resources),
+                                        shape.pp);
+        ASSERT_FALSE(p.ok());
+        EXPECT_EQ(p.error().code, ErrorCode::kResourceExhausted);
+        EXPECT_EQ(p.error().message, shape.rank1 + ": out of memory for the KV pool");
+      }));
+    }
+  }
+}
+
+// A step that only rank 1 refuses: the others run its forward and wait in
+// its collectives for rank 1.
+TEST(ParallelRunner, ALaunchFailingOnOneRankReleasesThePeersAndEndsTheRunner) {
+  for (const Shape& shape : shapes()) {
+    SCOPED_TRACE(shape.rank1);
+    EXPECT_TRUE(test::finishes_within(kLimit, [shape] {
+      const int n = shape.tp * shape.pp;
+      auto groups = std::make_shared<Groups>(shape.tp, shape.pp);
+      auto ranks = std::make_shared<Ranks>(n);
+      for (int r = 0; r < n; ++r) {
+        ranks->plans[static_cast<size_t>(r)].forward = [groups, r] { return groups->meet(r); };
+      }
+      ranks->plans[1].fail_launch = true;
+      const ParallelRunner::RankFactory make = [=](int r) -> Result<std::unique_ptr<Runner>> {
+        return std::unique_ptr<Runner>(
+            std::make_unique<FakeRank>(ranks->plans[static_cast<size_t>(r)],
+                                       &ranks->threads[static_cast<size_t>(r)], &ranks->mu));
+      };
+      auto p = ParallelRunner::create(n, make, std::move(groups->resources), shape.pp);
+      ASSERT_TRUE(p.ok()) << p.error().message;
+      const Status st = p.value()->launch(step_with_rows(2), 0);
+      ASSERT_FALSE(st.ok());
+      EXPECT_EQ(st.error().message, shape.rank1 + ": step input: bad step");
+      expect_ended(*p.value(), shape.rank1 + ": step input: bad step");
+    }));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -18,12 +19,14 @@
 
 #include "backend/communicator.h"
 #include "backend/cpu/cpu_backend.h"
+#include "finishes_within.h"
 #include "io/hf_config.h"
 #include "io/safetensors.h"
 #include "memory_source.h"
 #include "model/architecture.h"
 #include "model/load_weights.h"
 #include "model/model_runner.h"
+#include "model/parallel_runner.h"
 #include "model/weight_loader.h"
 #include "model_steps.h"
 #include "runner_script.h"
@@ -409,6 +412,39 @@ TEST(TensorParallelRunner, SafetensorsReadsAreSafeFromSeveralThreads) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
+// Rank 1's runner fails at once (its options are refused) while rank 0 loads
+// its shard and then waits in the KV sizing's all-reduce for rank 1: the
+// abort releases it and the error is rank 1's own.
+TEST(TensorParallelRunner, ARankFailingInCreateDoesNotHangThePeerWaitingForIt) {
+  EXPECT_TRUE(test::finishes_within(std::chrono::seconds(60), [] {
+    auto config = load_hf_config(stories_dir() + "/config.json");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    auto src = open_safetensors_folder(stories_dir());
+    ASSERT_TRUE(src.ok()) << src.error().message;
+    RankResources resources;
+    resources.communicators = create_cpu_communicators(2);
+    std::vector<Communicator*> comms = {resources.communicators[0].get(),
+                                        resources.communicators[1].get()};
+    std::vector<std::unique_ptr<CpuBackend>> backends(2);
+    const ParallelRunner::RankFactory make = [&](int r) -> Result<std::unique_ptr<Runner>> {
+      backends[static_cast<size_t>(r)] = std::make_unique<CpuBackend>();
+      RunnerOptions o = script_options();
+      o.tp = comms[static_cast<size_t>(r)];
+      if (r == 1) o.max_model_len = config->max_position_embeddings + 1;
+      PAGODA_ASSIGN_OR_RETURN(
+          std::unique_ptr<ModelRunner> m,
+          ModelRunner::create(*backends[static_cast<size_t>(r)], *config, **src, o));
+      return std::unique_ptr<Runner>(std::move(m));
+    };
+    auto p = ParallelRunner::create(2, make, std::move(resources));
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.error().message, "tensor-parallel rank 1: max_model_len " +
+                                     std::to_string(config->max_position_embeddings + 1) +
+                                     " exceeds the model's max_position_embeddings " +
+                                     std::to_string(config->max_position_embeddings));
+  }));
 }
 
 }  // namespace

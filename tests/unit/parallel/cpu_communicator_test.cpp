@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "core/half.h"
+#include "finishes_within.h"
 
 namespace pagoda {
 namespace {
@@ -104,6 +108,101 @@ TEST(CpuCommunicator, RecvOfTheWrongSizeAndBadPeersFail) {
       EXPECT_NE(msg(c).find("16 bytes sent, 8 expected"), std::string::npos) << msg(c);
     }
   });
+}
+
+using Comms = std::vector<std::unique_ptr<Communicator>>;
+constexpr auto kLimit = std::chrono::seconds(20);
+
+// Runs waiter(comm) for each of `waiters` on a thread of its own, lets them
+// block, aborts the group from rank `aborter`'s communicator, and checks that
+// every waiter returned and that every rank's status names the abort.
+void expect_abort_releases(std::shared_ptr<Comms> comms, std::vector<int> waiters, int aborter,
+                           std::function<void(Communicator&)> waiter) {
+  EXPECT_TRUE(test::finishes_within(kLimit, [=] {
+    std::vector<std::thread> threads;
+    for (int r : waiters) threads.emplace_back([=] { waiter(*(*comms)[static_cast<size_t>(r)]); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let them block
+    (*comms)[static_cast<size_t>(aborter)]->abort("rank 9 failed: out of memory");
+    for (std::thread& t : threads) t.join();
+    for (const auto& c : *comms) EXPECT_EQ(msg(*c), "aborted: rank 9 failed: out of memory");
+    // Later ops return at once, also where no peer will ever come.
+    std::vector<float> x(4, 1.0f);
+    Tensor t(x.data(), DType::kF32, {4});
+    for (const auto& c : *comms) {
+      c->all_reduce_sum(t);
+      c->send(t, (c->rank() + 1) % c->size());
+      c->recv(t, (c->rank() + 1) % c->size());
+    }
+    // A second abort keeps the first reason.
+    (*comms)[0]->abort("again");
+    EXPECT_EQ(msg(*(*comms)[0]), "aborted: rank 9 failed: out of memory");
+  }));
+}
+
+TEST(CpuCommunicator, AbortReleasesRanksWaitingInAllReduce) {
+  // Ranks 0 and 1 wait for rank 2, which never comes; rank 2's thread aborts.
+  auto comms = std::make_shared<Comms>(create_cpu_communicators(3));
+  expect_abort_releases(comms, {0, 1}, 2, [](Communicator& c) {
+    std::vector<float> x(8, 1.0f);
+    Tensor t(x.data(), DType::kF32, {8});
+    c.all_reduce_sum(t);
+  });
+}
+
+TEST(CpuCommunicator, AbortReleasesARankMidAllReduce) {
+  // Rank 1 leaves after the first of the two all-reduces; rank 0 is waiting
+  // in the second when the abort comes from a thread of no rank.
+  auto comms = std::make_shared<Comms>(create_cpu_communicators(2));
+  EXPECT_TRUE(test::finishes_within(kLimit, [comms] {
+    std::thread r1([comms] {
+      std::vector<float> x(8, 1.0f);
+      Tensor t(x.data(), DType::kF32, {8});
+      (*comms)[1]->all_reduce_sum(t);
+      EXPECT_EQ(x[0], 2.0f);
+    });
+    std::thread r0([comms] {
+      std::vector<float> x(8, 1.0f);
+      Tensor t(x.data(), DType::kF32, {8});
+      (*comms)[0]->all_reduce_sum(t);
+      (*comms)[0]->all_reduce_sum(t);
+    });
+    r1.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (*comms)[1]->abort("stop");
+    r0.join();
+    EXPECT_EQ(msg(*(*comms)[0]), "aborted: stop");
+  }));
+}
+
+TEST(CpuCommunicator, AbortReleasesASendToAFullMailbox) {
+  // The first send fills rank 1's mailbox; the second waits for a recv that
+  // never comes.
+  auto comms = std::make_shared<Comms>(create_cpu_communicators(2));
+  expect_abort_releases(comms, {0}, 1, [](Communicator& c) {
+    std::vector<float> x(4, 1.0f);
+    Tensor t(x.data(), DType::kF32, {4});
+    c.send(t, 1);
+    c.send(t, 1);
+  });
+}
+
+TEST(CpuCommunicator, AbortReleasesARecvWithNothingSent) {
+  auto comms = std::make_shared<Comms>(create_cpu_communicators(2));
+  expect_abort_releases(comms, {1}, 0, [](Communicator& c) {
+    std::vector<float> x(4, 1.0f);
+    Tensor t(x.data(), DType::kF32, {4});
+    c.recv(t, 0);
+  });
+}
+
+TEST(CpuCommunicator, AnEarlierFailureOutlivesTheAbort) {
+  auto comms = create_cpu_communicators(2);
+  std::vector<float> x(4, 0.0f);
+  Tensor t(x.data(), DType::kF32, {4});
+  comms[0]->send(t, 0);  // not another rank
+  comms[1]->abort("gone");
+  EXPECT_NE(msg(*comms[0]).find("peer 0"), std::string::npos) << msg(*comms[0]);
+  EXPECT_EQ(msg(*comms[1]), "aborted: gone");
 }
 
 }  // namespace
