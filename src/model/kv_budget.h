@@ -19,11 +19,13 @@ struct KvBudget {
 // kCpuKvAvailableFraction of `available` (MemAvailable, read after the
 // weights and activation scratch were allocated, so they are not counted
 // again); the other half stays for the rest of the system and the page
-// cache. `available` 0 (unknown) caps it at kCpuKvFallbackBytes.
+// cache. `available` 0 (unknown) caps it at kCpuKvFallbackBytes. `ranks`
+// pools share that memory (the tensor- and pipeline-parallel ranks of one
+// process on the cpu): each gets 1/ranks of the cap.
 inline constexpr double kCpuKvAvailableFraction = 0.5;
 inline constexpr double kCpuKvFallbackBytes = 1024.0 * 1024.0 * 1024.0;
 KvBudget cpu_kv_budget(int64_t block_bytes, int64_t block_size, int64_t max_model_len,
-                       int64_t max_num_seqs, size_t available);
+                       int64_t max_num_seqs, size_t available, int ranks = 1);
 
 // An explicit budget (--kv-cache-memory-bytes), on any backend.
 KvBudget explicit_kv_budget(int64_t bytes);

@@ -321,7 +321,11 @@ int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes, int64_t max_len) {
   if (options_.kv_cache_bytes > 0) {
     budget = explicit_kv_budget(options_.kv_cache_bytes);
   } else if (backend_.kind() == DeviceKind::kCpu) {
-    budget = cpu_kv_budget(block_bytes, options_.block_size, max_len, options_.max_num_seqs, free_bytes);
+    // Every rank of this process (tp x pp) takes its pool from the same host memory.
+    const int ranks = (options_.tp != nullptr ? options_.tp->size() : 1) *
+                      (options_.pp != nullptr ? options_.pp->size() : 1);
+    budget = cpu_kv_budget(block_bytes, options_.block_size, max_len, options_.max_num_seqs,
+                           free_bytes, ranks);
   } else {
     const double fraction = options_.kv_cache_memory_fraction;
     budget = {device_kv_budget_bytes(fraction, total_bytes, free_at_start_, free_bytes),

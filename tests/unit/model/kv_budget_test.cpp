@@ -34,6 +34,17 @@ TEST(CpuKvBudget, TakesAtMostHalfTheAvailableMemory) {
   EXPECT_EQ(cpu_kv_budget(kBlockBytes, 16, 16, 1, 0).bytes, kBlockBytes);  // small wins
 }
 
+TEST(CpuKvBudget, RanksOfOneProcessShareTheCap) {
+  const size_t available = 512u << 20;  // cap 256 MiB, of 512 MiB wanted
+  KvBudget four = cpu_kv_budget(kBlockBytes, 16, 8192, 256, available, 4);
+  EXPECT_EQ(four.bytes, kCpuKvAvailableFraction * available / 4);
+  EXPECT_NE(four.how.find("capped at 50% of the 0.50 GiB of memory available, shared by 4 ranks"),
+            std::string::npos)
+      << four.how;
+  // What fits under each rank's share is taken whole.
+  EXPECT_EQ(cpu_kv_budget(kBlockBytes, 16, 16, 1, available, 4).bytes, kBlockBytes);
+}
+
 TEST(ExplicitKvBudget, IsTheGivenSize) {
   KvBudget b = explicit_kv_budget(int64_t{3} << 29);
   EXPECT_EQ(b.bytes, 1.5 * kGiB);
