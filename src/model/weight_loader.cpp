@@ -6,7 +6,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/half.h"
+#include "core/float_elements.h"
 #include "core/units.h"
 
 namespace pagoda {
@@ -24,37 +24,9 @@ uint64_t total_file_bytes(const WeightSource& source) {
   return n;
 }
 
-float load_float(DType t, const void* data, int64_t i) {
-  switch (t) {
-    case DType::kF16:
-      return fp16_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DType::kBF16:
-      return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
-    default:
-      return static_cast<const float*>(data)[i];
-  }
-}
-
 // n elements of `from` at src to `to` at dst; both float types.
 void convert(DType from, const void* src, int64_t n, DType to, void* dst) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float f = load_float(from, src, i);
-    switch (to) {
-      case DType::kF16:
-        static_cast<uint16_t*>(dst)[i] = float_to_fp16(f);
-        break;
-      case DType::kBF16:
-        static_cast<uint16_t*>(dst)[i] = float_to_bf16(f);
-        break;
-      default:
-        static_cast<float*>(dst)[i] = f;
-        break;
-    }
-  }
-}
-
-bool is_float_type(DType t) {
-  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
+  for (int64_t i = 0; i < n; ++i) store_float_element(to, dst, i, load_float_element(from, src, i));
 }
 
 int64_t numel(const std::vector<int64_t>& shape) {
@@ -123,7 +95,7 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
                       fmt::format("tensor {} {}: no slice rows [{}, {}) columns [{}, {})", name,
                                   shape_string(shape), rows.begin, rows.end, cols.begin, cols.end));
   PAGODA_ASSIGN_OR_RETURN(HostTensor host, source_.read(name));
-  if (host.shape != shape || !is_float_type(host.dtype))
+  if (host.shape != shape || !is_float_dtype(host.dtype))
     return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": read " +
                                                        shape_string(host.shape) + " " +
                                                        std::string(dtype_name(host.dtype)) +

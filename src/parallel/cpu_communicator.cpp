@@ -7,37 +7,10 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/half.h"
+#include "core/float_elements.h"
 
 namespace pagoda {
 namespace {
-
-float load(DType t, const void* p, int64_t i) {
-  switch (t) {
-    case DType::kBF16:
-      return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
-    case DType::kF16:
-      return fp16_to_float(static_cast<const uint16_t*>(p)[i]);
-    default:
-      return static_cast<const float*>(p)[i];
-  }
-}
-
-void store(DType t, void* p, int64_t i, float v) {
-  switch (t) {
-    case DType::kBF16:
-      static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
-      break;
-    case DType::kF16:
-      static_cast<uint16_t*>(p)[i] = float_to_fp16(v);
-      break;
-    default:
-      static_cast<float*>(p)[i] = v;
-      break;
-  }
-}
-
-bool is_float(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
 
 // One (src, dst) channel of send/recv; guarded by the group's mutex.
 struct Mailbox {
@@ -121,7 +94,7 @@ class CpuCommunicator final : public Communicator {
     if (!g.arrive_and_wait()) return;  // every tensor posted, sum sized
     // Every rank checks the same posts, so all skip together on a mismatch.
     for (const Tensor& t : g.posted) {
-      if (t.numel() != n || t.dtype != x.dtype || !is_float(t.dtype)) {
+      if (t.numel() != n || t.dtype != x.dtype || !is_float_dtype(t.dtype)) {
         fail(fmt::format("all_reduce_sum: ranks passed different or non-float tensors ({} elements here)", n));
         if (g.arrive_and_wait()) g.arrive_and_wait();
         return;
@@ -130,11 +103,11 @@ class CpuCommunicator final : public Communicator {
     const int64_t lo = n * rank_ / g.size, hi = n * (rank_ + 1) / g.size;
     for (int64_t i = lo; i < hi; ++i) {
       float s = 0.0f;
-      for (const Tensor& t : g.posted) s += load(t.dtype, t.data, i);
+      for (const Tensor& t : g.posted) s += load_float_element(t.dtype, t.data, i);
       g.sum[static_cast<size_t>(i)] = s;
     }
     if (!g.arrive_and_wait()) return;  // all slices summed
-    for (int64_t i = 0; i < n; ++i) store(x.dtype, x.data, i, g.sum[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < n; ++i) store_float_element(x.dtype, x.data, i, g.sum[static_cast<size_t>(i)]);
     g.arrive_and_wait();  // every rank has read the sums (the next call may resize them)
   }
 
