@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
 #include <utility>
+
+#include "core/utf8.h"
 
 namespace pagoda::grammar {
 
@@ -180,6 +183,29 @@ RegexNodePtr star_body(const RegexNodePtr& node) {
     default:  // empty and anchors: L* is only the empty string
       return make_nothing();
   }
+}
+
+GbnfRepeat gbnf_repeat(const RegexNodePtr& body, uint32_t min, uint32_t max) {
+  if (body->nullable && max > 1) {
+    RegexNodePtr part = max == kUnbounded ? star_body(body) : non_empty_part(body);
+    if (part) {
+      if (is_nothing(*part)) return {nullptr, 0, 0};
+      return {std::move(part), 0, max};
+    }
+  }
+  return {body, min, max};
+}
+
+uint64_t gbnf_repeat_elements(const GbnfRepeat& r) {
+  if (!r.body) return 0;
+  uint64_t s = 1;
+  if (r.body->kind == RegexNode::Kind::kChars && r.body->chars.is_single()) {
+    std::string utf8;
+    append_utf8(utf8, r.body->chars.first());
+    s = utf8.size();
+  }
+  const uint64_t optional = r.max == kUnbounded ? 1 : uint64_t{r.max} - r.min;
+  return s * r.min + optional * (s + 3);
 }
 
 }  // namespace pagoda::grammar

@@ -69,4 +69,21 @@ RegexNodePtr non_empty_part(const RegexNodePtr& node);
 // of empty moves in a pushdown automaton, as repeating a nullable L would.
 RegexNodePtr star_body(const RegexNodePtr& node);
 
+// The repeat GBNF spells for body{min,max}: a nullable body repeated more than
+// once becomes star_body(body){0,} (unbounded) or non_empty_part(body){0,max}
+// (bounded) where that part exists; else body{min,max} itself. A null body
+// means the repeat matches only the empty string.
+struct GbnfRepeat {
+  RegexNodePtr body;
+  uint32_t min = 0;
+  uint32_t max = 0;
+};
+GbnfRepeat gbnf_repeat(const RegexNodePtr& body, uint32_t min, uint32_t max);
+
+// The grammar elements parse_gbnf expands `r` to (its kMaxRepeatElements
+// bound): body{m,n} is m copies of the body's s elements and n - m optional
+// copies of s + 3, body{m,} m copies and one optional; a single code point is a
+// literal of s = its UTF-8 bytes, any other body one element.
+uint64_t gbnf_repeat_elements(const GbnfRepeat& r);
+
 }  // namespace pagoda::grammar

@@ -95,7 +95,7 @@ class Parser {
         if (atom->kind == Kind::kStartAnchor || atom->kind == Kind::kEndAnchor) {
           return error(q->pos, "nothing to repeat");
         }
-        if (repeat_elements(*atom, *q) > kMaxRegexRepeatElements) {
+        if (gbnf_repeat_elements(gbnf_repeat(atom, q->min, q->max)) > kMaxRegexRepeatElements) {
           return error(q->pos, fmt::format("the repeat expands to more than {} grammar elements",
                                            kMaxRegexRepeatElements));
         }
@@ -110,17 +110,6 @@ class Parser {
       items.push_back(std::move(atom));
     }
     return make_seq(std::move(items));  // anchors stay until resolve_anchors
-  }
-
-  // The GBNF elements `atom` repeated by `q` expands to (kMaxRegexRepeatElements):
-  // a single code point is a literal of its UTF-8 bytes, anything else one
-  // element (a class or a rule reference).
-  static uint64_t repeat_elements(const RegexNode& atom, const Quantifier& q) {
-    std::string utf8;
-    if (atom.kind == Kind::kChars && atom.chars.is_single()) append_utf8(utf8, atom.chars.first());
-    const uint64_t s = utf8.empty() ? 1 : utf8.size();
-    const uint64_t optional = q.max == kUnbounded ? 1 : q.max - q.min;
-    return s * q.min + optional * (s + 3);
   }
 
   Result<RegexNodePtr> parse_atom(size_t depth) {

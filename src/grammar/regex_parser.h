@@ -16,9 +16,8 @@
 namespace pagoda::grammar {
 
 // Limits that keep hostile patterns cheap: every bounded quantifier count, the
-// grammar elements one repeat expands to (parse_gbnf's own limit: GBNF x{m,n}
-// becomes m copies of x's s elements and n - m optional copies of s + 3,
-// x{m,} m copies and one optional), the depth of nested groups
+// grammar elements one repeat expands to as GBNF (gbnf_repeat_elements, under
+// parse_gbnf's own limit), the depth of nested groups
 // (the parser recurses once per group), and the size of the tree with every
 // repeat unrolled (RegexNode::expanded_size), which bounds the whole grammar.
 constexpr uint32_t kMaxRegexRepeat = 10000;

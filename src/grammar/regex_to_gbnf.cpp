@@ -139,22 +139,13 @@ class GbnfWriter {
     }
   }
 
-  // A repeat of a nullable body B becomes a repeat of a non-empty body with
-  // minimum 0 (the same language): star_body(B)* when unbounded, so the
-  // matcher has no empty iteration to loop on, non_empty_part(B){0,n} when
-  // bounded, so it need not guess which copies are empty.
+  // A nullable body repeated more than once is rewritten (gbnf_repeat) so
+  // the matcher has no empty iteration to loop on and need not guess which
+  // copies are empty.
   std::string repeat_text(const RegexNode& node) {
-    RegexNodePtr body = node.children[0];
-    uint32_t min = node.min;
-    if (body->nullable && node.max > 1) {
-      RegexNodePtr part = node.max == kUnbounded ? star_body(body) : non_empty_part(body);
-      if (part) {
-        if (is_nothing(*part)) return "";
-        body = std::move(part);
-        min = 0;
-      }
-    }
-    return atom(body) + quantifier_text(min, node.max);
+    const GbnfRepeat r = gbnf_repeat(node.children[0], node.min, node.max);
+    if (!r.body) return "";
+    return atom(r.body) + quantifier_text(r.min, r.max);
   }
 
   std::string atom(const RegexNodePtr& node) {

@@ -231,18 +231,21 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(
     Limits, RegexRefusals,
-    testing::Values(Refusal{"a{1000000}", 1, "limit of 10000"},
-                    Refusal{"a{10001}", 1, "limit of 10000"},
-                    Refusal{"x{2,99999999999999999999}", 1, "limit of 10000"},
-                    Refusal{"a{0,2501}", 1, "more than 10000 grammar elements"},
-                    Refusal{"(ab){9998,}", 4, "more than 10000 grammar elements"},
-                    Refusal{"\\xe9{5001}", 4, "more than 10000 grammar elements"},
-                    Refusal{"((a{100}){100}){100}", 15, "unrolls to more than 100000"},
-                    Refusal{"(ab{5000}){5000,}", 10, "unrolls to more than 100000"},
-                    Refusal{std::string(100001, 'a'), 0, "unrolls to more than 100000"},
-                    Refusal{std::string(201, '(') + std::string(201, ')'), 200,
-                            "nested deeper than 200"},
-                    Refusal{std::string(1000000, '('), 200, "nested deeper than 200"}));
+    testing::Values(
+        Refusal{"a{1000000}", 1, "limit of 10000"}, Refusal{"a{10001}", 1, "limit of 10000"},
+        Refusal{"x{2,99999999999999999999}", 1, "limit of 10000"},
+        Refusal{"a{0,2501}", 1, "more than 10000 grammar elements"},
+        Refusal{"(ab){9998,}", 4, "more than 10000 grammar elements"},
+        Refusal{"\\xe9{5001}", 4, "more than 10000 grammar elements"},
+        // A nullable body repeated is written as its non-empty part {0,n}:
+        // n optional copies, not n required ones (a fuzzer's find).
+        Refusal{"^(|||||\\w{s@00000000000000){2544}$", 27, "more than 10000 grammar elements"},
+        Refusal{"(\\xe9|){2001}", 7, "more than 10000 grammar elements"},
+        Refusal{"((a{100}){100}){100}", 15, "unrolls to more than 100000"},
+        Refusal{"(ab{5000}){5000,}", 10, "unrolls to more than 100000"},
+        Refusal{std::string(100001, 'a'), 0, "unrolls to more than 100000"},
+        Refusal{std::string(201, '(') + std::string(201, ')'), 200, "nested deeper than 200"},
+        Refusal{std::string(1000000, '('), 200, "nested deeper than 200"}));
 
 TEST(RegexToGbnf, AcceptsTheLimits) {
   EXPECT_TRUE(regex_to_gbnf("a{10000}", "root").ok());
@@ -250,6 +253,8 @@ TEST(RegexToGbnf, AcceptsTheLimits) {
   EXPECT_TRUE(regex_to_gbnf("\\xe9{5000}", "root").ok());
   EXPECT_TRUE(regex_to_gbnf("(ab){9996,}", "root").ok());
   EXPECT_TRUE(regex_to_gbnf("(a{10}){10000}", "root").ok());
+  EXPECT_TRUE(regex_to_gbnf("(a|){2500}", "root").ok());
+  EXPECT_TRUE(regex_to_gbnf("(\\xe9|){2000}", "root").ok());
   EXPECT_TRUE(regex_to_gbnf(std::string(200, '(') + "a" + std::string(200, ')'), "root").ok());
   EXPECT_TRUE(regex_to_gbnf(std::string(100000, 'a'), "root").ok());
 }
