@@ -1,0 +1,55 @@
+// Proposer: where speculative decoding's draft tokens come from
+// (docs/speculative-decoding.md). Each step the engine asks the proposer for
+// drafts of the sequences that may speculate; the target model then verifies
+// every drafted position in one forward (sched: Scheduler::set_draft and
+// verify_draft) and keeps the longest prefix of drafts that equals its own
+// samples, plus its sample at the first mismatch. Outputs therefore never
+// depend on the proposer: only how many tokens one step yields does.
+//
+// All calls come from the engine thread, in this order for a sequence:
+// propose (any number of steps), on_verified after each step it was drafted
+// in, then on_sequence_end once. A sequence id is never reused.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/result.h"
+
+namespace pagoda {
+
+// One sequence that may be drafted this step.
+struct DraftInput {
+  int64_t seq_id = 0;  // the scheduler's SeqId
+  // Prompt, then the outputs; the last token is sampled but not yet computed
+  // (the drafts follow it). Valid only during propose().
+  std::span<const int32_t> tokens;
+  int32_t num_prompt_tokens = 0;
+  int32_t max_draft = 0;  // >= 1: propose at most this many tokens
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+
+  // drafts is resized to inputs.size(); drafts[i] receives at most
+  // inputs[i].max_draft tokens (ids of the target's vocabulary) proposed to
+  // follow inputs[i].tokens, possibly none. An error (e.g. a draft model's
+  // step failed) leaves the step undrafted; the engine logs it.
+  virtual Status propose(std::span<const DraftInput> inputs,
+                         std::vector<std::vector<int32_t>>& drafts) = 0;
+  // Of the num_drafted tokens proposed for seq_id last, the first
+  // num_accepted were accepted (adaptive proposers learn from it).
+  virtual void on_verified(int64_t seq_id, int32_t num_drafted, int32_t num_accepted) {
+    (void)seq_id, (void)num_drafted, (void)num_accepted;
+  }
+  // The sequence ended (finished, aborted or dropped) with these tokens
+  // (prompt, then outputs); per-sequence state is dropped.
+  virtual void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
+                               int32_t num_prompt_tokens) {
+    (void)seq_id, (void)tokens, (void)num_prompt_tokens;
+  }
+};
+
+}  // namespace pagoda

@@ -1,0 +1,31 @@
+// ReplayProposer (benchmarks and tests only): drafts a recorded
+// continuation of each prompt -- typically the target's own greedy output
+// from a first run -- so that every draft is accepted while the output
+// follows the recording. It measures verification at full acceptance
+// without any proposer's cost or misses. A sequence whose prompt has no
+// recording, or whose output left it, gets no draft.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "spec/proposer.h"
+
+namespace pagoda {
+
+class ReplayProposer final : public Proposer {
+ public:
+  // Records `continuation` for `prompt` (a later record of the same prompt
+  // replaces it).
+  void record(std::span<const int32_t> prompt, std::span<const int32_t> continuation);
+
+  Status propose(std::span<const DraftInput> inputs,
+                 std::vector<std::vector<int32_t>>& drafts) override;
+
+ private:
+  std::map<std::vector<int32_t>, std::vector<int32_t>> recordings_;
+};
+
+}  // namespace pagoda
