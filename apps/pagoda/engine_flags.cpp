@@ -1,7 +1,5 @@
 #include "pagoda/engine_flags.h"
 
-#include "pagoda/model_flags.h"
-
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -12,6 +10,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/chat_template_source.h"
+#include "pagoda/model_flags.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -55,13 +54,14 @@ void add_parallel_flags(CLI::App& app, EngineOptions& o) {
   };
   app.add_option_function<int>(
          "--tensor-parallel-size", at_least_one("--tensor-parallel-size", o.tensor_parallel_size),
-         fmt::format("(also -tp) split the model over N ranks, Megatron-style: each rank holds its "
-                     "share of the attention heads and of the MLP, and the ranks sum their partial "
-                     "outputs after each attention and MLP block; cuda: GPUs 0..N-1 over NCCL, cpu: "
-                     "N threads of this process. N must divide the model's attention heads and "
-                     "intermediate size, and its key-value heads must divide N or be divisible by "
-                     "it (docs/parallelism.md) (default {})",
-                     o.tensor_parallel_size))
+         fmt::format(
+             "(also -tp) split the model over N ranks, Megatron-style: each rank holds its "
+             "share of the attention heads and of the MLP, and the ranks sum their partial "
+             "outputs after each attention and MLP block; cuda: GPUs 0..N-1 over NCCL, cpu: "
+             "N threads of this process. N must divide the model's attention heads and "
+             "intermediate size, and its key-value heads must divide N or be divisible by "
+             "it (docs/parallelism.md) (default {})",
+             o.tensor_parallel_size))
       ->type_name("N");
   app.add_option_function<int>(
          "--pipeline-parallel-size",
@@ -97,12 +97,13 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "the chat template to use instead of the model's default: a Jinja file, a name "
                  "of the model's own templates (e.g. tool_use), or the template itself (a value "
                  "with '{', '}' or a newline that is no file)");
-  app.add_option("--generation-config", o.generation_config,
-                 "sampling defaults for requests that leave temperature, top_p, top_k, min_p, "
-                 "repetition_penalty or max_tokens unset: auto = the model's own (a folder's "
-                 "generation_config.json; for a .gguf its general.sampling.* metadata, overridden by a "
-                 "generation_config.json in the file's folder), vllm = none (built-in defaults), or a "
-                 "folder holding a generation_config.json. The start-up log prints the defaults in use")
+  app.add_option(
+         "--generation-config", o.generation_config,
+         "sampling defaults for requests that leave temperature, top_p, top_k, min_p, "
+         "repetition_penalty or max_tokens unset: auto = the model's own (a folder's "
+         "generation_config.json; for a .gguf its general.sampling.* metadata, overridden by a "
+         "generation_config.json in the file's folder), vllm = none (built-in defaults), or a "
+         "folder holding a generation_config.json. The start-up log prints the defaults in use")
       ->capture_default_str();
   app.add_option("--max-model-len", o.max_model_len,
                  "context length in tokens (prompt + output); 0: the model's maximum")
@@ -119,8 +120,9 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_option("--block-size", o.block_size, "tokens per KV-cache block")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--num-kv-blocks", o.num_kv_blocks,
-                 "KV-cache blocks to allocate; 0: size the pool from memory (see --kv-cache-memory-bytes)")
+  app.add_option(
+         "--num-kv-blocks", o.num_kv_blocks,
+         "KV-cache blocks to allocate; 0: size the pool from memory (see --kv-cache-memory-bytes)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_switch(app, "enable-prefix-caching", o.enable_prefix_caching,
@@ -135,11 +137,14 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
          "--kv-cache-memory-bytes,--kv-cache-memory",
          [&o](const std::string& text) {
            Result<int64_t> bytes = parse_byte_size(text);
-           if (!bytes.ok()) throw CLI::ValidationError("--kv-cache-memory-bytes", bytes.error().message);
+           if (!bytes.ok())
+             throw CLI::ValidationError("--kv-cache-memory-bytes", bytes.error().message);
            o.kv_cache_memory_bytes = *bytes;
          },
-         "KV cache size in bytes, or with a unit: 4GiB, 512MiB, 1.5G (binary), 2GB, 2g (decimal); on "
-         "cpu it replaces the default of room for --max-num-seqs sequences of --max-model-len tokens "
+         "KV cache size in bytes, or with a unit: 4GiB, 512MiB, 1.5G (binary), 2GB, 2g (decimal); "
+         "on "
+         "cpu it replaces the default of room for --max-num-seqs sequences of --max-model-len "
+         "tokens "
          "within half the available RAM (vLLM's VLLM_CPU_KVCACHE_SPACE), on cuda the size derived "
          "from --gpu-memory-utilization; --num-kv-blocks wins over it. The start-up KV cache line "
          "says how the pool was sized")
@@ -150,11 +155,30 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
              "plan and launch the next engine step while the GPU runs the current one, so host "
              "work hides behind device work (steps of beam search, n > 1 forks and penalties "
              "wait for their tokens)");
-  add_switch(app, "jump-forward", o.jump_forward,
-             "structured output: where the grammar admits a single continuation (a JSON key, a "
-             "literal), append its tokens without sampling them, up to 64 bytes after each "
-             "sampled token, fed to the model as one chunk; only for requests that ask for no logprobs "
-             "and no best_of > n");
+  add_switch(
+      app, "jump-forward", o.jump_forward,
+      "structured output: where the grammar admits a single continuation (a JSON key, a "
+      "literal), append its tokens without sampling them, up to 64 bytes after each "
+      "sampled token, fed to the model as one chunk; only for requests that ask for no logprobs "
+      "and no best_of > n");
+  app.add_option_function<std::string>(
+         "--speculative-config",
+         [&o](const std::string& text) {
+           Result<SpeculativeConfig> config = parse_speculative_config(text);
+           if (!config.ok()) throw CLI::ValidationError(config.error().message);
+           o.speculative = std::move(*config);
+         },
+         "speculative decoding, vLLM's JSON: {\"method\": \"ngram\" (the continuation of the "
+         "latest earlier match of the last prompt_lookup_max..prompt_lookup_min tokens, default "
+         "5..5) | \"suffix\" (suffix trees over this request and recent outputs; "
+         "suffix_decoding_max_tree_depth 24, _max_cached_requests 10000, _max_spec_factor 1.0, "
+         "_min_token_prob 0.1) | \"draft_model\" (\"model\": a smaller model with the same "
+         "vocabulary, \"revision\"), \"num_speculative_tokens\": k (tokens drafted per step; "
+         "suffix: default its tree depth), \"disable_by_batch_size\": n (speculate only while "
+         "at most n sequences run)}. Each step verifies the k drafts in one forward and keeps "
+         "those equal to the model's own samples: outputs are the same as without it "
+         "(docs/speculative-decoding.md)")
+      ->type_name("JSON");
   app.add_option("--seed", o.seed,
                  "base seed for requests without their own; 0: random per process")
       ->capture_default_str();

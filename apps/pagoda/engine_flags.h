@@ -14,7 +14,7 @@ namespace pagoda::app {
 // --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
 // --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager, --tensor-parallel-size
 // (-tp), --pipeline-parallel-size (-pp; pair with rewrite_engine_aliases), --async-scheduling /
-// --no-async-scheduling, --jump-forward / --no-jump-forward, --seed, --stats-log-interval, the model source's --revision and
+// --no-async-scheduling, --jump-forward / --no-jump-forward, --speculative-config, --seed, --stats-log-interval, the model source's --revision and
 // --download-dir (add_model_source_flags); and the process's --threads (the CPU thread
 // pool, core/thread_pool.h) and --log-level (core/log.h), applied while
 // parsing. `options` must outlive parsing; its current values are the

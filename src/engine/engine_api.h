@@ -17,6 +17,7 @@
 #include "sample/sampling_params.h"
 #include "sample/structured_output.h"
 #include "sample/token_constraint.h"
+#include "spec/spec_config.h"
 
 namespace pagoda {
 
@@ -24,11 +25,11 @@ class Tokenizer;
 
 // Flags shared by `pagoda generate`, `serve` and `bench` (names follow vLLM).
 struct EngineOptions {
-  std::string model;                 // folder, .gguf file, or HF repo id (cache, else downloaded)
-  std::string revision;              // of a repo id (--revision); empty: main
-  std::string download_dir;          // hub cache root (--download-dir); empty: HF_HUB_CACHE / HF_HOME
-  std::string served_model_name;     // default: the model's folder/file name
-  std::string device = "auto";       // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
+  std::string model;              // folder, .gguf file, or HF repo id (cache, else downloaded)
+  std::string revision;           // of a repo id (--revision); empty: main
+  std::string download_dir;       // hub cache root (--download-dir); empty: HF_HUB_CACHE / HF_HOME
+  std::string served_model_name;  // default: the model's folder/file name
+  std::string device = "auto";    // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
   // Where the weights come from (engine/load_format.h): "auto" the model's
   // files, "dummy" random weights of its shapes (only config.json and the
   // tokenizer read; for benchmarks and tests of shapes, outputs meaningless).
@@ -40,8 +41,8 @@ struct EngineOptions {
   // "vllm" none, else a folder holding a generation_config.json.
   std::string generation_config = "auto";
   int block_size = 16;
-  int64_t num_kv_blocks = 0;         // 0: size the pool from memory
-  int64_t max_model_len = 0;         // 0: the model's max_position_embeddings
+  int64_t num_kv_blocks = 0;  // 0: size the pool from memory
+  int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 2048;
   bool enable_prefix_caching = true;
@@ -68,7 +69,10 @@ struct EngineOptions {
   // Structured output: where the constraint admits a single continuation,
   // append its tokens without sampling them (engine/jump_forward.h).
   bool jump_forward = true;
-  uint64_t seed = 0;                 // base for requests without a seed (0: random per process)
+  // Speculative decoding (--speculative-config, docs/speculative-decoding.md):
+  // off unless a method is set.
+  SpeculativeConfig speculative;
+  uint64_t seed = 0;  // base for requests without a seed (0: random per process)
   // Seconds between engine stats lines in the log (engine/stats_logger.h),
   // written only while the engine is busy; 0: none.
   double stats_log_interval = 0.0;
@@ -86,20 +90,21 @@ struct TopLogprob {
 struct TokenLogprob {
   int32_t token_id = 0;
   float logprob = 0.0f;
-  int32_t rank = 0;                  // 1 = most likely
-  std::vector<TopLogprob> top;       // the requested number of most likely tokens, descending
+  int32_t rank = 0;             // 1 = most likely
+  std::vector<TopLogprob> top;  // the requested number of most likely tokens, descending
 };
 
 // One output event of one sample (index) of a request. Events for the same
 // (request, index) arrive in order; the last one carries finish_reason.
 struct RequestOutput {
   std::string request_id;
-  int index = 0;                         // sample index in [0, n); beam search: hypothesis rank
-  std::vector<int32_t> token_ids;        // tokens generated since the previous event of this index
-  std::string text;                      // text since the previous event (stop strings held back)
-  std::vector<TokenLogprob> logprobs;    // one per token in token_ids when logprobs requested
+  int index = 0;                       // sample index in [0, n); beam search: hypothesis rank
+  std::vector<int32_t> token_ids;      // tokens generated since the previous event of this index
+  std::string text;                    // text since the previous event (stop strings held back)
+  std::vector<TokenLogprob> logprobs;  // one per token in token_ids when logprobs requested
   std::optional<FinishReason> finish_reason;
-  std::variant<std::monostate, std::string, int32_t> stop_reason;  // matched stop string or token id
+  std::variant<std::monostate, std::string, int32_t>
+      stop_reason;  // matched stop string or token id
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;         // of this index so far
   int64_t num_cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
@@ -116,10 +121,10 @@ struct RequestOutput {
 using OutputSink = std::function<void(RequestOutput&&)>;
 
 struct GenerateRequest {
-  std::string request_id;               // unique among live requests
+  std::string request_id;  // unique among live requests
   std::vector<int32_t> prompt_token_ids;
   SamplingParams params;
-  int priority = 0;                      // lower runs first; FCFS within a level
+  int priority = 0;  // lower runs first; FCFS within a level
   OutputSink sink;
   // Structured output: every sample's tokens follow this constraint (from
   // Engine::compile_constraint); null: unconstrained.
@@ -134,10 +139,10 @@ struct ModelInfo {
   int64_t num_kv_blocks = 0;
   int block_size = 0;
   int64_t kv_capacity_tokens = 0;
-  int64_t max_num_seqs = 0;              // sequences running at once (--max-num-seqs)
-  std::string device;                    // e.g. "cpu (2 threads)"; with tensor parallelism rank 0's
-  int tensor_parallel_size = 1;          // ranks the model is split over (--tensor-parallel-size)
-  int pipeline_parallel_size = 1;        // stages the layers are split into (--pipeline-parallel-size)
+  int64_t max_num_seqs = 0;        // sequences running at once (--max-num-seqs)
+  std::string device;              // e.g. "cpu (2 threads)"; with tensor parallelism rank 0's
+  int tensor_parallel_size = 1;    // ranks the model is split over (--tensor-parallel-size)
+  int pipeline_parallel_size = 1;  // stages the layers are split into (--pipeline-parallel-size)
 };
 
 // A snapshot of counters and histograms for /metrics. Histograms hold
@@ -174,14 +179,14 @@ struct EngineMetrics {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
   uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
-  uint64_t prompt_tokens = 0;         // prompt tokens of requests whose prefill finished (first token out)
+  uint64_t prompt_tokens = 0;  // prompt tokens of requests whose prefill finished (first token out)
   uint64_t generation_tokens = 0;
   uint64_t num_preemptions = 0;
   double kv_usage = 0.0;              // fraction of KV blocks in use
   uint64_t prefix_cache_queries = 0;  // tokens looked up
   uint64_t prefix_cache_hits = 0;     // tokens found
-  StepTimes steps;        // every step that ran the model
-  StepTimes graph_steps;  // the subset that replayed a decode graph
+  StepTimes steps;                    // every step that ran the model
+  StepTimes graph_steps;              // the subset that replayed a decode graph
   // Steps during whose device time the next step was planned and launched
   // (async scheduling); the others waited for their samples first.
   uint64_t overlapped_steps = 0;
@@ -196,19 +201,21 @@ struct EngineMetrics {
   // Observed once per finished request (aborted ones included), from its
   // timestamps: arrival, first scheduled, first token, last token, finished.
   // A phase the request never reached ends at its finish.
-  Histogram e2e_latency;     // arrival -> finished
-  Histogram queue_time;      // arrival -> first scheduled
-  Histogram prefill_time;    // first scheduled -> first token
-  Histogram decode_time;     // first token -> last token
-  Histogram inference_time;  // first scheduled -> last token
-  Histogram request_time_per_output_token;  // decode_time / (longest sample's tokens - 1); 0 for <= 1 token
+  Histogram e2e_latency;                    // arrival -> finished
+  Histogram queue_time;                     // arrival -> first scheduled
+  Histogram prefill_time;                   // first scheduled -> first token
+  Histogram decode_time;                    // first token -> last token
+  Histogram inference_time;                 // first scheduled -> last token
+  Histogram request_time_per_output_token;  // decode_time / (longest sample's tokens - 1); 0 for <=
+                                            // 1 token
   // Token counts per finished request (1-2-5 buckets up to max_model_len):
   Histogram request_prompt_tokens;
-  Histogram request_generation_tokens;      // over all its samples
-  Histogram request_max_generation_tokens;  // its longest sample
+  Histogram request_generation_tokens;        // over all its samples
+  Histogram request_max_generation_tokens;    // its longest sample
   Histogram request_prefill_computed_tokens;  // prompt tokens not served by the prefix cache
   Histogram request_params_n;
-  Histogram request_params_max_tokens;  // the resolved per-sample cap (unset: what the context leaves)
+  Histogram
+      request_params_max_tokens;  // the resolved per-sample cap (unset: what the context leaves)
   // Tokens each engine step ran through the model (prefill chunks + decodes).
   Histogram iteration_tokens;
 };
