@@ -105,6 +105,16 @@ void KvManager::cache_full_blocks(SeqBlocks& s, std::span<const int32_t> tokens)
   }
 }
 
+void KvManager::shrink(SeqId seq, int32_t num_slots) {
+  SeqBlocks& s = seqs_.at(seq);
+  assert(num_slots >= s.num_computed);
+  const auto keep = static_cast<size_t>(num_blocks_for(num_slots));
+  while (s.blocks.size() > keep) {
+    pool_.release(s.blocks.back());
+    s.blocks.pop_back();
+  }
+}
+
 void KvManager::fork(SeqId parent, SeqId child) {
   assert(!seqs_.contains(child));
   SeqBlocks copy = seqs_.at(parent);

@@ -110,6 +110,10 @@ class KvManager {
   // into the prefix cache. num_computed never decreases and stays within the
   // table.
   void commit(SeqId seq, std::span<const int32_t> tokens, int32_t num_computed);
+  // Releases the blocks of seq's table past the first num_blocks_for(num_slots),
+  // last first: slots written for speculative drafts that were rejected.
+  // Requires num_computed <= num_slots.
+  void shrink(SeqId seq, int32_t num_slots);
   // child gets parent's table (every block shared), computed count and hashes.
   void fork(SeqId parent, SeqId child);
   // Releases seq's blocks at once, last block first (so that the LRU evicts a

@@ -43,6 +43,10 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt, then outputs
   int32_t num_prompt_tokens = 0;
   int32_t num_computed_tokens = 0;  // tokens whose KV is in the cache (0 while waiting)
+  // Speculative decoding: the last num_draft_tokens tokens are drafts
+  // (Scheduler::set_draft), which the next step computes and verify_draft()
+  // then keeps in part or drops. Not verified, so never in the prefix cache.
+  int32_t num_draft_tokens = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

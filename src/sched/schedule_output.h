@@ -30,20 +30,28 @@ struct ScheduledSeq {
   // that does not finish the prompt or the recomputation) and nothing is
   // sampled.
   int32_t logits_index = -1;
+  // Speculative decoding: the last num_draft_tokens new tokens are drafts,
+  // and the sequence samples after each of its last num_draft_tokens + 1 new
+  // tokens: logits rows logits_index .. logits_index + num_draft_tokens.
+  int32_t num_draft_tokens = 0;
 };
 
 struct FinishedSeq {
   RequestId request_id = 0;
   SeqId seq_id = 0;
   SeqEndReason reason = SeqEndReason::kStop;
+  // The sequence's last tokens (prompt, then outputs; drafts dropped), moved
+  // out as it ended: what speculative decoding's proposers learn from.
+  std::vector<int32_t> tokens = {};
+  int32_t num_prompt_tokens = 0;
 };
 
-// The step's StepBatch (logits_rows: one row per sampling sequence, no
+// The step's StepBatch (logits_rows: one row per sampling sequence and draft, no
 // sampling rows or pending tokens yet: the engine adds those in place) and
 // what the engine needs to map its rows back to requests.
 struct ScheduleOutput : StepBatch {
-  std::vector<ScheduledSeq> seqs;  // [S]
-  int32_t num_decode_seqs = 0;     // leading sequences with one new token
+  std::vector<ScheduledSeq> seqs;                // [S]
+  int32_t num_decode_seqs = 0;                   // leading sequences with one new token
   std::vector<RequestId> preempted_request_ids;  // freed and sent back to waiting (recompute)
   std::vector<SeqId> preempted_seq_ids;
   std::vector<FinishedSeq> finished;  // finished, aborted or dropped since the previous schedule()

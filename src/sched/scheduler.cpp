@@ -19,7 +19,9 @@ ScheduleOutput Scheduler::schedule() {
     return {};
   }
   if (!placeholders_.empty()) {
-    log_error("scheduler: schedule() called before resolve() of the step planned ahead; nothing scheduled");
+    log_error(
+        "scheduler: schedule() called before resolve() of the step planned ahead; nothing "
+        "scheduled");
     return {};
   }
   return plan_step();
@@ -27,7 +29,9 @@ ScheduleOutput Scheduler::schedule() {
 
 ScheduleOutput Scheduler::schedule_ahead(std::span<const SeqId> pending) {
   if (!placeholders_.empty()) {
-    log_error("scheduler: schedule_ahead() called before resolve() of the previous one; nothing scheduled");
+    log_error(
+        "scheduler: schedule_ahead() called before resolve() of the previous one; nothing "
+        "scheduled");
     return {};
   }
   commit_in_flight();
@@ -55,7 +59,8 @@ ScheduleOutput Scheduler::plan_step() {
   for (const PendingCopy& p : pending_copies_) {
     if (!kv_.contains(p.seq)) continue;  // finished or preempted since: the copy is moot
     std::span<const int32_t> table = kv_.block_table(p.seq);
-    if (std::find(table.begin(), table.end(), p.copy.dst) != table.end()) plan.copies().push_back(p.copy);
+    if (std::find(table.begin(), table.end(), p.copy.dst) != table.end())
+      plan.copies().push_back(p.copy);
   }
   pending_copies_.clear();
   schedule_running(plan);
@@ -63,6 +68,22 @@ ScheduleOutput Scheduler::plan_step() {
   if (!plan.preempted_any()) admit_waiting(plan);
   for (const StepPlan::Entry& e : plan.entries())
     in_flight_.push_back({e.seq->id, e.num_new_tokens});
+  // Drafts live for one step: those this step does not compute are dropped.
+  if (!drafted_.empty()) {
+    std::vector<SeqId> computed;
+    for (SeqId id : drafted_) {
+      auto it = seqs_.find(id);
+      if (it == seqs_.end() || it->second.num_draft_tokens == 0) continue;
+      const bool planned = std::any_of(plan.entries().begin(), plan.entries().end(),
+                                       [id](const StepPlan::Entry& e) { return e.seq->id == id; });
+      if (planned) {
+        computed.push_back(id);
+      } else {
+        drop_drafts(it->second, it->second.num_draft_tokens);
+      }
+    }
+    drafted_ = std::move(computed);
+  }
   ScheduleOutput out;
   if (!spare_.empty()) {
     out = std::move(spare_.back());
@@ -86,9 +107,16 @@ std::vector<int32_t> Scheduler::uncomputed_counts(const Request& req) const {
 // request itself, which then stops the phase.
 void Scheduler::schedule_running(StepPlan& plan) {
   for (auto it = running_.begin(); it != running_.end() && plan.budget() > 0; ++it) {
-    const Request& req = requests_.at(it->id);
+    Request& req = requests_.at(it->id);
+    fit_drafts(req, plan);
     GroupChunks chunks =
         split_group(uncomputed_counts(req), plan.budget(), config_.max_chunk_tokens);
+    if (!chunks.samples && !drafted_.empty()) {
+      // Drafts go only with the sample after them (fit_drafts keeps them
+      // only where the group samples; this is its safety net).
+      for (SeqId id : req.seqs) drop_drafts(seqs_.at(id), seqs_.at(id).num_draft_tokens);
+      chunks = split_group(uncomputed_counts(req), plan.budget(), config_.max_chunk_tokens);
+    }
     if (chunks.total == 0) continue;
     if (!reserve_blocks(req, chunks, plan)) break;
     grow_and_plan(req, chunks, plan);
@@ -123,13 +151,51 @@ void Scheduler::grow_and_plan(const Request& req, const GroupChunks& chunks, Ste
 void Scheduler::preempt(Request& req, StepPlan& plan) {
   for (SeqId id : req.seqs) {
     kv_.free(id);
-    seqs_.at(id).num_computed_tokens = 0;
+    Sequence& seq = seqs_.at(id);
+    drop_drafts(seq, seq.num_draft_tokens);
+    seq.num_computed_tokens = 0;
   }
   running_.erase(queue_key(req));
   waiting_.insert(queue_key(req));
   req.running = false;
   plan.add_preempted(req.spec.id, req.seqs);
   ++num_preemptions_;
+}
+
+void Scheduler::fit_drafts(Request& req, const StepPlan& plan) {
+  bool any = false;
+  int64_t total = 0;
+  for (SeqId id : req.seqs) {
+    const Sequence& seq = seqs_.at(id);
+    any = any || seq.num_draft_tokens > 0;
+    total += seq.num_uncomputed();
+  }
+  if (!any) return;
+  // The budget's excess comes off the last sequences' drafts first; each
+  // sequence's chunk, drafts included, stays within the chunk cap.
+  int64_t excess = total - plan.budget();
+  for (auto it = req.seqs.rbegin(); it != req.seqs.rend(); ++it) {
+    Sequence& seq = seqs_.at(*it);
+    int64_t cut = excess > 0 ? std::min<int64_t>(excess, seq.num_draft_tokens) : 0;
+    if (config_.max_chunk_tokens > 0)
+      cut = std::max<int64_t>(cut, seq.num_uncomputed() - config_.max_chunk_tokens);
+    cut = std::min<int64_t>(std::max<int64_t>(cut, 0), seq.num_draft_tokens);
+    drop_drafts(seq, static_cast<int32_t>(cut));
+    excess -= cut;
+  }
+  int32_t needed = 0;
+  for (SeqId id : req.seqs) {
+    const Sequence& seq = seqs_.at(id);
+    needed += kv_.blocks_needed(seq.id, seq.num_tokens());
+  }
+  if (needed > kv_.num_allocatable_blocks()) {
+    for (SeqId id : req.seqs) drop_drafts(seqs_.at(id), seqs_.at(id).num_draft_tokens);
+  }
+}
+
+void Scheduler::drop_drafts(Sequence& seq, int32_t count) {
+  seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(count));
+  seq.num_draft_tokens -= count;
 }
 
 int32_t Scheduler::num_running_seats() const {

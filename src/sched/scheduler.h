@@ -110,6 +110,26 @@ class Scheduler {
   // pass max_model_len or the request's max_new_tokens.
   Status replace_last_token(SeqId seq, std::span<const int32_t> tokens);
 
+  // Speculative decoding. set_draft appends `draft` (real ids) after the
+  // sequence's last token -- an output that update() just appended, not yet
+  // computed -- as drafts for the next schedule() only: that step computes
+  // them whole, with the last token, and samples after each
+  // (ScheduledSeq::num_draft_tokens), or drops them. Drafts never preempt
+  // anyone nor split a step: they are trimmed to the step's token budget and
+  // chunk cap, and dropped when their KV blocks are not free. Returns how
+  // many were kept: at most what leaves room for the token sampled after the
+  // last one within max_model_len and max_new_tokens. kInvalidArgument when
+  // a step is in flight, the sequence is not running, has drafts already,
+  // or its last token is not such an output; kNotFound for an unknown one.
+  Result<int32_t> set_draft(SeqId seq, std::span<const int32_t> draft);
+  // After update() of the step that computed the sequence's drafts: keeps
+  // the first num_accepted (0..drafts) as verified tokens, computed, and
+  // drops the rest with their KV blocks. The caller then appends the token
+  // sampled after the last kept one (append_token()) or finishes the
+  // sequence. kInvalidArgument when a step is in flight or the sequence has
+  // no computed drafts; kNotFound for an unknown sequence.
+  Status verify_draft(SeqId seq, int32_t num_accepted);
+
   // Plans the next step while the last planned one is still running: first
   // commits that step's work as update() would, and gives each sequence of
   // `pending` (those that sample in it) a placeholder token kPendingToken,
@@ -171,6 +191,11 @@ class Scheduler {
   void grow_and_plan(const Request& req, const GroupChunks& chunks, StepPlan& plan);
   void preempt(Request& req, StepPlan& plan);
   void commit_in_flight();
+  // Speculative decoding: trims or drops the drafts of req's sequences so
+  // that the group samples within the step (set_draft's rules).
+  void fit_drafts(Request& req, const StepPlan& plan);
+  // Drops the last `count` drafts of seq (uncomputed, so no KV to release).
+  static void drop_drafts(Sequence& seq, int32_t count);
 
   std::vector<int32_t> uncomputed_counts(const Request& req) const;
   int32_t num_running_seats() const;
@@ -190,11 +215,14 @@ class Scheduler {
     SeqId seq = 0;
     int32_t num_new_tokens = 0;
   };
-  std::vector<InFlight> in_flight_;    // the last schedule()'s work, until update()
+  std::vector<InFlight> in_flight_;  // the last schedule()'s work, until update()
   // Of the last schedule_ahead(), until resolve(): sequence -> index of its
   // kPendingToken in the sequence's tokens.
   std::unordered_map<SeqId, int32_t> placeholders_;
   std::vector<FinishedSeq> finished_;  // reported by the next schedule()
+  // Sequences given drafts by set_draft(), until verify_draft() or until a
+  // schedule() that does not compute them drops them.
+  std::vector<SeqId> drafted_;
   // Copy-on-write copies taken by replace_last_token(), for the next step
   // (dropped when their sequence no longer holds the copy).
   struct PendingCopy {

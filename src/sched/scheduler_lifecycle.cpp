@@ -83,7 +83,10 @@ void Scheduler::commit_in_flight() {
     auto it = seqs_.find(f.seq);
     if (it == seqs_.end()) continue;  // finished or aborted since schedule()
     Sequence& seq = it->second;
-    seq.num_computed_tokens += f.num_new_tokens;
+    // A step computes a sequence's drafts whole; they count as computed only
+    // once verify_draft() keeps them (the KV manager caches verified blocks
+    // only).
+    seq.num_computed_tokens += f.num_new_tokens - seq.num_draft_tokens;
     kv_.commit(seq.id, seq.tokens, seq.num_computed_tokens);
   }
   in_flight_.clear();
@@ -111,13 +114,15 @@ Status Scheduler::resolve(std::span<const SampledToken> sampled) {
       // may have been preempted by schedule_ahead() since: the token still
       // belongs after its tokens (a recompute will compute it).
       if (seq.num_tokens() >= config_.max_model_len) {
-        return invalid(fmt::format("sequence {}: already at max_model_len = {}", s.seq_id, config_.max_model_len));
+        return invalid(fmt::format("sequence {}: already at max_model_len = {}", s.seq_id,
+                                   config_.max_model_len));
       }
       seq.tokens.push_back(s.token);
       continue;
     }
     const int32_t position = p->second;
-    if (position >= seq.num_tokens() || seq.tokens[static_cast<size_t>(position)] != kPendingToken) {
+    if (position >= seq.num_tokens() ||
+        seq.tokens[static_cast<size_t>(position)] != kPendingToken) {
       return internal(fmt::format("sequence {}: placeholder at {} is gone", s.seq_id, position));
     }
     seq.tokens[static_cast<size_t>(position)] = s.token;
@@ -151,7 +156,8 @@ Status Scheduler::append_token(SeqId id, int32_t token) {
 
 Status Scheduler::replace_last_token(SeqId id, std::span<const int32_t> tokens) {
   if (!in_flight_.empty() || placeholders_.contains(id)) {
-    return invalid(fmt::format("sequence {}: cannot replace its last token while a step is in flight", id));
+    return invalid(
+        fmt::format("sequence {}: cannot replace its last token while a step is in flight", id));
   }
   auto it = seqs_.find(id);
   if (it == seqs_.end())
@@ -159,18 +165,21 @@ Status Scheduler::replace_last_token(SeqId id, std::span<const int32_t> tokens) 
   Sequence& seq = it->second;
   const Request& req = requests_.at(seq.request_id);
   if (!req.running || seq.num_uncomputed() != 1 || seq.num_output_tokens() < 1) {
-    return invalid(fmt::format("sequence {}: its last token is not an uncomputed output ({} of {} computed)",
-                               id, seq.num_computed_tokens, seq.num_tokens()));
+    return invalid(
+        fmt::format("sequence {}: its last token is not an uncomputed output ({} of {} computed)",
+                    id, seq.num_computed_tokens, seq.num_tokens()));
   }
-  if (tokens.empty() || std::any_of(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; })) {
+  if (tokens.empty() ||
+      std::any_of(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; })) {
     return invalid(fmt::format("sequence {}: replacement tokens must be real ids", id));
   }
   const int64_t num_tokens = seq.num_tokens() - 1 + static_cast<int64_t>(tokens.size());
   const int64_t num_outputs = num_tokens - seq.num_prompt_tokens;
   if (num_tokens > config_.max_model_len ||
       (req.spec.max_new_tokens > 0 && num_outputs > req.spec.max_new_tokens)) {
-    return invalid(fmt::format("sequence {}: {} tokens would pass max_model_len = {} or max_new_tokens = {}",
-                               id, num_tokens, config_.max_model_len, req.spec.max_new_tokens));
+    return invalid(
+        fmt::format("sequence {}: {} tokens would pass max_model_len = {} or max_new_tokens = {}",
+                    id, num_tokens, config_.max_model_len, req.spec.max_new_tokens));
   }
   const auto num_slots = static_cast<int32_t>(num_tokens);
   if (!kv_.can_grow(id, num_slots)) {
@@ -183,6 +192,65 @@ Status Scheduler::replace_last_token(SeqId id, std::span<const int32_t> tokens) 
   for (const BlockCopy& c : copies) pending_copies_.push_back({id, c});
   seq.tokens.pop_back();
   seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
+  return Status::Ok();
+}
+
+Result<int32_t> Scheduler::set_draft(SeqId id, std::span<const int32_t> draft) {
+  if (!in_flight_.empty() || placeholders_.contains(id)) {
+    return invalid(fmt::format("sequence {}: cannot take drafts while a step is in flight", id));
+  }
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", id));
+  Sequence& seq = it->second;
+  const Request& req = requests_.at(seq.request_id);
+  if (!req.running || seq.num_draft_tokens != 0 || seq.num_uncomputed() != 1 ||
+      seq.num_output_tokens() < 1) {
+    return invalid(fmt::format(
+        "sequence {}: drafts need a running sequence whose last token is an uncomputed output "
+        "({} of {} computed, {} drafts)",
+        id, seq.num_computed_tokens, seq.num_tokens(), seq.num_draft_tokens));
+  }
+  if (std::any_of(draft.begin(), draft.end(), [](int32_t t) { return t < 0; })) {
+    return invalid(fmt::format("sequence {}: drafts must be real ids", id));
+  }
+  // Room for the drafts and the token sampled after the last one.
+  int64_t room = static_cast<int64_t>(config_.max_model_len) - seq.num_tokens() - 1;
+  if (req.spec.max_new_tokens > 0) {
+    room = std::min<int64_t>(room, req.spec.max_new_tokens - seq.num_output_tokens() - 1);
+  }
+  const auto kept =
+      static_cast<int32_t>(std::clamp<int64_t>(room, 0, static_cast<int64_t>(draft.size())));
+  if (kept == 0) return 0;
+  seq.tokens.insert(seq.tokens.end(), draft.begin(), draft.begin() + kept);
+  seq.num_draft_tokens = kept;
+  drafted_.push_back(id);
+  return kept;
+}
+
+Status Scheduler::verify_draft(SeqId id, int32_t num_accepted) {
+  if (!in_flight_.empty() || placeholders_.contains(id)) {
+    return invalid(fmt::format("sequence {}: cannot verify drafts while a step is in flight", id));
+  }
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", id));
+  Sequence& seq = it->second;
+  const int32_t k = seq.num_draft_tokens;
+  if (!requests_.at(seq.request_id).running || k == 0 || seq.num_uncomputed() != k) {
+    return invalid(
+        fmt::format("sequence {}: no computed drafts to verify ({} drafts, {} of {} computed)", id,
+                    k, seq.num_computed_tokens, seq.num_tokens()));
+  }
+  if (num_accepted < 0 || num_accepted > k) {
+    return invalid(fmt::format("sequence {}: {} of {} drafts accepted", id, num_accepted, k));
+  }
+  drop_drafts(seq, k - num_accepted);
+  seq.num_draft_tokens = 0;
+  seq.num_computed_tokens += num_accepted;
+  kv_.commit(seq.id, seq.tokens, seq.num_computed_tokens);
+  kv_.shrink(seq.id, seq.num_computed_tokens);
+  std::erase(drafted_, id);
   return Status::Ok();
 }
 
@@ -252,9 +320,11 @@ Result<std::vector<SeqId>> Scheduler::branch(RequestId id, std::span<const Branc
 
 void Scheduler::drop_seq(Request& req, SeqId id, SeqEndReason reason) {
   if (kv_.contains(id)) kv_.free(id);
+  Sequence& seq = seqs_.at(id);
+  drop_drafts(seq, seq.num_draft_tokens);
+  finished_.push_back({req.spec.id, id, reason, std::move(seq.tokens), seq.num_prompt_tokens});
   seqs_.erase(id);
   std::erase(req.seqs, id);
-  finished_.push_back({req.spec.id, id, reason});
 }
 
 void Scheduler::remove_request(Request& req) {
@@ -323,11 +393,20 @@ Status Scheduler::check_request(const Request& req) const {
     if (it == seqs_.end() || it->second.request_id != id)
       return internal(fmt::format("request {}: bad sequence {}", id, s));
     const Sequence& seq = it->second;
-    const auto pending = static_cast<size_t>(std::count(seq.tokens.begin(), seq.tokens.end(), kPendingToken));
+    const auto pending =
+        static_cast<size_t>(std::count(seq.tokens.begin(), seq.tokens.end(), kPendingToken));
     const bool has_placeholder = placeholders_.contains(s);
     if (pending != (has_placeholder ? 1u : 0u)) {
-      return internal(fmt::format("sequence {}: {} pending tokens, {} placeholders recorded", s, pending,
-                                  has_placeholder ? 1 : 0));
+      return internal(fmt::format("sequence {}: {} pending tokens, {} placeholders recorded", s,
+                                  pending, has_placeholder ? 1 : 0));
+    }
+    if (seq.num_draft_tokens < 0 ||
+        (seq.num_draft_tokens > 0 &&
+         (!req.running || seq.num_uncomputed() < seq.num_draft_tokens ||
+          seq.num_uncomputed() > seq.num_draft_tokens + 1 ||
+          std::find(drafted_.begin(), drafted_.end(), s) == drafted_.end()))) {
+      return internal(fmt::format("sequence {}: {} drafts with {} of {} tokens computed", s,
+                                  seq.num_draft_tokens, seq.num_computed_tokens, seq.num_tokens()));
     }
     if (seq.num_computed_tokens < 0 || seq.num_computed_tokens > seq.num_tokens()) {
       return internal(fmt::format("sequence {}: {} computed of {} tokens", s,

@@ -35,6 +35,12 @@ void StepPlan::build(const KvManager& kv, ScheduleOutput& out) const {
     std::copy(table.begin(), table.end(), out.block_tables.begin() + i * out.max_blocks_per_seq);
     ScheduledSeq s{e.seq->request_id,        e.seq->id, e.start, e.num_new_tokens,
                    e.seq->num_prompt_tokens, -1};
+    // Drafts are scheduled whole and only with the sample after them
+    // (Scheduler::fit_drafts): one logits row after the last real token and
+    // after each draft.
+    assert(e.seq->num_draft_tokens == 0 ||
+           (e.samples && e.num_new_tokens > e.seq->num_draft_tokens));
+    s.num_draft_tokens = e.samples ? e.seq->num_draft_tokens : 0;
     for (int32_t p = e.start; p < e.start + e.num_new_tokens; ++p) {
       out.token_ids.push_back(e.seq->tokens[p]);
       out.positions.push_back(p);
@@ -44,7 +50,8 @@ void StepPlan::build(const KvManager& kv, ScheduleOutput& out) const {
     out.seq_lens.push_back(e.start + e.num_new_tokens);
     if (e.samples) {
       s.logits_index = static_cast<int32_t>(out.logits_rows.size());
-      out.logits_rows.push_back(out.num_tokens() - 1);
+      for (int32_t j = s.num_draft_tokens; j >= 0; --j)
+        out.logits_rows.push_back(out.num_tokens() - 1 - j);
     }
     out.seqs.push_back(s);
   }

@@ -145,6 +145,29 @@ TEST(KvManager, FreedPrefixIsEvictedTailFirstInLruOrder) {
   EXPECT_TRUE(kv.can_allocate(hit, 2));
 }
 
+// Speculative drafts' slots past the verified tokens go back to the pool,
+// last block first, and the table keeps covering the computed tokens.
+TEST(KvManager, ShrinkReleasesTheTableTail) {
+  KvManager kv({.num_blocks = 8, .block_size = 4});
+  const Ids tokens = iota_tokens(5);
+  admit(kv, 1, tokens);
+  std::vector<BlockCopy> copies;
+  kv.grow(1, 14, copies);  // drafts to slot 13: 4 blocks
+  ASSERT_EQ(table(kv, 1).size(), 4u);
+  kv.commit(1, tokens, 5);
+  const Ids before = table(kv, 1);
+  kv.shrink(1, 6);
+  EXPECT_EQ(table(kv, 1), Ids(before.begin(), before.begin() + 2));
+  EXPECT_EQ(kv.num_allocatable_blocks(), 6);
+  expect_ok(kv);
+  kv.shrink(1, 5);  // already within: nothing to release
+  EXPECT_EQ(table(kv, 1).size(), 2u);
+  // The released blocks are handed out again, the last released last.
+  admit(kv, 2, iota_tokens(4, 500));
+  EXPECT_NE(table(kv, 2)[0], before[2]);
+  expect_ok(kv);
+}
+
 TEST(KvManager, ForkSharesBlocksAndCopiesOnWrite) {
   KvManager kv({.num_blocks = 8, .block_size = 4});
   Ids a = iota_tokens(6);

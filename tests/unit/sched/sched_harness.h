@@ -69,9 +69,17 @@ inline void expect_consistent(const Scheduler& s, const ScheduleOutput& out) {
     }
     bool last = out.seq_lens[i] == seq->num_tokens();
     if (e.logits_index >= 0) {
-      ++num_sampling;
+      num_sampling += 1 + e.num_draft_tokens;
       EXPECT_TRUE(last) << "seq " << e.seq_id << " samples before its last token";
-      EXPECT_EQ(out.logits_rows[e.logits_index], out.query_start_loc[i + 1] - 1);
+      EXPECT_EQ(e.num_draft_tokens, seq->num_draft_tokens);
+      EXPECT_LT(e.num_draft_tokens, e.num_new_tokens);
+      // One row after the last real token and after each draft.
+      for (int32_t j = 0; j <= e.num_draft_tokens; ++j) {
+        EXPECT_EQ(out.logits_rows[e.logits_index + j],
+                  out.query_start_loc[i + 1] - 1 - e.num_draft_tokens + j);
+      }
+    } else {
+      EXPECT_EQ(e.num_draft_tokens, 0);
     }
   }
   EXPECT_EQ(num_sampling, static_cast<int32_t>(out.logits_rows.size()));
