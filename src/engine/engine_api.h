@@ -129,6 +129,9 @@ struct GenerateRequest {
   // Structured output: every sample's tokens follow this constraint (from
   // Engine::compile_constraint); null: unconstrained.
   std::shared_ptr<const CompiledConstraint> constraint;
+  // Speculative decoding (EngineOptions::speculative): false keeps this
+  // request out of it. Outputs are the same either way; only speed differs.
+  bool speculative = true;
 };
 
 struct ModelInfo {
@@ -143,6 +146,9 @@ struct ModelInfo {
   std::string device;              // e.g. "cpu (2 threads)"; with tensor parallelism rank 0's
   int tensor_parallel_size = 1;    // ranks the model is split over (--tensor-parallel-size)
   int pipeline_parallel_size = 1;  // stages the layers are split into (--pipeline-parallel-size)
+  // Speculative decoding's method ("" when off) and tokens drafted per step.
+  std::string speculative_method;
+  int32_t num_speculative_tokens = 0;
 };
 
 // A snapshot of counters and histograms for /metrics. Histograms hold
@@ -218,6 +224,15 @@ struct EngineMetrics {
       request_params_max_tokens;  // the resolved per-sample cap (unset: what the context leaves)
   // Tokens each engine step ran through the model (prefill chunks + decodes).
   Histogram iteration_tokens;
+
+  // Speculative decoding (vLLM's spec_decode counters): verifications of a
+  // drafted sequence, tokens drafted and accepted over them, and how often
+  // the draft at position j (0-based) was accepted
+  // ([num_speculative_tokens]; empty when speculation is off).
+  uint64_t spec_num_drafts = 0;
+  uint64_t spec_num_draft_tokens = 0;
+  uint64_t spec_num_accepted_tokens = 0;
+  std::vector<uint64_t> spec_accepted_per_position;
 };
 
 class Engine {

@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "engine/llm_engine.h"
+#include "spec/verify.h"
 
 namespace pagoda {
 
@@ -18,12 +19,15 @@ void LlmEngine::step() {
   const Clock::time_point start = Clock::now();
   detokenize_seconds_ = 0.0;
   if (!running_step_) {
+    propose_drafts();
     ScheduleOutput out = scheduler_.schedule();
+    end_sequences(out);
     if (out.empty()) {
       // Nothing can run now (e.g. waiting requests need blocks that running ones
       // hold); wait briefly for commands instead of spinning.
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
+      cv_.wait_for(lock, std::chrono::milliseconds(1),
+                   [this] { return stop_ || !commands_.empty(); });
       (void)scheduler_.update({});
       scheduler_.recycle(std::move(out));
       return;
@@ -39,7 +43,8 @@ void LlmEngine::step() {
   // N+1 now, so that the host work of both hides behind N's device time.
   LaunchedStep current = std::move(*running_step_);
   running_step_.reset();
-  const bool ahead = parts_.options.async_scheduling && planner_.can_run_ahead(current.refs, requests_);
+  const bool ahead =
+      parts_.options.async_scheduling && planner_.can_run_ahead(current.refs, requests_);
   bool next_failed = false;
   bool overlapped = false;
   if (ahead) {
@@ -48,6 +53,7 @@ void LlmEngine::step() {
       if (ref.kind == RowKind::kSample) pending.push_back(ref.seq);
     }
     ScheduleOutput next = scheduler_.schedule_ahead(pending);
+    end_sequences(next);
     if (!next.empty()) {
       LaunchedStep launched{};
       if (launch(std::move(next), &current, launched)) {
@@ -62,8 +68,10 @@ void LlmEngine::step() {
   const Status st = parts_.runner->collect(current.slot, &so);
   if (!st.ok()) {
     fail_batch(current.out, st.error().message);
-    if (ahead) (void)scheduler_.resolve({});
-    else (void)scheduler_.update({});
+    if (ahead)
+      (void)scheduler_.resolve({});
+    else
+      (void)scheduler_.update({});
   } else {
     apply_results(current.refs, so, ahead);
   }
@@ -90,6 +98,92 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
   metrics_.on_launch(static_cast<int64_t>(step.out.token_ids.size()));
   next_slot_ = (next_slot_ + 1) % kNumStepSlots;
   return true;
+}
+
+void LlmEngine::propose_drafts() {
+  if (!parts_.proposer) return;
+  const SpeculativeConfig& config = parts_.options.speculative;
+  std::vector<DraftInput> inputs;
+  int64_t num_running = 0;
+  for (const auto& [id, req] : requests_) {
+    const Request* sched_req = scheduler_.request(id);
+    if (sched_req == nullptr || !sched_req->running) continue;
+    num_running += static_cast<int64_t>(sched_req->seqs.size());
+    // Before the fork of n > 1 the samples are not sequences yet.
+    if (!req->speculates || (req->num_seqs > 1 && !req->branched)) continue;
+    for (const auto& [seq_id, sample] : req->samples) {
+      const Sequence* seq = scheduler_.sequence(seq_id);
+      if (seq == nullptr || seq->num_uncomputed() != 1 || seq->num_output_tokens() < 1 ||
+          seq->num_draft_tokens != 0) {
+        continue;
+      }
+      inputs.push_back(
+          {seq_id, seq->tokens, seq->num_prompt_tokens, config.num_speculative_tokens});
+    }
+  }
+  if (inputs.empty()) return;
+  if (config.disable_by_batch_size > 0 && num_running > config.disable_by_batch_size) return;
+  std::vector<std::vector<int32_t>> drafts;
+  const Status st = parts_.proposer->propose(inputs, drafts);
+  if (!st.ok()) {
+    log_warn("speculative decoding: the proposer failed, this step runs undrafted: {}",
+             st.error().message);
+    return;
+  }
+  for (size_t i = 0; i < inputs.size() && i < drafts.size(); ++i) {
+    if (drafts[i].empty()) continue;
+    Result<int32_t> kept = scheduler_.set_draft(inputs[i].seq_id, drafts[i]);
+    if (!kept.ok()) log_error("speculative decoding: {}", kept.error().message);
+  }
+}
+
+void LlmEngine::end_sequences(const ScheduleOutput& out) {
+  if (!parts_.proposer) return;
+  for (const FinishedSeq& f : out.finished)
+    parts_.proposer->on_sequence_end(f.seq_id, f.tokens, f.num_prompt_tokens);
+}
+
+void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const size_t> rows,
+                              const SampleOutput& so) {
+  const Sequence* seq = scheduler_.sequence(seq_id);
+  if (seq == nullptr) return;  // ended since the step was scheduled
+  const int32_t k = seq->num_draft_tokens;
+  if (k + 1 != static_cast<int32_t>(rows.size())) {
+    log_error("sequence {}: {} drafts but {} verification rows", seq_id, k, rows.size());
+    return;
+  }
+  // Row j's sample is the target's token after draft j - 1.
+  std::vector<int32_t> samples;
+  for (size_t r : rows) samples.push_back(so.token_ids[r]);
+  const std::span<const int32_t> drafts(
+      seq->tokens.data() + seq->tokens.size() - static_cast<size_t>(k), static_cast<size_t>(k));
+  const int32_t accepted =
+      std::clamp(parts_.acceptance_rule ? parts_.acceptance_rule(samples, drafts)
+                                        : num_accepted(samples, drafts),
+                 0, k);
+  // The step's tokens: the kept drafts (with the exact rule, equal to the
+  // target's samples) and the target's sample after them.
+  std::vector<int32_t> tokens(drafts.begin(), drafts.begin() + accepted);
+  tokens.push_back(samples[static_cast<size_t>(accepted)]);
+  Status st = scheduler_.verify_draft(seq_id, accepted);
+  if (st.ok()) st = scheduler_.append_token(seq_id, tokens.back());
+  if (!st.ok()) {
+    log_error("sequence {}: verification failed: {}", seq_id, st.error().message);
+    return;
+  }
+  parts_.proposer->on_verified(seq_id, k, accepted);
+  metrics_.on_spec_verified(k, accepted);
+  // The kept drafts and the sample after them are this step's tokens, in
+  // order; any of them may end the sample (a stop, max_tokens).
+  for (int32_t j = 0; j <= accepted; ++j) {
+    auto rit = requests_.find(req_id);
+    if (rit == requests_.end()) return;
+    RequestState& req = *rit->second;
+    auto it = req.samples.find(seq_id);
+    if (it == req.samples.end()) return;
+    const size_t r = rows[static_cast<size_t>(j)];
+    on_token(req, *it->second, seq_id, {tokens[static_cast<size_t>(j)], r, false}, so);
+  }
 }
 
 void LlmEngine::mark_scheduled(const ScheduleOutput& out) {
@@ -133,11 +227,18 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
   };
   std::vector<Pending> tokens;
   std::map<RequestState*, std::vector<SampledRow>> first;  // per sample index
+  struct Verify {
+    RequestId req;
+    SeqId seq;
+    std::vector<size_t> rows;  // drafts + 1, in order
+  };
+  std::vector<Verify> verifies;
   std::vector<RequestId> beams;  // requests with beam rows, in row order
   for (size_t r = 0; r < refs.size(); ++r) {
     const RowRef& ref = refs[r];
     auto rit = requests_.find(ref.req);
-    if (rit == requests_.end()) continue;  // ended (aborted, or stopped by the step before) after launch
+    if (rit == requests_.end())
+      continue;  // ended (aborted, or stopped by the step before) after launch
     RequestState* req = rit->second.get();
     const int32_t token = so.token_ids[r];
     switch (ref.kind) {
@@ -151,6 +252,10 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
       case RowKind::kFirstSamples:
         first[req].push_back({token, r, ref.no_allowed_token});
         break;
+      case RowKind::kVerify:
+        if (ref.arg == 0) verifies.push_back({ref.req, ref.seq, {}});
+        verifies.back().rows.push_back(r);
+        break;
       case RowKind::kBeam:
         req->beam->add_candidates(ref.seq, so, r);
         if (std::find(beams.begin(), beams.end(), ref.req) == beams.end()) beams.push_back(ref.req);
@@ -158,7 +263,8 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     }
   }
   Status st = ahead ? scheduler_.resolve(sampled) : scheduler_.update(sampled);
-  if (!st.ok()) log_error("scheduler {} failed: {}", ahead ? "resolve" : "update", st.error().message);
+  if (!st.ok())
+    log_error("scheduler {} failed: {}", ahead ? "resolve" : "update", st.error().message);
   for (auto& [req, list] : first) start_samples(*req, req->samples.begin()->first, list, so);
   for (RequestId id : beams) {
     auto rit = requests_.find(id);
@@ -169,8 +275,10 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     if (rit == requests_.end()) continue;  // ended by an earlier event this step
     RequestState& req = *rit->second;
     auto it = req.samples.find(p.seq);
-    if (it != req.samples.end()) on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, so);
+    if (it != req.samples.end())
+      on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, so);
   }
+  for (const Verify& v : verifies) verify_drafts(v.req, v.seq, v.rows, so);
 }
 
 // The prompt's prefill finished: fork the request into its n samples, the
@@ -182,7 +290,8 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0, const std::vector<S
   for (const SampledRow& t : tokens) branches.push_back({seq0, t.token});
   Result<std::vector<SeqId>> ids = scheduler_.branch(req.id, branches);
   if (!ids.ok()) {
-    log_error("request {}: fork into {} samples failed: {}", req.external_id, tokens.size(), ids.error().message);
+    log_error("request {}: fork into {} samples failed: {}", req.external_id, tokens.size(),
+              ids.error().message);
     (void)scheduler_.abort(req.id);
     finish_request(req, FinishReason::kAbort);
     return;
@@ -207,7 +316,8 @@ void LlmEngine::step_beam(RequestState& req) {
   const Clock::time_point now = Clock::now();
   if (!req.first_token) {
     req.first_token = now;
-    metrics_.on_first_token(seconds_between(req.arrival, now), static_cast<int64_t>(req.prompt.size()));
+    metrics_.on_first_token(seconds_between(req.arrival, now),
+                            static_cast<int64_t>(req.prompt.size()));
   }
   req.last_token = now;
   const std::vector<Branch> branches = req.beam->step();

@@ -16,13 +16,15 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
   PAGODA_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(parts.scheduler_config));
   std::unique_ptr<LlmEngine> engine(new LlmEngine(std::move(parts), std::move(scheduler)));
   const EngineParts& p = engine->parts_;
-  PAGODA_ASSIGN_OR_RETURN(auto vocab, grammar::GrammarVocabulary::from_tokenizer(
-                                          *p.tokenizer, p.eos_token_ids, static_cast<int32_t>(p.info.vocab_size)));
+  PAGODA_ASSIGN_OR_RETURN(
+      auto vocab, grammar::GrammarVocabulary::from_tokenizer(
+                      *p.tokenizer, p.eos_token_ids, static_cast<int32_t>(p.info.vocab_size)));
   engine->grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(std::move(vocab));
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
   if (const double interval = engine->parts_.options.stats_log_interval; interval > 0.0) {
-    engine->stats_logger_ = std::make_unique<StatsLogger>([e = engine.get()] { return e->metrics_.snapshot(); },
-                                                          std::chrono::duration<double>(interval));
+    engine->stats_logger_ =
+        std::make_unique<StatsLogger>([e = engine.get()] { return e->metrics_.snapshot(); },
+                                      std::chrono::duration<double>(interval));
   }
   return engine;
 }
@@ -31,7 +33,8 @@ LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
     : parts_(std::move(parts)),
       scheduler_(std::move(scheduler)),
       planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs(), parts_.info.vocab_size),
-      metrics_(parts_.info.max_model_len) {
+      metrics_(parts_.info.max_model_len,
+               parts_.proposer ? parts_.options.speculative.num_speculative_tokens : 0) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
   rng_.seed(seed);
 }
@@ -48,8 +51,9 @@ LlmEngine::~LlmEngine() {
 
 Result<std::string> LlmEngine::apply_chat_template(const ChatTemplateInputs& inputs) const {
   if (!parts_.chat_template) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "this model has no chat template; start the server with --chat-template FILE");
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "this model has no chat template; start the server with --chat-template FILE");
   }
   ChatTemplateInputs filled = inputs;
   if (filled.bos_token.empty()) filled.bos_token = parts_.tokenizer->bos_token();
@@ -58,14 +62,18 @@ Result<std::string> LlmEngine::apply_chat_template(const ChatTemplateInputs& inp
 }
 
 Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) const {
-  auto invalid = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
+  auto invalid = [](std::string m) {
+    return make_error(ErrorCode::kInvalidArgument, std::move(m));
+  };
   if (request.request_id.empty()) return invalid("request_id must not be empty");
   if (!request.sink) return invalid("request has no output sink");
   const int64_t vocab = parts_.info.vocab_size;
   const auto num_prompt = static_cast<int64_t>(request.prompt_token_ids.size());
   if (num_prompt == 0) return invalid("the prompt is empty");
   for (int32_t id : request.prompt_token_ids) {
-    if (id < 0 || id >= vocab) return invalid(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
+    if (id < 0 || id >= vocab)
+      return invalid(
+          fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
   }
   state.params = request.params;
   state.params.apply_defaults(parts_.generation);
@@ -75,13 +83,16 @@ Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) c
     return invalid("structured output cannot be combined with beam search (use_beam_search)");
   }
   state.constraint = request.constraint;
+  state.speculates = parts_.proposer != nullptr && request.speculative &&
+                     !state.params.use_beam_search && request.constraint == nullptr;
   if (!state.params.allowed_token_ids.empty())
     state.allowed_mask = pack_token_mask(state.params.allowed_token_ids, vocab);
   state.num_seqs = state.params.num_seqs();
   // The limits, as frontends check them before submitting; unset, max_tokens
   // is what the context leaves.
-  auto max_tokens = fit_request(
-      parts_.info, {.num_prompt_tokens = num_prompt, .max_tokens = state.params.max_tokens, .num_seqs = state.num_seqs});
+  auto max_tokens = fit_request(parts_.info, {.num_prompt_tokens = num_prompt,
+                                              .max_tokens = state.params.max_tokens,
+                                              .num_seqs = state.num_seqs});
   if (!max_tokens.ok()) return invalid(max_tokens.error().message);
   state.max_tokens = static_cast<int32_t>(max_tokens.value());
   state.external_id = request.request_id;
@@ -98,10 +109,12 @@ Status LlmEngine::add_request(GenerateRequest request) {
   state->prompt_logprobs = PromptLogprobs(state->params.prompt_logprobs, state->prompt.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (draining_ || stop_) return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
+    if (draining_ || stop_)
+      return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
     if (num_unscheduled_ >= parts_.options.max_waiting_requests) {
-      return make_error(ErrorCode::kResourceExhausted,
-                        fmt::format("the waiting queue is full ({} requests); retry later", num_unscheduled_));
+      return make_error(
+          ErrorCode::kResourceExhausted,
+          fmt::format("the waiting queue is full ({} requests); retry later", num_unscheduled_));
     }
     if (live_ids_.contains(state->external_id)) {
       return make_error(ErrorCode::kInvalidArgument,
@@ -160,7 +173,8 @@ void LlmEngine::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] {
-        return stop_ || !commands_.empty() || scheduler_.has_unfinished() || running_step_.has_value();
+        return stop_ || !commands_.empty() || scheduler_.has_unfinished() ||
+               running_step_.has_value();
       });
       if (stop_) return;
       commands.swap(commands_);
@@ -207,8 +221,8 @@ void LlmEngine::admit(std::unique_ptr<RequestState> state) {
     bc.eos_token_ids = req.params.ignore_eos ? std::vector<int32_t>{} : parts_.eos_token_ids;
     req.beam = std::make_unique<BeamRequest>(bc, *seq);
   } else {
-    auto sample = std::make_unique<SampleState>(0, *parts_.tokenizer, req.params, parts_.eos_token_ids,
-                                                req.max_tokens, req.prompt);
+    auto sample = std::make_unique<SampleState>(0, *parts_.tokenizer, req.params,
+                                                parts_.eos_token_ids, req.max_tokens, req.prompt);
     if (req.constraint) sample->constraint = req.constraint->start();
     req.samples.emplace(*seq, std::move(sample));
   }
@@ -257,7 +271,8 @@ void LlmEngine::abort_now(const std::string& external_id) {
 
 void LlmEngine::publish_state() {
   SchedulerStats st = scheduler_.stats();
-  double usage = st.kv.num_blocks ? static_cast<double>(st.kv.num_used_blocks) / st.kv.num_blocks : 0.0;
+  double usage =
+      st.kv.num_blocks ? static_cast<double>(st.kv.num_used_blocks) / st.kv.num_blocks : 0.0;
   metrics_.set_state(st.num_running_requests, st.num_waiting_requests, st.num_preemptions, usage,
                      st.kv.num_query_tokens, st.kv.num_hit_tokens);
   std::lock_guard<std::mutex> lock(mu_);

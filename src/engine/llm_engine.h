@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,12 +21,13 @@
 #include "engine/engine_api.h"
 #include "engine/metrics_recorder.h"
 #include "engine/request_state.h"
-#include "engine/stats_logger.h"
 #include "engine/row_planner.h"
+#include "engine/stats_logger.h"
 #include "jinja/chat_template.h"
 #include "model/runner.h"
 #include "sample/sampling_params.h"
 #include "sched/scheduler.h"
+#include "spec/proposer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda {
@@ -49,6 +51,14 @@ struct EngineParts {
   // The model's generation_config.json: requests' unset fields take its values.
   GenerationDefaults generation;
   std::vector<int32_t> eos_token_ids;
+  // Speculative decoding's proposer (options.speculative; tests and
+  // benchmarks may put their own); null: off.
+  std::unique_ptr<Proposer> proposer;
+  // Test hook: the drafts a verification keeps, given the target's samples
+  // and the drafts; null: spec/verify.h's num_accepted, the exact rule
+  // (tests give a biased one to show that the statistical test can fail).
+  std::function<int32_t(std::span<const int32_t> samples, std::span<const int32_t> drafts)>
+      acceptance_rule;
   // Test hook: run Scheduler::check_invariants() after every step; the first
   // failure is kept (LlmEngine::invariant_error()) and logged.
   bool check_invariants = false;
@@ -59,7 +69,8 @@ struct EngineParts {
 // max_chunk_tokens) first. tokenizer_path: a tokenizer to load instead of
 // the model's own ("" = the model's; tests give tokenizer-less tiny models
 // one).
-Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::string& tokenizer_path = {});
+Result<EngineParts> load_engine_parts(const EngineOptions& options,
+                                      const std::string& tokenizer_path = {});
 
 class LlmEngine final : public Engine {
  public:
@@ -122,6 +133,18 @@ class LlmEngine final : public Engine {
   // slot; on failure fails its batch (returns false).
   // `prev`: the step still running, whose samples feed the placeholders.
   bool launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step);
+  // Speculative decoding, before a step is scheduled: drafts from the
+  // proposer for every sample of a speculating request whose last token is
+  // sampled and uncomputed (Scheduler::set_draft).
+  void propose_drafts();
+  // Tells the proposer of the sequences that ended since the last schedule.
+  void end_sequences(const ScheduleOutput& out);
+  // The verification rows of one drafted sample (RowKind::kVerify): keeps its
+  // drafts up to the first that differs from the target's sample after the
+  // token before it, then that sample (Scheduler::verify_draft +
+  // append_token), and hands each kept token to on_token in order.
+  void verify_drafts(RequestId req, SeqId seq, std::span<const size_t> rows,
+                     const SampleOutput& so);
   // Records the first schedule of out's requests (queue time, cached tokens).
   void mark_scheduled(const ScheduleOutput& out);
   // Recounts the penalty counts of out's preempted sequences from the
@@ -130,13 +153,15 @@ class LlmEngine final : public Engine {
   // Hands the samples to the scheduler (update(), or resolve() when the next
   // step was planned ahead) and to the requests.
   void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);
-  void start_samples(RequestState& req, SeqId seq0, const std::vector<SampledRow>& tokens, const SampleOutput& so);
+  void start_samples(RequestState& req, SeqId seq0, const std::vector<SampledRow>& tokens,
+                     const SampleOutput& so);
   // One search step of a beam request over the candidates of this step's rows.
   void step_beam(RequestState& req);
   void finish_beam(RequestState& req);
   // A sampled token of a sample: constraint (and jump-forward), stop checks,
   // detokenization, its event; may finish the sample and the request.
-  void on_token(RequestState& req, SampleState& sample, SeqId seq, const SampledRow& sampled, const SampleOutput& so);
+  void on_token(RequestState& req, SampleState& sample, SeqId seq, const SampledRow& sampled,
+                const SampleOutput& so);
   // Structured output went wrong for this sample (a token its constraint
   // refuses, or no token both it and allowed_token_ids allow): the sample
   // ends with an error event (finish_reason abort); under best_of the whole
@@ -164,7 +189,8 @@ class LlmEngine final : public Engine {
   Scheduler scheduler_;
   RowPlanner planner_;
   MetricsRecorder metrics_;
-  std::unique_ptr<StatsLogger> stats_logger_;  // with options.stats_log_interval > 0; reads metrics_
+  std::unique_ptr<StatsLogger>
+      stats_logger_;  // with options.stats_log_interval > 0; reads metrics_
   // Structured output over the tokenizer, the eos ids and the logits'
   // vocabulary (thread-safe; caller threads compile).
   std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;

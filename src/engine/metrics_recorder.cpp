@@ -1,10 +1,24 @@
 #include "engine/metrics_recorder.h"
 
+#include <algorithm>
+
 #include "engine/histogram.h"
 
 namespace pagoda {
 
-MetricsRecorder::MetricsRecorder(int64_t max_model_len) : m_(make_engine_metrics(max_model_len)) {}
+MetricsRecorder::MetricsRecorder(int64_t max_model_len, int32_t num_speculative_tokens)
+    : m_(make_engine_metrics(max_model_len)) {
+  m_.spec_accepted_per_position.assign(static_cast<size_t>(num_speculative_tokens), 0);
+}
+
+void MetricsRecorder::on_spec_verified(int32_t num_drafted, int32_t num_accepted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++m_.spec_num_drafts;
+  m_.spec_num_draft_tokens += static_cast<uint64_t>(num_drafted);
+  m_.spec_num_accepted_tokens += static_cast<uint64_t>(num_accepted);
+  const auto n = std::min(static_cast<size_t>(num_accepted), m_.spec_accepted_per_position.size());
+  for (size_t j = 0; j < n; ++j) ++m_.spec_accepted_per_position[j];
+}
 
 void MetricsRecorder::on_tokens(int64_t num_generated) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -28,8 +28,9 @@ struct FinishedRequestStats {
 
 class MetricsRecorder {
  public:
-  // Token-count histograms get 1-2-5 buckets up to max_model_len.
-  explicit MetricsRecorder(int64_t max_model_len);
+  // Token-count histograms get 1-2-5 buckets up to max_model_len;
+  // num_speculative_tokens sizes the per-position acceptance counts.
+  MetricsRecorder(int64_t max_model_len, int32_t num_speculative_tokens);
 
   void on_tokens(int64_t num_generated);
   // The request's first token: its time to first token and its prompt, now
@@ -45,6 +46,9 @@ class MetricsRecorder {
   // were read.
   void on_step(double seconds, double device_wait_seconds, double detokenize_seconds, bool graph,
                bool overlapped);
+  // A drafted sequence was verified: num_accepted of its num_drafted drafts
+  // kept (the first num_accepted positions).
+  void on_spec_verified(int32_t num_drafted, int32_t num_accepted);
   // State the engine thread refreshes after each step.
   void set_state(int64_t num_running, int64_t num_waiting, int64_t num_preemptions, double kv_usage,
                  int64_t prefix_queries, int64_t prefix_hits);

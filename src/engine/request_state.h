@@ -31,7 +31,7 @@ inline double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 // One sample (index) of a request: a live sequence of the scheduler.
 struct SampleState {
-  int index = 0;                 // output index in [0, num_seqs)
+  int index = 0;  // output index in [0, num_seqs)
   IncrementalDetokenizer detok;
   StopChecker stop;
   // Penalty counts of the prompt and the tokens sampled so far (empty when
@@ -58,7 +58,8 @@ struct SampleState {
     if (uses_penalties(p)) penalties.add(token);
   }
   // Recounts the penalties from the sequence's prompt and output tokens.
-  void recount(const SamplingParams& p, std::span<const int32_t> prompt, std::span<const int32_t> outputs) {
+  void recount(const SamplingParams& p, std::span<const int32_t> prompt,
+               std::span<const int32_t> outputs) {
     if (uses_penalties(p)) penalties.rebuild(prompt, outputs, penalises_prompt(p));
   }
 };
@@ -77,9 +78,12 @@ struct RequestState {
   std::vector<int32_t> prompt;
   uint64_t seed = 0;
   int priority = 0;
-  int32_t max_tokens = 0;        // resolved output cap per sample
-  int32_t num_seqs = 1;          // scheduler group width
-  bool branched = false;         // the group has been forked into num_seqs samples
+  int32_t max_tokens = 0;  // resolved output cap per sample
+  int32_t num_seqs = 1;    // scheduler group width
+  // Its samples get drafts (speculative decoding on, the request did not opt
+  // out, no beam search and no structured output).
+  bool speculates = false;
+  bool branched = false;             // the group has been forked into num_seqs samples
   std::vector<bool> index_reported;  // [params.n]: the final event of index k was sent
   int64_t num_cached_prompt_tokens = 0;
 
@@ -87,13 +91,13 @@ struct RequestState {
   Clock::time_point arrival{};
   std::optional<Clock::time_point> first_scheduled;
   std::optional<Clock::time_point> first_token;
-  Clock::time_point last_token{};  // set with first_token, then at every token
+  Clock::time_point last_token{};     // set with first_token, then at every token
   int64_t num_generation_tokens = 0;  // over all samples (beam search: the beams' tokens)
   int64_t max_sample_tokens = 0;      // the longest sample's (beam search: the steps)
 
   std::map<SeqId, std::unique_ptr<SampleState>> samples;  // live sequences
   int num_finished_samples = 0;
-  std::vector<std::unique_ptr<SampleState>> done_samples; // finished (best_of / beam bookkeeping)
+  std::vector<std::unique_ptr<SampleState>> done_samples;  // finished (best_of / beam bookkeeping)
 
   PromptLogprobs prompt_logprobs;
   std::unique_ptr<BeamRequest> beam;  // beam search requests only

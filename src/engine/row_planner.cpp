@@ -36,8 +36,8 @@ void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requ
   masks_.compute();
 }
 
-void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req, const Scheduler& scheduler,
-                          std::vector<RowRef>& refs) const {
+void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req,
+                          const Scheduler& scheduler, std::vector<RowRef>& refs) const {
   const ScheduledSeq& s = out.seqs[i];
   const auto [first, last] = req.prompt_logprobs.row_positions(s.start_position, s.num_new_tokens);
   for (int32_t p = first; p < last; ++p) {
@@ -70,12 +70,26 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
   } else {
     const SampleState& sample = *req.samples.at(s.seq_id);
     const Sequence* seq = scheduler.sequence(s.seq_id);
-    std::span<const int32_t> outputs(seq->tokens.data() + seq->num_prompt_tokens,
-                                     static_cast<size_t>(seq->num_output_tokens()));
-    out.logits_rows.push_back(row);
-    append_sampling_row(out.sampling, req.params, eos_token_ids_,
-                        {req.prompt, outputs, sample_seed(req.seed, sample.index), &sample.penalties, mask});
-    refs.push_back({RowKind::kSample, req.id, s.seq_id, 0, no_allowed_token});
+    const int32_t k = s.num_draft_tokens;
+    // The outputs before the drafts; row j samples after j drafts more.
+    const auto num_outputs = static_cast<size_t>(seq->num_output_tokens() - k);
+    const int32_t* outputs = seq->tokens.data() + seq->num_prompt_tokens;
+    const PenaltyCounts* counts = &sample.penalties;
+    PenaltyCounts with_drafts;  // row j > 0: the sample's counts and drafts 0..j-1
+    for (int32_t j = 0; j <= k; ++j) {
+      if (j > 0 && uses_penalties(req.params)) {
+        if (j == 1) with_drafts = sample.penalties;
+        with_drafts.add(outputs[num_outputs + static_cast<size_t>(j) - 1]);
+        counts = &with_drafts;
+      }
+      out.logits_rows.push_back(row - k + j);
+      append_sampling_row(
+          out.sampling, req.params, eos_token_ids_,
+          {req.prompt, std::span<const int32_t>(outputs, num_outputs + static_cast<size_t>(j)),
+           sample_seed(req.seed, sample.index), counts, mask});
+      refs.push_back(
+          {k > 0 ? RowKind::kVerify : RowKind::kSample, req.id, s.seq_id, j, no_allowed_token});
+    }
   }
 }
 
@@ -85,6 +99,7 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
     if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
     auto it = requests.find(ref.req);
     if (it == requests.end()) continue;
+    if (ref.kind == RowKind::kSample && it->second->speculates) return false;
     const SamplingParams& params = it->second->params;
     if (uses_penalties(params) || has_multi_token_word(params.bad_words_token_ids)) return false;
     if (ref.kind == RowKind::kSample && it->second->constraint) return false;

@@ -7,7 +7,10 @@
 //  - the n first-sample rows of a request that forks (n / best_of > 1) when
 //    its prompt finishes, all on the prompt's last row;
 //  - otherwise one sampling row per sequence (penalties from its
-//    incremental counts).
+//    incremental counts), or, for a sequence with k drafts (speculative
+//    decoding), k + 1 verification rows: row j samples after the token
+//    before the drafts and drafts 0..j-1, as if they were its outputs
+//    (penalties, min_tokens and bad words count them).
 // Structured output: a constrained sample's row is masked by its
 // constraint's next tokens intersected with allowed_token_ids
 // (constraint_masks.h); the n first-sample rows of a fork all take the start
@@ -31,13 +34,15 @@ namespace pagoda {
 using RequestMap = std::unordered_map<RequestId, std::unique_ptr<RequestState>>;
 
 // Why a logits row is sampled.
-enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob };
+enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob, kVerify };
 
 struct RowRef {
   RowKind kind;
   RequestId req;  // an id: the request may end before the row's result is read
   SeqId seq;
-  int32_t arg;  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted
+  // kFirstSamples: sample index; kPromptLogprob: prompt position predicted;
+  // kVerify: drafts before the row's position (0..k).
+  int32_t arg;
   // Structured output: the constraint allows none of the request's
   // allowed_token_ids, so the row is sampled unmasked and its sample ends
   // with an error instead of taking the token.
@@ -49,7 +54,9 @@ class RowPlanner {
   // max_rows_per_chunk: the runner's max_num_seqs (rows of one lm_head chunk).
   // vocab_size: the logits' width (masks' size).
   RowPlanner(std::vector<int32_t> eos_token_ids, int64_t max_rows_per_chunk, int64_t vocab_size)
-      : eos_token_ids_(std::move(eos_token_ids)), max_rows_per_chunk_(max_rows_per_chunk), masks_(vocab_size) {}
+      : eos_token_ids_(std::move(eos_token_ids)),
+        max_rows_per_chunk_(max_rows_per_chunk),
+        masks_(vocab_size) {}
 
   // Replaces out.logits_rows by one entry per sampling row, appends the rows
   // to out.sampling and their refs to `refs` (same order). Sequences of
@@ -62,7 +69,8 @@ class RowPlanner {
   // beam, no fork), no request has penalties or a multi-token bad word (both
   // read the last sampled tokens), no sampled row is constrained (its next
   // mask depends on its token), and all fit one lm_head chunk (their ids
-  // stay on the device).
+  // stay on the device), and no row verifies drafts or belongs to a request
+  // that speculates (its drafts need the step's tokens on the host).
   bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests) const;
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples
   // of the step with rows `prev`.

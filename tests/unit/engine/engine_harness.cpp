@@ -100,6 +100,7 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   o.tensor_parallel_size = setup.tensor_parallel_size;
   o.pipeline_parallel_size = setup.pipeline_parallel_size;
   o.seed = 12345;
+  o.speculative = setup.speculative;
   Result<EngineParts> parts = load_engine_parts(o, setup.tokenizer);
   if (!parts.ok()) {
     ADD_FAILURE() << "load_engine_parts(" << setup.model << "): " << parts.error().message;
@@ -107,6 +108,8 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   }
   parts->scheduler_config.max_chunk_tokens = setup.max_chunk_tokens;
   parts->check_invariants = true;
+  if (setup.proposer) parts->proposer = setup.proposer();
+  parts->acceptance_rule = setup.acceptance_rule;
   Result<std::unique_ptr<LlmEngine>> engine = LlmEngine::start(std::move(parts.value()));
   if (!engine.ok()) {
     ADD_FAILURE() << "LlmEngine::start: " << engine.error().message;
@@ -172,6 +175,7 @@ Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r,
   g.params = r.params;
   g.priority = r.priority;
   g.constraint = r.constraint;
+  g.speculative = r.speculative;
   g.sink = [log, hook](RequestOutput&& ev) {
     record(*log, ev);
     if (hook) hook(ev);
@@ -206,11 +210,11 @@ void expect_idle_and_empty(LlmEngine& engine) {
 void expect_consistent_metrics(const EngineMetrics& m) {
   // Every ended request is observed once in each per-request histogram.
   const uint64_t finished = m.finished_stop + m.finished_length + m.finished_abort;
-  for (const Histogram* h : {&m.e2e_latency, &m.queue_time, &m.prefill_time, &m.decode_time, &m.inference_time,
-                             &m.request_time_per_output_token, &m.request_prompt_tokens,
-                             &m.request_generation_tokens, &m.request_max_generation_tokens,
-                             &m.request_prefill_computed_tokens, &m.request_params_n,
-                             &m.request_params_max_tokens}) {
+  for (const Histogram* h :
+       {&m.e2e_latency, &m.queue_time, &m.prefill_time, &m.decode_time, &m.inference_time,
+        &m.request_time_per_output_token, &m.request_prompt_tokens, &m.request_generation_tokens,
+        &m.request_max_generation_tokens, &m.request_prefill_computed_tokens, &m.request_params_n,
+        &m.request_params_max_tokens}) {
     EXPECT_EQ(h->count, finished);
   }
   // Only requests that got a first token have a time to first token and
@@ -220,12 +224,27 @@ void expect_consistent_metrics(const EngineMetrics& m) {
   EXPECT_EQ(static_cast<double>(m.generation_tokens), m.request_generation_tokens.sum);
   EXPECT_LE(m.request_max_generation_tokens.sum, m.request_generation_tokens.sum);
   // Phases within the request's life; inference = prefill + decode.
-  EXPECT_LE(m.queue_time.sum + m.prefill_time.sum + m.decode_time.sum, m.e2e_latency.sum * (1 + 1e-9) + 1e-9);
-  EXPECT_NEAR(m.inference_time.sum, m.prefill_time.sum + m.decode_time.sum, 1e-6 * (1 + m.e2e_latency.sum));
+  EXPECT_LE(m.queue_time.sum + m.prefill_time.sum + m.decode_time.sum,
+            m.e2e_latency.sum * (1 + 1e-9) + 1e-9);
+  EXPECT_NEAR(m.inference_time.sum, m.prefill_time.sum + m.decode_time.sum,
+              1e-6 * (1 + m.e2e_latency.sum));
   // Every launched step is counted once; the last may not be collected yet
   // (an ahead step whose requests had all ended).
   EXPECT_GE(m.iteration_tokens.count, m.steps.steps);
   EXPECT_LE(m.iteration_tokens.count, m.steps.steps + 1);
+  // Speculative decoding: accepted within drafted, position j accepted only
+  // after position j - 1, and the positions' counts add up.
+  EXPECT_LE(m.spec_num_accepted_tokens, m.spec_num_draft_tokens);
+  EXPECT_LE(m.spec_num_drafts, m.spec_num_draft_tokens);
+  uint64_t per_position = 0;
+  for (size_t j = 0; j < m.spec_accepted_per_position.size(); ++j) {
+    if (j > 0) {
+      EXPECT_LE(m.spec_accepted_per_position[j], m.spec_accepted_per_position[j - 1]);
+    }
+    EXPECT_LE(m.spec_accepted_per_position[j], m.spec_num_drafts);
+    per_position += m.spec_accepted_per_position[j];
+  }
+  EXPECT_EQ(per_position, m.spec_num_accepted_tokens);
 }
 
 std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,

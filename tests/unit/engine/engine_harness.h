@@ -112,8 +112,15 @@ struct EngineSetup {
   bool async_scheduling = true;  // EngineOptions::async_scheduling
   bool jump_forward = true;      // EngineOptions::jump_forward
   int64_t max_waiting_requests = 4096;
-  int tensor_parallel_size = 1;  // EngineOptions::tensor_parallel_size
+  int tensor_parallel_size = 1;    // EngineOptions::tensor_parallel_size
   int pipeline_parallel_size = 1;  // EngineOptions::pipeline_parallel_size
+  // Speculative decoding: EngineOptions::speculative (a method builds its
+  // proposer), or, with `proposer` set, the proposer it returns, asked for
+  // speculative.num_speculative_tokens drafts per step.
+  SpeculativeConfig speculative = {};
+  std::function<std::unique_ptr<Proposer>()> proposer = {};
+  // EngineParts::acceptance_rule (null: the exact rule).
+  std::function<int32_t(std::span<const int32_t>, std::span<const int32_t>)> acceptance_rule = {};
 };
 
 // Loads and starts an engine on test_device() with scheduler invariant
@@ -154,6 +161,7 @@ struct TestRequest {
   SamplingParams params;
   int priority = 0;
   std::shared_ptr<const CompiledConstraint> constraint = {};  // structured output
+  bool speculative = true;                                    // GenerateRequest::speculative
 };
 
 // Called on the engine thread after each event was recorded (e.g. to abort).
@@ -164,8 +172,9 @@ Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r,
                                            EventHook hook = {});
 
 // Submits every request (arriving together: see the gate in run_all), waits
-// until the engine is idle, and checks the contract: one final event per index, no problems, nothing running or
-// waiting, no KV block in use, no scheduler invariant broken, consistent metrics.
+// until the engine is idle, and checks the contract: one final event per index, no problems,
+// nothing running or waiting, no KV block in use, no scheduler invariant broken, consistent
+// metrics.
 std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,
                                                  const std::vector<TestRequest>& requests);
 void expect_idle_and_empty(LlmEngine& engine);
