@@ -6,6 +6,14 @@
 
 namespace pagoda::openai {
 
+std::vector<std::pair<std::string, double>> spec_positions(const EngineMetrics& m) {
+  std::vector<std::pair<std::string, double>> out;
+  for (size_t j = 0; j < m.spec_accepted_per_position.size(); ++j) {
+    out.emplace_back(std::to_string(j), static_cast<double>(m.spec_accepted_per_position[j]));
+  }
+  return out;
+}
+
 std::string format_prometheus(const EngineMetrics& m, const std::string& model_name,
                               int tensor_parallel_size, int pipeline_parallel_size) {
   std::string out;
@@ -54,6 +62,18 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
               "Time from arrival to the end of the request.");
   e.histogram("pagoda:request_queue_time_seconds", m.queue_time,
               "Time a request spent waiting before its first schedule.");
+  if (!m.spec_accepted_per_position.empty()) {
+    e.counter("pagoda:spec_decode_num_drafts", static_cast<double>(m.spec_num_drafts),
+              "Speculative decoding: verifications of a drafted sequence.");
+    e.counter("pagoda:spec_decode_num_draft_tokens", static_cast<double>(m.spec_num_draft_tokens),
+              "Speculative decoding: tokens drafted.");
+    e.counter("pagoda:spec_decode_num_accepted_tokens",
+              static_cast<double>(m.spec_num_accepted_tokens),
+              "Speculative decoding: drafted tokens accepted.");
+    e.labelled_counter("pagoda:spec_decode_num_accepted_tokens_per_pos",
+                       "Speculative decoding: drafted tokens accepted at each draft position.",
+                       "position", spec_positions(m));
+  }
   append_vllm_metrics(out, m, model_name);
   return out;
 }

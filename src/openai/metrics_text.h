@@ -6,12 +6,18 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/engine_api.h"
 
 namespace pagoda::openai {
 
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// Speculative decoding's accepted tokens per draft position, labelled by
+// the position ("0", "1", ...).
+std::vector<std::pair<std::string, double>> spec_positions(const EngineMetrics& m);
 
 // tensor_parallel_size, pipeline_parallel_size: ModelInfo's, the gauges
 // pagoda:tensor_parallel_size and pagoda:pipeline_parallel_size.

@@ -64,7 +64,7 @@ void PrometheusWriter::counter(std::string_view name, double value, std::string_
 
 void PrometheusWriter::labelled_counter(
     std::string_view name, std::string_view help, std::string_view label,
-    std::initializer_list<std::pair<const char*, double>> samples) {
+    const std::vector<std::pair<std::string, double>>& samples) {
   const std::string total = fmt::format("{}_total", name);
   header(total, "counter", help);
   for (const auto& [value, count] : samples) {

@@ -34,7 +34,7 @@ class PrometheusWriter {
   // A counter family (`name` without _total) with one sample per
   // (value of `label`, count).
   void labelled_counter(std::string_view name, std::string_view help, std::string_view label,
-                        std::initializer_list<std::pair<const char*, double>> samples);
+                        const std::vector<std::pair<std::string, double>>& samples);
   // _bucket (one per bound, then +Inf), _sum and _count.
   void histogram(std::string_view name, const Histogram& h, std::string_view help);
 

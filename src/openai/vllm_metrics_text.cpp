@@ -40,6 +40,17 @@ void append_vllm_metrics(std::string& out, const EngineMetrics& m, const std::st
                      {{"stop", static_cast<double>(m.finished_stop)},
                       {"length", static_cast<double>(m.finished_length)},
                       {"abort", static_cast<double>(m.finished_abort)}});
+  // Speculative decoding, only when it is on (as vLLM's).
+  if (!m.spec_accepted_per_position.empty()) {
+    v.counter("vllm:spec_decode_num_drafts", static_cast<double>(m.spec_num_drafts),
+              "Number of spec decoding drafts.");
+    v.counter("vllm:spec_decode_num_draft_tokens", static_cast<double>(m.spec_num_draft_tokens),
+              "Number of draft tokens.");
+    v.counter("vllm:spec_decode_num_accepted_tokens",
+              static_cast<double>(m.spec_num_accepted_tokens), "Number of accepted tokens.");
+    v.labelled_counter("vllm:spec_decode_num_accepted_tokens_per_pos",
+                       "Accepted tokens per draft position.", "position", spec_positions(m));
+  }
   // Histograms of counts.
   v.histogram("vllm:request_prompt_tokens", m.request_prompt_tokens,
               "Number of prefill tokens processed.");
