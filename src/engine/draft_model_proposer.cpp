@@ -181,6 +181,7 @@ Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
   for (auto& d : drafts) d.clear();
   ++tick_;
   const int64_t max_len = runner_->max_model_len();
+  const int64_t vocab = runner_->config().vocab_size;
   // Draft lengths of the sequences that are drafted, by input index.
   std::vector<int32_t> num_drafts(inputs.size(), 0);
   std::vector<Piece> pieces;
@@ -201,7 +202,11 @@ Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
         std::mismatch(s.tokens.begin(), s.tokens.end(), in.tokens.begin(), in.tokens.end() - 1)
             .first;
     s.tokens.erase(kept, s.tokens.end());
-    if (!reserve(in.seq_id, static_cast<int32_t>(len + k - 1))) {
+    // A target token past the draft's vocabulary (a wider target vocabulary)
+    // cannot be computed: this sequence gets no draft while it is uncomputed.
+    const bool in_vocab = std::all_of(in.tokens.begin() + std::ssize(s.tokens), in.tokens.end(),
+                                      [&](int32_t t) { return t >= 0 && t < vocab; });
+    if (!in_vocab || !reserve(in.seq_id, static_cast<int32_t>(len + k - 1))) {
       if (!kv_.contains(in.seq_id)) seqs_.erase(in.seq_id);
       continue;
     }

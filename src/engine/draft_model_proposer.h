@@ -33,7 +33,8 @@
 // When the pool is full, the draft state of the least recently drafted
 // sequence that is not in the current call is evicted (it is recomputed
 // when that sequence is drafted again); a sequence that still does not fit
-// gets no draft this step. A failed forward drops the state of that call's
+// gets no draft this step, and so does a sequence with a token outside the
+// draft's vocabulary (a target with a wider one). A failed forward drops the state of that call's
 // sequences and returns the error (the engine runs the step undrafted).
 #pragma once
 

@@ -219,7 +219,8 @@ TEST_F(DraftModelProposerTest, RollbackMatchesAFreshProposer) {
 
 // A pool of 6 blocks (96 tokens): sequences that do not fit get no draft,
 // earlier sequences' state is evicted least recently used first, a sequence
-// longer than the pool is never drafted, and every draft given is right.
+// longer than the pool is never drafted, one near its end gets only the
+// drafts that fit, and every draft given is right.
 TEST_F(DraftModelProposerTest, SmallPoolEvictsAndSkipsWithoutFailing) {
   auto ref = ReferenceModel::load(stories_dir());
   ASSERT_NE(ref, nullptr);
@@ -257,7 +258,40 @@ TEST_F(DraftModelProposerTest, SmallPoolEvictsAndSkipsWithoutFailing) {
   ASSERT_TRUE(p->propose(std::vector<DraftInput>{input(4, longer)}, drafts).ok());
   EXPECT_TRUE(drafts[0].empty());
   EXPECT_EQ(p->num_evictions(), 2);
+  // 94 tokens: drafts 1..3 fill the pool's 96 positions (the last one is
+  // never computed), so 3 drafts, after evicting everything else.
+  std::vector<int32_t> fills(seq);
+  while (fills.size() < 94) fills.push_back(static_cast<int32_t>(fills.size() % 50 + 3));
+  ASSERT_TRUE(p->propose(std::vector<DraftInput>{input(5, fills)}, drafts).ok());
+  EXPECT_EQ(drafts[0], ref->generate(fills, greedy(), {}, 0, 3));
+  EXPECT_EQ(p->num_evictions(), 4);
+  EXPECT_EQ(p->num_seqs(), 1);
   EXPECT_TRUE(p->kv().check_invariants().ok());
+}
+
+// A draft with fewer logits than the target (500 of 512): a sequence with
+// a target token past them gets no draft, the others in the same call do.
+TEST_F(DraftModelProposerTest, TokenPastTheDraftsVocabularyLeavesOnlyItsSequenceUndrafted) {
+  ScratchDir dir;
+  nlohmann::json config = read_json(tiny_model_dir("tiny_llama_linear") + "/config.json");
+  config["vocab_size"] = 500;
+  make_model_dir(dir.path(), tiny_model_dir("tiny_llama_linear"), &config);
+  EngineOptions o;
+  o.device = "cpu";
+  o.load_format = "dummy";
+  o.speculative.method = SpecMethod::kDraftModel;
+  o.speculative.model = dir.path().string();
+  o.speculative.num_speculative_tokens = 3;
+  Result<std::unique_ptr<DraftModelProposer>> p = DraftModelProposer::create(o, target(4096));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const std::vector<int32_t> plain = {1, 50, 60, 70}, wide = {1, 50, 505, 70};
+  std::vector<std::vector<int32_t>> drafts;
+  ASSERT_TRUE(
+      (*p)->propose(std::vector<DraftInput>{{1, plain, 2, 3}, {2, wide, 2, 3}}, drafts).ok());
+  EXPECT_EQ(drafts[0].size(), 3u);
+  for (int32_t t : drafts[0]) EXPECT_LT(t, 500);
+  EXPECT_TRUE(drafts[1].empty());
+  EXPECT_EQ((*p)->num_seqs(), 1);
 }
 
 // The vocabulary check, before any weight is loaded: a different tokenizer
