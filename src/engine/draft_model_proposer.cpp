@@ -1,0 +1,297 @@
+#include "engine/draft_model_proposer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/log.h"
+#include "core/units.h"
+#include "engine/backend_factory.h"
+#include "engine/load_format.h"
+#include "io/hub/hub_options.h"
+#include "io/model_files.h"
+#include "io/model_location.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda {
+namespace {
+
+std::string id_or_none(std::optional<int32_t> id) {
+  return id ? std::to_string(*id) : std::string("none");
+}
+
+// Why the draft's vocabulary is not the target's ("" when it is): its logits
+// width above the target's, or its tokenizer unlike the target's. Every
+// piece is compared: id_to_token over the vocabulary costs milliseconds even
+// for 150k ids.
+std::string vocabulary_mismatch(const ModelConfig& draft_config, const Tokenizer& draft,
+                                const DraftModelTarget& target) {
+  if (draft_config.vocab_size > target.vocab_size) {
+    return fmt::format("its vocabulary ({} logits) is larger than the target's ({})",
+                       draft_config.vocab_size, target.vocab_size);
+  }
+  const Tokenizer& want = *target.tokenizer;
+  if (draft.vocab_size() != want.vocab_size()) {
+    return fmt::format("its tokenizer has {} tokens, the target's {}", draft.vocab_size(),
+                       want.vocab_size());
+  }
+  if (draft.bos_id() != want.bos_id() || draft.eos_id() != want.eos_id()) {
+    return fmt::format("its bos / eos ids are {} / {}, the target's {} / {}",
+                       id_or_none(draft.bos_id()), id_or_none(draft.eos_id()),
+                       id_or_none(want.bos_id()), id_or_none(want.eos_id()));
+  }
+  for (int32_t id = 0; id < want.vocab_size(); ++id) {
+    if (draft.id_to_token(id) != want.id_to_token(id)) {
+      return fmt::format("token {} is '{}' in its tokenizer, '{}' in the target's", id,
+                         draft.id_to_token(id), want.id_to_token(id));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
+    const EngineOptions& options, const DraftModelTarget& target) {
+  const SpeculativeConfig& spec = options.speculative;
+  auto fail = [&](const std::string& what) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--speculative-config: draft model '{}' for target '{}': {}",
+                                  spec.model, target.name, what));
+  };
+  if (spec.model.empty()) return fail("no \"model\" given");
+  if (target.tokenizer == nullptr || target.vocab_size < 1 || target.kv_tokens < 1) {
+    return make_error(ErrorCode::kInternal, "DraftModelProposer::create: incomplete target info");
+  }
+  Result<ModelLocation> location =
+      resolve_model(spec.model, HubOptions::from_env(spec.revision, options.download_dir));
+  if (!location.ok()) return fail(location.error().message);
+  Result<OpenedModel> opened = open_model_as(*location, options.load_format);
+  if (!opened.ok()) return fail(opened.error().message);
+  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::load(*opened);
+  if (!tokenizer.ok()) {
+    return fail("its tokenizer (needed to check that it is the target's) did not load: " +
+                tokenizer.error().message);
+  }
+  const std::string mismatch = vocabulary_mismatch(opened->config, **tokenizer, target);
+  if (!mismatch.empty()) return fail("not the target's vocabulary: " + mismatch);
+
+  Result<std::unique_ptr<Backend>> backend = create_backend(options.device, opened->config);
+  if (!backend.ok()) return fail(backend.error().message);
+  RunnerOptions ro;
+  ro.block_size = options.block_size;
+  ro.num_kv_blocks = (target.kv_tokens + options.block_size - 1) / options.block_size;
+  ro.max_num_batched_tokens = options.max_num_batched_tokens;
+  ro.max_num_seqs = options.max_num_seqs;
+  ro.enforce_eager = options.enforce_eager;
+  int64_t max_len =
+      std::min(opened->config.max_position_embeddings, ro.num_kv_blocks * ro.block_size);
+  if (target.max_model_len > 0) max_len = std::min(max_len, target.max_model_len);
+  ro.max_model_len = max_len;
+  Result<std::unique_ptr<ModelRunner>> runner =
+      ModelRunner::create(**backend, opened->config, *opened->weights, ro);
+  if (!runner.ok() && runner.error().code == ErrorCode::kResourceExhausted &&
+      (*backend)->kind() == DeviceKind::kCuda) {
+    // The GPU has less room than the target's capacity needs: the pool takes
+    // what is left after the draft's weights and scratch (less the device's
+    // free reserve), sized by the runner's fraction rule at fraction 1.
+    log_warn("draft model: {}; its KV cache takes the GPU memory left instead",
+             runner.error().message);
+    ro.num_kv_blocks = 0;
+    ro.kv_cache_memory_fraction = 1.0;
+    ro.max_model_len = 0;
+    runner = ModelRunner::create(**backend, opened->config, *opened->weights, ro);
+  }
+  if (!runner.ok()) {
+    return fail(runner.error().message +
+                ((*backend)->kind() == DeviceKind::kCuda
+                     ? " (the draft takes GPU memory beyond --gpu-memory-utilization: lower it)"
+                     : ""));
+  }
+  const ModelRunner& r = **runner;
+  log_info(
+      "draft model: {} ({}, {} layers, vocab {}) on {}; its KV cache: {} blocks x {} tokens = "
+      "{} tokens ({:.2f} GiB); max model len {}",
+      location->display_name, opened->config.architecture, opened->config.num_layers,
+      opened->config.vocab_size, (*backend)->name(), r.num_kv_blocks(), r.block_size(),
+      r.num_kv_blocks() * r.block_size(),
+      to_gib(static_cast<double>(r.num_kv_blocks() * r.kv_block_bytes())), r.max_model_len());
+  return std::unique_ptr<DraftModelProposer>(
+      new DraftModelProposer(std::move(backend).value(), std::move(runner).value()));
+}
+
+DraftModelProposer::DraftModelProposer(std::unique_ptr<Backend> backend,
+                                       std::unique_ptr<ModelRunner> runner)
+    : backend_(std::move(backend)),
+      runner_(std::move(runner)),
+      kv_(KvConfig{static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
+                   /*enable_prefix_caching=*/false}) {}
+
+DraftModelProposer::~DraftModelProposer() = default;
+
+int32_t DraftModelProposer::num_computed(int64_t seq_id) const {
+  auto it = seqs_.find(seq_id);
+  return it == seqs_.end() ? 0 : static_cast<int32_t>(it->second.tokens.size());
+}
+
+void DraftModelProposer::drop(int64_t seq_id) {
+  if (kv_.contains(seq_id)) kv_.free(seq_id);
+  seqs_.erase(seq_id);
+}
+
+void DraftModelProposer::on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
+                                         int32_t num_prompt_tokens) {
+  (void)tokens, (void)num_prompt_tokens;
+  drop(seq_id);
+}
+
+bool DraftModelProposer::reserve(int64_t seq_id, int32_t num_slots) {
+  if (kv_.num_blocks_for(num_slots) > runner_->max_blocks_per_seq()) return false;
+  auto needed = [&] {
+    return kv_.contains(seq_id) ? kv_.blocks_needed(seq_id, num_slots)
+                                : kv_.num_blocks_for(num_slots);
+  };
+  while (needed() > kv_.num_allocatable_blocks()) {
+    // The least recently drafted sequence holding blocks, not drafted in this call.
+    int64_t victim = 0;
+    uint64_t oldest = std::numeric_limits<uint64_t>::max();
+    for (const auto& [id, s] : seqs_) {
+      if (s.last_used < tick_ && s.last_used < oldest && kv_.contains(id)) {
+        victim = id;
+        oldest = s.last_used;
+      }
+    }
+    if (oldest == std::numeric_limits<uint64_t>::max()) return false;
+    drop(victim);
+    ++num_evictions_;
+  }
+  std::vector<BlockCopy> copies;  // stays empty: nothing is shared without prefix caching or forks
+  if (kv_.contains(seq_id)) {
+    kv_.grow(seq_id, num_slots, copies);
+  } else {
+    kv_.allocate(seq_id, PrefixHit{}, num_slots, {});
+  }
+  return true;
+}
+
+Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
+                                   std::vector<std::vector<int32_t>>& drafts) {
+  drafts.resize(inputs.size());
+  for (auto& d : drafts) d.clear();
+  ++tick_;
+  const int64_t max_len = runner_->max_model_len();
+  const int64_t vocab = runner_->config().vocab_size;
+  // Draft lengths of the sequences that are drafted, by input index.
+  std::vector<int32_t> num_drafts(inputs.size(), 0);
+  std::vector<Piece> pieces;
+  std::vector<int64_t> involved;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DraftInput& in = inputs[i];
+    const int64_t len = static_cast<int64_t>(in.tokens.size());
+    // Drafts 1..k sit at positions len .. len + k - 1; the last one is never computed.
+    const int64_t k = std::min<int64_t>(in.max_draft, max_len - len + 1);
+    if (len == 0 || k < 1) {
+      drop(in.seq_id);
+      continue;
+    }
+    SeqState& s = seqs_[in.seq_id];
+    s.last_used = tick_;
+    // The last token is always recomputed: its logits give draft 1.
+    const auto kept =
+        std::mismatch(s.tokens.begin(), s.tokens.end(), in.tokens.begin(), in.tokens.end() - 1)
+            .first;
+    s.tokens.erase(kept, s.tokens.end());
+    // A target token past the draft's vocabulary (a wider target vocabulary)
+    // cannot be computed: this sequence gets no draft while it is uncomputed.
+    const bool in_vocab = std::all_of(in.tokens.begin() + std::ssize(s.tokens), in.tokens.end(),
+                                      [&](int32_t t) { return t >= 0 && t < vocab; });
+    if (!in_vocab || !reserve(in.seq_id, static_cast<int32_t>(len + k - 1))) {
+      if (!kv_.contains(in.seq_id)) seqs_.erase(in.seq_id);
+      continue;
+    }
+    const int32_t begin = static_cast<int32_t>(s.tokens.size());
+    s.tokens.assign(in.tokens.begin(), in.tokens.end());
+    pieces.push_back({in.seq_id, begin, static_cast<int32_t>(len), true, i});
+    num_drafts[i] = static_cast<int32_t>(k);
+    involved.push_back(in.seq_id);
+  }
+  Status status = run(pieces, drafts);
+  // Drafts 2..k: one greedy decode step each, over the sequences that want more.
+  for (int32_t j = 1; status.ok(); ++j) {
+    pieces.clear();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (num_drafts[i] <= j) continue;
+      SeqState& s = seqs_.at(inputs[i].seq_id);
+      s.tokens.push_back(drafts[i].back());
+      const int32_t pos = static_cast<int32_t>(s.tokens.size()) - 1;
+      pieces.push_back({inputs[i].seq_id, pos, pos + 1, true, i});
+    }
+    if (pieces.empty()) break;
+    status = run(pieces, drafts);
+  }
+  if (!status.ok()) {
+    for (int64_t id : involved) drop(id);
+    for (auto& d : drafts) d.clear();
+  }
+  return status;
+}
+
+Status DraftModelProposer::run(std::span<const Piece> pieces,
+                               std::vector<std::vector<int32_t>>& drafts) {
+  const int32_t max_tokens = static_cast<int32_t>(runner_->max_num_batched_tokens());
+  const int32_t max_seqs = static_cast<int32_t>(runner_->max_num_seqs());
+  const int32_t bs = kv_.block_size();
+  std::vector<size_t> sampled;  // draft index of each logits row
+  size_t p = 0;
+  int32_t done = 0;  // tokens of pieces[p] already run
+  while (p < pieces.size()) {
+    step_.clear();
+    sampled.clear();
+    std::vector<int64_t> step_seqs;
+    step_.query_start_loc.push_back(0);
+    while (p < pieces.size() && static_cast<int32_t>(step_seqs.size()) < max_seqs &&
+           step_.num_tokens() < max_tokens) {
+      const Piece& piece = pieces[p];
+      const std::vector<int32_t>& tokens = seqs_.at(piece.seq_id).tokens;
+      const std::span<const int32_t> table = kv_.block_table(piece.seq_id);
+      const int32_t from = piece.begin + done;
+      const int32_t n = std::min(piece.end - from, max_tokens - step_.num_tokens());
+      for (int32_t pos = from; pos < from + n; ++pos) {
+        step_.token_ids.push_back(tokens[static_cast<size_t>(pos)]);
+        step_.positions.push_back(pos);
+        step_.slot_mapping.push_back(table[static_cast<size_t>(pos / bs)] * bs + pos % bs);
+      }
+      step_.query_start_loc.push_back(step_.num_tokens());
+      step_.seq_lens.push_back(from + n);
+      step_seqs.push_back(piece.seq_id);
+      step_.max_blocks_per_seq =
+          std::max(step_.max_blocks_per_seq, static_cast<int32_t>(table.size()));
+      if (from + n < piece.end) {
+        done += n;  // the step is full: the rest of this piece goes to the next one
+        break;
+      }
+      if (piece.sample) {
+        step_.logits_rows.push_back(step_.num_tokens() - 1);
+        SamplingRow row;
+        row.temperature = 0.0f;  // greedy
+        step_.sampling.rows.push_back(row);
+        sampled.push_back(piece.draft_index);
+      }
+      ++p;
+      done = 0;
+    }
+    const size_t width = static_cast<size_t>(step_.max_blocks_per_seq);
+    step_.block_tables.assign(step_seqs.size() * width, 0);
+    for (size_t s = 0; s < step_seqs.size(); ++s) {
+      const std::span<const int32_t> table = kv_.block_table(step_seqs[s]);
+      std::copy(table.begin(), table.end(),
+                step_.block_tables.begin() + static_cast<std::ptrdiff_t>(s * width));
+    }
+    PAGODA_RETURN_IF_ERROR(runner_->execute(step_, &out_));
+    for (size_t r = 0; r < sampled.size(); ++r) drafts[sampled[r]].push_back(out_.token_ids[r]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace pagoda

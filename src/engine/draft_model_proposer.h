@@ -1,0 +1,135 @@
+// DraftModelProposer: speculative decoding's draft_model method
+// (--speculative-config '{"method": "draft_model", "model": M,
+// "num_speculative_tokens": k}'). A smaller model M of any family pagoda
+// loads, with the target's vocabulary, drafts each sequence's next tokens
+// greedily; the target verifies them (spec/proposer.h).
+//
+// The draft runs on its own backend of the target's device kind (--device;
+// cuda: the first GPU) through its own ModelRunner, with its own paged KV
+// pool and a KvManager (prefix caching off) for its block tables.
+//
+// Pool size rule: the pool holds DraftModelTarget::kv_tokens tokens -- the
+// engine passes the target's pool capacity, so every token the target holds
+// can have its draft KV too. The draft is created after the target's runner:
+// on cuda the target took --gpu-memory-utilization of the GPU already, and
+// the draft's weights, scratch and pool come from the memory beyond that
+// fraction. When that pool does not fit there, the pool is what the GPU has
+// left after the draft's weights and scratch, less the runner's free-memory
+// reserve (model/memory_profile.h), and a warning says so; when not even the
+// weights fit, start-up fails asking to lower --gpu-memory-utilization.
+// Lower it to leave the draft room. The pool size is logged at start.
+//
+// State per sequence: the tokens whose draft KV is computed. propose() keeps
+// the longest common prefix of those and the sequence's current tokens
+// (rejected drafts and anything else that changed only shorten it), computes
+// the missing tokens of every sequence in one batched forward (prefill
+// chunks, split into more forwards only when --max-num-batched-tokens or
+// --max-num-seqs demand it), samples draft 1 greedily at each sequence's
+// last position, then runs max_draft - 1 batched greedy decode steps for
+// drafts 2..k (a sequence that asked for fewer leaves the batch). A
+// sequence's block table keeps covering its longest extent (at most k - 1
+// positions past its tokens), so a shortened prefix reuses its blocks.
+//
+// When the pool is full, the draft state of the least recently drafted
+// sequence that is not in the current call is evicted (it is recomputed
+// when that sequence is drafted again); a sequence that still does not fit
+// gets no draft this step, and so does a sequence with a token outside the
+// draft's vocabulary (a target with a wider one). A failed forward drops the state of that call's
+// sequences and returns the error (the engine runs the step undrafted).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "batch/step_batch.h"
+#include "core/result.h"
+#include "engine/engine_api.h"
+#include "kv/kv_manager.h"
+#include "model/model_runner.h"
+#include "spec/proposer.h"
+
+namespace pagoda {
+
+class Tokenizer;
+
+// What the draft needs of the target (the engine's loaded model).
+struct DraftModelTarget {
+  std::string name;                      // the target as named in errors (EngineOptions::model)
+  const Tokenizer* tokenizer = nullptr;  // the target's; read only during create()
+  int64_t vocab_size = 0;                // the target's logits width (ModelConfig::vocab_size)
+  int64_t max_model_len = 0;             // the target's; the draft needs no longer sequences
+  int64_t kv_tokens = 0;                 // tokens the draft's pool holds (>= 1)
+};
+
+class DraftModelProposer final : public Proposer {
+ public:
+  // Resolves options.speculative.model (revision options.speculative.revision;
+  // a folder, .gguf file or repo id, as --model; --load-format and
+  // --download-dir apply), then refuses a draft whose vocabulary differs
+  // from the target's before loading its weights (kInvalidArgument naming
+  // both models): its logits width above target.vocab_size, or its
+  // tokenizer unlike the target's (vocabulary size, bos / eos ids, or the
+  // piece of any id). Then creates the backend (options.device) and the
+  // runner: options' block size, --max-num-seqs, --max-num-batched-tokens
+  // and --enforce-eager, target.kv_tokens of pool (cuda: less when the GPU
+  // has less room; see the pool size rule above), max model len the least
+  // of the target's, the draft's positions and the pool. Logs the draft and
+  // its pool.
+  static Result<std::unique_ptr<DraftModelProposer>> create(const EngineOptions& options,
+                                                            const DraftModelTarget& target);
+  ~DraftModelProposer() override;
+
+  Status propose(std::span<const DraftInput> inputs,
+                 std::vector<std::vector<int32_t>>& drafts) override;
+  void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
+                       int32_t num_prompt_tokens) override;
+
+  // The draft's pool (tests, logs).
+  const KvManager& kv() const { return kv_; }
+  // Sequences with draft state, and how many states were evicted so far.
+  int32_t num_seqs() const { return static_cast<int32_t>(seqs_.size()); }
+  int64_t num_evictions() const { return num_evictions_; }
+  // Tokens of seq_id whose draft KV is computed (0 when it has no state).
+  int32_t num_computed(int64_t seq_id) const;
+
+ private:
+  struct SeqState {
+    std::vector<int32_t> tokens;  // the first tokens.size() positions hold their KV
+    uint64_t last_used = 0;       // call (tick_) that last drafted it
+  };
+  // Positions [begin, end) of a sequence's state tokens to compute; `sample`:
+  // draft a token (greedy) after position end - 1 into drafts[draft_index].
+  struct Piece {
+    int64_t seq_id = 0;
+    int32_t begin = 0;
+    int32_t end = 0;
+    bool sample = false;
+    size_t draft_index = 0;
+  };
+
+  DraftModelProposer(std::unique_ptr<Backend> backend, std::unique_ptr<ModelRunner> runner);
+  // Makes seq_id's table cover num_slots slots, evicting the least recently
+  // drafted sequences not drafted in this call; false when it cannot fit.
+  bool reserve(int64_t seq_id, int32_t num_slots);
+  void drop(int64_t seq_id);
+  // Runs the pieces in as few forwards as the runner's limits allow (a
+  // piece longer than a step's token budget is chunked), appending each
+  // sampling piece's token to drafts[draft_index].
+  Status run(std::span<const Piece> pieces, std::vector<std::vector<int32_t>>& drafts);
+
+  std::unique_ptr<Backend> backend_;  // outlives runner_
+  std::unique_ptr<ModelRunner> runner_;
+  KvManager kv_;
+  std::unordered_map<int64_t, SeqState> seqs_;
+  uint64_t tick_ = 0;
+  int64_t num_evictions_ = 0;
+  StepBatch step_;  // reused
+  SampleOutput out_;
+};
+
+}  // namespace pagoda
