@@ -25,26 +25,76 @@ std::map<Tokens, int64_t> substring_counts(const std::vector<Tokens>& seqs, int3
   return counts;
 }
 
-// Every held substring has its count, and the tree has one node per
-// distinct substring plus the root: nothing stale survives a removal.
-void expect_counts(const SuffixTree& tree, const std::vector<Tokens>& seqs) {
+// Every held substring has its count, nothing else is a path, and the
+// compressed tree holds at most two nodes per held token plus the root.
+void expect_counts(const SuffixTree& tree, const std::vector<Tokens>& seqs, int32_t vocab) {
   const auto counts = substring_counts(seqs, tree.max_depth());
   int64_t total = 0;
   for (const Tokens& s : seqs) total += static_cast<int64_t>(s.size());
   EXPECT_EQ(tree.count({}), total);
-  for (const auto& [path, n] : counts) ASSERT_EQ(tree.count(path), n);
-  EXPECT_EQ(tree.num_nodes(), counts.size() + 1);
+  for (const auto& [path, n] : counts) {
+    ASSERT_EQ(tree.count(path), n);
+    // One token more that occurs nowhere.
+    if (static_cast<int32_t>(path.size()) < tree.max_depth()) {
+      for (int32_t t = 0; t < vocab; ++t) {
+        Tokens longer = path;
+        longer.push_back(t);
+        if (!counts.count(longer)) {
+          ASSERT_EQ(tree.count(longer), 0);
+        }
+      }
+    }
+  }
+  EXPECT_LE(tree.num_nodes(), static_cast<size_t>(2 * total + 1));
+}
+
+// SuffixTree::speculate's rule evaluated on the substring counts.
+SuffixDraft reference_speculate(const std::map<Tokens, int64_t>& counts, int32_t max_depth,
+                                int32_t vocab, const Tokens& context, int32_t max_tokens,
+                                double factor, double min_prob) {
+  auto count = [&](const Tokens& p) {
+    auto it = counts.find(p);
+    return it == counts.end() ? int64_t{0} : it->second;
+  };
+  SuffixDraft best;
+  const int64_t longest = std::min<int64_t>(static_cast<int64_t>(context.size()), max_depth) - 1;
+  for (int64_t m = 1; m <= longest; ++m) {
+    Tokens path(context.end() - m, context.end());
+    if (count(path) == 0) break;
+    SuffixDraft d;
+    d.match_len = static_cast<int32_t>(m);
+    const int64_t cap = std::min<int64_t>(max_tokens, static_cast<int64_t>(m * factor + 1e-6));
+    double prob = 1;
+    while (static_cast<int64_t>(d.tokens.size()) < cap &&
+           static_cast<int32_t>(path.size()) < max_depth) {
+      int32_t pick = -1;
+      int64_t pick_count = 0;
+      for (int32_t t = 0; t < vocab; ++t) {
+        Tokens next = path;
+        next.push_back(t);
+        if (count(next) > pick_count) pick = t, pick_count = count(next);
+      }
+      if (pick < 0) break;
+      prob *= static_cast<double>(pick_count) / static_cast<double>(count(path));
+      if (prob < min_prob) break;
+      path.push_back(pick);
+      d.tokens.push_back(pick);
+      d.score += prob;
+    }
+    if (d.score >= best.score) best = d;
+  }
+  return best;
 }
 
 TEST(SuffixTree, CountsMatchBruteForceThroughInsertsAndRemovals) {
   std::mt19937 rng(11);
-  for (int trial = 0; trial < 20; ++trial) {
-    const int32_t depth = 1 + static_cast<int32_t>(rng() % 6);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int32_t depth = 1 + static_cast<int32_t>(rng() % 8);
     const int32_t vocab = 2 + static_cast<int32_t>(rng() % 3);
     SuffixTree tree(depth);
     std::map<int64_t, Tokens> held;
     int64_t next_id = 0;
-    for (int op = 0; op < 60; ++op) {
+    for (int op = 0; op < 80; ++op) {
       const uint32_t r = rng() % 4;
       if (r == 0 && !held.empty()) {
         auto it = held.begin();
@@ -68,8 +118,21 @@ TEST(SuffixTree, CountsMatchBruteForceThroughInsertsAndRemovals) {
       }
       std::vector<Tokens> seqs;
       for (const auto& [id, s] : held) seqs.push_back(s);
-      expect_counts(tree, seqs);
+      expect_counts(tree, seqs, vocab);
       if (HasFatalFailure()) return;
+      const auto counts = substring_counts(seqs, depth);
+      for (int probe = 0; probe < 4; ++probe) {
+        Tokens context(1 + rng() % 8);
+        for (int32_t& t : context) t = static_cast<int32_t>(rng() % vocab);
+        const double factor = 0.5 * static_cast<double>(1 + rng() % 6);
+        const double min_prob = 0.1 * static_cast<double>(rng() % 6);
+        const SuffixDraft got = tree.speculate(context, 6, factor, min_prob);
+        const SuffixDraft want =
+            reference_speculate(counts, depth, vocab, context, 6, factor, min_prob);
+        ASSERT_EQ(got.tokens, want.tokens);
+        ASSERT_NEAR(got.score, want.score, 1e-9);
+        ASSERT_EQ(got.match_len, want.match_len);
+      }
     }
   }
 }
@@ -87,6 +150,7 @@ TEST(SuffixTree, IncrementalEqualsFromScratch) {
     i += n;
   }
   EXPECT_EQ(whole.num_nodes(), pieces.num_nodes());
+  EXPECT_LE(whole.num_nodes(), 2 * seq.size() + 1);
   for (const auto& [path, n] : substring_counts({seq}, 7)) {
     ASSERT_EQ(pieces.count(path), n);
     ASSERT_EQ(whole.count(path), n);
