@@ -35,6 +35,36 @@ TEST(NgramProposer, VllmDocExampleCapsAtSequenceEnd) {
   EXPECT_EQ(propose_one(p, 1, {1, 2, 3, 4, 2, 3}, 4), (Tokens{4, 2, 3}));
 }
 
+// The expectations of vLLM's own ngram tests (tests/v1/spec_decode/test_ngram.py).
+TEST(NgramProposer, AgreesWithVllmsTestCases) {
+  struct Case {
+    Tokens tokens;
+    int32_t min_n, max_n, k;
+    Tokens want;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 3, 4, 1, 2, 3, 5, 6}, 2, 2, 2, {}},
+      {{1, 2, 3, 4, 1, 2, 3}, 2, 2, 3, {4, 1, 2}},
+      {{1, 2, 3, 4, 1, 2, 3}, 2, 2, 2, {4, 1}},
+      {{1, 2, 3, 4, 1, 2, 3}, 1, 1, 3, {4, 1, 2}},
+      {{1, 2, 3, 4, 1, 2, 3}, 1, 1, 2, {4, 1}},
+      {{1, 3, 6, 2, 3, 4, 1, 2, 3}, 2, 2, 3, {4, 1, 2}},
+      {{1, 3, 6, 2, 3, 4, 1, 2, 3}, 1, 1, 2, {6, 2}},
+      {{1, 2, 3, 4, 5}, 2, 2, 2, {}},
+      {{1, 2, 3, 4, 1, 2, 3}, 4, 4, 2, {}},
+      {{1, 2, 3, 4, 1, 2, 3}, 3, 4, 2, {4, 1}},
+      {{2, 3, 4, 5, 1, 2, 3, 4, 1, 2, 3, 4}, 3, 4, 2, {1, 2}},
+      {{3, 4, 5, 2, 3, 4, 1, 2, 3, 4}, 2, 4, 2, {1, 2}},
+      {{1, 2, 3, 100, 1, 2, 3, 200, 1, 2, 3, 300, 1, 2, 3}, 3, 3, 2, {100, 1}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    NgramProposer p(ngram_config(c.min_n, c.max_n));
+    EXPECT_EQ(propose_one(p, 1, c.tokens, c.k), c.want) << "case " << i;
+    EXPECT_EQ(ngram_draft_reference(c.tokens, c.min_n, c.max_n, c.k), c.want) << "case " << i;
+  }
+}
+
 TEST(NgramProposer, TakesTheEarliestOccurrenceOfTheLongestMatch) {
   NgramProposer p(ngram_config(1, 3));
   // [5,6] occurs at 0 (then 7) and at 3 (then 8); the earliest wins.
