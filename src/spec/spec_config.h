@@ -13,7 +13,7 @@ namespace pagoda {
 
 enum class SpecMethod {
   kNone,        // speculation off (no --speculative-config)
-  kNgram,       // prompt lookup: the continuation of the last n tokens' latest earlier match
+  kNgram,       // prompt lookup: the continuation of the last n tokens' earliest earlier match
   kSuffix,      // suffix decoding: suffix trees over this request and recent outputs
   kDraftModel,  // a smaller model with the target's vocabulary
 };

@@ -1,0 +1,23 @@
+#include "spec/make_proposer.h"
+
+#include "spec/ngram_proposer.h"
+#include "spec/suffix_proposer.h"
+
+namespace pagoda {
+
+Result<std::unique_ptr<Proposer>> make_spec_proposer(const SpeculativeConfig& config) {
+  switch (config.method) {
+    case SpecMethod::kNgram:
+      return std::unique_ptr<Proposer>(std::make_unique<NgramProposer>(config));
+    case SpecMethod::kSuffix:
+      return std::unique_ptr<Proposer>(std::make_unique<SuffixProposer>(config));
+    case SpecMethod::kDraftModel:
+      return make_error(ErrorCode::kInvalidArgument,
+                        "speculative method draft_model: the draft model is built by the engine");
+    case SpecMethod::kNone:
+      break;
+  }
+  return make_error(ErrorCode::kInvalidArgument, "speculative decoding is off: no proposer");
+}
+
+}  // namespace pagoda
