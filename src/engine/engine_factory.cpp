@@ -10,6 +10,7 @@
 #include "engine/chat_template_source.h"
 #include "engine/llm_engine.h"
 #include "engine/load_format.h"
+#include "engine/proposer_factory.h"
 #include "engine/runner_factory.h"
 #include "io/generation_defaults.h"
 #include "io/model_files.h"
@@ -109,6 +110,10 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   const Runner& runner = *loaded.runner;
 
   EngineParts parts;
+  PAGODA_ASSIGN_OR_RETURN(parts.proposer,
+                          make_proposer(options, {location.display_name, tokenizer.get(), opened.config.vocab_size,
+                                                  runner.max_model_len(),
+                                                  runner.num_kv_blocks() * runner.block_size()}));
   parts.options = options;
   if (options.pipeline_parallel_size > 1 && options.async_scheduling) {
     // A step's input ids are the previous step's samples, which the last
@@ -129,6 +134,8 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.device = loaded.device;
   parts.info.tensor_parallel_size = options.tensor_parallel_size;
   parts.info.pipeline_parallel_size = options.pipeline_parallel_size;
+  parts.info.speculative_method = spec_method_name(options.speculative.method);
+  parts.info.num_speculative_tokens = options.speculative.enabled() ? options.speculative.num_speculative_tokens : 0;
   parts.scheduler_config.max_num_batched_tokens = static_cast<int32_t>(options.max_num_batched_tokens);
   parts.scheduler_config.max_num_seqs = static_cast<int32_t>(options.max_num_seqs);
   // The engine bounds the requests never scheduled (LlmEngine::add_request,

@@ -315,8 +315,7 @@ void start_chat(ServiceContext& ctx, ChatPlan plan, std::shared_ptr<http::Respon
   log_request(ctx.options.request_log, job->id() + "-0", a.prompt.text, a.prompt.token_ids,
               a.request.params);
   launch_generation(
-      job, {a.prompt.token_ids}, a.request.params, a.request.constraint, a.request.params.n,
-      a.request.priority, a.request.stream, ctx.draining, responder,
+      job, {a.prompt.token_ids}, a.request, ctx.draining, responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });

@@ -193,8 +193,7 @@ void start_completion(ServiceContext& ctx, CompletionPlan plan,
                 a.prompts[p], a.request.params);
   }
   launch_generation(
-      job, a.prompts, a.request.params, a.request.constraint, a.request.params.n,
-      a.request.priority, a.request.stream, ctx.draining, responder,
+      job, a.prompts, a.request, ctx.draining, responder,
       [assembler](int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {
         assembler->on_event(index, prompt_index, out, last, usage);
       });

@@ -33,19 +33,18 @@ GenerationJob::GenerationJob(Engine& engine, net::any_io_executor executor,
       id_(std::move(id)) {}
 
 Status GenerationJob::submit(const std::vector<std::vector<int32_t>>& prompts,
-                             const SamplingParams& params,
-                             const std::shared_ptr<const CompiledConstraint>& constraint,
-                             int num_samples, int priority) {
-  num_samples_ = num_samples;
-  num_choices_ = static_cast<int>(prompts.size()) * num_samples;
+                             const SamplingRequest& sampling) {
+  num_samples_ = sampling.params.n;
+  num_choices_ = static_cast<int>(prompts.size()) * num_samples_;
   prompt_seen_.assign(prompts.size(), false);
   for (size_t p = 0; p < prompts.size(); ++p) {
     GenerateRequest request;
     request.request_id = fmt::format("{}-{}", id_, p);
     request.prompt_token_ids = prompts[p];
-    request.params = params;
-    request.priority = priority;
-    request.constraint = constraint;
+    request.params = sampling.params;
+    request.priority = sampling.priority;
+    request.constraint = sampling.constraint;
+    request.speculative = sampling.speculative;
     request.sink = [self = shared_from_this(), p](RequestOutput&& output) {
       self->gate_->post(self->strand_, [self, p, out = std::move(output)]() mutable {
         self->on_output(static_cast<int>(p), std::move(out));
@@ -106,19 +105,17 @@ void GenerationJob::deliver(int prompt_index, RequestOutput& output) {
 
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
-                       const SamplingParams& params,
-                       const std::shared_ptr<const CompiledConstraint>& constraint, int num_samples,
-                       int priority, bool stream, const std::atomic<bool>& draining,
+                       const SamplingRequest& request, const std::atomic<bool>& draining,
                        const std::shared_ptr<http::Responder>& responder,
                        GenerationJob::EventFn on_event) {
-  Status status = job->submit(prompts, params, constraint, num_samples, priority);
+  Status status = job->submit(prompts, request);
   if (!status.ok()) {
     log_debug("{}: engine refused: {}", job->id(), status.error().message);
     responder->send(error_response(draining ? shutting_down_error() : api_error_from(status.error())));
     return;
   }
   responder->on_cancel([job] { job->cancel(); });
-  if (stream) responder->start_stream(200, kSseContentType, {});
+  if (request.stream) responder->start_stream(200, kSseContentType, {});
   // The job owns this callback, so the raw pointer stays valid inside it.
   job->start([self = job.get(), responder, fn = std::move(on_event)](
                  int index, int prompt_index, RequestOutput& out, bool last, const Usage& usage) {

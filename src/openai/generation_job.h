@@ -19,6 +19,7 @@
 #include "engine/engine_api.h"
 #include "http/http_types.h"
 #include "http/post_gate.h"
+#include "openai/sampling_request.h"
 #include "openai/wire/json_util.h"
 
 namespace pagoda::openai {
@@ -44,13 +45,11 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   GenerationJob(Engine& engine, boost::asio::any_io_executor executor,
                 std::shared_ptr<http::PostGate> gate, std::string id);
 
-  // Queues one engine request per prompt (ids "<id>-<prompt index>"), each
-  // constrained by `constraint` (null: none). On the first error the requests
-  // already queued are aborted and the error returned. Events are held until
-  // start().
-  Status submit(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& params,
-                const std::shared_ptr<const CompiledConstraint>& constraint, int num_samples,
-                int priority);
+  // Queues one engine request per prompt (ids "<id>-<prompt index>") with
+  // request's params (params.n samples each), priority, constraint (null:
+  // none) and speculative opt-out. On the first error the requests already
+  // queued are aborted and the error returned. Events are held until start().
+  Status submit(const std::vector<std::vector<int32_t>>& prompts, const SamplingRequest& request);
   // Delivers the held events, then every later one, to `on_event`. Anything
   // posted to another strand before start() is thus ordered before the events.
   void start(EventFn on_event);
@@ -83,19 +82,17 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   int num_finished_ = 0;
 };
 
-// Runs `job` for an HTTP request: submits the prompts (with `constraint`); if the engine refuses,
+// Runs `job` for an HTTP request: submits the prompts (GenerationJob::submit); if the engine refuses,
 // answers its error (429 for a full queue, 400 for a bad request; 503 once
 // `draining`: the server began shutting down after the handler checked). Otherwise
 // cancels the job when the client goes away, opens the SSE stream when
-// `stream`, and delivers the events to `on_event` -- except an event with a
+// request.stream, and delivers the events to `on_event` -- except an event with a
 // non-empty RequestOutput::error (the engine failed the request): that one
 // cancels the job and answers 500 (an SSE error event once streaming), so no
 // handler ever turns a failed request into a 200.
 void launch_generation(const std::shared_ptr<GenerationJob>& job,
                        const std::vector<std::vector<int32_t>>& prompts,
-                       const SamplingParams& params,
-                       const std::shared_ptr<const CompiledConstraint>& constraint, int num_samples,
-                       int priority, bool stream, const std::atomic<bool>& draining,
+                       const SamplingRequest& request, const std::atomic<bool>& draining,
                        const std::shared_ptr<http::Responder>& responder,
                        GenerationJob::EventFn on_event);
 

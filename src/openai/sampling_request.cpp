@@ -197,6 +197,7 @@ SamplingRequest read_sampling_request(FieldReader& reader, int64_t vocab_size) {
     p.best_of.reset();
   }
   r.priority = static_cast<int>(reader.integer("priority", INT32_MIN, INT32_MAX).value_or(0));
+  r.speculative = reader.boolean("speculative_decoding").value_or(true);
   reader.string("user");
   read_stream_fields(reader, r);
   if (r.stream && (p.use_beam_search || p.best_of.value_or(p.n) > p.n)) {

@@ -24,6 +24,9 @@ struct SamplingRequest {
   // echo alone): what the endpoint resolves params.max_tokens from.
   std::optional<int64_t> max_tokens;
   int priority = 0;
+  // speculative_decoding: false keeps the request out of speculative
+  // decoding (GenerateRequest::speculative); outputs are the same either way.
+  bool speculative = true;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // Structured output (structured_output_request.h): the request's one
@@ -39,7 +42,8 @@ struct SamplingRequest {
 // skip_special_tokens, include_stop_str_in_output, use_beam_search), then
 // seed, logit_bias, stop, stop_token_ids, allowed_token_ids (non-empty,
 // kept sorted and once each), early_stopping, max_tokens /
-// max_completion_tokens, priority, user, stream, stream_options and the
+// max_completion_tokens, priority, speculative_decoding, user, stream,
+// stream_options and the
 // structured-output fields (read_constraint_source; not with use_beam_search),
 // and checks the result (sampling_params_error). With
 // use_beam_search, best_of (else n) is the beam width. best_of > n and beam

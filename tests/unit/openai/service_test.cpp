@@ -491,9 +491,9 @@ TEST(LaunchGeneration, RefusalWhileDrainingIs503) {
                                              std::make_shared<http::PostGate>(), "cmpl-test");
   auto responder = std::make_shared<RecordingResponder>();
   std::atomic<bool> draining{true};
-  SamplingParams params;
-  params.max_tokens = 4;
-  launch_generation(job, {{1, 2, 3}}, params, nullptr, 1, 0, false, draining, responder,
+  SamplingRequest request;
+  request.params.max_tokens = 4;
+  launch_generation(job, {{1, 2, 3}}, request, draining, responder,
                     [](int, int, RequestOutput&, bool, const Usage&) {});
   ASSERT_TRUE(responder->wait());
   EXPECT_EQ(responder->status, 503);
