@@ -169,8 +169,9 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
            o.speculative = std::move(*config);
          },
          "speculative decoding, vLLM's JSON: {\"method\": \"ngram\" (the continuation of the "
-         "latest earlier match of the last prompt_lookup_max..prompt_lookup_min tokens, default "
-         "5..5) | \"suffix\" (suffix trees over this request and recent outputs; "
+         "earliest earlier occurrence of the last n tokens, n from prompt_lookup_max down to "
+         "prompt_lookup_min, default 5..5; vLLM's \"model\": \"[ngram]\" also selects it) | "
+         "\"suffix\" (suffix trees over this request and recent outputs; "
          "suffix_decoding_max_tree_depth 24, _max_cached_requests 10000, _max_spec_factor 1.0, "
          "_min_token_prob 0.1) | \"draft_model\" (\"model\": a smaller model with the same "
          "vocabulary, \"revision\"), \"num_speculative_tokens\": k (tokens drafted per step; "

@@ -100,6 +100,11 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view text) {
   PAGODA_ASSIGN_OR_RETURN(std::string method, read_string(obj, "method"));
   PAGODA_ASSIGN_OR_RETURN(c.model, read_string(obj, "model"));
   PAGODA_ASSIGN_OR_RETURN(c.revision, read_string(obj, "revision"));
+  // vLLM's older spelling: "model": "ngram" or "[ngram]" selects prompt lookup.
+  if ((method.empty() || method == "ngram") && (c.model == "ngram" || c.model == "[ngram]")) {
+    method = "ngram";
+    c.model.clear();
+  }
   if (method.empty()) method = c.model.empty() ? "" : "draft_model";
   if (method == "ngram") {
     c.method = SpecMethod::kNgram;

@@ -48,6 +48,21 @@ TEST(SpecConfig, NgramLookupDefaultsFollowVllm) {
   EXPECT_EQ(c.disable_by_batch_size, 8);
 }
 
+TEST(SpecConfig, VllmsNgramModelSpellingSelectsNgram) {
+  for (
+      const char* json :
+      {R"({"model": "[ngram]", "num_speculative_tokens": 3, "prompt_lookup_max": 4})",
+       R"({"model": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})",
+       R"({"method": "ngram", "model": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})"}) {
+    const SpeculativeConfig c = parse_ok(json);
+    EXPECT_EQ(c.method, SpecMethod::kNgram) << json;
+    EXPECT_EQ(c.model, "") << json;
+    EXPECT_EQ(c.prompt_lookup_min, 4) << json;
+    EXPECT_EQ(c.prompt_lookup_max, 4) << json;
+  }
+  expect_refused(R"({"method": "suffix", "model": "[ngram]"})", "model");
+}
+
 TEST(SpecConfig, SuffixDefaultsFollowVllm) {
   SpeculativeConfig c = parse_ok(R"({"method": "suffix"})");
   EXPECT_EQ(c.method, SpecMethod::kSuffix);
