@@ -210,6 +210,8 @@ Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
       if (!kv_.contains(in.seq_id)) seqs_.erase(in.seq_id);
       continue;
     }
+    // Blocks past this call's slots (a longer earlier extent) go back.
+    kv_.shrink(in.seq_id, static_cast<int32_t>(len + k - 1));
     const int32_t begin = static_cast<int32_t>(s.tokens.size());
     s.tokens.assign(in.tokens.begin(), in.tokens.end());
     pieces.push_back({in.seq_id, begin, static_cast<int32_t>(len), true, i});

@@ -27,8 +27,8 @@
 // --max-num-seqs demand it), samples draft 1 greedily at each sequence's
 // last position, then runs max_draft - 1 batched greedy decode steps for
 // drafts 2..k (a sequence that asked for fewer leaves the batch). A
-// sequence's block table keeps covering its longest extent (at most k - 1
-// positions past its tokens), so a shortened prefix reuses its blocks.
+// sequence's block table covers the slots of its last call (its tokens and
+// k - 1 drafts): blocks past them are released (KvManager::shrink).
 //
 // When the pool is full, the draft state of the least recently drafted
 // sequence that is not in the current call is evicted (it is recomputed

@@ -19,8 +19,9 @@ Result<std::unique_ptr<Proposer>> make_proposer(const EngineOptions& options,
   } else {
     PAGODA_ASSIGN_OR_RETURN(proposer, make_spec_proposer(config));
   }
-  log_info("speculative decoding: {}{}, {} tokens drafted per step{}", spec_method_name(config.method),
-           config.model.empty() ? "" : " " + config.model, config.num_speculative_tokens,
+  log_info("speculative decoding: {}{}, {} tokens drafted per step{}",
+           spec_method_name(config.method), config.model.empty() ? "" : " " + config.model,
+           config.num_speculative_tokens,
            config.disable_by_batch_size > 0
                ? fmt::format(" while at most {} sequences run", config.disable_by_batch_size)
                : "");

@@ -111,7 +111,8 @@ void launch_generation(const std::shared_ptr<GenerationJob>& job,
   Status status = job->submit(prompts, request);
   if (!status.ok()) {
     log_debug("{}: engine refused: {}", job->id(), status.error().message);
-    responder->send(error_response(draining ? shutting_down_error() : api_error_from(status.error())));
+    responder->send(
+        error_response(draining ? shutting_down_error() : api_error_from(status.error())));
     return;
   }
   responder->on_cancel([job] { job->cancel(); });

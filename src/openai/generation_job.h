@@ -82,12 +82,11 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   int num_finished_ = 0;
 };
 
-// Runs `job` for an HTTP request: submits the prompts (GenerationJob::submit); if the engine refuses,
-// answers its error (429 for a full queue, 400 for a bad request; 503 once
-// `draining`: the server began shutting down after the handler checked). Otherwise
-// cancels the job when the client goes away, opens the SSE stream when
-// request.stream, and delivers the events to `on_event` -- except an event with a
-// non-empty RequestOutput::error (the engine failed the request): that one
+// Runs `job` for an HTTP request: submits the prompts (GenerationJob::submit); if the engine
+// refuses, answers its error (429 for a full queue, 400 for a bad request; 503 once `draining`: the
+// server began shutting down after the handler checked). Otherwise cancels the job when the client
+// goes away, opens the SSE stream when request.stream, and delivers the events to `on_event` --
+// except an event with a non-empty RequestOutput::error (the engine failed the request): that one
 // cancels the job and answers 500 (an SSE error event once streaming), so no
 // handler ever turns a failed request into a 200.
 void launch_generation(const std::shared_ptr<GenerationJob>& job,

@@ -104,7 +104,8 @@ void read_allowed_token_ids(FieldReader& reader, SamplingParams& p) {
   auto ids = reader.integer_list("allowed_token_ids", INT32_MIN, INT32_MAX);
   if (!ids) return;
   if (ids->empty()) {
-    reader.fail_field("allowed_token_ids", "must hold at least one token id (omit it to allow every token)");
+    reader.fail_field("allowed_token_ids",
+                      "must hold at least one token id (omit it to allow every token)");
     return;
   }
   p.allowed_token_ids.assign(ids->begin(), ids->end());

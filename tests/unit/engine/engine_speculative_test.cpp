@@ -235,6 +235,56 @@ TEST_F(StoriesSpeculative, SeededOutputsEqualTheReferenceWhateverTheDrafts) {
   check_everywhere(true);
 }
 
+// The methods of --speculative-config, built by the engine: n-gram lookup,
+// suffix decoding, and stories260K as its own draft model (its greedy drafts
+// are the greedy output: all accepted). Greedy and seeded outputs equal the
+// reference; the drafts of the repetitive prompts are accepted in part.
+TEST_F(StoriesSpeculative, EveryMethodThroughTheEngine) {
+  ASSERT_NE(ref_, nullptr);
+  struct Method {
+    std::string name;
+    SpeculativeConfig config;
+  };
+  std::vector<Method> methods;
+  auto config = [](const std::string& json) {
+    Result<SpeculativeConfig> c = parse_speculative_config(json);
+    EXPECT_TRUE(c.ok()) << json;
+    return c.ok() ? *c : SpeculativeConfig{};
+  };
+  methods.push_back(
+      {"ngram",
+       config(
+           R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4})")});
+  methods.push_back({"suffix", config(R"({"method": "suffix", "num_speculative_tokens": 5})")});
+  methods.push_back({"draft_model",
+                     config(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
+                            stories_dir() + "\"}")});
+  ReferenceCheck check(ref_, "methods");
+  for (bool seeded : {false, true}) {
+    const std::vector<TestRequest> reqs = requests(seeded);
+    const std::vector<RefSample> want = reference(reqs);
+    for (const Method& m : methods) {
+      const std::string what = m.name + (seeded ? " seeded" : " greedy");
+      EngineSetup s{.model = stories_dir()};
+      s.speculative = m.config;
+      auto engine = start_engine(s);
+      ASSERT_NE(engine, nullptr) << what;
+      EXPECT_EQ(engine->info().speculative_method, m.name);
+      auto logs = run_all(*engine, reqs);
+      for (size_t i = 0; i < logs.size(); ++i) {
+        check.expect_tokens(logs[i]->samples[0].tokens, want[i],
+                            what + ": request " + std::to_string(i));
+      }
+      const EngineMetrics metrics = engine->metrics();
+      expect_consistent_metrics(metrics);
+      EXPECT_GT(metrics.spec_num_accepted_tokens, 0u) << what;
+      if (m.name == "draft_model" && !seeded && !on_cuda()) {
+        EXPECT_EQ(metrics.spec_num_accepted_tokens, metrics.spec_num_draft_tokens) << what;
+      }
+    }
+  }
+}
+
 // What the engine's requests received, for comparing two engines.
 struct Received {
   std::vector<int32_t> tokens;
