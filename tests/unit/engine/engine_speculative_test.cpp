@@ -81,6 +81,8 @@ const std::vector<Config>& configs() {
       {"sync", 256, 256, 0, false},
       {"chunk7", 256, 256, 7},
       {"budget9", 256, 9, 0, true, false, 9},
+      // 4 sequences of up to k + 1 rows: more rows than one lm_head chunk.
+      {"seqs4", 256, 64, 0, true, false, 4},
       {"preempt", 14, 256, 0, true, true},
   };
   return c;

@@ -1,0 +1,141 @@
+"""--speculative-config on the real command: stories260K served with n-gram,
+suffix or draft-model speculation answers greedy chat and completion
+requests (streamed or not, logprobs included) exactly as without it, says so
+at start-up, exports the spec_decode counters under pagoda's and vLLM's names
+(and only when speculation is on), lets a request opt out with
+`speculative_decoding: false`, and refuses a bad configuration at start with
+the key named."""
+import json
+import re
+
+import pytest
+import requests
+
+from server_harness import DEVICE
+from serve_process import MODEL_DIR, serve
+
+# A prompt that repeats itself, so that the n-gram and suffix proposers find
+# matches and drafts get accepted.
+STORY = ("Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
+         "One day, she saw a big, red ball. ")
+PROMPT = STORY + STORY + "Once upon a time, there was a little girl named Lily. She"
+MESSAGES = [{"role": "user", "content": STORY + "Tell me a story about Lily."}]
+
+METHODS = {
+    "ngram": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 4},
+    "suffix": {"method": "suffix", "num_speculative_tokens": 6},
+    "draft_model": {"method": "draft_model", "model": str(MODEL_DIR), "num_speculative_tokens": 3},
+}
+
+
+@pytest.fixture
+def running():
+    procs = []
+
+    def start(*args, **kw):
+        proc = serve(*args, **kw)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        assert proc.stop() == 0, proc.output()
+
+
+def answers(url):
+    """Greedy completion and chat answers (with logprobs) and a streamed completion's text."""
+    out = []
+    r = requests.post(url + "/v1/completions",
+                      json={"prompt": PROMPT, "max_tokens": 48, "temperature": 0, "logprobs": 2}, timeout=120)
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    out.append((choice["text"], choice["logprobs"]["tokens"], choice["logprobs"]["top_logprobs"],
+                choice["finish_reason"]))
+    r = requests.post(url + "/v1/chat/completions",
+                      json={"messages": MESSAGES, "max_tokens": 40, "temperature": 0, "logprobs": True},
+                      timeout=120)
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    out.append((choice["message"]["content"], [t["token"] for t in choice["logprobs"]["content"]]))
+    with requests.post(url + "/v1/completions",
+                       json={"prompt": PROMPT, "max_tokens": 48, "temperature": 0, "stream": True,
+                             "stop": ["ball"]},
+                       stream=True, timeout=120) as r:
+        assert r.status_code == 200, r.text
+        text = ""
+        for line in r.iter_lines():
+            if line.startswith(b"data: ") and line != b"data: [DONE]":
+                for c in json.loads(line[6:])["choices"]:
+                    text += c["text"]
+        out.append(text)
+    return out
+
+
+def spec_counters(url):
+    text = requests.get(url + "/metrics", timeout=30).text
+    values = {}
+    for line in text.splitlines():
+        m = re.match(r'^((?:pagoda|vllm):spec_decode_\w+)\{([^}]*)\} (\S+)$', line)
+        if m:
+            values[(m.group(1), m.group(2))] = float(m.group(3))
+    return values, text
+
+
+def total(values, name):
+    return sum(v for (n, _), v in values.items() if n == name)
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="compares two engines' f32 greedy runs")
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_answers_equal_plain_decoding(running, method):
+    plain = running().ready_url()
+    proc = running("--speculative-config", json.dumps(METHODS[method]))
+    spec = proc.ready_url()
+    assert answers(spec) == answers(plain)
+    assert f"speculative decoding: {method}" in proc.output()
+    values, text = spec_counters(spec)
+    for prefix in ("pagoda", "vllm"):
+        drafts = total(values, f"{prefix}:spec_decode_num_drafts_total")
+        drafted = total(values, f"{prefix}:spec_decode_num_draft_tokens_total")
+        accepted = total(values, f"{prefix}:spec_decode_num_accepted_tokens_total")
+        per_pos = total(values, f"{prefix}:spec_decode_num_accepted_tokens_per_pos_total")
+        assert drafts > 0 and 0 < accepted <= drafted, text
+        assert per_pos == accepted, text
+    assert re.search(r'^vllm:spec_decode_num_accepted_tokens_per_pos_total\{[^}]*position="0"\} ', text, re.M), text
+    plain_values, plain_text = spec_counters(plain)
+    assert not plain_values, plain_text  # no spec_decode families without speculation
+
+
+def test_requests_can_opt_out(running):
+    url = running("--speculative-config", json.dumps(METHODS["ngram"])).ready_url()
+    body = {"prompt": PROMPT, "max_tokens": 24, "temperature": 0, "speculative_decoding": False}
+    r = requests.post(url + "/v1/completions", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    values, text = spec_counters(url)
+    assert total(values, "pagoda:spec_decode_num_drafts_total") == 0, text
+    body["speculative_decoding"] = True
+    r = requests.post(url + "/v1/completions", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    values, text = spec_counters(url)
+    assert total(values, "pagoda:spec_decode_num_drafts_total") > 0, text
+    body["speculative_decoding"] = "no"
+    r = requests.post(url + "/v1/completions", json=body, timeout=120)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "speculative_decoding", r.text
+
+
+@pytest.mark.parametrize("config, words", [
+    ('{"method": "ngram"}', "num_speculative_tokens: required"),
+    ('{"method": "ngram", "num_speculative_tokens": 0}', "num_speculative_tokens: 0 is out of range"),
+    ('{"method": "eagle", "num_speculative_tokens": 3, "model": "x"}', "'eagle' is not supported yet"),
+    ('{"method": "ngram", "num_speculative_tokens": 3, "typo": 1}', "typo: unknown key"),
+    ('[1, 2]', "must be a JSON object"),
+    ('{"method": "draft_model", "num_speculative_tokens": 3, "model": "/no/such/draft"}', "/no/such/draft"),
+])
+def test_bad_configs_fail_at_start_naming_the_key(config, words):
+    proc = serve("--speculative-config", config)
+    try:
+        assert proc.proc.wait(timeout=120) != 0
+    finally:
+        proc.stop()
+    assert words in proc.output(), proc.output()
