@@ -4,7 +4,8 @@
 // output sinks. Checks the output contract of every request (exactly one
 // final event per index, nothing after it, sizes within max_tokens), the
 // scheduler invariants after every step, consistent metrics and an empty
-// pool at the end. Also built with ASan + UBSan (pagoda_add_sanitize_test).
+// pool at the end; once with suffix-decoding speculation. Also built with
+// ASan + UBSan (pagoda_add_sanitize_test).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -33,6 +34,7 @@ constexpr int kOpsScale = 1;
 struct StressConfig {
   int num_ops = 2500;
   int32_t max_chunk_tokens = 0;
+  std::string speculative = {};  // --speculative-config; "" off
 };
 
 class Stress {
@@ -209,10 +211,16 @@ void run_stress(const StressConfig& c, uint64_t seed) {
                 .max_num_seqs = 8,
                 .max_num_batched_tokens = 48,
                 .max_chunk_tokens = c.max_chunk_tokens};
+  if (!c.speculative.empty()) {
+    Result<SpeculativeConfig> spec = parse_speculative_config(c.speculative);
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    s.speculative = *spec;
+  }
   auto engine = start_engine(s);
   ASSERT_NE(engine, nullptr);
   Stress stress(*engine, seed);
   stress.run(c.num_ops / kOpsScale);
+  if (!c.speculative.empty()) EXPECT_GT(engine->metrics().spec_num_accepted_tokens, 0u);
 }
 
 TEST(EngineStress, RandomAddsAndAborts) {
@@ -221,6 +229,15 @@ TEST(EngineStress, RandomAddsAndAborts) {
 
 TEST(EngineStress, RandomAddsAndAbortsWithSmallChunks) {
   run_stress({.num_ops = 1500, .max_chunk_tokens = 5}, 2);
+}
+
+// Suffix decoding learns from every ended sequence (finished, aborted,
+// dropped beams) and drafts into the tiny pool and budget.
+TEST(EngineStress, RandomAddsAndAbortsWithSpeculation) {
+  run_stress({.num_ops = 1500,
+              .max_chunk_tokens = 7,
+              .speculative = R"({"method": "suffix", "num_speculative_tokens": 4})"},
+             3);
 }
 
 }  // namespace
