@@ -388,6 +388,31 @@ TEST_F(StoriesSpeculative, PenaltiesLogprobsStopsAndForksAsWithoutSpeculation) {
   }
 }
 
+// The ranks of tensor and pipeline parallelism verify drafts as any step:
+// the same outputs. (cpu only: there ranks are threads of this process.)
+TEST_F(StoriesSpeculative, ParallelRanksVerifyDrafts) {
+  if (on_cuda()) GTEST_SKIP() << "cpu ranks";
+  for (bool seeded : {false, true}) {
+    const std::vector<TestRequest> reqs = requests(seeded);
+    const std::vector<RefSample> want = reference(reqs);
+    ReferenceCheck check(ref_, "parallel");
+    for (auto [tp, pp] : {std::pair{2, 1}, std::pair{1, 2}}) {
+      EngineSetup s{
+          .model = stories_dir(), .tensor_parallel_size = tp, .pipeline_parallel_size = pp};
+      s.speculative.num_speculative_tokens = 4;
+      s.proposer = proposer(Drafts::kNoisy, reqs, want);
+      auto engine = start_engine(s);
+      ASSERT_NE(engine, nullptr);
+      auto logs = run_all(*engine, reqs);
+      for (size_t i = 0; i < logs.size(); ++i) {
+        check.expect_tokens(logs[i]->samples[0].tokens, want[i],
+                            "tp " + std::to_string(tp) + " pp " + std::to_string(pp));
+      }
+      EXPECT_GT(engine->metrics().spec_num_accepted_tokens, 0u);
+    }
+  }
+}
+
 // Requests that opt out get no drafts and keep async scheduling's overlap.
 TEST_F(StoriesSpeculative, RequestsCanOptOut) {
   std::vector<TestRequest> reqs = requests(false);
