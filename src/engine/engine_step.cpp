@@ -43,8 +43,8 @@ void LlmEngine::step() {
   // N+1 now, so that the host work of both hides behind N's device time.
   LaunchedStep current = std::move(*running_step_);
   running_step_.reset();
-  const bool ahead =
-      parts_.options.async_scheduling && planner_.can_run_ahead(current.refs, requests_);
+  const bool ahead = parts_.options.async_scheduling &&
+                     planner_.can_run_ahead(current.refs, requests_, num_launched_);
   bool next_failed = false;
   bool overlapped = false;
   if (ahead) {
@@ -96,6 +96,7 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
     return false;
   }
   metrics_.on_launch(static_cast<int64_t>(step.out.token_ids.size()));
+  ++num_launched_;
   next_slot_ = (next_slot_ + 1) % kNumStepSlots;
   return true;
 }
@@ -114,7 +115,7 @@ void LlmEngine::propose_drafts() {
     for (const auto& [seq_id, sample] : req->samples) {
       const Sequence* seq = scheduler_.sequence(seq_id);
       if (seq == nullptr || seq->num_uncomputed() != 1 || seq->num_output_tokens() < 1 ||
-          seq->num_draft_tokens != 0) {
+          seq->num_draft_tokens != 0 || sample->spec_next_step > num_launched_) {
         continue;
       }
       inputs.push_back(
@@ -130,11 +131,27 @@ void LlmEngine::propose_drafts() {
              st.error().message);
     return;
   }
-  for (size_t i = 0; i < inputs.size() && i < drafts.size(); ++i) {
-    if (drafts[i].empty()) continue;
-    Result<int32_t> kept = scheduler_.set_draft(inputs[i].seq_id, drafts[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Result<int32_t> kept = 0;
+    if (i < drafts.size() && !drafts[i].empty())
+      kept = scheduler_.set_draft(inputs[i].seq_id, drafts[i]);
     if (!kept.ok()) log_error("speculative decoding: {}", kept.error().message);
+    if (!kept.ok() || *kept == 0) {
+      // No draft: a miss for the back-off (the sample is a request's live one).
+      const Sequence* seq = scheduler_.sequence(inputs[i].seq_id);
+      auto rit = seq != nullptr ? requests_.find(seq->request_id) : requests_.end();
+      if (rit == requests_.end()) continue;
+      auto sit = rit->second->samples.find(inputs[i].seq_id);
+      if (sit != rit->second->samples.end()) note_drafts(*sit->second, num_launched_, false);
+    }
   }
+}
+
+void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted) {
+  sample.spec_backoff =
+      accepted ? 0
+               : std::min(sample.spec_backoff > 0 ? 2 * sample.spec_backoff : 1, kMaxSpecBackoff);
+  sample.spec_next_step = step + 1 + sample.spec_backoff;
 }
 
 void LlmEngine::end_sequences(const ScheduleOutput& out) {
@@ -173,6 +190,12 @@ void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const si
   }
   parts_.proposer->on_verified(seq_id, k, accepted);
   metrics_.on_spec_verified(k, accepted);
+  if (auto rit = requests_.find(req_id); rit != requests_.end()) {
+    auto sit = rit->second->samples.find(seq_id);
+    // The step was launched last (verification steps are never planned ahead).
+    if (sit != rit->second->samples.end())
+      note_drafts(*sit->second, num_launched_ - 1, accepted > 0);
+  }
   // The kept drafts and the sample after them are this step's tokens, in
   // order; any of them may end the sample (a stop, max_tokens).
   for (int32_t j = 0; j <= accepted; ++j) {

@@ -137,6 +137,14 @@ class LlmEngine final : public Engine {
   // proposer for every sample of a speculating request whose last token is
   // sampled and uncomputed (Scheduler::set_draft).
   void propose_drafts();
+  // The back-off of a sample drafted (or asked for drafts) in step `step`:
+  // after a step in which none of its drafts was accepted, or the proposer
+  // had none, it waits 1, 2, 4 then kMaxSpecBackoff steps before it is
+  // drafted again; an accepted draft resets the wait. Drafts that miss cost
+  // a wider step and, for a request that speculates, the overlap of async
+  // scheduling; the wait keeps both small while nothing is accepted.
+  static void note_drafts(SampleState& sample, int64_t step, bool accepted);
+  static constexpr int32_t kMaxSpecBackoff = 8;
   // Tells the proposer of the sequences that ended since the last schedule.
   void end_sequences(const ScheduleOutput& out);
   // The verification rows of one drafted sample (RowKind::kVerify): keeps its
@@ -216,6 +224,7 @@ class LlmEngine final : public Engine {
   RequestMap requests_;
   std::optional<LaunchedStep> running_step_;  // launched, samples not applied yet
   int next_slot_ = 0;
+  int64_t num_launched_ = 0;         // steps launched so far: the index of the next one
   double detokenize_seconds_ = 0.0;  // of the current step (EngineMetrics::detokenize_seconds)
   std::thread thread_;
 };

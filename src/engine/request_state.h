@@ -42,6 +42,11 @@ struct SampleState {
   // preempted sample keeps its tokens and so its state.
   std::unique_ptr<TokenConstraint> constraint;
   double cumulative_logprob = 0.0;
+  // Speculative decoding's back-off (LlmEngine::note_drafts): the sample is
+  // drafted again from engine step spec_next_step on; spec_backoff is the
+  // wait after its last step without an accepted draft (0: none).
+  int64_t spec_next_step = 0;
+  int32_t spec_backoff = 0;
   Clock::time_point last_token_time{};
   // With best_of > n, events are held until the request ends.
   std::vector<RequestOutput> held;

@@ -93,13 +93,18 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
   }
 }
 
-bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests) const {
+bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
+                               int64_t next_step) const {
   if (static_cast<int64_t>(refs.size()) > max_rows_per_chunk_) return false;
   for (const RowRef& ref : refs) {
     if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
     auto it = requests.find(ref.req);
     if (it == requests.end()) continue;
-    if (ref.kind == RowKind::kSample && it->second->speculates) return false;
+    if (ref.kind == RowKind::kSample && it->second->speculates) {
+      auto sit = it->second->samples.find(ref.seq);
+      if (sit != it->second->samples.end() && sit->second->spec_next_step <= next_step)
+        return false;
+    }
     const SamplingParams& params = it->second->params;
     if (uses_penalties(params) || has_multi_token_word(params.bad_words_token_ids)) return false;
     if (ref.kind == RowKind::kSample && it->second->constraint) return false;

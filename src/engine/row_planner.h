@@ -69,9 +69,11 @@ class RowPlanner {
   // beam, no fork), no request has penalties or a multi-token bad word (both
   // read the last sampled tokens), no sampled row is constrained (its next
   // mask depends on its token), and all fit one lm_head chunk (their ids
-  // stay on the device), and no row verifies drafts or belongs to a request
-  // that speculates (its drafts need the step's tokens on the host).
-  bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests) const;
+  // stay on the device), and no row verifies drafts or samples for a sample
+  // to be drafted in step `next_step` (SampleState::spec_next_step: its
+  // drafts need this step's tokens on the host).
+  bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
+                     int64_t next_step) const;
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples
   // of the step with rows `prev`.
   static void link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out);

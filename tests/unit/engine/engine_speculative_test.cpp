@@ -413,6 +413,40 @@ TEST_F(StoriesSpeculative, ParallelRanksVerifyDrafts) {
   }
 }
 
+// Drafts that are never accepted back off (1, 2, 4, then 8 steps between
+// tries), so the verification steps and the lost async overlap stay a small
+// share; drafts that are accepted go on every step.
+TEST_F(StoriesSpeculative, DraftsThatMissBackOff) {
+  std::vector<TestRequest> reqs = requests(false);
+  const std::vector<RefSample> want = reference(reqs);
+  for (TestRequest& r : reqs) r.params.max_tokens = kMaxTokens;
+  ReferenceCheck check(ref_, "back-off");
+  for (Drafts kind : {Drafts::kRandom, Drafts::kReplay}) {
+    EngineSetup s{.model = stories_dir()};
+    s.speculative.num_speculative_tokens = 3;
+    s.proposer = proposer(kind, reqs, want);
+    auto engine = start_engine(s);
+    ASSERT_NE(engine, nullptr);
+    auto logs = run_all(*engine, reqs);
+    for (size_t i = 0; i < logs.size(); ++i)
+      check.expect_tokens(logs[i]->samples[0].tokens, want[i], "back-off");
+    const EngineMetrics m = engine->metrics();
+    uint64_t tokens = 0;
+    for (const auto& log : logs) tokens += log->samples[0].tokens.size();
+    if (kind == Drafts::kRandom) {
+      // About one try in (1 + 8) steps once the wait is at its cap: well
+      // under a third of the sampled tokens, and most steps overlap again.
+      EXPECT_LT(m.spec_num_drafts * 3, tokens) << drafts_name(kind);
+      EXPECT_GT(m.overlapped_steps, m.steps.steps / 2) << drafts_name(kind);
+    } else if (!on_cuda()) {
+      // Every draft accepted: drafted at every step after the prefill, each
+      // verification giving k + 1 = 4 of the L - 1 tokens after the first.
+      EXPECT_EQ(m.spec_num_accepted_tokens, m.spec_num_draft_tokens);
+      EXPECT_GE(m.spec_num_drafts * 4, tokens - logs.size());
+    }
+  }
+}
+
 // Requests that opt out get no drafts and keep async scheduling's overlap.
 TEST_F(StoriesSpeculative, RequestsCanOptOut) {
   std::vector<TestRequest> reqs = requests(false);
