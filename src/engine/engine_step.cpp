@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "engine/constrained_draft.h"
 #include "engine/llm_engine.h"
 #include "spec/verify.h"
 
@@ -104,6 +105,7 @@ void LlmEngine::propose_drafts() {
   if (!parts_.proposer) return;
   const SpeculativeConfig& config = parts_.options.speculative;
   std::vector<DraftInput> inputs;
+  std::vector<DraftLimits> limits;  // [inputs]
   int64_t num_running = 0;
   for (const auto& [id, req] : requests_) {
     const Request* sched_req = scheduler_.request(id);
@@ -119,6 +121,9 @@ void LlmEngine::propose_drafts() {
       }
       inputs.push_back(
           {seq_id, seq->tokens, seq->num_prompt_tokens, config.num_speculative_tokens});
+      limits.push_back({sample->constraint.get(), req->allowed_mask,
+                        jumps_forward(*req) ? parts_.tokenizer.get() : nullptr,
+                        req->max_tokens - sample->stop.num_tokens()});
     }
   }
   if (inputs.empty()) return;
@@ -131,6 +136,8 @@ void LlmEngine::propose_drafts() {
     return;
   }
   for (size_t i = 0; i < inputs.size() && i < drafts.size(); ++i) {
+    // Structured output and allowed_token_ids: only what the masked rows could keep.
+    drafts[i].resize(allowed_draft_length(drafts[i], limits[i]));
     if (drafts[i].empty()) continue;
     Result<int32_t> kept = scheduler_.set_draft(inputs[i].seq_id, drafts[i]);
     if (!kept.ok()) log_error("speculative decoding: {}", kept.error().message);
@@ -144,7 +151,7 @@ void LlmEngine::end_sequences(const ScheduleOutput& out) {
 }
 
 void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const size_t> rows,
-                              const SampleOutput& so) {
+                              std::span<const RowRef> refs, const SampleOutput& so) {
   const Sequence* seq = scheduler_.sequence(seq_id);
   if (seq == nullptr) return;  // ended since the step was scheduled
   const int32_t k = seq->num_draft_tokens;
@@ -182,7 +189,9 @@ void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const si
     auto it = req.samples.find(seq_id);
     if (it == req.samples.end()) return;
     const size_t r = rows[static_cast<size_t>(j)];
-    on_token(req, *it->second, seq_id, {tokens[static_cast<size_t>(j)], r, false}, so);
+    on_token(req, *it->second, seq_id,
+             {tokens[static_cast<size_t>(j)], r, refs[r].no_allowed_token},
+             j == accepted ? TokenPlace::kLast : TokenPlace::kKeptDraft, so);
   }
 }
 
@@ -276,9 +285,10 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     RequestState& req = *rit->second;
     auto it = req.samples.find(p.seq);
     if (it != req.samples.end())
-      on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, so);
+      on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, TokenPlace::kLast,
+               so);
   }
-  for (const Verify& v : verifies) verify_drafts(v.req, v.seq, v.rows, so);
+  for (const Verify& v : verifies) verify_drafts(v.req, v.seq, v.rows, refs, so);
 }
 
 // The prompt's prefill finished: fork the request into its n samples, the
@@ -308,7 +318,8 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0, const std::vector<S
   for (size_t k = 0; k < ids->size(); ++k) {
     if (!requests_.contains(id)) return;
     auto it = req.samples.find((*ids)[k]);
-    if (it != req.samples.end()) on_token(req, *it->second, (*ids)[k], tokens[k], so);
+    if (it != req.samples.end())
+      on_token(req, *it->second, (*ids)[k], tokens[k], TokenPlace::kLast, so);
   }
 }
 
