@@ -13,7 +13,7 @@
 namespace pagoda {
 
 void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, const SampledRow& sampled,
-                         const SampleOutput& so) {
+                         TokenPlace place, const SampleOutput& so) {
   const int32_t token = sampled.token;
   const size_t r = sampled.row;
   // The output tokens of this event: the sampled token, or the tokens that
@@ -24,7 +24,10 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
       fail_sample(req, sample, seq, "structured output: the constraint allows none of the request's allowed_token_ids");
       return;
     }
-    std::unique_ptr<TokenConstraint> before = jumps_forward(req) ? sample.constraint->clone() : nullptr;
+    // Only the sequence's last token can be replaced: a kept draft has the
+    // step's later tokens after it (propose_drafts cut drafts that would jump).
+    std::unique_ptr<TokenConstraint> before =
+        place == TokenPlace::kLast && jumps_forward(req) ? sample.constraint->clone() : nullptr;
     // The row was masked by this state's next tokens, so a refusal is a bug
     // (a constraint whose mask and accept() disagree).
     if (!sample.constraint->accept(token)) {

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "engine/constrained_draft.h"
 #include "engine/llm_engine.h"
 #include "spec/verify.h"
 
@@ -105,6 +106,7 @@ void LlmEngine::propose_drafts() {
   if (!parts_.proposer) return;
   const SpeculativeConfig& config = parts_.options.speculative;
   std::vector<DraftInput> inputs;
+  std::vector<DraftLimits> limits;  // [inputs]
   int64_t num_running = 0;
   for (const auto& [id, req] : requests_) {
     const Request* sched_req = scheduler_.request(id);
@@ -120,6 +122,9 @@ void LlmEngine::propose_drafts() {
       }
       inputs.push_back(
           {seq_id, seq->tokens, seq->num_prompt_tokens, config.num_speculative_tokens});
+      limits.push_back({sample->constraint.get(), req->allowed_mask,
+                        jumps_forward(*req) ? parts_.tokenizer.get() : nullptr,
+                        req->max_tokens - sample->stop.num_tokens()});
     }
   }
   if (inputs.empty()) return;
@@ -133,8 +138,11 @@ void LlmEngine::propose_drafts() {
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     Result<int32_t> kept = 0;
-    if (i < drafts.size() && !drafts[i].empty())
-      kept = scheduler_.set_draft(inputs[i].seq_id, drafts[i]);
+    if (i < drafts.size()) {
+      // Structured output and allowed_token_ids: only what the masked rows could keep.
+      drafts[i].resize(allowed_draft_length(drafts[i], limits[i]));
+      if (!drafts[i].empty()) kept = scheduler_.set_draft(inputs[i].seq_id, drafts[i]);
+    }
     if (!kept.ok()) log_error("speculative decoding: {}", kept.error().message);
     if (!kept.ok() || *kept == 0) {
       // No draft: a miss for the back-off (the sample is a request's live one).
@@ -161,7 +169,7 @@ void LlmEngine::end_sequences(const ScheduleOutput& out) {
 }
 
 void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const size_t> rows,
-                              const SampleOutput& so) {
+                              std::span<const RowRef> refs, const SampleOutput& so) {
   const Sequence* seq = scheduler_.sequence(seq_id);
   if (seq == nullptr) return;  // ended since the step was scheduled
   const int32_t k = seq->num_draft_tokens;
@@ -205,7 +213,9 @@ void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const si
     auto it = req.samples.find(seq_id);
     if (it == req.samples.end()) return;
     const size_t r = rows[static_cast<size_t>(j)];
-    on_token(req, *it->second, seq_id, {tokens[static_cast<size_t>(j)], r, false}, so);
+    on_token(req, *it->second, seq_id,
+             {tokens[static_cast<size_t>(j)], r, refs[r].no_allowed_token},
+             j == accepted ? TokenPlace::kLast : TokenPlace::kKeptDraft, so);
   }
 }
 
@@ -299,9 +309,10 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
     RequestState& req = *rit->second;
     auto it = req.samples.find(p.seq);
     if (it != req.samples.end())
-      on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, so);
+      on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, TokenPlace::kLast,
+               so);
   }
-  for (const Verify& v : verifies) verify_drafts(v.req, v.seq, v.rows, so);
+  for (const Verify& v : verifies) verify_drafts(v.req, v.seq, v.rows, refs, so);
 }
 
 // The prompt's prefill finished: fork the request into its n samples, the
@@ -331,7 +342,8 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0, const std::vector<S
   for (size_t k = 0; k < ids->size(); ++k) {
     if (!requests_.contains(id)) return;
     auto it = req.samples.find((*ids)[k]);
-    if (it != req.samples.end()) on_token(req, *it->second, (*ids)[k], tokens[k], so);
+    if (it != req.samples.end())
+      on_token(req, *it->second, (*ids)[k], tokens[k], TokenPlace::kLast, so);
   }
 }
 

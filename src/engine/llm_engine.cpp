@@ -83,8 +83,8 @@ Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) c
     return invalid("structured output cannot be combined with beam search (use_beam_search)");
   }
   state.constraint = request.constraint;
-  state.speculates = parts_.proposer != nullptr && request.speculative &&
-                     !state.params.use_beam_search && request.constraint == nullptr;
+  state.speculates =
+      parts_.proposer != nullptr && request.speculative && !state.params.use_beam_search;
   if (!state.params.allowed_token_ids.empty())
     state.allowed_mask = pack_token_mask(state.params.allowed_token_ids, vocab);
   state.num_seqs = state.params.num_seqs();

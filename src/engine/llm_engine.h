@@ -116,6 +116,11 @@ class LlmEngine final : public Engine {
     size_t row;
     bool no_allowed_token;  // RowRef::no_allowed_token: the sample ends with an error instead
   };
+  // Where a token handed to on_token stands in the scheduler's sequence:
+  // its last token (sampled, uncomputed: jump-forward may replace it), or a
+  // draft kept by verification with the step's later tokens after it (never
+  // replaced).
+  enum class TokenPlace { kLast, kKeptDraft };
 
   LlmEngine(EngineParts parts, Scheduler scheduler);
 
@@ -147,12 +152,13 @@ class LlmEngine final : public Engine {
   static constexpr int32_t kMaxSpecBackoff = 8;
   // Tells the proposer of the sequences that ended since the last schedule.
   void end_sequences(const ScheduleOutput& out);
-  // The verification rows of one drafted sample (RowKind::kVerify): keeps its
-  // drafts up to the first that differs from the target's sample after the
-  // token before it, then that sample (Scheduler::verify_draft +
-  // append_token), and hands each kept token to on_token in order.
+  // The verification rows of one drafted sample (RowKind::kVerify; `rows`
+  // index `refs` and `so`): keeps its drafts up to the first that differs
+  // from the target's sample after the token before it, then that sample
+  // (Scheduler::verify_draft + append_token), and hands each kept token to
+  // on_token in order, the kept drafts as TokenPlace::kKeptDraft.
   void verify_drafts(RequestId req, SeqId seq, std::span<const size_t> rows,
-                     const SampleOutput& so);
+                     std::span<const RowRef> refs, const SampleOutput& so);
   // Records the first schedule of out's requests (queue time, cached tokens).
   void mark_scheduled(const ScheduleOutput& out);
   // Recounts the penalty counts of out's preempted sequences from the
@@ -166,10 +172,11 @@ class LlmEngine final : public Engine {
   // One search step of a beam request over the candidates of this step's rows.
   void step_beam(RequestState& req);
   void finish_beam(RequestState& req);
-  // A sampled token of a sample: constraint (and jump-forward), stop checks,
-  // detokenization, its event; may finish the sample and the request.
+  // A sampled token of a sample: constraint (and jump-forward, only at
+  // TokenPlace::kLast), stop checks, detokenization, its event; may finish
+  // the sample and the request.
   void on_token(RequestState& req, SampleState& sample, SeqId seq, const SampledRow& sampled,
-                const SampleOutput& so);
+                TokenPlace place, const SampleOutput& so);
   // Structured output went wrong for this sample (a token its constraint
   // refuses, or no token both it and allowed_token_ids allow): the sample
   // ends with an error event (finish_reason abort); under best_of the whole

@@ -86,7 +86,8 @@ struct RequestState {
   int32_t max_tokens = 0;  // resolved output cap per sample
   int32_t num_seqs = 1;    // scheduler group width
   // Its samples get drafts (speculative decoding on, the request did not opt
-  // out, no beam search and no structured output).
+  // out, no beam search). A constrained sample's drafts are cut to what its
+  // constraint accepts (engine/constrained_draft.h).
   bool speculates = false;
   bool branched = false;             // the group has been forked into num_seqs samples
   std::vector<bool> index_reported;  // [params.n]: the final event of index k was sent

@@ -1,6 +1,7 @@
 #include "engine/row_planner.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "sample/bad_words.h"
 #include "sample/sampling_rows.h"
@@ -9,7 +10,7 @@ namespace pagoda {
 
 void RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
                       std::vector<RowRef>& refs) {
-  compute_masks(out, requests);
+  compute_masks(out, requests, scheduler);
   // The scheduler's logits rows (one per sampling sequence, its last new
   // token) become the planner's: one per sampling row.
   out.logits_rows.clear();
@@ -19,8 +20,11 @@ void RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Sch
   }
 }
 
-void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requests) {
+void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requests,
+                               const Scheduler& scheduler) {
   masks_.clear();
+  draft_states_.clear();
+  row_mask_.clear();
   seq_mask_.assign(out.seqs.size(), -1);
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& s = out.seqs[i];
@@ -31,7 +35,26 @@ void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requ
     // Before the fork, sample 0 holds the start state every fork begins from.
     auto sit = req.num_seqs > 1 && !req.branched ? req.samples.begin() : req.samples.find(s.seq_id);
     if (sit == req.samples.end() || !sit->second->constraint) continue;
-    seq_mask_[i] = static_cast<int32_t>(masks_.add(*sit->second->constraint, req.allowed_mask));
+    seq_mask_[i] = static_cast<int32_t>(row_mask_.size());
+    const TokenConstraint& state = *sit->second->constraint;
+    row_mask_.push_back(masks_.add(state, req.allowed_mask));
+    if (s.num_draft_tokens == 0) continue;
+    // Row j's state: the sample's, advanced over drafts 0..j-1.
+    const Sequence* seq = scheduler.sequence(s.seq_id);
+    const int32_t* drafts = seq->tokens.data() + seq->tokens.size() - s.num_draft_tokens;
+    const TokenConstraint* prev = &state;
+    for (int32_t j = 1; j <= s.num_draft_tokens; ++j) {
+      std::unique_ptr<TokenConstraint> next = prev != nullptr ? prev->clone() : nullptr;
+      if (next != nullptr && next->accept(drafts[j - 1])) {
+        prev = draft_states_.emplace_back(std::move(next)).get();
+        row_mask_.push_back(masks_.add(*prev, req.allowed_mask));
+      } else {
+        // propose_drafts cut the drafts to what the constraint accepts; were
+        // one refused, no row after it could be kept: they reuse the last mask.
+        prev = nullptr;
+        row_mask_.push_back(row_mask_.back());
+      }
+    }
   }
   masks_.compute();
 }
@@ -47,13 +70,7 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
   }
   if (s.logits_index < 0) return;
   const int32_t row = out.query_start_loc[i + 1] - 1;
-  // The row's mask: allowed_token_ids, or the constraint's mask within them.
-  std::span<const uint32_t> mask = req.allowed_mask;
-  bool no_allowed_token = false;
-  if (seq_mask_[i] >= 0) {
-    mask = masks_.mask(static_cast<size_t>(seq_mask_[i]));
-    no_allowed_token = mask.empty();
-  }
+  auto [mask, no_allowed_token] = row_mask(i, 0, req);
   if (req.beam) {
     out.logits_rows.push_back(row);
     append_beam_row(out.sampling, req.beam->num_candidates_per_beam());
@@ -82,6 +99,7 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
         with_drafts.add(outputs[num_outputs + static_cast<size_t>(j) - 1]);
         counts = &with_drafts;
       }
+      std::tie(mask, no_allowed_token) = row_mask(i, j, req);
       out.logits_rows.push_back(row - k + j);
       append_sampling_row(
           out.sampling, req.params, eos_token_ids_,
@@ -91,6 +109,14 @@ void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req
           {k > 0 ? RowKind::kVerify : RowKind::kSample, req.id, s.seq_id, j, no_allowed_token});
     }
   }
+}
+
+std::pair<std::span<const uint32_t>, bool> RowPlanner::row_mask(size_t i, int32_t j,
+                                                                const RequestState& req) const {
+  if (seq_mask_[i] < 0) return {req.allowed_mask, false};
+  const std::span<const uint32_t> mask =
+      masks_.mask(row_mask_[static_cast<size_t>(seq_mask_[i] + j)]);
+  return {mask, mask.empty()};
 }
 
 bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,

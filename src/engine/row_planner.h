@@ -13,8 +13,10 @@
 //    (penalties, min_tokens and bad words count them).
 // Structured output: a constrained sample's row is masked by its
 // constraint's next tokens intersected with allowed_token_ids
-// (constraint_masks.h); the n first-sample rows of a fork all take the start
-// state's mask (sample 0's, not advanced yet). Prompt-logprob rows stay raw.
+// (constraint_masks.h); verification row j by the constraint's state after
+// drafts 0..j-1 (a clone advanced over them; row 0 the sample's own state);
+// the n first-sample rows of a fork all take the start state's mask (sample
+// 0's, not advanced yet). Prompt-logprob rows stay raw.
 // Each row gets a RowRef saying whom its sample belongs to.
 #pragma once
 
@@ -22,6 +24,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/constraint_masks.h"
@@ -79,9 +82,17 @@ class RowPlanner {
   static void link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out);
 
  private:
-  // Queues the mask of every constrained sampling sequence of `out` in
-  // masks_ and computes them; seq_mask_[i]: sequence i's entry, or -1.
-  void compute_masks(const ScheduleOutput& out, const RequestMap& requests);
+  // Queues the mask of every sampling row of a constrained sequence of `out`
+  // in masks_ and computes them; seq_mask_[i]: -1 for an unconstrained
+  // sequence i, else the offset in row_mask_ of its rows' entries (k + 1 of
+  // them for a sequence with k drafts, in row order).
+  void compute_masks(const ScheduleOutput& out, const RequestMap& requests,
+                     const Scheduler& scheduler);
+  // Row j's mask of sampling sequence i after compute_masks: allowed_token_ids,
+  // or the constraint's mask within them; second: no token is left
+  // (RowRef::no_allowed_token; the mask is then empty).
+  std::pair<std::span<const uint32_t>, bool> row_mask(size_t i, int32_t j,
+                                                      const RequestState& req) const;
   void plan_seq(ScheduleOutput& out, size_t i, const RequestState& req, const Scheduler& scheduler,
                 std::vector<RowRef>& refs) const;
 
@@ -90,6 +101,10 @@ class RowPlanner {
   // Scratch of plan(), reused step to step.
   ConstraintMasks masks_;
   std::vector<int32_t> seq_mask_;
+  std::vector<size_t> row_mask_;
+  // The constraint states after each prefix of the drafts, the masks' for
+  // verification rows j >= 1 (they live until the next plan).
+  std::vector<std::unique_ptr<TokenConstraint>> draft_states_;
 };
 
 }  // namespace pagoda

@@ -19,37 +19,13 @@
 #include "spec/random_proposer.h"
 #include "spec/replay_proposer.h"
 #include "spec/verify.h"
+#include "test_proposers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::test {
 namespace {
 
 constexpr int32_t kMaxTokens = 40;
-
-// ReplayProposer whose every draft token is replaced, with probability
-// `noise`, by another id: acceptance in between all and nothing.
-class NoisyReplayProposer final : public Proposer {
- public:
-  NoisyReplayProposer(std::shared_ptr<const ReplayProposer> replay, double noise, uint64_t seed)
-      : replay_(*replay), noise_(noise), rng_(seed) {}
-
-  Status propose(std::span<const DraftInput> inputs,
-                 std::vector<std::vector<int32_t>>& drafts) override {
-    PAGODA_RETURN_IF_ERROR(replay_.propose(inputs, drafts));
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    for (std::vector<int32_t>& d : drafts) {
-      for (int32_t& t : d) {
-        if (u(rng_) < noise_) t = (t + 1 + static_cast<int32_t>(rng_() % 100)) % 512;
-      }
-    }
-    return Status::Ok();
-  }
-
- private:
-  ReplayProposer replay_;
-  double noise_;
-  std::mt19937_64 rng_;
-};
 
 enum class Drafts { kReplay, kNoisy, kRandom };
 
@@ -155,7 +131,10 @@ class StoriesSpeculative : public ::testing::Test {
       case Drafts::kReplay:
         return [replay] { return std::make_unique<ReplayProposer>(*replay); };
       case Drafts::kNoisy:
-        return [replay] { return std::make_unique<NoisyReplayProposer>(replay, 0.3, 5); };
+        return [replay] {
+          return std::make_unique<NoisyProposer>(std::make_unique<ReplayProposer>(*replay),
+                                                 0.3, 5);
+        };
       case Drafts::kRandom:
         return [] { return std::make_unique<RandomProposer>(512, 9); };
     }
@@ -365,7 +344,9 @@ TEST_F(StoriesSpeculative, PenaltiesLogprobsStopsAndForksAsWithoutSpeculation) {
   for (int32_t k : {2, 5}) {
     EngineSetup s{.model = stories_dir()};
     s.speculative.num_speculative_tokens = k;
-    s.proposer = [replay] { return std::make_unique<NoisyReplayProposer>(replay, 0.2, 3); };
+    s.proposer = [replay] {
+      return std::make_unique<NoisyProposer>(std::make_unique<ReplayProposer>(*replay), 0.2, 3);
+    };
     auto engine = start_engine(s);
     ASSERT_NE(engine, nullptr);
     const std::vector<Received> got = received(run_all(*engine, reqs));
