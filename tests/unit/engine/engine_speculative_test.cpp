@@ -143,16 +143,11 @@ class StoriesSpeculative : public ::testing::Test {
 
   // Every proposer x k x configuration against the reference.
   static void check_everywhere(bool seeded) {
-    const std::vector<TestRequest> reqs = requests(seeded);
+    std::vector<TestRequest> reqs = requests(seeded);
+    // Drafted and plain sequences in the same steps: one request opts out.
+    reqs[1].speculative = false;
     const std::vector<RefSample> want = reference(reqs);
     ReferenceCheck check(ref_, seeded ? "speculative seeded" : "speculative greedy");
-    uint64_t plain_steps = 0;
-    {
-      auto engine = start_engine({.model = stories_dir()});
-      ASSERT_NE(engine, nullptr);
-      auto logs = run_all(*engine, reqs);
-      plain_steps = engine->metrics().steps.steps;
-    }
     for (Drafts kind : {Drafts::kReplay, Drafts::kNoisy, Drafts::kRandom}) {
       for (int32_t k : {1, 4}) {
         for (const Config& c : configs()) {
@@ -182,10 +177,11 @@ class StoriesSpeculative : public ::testing::Test {
             EXPECT_GT(m.num_preemptions, 0u) << what;
           }
           if (kind == Drafts::kReplay && !on_cuda()) {
-            // The drafts are the output itself: all accepted, far fewer steps.
+            // The drafts are the output itself: all accepted, several tokens
+            // per verification (a sequence's last ones are clamped by max_tokens).
             EXPECT_EQ(m.spec_num_accepted_tokens, m.spec_num_draft_tokens) << what;
             if (c.name == "batch" && k == 4) {
-              EXPECT_LT(m.steps.steps * 2, plain_steps) << what;
+              EXPECT_GE(m.spec_num_accepted_tokens, 3 * m.spec_num_drafts) << what;
             }
           }
           if (kind == Drafts::kRandom) {
