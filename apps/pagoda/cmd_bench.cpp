@@ -301,8 +301,10 @@ void add_inproc_commands(CLI::App& app, InprocFlags& f) {
   auto* replay = f.latency_cmd->add_option(
       "--speculative-replay", f.spec_replay,
       "run the workload without speculation, record every prompt's greedy output, then run it "
-      "again with a replay proposer drafting K tokens of that output (every draft accepted: "
-      "the mechanics of verification at full acceptance), and report both runs side by side");
+      "again (a fresh engine) with a replay proposer drafting K tokens of that output (every "
+      "draft accepted: the mechanics of verification at full acceptance), and report both runs "
+      "side by side (TPOT, tok/s, speedup, acceptance; fails when a greedy output differs); not "
+      "with --speculative-config or structured output");
   replay->check(CLI::Range(1, 64))->type_name("K");
   f.latency_cmd
       ->add_option("--speculative-random", f.spec_random,

@@ -112,3 +112,17 @@ def test_speculative_config_runs_report_the_counters(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert r["spec_num_drafts"] >= 0 and len(r["spec_accepted_per_position"]) == 3
     assert "acceptance rate:" in p.stdout
+
+
+def test_throughput_takes_w7_and_reports_the_counters(tmp_path):
+    out = tmp_path / "t.json"
+    p = subprocess.run([PAGODA_BIN, "bench", "throughput", STORIES, "--device", "cpu", *W7, "--output-len", "16",
+                        "--num-prompts", "3", "--result-json", str(out), "--speculative-config",
+                        '{"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 1}'],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads(out.read_text())
+    assert r["dataset"] == "w7" and r["total_output_tokens"] == 3 * 16
+    assert 3 * (384 - 60) <= r["total_prompt_tokens"] <= 3 * 384
+    assert r["spec_num_draft_tokens"] > 0 and len(r["spec_acceptance_per_position"]) == 2
+    assert "mean accepted length" in p.stdout
