@@ -1,8 +1,9 @@
 // In-process engine benches (no HTTP): `pagoda bench latency` (W1: a batch
 // of identical-shape requests, timed per iteration) and `pagoda bench
 // throughput` (W2/W6: every request added at once). Requests carry random
-// prompt token ids, greedy sampling, ignore_eos and an exact max_tokens, so
-// every request generates exactly its output length.
+// prompt token ids or a dataset's prompts (PromptMaker: W7), greedy
+// sampling, ignore_eos and an exact max_tokens, so every request generates
+// exactly its output length.
 #pragma once
 
 #include <cstdint>
