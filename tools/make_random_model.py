@@ -25,7 +25,8 @@ Usage:
   python3 tools/make_random_model.py --preset llama3-70b --config-only --out /tmp/llama3-70b
   pagoda serve /tmp/llama3-70b --load-format dummy
 Presets: llama3-8b (Llama-3.1-8B shape, the default), llama3-70b
-(Llama-3.1-70B shape), qwen2.5-0.5b, qwen3-0.6b, tiny (a 2-layer Llama with
+(Llama-3.1-70B shape), llama3-1b (Llama-3.2-1B shape with the same
+vocabulary and tokenizer: a draft model for llama3-8b), qwen2.5-0.5b, qwen3-0.6b, tiny (a 2-layer Llama with
 the Llama 3.1 tokenizer). --arch and the shape flags override a preset's
 fields.
 """
@@ -54,6 +55,13 @@ PRESETS = {
                        rope_theta=500000.0, rope_scaling=LLAMA3_ROPE, max_position_embeddings=131072,
                        rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=128000,
                        eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1"),
+    # The Llama-3.2-1B shape (1.24B parameters, tied embeddings) with the 8B's vocabulary and
+    # tokenizer: the 1B-class draft model of llama3-8b (bench/spec.sh).
+    "llama3-1b": dict(arch="llama", hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
+                      num_key_value_heads=8, head_dim=64, intermediate_size=8192, vocab_size=128256,
+                      rope_theta=500000.0, rope_scaling=dict(LLAMA3_ROPE, factor=32.0),
+                      max_position_embeddings=131072, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                      bos_token_id=128000, eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1"),
     "qwen2.5-0.5b": dict(arch="qwen2", hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
                          num_key_value_heads=2, head_dim=64, intermediate_size=4864, vocab_size=151936,
                          rope_theta=1000000.0, rope_scaling=None, max_position_embeddings=32768,

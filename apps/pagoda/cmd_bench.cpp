@@ -20,10 +20,16 @@
 #include "bench/inproc/engine_bench.h"
 #include "bench/inproc/inproc_report.h"
 #include "bench/inproc/model_cost.h"
+#include "bench/inproc/spec_comparison.h"
+#include "bench/inproc/w7_editing.h"
+#include "bench/package_source.h"
 #include "engine/backend_factory.h"
 #include "engine/engine_api.h"
+#include "engine/llm_engine.h"
 #include "io/model_description.h"
 #include "pagoda/engine_flags.h"
+#include "spec/random_proposer.h"
+#include "spec/replay_proposer.h"
 #endif
 
 namespace {
@@ -229,6 +235,10 @@ struct InprocFlags {
   std::string result_json;
   std::string response_format_schema;
   std::string structured_output;
+  std::string dataset = "random";             // random | w7
+  std::vector<std::string> w7_site_packages;  // empty: python3's sys.path
+  int spec_replay = 0;                        // --speculative-replay K
+  int spec_random = 0;                        // --speculative-random K
   CLI::App* latency_cmd = nullptr;
   CLI::App* throughput_cmd = nullptr;
 };
@@ -251,6 +261,26 @@ void add_ceiling_flags(CLI::App* cmd, InprocFlags& f) {
   add_constraint_flags(cmd, f.response_format_schema, f.structured_output);
 }
 
+// --dataset and W7's source (latency and throughput).
+void add_dataset_flags(CLI::App* cmd, InprocFlags& f) {
+  const pagoda::bench::PackageFile w7 = pagoda::bench::w7_source();
+  cmd->add_option("--dataset,--dataset-name", f.dataset,
+                  "random: random token ids of exactly --input-len; w7: input-grounded editing "
+                  "(bench/README.md): as many whole lines of " +
+                      w7.package + " " + w7.version + "'s " + w7.path +
+                      " (read from the installed package, from its first definition) as fit "
+                      "--input-len tokens, with an "
+                      "instruction to reproduce them renaming one name (through the chat "
+                      "template when the model has one); use --input-len 2048 --output-len 1024")
+      ->check(CLI::IsMember({"random", "w7"}))
+      ->capture_default_str();
+  cmd->add_option("--w7-site-packages", f.w7_site_packages,
+                  "folders to look for " + w7.package + " " + w7.version +
+                      " in (its *.dist-info gives the version; another version is refused); "
+                      "default: python3's sys.path")
+      ->type_name("DIR");
+}
+
 void add_inproc_commands(CLI::App& app, InprocFlags& f) {
   f.latency_cmd =
       app.add_subcommand("latency",
@@ -267,6 +297,22 @@ void add_inproc_commands(CLI::App& app, InprocFlags& f) {
   f.latency_cmd->add_option("--num-iters-warmup,--warmup", l.num_warmup, "untimed iterations first")
       ->capture_default_str();
   add_ceiling_flags(f.latency_cmd, f);
+  add_dataset_flags(f.latency_cmd, f);
+  auto* replay = f.latency_cmd->add_option(
+      "--speculative-replay", f.spec_replay,
+      "run the workload without speculation, record every prompt's greedy output, then run it "
+      "again (a fresh engine) with a replay proposer drafting K tokens of that output (every "
+      "draft accepted: the mechanics of verification at full acceptance), and report both runs "
+      "side by side (TPOT, tok/s, speedup, acceptance; fails when a greedy output differs); not "
+      "with --speculative-config or structured output");
+  replay->check(CLI::Range(1, 64))->type_name("K");
+  f.latency_cmd
+      ->add_option("--speculative-random", f.spec_random,
+                   "like --speculative-replay, with K random token ids drafted per step "
+                   "(nothing accepted: the cost of speculation)")
+      ->check(CLI::Range(1, 64))
+      ->type_name("K")
+      ->excludes(replay);
   f.throughput_cmd = app.add_subcommand("throughput",
                                         "W2/W6: offline throughput in-process: every request added "
                                         "at once; output tok/s, total tok/s, req/s");
@@ -282,6 +328,40 @@ void add_inproc_commands(CLI::App& app, InprocFlags& f) {
   f.throughput_cmd->add_option("--result-json", f.result_json,
                                "write the results to this JSON file");
   add_constraint_flags(f.throughput_cmd, f.response_format_schema, f.structured_output);
+  add_dataset_flags(f.throughput_cmd, f);
+}
+
+// W7's source text ("" for --dataset random), read before any engine starts.
+Result<std::string> dataset_source(const InprocFlags& f) {
+  if (f.dataset != "w7") return std::string();
+  std::vector<std::string> dirs = f.w7_site_packages;
+  if (dirs.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(dirs, pagoda::bench::python_path_dirs());
+  }
+  return pagoda::bench::read_package_file(pagoda::bench::w7_source(), dirs);
+}
+
+// The dataset's prompts for `engine` (null for random): W7 through its
+// tokenizer and chat template, held by the returned maker.
+Result<pagoda::bench::PromptMaker> dataset_prompts(const InprocFlags& f, const std::string& source,
+                                                   const pagoda::Engine& engine,
+                                                   int64_t input_len) {
+  if (f.dataset != "w7") return pagoda::bench::PromptMaker{};
+  pagoda::bench::ChatRenderer chat;
+  if (engine.has_chat_template())
+    chat = [&engine](const pagoda::ChatTemplateInputs& in) {
+      return engine.apply_chat_template(in);
+    };
+  PAGODA_ASSIGN_OR_RETURN(
+      auto w7, pagoda::bench::W7Prompts::create(source, engine.tokenizer(), chat, input_len));
+  std::fprintf(stderr, "W7: lines %lld-%lld of %s (%zu names to rename), %s prompts\n",
+               static_cast<long long>(w7.first_line()),
+               static_cast<long long>(w7.first_line() + w7.num_lines() - 1),
+               pagoda::bench::w7_source().path.c_str(), w7.names().size(),
+               chat ? "chat" : "completion");
+  auto shared = std::make_shared<const pagoda::bench::W7Prompts>(std::move(w7));
+  return pagoda::bench::PromptMaker(
+      [shared](int64_t first, int64_t count) { return shared->make(first, count); });
 }
 
 Status write_json(const std::string& path, const nlohmann::json& j) {
@@ -312,28 +392,93 @@ Status measure_ceiling(InprocFlags& f, const pagoda::ModelConfig& config,
   return Status::Ok();
 }
 
+// One latency run on `engine`: its report (and recordings when asked).
+Result<nlohmann::json> latency_run(const InprocFlags& f, pagoda::Engine& engine,
+                                   const std::string& source, pagoda::bench::LatencyReportInputs in,
+                                   std::vector<pagoda::bench::Recording>* recordings) {
+  pagoda::bench::LatencyBenchOptions options = f.latency;
+  options.dataset = f.dataset;
+  options.record_outputs = recordings != nullptr;
+  PAGODA_ASSIGN_OR_RETURN(options.prompts, dataset_prompts(f, source, engine, options.input_len));
+  auto result = pagoda::bench::run_latency_bench(engine, options);
+  engine.drain();
+  if (!result.ok()) return result.error();
+  if (recordings) *recordings = std::move(result.value().recordings);
+  in.options = options;
+  in.result = std::move(result).value();
+  in.device = engine.info().device;
+  in.model = engine.info().served_model_name;
+  return pagoda::bench::latency_report(in);
+}
+
+// --speculative-replay / --speculative-random: the second run, with the
+// benchmark proposer put into the engine's parts.
+Status run_speculative_comparison(const InprocFlags& f, const std::string& source,
+                                  const pagoda::bench::LatencyReportInputs& in,
+                                  nlohmann::json baseline,
+                                  const std::vector<pagoda::bench::Recording>& recorded) {
+  const bool replay = f.spec_replay > 0;
+  const int k = replay ? f.spec_replay : f.spec_random;
+  PAGODA_ASSIGN_OR_RETURN(auto parts, pagoda::load_engine_parts(f.engine));
+  parts.options.speculative.num_speculative_tokens = k;
+  parts.info.speculative_method = replay ? "replay" : "random";
+  parts.info.num_speculative_tokens = k;
+  if (replay) {
+    auto proposer = std::make_unique<pagoda::ReplayProposer>();
+    for (const auto& r : recorded) proposer->record(r.prompt, r.output);
+    parts.proposer = std::move(proposer);
+  } else {
+    parts.proposer = std::make_unique<pagoda::RandomProposer>(
+        static_cast<int32_t>(parts.info.vocab_size), f.latency.seed + 1);
+  }
+  PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::LlmEngine::start(std::move(parts)));
+  std::vector<pagoda::bench::Recording> again;
+  PAGODA_ASSIGN_OR_RETURN(auto speculative, latency_run(f, *engine, source, in, &again));
+  engine.reset();
+  bool same = again.size() == recorded.size();
+  for (size_t i = 0; same && i < again.size(); ++i)
+    same = again[i].prompt == recorded[i].prompt && again[i].output == recorded[i].output;
+  auto report = pagoda::bench::spec_comparison(replay ? "replay" : "random", k, std::move(baseline),
+                                               std::move(speculative), same);
+  std::printf("%s", pagoda::bench::format_spec_comparison(report).c_str());
+  PAGODA_RETURN_IF_ERROR(write_json(f.result_json, report));
+  if (!same)
+    return pagoda::make_error(ErrorCode::kInternal,
+                              "the greedy outputs with speculation differ from those without it");
+  return Status::Ok();
+}
+
 Status run_latency(InprocFlags& f) {
   PAGODA_ASSIGN_OR_RETURN(f.latency.constraint, pagoda::bench::bench_constraint(
                                                     f.response_format_schema, f.structured_output));
+  const bool compare = f.spec_replay > 0 || f.spec_random > 0;
+  if (compare && f.engine.speculative.enabled())
+    return pagoda::make_error(ErrorCode::kInvalidArgument,
+                              "--speculative-replay and --speculative-random bring their own "
+                              "proposer: drop --speculative-config");
+  if (compare && f.latency.constraint)
+    return pagoda::make_error(ErrorCode::kInvalidArgument,
+                              "--speculative-replay and --speculative-random cannot be combined "
+                              "with structured output: constrained requests are not drafted");
+  PAGODA_ASSIGN_OR_RETURN(std::string source, dataset_source(f));
   PAGODA_ASSIGN_OR_RETURN(auto location, pagoda::resolve_model(
                               f.engine.model, pagoda::app::hub_options(f.engine.revision, f.engine.download_dir)));
   // Only the config: the engine loads the weights (as --load-format says).
   PAGODA_ASSIGN_OR_RETURN(auto model, pagoda::describe_model(location));
   pagoda::bench::LatencyReportInputs in;
   PAGODA_RETURN_IF_ERROR(measure_ceiling(f, model.config, in));
-  PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
-  auto result = pagoda::bench::run_latency_bench(*engine, f.latency);
-  engine->drain();
-  if (!result.ok()) return result.error();
-  in.options = f.latency;
-  in.result = std::move(result).value();
   in.cost = pagoda::bench::model_cost(model.config);
   in.tensor_parallel_size = f.engine.tensor_parallel_size;
   in.pipeline_parallel_size = f.engine.pipeline_parallel_size;
-  in.device = engine->info().device;
-  in.model = engine->info().served_model_name;
   in.matrix_flops_per_s = f.ceiling_tflops * 1e12;
-  auto report = pagoda::bench::latency_report(in);
+  std::vector<pagoda::bench::Recording> recorded;
+  nlohmann::json report;
+  {
+    PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
+    PAGODA_ASSIGN_OR_RETURN(report,
+                            latency_run(f, *engine, source, in, compare ? &recorded : nullptr));
+  }  // the engine's memory is free before a second one starts
+  if (compare) return run_speculative_comparison(f, source, in, std::move(report), recorded);
   std::printf("%s", pagoda::bench::format_latency_report(report).c_str());
   return write_json(f.result_json, report);
 }
@@ -342,7 +487,11 @@ Status run_throughput(InprocFlags& f) {
   PAGODA_ASSIGN_OR_RETURN(
       f.throughput.constraint,
       pagoda::bench::bench_constraint(f.response_format_schema, f.structured_output));
+  PAGODA_ASSIGN_OR_RETURN(std::string source, dataset_source(f));
   PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
+  f.throughput.dataset = f.dataset;
+  PAGODA_ASSIGN_OR_RETURN(f.throughput.prompts,
+                          dataset_prompts(f, source, *engine, f.throughput.input_len));
   auto result = pagoda::bench::run_throughput_bench(*engine, f.throughput);
   engine->drain();
   if (!result.ok()) return result.error();

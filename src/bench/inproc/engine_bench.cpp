@@ -36,6 +36,8 @@ OutputSink make_sink(const std::shared_ptr<BatchState>& state, size_t i) {
       r.first_token = t;
     }
     r.num_prompt_tokens = out.num_prompt_tokens;
+    if (out.index == 0)
+      r.output_ids.insert(r.output_ids.end(), out.token_ids.begin(), out.token_ids.end());
     r.num_output_tokens = std::max(r.num_output_tokens, out.num_output_tokens);
     if (out.finish_reason && !state->finished[i]) {
       state->finished[i] = true;
@@ -113,8 +115,15 @@ Result<std::shared_ptr<const CompiledConstraint>> compile_bench_constraint(
 }
 
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after) {
+  SpecTotals spec{after.spec_num_drafts - before.spec_num_drafts,
+                  after.spec_num_draft_tokens - before.spec_num_draft_tokens,
+                  after.spec_num_accepted_tokens - before.spec_num_accepted_tokens,
+                  after.spec_accepted_per_position};
+  for (size_t j = 0;
+       j < spec.accepted_per_position.size() && j < before.spec_accepted_per_position.size(); ++j)
+    spec.accepted_per_position[j] -= before.spec_accepted_per_position[j];
   return {after.steps.minus(before.steps), after.graph_steps.minus(before.graph_steps),
-          after.overlapped_steps - before.overlapped_steps};
+          after.overlapped_steps - before.overlapped_steps, std::move(spec)};
 }
 
 Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchOptions& o) {
@@ -128,14 +137,23 @@ Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchO
   out.min_output_tokens = o.output_len;
   const int64_t vocab = engine.info().vocab_size;
   EngineMetrics timed_start;
+  int64_t prompt_tokens = 0, num_timed = 0;
   for (int it = 0; it < o.num_warmup + o.num_iters; ++it) {
     if (it == o.num_warmup) timed_start = engine.metrics();
-    auto prompts = random_prompts(o.batch_size, o.input_len, 0.0, vocab,
-                                  o.seed + static_cast<uint64_t>(it), nullptr, 1);
+    std::vector<std::vector<int32_t>> prompts;
+    if (o.prompts) {
+      PAGODA_ASSIGN_OR_RETURN(prompts, o.prompts(it * o.batch_size, o.batch_size));
+    } else {
+      prompts = random_prompts(o.batch_size, o.input_len, 0.0, vocab,
+                               o.seed + static_cast<uint64_t>(it), nullptr, 1);
+    }
     std::vector<int64_t> lens(prompts.size(), o.output_len);
     PAGODA_ASSIGN_OR_RETURN(
         auto timings,
         run_engine_batch(engine, prompts, lens, "lat-" + std::to_string(it) + "-", constraint));
+    if (o.record_outputs)
+      for (size_t i = 0; i < prompts.size(); ++i)
+        out.recordings.push_back({prompts[i], timings[i].output_ids});
     if (it < o.num_warmup) continue;
     std::vector<double> ttft, tpot;
     double end = 0.0;
@@ -147,12 +165,16 @@ Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchO
         tpot.push_back((t.end - t.first_token) / static_cast<double>(t.num_output_tokens - 1));
       end = std::max(end, t.end);
       out.min_output_tokens = std::min(out.min_output_tokens, t.num_output_tokens);
+      prompt_tokens += t.num_prompt_tokens;
+      ++num_timed;
     }
     out.ttft_s.push_back(mean_of(ttft));
     out.tpot_s.push_back(mean_of(tpot));
     out.latency_s.push_back(end);
   }
   out.steps = step_totals_between(timed_start, engine.metrics());
+  out.mean_prompt_tokens =
+      num_timed > 0 ? static_cast<double>(prompt_tokens) / static_cast<double>(num_timed) : 0.0;
   return out;
 }
 
@@ -162,8 +184,14 @@ Result<ThroughputBenchResult> run_throughput_bench(Engine& engine,
     return make_error(ErrorCode::kInvalidArgument,
                       "throughput bench needs num_prompts, input_len, output_len >= 1");
   std::vector<int64_t> lens;
-  auto prompts = random_prompts(o.num_prompts, o.input_len, o.range_ratio, engine.info().vocab_size,
-                                o.seed, &lens, o.output_len);
+  std::vector<std::vector<int32_t>> prompts;
+  if (o.prompts) {
+    PAGODA_ASSIGN_OR_RETURN(prompts, o.prompts(0, o.num_prompts));
+    lens.assign(prompts.size(), o.output_len);
+  } else {
+    prompts = random_prompts(o.num_prompts, o.input_len, o.range_ratio, engine.info().vocab_size,
+                             o.seed, &lens, o.output_len);
+  }
   if (prompts.empty())
     return make_error(ErrorCode::kInvalidArgument, "bad --range-ratio: must be in [0, 1)");
   PAGODA_ASSIGN_OR_RETURN(auto constraint, compile_bench_constraint(engine, o.constraint));

@@ -1,11 +1,13 @@
 // In-process engine benches (no HTTP): `pagoda bench latency` (W1: a batch
 // of identical-shape requests, timed per iteration) and `pagoda bench
 // throughput` (W2/W6: every request added at once). Requests carry random
-// prompt token ids, greedy sampling, ignore_eos and an exact max_tokens, so
-// every request generates exactly its output length.
+// prompt token ids or a dataset's prompts (PromptMaker: W7), greedy
+// sampling, ignore_eos and an exact max_tokens, so every request generates
+// exactly its output length.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +31,7 @@ struct RequestTiming {
   double end = 0.0;          // final event
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;
+  std::vector<int32_t> output_ids;  // the tokens generated
   bool aborted = false;
 };
 
@@ -45,13 +48,35 @@ Result<std::vector<RequestTiming>> run_engine_batch(
 Result<std::shared_ptr<const CompiledConstraint>> compile_bench_constraint(
     const Engine& engine, const std::optional<StructuredOutputSpec>& spec);
 
+// Speculative decoding's counters over a span (EngineMetrics::spec_*
+// differences); accepted_per_position is empty when speculation was off.
+struct SpecTotals {
+  uint64_t num_drafts = 0;  // verifications of a drafted sequence
+  uint64_t num_draft_tokens = 0;
+  uint64_t num_accepted_tokens = 0;
+  std::vector<uint64_t> accepted_per_position;  // [num_speculative_tokens]
+};
+
 // Engine steps over a timed span (EngineMetrics differences).
 struct StepTotals {
   StepTimes all;
   StepTimes graph;  // the decode-graph replays among them
   uint64_t overlapped = 0;  // steps whose successor was launched while they ran
+  SpecTotals spec;
 };
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after);
+
+// The prompts of requests first .. first + count - 1 of a bench (a dataset
+// such as W7, bench/inproc/w7_editing.h); the same numbers give the same
+// prompts.
+using PromptMaker =
+    std::function<Result<std::vector<std::vector<int32_t>>>(int64_t first, int64_t count)>;
+
+// A prompt and the tokens the engine generated for it.
+struct Recording {
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> output;
+};
 
 struct LatencyBenchOptions {
   int64_t input_len = 1024;
@@ -61,6 +86,11 @@ struct LatencyBenchOptions {
   int num_warmup = 2;
   uint64_t seed = 0;
   std::optional<StructuredOutputSpec> constraint;  // set: every request follows it
+  // Set: iteration `it`'s requests are prompts(it * batch_size, batch_size)
+  // (input_len is the dataset's bound); null: random token ids of input_len.
+  PromptMaker prompts;
+  std::string dataset = "random";  // the name the report gives the prompts
+  bool record_outputs = false;     // fill LatencyBenchResult::recordings
 };
 
 // Per timed iteration (fresh random prompts each time, so prefix caching
@@ -70,7 +100,10 @@ struct LatencyBenchResult {
   std::vector<double> tpot_s;
   std::vector<double> latency_s;
   int64_t min_output_tokens = 0;  // fewest tokens any request produced (== output_len when healthy)
+  double mean_prompt_tokens = 0.0;  // over the timed requests
   StepTotals steps;                // over the timed iterations
+  // With record_outputs: every request's prompt and output, warmup included.
+  std::vector<Recording> recordings;
 };
 
 Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchOptions& options);
@@ -82,6 +115,8 @@ struct ThroughputBenchOptions {
   double range_ratio = 0.0;
   uint64_t seed = 0;
   std::optional<StructuredOutputSpec> constraint;  // set: every request follows it
+  PromptMaker prompts;  // set: prompts(0, num_prompts); null: random ids (input_len, range_ratio)
+  std::string dataset = "random";
 };
 
 struct ThroughputBenchResult {

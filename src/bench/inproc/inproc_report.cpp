@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "bench/metrics.h"
 
 namespace pagoda::bench {
@@ -27,6 +29,30 @@ std::string num(const json& j, const char* key, const char* unit = "") {
   return fmt::format("{:.2f}{}", j[key].get<double>(), unit);
 }
 
+// vLLM's spec_decode summary: mean accepted length = 1 + accepted / drafts
+// (tokens per verification step, the target's own token included),
+// acceptance rate = accepted / drafted tokens, and per position j the share
+// of drafts whose token j was accepted. Only when speculation was on.
+void spec_fields(json& j, const SpecTotals& s) {
+  if (s.accepted_per_position.empty()) return;
+  const double drafts = static_cast<double>(s.num_drafts);
+  j["spec_num_drafts"] = s.num_drafts;
+  j["spec_num_draft_tokens"] = s.num_draft_tokens;
+  j["spec_num_accepted_tokens"] = s.num_accepted_tokens;
+  j["spec_accepted_per_position"] = s.accepted_per_position;
+  j["spec_mean_accepted_length"] =
+      s.num_drafts > 0 ? json(1.0 + static_cast<double>(s.num_accepted_tokens) / drafts)
+                       : json(nullptr);
+  j["spec_acceptance_rate"] = s.num_draft_tokens > 0
+                                  ? json(static_cast<double>(s.num_accepted_tokens) /
+                                         static_cast<double>(s.num_draft_tokens))
+                                  : json(nullptr);
+  json per_pos = json::array();
+  for (uint64_t a : s.accepted_per_position)
+    per_pos.push_back(s.num_drafts > 0 ? json(static_cast<double>(a) / drafts) : json(nullptr));
+  j["spec_acceptance_per_position"] = per_pos;
+}
+
 json host_us(const StepTimes& t) {
   return t.steps > 0
              ? json((t.seconds - t.device_wait_seconds) / static_cast<double>(t.steps) * 1e6)
@@ -42,6 +68,7 @@ void step_fields(json& j, const StepTotals& s) {
   j["host_us_per_eager_step"] = host_us(s.all.minus(s.graph));
   j["device_wait_pct"] =
       s.all.seconds > 0 ? json(100.0 * s.all.device_wait_seconds / s.all.seconds) : json(nullptr);
+  spec_fields(j, s.spec);
 }
 
 // Host time = step wall time minus the wait for sampled ids; for eager steps
@@ -54,6 +81,19 @@ void step_lines(std::string& out, const json& j) {
   line(out, "  graph steps / eager steps (us):",
        fmt::format("{} / {}", num(j, "host_us_per_graph_step"), num(j, "host_us_per_eager_step")));
   line(out, "Step time waiting for the device (%):", num(j, "device_wait_pct"));
+  if (!j.contains("spec_num_drafts")) return;
+  line(out, "Speculation: drafts / drafted / accepted:",
+       fmt::format("{} / {} / {}", j["spec_num_drafts"].get<uint64_t>(),
+                   j["spec_num_draft_tokens"].get<uint64_t>(),
+                   j["spec_num_accepted_tokens"].get<uint64_t>()));
+  line(out, "  mean accepted length (tokens/step):", num(j, "spec_mean_accepted_length"));
+  line(out, "  acceptance rate:", num(j, "spec_acceptance_rate"));
+  std::string per_pos;
+  for (const json& v : j["spec_acceptance_per_position"]) {
+    if (!per_pos.empty()) per_pos += ' ';
+    per_pos += v.is_null() ? std::string("n/a") : fmt::format("{:.3f}", v.get<double>());
+  }
+  line(out, "  acceptance per position:", per_pos);
 }
 
 }  // namespace
@@ -63,7 +103,9 @@ json latency_report(const LatencyReportInputs& in) {
   json j = {{"bench", "latency"},
             {"model", in.model},
             {"device", in.device},
+            {"dataset", o.dataset},
             {"input_len", o.input_len},
+            {"mean_prompt_tokens", in.result.mean_prompt_tokens},
             {"output_len", o.output_len},
             {"batch_size", o.batch_size},
             {"num_iters", o.num_iters},
@@ -73,7 +115,10 @@ json latency_report(const LatencyReportInputs& in) {
   stats(j, "ttft", in.result.ttft_s);
   stats(j, "tpot", in.result.tpot_s);
   stats(j, "latency", in.result.latency_s);
-  double context = static_cast<double>(o.input_len) + static_cast<double>(o.output_len - 1) / 2.0;
+  // The prompts' real mean length (W7's prompts are at most input_len).
+  const double prompt_len = in.result.mean_prompt_tokens > 0 ? in.result.mean_prompt_tokens
+                                                             : static_cast<double>(o.input_len);
+  double context = prompt_len + static_cast<double>(o.output_len - 1) / 2.0;
   double bytes = decode_bytes_per_step(in.cost, in.bytes_per_weight, in.bytes_per_kv_elem,
                                        o.batch_size, context);
   double tpot_s = j["tpot_mean_ms"].get<double>() / 1000.0;
@@ -97,9 +142,14 @@ json latency_report(const LatencyReportInputs& in) {
         tpot_s > 0 ? json(100.0 * bytes / in.bandwidth->bytes_per_s / tpot_s) : json(nullptr);
   }
   double ttft_s = j["ttft_mean_ms"].get<double>() / 1000.0;
-  double flops = static_cast<double>(o.batch_size) * prefill_flops(in.cost, o.input_len);
+  double flops = static_cast<double>(o.batch_size) *
+                 prefill_flops(in.cost, static_cast<int64_t>(std::llround(prompt_len)));
   j["prefill_tok_s"] =
-      ttft_s > 0 ? json(static_cast<double>(o.batch_size * o.input_len) / ttft_s) : json(nullptr);
+      ttft_s > 0 ? json(static_cast<double>(o.batch_size) * prompt_len / ttft_s) : json(nullptr);
+  const double latency_s = j["latency_mean_ms"].get<double>() / 1000.0;
+  j["output_tok_s"] = latency_s > 0
+                          ? json(static_cast<double>(o.batch_size * o.output_len) / latency_s)
+                          : json(nullptr);
   j["prefill_tflops"] = ttft_s > 0 ? json(flops / ttft_s / 1e12) : json(nullptr);
   if (in.matrix_flops_per_s > 0 && ttft_s > 0) {
     j["matrix_ceiling_tflops"] = in.matrix_flops_per_s / 1e12;
@@ -114,8 +164,9 @@ std::string format_latency_report(const json& j) {
   line(out, "Model / device:",
        fmt::format("{} / {}", j["model"].get<std::string>(), j["device"].get<std::string>()));
   line(out, "Batch x input -> output tokens:",
-       fmt::format("{} x {} -> {}", j["batch_size"].get<int64_t>(), j["input_len"].get<int64_t>(),
-                   j["output_len"].get<int64_t>()));
+       fmt::format("{} x {} -> {} ({}, mean prompt {:.1f})", j["batch_size"].get<int64_t>(),
+                   j["input_len"].get<int64_t>(), j["output_len"].get<int64_t>(),
+                   j["dataset"].get<std::string>(), j["mean_prompt_tokens"].get<double>()));
   for (auto [key, label] :
        {std::pair{"ttft", "TTFT"}, std::pair{"tpot", "TPOT"}, std::pair{"latency", "E2E"}}) {
     line(out, fmt::format("{} mean / median / p99 (ms):", label),
@@ -124,6 +175,7 @@ std::string format_latency_report(const json& j) {
                      num(j, fmt::format("{}_p99_ms", key).c_str())));
   }
   line(out, "Decode tok/s (batch / mean TPOT):", num(j, "decode_tok_s"));
+  line(out, "Output tok/s (batch * output / E2E):", num(j, "output_tok_s"));
   line(out, "Bytes read per decode step (MB):",
        fmt::format("{:.2f}", j["decode_bytes_per_step"].get<double>() / 1e6));
   if (j.contains("decode_bytes_per_rank")) {
@@ -150,19 +202,20 @@ json throughput_report(const ThroughputBenchOptions& o, const ThroughputBenchRes
                        const std::string& model, const std::string& device) {
   double d = r.elapsed_s > 0 ? r.elapsed_s : 1.0;
   json j = {{"bench", "throughput"},
-          {"model", model},
-          {"device", device},
-          {"num_prompts", o.num_prompts},
-          {"input_len", o.input_len},
-          {"output_len", o.output_len},
-          {"range_ratio", o.range_ratio},
-          {"elapsed_s", r.elapsed_s},
-          {"num_requests", r.num_requests},
-          {"total_prompt_tokens", r.num_prompt_tokens},
-          {"total_output_tokens", r.num_output_tokens},
-          {"requests_per_s", static_cast<double>(r.num_requests) / d},
-          {"output_tok_s", static_cast<double>(r.num_output_tokens) / d},
-          {"total_tok_s", static_cast<double>(r.num_prompt_tokens + r.num_output_tokens) / d}};
+            {"model", model},
+            {"device", device},
+            {"num_prompts", o.num_prompts},
+            {"dataset", o.dataset},
+            {"input_len", o.input_len},
+            {"output_len", o.output_len},
+            {"range_ratio", o.range_ratio},
+            {"elapsed_s", r.elapsed_s},
+            {"num_requests", r.num_requests},
+            {"total_prompt_tokens", r.num_prompt_tokens},
+            {"total_output_tokens", r.num_output_tokens},
+            {"requests_per_s", static_cast<double>(r.num_requests) / d},
+            {"output_tok_s", static_cast<double>(r.num_output_tokens) / d},
+            {"total_tok_s", static_cast<double>(r.num_prompt_tokens + r.num_output_tokens) / d}};
   step_fields(j, r.steps);
   return j;
 }
@@ -172,8 +225,9 @@ std::string format_throughput_report(const json& j) {
   line(out, "Model / device:",
        fmt::format("{} / {}", j["model"].get<std::string>(), j["device"].get<std::string>()));
   line(out, "Requests x input -> output tokens:",
-       fmt::format("{} x {} -> {}", j["num_prompts"].get<int64_t>(), j["input_len"].get<int64_t>(),
-                   j["output_len"].get<int64_t>()));
+       fmt::format("{} x {} -> {} ({})", j["num_prompts"].get<int64_t>(),
+                   j["input_len"].get<int64_t>(), j["output_len"].get<int64_t>(),
+                   j["dataset"].get<std::string>()));
   line(out, "Elapsed (s):", num(j, "elapsed_s"));
   line(out, "Requests/s:", num(j, "requests_per_s"));
   line(out, "Output tokens/s:", num(j, "output_tok_s"));

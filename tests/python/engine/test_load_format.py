@@ -103,3 +103,25 @@ def test_llama3_70b_preset(tmp_path):
     assert c["rope_theta"] == 500000.0 and c["rope_scaling"]["rope_type"] == "llama3"
     assert c["tie_word_embeddings"] is False
     assert not list(model.glob("*.safetensors"))
+
+
+def test_llama3_1b_preset_is_a_draft_for_the_8b_vocabulary(tmp_path):
+    model = config_only(tmp_path / "1b", "llama3-1b")
+    c = json.loads((model / "config.json").read_text())
+    # Llama-3.2-1B's shape: 1,235,814,400 parameters with the embedding tied.
+    assert (c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"],
+            c["head_dim"], c["intermediate_size"], c["vocab_size"]) == (2048, 16, 32, 8, 64, 8192, 128256)
+    assert c["tie_word_embeddings"] is True and c["rope_scaling"]["factor"] == 32.0
+    params = (c["vocab_size"] * c["hidden_size"] + c["num_hidden_layers"] * (
+        c["hidden_size"] * c["head_dim"] * (2 * c["num_attention_heads"] + 2 * c["num_key_value_heads"])
+        + 3 * c["hidden_size"] * c["intermediate_size"] + 2 * c["hidden_size"]) + c["hidden_size"])
+    assert params == 1235814400
+    # Shrunk to a CPU size, it drafts for a tiny llama3-8b-family target (same vocabulary and
+    # tokenizer, which --speculative-config's draft_model checks at start).
+    target = config_only(tmp_path / "tiny", "tiny", *TINY)
+    draft = config_only(tmp_path / "draft", "llama3-1b", *TINY)
+    spec = json.dumps({"method": "draft_model", "model": str(draft), "num_speculative_tokens": 2})
+    out = run("bench", "latency", target, *ENGINE, "--load-format", "dummy", "--input-len", "8",
+              "--output-len", "6", "--num-iters", "1", "--warmup", "0", "--speculative-config", spec)
+    assert out.returncode == 0, out.stderr
+    assert "mean accepted length" in out.stdout, out.stdout
