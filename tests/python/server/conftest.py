@@ -1,8 +1,10 @@
-"""Fixtures for tests/python/server: the shared server, auth, an SDK client."""
+"""Fixtures for tests/python/server: the shared server, auth, an SDK client,
+and `running` for tests that start `pagoda serve` with their own flags."""
 import openai
 import pytest
 
 from server_harness import API_KEY, REAL, launch
+from serve_process import serve
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +32,19 @@ def client(base_url):
     return openai.OpenAI(base_url=base_url + "/v1", api_key=API_KEY, max_retries=0, timeout=120)
 
 
+
+
+@pytest.fixture
+def running():
+    """Starts servers (serve_process.serve) for a test and stops them after it
+    (each must exit 0)."""
+    procs = []
+
+    def start(*args, **kw):
+        proc = serve(*args, **kw)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        assert proc.stop() == 0, proc.output()

@@ -34,20 +34,6 @@ def rendered(url, model=None):
     return text.json()["prompt"]
 
 
-@pytest.fixture
-def running():
-    """Starts servers for a test and stops them after it (each must exit 0)."""
-    procs = []
-
-    def start(*args, **kw):
-        proc = serve(*args, **kw)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        assert proc.stop() == 0, proc.output()
-
 
 def test_several_served_model_names(running):
     url = running("--served-model-name", "first", "second", "third").ready_url()

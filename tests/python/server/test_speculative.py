@@ -28,19 +28,6 @@ METHODS = {
 }
 
 
-@pytest.fixture
-def running():
-    procs = []
-
-    def start(*args, **kw):
-        proc = serve(*args, **kw)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        assert proc.stop() == 0, proc.output()
-
 
 def answers(url):
     """Greedy completion and chat answers (with logprobs) and a streamed completion's text."""

@@ -15,19 +15,6 @@ from serve_process import MODEL_DIR, serve
 MESSAGES = [{"role": "user", "content": "Tell me a story about a dog"}]
 
 
-@pytest.fixture
-def running():
-    procs = []
-
-    def start(*args, **kw):
-        proc = serve(*args, **kw)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        assert proc.stop() == 0, proc.output()
-
 
 def greedy_chat(url):
     r = requests.post(url + "/v1/chat/completions",

@@ -88,29 +88,12 @@ std::vector<std::vector<int32_t>> text_prompts(const Tokenizer& tok) {
   return prompts;
 }
 
-SamplingParams greedy_params() {
-  SamplingParams p;
-  p.temperature = 0.0f;
-  p.max_tokens = kMaxTokens;
-  return p;
-}
-
-SamplingParams seeded_params(uint64_t seed) {
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.top_p = 0.9f;
-  p.top_k = 40;
-  p.seed = seed;
-  p.max_tokens = kMaxTokens;
-  return p;
-}
-
 std::vector<TestRequest> make_requests(const std::vector<std::vector<int32_t>>& prompts,
                                        bool seeded) {
   std::vector<TestRequest> out;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    out.push_back(
-        {"r" + std::to_string(i), prompts[i], seeded ? seeded_params(100 + i) : greedy_params()});
+    out.push_back({"r" + std::to_string(i), prompts[i],
+                   seeded ? seeded_params(100 + i, kMaxTokens) : greedy_params(kMaxTokens)});
   }
   return out;
 }
@@ -219,7 +202,8 @@ TEST_F(StoriesConsistency, ReferenceMatchesLlama2cGolden) {
   std::vector<int32_t> want = golden["greedy_ids"].get<std::vector<int32_t>>();
   want.erase(want.begin());  // the BOS prompt
   want.resize(kMaxTokens);
-  EXPECT_EQ(ref_->generate(std::vector<int32_t>{1}, greedy_params(), kEos, 0, kMaxTokens), want);
+  EXPECT_EQ(ref_->generate(std::vector<int32_t>{1}, greedy_params(kMaxTokens), kEos, 0, kMaxTokens),
+            want);
 }
 
 TEST_F(StoriesConsistency, GreedyIdenticalAcrossBatchingChunkingPreemptionAndCache) {

@@ -80,6 +80,23 @@ std::string tiny_model_dir(const std::string& name) {
   return test_data_dir() + "/models/" + name;
 }
 
+SamplingParams greedy_params(int32_t max_tokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+SamplingParams seeded_params(uint64_t seed, int32_t max_tokens) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_p = 0.9f;
+  p.top_k = 40;
+  p.seed = seed;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
 std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   set_log_level(LogLevel::kError);
   if (!valid_device(test_device())) {

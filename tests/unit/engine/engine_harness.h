@@ -123,6 +123,11 @@ struct EngineSetup {
   std::function<int32_t(std::span<const int32_t>, std::span<const int32_t>)> acceptance_rule = {};
 };
 
+// Greedy sampling of max_tokens tokens.
+SamplingParams greedy_params(int32_t max_tokens);
+// Seeded sampling of max_tokens tokens: temperature 1, top_p 0.9, top_k 40.
+SamplingParams seeded_params(uint64_t seed, int32_t max_tokens);
+
 // Loads and starts an engine on test_device() with scheduler invariant
 // checks after every step; nullptr (and a test failure) on error.
 std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup);

@@ -15,12 +15,11 @@
 #include "grammar/compiler.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/matcher.h"
+#include "stories_grammar_test.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::test {
 namespace {
-
-constexpr int64_t kVocab = 512;  // stories260K
 
 // Long fixed keys between short free values.
 constexpr const char* kPerson = R"gbnf(
@@ -31,23 +30,8 @@ constexpr const char* kFree = R"gbnf(
 root ::= [a-z ]+ ("." | "!")
 )gbnf";
 
-class EngineJumpForward : public ::testing::Test {
+class EngineJumpForward : public StoriesGrammarTest {
  protected:
-  static void SetUpTestSuite() {
-    auto tok = Tokenizer::load(stories_dir());
-    ASSERT_TRUE(tok.ok()) << tok.error().message;
-    tok_ = tok->release();
-    prompt_ = new std::vector<int32_t>(tok_->encode("Once upon a time"));
-    auto vocab = grammar::GrammarVocabulary::from_tokenizer(*tok_, tok_->eos_ids(), kVocab);
-    ASSERT_TRUE(vocab.ok()) << vocab.error().message;
-    compiler_ = new grammar::GrammarCompiler(*vocab);
-  }
-  static void TearDownTestSuite() {
-    delete compiler_;
-    delete prompt_;
-    delete tok_;
-  }
-
   static std::shared_ptr<const CompiledConstraint> compile(const char* gbnf) {
     auto c = compiler_->compile({StructuredOutputSpec::Kind::kGrammar, gbnf, {}});
     EXPECT_TRUE(c.ok()) << c.error().message;
@@ -108,10 +92,6 @@ class EngineJumpForward : public ::testing::Test {
       for (const SampleLog& s : log->samples) out.push_back(s.tokens);
     return out;
   }
-
-  static inline Tokenizer* tok_ = nullptr;
-  static inline std::vector<int32_t>* prompt_ = nullptr;
-  static inline grammar::GrammarCompiler* compiler_ = nullptr;
 };
 
 // With and without async scheduling: complete sentences of the grammar,

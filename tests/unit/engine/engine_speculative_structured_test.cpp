@@ -18,13 +18,13 @@
 #include "grammar/gbnf_parser.h"
 #include "grammar/matcher.h"
 #include "spec/random_proposer.h"
+#include "stories_grammar_test.h"
 #include "test_proposers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::test {
 namespace {
 
-constexpr int64_t kVocab = 512;  // stories260K
 constexpr int32_t kMaxTokens = 48;
 
 enum class Drafts { kRecorded, kNoisy, kRandom };
@@ -56,23 +56,8 @@ const std::vector<Constrained>& constraints() {
   return c;
 }
 
-class StoriesSpeculativeStructured : public ::testing::Test {
+class StoriesSpeculativeStructured : public StoriesGrammarTest {
  protected:
-  static void SetUpTestSuite() {
-    auto tok = Tokenizer::load(stories_dir());
-    ASSERT_TRUE(tok.ok()) << tok.error().message;
-    tok_ = tok->release();
-    prompt_ = new std::vector<int32_t>(tok_->encode("Once upon a time"));
-    auto vocab = grammar::GrammarVocabulary::from_tokenizer(*tok_, tok_->eos_ids(), kVocab);
-    ASSERT_TRUE(vocab.ok()) << vocab.error().message;
-    compiler_ = new grammar::GrammarCompiler(*vocab);
-  }
-  static void TearDownTestSuite() {
-    delete compiler_;
-    delete prompt_;
-    delete tok_;
-  }
-
   static SamplingParams params(std::optional<uint64_t> seed, int32_t n = 1) {
     SamplingParams p;
     p.temperature = seed ? 1.0f : 0.0f;
@@ -157,10 +142,6 @@ class StoriesSpeculativeStructured : public ::testing::Test {
       }
     }
   }
-
-  static inline Tokenizer* tok_ = nullptr;
-  static inline std::vector<int32_t>* prompt_ = nullptr;
-  static inline grammar::GrammarCompiler* compiler_ = nullptr;
 };
 
 TEST_F(StoriesSpeculativeStructured, OutputsEqualTheOutputsWithoutSpeculation) {

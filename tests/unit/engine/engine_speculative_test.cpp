@@ -64,23 +64,6 @@ const std::vector<Config>& configs() {
   return c;
 }
 
-SamplingParams greedy_params() {
-  SamplingParams p;
-  p.temperature = 0.0f;
-  p.max_tokens = kMaxTokens;
-  return p;
-}
-
-SamplingParams seeded_params(uint64_t seed) {
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.top_p = 0.9f;
-  p.top_k = 40;
-  p.seed = seed;
-  p.max_tokens = kMaxTokens;
-  return p;
-}
-
 class StoriesSpeculative : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -107,7 +90,7 @@ class StoriesSpeculative : public ::testing::Test {
     std::vector<TestRequest> out;
     for (size_t i = 0; i < prompts_.size(); ++i) {
       out.push_back({"r" + std::to_string(i), prompts_[i],
-                     seeded ? seeded_params(100 + i) : greedy_params()});
+                     seeded ? seeded_params(100 + i, kMaxTokens) : greedy_params(kMaxTokens)});
     }
     return out;
   }
@@ -132,8 +115,7 @@ class StoriesSpeculative : public ::testing::Test {
         return [replay] { return std::make_unique<ReplayProposer>(*replay); };
       case Drafts::kNoisy:
         return [replay] {
-          return std::make_unique<NoisyProposer>(std::make_unique<ReplayProposer>(*replay),
-                                                 0.3, 5);
+          return std::make_unique<NoisyProposer>(std::make_unique<ReplayProposer>(*replay), 0.3, 5);
         };
       case Drafts::kRandom:
         return [] { return std::make_unique<RandomProposer>(512, 9); };
@@ -290,36 +272,36 @@ TEST_F(StoriesSpeculative, PenaltiesLogprobsStopsAndForksAsWithoutSpeculation) {
   auto add = [&](SamplingParams p) {
     reqs.push_back({"f" + std::to_string(reqs.size()), prompts_[reqs.size() % prompts_.size()], p});
   };
-  SamplingParams p = greedy_params();
+  SamplingParams p = greedy_params(kMaxTokens);
   p.repetition_penalty = 1.3f;
   add(p);
-  p = greedy_params();
+  p = greedy_params(kMaxTokens);
   p.frequency_penalty = 0.7f;
   p.presence_penalty = 0.4f;
   add(p);
   // Strong enough to change picks within a step's drafts.
-  p = greedy_params();
+  p = greedy_params(kMaxTokens);
   p.frequency_penalty = 2.0f;
   p.presence_penalty = 2.0f;
   add(p);
-  p = greedy_params();
+  p = greedy_params(kMaxTokens);
   p.repetition_penalty = 3.0f;
   add(p);
-  p = seeded_params(7);
+  p = seeded_params(7, kMaxTokens);
   p.logprobs = 3;
   add(p);
-  p = greedy_params();
+  p = greedy_params(kMaxTokens);
   p.stop = {"was", "park"};
   add(p);
-  p = greedy_params();
+  p = greedy_params(kMaxTokens);
   p.min_tokens = 20;
   p.max_tokens = 23;
   add(p);
-  p = seeded_params(9);
+  p = seeded_params(9, kMaxTokens);
   p.n = 3;
   p.logprobs = 1;
   add(p);
-  p = greedy_params();
+  p = greedy_params(kMaxTokens);
   p.stop_token_ids = {tok_->encode("the", false).front()};
   p.include_stop_str_in_output = true;
   add(p);
@@ -492,7 +474,7 @@ TEST_F(StoriesSpeculative, TemperatureOneDistributionPassesChiSquareAndABiasedRu
   constexpr int kDraws = 1200;
   constexpr int32_t kTokens = 4;
   const std::vector<int32_t> prompt = prompts_[0];
-  SamplingParams greedy = greedy_params();
+  SamplingParams greedy = greedy_params(kMaxTokens);
   const RefSample greedy_out = ref_->sample(prompt, greedy, kEos, 0, kTokens + 4);
   auto draw = [&](uint64_t seed0, std::function<std::unique_ptr<Proposer>()> proposer,
                   std::function<int32_t(std::span<const int32_t>, std::span<const int32_t>)> rule,
