@@ -39,6 +39,11 @@ inline SchedulerConfig small_config(int32_t num_blocks, int32_t block_size, int3
   return c;
 }
 
+inline void expect_invariants(const Scheduler& s) {
+  Status st = s.check_invariants();
+  EXPECT_TRUE(st.ok()) << st.error().message;
+}
+
 // Checks the flattened model input against the scheduler's state.
 inline void expect_consistent(const Scheduler& s, const ScheduleOutput& out) {
   const int32_t bs = s.kv().block_size();

@@ -14,16 +14,12 @@
 namespace pagoda {
 namespace {
 
+using testing::expect_invariants;
 using testing::Harness;
 using testing::Ids;
 using testing::reference_output;
 using testing::small_config;
 using testing::tokens_from;
-
-void expect_invariants(const Scheduler& s) {
-  Status st = s.check_invariants();
-  EXPECT_TRUE(st.ok()) << st.error().message;
-}
 
 // One engine step with the fake model and verification: every sampled row
 // draws fake_next_token of its prefix; a drafted sequence keeps its drafts

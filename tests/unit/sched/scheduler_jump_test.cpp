@@ -11,15 +11,11 @@
 namespace pagoda {
 namespace {
 
+using testing::expect_invariants;
 using testing::Harness;
 using testing::Ids;
 using testing::small_config;
 using testing::tokens_from;
-
-void expect_invariants(const Scheduler& s) {
-  Status st = s.check_invariants();
-  EXPECT_TRUE(st.ok()) << st.error().message;
-}
 
 TEST(SchedulerJump, ReplacedTokensRunAsOneChunkAndSampleAfterTheLast) {
   Harness h(small_config(16, 4, 64));
