@@ -106,7 +106,8 @@ void LlmEngine::propose_drafts() {
   if (!parts_.proposer) return;
   const SpeculativeConfig& config = parts_.options.speculative;
   std::vector<DraftInput> inputs;
-  std::vector<DraftLimits> limits;  // [inputs]
+  std::vector<DraftLimits> limits;    // [inputs]
+  std::vector<SampleState*> samples;  // [inputs]
   int64_t num_running = 0;
   for (const auto& [id, req] : requests_) {
     const Request* sched_req = scheduler_.request(id);
@@ -125,6 +126,7 @@ void LlmEngine::propose_drafts() {
       limits.push_back({sample->constraint.get(), req->allowed_mask,
                         jumps_forward(*req) ? parts_.tokenizer.get() : nullptr,
                         req->max_tokens - sample->stop.num_tokens()});
+      samples.push_back(sample.get());
     }
   }
   if (inputs.empty()) return;
@@ -144,14 +146,8 @@ void LlmEngine::propose_drafts() {
       if (!drafts[i].empty()) kept = scheduler_.set_draft(inputs[i].seq_id, drafts[i]);
     }
     if (!kept.ok()) log_error("speculative decoding: {}", kept.error().message);
-    if (!kept.ok() || *kept == 0) {
-      // No draft: a miss for the back-off (the sample is a request's live one).
-      const Sequence* seq = scheduler_.sequence(inputs[i].seq_id);
-      auto rit = seq != nullptr ? requests_.find(seq->request_id) : requests_.end();
-      if (rit == requests_.end()) continue;
-      auto sit = rit->second->samples.find(inputs[i].seq_id);
-      if (sit != rit->second->samples.end()) note_drafts(*sit->second, num_launched_, false);
-    }
+    // No draft: a miss for the back-off.
+    if (!kept.ok() || *kept == 0) note_drafts(*samples[i], num_launched_, false);
   }
 }
 
