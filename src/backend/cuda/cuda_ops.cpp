@@ -253,13 +253,6 @@ void CudaBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Ten
 void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
                                   const KvCacheView& cache, const AttentionMetadata& meta,
                                   const AttentionScoring& scoring, Tensor& out) {
-  if (scoring.softcap > 0.0f || scoring.sliding_window > 0) {
-    return fail(
-        fmt::format("paged_attention: attention-logit soft-capping (softcap {}) and "
-                    "sliding windows (window {}) are not implemented on cuda yet (Gemma "
-                    "runs on --device cpu)",
-                    scoring.softcap, scoring.sliding_window));
-  }
   if (!attention_args_ok(qkv, layout, cache, meta, out)) {
     return fail(fmt::format(
         "paged_attention: qkv {} out {} k {} block_size {} qsl {} seq_lens {} block_tables {} "
@@ -290,6 +283,8 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   p.max_seq_len = meta.max_seq_len;
   p.num_decode_seqs = meta.num_decode_seqs;
   p.scale = scoring.scale;
+  p.softcap = scoring.softcap;
+  p.window = scoring.sliding_window;
   p.out = out.data;
   const cuda::AttentionWorkspace ws{attention_workspace_, attention_workspace_bytes_, num_sms_};
   const cudaError_t e = cuda::launch_paged_attention(p, ws, stream_);
