@@ -28,6 +28,9 @@ constexpr Family kFamilies[] = {
     {"LlamaForCausalLM", "llama", "llama"},    {"MistralForCausalLM", "mistral", "mistral"},
     {"Qwen2ForCausalLM", "qwen2", "qwen2"},    {"Qwen3ForCausalLM", "qwen3", "qwen3"},
     {"Gemma2ForCausalLM", "gemma2", "gemma2"}, {"Gemma3ForCausalLM", "gemma3_text", "gemma3"},
+    // The language model of Gemma 3's image-text checkpoints (text_config);
+    // the vision tower is not loaded.
+    {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
 };
 
 bool is_gemma(const ModelConfig& c) {
@@ -416,6 +419,17 @@ Status parse_family_flags(const Fields& f, ModelConfig* c) {
   return Status::Ok();
 }
 
+// Gemma3TextConfig's defaults under the given fields (image-text
+// checkpoints' text_config lists only the fields that differ from them).
+Json with_gemma3_text_defaults(const Json& given) {
+  Json j = Json::parse(R"({
+    "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+    "head_dim": 256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-06})");
+  for (const auto& [key, value] : given.items()) j[key] = value;
+  return j;
+}
+
 Result<Json> parse_json_object(std::string_view text, const std::string& path) {
   Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
@@ -432,14 +446,29 @@ Result<ModelConfig> parse_hf_config(std::string_view json_text, const std::strin
   const Fields f(j, path);
   ModelConfig c;
   PAGODA_RETURN_IF_ERROR(parse_architecture(f, &c));
-  PAGODA_RETURN_IF_ERROR(parse_shapes(f, &c));
-  PAGODA_RETURN_IF_ERROR(parse_rope(f, &c));
+  // The language model's fields: text_config of an image-text checkpoint.
+  Json text = j;
+  std::string text_path = path;
+  if (c.hf_architecture == "Gemma3ForConditionalGeneration") {
+    const Json* tc = f.find("text_config");
+    if (tc == nullptr || !tc->is_object())
+      return f.bad("text_config", "an object (the language model's config)");
+    text = *tc;
+    text_path = path + " (text_config)";
+  }
+  if (c.architecture == "gemma3") text = with_gemma3_text_defaults(text);
+  const Fields tf(text, text_path);
+  PAGODA_RETURN_IF_ERROR(parse_shapes(tf, &c));
+  PAGODA_RETURN_IF_ERROR(parse_rope(tf, &c));
   PAGODA_RETURN_IF_ERROR(parse_dtype(f, &c));
-  PAGODA_RETURN_IF_ERROR(parse_family_flags(f, &c));
+  PAGODA_RETURN_IF_ERROR(parse_family_flags(tf, &c));
   std::vector<int32_t> bos;  // an id, or (rarely) a list whose first entry is used
   PAGODA_RETURN_IF_ERROR(f.token_ids("bos_token_id", &bos));
+  if (bos.empty()) PAGODA_RETURN_IF_ERROR(tf.token_ids("bos_token_id", &bos));
   if (!bos.empty()) c.bos_token_id = bos.front();
   PAGODA_RETURN_IF_ERROR(f.token_ids("eos_token_id", &c.eos_token_ids));
+  if (c.eos_token_ids.empty())
+    PAGODA_RETURN_IF_ERROR(tf.token_ids("eos_token_id", &c.eos_token_ids));
   return c;
 }
 

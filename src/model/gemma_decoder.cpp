@@ -4,30 +4,60 @@
 #include <string>
 
 #include "core/float_elements.h"
-#include "model/llama_decoder.h"
 
 namespace pagoda {
 
-LayerTensorNames gemma_layer_names(const ModelConfig& config, int64_t layer) {
-  LayerTensorNames n = llama_layer_names(config, layer);
-  const std::string p = "model.layers." + std::to_string(layer) + ".";
-  n.pre_ff_norm = p + "pre_feedforward_layernorm.weight";
-  n.post_ff_norm = p + "post_feedforward_layernorm.weight";
+namespace {
+
+// Where the decoder's tensors live: "model." (Gemma2/3ForCausalLM), or the
+// language model of a Gemma3ForConditionalGeneration checkpoint
+// ("language_model.model." as Google published them, "model.language_model."
+// as transformers 4.52+ saves them).
+std::string tensor_base(const WeightLoader& loader) {
+  for (const char* base : {"model.", "language_model.model.", "model.language_model."}) {
+    if (loader.has(std::string(base) + "embed_tokens.weight")) return base;
+  }
+  return "model.";
+}
+
+}  // namespace
+
+LayerTensorNames gemma_layer_names(const ModelConfig& config, int64_t layer,
+                                   const std::string& base) {
+  const std::string p = base + "layers." + std::to_string(layer) + ".";
+  LayerTensorNames n;
+  n.input_norm = p + "input_layernorm.weight";
+  n.q_proj = p + "self_attn.q_proj.weight";
+  n.k_proj = p + "self_attn.k_proj.weight";
+  n.v_proj = p + "self_attn.v_proj.weight";
+  if (config.attention_bias) {
+    n.q_bias = p + "self_attn.q_proj.bias";
+    n.k_bias = p + "self_attn.k_proj.bias";
+    n.v_bias = p + "self_attn.v_proj.bias";
+  }
   if (config.qk_norm) {
     n.q_norm = p + "self_attn.q_norm.weight";
     n.k_norm = p + "self_attn.k_norm.weight";
   }
+  n.o_proj = p + "self_attn.o_proj.weight";
+  n.post_attn_norm = p + "post_attention_layernorm.weight";
+  n.pre_ff_norm = p + "pre_feedforward_layernorm.weight";
+  n.post_ff_norm = p + "post_feedforward_layernorm.weight";
+  n.gate_proj = p + "mlp.gate_proj.weight";
+  n.up_proj = p + "mlp.up_proj.weight";
+  n.down_proj = p + "mlp.down_proj.weight";
   return n;
 }
 
 Status load_gemma_decoder(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
-  const GlobalTensorNames g = llama_global_names();
+  const std::string base = tensor_base(loader);
+  const GlobalTensorNames g{base + "embed_tokens.weight", base + "norm.weight", "lm_head.weight"};
   PAGODA_RETURN_IF_ERROR(load_embedding(c, g, loader, w));
   const IndexRange layers = stage_layers(c, loader);
   w->first_layer = layers.begin;
   w->layers.resize(static_cast<size_t>(layers.size()));
   for (int64_t i = layers.begin; i < layers.end; ++i) {
-    const LayerTensorNames n = gemma_layer_names(c, i);
+    const LayerTensorNames n = gemma_layer_names(c, i, base);
     LayerWeights& l = w->layers[static_cast<size_t>(i - layers.begin)];
     PAGODA_ASSIGN_OR_RETURN(l.input_norm, load_norm(c, n.input_norm, loader));
     PAGODA_RETURN_IF_ERROR(load_attention(c, n, loader, &l));

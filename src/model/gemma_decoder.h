@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/result.h"
 #include "io/model_config.h"
@@ -17,15 +18,20 @@
 
 namespace pagoda {
 
-// llama_layer_names plus the sandwich norms ("pre_feedforward_layernorm",
-// "post_feedforward_layernorm"; "post_attention_layernorm" is then the norm
-// of the attention output) and, when config.qk_norm, self_attn.q_norm /
-// k_norm.
-LayerTensorNames gemma_layer_names(const ModelConfig& config, int64_t layer);
+// "<base>layers.N.self_attn.q_proj.weight", ...: the llama names plus the
+// sandwich norms ("pre_feedforward_layernorm", "post_feedforward_layernorm";
+// "post_attention_layernorm" is then the norm of the attention output),
+// self_attn.q_norm / k_norm when config.qk_norm, q/k/v biases when
+// config.attention_bias.
+LayerTensorNames gemma_layer_names(const ModelConfig& config, int64_t layer,
+                                   const std::string& base);
 
 // The embedding, every layer of the stage (the four norms, attention with
 // optional q/k norms, the gate / up / down MLP), the final norm and the tied
-// (or explicit) lm_head; norms get 1 + w when config.norm_weight_offset.
+// (or explicit) lm_head; norms get 1 + w when config.norm_weight_offset. The
+// tensors are under "model." or, in a Gemma3ForConditionalGeneration
+// checkpoint, under its language model ("language_model.model." or
+// "model.language_model."; the vision tower's tensors are not read).
 Status load_gemma_decoder(const ModelConfig& config, WeightLoader& loader, ModelWeights* weights);
 
 // Checks the Gemma fields both families need: sandwich norms and GeGLU

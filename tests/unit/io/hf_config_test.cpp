@@ -258,6 +258,40 @@ TEST(HfConfig, Gemma3) {
   expect_error(j, "use_bidirectional_attention", ErrorCode::kUnsupported);
 }
 
+// google/gemma-3-4b-it's config.json (vision_config abridged): the language
+// model's fields in text_config, the others at Gemma3TextConfig's defaults.
+TEST(HfConfig, Gemma3ImageTextCheckpointsLanguageModel) {
+  Json j = Json::parse(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "boi_token_index": 255999, "eoi_token_index": 256000, "eos_token_id": [1, 106],
+    "image_token_index": 262144, "mm_tokens_per_image": 256,
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16",
+    "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"}})");
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "gemma3");
+  EXPECT_EQ(c.hf_architecture, "Gemma3ForConditionalGeneration");
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.num_layers, 34);
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c.rope_local_base_freq, 10000.0);
+  EXPECT_TRUE(c.qk_norm && c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1, 106}));
+  ASSERT_EQ(c.sliding_layers.size(), 34u);
+  EXPECT_FALSE(c.sliding_layers[5]);
+  EXPECT_TRUE(c.sliding_layers[6]);
+  j.erase("text_config");
+  expect_error(j, "text_config");
+}
+
 TEST(HfConfig, ModelTypeWhenArchitecturesAbsent) {
   Json j = llama_base();
   j.erase("architectures");

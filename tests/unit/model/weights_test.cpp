@@ -133,6 +133,28 @@ TEST(LoadWeights, GemmaNormsGetOnePlusW) {
   }
 }
 
+// A Gemma3ForConditionalGeneration checkpoint: the language model's tensors
+// under either prefix transformers has used; the vision tower's are ignored.
+TEST(LoadWeights, GemmaFromAnImageTextCheckpointsLanguageModel) {
+  CpuBackend be;
+  const ModelConfig c = tiny_config("gemma3");
+  MemorySource plain;
+  test::fill_random(c, &plain);
+  for (const std::string prefix : {"language_model.model.", "model.language_model."}) {
+    MemorySource src;
+    for (const TensorInfo& t : plain.tensors())
+      src.add(prefix + t.name.substr(std::string("model.").size()), t.shape,
+              source_values(plain, t.name), DType::kF32);
+    src.add("vision_tower.vision_model.post_layernorm.weight", {3}, {1, 2, 3}, DType::kF32);
+    auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+    ASSERT_TRUE(w.ok()) << prefix << ": " << error_of(w);
+    std::vector<float> want = source_values(plain, "model.layers.1.post_feedforward_layernorm.weight");
+    for (float& x : want) x += 1.0f;
+    EXPECT_EQ(host(w->layers[1].post_ff_norm), want) << prefix;
+    EXPECT_EQ(host(w->embed), source_values(plain, "model.embed_tokens.weight")) << prefix;
+  }
+}
+
 TEST(LoadWeights, FusesQkvAndGateUpInOrder) {
   CpuBackend be;
   ModelConfig c = tiny_config("qwen2");
