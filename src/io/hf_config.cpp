@@ -25,9 +25,12 @@ struct Family {
 };
 
 constexpr Family kFamilies[] = {
-    {"LlamaForCausalLM", "llama", "llama"},    {"MistralForCausalLM", "mistral", "mistral"},
-    {"Qwen2ForCausalLM", "qwen2", "qwen2"},    {"Qwen3ForCausalLM", "qwen3", "qwen3"},
-    {"Gemma2ForCausalLM", "gemma2", "gemma2"}, {"Gemma3ForCausalLM", "gemma3_text", "gemma3"},
+    {"LlamaForCausalLM", "llama", "llama"},
+    {"MistralForCausalLM", "mistral", "mistral"},
+    {"Qwen2ForCausalLM", "qwen2", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3", "qwen3"},
+    {"Gemma2ForCausalLM", "gemma2", "gemma2"},
+    {"Gemma3ForCausalLM", "gemma3_text", "gemma3"},
     // The language model of Gemma 3's image-text checkpoints (text_config);
     // the vision tower is not loaded.
     {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},

@@ -125,8 +125,7 @@ AttentionScoring default_scoring(const AttnBatch& b) {
   return AttentionScoring(1.0f / std::sqrt(static_cast<float>(b.layout.head_dim)));
 }
 
-std::vector<float> cpu_attention(const AttnBatch& b,
-                                 const AttentionScoring& scoring) {
+std::vector<float> cpu_attention(const AttnBatch& b, const AttentionScoring& scoring) {
   AttnTensors t(cpu_backend(), DType::kF32, b);
   cpu_backend().paged_attention(t.qkv.t(), b.layout, t.cache, t.meta, scoring, t.out.t());
   return t.out.download();

@@ -215,9 +215,8 @@ struct ScoreParams {
 // out, for tiles the caller knows to be fully visible.
 template <int kBlockN, int kD, bool kMask = true>
 __device__ __forceinline__ void online_softmax(float (&s_acc)[kBlockN / 8][4],
-                                               float (&o_acc)[kD / 8][4], SoftmaxState& st,
-                                               int n0, int kv_end, int lane,
-                                               const ScoreParams& sp) {
+                                               float (&o_acc)[kD / 8][4], SoftmaxState& st, int n0,
+                                               int kv_end, int lane, const ScoreParams& sp) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = -INFINITY;

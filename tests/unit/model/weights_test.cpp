@@ -148,7 +148,8 @@ TEST(LoadWeights, GemmaFromAnImageTextCheckpointsLanguageModel) {
     src.add("vision_tower.vision_model.post_layernorm.weight", {3}, {1, 2, 3}, DType::kF32);
     auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
     ASSERT_TRUE(w.ok()) << prefix << ": " << error_of(w);
-    std::vector<float> want = source_values(plain, "model.layers.1.post_feedforward_layernorm.weight");
+    std::vector<float> want =
+        source_values(plain, "model.layers.1.post_feedforward_layernorm.weight");
     for (float& x : want) x += 1.0f;
     EXPECT_EQ(host(w->layers[1].post_ff_norm), want) << prefix;
     EXPECT_EQ(host(w->embed), source_values(plain, "model.embed_tokens.weight")) << prefix;
