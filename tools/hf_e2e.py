@@ -25,7 +25,9 @@ printed; per-prompt details go to --details (JSON).
 
 Models: llama (GQA 12/4, D 64, llama3 rope scaling), mistral (8/2, D 128),
 qwen2 (14/2, D 64, random q/k/v biases, tied embeddings), qwen3 (16/8, D 128,
-q/k norms, tied), llama8b (the Llama-3.1-8B shape), or NAME=FOLDER for an
+q/k norms, tied), gemma2 (8/4, D 128, query_pre_attn_scalar 96, soft-capping, window
+64 on even layers), gemma3 (8/2, D 256, q/k norms, five sliding layers of window 64 to
+one global with linear rope scaling), llama8b (the Llama-3.1-8B shape), or NAME=FOLDER for an
 existing Hugging Face folder (e.g. stories260K). Random weights: transformers'
 init (std 0.02), then condition_weights(): embeddings std 1, o_proj/down_proj
 scaled by 1/sqrt(2 layers), so bf16 inference tracks float32; the small
@@ -78,6 +80,16 @@ SPECS = {
                   num_attention_heads=16, num_key_value_heads=8, head_dim=128, intermediate_size=3072,
                   vocab_size=151936, rope_theta=1000000.0, max_position_embeddings=40960,
                   tie_word_embeddings=True),
+    "gemma2": dict(config="Gemma2Config", perturb=True, hidden_size=1024, num_hidden_layers=4,
+                   num_attention_heads=8, num_key_value_heads=4, head_dim=128, intermediate_size=2816,
+                   vocab_size=32000, rope_theta=10000.0, max_position_embeddings=8192,
+                   query_pre_attn_scalar=96, sliding_window=64, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0, tie_word_embeddings=True),
+    "gemma3": dict(config="Gemma3TextConfig", perturb=True, hidden_size=1024, num_hidden_layers=6,
+                   num_attention_heads=8, num_key_value_heads=2, head_dim=256, intermediate_size=2816,
+                   vocab_size=32000, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                   rope_scaling={"rope_type": "linear", "factor": 8.0}, max_position_embeddings=32768,
+                   query_pre_attn_scalar=256, sliding_window=64, tie_word_embeddings=True),
     "llama8b": dict(config="LlamaConfig", perturb=False, hidden_size=4096, num_hidden_layers=32,
                     num_attention_heads=32, num_key_value_heads=8, head_dim=128, intermediate_size=14336,
                     vocab_size=128256, rope_theta=500000.0, rope_scaling=LLAMA3_ROPE,
@@ -117,7 +129,8 @@ def create_model(name, out, args, torch, transformers):
     if name == "llama8b" and args.layers:
         spec["num_hidden_layers"] = args.layers
     arch = {"LlamaConfig": "LlamaForCausalLM", "MistralConfig": "MistralForCausalLM",
-            "Qwen2Config": "Qwen2ForCausalLM", "Qwen3Config": "Qwen3ForCausalLM"}[cls.__name__]
+            "Qwen2Config": "Qwen2ForCausalLM", "Qwen3Config": "Qwen3ForCausalLM",
+            "Gemma2Config": "Gemma2ForCausalLM", "Gemma3TextConfig": "Gemma3ForCausalLM"}[cls.__name__]
     config = cls(architectures=[arch], initializer_range=0.02, bos_token_id=1, eos_token_id=2, **spec)
     torch.manual_seed(args.seed)
     with torch.device(args.device):
@@ -142,8 +155,10 @@ def condition_weights(model, perturb, args, torch):
     1200-token prompt), residual-writing projections (o_proj, down_proj)
     scaled by 1/sqrt(2 layers) (GPT-2's init), and with tied embeddings the
     final norm scaled by 0.02 so logits keep the untied scale. perturb:
-    random norm weights (1 + 0.2 N) and biases (0.5 N)."""
+    random norm weights (1 + 0.2 N) and biases (0.5 N). Gemma's norms multiply
+    by (1 + w): their stored w get the same factors minus 1."""
     layers = model.config.num_hidden_layers
+    offset = 1.0 if model.config.model_type.startswith("gemma") else 0.0
     gen = torch.Generator(device=args.device).manual_seed(args.seed + 1)
     with torch.no_grad():
         for pname, p in model.named_parameters():
@@ -153,9 +168,10 @@ def condition_weights(model, perturb, args, torch):
                 p.mul_(1.0 / math.sqrt(2 * layers))
             elif perturb and pname.endswith(("norm.weight", ".bias")):
                 noise = torch.randn(p.shape, generator=gen, device=args.device, dtype=torch.float32)
-                p.copy_(1.0 + 0.2 * noise if pname.endswith("norm.weight") else 0.5 * noise)
+                p.copy_(1.0 - offset + 0.2 * noise if pname.endswith("norm.weight") else 0.5 * noise)
         if model.config.tie_word_embeddings:
-            model.model.norm.weight.mul_(0.02)
+            w = model.model.norm.weight
+            w.copy_((w + offset) * 0.02 - offset)
 
 
 def make_prompts(vocab, max_pos, seed):

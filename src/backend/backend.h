@@ -65,6 +65,16 @@ struct AttentionMetadata {
   int num_decode_seqs = 0;
 };
 
+// How paged_attention turns q.k into weights, for one layer. A plain scale
+// converts to it (no capping, no window): the llama path.
+struct AttentionScoring {
+  AttentionScoring(float s = 1.0f, float cap = 0.0f, int32_t window = 0)
+      : scale(s), softcap(cap), sliding_window(window) {}
+  float scale;             // score = q.k * scale
+  float softcap;           // > 0: score = softcap * tanh(score / softcap) (Gemma 2)
+  int32_t sliding_window;  // > 0: the query at position p attends to (p - window, p] only
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -102,6 +112,7 @@ class Backend {
   virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
 
   // out = x / sqrt(mean(x^2) + eps) * w, per row. x, out [T,H]; w [H].
+  // out may be x (in place).
   virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
 
   // residual += x (in place, rounded to compute dtype); then out = rms_norm(residual).
@@ -131,15 +142,30 @@ class Backend {
   // Causal attention over the paged cache for a ragged batch (prefill chunks
   // and decode tokens mixed). Query row j of sequence s (j counted from
   // qsl[s]) sits at position p = seq_lens[s] - q_len_s + j and attends to
-  // positions [0, p] of its sequence. q head h reads kv head h / (Hq / Hkv).
-  // The new tokens' k/v must already be written (kv_write). out [T, Hq*D].
-  virtual void paged_attention(const Tensor& qkv, const QkvLayout& layout,
-                               const KvCacheView& cache, const AttentionMetadata& meta,
-                               float scale, Tensor& out) = 0;
+  // positions [0, p] of its sequence, or [max(0, p - W + 1), p] with a
+  // sliding window W; weights = softmax(scoring(q.k)) (AttentionScoring).
+  // q head h reads kv head h / (Hq / Hkv). The new tokens' k/v must already
+  // be written (kv_write). out [T, Hq*D].
+  virtual void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
+                               const AttentionMetadata& meta, const AttentionScoring& scoring,
+                               Tensor& out) = 0;
 
   // out = silu(gate) * up where gate_up [T, 2I] holds gate in columns [0, I)
   // and up in [I, 2I); out [T, I].
   virtual void silu_mul(const Tensor& gate_up, Tensor& out) = 0;
+
+  // GeGLU: out = gelu_tanh(gate) * up, gate_up and out as in silu_mul, with
+  // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) in f32
+  // (PyTorch's gelu(approximate="tanh")).
+  virtual void gelu_tanh_mul(const Tensor& gate_up, Tensor& out) = 0;
+
+  // x *= s in place, each element in f32 then rounded to x's dtype. x is in
+  // the compute dtype or f32.
+  virtual void scale(Tensor& x, float s) = 0;
+
+  // x = cap * tanh(x / cap) in place, in f32 then rounded to x's dtype
+  // (Gemma's final-logit soft-capping). x is in the compute dtype or f32.
+  virtual void softcap(Tensor& x, float cap) = 0;
 
   // out[r,:] = x[indices[r],:]. x [T,H], indices [R], out [R,H].
   virtual void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) = 0;

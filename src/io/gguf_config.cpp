@@ -17,9 +17,8 @@ struct GgufFamily {
 };
 
 constexpr GgufFamily kGgufFamilies[] = {
-    {"llama", "LlamaForCausalLM"},
-    {"qwen2", "Qwen2ForCausalLM"},
-    {"qwen3", "Qwen3ForCausalLM"},
+    {"llama", "LlamaForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},   {"qwen3", "Qwen3ForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"},
 };
 
 // llama_ftype values of unquantized files.
@@ -180,6 +179,33 @@ void read_tokens(const GgufFile& f, ModelConfig* c) {
   c->eos_token_ids = gguf_eos_token_ids(f);
 }
 
+// Gemma 2 / 3 as llama.cpp's llama-model.cpp runs them: the converter
+// stored the norms as 1 + w (so no offset here); sliding layers every other
+// layer from 0 (gemma2) or five of six (gemma3); the softmax scale
+// head_dim^-0.5, except the 27B models (46 / 62 layers): (hidden / heads)^-0.5;
+// gemma2's soft-capping keys (default 50 / 30); gemma3's local rope base
+// rope.freq_base_swa (default 10000).
+void read_gemma(const ArchKeys& k, ModelConfig* c) {
+  const bool gemma2 = c->architecture == "gemma2";
+  c->gelu_tanh_mlp = c->sandwich_norms = c->scale_embeddings = true;
+  c->qk_norm = !gemma2;
+  const bool is_27b = c->num_layers == (gemma2 ? 46 : 62);
+  c->query_pre_attn_scalar =
+      static_cast<double>(is_27b ? c->hidden_size / c->num_heads : c->head_dim);
+  c->attn_logit_softcapping = gemma2 ? 50.0 : 0.0;
+  c->final_logit_softcapping = gemma2 ? 30.0 : 0.0;
+  k.opt_float("attn_logit_softcapping", &c->attn_logit_softcapping);
+  k.opt_float("final_logit_softcapping", &c->final_logit_softcapping);
+  if (!gemma2) {
+    c->rope_local_base_freq = 10000.0;
+    k.opt_float("rope.freq_base_swa", &c->rope_local_base_freq);
+  }
+  const int64_t pattern = gemma2 ? 2 : 6;
+  c->sliding_layers.assign(static_cast<size_t>(c->num_layers), false);
+  for (int64_t i = 0; i < c->num_layers; ++i)
+    c->sliding_layers[static_cast<size_t>(i)] = c->sliding_window > 0 && (i + 1) % pattern != 0;
+}
+
 DType dtype_from_file_type(std::optional<int64_t> file_type) {
   if (file_type == kFileTypeAllF32) return DType::kF32;
   if (file_type == kFileTypeMostlyF16) return DType::kF16;
@@ -219,7 +245,8 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
     return make_error(
         ErrorCode::kUnsupported,
         fmt::format(
-            "GGUF {}: unsupported general.architecture '{}' (supported: llama, qwen2, qwen3)",
+            "GGUF {}: unsupported general.architecture '{}' (supported: llama, qwen2, qwen3, "
+            "gemma2, gemma3)",
             f.path(), *arch));
   }
   const ArchKeys keys(f, *arch);
@@ -238,6 +265,7 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
   c.attention_bias = c.architecture == "qwen2" || f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = c.architecture == "qwen3";
+  if (c.architecture == "gemma2" || c.architecture == "gemma3") read_gemma(keys, &c);
   c.dtype = dtype_from_file_type(f.get_int("general.file_type"));
   return c;
 }

@@ -29,8 +29,12 @@ std::vector<int32_t> gguf_eos_token_ids(const GgufFile& file);
 
 // The Hugging Face name of a GGUF tensor ("blk.3.attn_q.weight" →
 // "model.layers.3.self_attn.q_proj.weight"); nullopt for names with no HF
-// counterpart (e.g. rope_freqs.weight).
-std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name);
+// counterpart (e.g. rope_freqs.weight). For `architecture` gemma2 / gemma3
+// the layer norms follow llama.cpp's Gemma names: post_attention_norm →
+// post_attention_layernorm, ffn_norm → pre_feedforward_layernorm,
+// post_ffw_norm → post_feedforward_layernorm.
+std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name,
+                                           std::string_view architecture = "");
 
 // WeightSource over `file`. Tensors with an HF counterpart are listed by their
 // HF name, others (rope_freqs.weight) by their GGUF name. Shapes are in

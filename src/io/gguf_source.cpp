@@ -23,6 +23,13 @@ constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"ffn_down", "mlp.down_proj"},
 };
 
+// Gemma 2 / 3 (sandwich norms): llama.cpp's names for the four layer norms.
+constexpr std::pair<const char*, const char*> kGemmaLayerNames[] = {
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+
 constexpr std::pair<const char*, const char*> kGlobalNames[] = {
     {"token_embd", "model.embed_tokens"},
     {"output_norm", "model.norm"},
@@ -54,7 +61,7 @@ class GgufSource final : public IndexedWeightSource {
   GgufSource(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {}
 
   Status add(const GgufTensorInfo& t, const ModelConfig& config) {
-    std::string name = gguf_to_hf_name(t.name).value_or(t.name);
+    std::string name = gguf_to_hf_name(t.name, config.architecture).value_or(t.name);
     TensorInfo info{name, DType::kF32, std::vector<int64_t>(t.dims.rbegin(), t.dims.rend()),
                     t.nbytes};
     GgufEntry entry{&t, 0};
@@ -148,7 +155,8 @@ class GgufSource final : public IndexedWeightSource {
 
 }  // namespace
 
-std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name) {
+std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name,
+                                           std::string_view architecture) {
   std::string_view stem, suffix;
   if (!split_suffix(gguf_name, &stem, &suffix)) return std::nullopt;
   for (const auto& [g, hf] : kGlobalNames) {
@@ -163,6 +171,11 @@ std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name) {
   if (!std::all_of(layer.begin(), layer.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
     return std::nullopt;
   const std::string_view part = stem.substr(dot + 1);
+  if (architecture == "gemma2" || architecture == "gemma3") {
+    for (const auto& [g, hf] : kGemmaLayerNames) {
+      if (part == g) return fmt::format("model.layers.{}.{}{}", layer, hf, suffix);
+    }
+  }
   for (const auto& [g, hf] : kLayerNames) {
     if (part == g) return fmt::format("model.layers.{}.{}{}", layer, hf, suffix);
   }

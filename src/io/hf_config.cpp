@@ -1,5 +1,7 @@
 // config.json / generation_config.json parsing. Field semantics follow
-// transformers' LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config.
+// transformers' LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config,
+// Gemma2Config and Gemma3TextConfig (including their defaults for absent
+// fields).
 #include "io/hf_config.h"
 
 #include <fmt/format.h>
@@ -27,7 +29,16 @@ constexpr Family kFamilies[] = {
     {"MistralForCausalLM", "mistral", "mistral"},
     {"Qwen2ForCausalLM", "qwen2", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3", "qwen3"},
+    {"Gemma2ForCausalLM", "gemma2", "gemma2"},
+    {"Gemma3ForCausalLM", "gemma3_text", "gemma3"},
+    // The language model of Gemma 3's image-text checkpoints (text_config);
+    // the vision tower is not loaded.
+    {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
 };
+
+bool is_gemma(const ModelConfig& c) {
+  return c.architecture == "gemma2" || c.architecture == "gemma3";
+}
 
 std::string supported_list() {
   std::string s;
@@ -39,6 +50,8 @@ std::string supported_list() {
 class Fields {
  public:
   Fields(const Json& j, const std::string& path) : j_(j), path_(path) {}
+
+  bool present(std::string_view key) const { return j_.contains(std::string(key)); }
 
   const Json* find(std::string_view key) const {
     auto it = j_.find(std::string(key));
@@ -212,11 +225,37 @@ Status parse_rope_dict(const Json& r, const std::string& field, const std::strin
   return Status::Ok();
 }
 
+// Gemma 3's rope: rope_theta / rope_scaling for the full-attention layers
+// and rope_local_base_freq (default 10000) for the sliding ones
+// (transformers 4), or rope_parameters {"full_attention": {...},
+// "sliding_attention": {...}} (transformers 5), whose sliding entry must be
+// unscaled.
+Status parse_gemma3_rope(const Fields& f, ModelConfig* c) {
+  c->rope_theta = 1000000.0;  // Gemma3TextConfig's defaults
+  c->rope_local_base_freq = 10000.0;
+  PAGODA_RETURN_IF_ERROR(f.opt_double("rope_local_base_freq", &c->rope_local_base_freq));
+  const Json* p = f.find("rope_parameters");
+  if (p == nullptr || !p->is_object() || !p->contains("full_attention")) return Status::Ok();
+  PAGODA_RETURN_IF_ERROR(
+      parse_rope_dict((*p)["full_attention"], "rope_parameters.full_attention", f.path(), c));
+  if (p->contains("sliding_attention")) {
+    ModelConfig local;
+    PAGODA_RETURN_IF_ERROR(parse_rope_dict((*p)["sliding_attention"],
+                                           "rope_parameters.sliding_attention", f.path(), &local));
+    if (local.rope_scaling.type != RopeScalingType::kDefault)
+      return f.bad("rope_parameters", "an unscaled (default) sliding_attention rope");
+    c->rope_local_base_freq = local.rope_theta;
+  }
+  return Status::Ok();
+}
+
 // rope_theta + rope_scaling (transformers 4) or rope_parameters (transformers 5).
 Status parse_rope(const Fields& f, ModelConfig* c) {
+  if (c->architecture == "gemma3") PAGODA_RETURN_IF_ERROR(parse_gemma3_rope(f, c));
   PAGODA_RETURN_IF_ERROR(f.opt_double("rope_theta", &c->rope_theta));
   if (const Json* p = f.find("rope_parameters")) {
-    PAGODA_RETURN_IF_ERROR(parse_rope_dict(*p, "rope_parameters", f.path(), c));
+    if (!(c->architecture == "gemma3" && p->is_object() && p->contains("full_attention")))
+      PAGODA_RETURN_IF_ERROR(parse_rope_dict(*p, "rope_parameters", f.path(), c));
   } else if (const Json* s = f.find("rope_scaling")) {
     PAGODA_RETURN_IF_ERROR(parse_rope_dict(*s, "rope_scaling", f.path(), c));
   }
@@ -225,6 +264,8 @@ Status parse_rope(const Fields& f, ModelConfig* c) {
     c->rope_scaling.original_max_position_embeddings = c->max_position_embeddings;
   }
   if (c->rope_theta <= 0) return f.bad("rope_theta", "positive");
+  if (c->architecture == "gemma3" && c->rope_local_base_freq <= 0)
+    return f.bad("rope_local_base_freq", "positive");
   return Status::Ok();
 }
 
@@ -261,6 +302,8 @@ Status parse_shapes(const Fields& f, ModelConfig* c) {
   }
   if (f.find("head_dim") != nullptr) {
     PAGODA_RETURN_IF_ERROR(f.req_positive_int("head_dim", &c->head_dim));
+  } else if (is_gemma(*c)) {
+    c->head_dim = 256;  // Gemma2Config / Gemma3TextConfig default, independent of hidden
   } else if (c->hidden_size % c->num_heads != 0) {
     return f.bad("hidden_size",
                  fmt::format("a multiple of num_attention_heads ({}) when head_dim is absent",
@@ -272,8 +315,85 @@ Status parse_shapes(const Fields& f, ModelConfig* c) {
   return Status::Ok();
 }
 
+// Which layers slide: layer_types when present, else Gemma 2's alternation
+// (even layers slide) or Gemma 3's sliding_window_pattern (default 6: layer
+// i slides unless (i + 1) % pattern == 0).
+Status parse_gemma_layer_types(const Fields& f, ModelConfig* c) {
+  c->sliding_layers.assign(static_cast<size_t>(c->num_layers), false);
+  if (c->sliding_window <= 0) return Status::Ok();  // null window: every layer attends fully
+  if (const Json* types = f.find("layer_types")) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != c->num_layers)
+      return f.bad("layer_types", fmt::format("a list of {} layer types", c->num_layers));
+    for (size_t i = 0; i < types->size(); ++i) {
+      const Json& t = (*types)[i];
+      if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
+        return f.bad("layer_types", "a list of \"sliding_attention\" / \"full_attention\"");
+      c->sliding_layers[i] = t == "sliding_attention";
+    }
+    return Status::Ok();
+  }
+  int64_t pattern = c->architecture == "gemma2" ? 2 : 6;
+  if (c->architecture == "gemma3") {
+    PAGODA_RETURN_IF_ERROR(f.opt_int("sliding_window_pattern", &pattern));
+    if (pattern <= 0) return f.bad("sliding_window_pattern", "a positive integer");
+  }
+  for (int64_t i = 0; i < c->num_layers; ++i)
+    c->sliding_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  return Status::Ok();
+}
+
+// Gemma 2 / 3: GeGLU, (1 + w) norms, sandwich norms, scaled embeddings,
+// query_pre_attn_scalar, soft-capping and sliding layers, with the config
+// classes' defaults for absent fields (hidden_act is ignored, as in HF).
+Status parse_gemma(const Fields& f, ModelConfig* c) {
+  std::string act = "gelu_pytorch_tanh";
+  PAGODA_RETURN_IF_ERROR(f.opt_string("hidden_activation", &act));
+  if (act != "gelu_pytorch_tanh") {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: hidden_activation '{}' is not supported (expected "
+                                  "gelu_pytorch_tanh)",
+                                  f.path(), act));
+  }
+  bool mlp_bias = false;
+  PAGODA_RETURN_IF_ERROR(f.opt_bool("mlp_bias", &mlp_bias));
+  if (mlp_bias)
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: mlp_bias=true is not supported", f.path()));
+  bool bidirectional = false;  // EmbeddingGemma: not a causal LM
+  PAGODA_RETURN_IF_ERROR(f.opt_bool("use_bidirectional_attention", &bidirectional));
+  if (bidirectional)
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: use_bidirectional_attention=true is not supported (pagoda "
+                                  "runs causal language models)",
+                                  f.path()));
+  c->gelu_tanh_mlp = c->norm_weight_offset = c->sandwich_norms = c->scale_embeddings = true;
+  c->tie_word_embeddings = true;
+  PAGODA_RETURN_IF_ERROR(f.opt_bool("tie_word_embeddings", &c->tie_word_embeddings));
+  PAGODA_RETURN_IF_ERROR(f.opt_bool("attention_bias", &c->attention_bias));
+  c->qk_norm = c->architecture == "gemma3";
+  const bool gemma2 = c->architecture == "gemma2";
+  c->query_pre_attn_scalar = 256;
+  c->attn_logit_softcapping = gemma2 ? 50.0 : 0.0;
+  c->final_logit_softcapping = gemma2 ? 30.0 : 0.0;
+  c->sliding_window = 4096;
+  PAGODA_RETURN_IF_ERROR(f.opt_double("query_pre_attn_scalar", &c->query_pre_attn_scalar));
+  if (c->query_pre_attn_scalar <= 0) return f.bad("query_pre_attn_scalar", "positive");
+  // An explicit null turns a capping (or the window) off.
+  for (auto [key, out] : {std::pair{"attn_logit_softcapping", &c->attn_logit_softcapping},
+                          std::pair{"final_logit_softcapping", &c->final_logit_softcapping}}) {
+    if (f.present(key) && f.find(key) == nullptr) *out = 0;
+    PAGODA_RETURN_IF_ERROR(f.opt_double(key, out));
+    if (*out < 0) return f.bad(key, "positive or null");
+  }
+  if (f.present("sliding_window") && f.find("sliding_window") == nullptr) c->sliding_window = 0;
+  PAGODA_RETURN_IF_ERROR(f.opt_int("sliding_window", &c->sliding_window));
+  if (c->sliding_window < 0) return f.bad("sliding_window", "a positive integer or null");
+  return parse_gemma_layer_types(f, c);
+}
+
 // Bias, norm and attention-window flags that depend on the family.
 Status parse_family_flags(const Fields& f, ModelConfig* c) {
+  if (is_gemma(*c)) return parse_gemma(f, c);
   bool mlp_bias = false;
   std::string act = "silu";
   PAGODA_RETURN_IF_ERROR(f.opt_bool("mlp_bias", &mlp_bias));
@@ -302,6 +422,17 @@ Status parse_family_flags(const Fields& f, ModelConfig* c) {
   return Status::Ok();
 }
 
+// Gemma3TextConfig's defaults under the given fields (image-text
+// checkpoints' text_config lists only the fields that differ from them).
+Json with_gemma3_text_defaults(const Json& given) {
+  Json j = Json::parse(R"({
+    "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+    "head_dim": 256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-06})");
+  for (const auto& [key, value] : given.items()) j[key] = value;
+  return j;
+}
+
 Result<Json> parse_json_object(std::string_view text, const std::string& path) {
   Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
@@ -318,14 +449,29 @@ Result<ModelConfig> parse_hf_config(std::string_view json_text, const std::strin
   const Fields f(j, path);
   ModelConfig c;
   PAGODA_RETURN_IF_ERROR(parse_architecture(f, &c));
-  PAGODA_RETURN_IF_ERROR(parse_shapes(f, &c));
-  PAGODA_RETURN_IF_ERROR(parse_rope(f, &c));
+  // The language model's fields: text_config of an image-text checkpoint.
+  Json text = j;
+  std::string text_path = path;
+  if (c.hf_architecture == "Gemma3ForConditionalGeneration") {
+    const Json* tc = f.find("text_config");
+    if (tc == nullptr || !tc->is_object())
+      return f.bad("text_config", "an object (the language model's config)");
+    text = *tc;
+    text_path = path + " (text_config)";
+  }
+  if (c.architecture == "gemma3") text = with_gemma3_text_defaults(text);
+  const Fields tf(text, text_path);
+  PAGODA_RETURN_IF_ERROR(parse_shapes(tf, &c));
+  PAGODA_RETURN_IF_ERROR(parse_rope(tf, &c));
   PAGODA_RETURN_IF_ERROR(parse_dtype(f, &c));
-  PAGODA_RETURN_IF_ERROR(parse_family_flags(f, &c));
+  PAGODA_RETURN_IF_ERROR(parse_family_flags(tf, &c));
   std::vector<int32_t> bos;  // an id, or (rarely) a list whose first entry is used
   PAGODA_RETURN_IF_ERROR(f.token_ids("bos_token_id", &bos));
+  if (bos.empty()) PAGODA_RETURN_IF_ERROR(tf.token_ids("bos_token_id", &bos));
   if (!bos.empty()) c.bos_token_id = bos.front();
   PAGODA_RETURN_IF_ERROR(f.token_ids("eos_token_id", &c.eos_token_ids));
+  if (c.eos_token_ids.empty())
+    PAGODA_RETURN_IF_ERROR(tf.token_ids("eos_token_id", &c.eos_token_ids));
   return c;
 }
 

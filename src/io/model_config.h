@@ -31,7 +31,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture;   // canonical family: "llama", "mistral", "qwen2", "qwen3"
+  std::string
+      architecture;  // canonical family: "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"
   std::string hf_architecture;// e.g. "LlamaForCausalLM" (informational)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -52,6 +53,25 @@ struct ModelConfig {
   bool attention_bias = false;  // q/k/v projections have biases (Qwen2)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   int64_t sliding_window = 0;   // 0: full attention everywhere
+  // Which layers attend only within sliding_window (a key more than
+  // sliding_window - 1 positions behind the query is masked), [num_layers];
+  // the others attend to the whole context (Gemma 2 / 3). Empty: the
+  // family does not mask by the window (mistral / qwen: the runner caps
+  // max_model_len to sliding_window instead).
+  std::vector<bool> sliding_layers;
+  // Gemma 2 / 3 (all 0 / false / silu elsewhere):
+  bool gelu_tanh_mlp = false;          // hidden_activation gelu_pytorch_tanh: GeGLU, not SwiGLU
+  bool norm_weight_offset = false;     // RMSNorm multiplies by (1 + w) and the file stores w
+                                       // (HF folders); GGUF stores 1 + w already
+  bool sandwich_norms = false;         // post-attention / pre- and post-feedforward norms
+  bool scale_embeddings = false;       // embeddings times sqrt(hidden), in the compute dtype
+  double query_pre_attn_scalar = 0;    // > 0: softmax scale query_pre_attn_scalar^-0.5, not D^-0.5
+  double attn_logit_softcapping = 0;   // > 0: scores = cap * tanh(scores / cap) before softmax
+  double final_logit_softcapping = 0;  // > 0: logits = cap * tanh(logits / cap)
+  // > 0: the rope base of the sliding layers, which use no rope_scaling
+  // (Gemma 3's rope_local_base_freq); rope_theta / rope_scaling then apply
+  // to the full-attention layers only. 0: every layer uses rope_theta.
+  double rope_local_base_freq = 0;
   DType dtype = DType::kBF16;   // torch_dtype of the stored weights
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;

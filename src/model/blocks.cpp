@@ -7,8 +7,17 @@
 
 namespace pagoda {
 
+namespace {
+
+// What a norm weight file value w is offset by: Gemma's (1 + w).
+float norm_offset(const ModelConfig& c) {
+  return c.norm_weight_offset ? 1.0f : 0.0f;
+}
+
+}  // namespace
+
 Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader) {
-  return loader.load(name, {c.hidden_size});
+  return loader.load_offset(name, {c.hidden_size}, norm_offset(c));
 }
 
 Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
@@ -26,8 +35,8 @@ Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoa
                                        {}, {q, kv, kv}));
   }
   if (!n.q_norm.empty()) {  // per head: the same on every rank
-    PAGODA_ASSIGN_OR_RETURN(l->q_norm, loader.load(n.q_norm, {d}));
-    PAGODA_ASSIGN_OR_RETURN(l->k_norm, loader.load(n.k_norm, {d}));
+    PAGODA_ASSIGN_OR_RETURN(l->q_norm, loader.load_offset(n.q_norm, {d}, norm_offset(c)));
+    PAGODA_ASSIGN_OR_RETURN(l->k_norm, loader.load_offset(n.k_norm, {d}, norm_offset(c)));
   }
   PAGODA_ASSIGN_OR_RETURN(l->o_proj, loader.load_columns(n.o_proj, {h, q_rows}, q));
   return {};
@@ -103,13 +112,18 @@ void add_and_norm(ForwardContext& ctx, const Tensor& w) {
 }
 
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer) {
+  attention(ctx, l, layer, AttentionScoring(ctx.attention_scale), ctx.cos_sin);
+}
+
+void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
+               const AttentionScoring& scoring, const Tensor& cos_sin) {
   Backend& be = ctx.backend;
   KvCacheView& cache = ctx.caches[layer];
   be.linear(ctx.normed, l.qkv, l.qkv_bias, ctx.qkv);
   if (!l.q_norm.empty()) be.qk_norm(ctx.qkv, ctx.layout, l.q_norm, l.k_norm, ctx.eps);
-  be.rope(ctx.qkv, ctx.layout, ctx.positions, ctx.cos_sin);
+  be.rope(ctx.qkv, ctx.layout, ctx.positions, cos_sin);
   be.kv_write(ctx.qkv, ctx.layout, ctx.slots, cache);
-  be.paged_attention(ctx.qkv, ctx.layout, cache, ctx.meta, ctx.attention_scale, ctx.attn);
+  be.paged_attention(ctx.qkv, ctx.layout, cache, ctx.meta, scoring, ctx.attn);
   be.linear(ctx.attn, l.o_proj, Tensor(), ctx.proj);
   if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
 }
@@ -120,6 +134,18 @@ void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   be.silu_mul(ctx.gate_up, ctx.act);
   be.linear(ctx.act, l.down, Tensor(), ctx.proj);
   if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+}
+
+void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
+  Backend& be = ctx.backend;
+  be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
+  be.gelu_tanh_mul(ctx.gate_up, ctx.act);
+  be.linear(ctx.act, l.down, Tensor(), ctx.proj);
+  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+}
+
+void norm_output(ForwardContext& ctx, const Tensor& w) {
+  ctx.backend.rms_norm(ctx.proj, w, ctx.eps, ctx.proj);
 }
 
 }  // namespace pagoda

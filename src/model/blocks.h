@@ -41,6 +41,7 @@ struct LayerTensorNames {
   std::string q_norm, k_norm;          // both or none
   std::string o_proj;
   std::string post_attn_norm;
+  std::string pre_ff_norm, post_ff_norm;  // sandwich norms (Gemma): both or none
   std::string gate_proj, up_proj, down_proj;
 };
 
@@ -52,17 +53,19 @@ struct GlobalTensorNames {
 
 // ---- loading ----------------------------------------------------------------
 
-// A norm weight [H] (`name`, which must not be empty).
+// A norm weight [H] (`name`, which must not be empty), as the factor the
+// norm multiplies by: 1 + w when c.norm_weight_offset (Gemma's HF files).
 Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader);
 // l->qkv [Q, H] fused from q/k/v_proj (rows q, then k, then v); l->qkv_bias
 // [Q] the same way when n.q_bias is set; l->q_norm / k_norm [D] when
-// n.q_norm is set; l->o_proj [H, Hq D]. `c` is the whole model's config (the
-// file's shapes); under tp, Q, Hq and Hkv are the shard's (the rows of its
-// heads, o_proj's columns of its q heads).
+// n.q_norm is set (1 + w when c.norm_weight_offset); l->o_proj [H, Hq D]. `c` is the whole model's
+// config (the file's shapes); under tp, Q, Hq and Hkv are the shard's (the rows of its heads,
+// o_proj's columns of its q heads).
 Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
                       LayerWeights* l);
 // l->gate_up [2I, H] fused from gate_proj then up_proj; l->down [H, I]. Under
 // tp, I is the shard's: its rows of gate and of up, its columns of down.
+// The same tensors serve geglu_mlp().
 Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
                    LayerWeights* l);
 // The decoder layers the loader's pipeline stage holds (global indices): all
@@ -103,8 +106,18 @@ void add_and_norm(ForwardContext& ctx, const Tensor& w);
 // to ctx.caches[layer] at ctx.slots, attention over each sequence's cache,
 // and the output projection (all-reduced over ctx.tp when set).
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
+// The same with the layer's own scoring (scale, soft-capping, sliding
+// window) and rope table (ctx.cos_sin or ctx.cos_sin_local).
+void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
+               const AttentionScoring& scoring, const Tensor& cos_sin);
 // proj = down(silu(gate(normed)) * up(normed)) (all-reduced over ctx.tp when
 // set).
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l);
+// proj = down(gelu_tanh(gate(normed)) * up(normed)) (all-reduced over ctx.tp
+// when set): Gemma's GeGLU.
+void geglu_mlp(ForwardContext& ctx, const LayerWeights& l);
+// proj = rms_norm(proj) * w in place: a sandwich norm of a block's output
+// (Gemma), after the block's all-reduce, before add_and_norm adds it.
+void norm_output(ForwardContext& ctx, const Tensor& w);
 
 }  // namespace pagoda

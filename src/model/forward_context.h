@@ -33,6 +33,8 @@ struct ForwardContext {
   Tensor slots;                      // [T] i32 KV slot of each token
   const AttentionMetadata& meta;     // the step's sequences
   Tensor cos_sin;                    // [max_model_len, D] f32 rope table
+  Tensor cos_sin_local;              // the same for sliding layers with their own base
+                                     // (config.rope_local_base_freq > 0); empty otherwise
   std::vector<KvCacheView>& caches;  // [num_layers] (of this pipeline stage: weights.layers[i]'s)
 
   // Scratch, [T, *] cd. The forward leaves the final normed hidden states

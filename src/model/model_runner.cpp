@@ -148,6 +148,7 @@ struct ModelRunner::Buffers {
   DeviceBuffer gathered;                   // [max_num_seqs, H]: one lm_head chunk (last stage)
   DeviceBuffer logits;                     // [max_num_seqs, V] f32 (last stage)
   DeviceBuffer cos_sin;                    // [max_model_len, D] f32
+  DeviceBuffer cos_sin_local;              // the same for sliding layers with their own base
   DeviceBuffer index;                      // i32 step arrays at `layout` offsets
   // Staging for `index`, one per step slot: a step's uploads may still be
   // queued behind the step before it while the host fills the next one.
@@ -206,10 +207,14 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   r->layers_ = pp_layers(config, stage);
   r->layout_ = {static_cast<int>(r->local_.num_heads), static_cast<int>(r->local_.num_kv_heads),
                 static_cast<int>(config.head_dim)};
-  r->attention_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
+  // Softmax scale: query_pre_attn_scalar^-0.5 (Gemma) or head_dim^-0.5.
+  const double scalar =
+      config.query_pre_attn_scalar > 0 ? config.query_pre_attn_scalar : config.head_dim;
+  r->attention_scale_ = static_cast<float>(1.0 / std::sqrt(scalar));
   int64_t max_len =
       options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
-  if (config.sliding_window > 0 && max_len > config.sliding_window) {
+  if (config.sliding_window > 0 && config.sliding_layers.empty() &&
+      max_len > config.sliding_window) {
     log_warn(
         "max_model_len {} capped to the sliding window {} (sliding-window attention is not "
         "implemented; within the window it equals full attention)",
@@ -238,6 +243,11 @@ Status ModelRunner::allocate(int64_t max_len) {
   const int64_t max_table = (max_len + options_.block_size - 1) / options_.block_size;
   PAGODA_ASSIGN_OR_RETURN(RopeFrequencies freqs, rope_frequencies(config_));
   const std::vector<float> cos_sin = rope_cos_sin_table(freqs, max_len);
+  std::vector<float> cos_sin_local;
+  if (config_.rope_local_base_freq > 0) {
+    PAGODA_ASSIGN_OR_RETURN(RopeFrequencies local, local_rope_frequencies(config_));
+    cos_sin_local = rope_cos_sin_table(local, max_len);
+  }
   buf_ = std::make_unique<Buffers>();
   Buffers& b = *buf_;
   b.layout = IndexLayout(t, options_.max_num_seqs, max_table, chunk);
@@ -254,6 +264,8 @@ Status ModelRunner::allocate(int64_t max_len) {
       b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
     }
     b.cos_sin = DeviceBuffer(&backend_, cos_sin.size() * sizeof(float));
+    if (!cos_sin_local.empty())
+      b.cos_sin_local = DeviceBuffer(&backend_, cos_sin_local.size() * sizeof(float));
     b.index = DeviceBuffer(&backend_, b.layout.total * sizeof(int32_t));
     for (auto& h : b.host_index) h = std::make_unique<HostBuffer>(&backend_, b.layout.total * sizeof(int32_t));
   } catch (const std::bad_alloc&) {
@@ -262,6 +274,9 @@ Status ModelRunner::allocate(int64_t max_len) {
                           " tokens; lower max_num_batched_tokens or max_num_seqs");
   }
   backend_.copy_to_device(b.cos_sin.data(), cos_sin.data(), cos_sin.size() * sizeof(float));
+  if (!cos_sin_local.empty())
+    backend_.copy_to_device(b.cos_sin_local.data(), cos_sin_local.data(),
+                            cos_sin_local.size() * sizeof(float));
   backend_.synchronize();
   if (backend_.kind() != DeviceKind::kCpu) PAGODA_RETURN_IF_ERROR(profile_memory(max_len));
   PAGODA_RETURN_IF_ERROR(allocate_kv(max_len));
@@ -584,6 +599,10 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
       .slots = b.i32(b.layout.slots, t),
       .meta = meta,
       .cos_sin = b.cos_sin.tensor(DType::kF32, {max_model_len_, config_.head_dim}),
+      .cos_sin_local =
+          b.cos_sin_local.data() == nullptr
+              ? Tensor()
+              : b.cos_sin_local.tensor(DType::kF32, {max_model_len_, config_.head_dim}),
       .caches = b.caches,
       .residual = b.residual.tensor(cd, {t, h}),
       .normed = b.normed.tensor(cd, {t, h}),
@@ -607,6 +626,8 @@ Tensor ModelRunner::compute_logits(const StepBatch& step, int64_t r0, int64_t r1
   Tensor logits = b.logits.tensor(DType::kF32, {n, config_.vocab_size});
   backend_.gather_rows(normed, b.i32(b.layout.rows, n), gathered);
   backend_.linear(gathered, weights_.lm_head, Tensor(), logits);
+  if (config_.final_logit_softcapping > 0)
+    backend_.softcap(logits, static_cast<float>(config_.final_logit_softcapping));
   return logits;
 }
 

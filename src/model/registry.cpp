@@ -11,7 +11,9 @@ namespace pagoda {
   F(llama)                       \
   F(mistral)                     \
   F(qwen2)                       \
-  F(qwen3)
+  F(qwen3)                       \
+  F(gemma2)                      \
+  F(gemma3)
 
 #define PAGODA_DECLARE_FAMILY(name) const Architecture& name##_architecture();
 PAGODA_MODEL_FAMILIES(PAGODA_DECLARE_FAMILY)

@@ -155,6 +155,14 @@ Result<RopeFrequencies> rope_frequencies(const ModelConfig& config) {
   return f;
 }
 
+Result<RopeFrequencies> local_rope_frequencies(const ModelConfig& config) {
+  ModelConfig local = config;
+  local.rope_theta = config.rope_local_base_freq;
+  local.rope_scaling = RopeScaling{};
+  local.rope_freq_factors.clear();
+  return rope_frequencies(local);
+}
+
 void rope_cos_sin_row(const RopeFrequencies& freqs, int64_t position, float* row) {
   const size_t half = freqs.inv_freq.size();
   for (size_t i = 0; i < half; ++i) {

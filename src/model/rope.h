@@ -23,6 +23,10 @@ struct RopeFrequencies {
 // factor list of the wrong length, ...).
 Result<RopeFrequencies> rope_frequencies(const ModelConfig& config);
 
+// The frequencies of the sliding-window layers of a config with
+// rope_local_base_freq > 0 (Gemma 3): that base, no scaling.
+Result<RopeFrequencies> local_rope_frequencies(const ModelConfig& config);
+
 // The backend's cos_sin table [num_positions, D] f32: row p holds
 // cos(p * inv_freq[i]) * a for i < D/2, then sin(p * inv_freq[i]) * a.
 std::vector<float> rope_cos_sin_table(const RopeFrequencies& freqs, int64_t num_positions);

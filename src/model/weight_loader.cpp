@@ -29,6 +29,12 @@ void convert(DType from, const void* src, int64_t n, DType to, void* dst) {
   for (int64_t i = 0; i < n; ++i) store_float_element(to, dst, i, load_float_element(from, src, i));
 }
 
+// convert() with `offset` added to each element in f32.
+void convert_offset(DType from, const void* src, int64_t n, DType to, void* dst, float offset) {
+  for (int64_t i = 0; i < n; ++i)
+    store_float_element(to, dst, i, load_float_element(from, src, i) + offset);
+}
+
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -79,7 +85,7 @@ Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector
 }
 
 Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
-                               IndexRange rows, IndexRange cols, void* dst) {
+                               IndexRange rows, IndexRange cols, void* dst, float offset) {
   const TensorInfo* info = source_.find(name);
   if (info == nullptr)
     return make_error(ErrorCode::kNotFound,
@@ -104,7 +110,14 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
   const size_t es = dtype_size(cd), hs = dtype_size(host.dtype);
   const size_t bytes = static_cast<size_t>(rows.size() * cols.size()) * es;
   const auto* src = static_cast<const uint8_t*>(host.data);
-  if (cols.size() == width) {  // whole rows: one contiguous run
+  if (offset != 0.0f) {
+    if (cols.size() != width)
+      return make_error(ErrorCode::kInternal, "tensor " + name + ": offset on a column slice");
+    staging_.resize(bytes);
+    convert_offset(host.dtype, src + static_cast<size_t>(rows.begin * width) * hs,
+                   rows.size() * width, cd, staging_.data(), offset);
+    backend_.copy_to_device(dst, staging_.data(), bytes);
+  } else if (cols.size() == width) {  // whole rows: one contiguous run
     src += static_cast<size_t>(rows.begin * width) * hs;
     if (host.dtype == cd) {
       backend_.copy_to_device(dst, src, bytes);
@@ -129,14 +142,19 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
   return {};
 }
 
-Result<Tensor> WeightLoader::load(const std::string& name, const std::vector<int64_t>& shape) {
+Result<Tensor> WeightLoader::load_offset(const std::string& name, const std::vector<int64_t>& shape,
+                                         float offset) {
   if (!has(name))
     return make_error(ErrorCode::kNotFound,
                       "tensor " + name + " not found in " + source_.describe());
   PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, shape));
   PAGODA_RETURN_IF_ERROR(
-      read_into(name, shape, {0, num_rows(shape)}, {0, row_elems(shape)}, t.data));
+      read_into(name, shape, {0, num_rows(shape)}, {0, row_elems(shape)}, t.data, offset));
   return t;
+}
+
+Result<Tensor> WeightLoader::load(const std::string& name, const std::vector<int64_t>& shape) {
+  return load_offset(name, shape, 0.0f);
 }
 
 Result<Tensor> WeightLoader::load_columns(const std::string& name,

@@ -40,6 +40,10 @@ class WeightLoader {
   // One tensor that must have exactly `shape`. Errors: "tensor X not found
   // in <source>", "tensor X: expected [a, b], found [c, d]".
   Result<Tensor> load(const std::string& name, const std::vector<int64_t>& shape);
+  // load() with `offset` added to every element in f32 before the conversion
+  // to the compute dtype (Gemma's RMSNorm weights: 1 + w).
+  Result<Tensor> load_offset(const std::string& name, const std::vector<int64_t>& shape,
+                             float offset);
 
   // Tensors concatenated along dim 0 into one device tensor (fused QKV,
   // gate_up): part i must have `rows[i]` rows and the trailing dims `cols`
@@ -62,9 +66,10 @@ class WeightLoader {
  private:
   // Reads `name`, checks it against `shape`, and copies rows `rows` (of
   // dim 0) and, for a 2-D tensor, columns `cols`, converted and contiguous,
-  // into device memory at dst (a 1-D tensor is [n] rows of one column).
+  // into device memory at dst (a 1-D tensor is [n] rows of one column),
+  // each element plus `offset` (in f32) when offset is not 0.
   Status read_into(const std::string& name, const std::vector<int64_t>& shape, IndexRange rows,
-                   IndexRange cols, void* dst);
+                   IndexRange cols, void* dst, float offset = 0.0f);
   // Device memory for a tensor of `shape` in the compute dtype.
   Result<Tensor> allocate(const std::string& name, const std::vector<int64_t>& shape);
 

@@ -4,7 +4,8 @@
 // Views into `buffers`, which own the device memory. These are the tensors
 // the families use: each family's load (architecture.h) fills the ones its
 // layers have, and its forward reads them; an optional tensor a family does
-// not have stays empty.
+// not have stays empty. Norm weights are stored as the factor the norm
+// multiplies by (Gemma's 1 + w is folded in at load).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,11 @@ struct LayerWeights {
   Tensor q_norm;          // [D] cd: per-head RMSNorm of q (Qwen3); empty otherwise
   Tensor k_norm;          // [D] cd: per-head RMSNorm of k (Qwen3); empty otherwise
   Tensor o_proj;          // [H, Hq * D] cd
-  Tensor post_attn_norm;  // [H] cd: RMSNorm before the MLP
-  Tensor gate_up;         // [2I, H] cd: gate rows first, then up rows
+  Tensor post_attn_norm;  // [H] cd: RMSNorm before the MLP; with sandwich norms (Gemma)
+                          // the norm of the attention output instead
+  Tensor pre_ff_norm;     // [H] cd: sandwich norms only: RMSNorm before the MLP
+  Tensor post_ff_norm;    // [H] cd: sandwich norms only: RMSNorm of the MLP output
+  Tensor gate_up;         // [2I, H] cd: gate rows first, then up rows (SwiGLU or GeGLU)
   Tensor down;            // [H, I] cd
 };
 

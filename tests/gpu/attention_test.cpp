@@ -28,6 +28,8 @@ struct AttnCase {
   int hq, hkv, d, block_size;
   std::vector<SeqShape> seqs;
   float q_scale = 1.0f;  // larger: peakier softmax
+  float softcap = 0.0f;  // Gemma: attention-logit soft-capping
+  int window = 0;        // Gemma: sliding window
 };
 
 // Host data of one ragged batch.
@@ -119,11 +121,18 @@ struct AttnTensors {
   }
 };
 
-std::vector<float> cpu_attention(const AttnBatch& b) {
+AttentionScoring default_scoring(const AttnBatch& b) {
+  return AttentionScoring(1.0f / std::sqrt(static_cast<float>(b.layout.head_dim)));
+}
+
+std::vector<float> cpu_attention(const AttnBatch& b, const AttentionScoring& scoring) {
   AttnTensors t(cpu_backend(), DType::kF32, b);
-  cpu_backend().paged_attention(t.qkv.t(), b.layout, t.cache, t.meta,
-                                1.0f / std::sqrt(static_cast<float>(b.layout.head_dim)), t.out.t());
+  cpu_backend().paged_attention(t.qkv.t(), b.layout, t.cache, t.meta, scoring, t.out.t());
   return t.out.download();
+}
+
+std::vector<float> cpu_attention(const AttnBatch& b) {
+  return cpu_attention(b, default_scoring(b));
 }
 
 // `got`, the output of a graph replayed on r's tokens (rows [0,
@@ -161,9 +170,9 @@ void run_case(const AttnCase& c) {
     const AttnBatch b = make_batch(dt, c);
     AttnTensors g(gpu, dt, b);
     g.out.poison();
-    gpu.paged_attention(g.qkv.t(), b.layout, g.cache, g.meta,
-                        1.0f / std::sqrt(static_cast<float>(b.layout.head_dim)), g.out.t());
-    expect_close(g.out.download(), cpu_attention(b), dt, "paged_attention");
+    const AttentionScoring scoring(default_scoring(b).scale, c.softcap, c.window);
+    gpu.paged_attention(g.qkv.t(), b.layout, g.cache, g.meta, scoring, g.out.t());
+    expect_close(g.out.download(), cpu_attention(b, scoring), dt, "paged_attention");
     expect_status_ok(gpu);
   }
 }
@@ -231,6 +240,26 @@ TEST(CudaAttentionTest, MixedPrefillAndDecode) {
       {16, 16, 80, 32, concat(decodes(2, 1, 64), {{64, 200}, {1, 1}, {5, 5}})},
       {2, 1, 8, 16, concat({{300, 300}}, decodes(30, 1, 300))}};
   for (const AttnCase& c : cases) run_case(c);
+}
+
+// Gemma's scoring through all three kernels (decode, prefill for D <= 128,
+// tile for D = 256) and split-KV: attention-logit soft-capping and sliding
+// windows shorter and longer than a key tile, so that whole tiles and splits
+// fall outside some rows' windows.
+TEST(CudaAttentionTest, SoftcapAndSlidingWindow) {
+  PAGODA_REQUIRE_GPU();
+  for (int window : {1, 5, 64, 100, 512}) {
+    for (float cap : {0.0f, 50.0f, 2.0f}) {
+      SCOPED_TRACE("window " + std::to_string(window) + " softcap " + std::to_string(cap));
+      const AttnCase cases[] = {
+          {8, 4, 256, 16, decodes(6, 1, 3000), 3.0f, cap, window},
+          {4, 1, 256, 16, concat(decodes(3, 1, 900), {{37, 700}, {130, 130}}), 3.0f, cap, window},
+          {8, 2, 128, 16, {{200, 200}, {64, 1000}, {1, 1}}, 3.0f, cap, window},
+          {8, 8, 64, 7, concat(decodes(2, 1, 200), {{90, 333}}), 3.0f, cap, window},
+      };
+      for (const AttnCase& c : cases) run_case(c);
+    }
+  }
 }
 
 TEST(CudaAttentionTest, LongContexts) {

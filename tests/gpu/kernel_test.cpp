@@ -291,6 +291,59 @@ TEST(CudaOpsTest, SiluMulMatchesCpu) {
   }
 }
 
+TEST(CudaOpsTest, GeluTanhMulMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  struct Shape {
+    int64_t rows, inter;
+  };
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    for (Shape s : {Shape{1, 64}, Shape{5, 100}, Shape{33, 2048}, Shape{3, 7}}) {
+      SCOPED_TRACE(name_of(dt) + " rows=" + std::to_string(s.rows) +
+                   " I=" + std::to_string(s.inter));
+      std::vector<float> gu = normal(static_cast<size_t>(s.rows * 2 * s.inter), 0.0f, 3.0f);
+      round_all(dt, gu);
+      DevTensor g(gpu, dt, {s.rows, 2 * s.inter}, gu), gout(gpu, dt, {s.rows, s.inter});
+      gout.poison();
+      gpu.gelu_tanh_mul(g.t(), gout.t());
+      Backend& cpu = cpu_backend();
+      DevTensor c(cpu, DType::kF32, {s.rows, 2 * s.inter}, gu),
+          cout(cpu, DType::kF32, {s.rows, s.inter});
+      cpu.gelu_tanh_mul(c.t(), cout.t());
+      expect_close(gout.download(), cout.download(), dt, "gelu_tanh_mul");
+    }
+    expect_status_ok(gpu);
+  }
+}
+
+// Gemma's embedding scale (16-bit activations) and final-logit soft-capping
+// (f32 logits, and 16-bit).
+TEST(CudaOpsTest, ScaleAndSoftcapMatchCpu) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+    CudaBackend& gpu = *cuda_backend(dt == DType::kF32 ? DType::kBF16 : dt);
+    SCOPED_TRACE(name_of(dt));
+    const int64_t rows = 7, cols = 1001;
+    std::vector<float> x = normal(static_cast<size_t>(rows * cols), 0.0f, 20.0f);
+    if (dt != DType::kF32) round_all(dt, x);
+    for (bool cap : {false, true}) {
+      DevTensor g(gpu, dt, {rows, cols}, x);
+      Backend& cpu = cpu_backend();
+      DevTensor c(cpu, DType::kF32, {rows, cols}, x);
+      Tensor gt = g.t(), ct = c.t();
+      if (cap) {
+        gpu.softcap(gt, 30.0f);
+        cpu.softcap(ct, 30.0f);
+      } else {
+        gpu.scale(gt, 25.25f);
+        cpu.scale(ct, 25.25f);
+      }
+      expect_close(g.download(), c.download(), dt, cap ? "softcap" : "scale");
+    }
+    expect_status_ok(gpu);
+  }
+}
+
 TEST(CudaOpsTest, KvWriteMatchesCpu) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {

@@ -63,7 +63,7 @@ void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots, K
 }
 
 void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
-                     const AttentionMetadata& meta, float scale, Tensor& out) {
+                     const AttentionMetadata& meta, const AttentionScoring& scoring, Tensor& out) {
   assert(qkv.dtype == DType::kF32 && out.dtype == DType::kF32);
   assert(qkv.dim(1) == layout.row_width());
   const int64_t num_tokens = qkv.dim(0);
@@ -73,28 +73,37 @@ void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheVi
   const int64_t width = layout.row_width();
   const int64_t kv_width = num_kv * d;
   const int bs = cache.block_size;
+  const float scale = scoring.scale, cap = scoring.softcap;
+  const int64_t window = scoring.sliding_window;
   assert(out.dim(0) == num_tokens && out.dim(1) == layout.num_q_heads * d);
   const std::vector<QueryRow> rows = query_rows(meta, num_tokens);
   const int32_t* tables = meta.block_tables.ptr<int32_t>();
   const CpuKernels& kern = kernels();
 
   // One item = one query row and one kv head, with the `group` q heads that
-  // read it, so each k/v row is loaded once per group.
+  // read it, so each k/v row is loaded once per group. The row attends to
+  // positions [first, first + ctx).
   parallel_strided(num_tokens * num_kv, [&](int64_t item) {
     const int64_t t = item / num_kv;
     const int64_t h = item % num_kv;
     const QueryRow row = rows[static_cast<size_t>(t)];
-    const int64_t ctx = static_cast<int64_t>(row.pos) + 1;
+    const int64_t first = window > 0 ? std::max<int64_t>(0, row.pos - window + 1) : 0;
+    const int64_t ctx = static_cast<int64_t>(row.pos) + 1 - first;
     const int32_t* table = tables + static_cast<int64_t>(row.seq) * meta.max_blocks_per_seq;
     thread_local std::vector<float> scores;  // [group, ctx]
     scores.resize(static_cast<size_t>(group * ctx));
     const float* q = qkv.ptr<float>() + t * width + h * group * d;
-    auto slot_of = [&](int64_t p) { return static_cast<int64_t>(table[p / bs]) * bs + p % bs; };
+    auto slot_of = [&](int64_t p) {
+      p += first;
+      return static_cast<int64_t>(table[p / bs]) * bs + p % bs;
+    };
 
     for (int64_t p = 0; p < ctx; ++p) {
       const float* key = cache.k.ptr<float>() + slot_of(p) * kv_width + h * d;
       for (int64_t g = 0; g < group; ++g) scores[g * ctx + p] = kern.dot(q + g * d, key, d) * scale;
     }
+    if (cap > 0.0f)
+      for (float& s : scores) s = std::tanh(s / cap) * cap;
     thread_local std::vector<float> inv_sums;  // [group]
     inv_sums.resize(static_cast<size_t>(group));
     for (int64_t g = 0; g < group; ++g) {

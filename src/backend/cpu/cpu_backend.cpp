@@ -101,12 +101,24 @@ void CpuBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Tens
 
 void CpuBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
                                  const KvCacheView& cache, const AttentionMetadata& meta,
-                                 float scale, Tensor& out) {
-  cpu::paged_attention(qkv, layout, cache, meta, scale, out);
+                                 const AttentionScoring& scoring, Tensor& out) {
+  cpu::paged_attention(qkv, layout, cache, meta, scoring, out);
 }
 
 void CpuBackend::silu_mul(const Tensor& gate_up, Tensor& out) {
   cpu::silu_mul(gate_up, out);
+}
+
+void CpuBackend::gelu_tanh_mul(const Tensor& gate_up, Tensor& out) {
+  cpu::gelu_tanh_mul(gate_up, out);
+}
+
+void CpuBackend::scale(Tensor& x, float s) {
+  cpu::scale(x, s);
+}
+
+void CpuBackend::softcap(Tensor& x, float cap) {
+  cpu::softcap(x, cap);
 }
 
 void CpuBackend::gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) {

@@ -52,8 +52,12 @@ class CpuBackend final : public Backend {
   void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots,
                 KvCacheView& cache) override;
   void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
-                       const AttentionMetadata& meta, float scale, Tensor& out) override;
+                       const AttentionMetadata& meta, const AttentionScoring& scoring,
+                       Tensor& out) override;
   void silu_mul(const Tensor& gate_up, Tensor& out) override;
+  void gelu_tanh_mul(const Tensor& gate_up, Tensor& out) override;
+  void scale(Tensor& x, float s) override;
+  void softcap(Tensor& x, float cap) override;
   void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) override;
   void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
                    const std::vector<int32_t>& dst) override;

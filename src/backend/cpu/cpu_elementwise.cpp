@@ -1,4 +1,5 @@
-// Row-wise ops without reductions: embedding, silu_mul, gather_rows, rope.
+// Row-wise ops without reductions: embedding, silu_mul, gelu_tanh_mul,
+// scale, softcap, gather_rows, rope.
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -60,6 +61,44 @@ void silu_mul(const Tensor& gate_up, Tensor& out) {
         o[t * inter + i] = g / (1.0f + std::exp(-g)) * up[i];
       }
     }
+  });
+}
+
+void gelu_tanh_mul(const Tensor& gate_up, Tensor& out) {
+  assert(gate_up.dtype == DType::kF32 && out.dtype == DType::kF32);
+  const int64_t num_rows = gate_up.dim(0);
+  const int64_t inter = gate_up.dim(1) / 2;
+  assert(out.dim(0) == num_rows && out.dim(1) == inter);
+  const float* in = gate_up.ptr<float>();
+  float* o = out.ptr<float>();
+  const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // sqrt(2 / pi)
+  const float kappa = 0.044715f;
+  parallel_for(num_rows, min_rows(inter), [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const float* gate = in + t * 2 * inter;
+      const float* up = gate + inter;
+      for (int64_t i = 0; i < inter; ++i) {
+        const float x = gate[i];
+        const float inner = beta * (x + kappa * (x * x * x));
+        o[t * inter + i] = 0.5f * x * (1.0f + std::tanh(inner)) * up[i];
+      }
+    }
+  });
+}
+
+void scale(Tensor& x, float s) {
+  assert(x.dtype == DType::kF32);
+  float* p = x.ptr<float>();
+  parallel_for(x.numel(), 16384, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) p[i] *= s;
+  });
+}
+
+void softcap(Tensor& x, float cap) {
+  assert(x.dtype == DType::kF32 && cap > 0.0f);
+  float* p = x.ptr<float>();
+  parallel_for(x.numel(), 16384, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) p[i] = std::tanh(p[i] / cap) * cap;
   });
 }
 

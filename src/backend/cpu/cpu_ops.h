@@ -12,6 +12,9 @@ namespace pagoda::cpu {
 // cpu_elementwise.cpp
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out);
 void silu_mul(const Tensor& gate_up, Tensor& out);
+void gelu_tanh_mul(const Tensor& gate_up, Tensor& out);
+void scale(Tensor& x, float s);
+void softcap(Tensor& x, float cap);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions, const Tensor& cos_sin);
 
@@ -26,7 +29,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
 // cpu_attention.cpp
 void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots, KvCacheView& cache);
 void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
-                     const AttentionMetadata& meta, float scale, Tensor& out);
+                     const AttentionMetadata& meta, const AttentionScoring& scoring, Tensor& out);
 void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
                  const std::vector<int32_t>& dst);
 

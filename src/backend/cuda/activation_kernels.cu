@@ -13,15 +13,21 @@ unsigned grid_for(int64_t work) {
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
 }
 
-template <typename T>
-__device__ __forceinline__ T silu_mul_one(T g, T u) {
+template <typename T, GluActivation kAct>
+__device__ __forceinline__ T glu_one(T g, T u) {
   const float gf = to_float(g);
-  const T s = from_float<T>(gf / (1.0f + expf(-gf)));
-  return from_float<T>(to_float(s) * to_float(u));
+  float a;
+  if constexpr (kAct == GluActivation::kSilu) {
+    a = gf / (1.0f + expf(-gf));
+  } else {
+    constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
+    a = 0.5f * gf * (1.0f + tanhf(kBeta * (gf + 0.044715f * (gf * gf * gf))));
+  }
+  return from_float<T>(to_float(from_float<T>(a)) * to_float(u));
 }
 
 // Grid-stride over (row, kVec-wide column group).
-template <typename T, int kVec>
+template <typename T, int kVec, GluActivation kAct>
 __global__ void silu_mul_kernel(SiluMulParams p) {
   pdl_enter();
   const int64_t groups = p.inter / kVec;
@@ -35,7 +41,7 @@ __global__ void silu_mul_kernel(SiluMulParams p) {
     const Vec<T, kVec> u = load_vec<T, kVec>(gate + p.inter);
     Vec<T, kVec> o;
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) o.v[j] = silu_mul_one<T>(g.v[j], u.v[j]);
+    for (int j = 0; j < kVec; ++j) o.v[j] = glu_one<T, kAct>(g.v[j], u.v[j]);
     store_vec<T, kVec>(static_cast<T*>(p.out) + r * p.inter + c, o);
   }
 }
@@ -49,6 +55,17 @@ __global__ void bias_add_kernel(BiasAddParams p) {
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[idx] = from_float<O>(to_float(out[idx]) + to_float(bias[idx % p.num_cols]));
+  }
+}
+
+template <typename T>
+__global__ void scale_kernel(ScaleParams p) {
+  pdl_enter();
+  T* x = static_cast<T*>(p.x);
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < p.n;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = to_float(x[idx]);
+    x[idx] = from_float<T>(p.softcap > 0.0f ? tanhf(v / p.softcap) * p.softcap : v * p.scale);
   }
 }
 
@@ -72,10 +89,14 @@ cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
   const unsigned grid = grid_for(p.num_rows * (vec8 ? p.inter / 8 : p.inter));
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
+    constexpr auto kSilu = GluActivation::kSilu, kGelu = GluActivation::kGeluTanh;
+    const bool gelu = p.act == kGelu;
     if (vec8) {
-      launch_kernel(silu_mul_kernel<T, 8>, grid, kThreads, 0, stream, p);
+      launch_kernel(gelu ? silu_mul_kernel<T, 8, kGelu> : silu_mul_kernel<T, 8, kSilu>, grid,
+                    kThreads, 0, stream, p);
     } else {
-      launch_kernel(silu_mul_kernel<T, 1>, grid, kThreads, 0, stream, p);
+      launch_kernel(gelu ? silu_mul_kernel<T, 1, kGelu> : silu_mul_kernel<T, 1, kSilu>, grid,
+                    kThreads, 0, stream, p);
     }
     return cudaGetLastError();
   });
@@ -89,6 +110,18 @@ cudaError_t launch_bias_add(const BiasAddParams& p, cudaStream_t stream) {
     case DType::kF16: return launch_bias_add_out<f16>(p, stream);
     default: return cudaErrorInvalidValue;
   }
+}
+
+cudaError_t launch_scale(const ScaleParams& p, cudaStream_t stream) {
+  if (p.n == 0) return cudaSuccess;
+  const unsigned grid = grid_for(p.n);
+  switch (p.dtype) {
+    case DType::kF32: launch_kernel(scale_kernel<float>, grid, kThreads, 0, stream, p); break;
+    case DType::kBF16: launch_kernel(scale_kernel<bf16>, grid, kThreads, 0, stream, p); break;
+    case DType::kF16: launch_kernel(scale_kernel<f16>, grid, kThreads, 0, stream, p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace pagoda::cuda

@@ -1,5 +1,6 @@
-// Elementwise epilogues: SwiGLU (silu_mul) and a bias add for outputs that
-// the cuBLASLt epilogue does not cover (f32 logits, unaligned bias).
+// Elementwise epilogues: SwiGLU / GeGLU (silu_mul, gelu_tanh_mul), a bias
+// add for outputs that the cuBLASLt epilogue does not cover (f32 logits,
+// unaligned bias), and the in-place scale and soft-capping (Gemma).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,7 +11,10 @@
 
 namespace pagoda::cuda {
 
+enum class GluActivation { kSilu, kGeluTanh };
+
 struct SiluMulParams {
+  GluActivation act = GluActivation::kSilu;
   DType dtype = DType::kBF16;
   const void* gate_up = nullptr;  // [num_rows, 2 * inter]: gate columns, then up columns
   void* out = nullptr;            // [num_rows, inter]
@@ -18,7 +22,8 @@ struct SiluMulParams {
   int64_t inter = 0;
 };
 
-// out = round(round(silu(gate)) * up), silu in f32 (like torch in 16-bit).
+// out = round(round(act(gate)) * up), act in f32 (like torch in 16-bit):
+// silu, or gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
 cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream);
 
 struct BiasAddParams {
@@ -32,5 +37,16 @@ struct BiasAddParams {
 
 // out[r, c] = round(out[r, c] + bias[c]) in f32.
 cudaError_t launch_bias_add(const BiasAddParams& p, cudaStream_t stream);
+
+struct ScaleParams {
+  DType dtype = DType::kBF16;  // f32, bf16 or f16
+  void* x = nullptr;           // [n], in place
+  int64_t n = 0;
+  float scale = 1.0f;    // when softcap == 0: x = round(x * scale)
+  float softcap = 0.0f;  // > 0: x = round(softcap * tanh(x / softcap))
+};
+
+// x = round(f(x)) in f32 (see ScaleParams).
+cudaError_t launch_scale(const ScaleParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

@@ -35,6 +35,11 @@
 // that write f32 partials (O, max, sum) to a workspace, and a combine kernel
 // merges them (both kernels write the same partial layout).
 //
+// Scoring (all three kernels, in the shared online softmax): scale, or
+// Gemma's soft-capping cap * tanh(scale * s / cap); a sliding window masks
+// keys more than window - 1 positions behind the row's query (every key tile
+// is still visited; a tile or split with no visible key adds nothing).
+//
 // Graph capture: grid sizes come from the host hints (num_seqs,
 // max_query_len, max_seq_len); each CTA reads the real lengths on the device
 // and covers any batch within those hints.
@@ -74,6 +79,12 @@ struct AttentionParams {
   // the prefill (or tile) kernel: two launches over disjoint rows.
   int num_decode_seqs = 0;
   float scale = 1.0f;
+  // Gemma: > 0: scores = softcap * tanh(scale q.k / softcap) before the
+  // softmax; window > 0: a key more than window - 1 positions behind the
+  // query is masked (every key range is still walked; fully masked tiles
+  // and splits contribute nothing).
+  float softcap = 0.0f;
+  int window = 0;
   void* out = nullptr;           // [num_tokens, Hq * D]
   // Set by the launcher (split-KV plan):
   int num_splits = 1;

@@ -49,6 +49,7 @@ namespace pagoda::cuda {
 namespace attention_decode_detail {
 
 using attention_detail::online_softmax;
+using attention_detail::ScoreParams;
 using attention_detail::SoftmaxState;
 
 constexpr int kWarps = kAttentionDecodeWarps;
@@ -215,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
 #pragma unroll
     for (int e = 0; e < 4; ++e) o_acc[dt][e] = 0.0f;
   }
-  const float scale_log2 = p.scale * 1.4426950408889634f;
+  const ScoreParams sp = ScoreParams::from(p);
   // ldmatrix lane addresses within a stage (see compute_scores / accumulate_pv).
   const int k_lane_off = ((lane & 7) + ((lane >> 4) << 3)) * S::kStride + ((lane >> 3) & 1) * 8;
   const int v_lane_off = ((lane & 7) + ((lane >> 3) & 1) * 8) * S::kStride + (lane >> 4) * 8;
@@ -255,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
       }
     }
     const int n0 = (first_tile + i * kWarps) * kBlockN;
-    online_softmax<kBlockN, kD>(s_acc, o_acc, st, n0, w.kv_end, lane, scale_log2);
+    online_softmax<kBlockN, kD>(s_acc, o_acc, st, n0, w.kv_end, lane, sp);
 
     // O += P V (P rounded to T, like the tile kernel).
     uint32_t a[4];

@@ -189,25 +189,48 @@ struct SoftmaxState {
   int pos[2] = {-1, -1};  // query position of the row; -1: padding row
 };
 
+// How raw q.k products become scores in log2 units (from AttentionParams).
+struct ScoreParams {
+  float scale_log2 = 0.0f;      // scale * log2 e
+  float scale_over_cap = 0.0f;  // scale / softcap; 0: no soft-capping
+  float cap_log2 = 0.0f;        // softcap * log2 e
+  int window = 0;               // > 0: sliding window
+
+  __host__ __device__ static ScoreParams from(const AttentionParams& p) {
+    constexpr float kLog2e = 1.4426950408889634f;
+    ScoreParams s;
+    s.scale_log2 = p.scale * kLog2e;
+    if (p.softcap > 0.0f) {
+      s.scale_over_cap = p.scale / p.softcap;
+      s.cap_log2 = p.softcap * kLog2e;
+    }
+    s.window = p.window;
+    return s;
+  }
+};
+
 // Masks (kMask) and exponentiates s_acc in place (scores -> probabilities),
-// updates m/l and rescales o_acc. Keys n0 + col valid iff < kv_end and <= row
-// pos; kMask = false compiles the comparisons out, for tiles the caller knows
-// to be fully visible.
+// updates m/l and rescales o_acc. Keys n0 + col valid iff < kv_end, <= row pos
+// and, with a window, > pos - window; kMask = false compiles the comparisons
+// out, for tiles the caller knows to be fully visible.
 template <int kBlockN, int kD, bool kMask = true>
 __device__ __forceinline__ void online_softmax(float (&s_acc)[kBlockN / 8][4],
-                                               float (&o_acc)[kD / 8][4], SoftmaxState& st,
-                                               int n0, int kv_end, int lane, float scale_log2) {
+                                               float (&o_acc)[kD / 8][4], SoftmaxState& st, int n0,
+                                               int kv_end, int lane, const ScoreParams& sp) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = -INFINITY;
+    const int lowest = sp.window > 0 ? st.pos[h] - sp.window + 1 : 0;
 #pragma unroll
     for (int nt = 0; nt < kBlockN / 8; ++nt) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        float x = s_acc[nt][2 * h + e] * scale_log2;
+        const float raw = s_acc[nt][2 * h + e];
+        float x = sp.scale_over_cap > 0.0f ? sp.cap_log2 * tanhf(raw * sp.scale_over_cap)
+                                           : raw * sp.scale_log2;
         if constexpr (kMask) {
           const int key = n0 + nt * 8 + 2 * (lane & 3) + e;
-          x = key < kv_end && key <= st.pos[h] ? x : -INFINITY;
+          x = key < kv_end && key <= st.pos[h] && key >= lowest ? x : -INFINITY;
         }
         s_acc[nt][2 * h + e] = x;
         mx = fmaxf(mx, x);
@@ -321,7 +344,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kD>) attention_tile_
 #pragma unroll
     for (int e = 0; e < 4; ++e) o_acc[dt][e] = 0.0f;
   }
-  const float scale_log2 = p.scale * 1.4426950408889634f;
+  const ScoreParams sp = ScoreParams::from(p);
 
   load_q_tile<T, kD>(p, w, q_s);
   cp_async_commit();
@@ -336,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kD>) attention_tile_
     float s_acc[S::kBlockN / 8][4];
     if (warp_active) {
       compute_scores<T, kD>(q_s, k_s, warp, lane, s_acc);
-      online_softmax<S::kBlockN, kD>(s_acc, o_acc, st, n0, w.kv_end, lane, scale_log2);
+      online_softmax<S::kBlockN, kD>(s_acc, o_acc, st, n0, w.kv_end, lane, sp);
     }
     cp_async_wait<0>();
     __syncthreads();

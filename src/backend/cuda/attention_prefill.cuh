@@ -56,6 +56,7 @@ namespace attention_prefill_detail {
 
 using attention_detail::CtaWork;
 using attention_detail::online_softmax;
+using attention_detail::ScoreParams;
 using attention_detail::SoftmaxState;
 
 constexpr int kWarps = 4;
@@ -178,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
       for (int e = 0; e < 4; ++e) o_acc[mt][dt][e] = 0.0f;
     }
   }
-  const float scale_log2 = p.scale * 1.4426950408889634f;
+  const ScoreParams sp = ScoreParams::from(p);
   const int32_t* table = p.block_tables + static_cast<int64_t>(w.seq) * p.max_blocks_per_seq;
 
   // Cache slots of the keys of the next two tiles, double buffered: threads
@@ -256,16 +257,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
       }
     }
 
-    // Only tiles that cross the warp's diagonal or the end of the keys mask.
-    if (n0 + kBlockN - 1 > min_pos || n0 + kBlockN > w.kv_end) {
+    // Only tiles that cross the warp's diagonal or the end of the keys mask
+    // (every tile with a sliding window).
+    if (sp.window > 0 || n0 + kBlockN - 1 > min_pos || n0 + kBlockN > w.kv_end) {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        online_softmax<kBlockN, kD, true>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, scale_log2);
+        online_softmax<kBlockN, kD, true>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, sp);
       }
     } else {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        online_softmax<kBlockN, kD, false>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, scale_log2);
+        online_softmax<kBlockN, kD, false>(s_acc[mt], o_acc[mt], st[mt], n0, w.kv_end, lane, sp);
       }
     }
 

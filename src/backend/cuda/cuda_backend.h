@@ -73,8 +73,12 @@ class CudaBackend final : public Backend {
   void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots,
                 KvCacheView& cache) override;
   void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
-                       const AttentionMetadata& meta, float scale, Tensor& out) override;
+                       const AttentionMetadata& meta, const AttentionScoring& scoring,
+                       Tensor& out) override;
   void silu_mul(const Tensor& gate_up, Tensor& out) override;
+  void gelu_tanh_mul(const Tensor& gate_up, Tensor& out) override;
+  void scale(Tensor& x, float s) override;
+  void softcap(Tensor& x, float cap) override;
   void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) override;
   // Block ids out of range are skipped; a dst must not also be a src.
   void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
@@ -128,6 +132,9 @@ class CudaBackend final : public Backend {
   void fail(const std::string& message);
   // fail() unless e is cudaSuccess; returns e == cudaSuccess.
   bool check(int cuda_error, const char* what);
+  // silu_mul (gelu_tanh false) or gelu_tanh_mul; scale (cap 0) or softcap.
+  void glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh);
+  void scale_or_cap(Tensor& x, float s, float cap);
 
   // Sampling helpers (cuda_sample.cpp).
   bool ensure_device(Buffer& b, size_t bytes);

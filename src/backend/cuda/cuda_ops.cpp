@@ -252,7 +252,7 @@ void CudaBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Ten
 
 void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
                                   const KvCacheView& cache, const AttentionMetadata& meta,
-                                  float scale, Tensor& out) {
+                                  const AttentionScoring& scoring, Tensor& out) {
   if (!attention_args_ok(qkv, layout, cache, meta, out)) {
     return fail(fmt::format(
         "paged_attention: qkv {} out {} k {} block_size {} qsl {} seq_lens {} block_tables {} "
@@ -282,7 +282,9 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   p.max_query_len = meta.max_query_len;
   p.max_seq_len = meta.max_seq_len;
   p.num_decode_seqs = meta.num_decode_seqs;
-  p.scale = scale;
+  p.scale = scoring.scale;
+  p.softcap = scoring.softcap;
+  p.window = scoring.sliding_window;
   p.out = out.data;
   const cuda::AttentionWorkspace ws{attention_workspace_, attention_workspace_bytes_, num_sms_};
   const cudaError_t e = cuda::launch_paged_attention(p, ws, stream_);
@@ -294,19 +296,51 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   check(e, "paged_attention");
 }
 
-void CudaBackend::silu_mul(const Tensor& gate_up, Tensor& out) {
+void CudaBackend::glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh) {
+  const char* name = gelu_tanh ? "gelu_tanh_mul" : "silu_mul";
   const int64_t inter = last_dim(gate_up) / 2;
   if (!is_half(gate_up.dtype) || out.dtype != gate_up.dtype || last_dim(gate_up) % 2 != 0 ||
       out.numel() != num_rows(gate_up) * inter) {
-    return fail(fmt::format("silu_mul: gate_up {} out {}", describe(gate_up), describe(out)));
+    return fail(fmt::format("{}: gate_up {} out {}", name, describe(gate_up), describe(out)));
   }
   cuda::SiluMulParams p;
+  p.act = gelu_tanh ? cuda::GluActivation::kGeluTanh : cuda::GluActivation::kSilu;
   p.dtype = gate_up.dtype;
   p.gate_up = gate_up.data;
   p.out = out.data;
   p.num_rows = num_rows(gate_up);
   p.inter = inter;
-  check(cuda::launch_silu_mul(p, stream_), "silu_mul");
+  check(cuda::launch_silu_mul(p, stream_), name);
+}
+
+void CudaBackend::silu_mul(const Tensor& gate_up, Tensor& out) {
+  glu(gate_up, out, false);
+}
+
+void CudaBackend::gelu_tanh_mul(const Tensor& gate_up, Tensor& out) {
+  glu(gate_up, out, true);
+}
+
+void CudaBackend::scale_or_cap(Tensor& x, float s, float cap) {
+  const char* name = cap > 0.0f ? "softcap" : "scale";
+  if (!is_half(x.dtype) && x.dtype != DType::kF32)
+    return fail(fmt::format("{}: x {}", name, describe(x)));
+  cuda::ScaleParams p;
+  p.dtype = x.dtype;
+  p.x = x.data;
+  p.n = x.numel();
+  p.scale = s;
+  p.softcap = cap;
+  check(cuda::launch_scale(p, stream_), name);
+}
+
+void CudaBackend::scale(Tensor& x, float s) {
+  scale_or_cap(x, s, 0.0f);
+}
+
+void CudaBackend::softcap(Tensor& x, float cap) {
+  if (!(cap > 0.0f)) return fail(fmt::format("softcap: cap {} must be positive", cap));
+  scale_or_cap(x, 1.0f, cap);
 }
 
 void CudaBackend::copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,

@@ -2,6 +2,7 @@
 // prefixes mixed with decode tokens) over shuffled, non-contiguous block
 // tables, against a double-precision attention over each sequence's logical
 // k/v. Unused cache slots and table entries point at NaN so stray reads show.
+// Also with Gemma's scoring: attention-logit soft-capping and sliding windows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +29,8 @@ struct AttentionCase {
   QkvLayout layout;
   int block_size = 16;
   float scale = 1.0f;
+  float softcap = 0.0f;  // > 0: scores capped (Gemma 2)
+  int window = 0;        // > 0: sliding window
   std::vector<SeqCase> seqs;
 };
 
@@ -127,7 +130,8 @@ void run_case(const AttentionCase& c, Rng& rng) {
   }
   std::vector<float> out = test::nan_filled(static_cast<size_t>(t * l.num_q_heads * d));
   Tensor o = f32(out, {t, l.num_q_heads * d});
-  be.paged_attention(f32(qkv, {t, width}), l, cache, meta, c.scale, o);
+  be.paged_attention(f32(qkv, {t, width}), l, cache, meta,
+                     AttentionScoring(c.scale, c.softcap, c.window), o);
 
   const int group = l.num_q_heads / l.num_kv_heads;
   for (int s = 0; s < num_seqs; ++s)
@@ -136,19 +140,22 @@ void run_case(const AttentionCase& c, Rng& rng) {
       for (int h = 0; h < l.num_q_heads; ++h) {
         const float* q = qkv.data() + row * width + h * d;
         const int kh = h / group;
-        std::vector<double> w(static_cast<size_t>(pos + 1));
+        // Keys [first, pos]: a key window or more positions behind is masked.
+        const int first = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;
+        std::vector<double> w(static_cast<size_t>(pos + 1), 0.0);
         double m = -1e300, sum = 0;
-        for (int p = 0; p <= pos; ++p) {
+        for (int p = first; p <= pos; ++p) {
           double dot = 0;
           for (int64_t i = 0; i < d; ++i)
             dot += static_cast<double>(q[i]) * kref[s][p * kvw + kh * d + i];
           w[p] = dot * c.scale;
+          if (c.softcap > 0) w[p] = std::tanh(w[p] / c.softcap) * c.softcap;
           m = std::max(m, w[p]);
         }
-        for (double& x : w) sum += (x = std::exp(x - m));
+        for (int p = first; p <= pos; ++p) sum += (w[p] = std::exp(w[p] - m));
         for (int64_t i = 0; i < d; ++i) {
           double want = 0;
-          for (int p = 0; p <= pos; ++p) want += w[p] / sum * vref[s][p * kvw + kh * d + i];
+          for (int p = first; p <= pos; ++p) want += w[p] / sum * vref[s][p * kvw + kh * d + i];
           const float got = out[row * l.num_q_heads * d + h * d + i];
           ASSERT_NEAR(got, want, 2e-5)
               << "seq " << s << " row " << j << " head " << h << " dim " << i << " (D=" << d
@@ -164,6 +171,19 @@ TEST(CpuAttention, RaggedBatchesOverShuffledBlockTables) {
   for (int iter = 0; iter < 150; ++iter) {
     SCOPED_TRACE(iter);
     run_case(random_case(rng), rng);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(CpuAttention, SoftcapAndSlidingWindow) {
+  Rng rng(103);
+  for (int iter = 0; iter < 60; ++iter) {
+    SCOPED_TRACE(iter);
+    AttentionCase c = random_case(rng);
+    c.scale *= 4.0f;  // scores large enough for the cap to bend them
+    c.softcap = rng.pick(std::vector<float>{0.0f, 1.0f, 3.0f});
+    c.window = rng.pick(std::vector<int>{1, 2, 5, 13});
+    run_case(c, rng);
     if (HasFatalFailure()) return;
   }
 }

@@ -157,6 +157,41 @@ TEST(CpuOps, SiluMul) {
   }
 }
 
+TEST(CpuOps, GeluTanhMul) {
+  CpuBackend be;
+  Rng rng(6);
+  for (int iter = 0; iter < 20; ++iter) {
+    const int t = rng.randint(1, 20), inter = rng.randint(1, 300);
+    std::vector<float> gu = rng.floats(static_cast<size_t>(t * 2 * inter), -8, 8);
+    std::vector<float> out = test::nan_filled(static_cast<size_t>(t * inter));
+    Tensor o = f32(out, {t, inter});
+    be.gelu_tanh_mul(f32(gu, {t, 2 * inter}), o);
+    for (int r = 0; r < t; ++r)
+      for (int i = 0; i < inter; ++i) {
+        const double g = gu[r * 2 * inter + i], u = gu[r * 2 * inter + inter + i];
+        const double gelu =
+            0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+        const double want = gelu * u;
+        ASSERT_NEAR(out[r * inter + i], want, 1e-6 * (1 + std::abs(want)));
+      }
+  }
+}
+
+TEST(CpuOps, ScaleAndSoftcap) {
+  CpuBackend be;
+  Rng rng(7);
+  std::vector<float> x = rng.floats(1000, -200, 200), y = x;
+  Tensor tx = f32(x, {10, 100});
+  be.scale(tx, 8.0f);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i] * 8.0f);
+  be.softcap(tx, 30.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = 30.0 * std::tanh(static_cast<double>(y[i]) * 8.0 / 30.0);
+    ASSERT_NEAR(x[i], want, 2e-6 * 30.0);
+    ASSERT_LE(std::abs(x[i]), 30.0f);
+  }
+}
+
 // x @ w^T + b in double; scale[i] = sum |x w| + |b| bounds the rounding error.
 void ref_linear(const std::vector<float>& x, const std::vector<float>& w,
                 const std::vector<float>& b, int t, int k, int n, std::vector<double>* out,

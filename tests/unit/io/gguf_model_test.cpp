@@ -41,6 +41,16 @@ TEST(GgufNames, MapsToHuggingFaceNames) {
   EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_up.weight"), "model.layers.3.mlp.up_proj.weight");
   EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_down.weight"), "model.layers.3.mlp.down_proj.weight");
   EXPECT_EQ(gguf_to_hf_name("rope_freqs.weight"), std::nullopt);
+  // Gemma's sandwich norms (llama.cpp's names).
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_norm.weight", "gemma3"),
+            "model.layers.3.pre_feedforward_layernorm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.post_attention_norm.weight", "gemma2"),
+            "model.layers.3.post_attention_layernorm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.post_ffw_norm.weight", "gemma3"),
+            "model.layers.3.post_feedforward_layernorm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.attn_q_norm.weight", "gemma3"),
+            "model.layers.3.self_attn.q_norm.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.post_ffw_norm.weight"), std::nullopt);
   EXPECT_EQ(gguf_to_hf_name("blk.x.attn_q.weight"), std::nullopt);
   EXPECT_EQ(gguf_to_hf_name("blk..attn_q.weight"), std::nullopt);
   EXPECT_EQ(gguf_to_hf_name("blk.1.attn_q"), std::nullopt);

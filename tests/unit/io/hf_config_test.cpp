@@ -143,6 +143,155 @@ TEST(HfConfig, Qwen3) {
   EXPECT_TRUE(parse_ok(j).attention_bias);
 }
 
+// google/gemma-2-2b's config.json.
+Json gemma2_base() {
+  return Json::parse(R"({
+    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+    "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0, "head_dim": 256,
+    "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 2304, "intermediate_size": 9216, "max_position_embeddings": 8192,
+    "num_attention_heads": 8, "num_hidden_layers": 26, "num_key_value_heads": 4,
+    "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+    "sliding_window": 4096, "vocab_size": 256000, "torch_dtype": "float32",
+    "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0})");
+}
+
+// google/gemma-3-270m's config.json (layer_types written out).
+Json gemma3_base() {
+  Json j = Json::parse(R"({
+    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+    "attention_bias": false, "attn_logit_softcapping": null, "final_logit_softcapping": null,
+    "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 640,
+    "intermediate_size": 2048, "max_position_embeddings": 32768, "num_attention_heads": 4,
+    "num_hidden_layers": 18, "num_key_value_heads": 1, "query_pre_attn_scalar": 256,
+    "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0, "rope_scaling": null,
+    "rope_theta": 1000000.0, "sliding_window": 512, "torch_dtype": "bfloat16",
+    "use_bidirectional_attention": false, "vocab_size": 262144,
+    "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0})");
+  for (int i = 0; i < 18; ++i)
+    j["layer_types"].push_back((i + 1) % 6 == 0 ? "full_attention" : "sliding_attention");
+  return j;
+}
+
+TEST(HfConfig, Gemma2) {
+  ModelConfig c = parse_ok(gemma2_base());
+  EXPECT_EQ(c.architecture, "gemma2");
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_TRUE(c.gelu_tanh_mlp && c.norm_weight_offset && c.sandwich_norms && c.scale_embeddings);
+  EXPECT_TRUE(c.tie_word_embeddings);  // Gemma2Config's default
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.query_pre_attn_scalar, 256);
+  EXPECT_EQ(c.attn_logit_softcapping, 50.0);
+  EXPECT_EQ(c.final_logit_softcapping, 30.0);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.rope_local_base_freq, 0);
+  ASSERT_EQ(c.sliding_layers.size(), 26u);
+  for (size_t i = 0; i < 26; ++i) EXPECT_EQ(c.sliding_layers[i], i % 2 == 0) << i;
+  // Absent fields take Gemma2Config's defaults; null turns a capping off.
+  Json j = gemma2_base();
+  for (const char* k : {"head_dim", "query_pre_attn_scalar", "attn_logit_softcapping",
+                        "hidden_activation", "sliding_window"})
+    j.erase(k);
+  j["final_logit_softcapping"] = nullptr;
+  c = parse_ok(j);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.query_pre_attn_scalar, 256);
+  EXPECT_EQ(c.attn_logit_softcapping, 50.0);
+  EXPECT_EQ(c.final_logit_softcapping, 0.0);
+  EXPECT_EQ(c.sliding_window, 4096);
+  j = gemma2_base();
+  j["hidden_activation"] = "gelu";
+  expect_error(j, "hidden_activation 'gelu'", ErrorCode::kUnsupported);
+}
+
+TEST(HfConfig, Gemma3) {
+  ModelConfig c = parse_ok(gemma3_base());
+  EXPECT_EQ(c.architecture, "gemma3");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.attn_logit_softcapping, 0.0);
+  EXPECT_EQ(c.final_logit_softcapping, 0.0);
+  EXPECT_EQ(c.rope_theta, 1000000.0);
+  EXPECT_EQ(c.rope_local_base_freq, 10000.0);
+  EXPECT_EQ(c.sliding_window, 512);
+  EXPECT_EQ(c.head_dim, 256);  // not 640 / 4
+  ASSERT_EQ(c.sliding_layers.size(), 18u);
+  for (size_t i = 0; i < 18; ++i) EXPECT_EQ(c.sliding_layers[i], (i + 1) % 6 != 0) << i;
+  // Without layer_types: sliding_window_pattern (default 6).
+  Json j = gemma3_base();
+  j.erase("layer_types");
+  j["sliding_window_pattern"] = 3;
+  c = parse_ok(j);
+  for (size_t i = 0; i < 18; ++i) EXPECT_EQ(c.sliding_layers[i], (i + 1) % 3 != 0) << i;
+  j.erase("sliding_window_pattern");
+  j.erase("rope_theta");
+  j.erase("rope_local_base_freq");
+  c = parse_ok(j);
+  for (size_t i = 0; i < 18; ++i) EXPECT_EQ(c.sliding_layers[i], (i + 1) % 6 != 0) << i;
+  EXPECT_EQ(c.rope_theta, 1000000.0);  // Gemma3TextConfig's defaults
+  EXPECT_EQ(c.rope_local_base_freq, 10000.0);
+  // rope_scaling applies to the global layers (rope_theta).
+  j = gemma3_base();
+  j["rope_scaling"] = Json::parse(R"({"rope_type": "linear", "factor": 8.0})");
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0);
+  // transformers 5: rope_parameters per layer type.
+  j = gemma3_base();
+  j.erase("rope_theta");
+  j.erase("rope_local_base_freq");
+  j.erase("rope_scaling");
+  j["rope_parameters"] = Json::parse(R"({
+    "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})");
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c.rope_theta, 1000000.0);
+  EXPECT_EQ(c.rope_local_base_freq, 10000.0);
+  j["rope_parameters"]["sliding_attention"]["rope_type"] = "linear";
+  j["rope_parameters"]["sliding_attention"]["factor"] = 2.0;
+  expect_error(j, "rope_parameters");
+  j = gemma3_base();
+  j["layer_types"].erase(0);
+  expect_error(j, "layer_types");
+  j = gemma3_base();
+  j["use_bidirectional_attention"] = true;
+  expect_error(j, "use_bidirectional_attention", ErrorCode::kUnsupported);
+}
+
+// google/gemma-3-4b-it's config.json (vision_config abridged): the language
+// model's fields in text_config, the others at Gemma3TextConfig's defaults.
+TEST(HfConfig, Gemma3ImageTextCheckpointsLanguageModel) {
+  Json j = Json::parse(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "boi_token_index": 255999, "eoi_token_index": 256000, "eos_token_id": [1, 106],
+    "image_token_index": 262144, "mm_tokens_per_image": 256,
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16",
+    "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"}})");
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "gemma3");
+  EXPECT_EQ(c.hf_architecture, "Gemma3ForConditionalGeneration");
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.num_layers, 34);
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c.rope_local_base_freq, 10000.0);
+  EXPECT_TRUE(c.qk_norm && c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1, 106}));
+  ASSERT_EQ(c.sliding_layers.size(), 34u);
+  EXPECT_FALSE(c.sliding_layers[5]);
+  EXPECT_TRUE(c.sliding_layers[6]);
+  j.erase("text_config");
+  expect_error(j, "text_config");
+}
+
 TEST(HfConfig, ModelTypeWhenArchitecturesAbsent) {
   Json j = llama_base();
   j.erase("architectures");

@@ -73,14 +73,18 @@ class GraphEmulatingBackend final : public Backend {
     cpu_.kv_write(qkv, l, slots, c);
   }
   void paged_attention(const Tensor& qkv, const QkvLayout& l, const KvCacheView& c,
-                       const AttentionMetadata& m, float scale, Tensor& out) override {
+                       const AttentionMetadata& m, const AttentionScoring& scoring,
+                       Tensor& out) override {
     // A real graph freezes these hints: they must bound every replay.
     if (replaying_) {
       EXPECT_EQ(m.max_query_len, 1);
     }
-    cpu_.paged_attention(qkv, l, c, m, scale, out);
+    cpu_.paged_attention(qkv, l, c, m, scoring, out);
   }
   void silu_mul(const Tensor& gu, Tensor& out) override { cpu_.silu_mul(gu, out); }
+  void gelu_tanh_mul(const Tensor& gu, Tensor& out) override { cpu_.gelu_tanh_mul(gu, out); }
+  void scale(Tensor& x, float s) override { cpu_.scale(x, s); }
+  void softcap(Tensor& x, float cap) override { cpu_.softcap(x, cap); }
   void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
     cpu_.gather_rows(x, idx, out);
   }

@@ -74,13 +74,26 @@ class RecordingBackend final : public Backend {
     cpu_.kv_write(qkv, l, slots, c);
   }
   void paged_attention(const Tensor& qkv, const QkvLayout& l, const KvCacheView& c,
-                       const AttentionMetadata& m, float scale, Tensor& out) override {
+                       const AttentionMetadata& m, const AttentionScoring& scoring,
+                       Tensor& out) override {
     ops.push_back("paged_attention");
-    cpu_.paged_attention(qkv, l, c, m, scale, out);
+    cpu_.paged_attention(qkv, l, c, m, scoring, out);
   }
   void silu_mul(const Tensor& gu, Tensor& out) override {
     ops.push_back("silu_mul");
     cpu_.silu_mul(gu, out);
+  }
+  void gelu_tanh_mul(const Tensor& gu, Tensor& out) override {
+    ops.push_back("gelu_tanh_mul");
+    cpu_.gelu_tanh_mul(gu, out);
+  }
+  void scale(Tensor& x, float s) override {
+    ops.push_back("scale");
+    cpu_.scale(x, s);
+  }
+  void softcap(Tensor& x, float cap) override {
+    ops.push_back("softcap");
+    cpu_.softcap(x, cap);
   }
   void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
     ops.push_back("gather_rows");
@@ -165,6 +178,26 @@ TEST(FamilyForward, Qwen3AddsQkNorms) {
   ModelConfig c = tiny_config("qwen3");
   c.qk_norm = true;
   EXPECT_EQ(forward_ops(c), llama_decoder_ops(c.num_layers, false, true));
+}
+
+// Gemma: scaled embedding, the sandwich norms (rms_norm of each block's
+// output before the add), GeGLU, and the final-logit soft-capping when set.
+TEST(FamilyForward, GemmaAddsSandwichNormsGegluAndSoftcapping) {
+  for (const char* family : {"gemma2", "gemma3"}) {
+    const ModelConfig c = tiny_config(family);
+    std::vector<std::string> want = {"embedding", "scale"};
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      want.push_back(i == 0 ? "rms_norm" : "add_rms_norm");
+      want.push_back("linear");
+      if (c.qk_norm) want.push_back("qk_norm");
+      for (const char* op : {"rope", "kv_write", "paged_attention", "linear", "rms_norm",
+                             "add_rms_norm", "linear", "gelu_tanh_mul", "linear", "rms_norm"})
+        want.push_back(op);
+    }
+    for (const char* op : {"add_rms_norm", "gather_rows", "linear"}) want.push_back(op);
+    if (c.final_logit_softcapping > 0) want.push_back("softcap");
+    EXPECT_EQ(forward_ops(c), want) << family;
+  }
 }
 
 }  // namespace

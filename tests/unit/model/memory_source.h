@@ -73,11 +73,23 @@ inline ModelConfig tiny_config(const std::string& arch = "llama") {
   c.rms_norm_eps = 1e-5;
   c.max_position_embeddings = 128;
   c.dtype = DType::kF32;
+  if (arch == "gemma2" || arch == "gemma3") {  // what the config parser sets
+    c.gelu_tanh_mlp = c.norm_weight_offset = c.sandwich_norms = c.scale_embeddings = true;
+    c.tie_word_embeddings = true;
+    c.qk_norm = arch == "gemma3";
+    c.query_pre_attn_scalar = 16;
+    c.sliding_window = 3;
+    c.sliding_layers = {true, false};
+    c.attn_logit_softcapping = arch == "gemma2" ? 50.0 : 0.0;
+    c.final_logit_softcapping = arch == "gemma2" ? 30.0 : 0.0;
+    c.rope_local_base_freq = arch == "gemma3" ? 10000.0 : 0.0;
+  }
   return c;
 }
 
 // Random weights for every tensor `config` needs (biases when
-// attention_bias, q/k norms when qk_norm, lm_head unless tied).
+// attention_bias, q/k norms when qk_norm, sandwich norms when
+// sandwich_norms, lm_head unless tied).
 inline void fill_random(const ModelConfig& c, MemorySource* src, uint32_t seed = 1,
                         DType dtype = DType::kF32) {
   std::mt19937 gen(seed);
@@ -112,6 +124,10 @@ inline void fill_random(const ModelConfig& c, MemorySource* src, uint32_t seed =
     if (c.qk_norm) {
       add(p + "self_attn.q_norm.weight", {d}, 1.0f);
       add(p + "self_attn.k_norm.weight", {d}, 1.0f);
+    }
+    if (c.sandwich_norms) {
+      add(p + "pre_feedforward_layernorm.weight", {h}, 1.0f);
+      add(p + "post_feedforward_layernorm.weight", {h}, 1.0f);
     }
     add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
     add(p + "mlp.up_proj.weight", {c.intermediate_size, h});

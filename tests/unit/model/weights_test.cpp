@@ -49,12 +49,18 @@ TEST(Architecture, FindsEverySupportedFamilyAndListsThemOtherwise) {
   ModelConfig q3 = tiny_config("qwen3");
   q3.qk_norm = true;
   EXPECT_TRUE(find_architecture(q3).ok());
+  for (const char* name : {"gemma2", "gemma3"}) {
+    auto a = find_architecture(tiny_config(name));
+    ASSERT_TRUE(a.ok()) << error_of(a);
+    EXPECT_STREQ((*a)->name, name);
+  }
   ModelConfig bad = tiny_config("gpt2");
   auto r = find_architecture(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(r.error().message.find("\"gpt2\""), std::string::npos) << r.error().message;
-  EXPECT_NE(r.error().message.find("llama, mistral, qwen2, qwen3"), std::string::npos)
+  EXPECT_NE(r.error().message.find("llama, mistral, qwen2, qwen3, gemma2, gemma3"),
+            std::string::npos)
       << r.error().message;
 }
 
@@ -81,6 +87,73 @@ TEST(Architecture, ValidationNamesTheField) {
   c = tiny_config("llama");
   c.qk_norm = true;
   expect_field(c, "q/k norms");
+  c = tiny_config("gemma3");
+  c.qk_norm = false;
+  expect_field(c, "model config (gemma3): q/k norms");
+  c = tiny_config("gemma2");
+  c.sliding_layers = {true};
+  expect_field(c, "model config (gemma2): sliding_layers");
+  c = tiny_config("gemma2");
+  c.sliding_window = 0;
+  expect_field(c, "sliding_window");
+  c = tiny_config("gemma3");
+  c.rope_local_base_freq = 0;
+  expect_field(c, "rope_local_base_freq");
+}
+
+// Gemma's HF files store RMSNorm weights as w of (1 + w): the loader folds
+// the 1 in (every norm, q/k norms too); GGUF files (norm_weight_offset
+// false) already hold 1 + w.
+TEST(LoadWeights, GemmaNormsGetOnePlusW) {
+  CpuBackend be;
+  for (bool offset : {true, false}) {
+    ModelConfig c = tiny_config("gemma3");
+    c.norm_weight_offset = offset;
+    MemorySource src;
+    test::fill_random(c, &src);
+    auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+    ASSERT_TRUE(w.ok()) << error_of(w);
+    const float add = offset ? 1.0f : 0.0f;
+    auto expect_plus = [&](const Tensor& t, const std::string& name) {
+      std::vector<float> want = source_values(src, name);
+      for (float& x : want) x += add;
+      EXPECT_EQ(host(t), want) << name;
+    };
+    const LayerWeights& l = w->layers[1];
+    const std::string p = "model.layers.1.";
+    expect_plus(l.input_norm, p + "input_layernorm.weight");
+    expect_plus(l.post_attn_norm, p + "post_attention_layernorm.weight");
+    expect_plus(l.pre_ff_norm, p + "pre_feedforward_layernorm.weight");
+    expect_plus(l.post_ff_norm, p + "post_feedforward_layernorm.weight");
+    expect_plus(l.q_norm, p + "self_attn.q_norm.weight");
+    expect_plus(l.k_norm, p + "self_attn.k_norm.weight");
+    expect_plus(w->final_norm, "model.norm.weight");
+    EXPECT_EQ(host(l.qkv).front(), source_values(src, p + "self_attn.q_proj.weight").front());
+    EXPECT_EQ(w->lm_head.data, w->embed.data);  // tied
+  }
+}
+
+// A Gemma3ForConditionalGeneration checkpoint: the language model's tensors
+// under either prefix transformers has used; the vision tower's are ignored.
+TEST(LoadWeights, GemmaFromAnImageTextCheckpointsLanguageModel) {
+  CpuBackend be;
+  const ModelConfig c = tiny_config("gemma3");
+  MemorySource plain;
+  test::fill_random(c, &plain);
+  for (const std::string prefix : {"language_model.model.", "model.language_model."}) {
+    MemorySource src;
+    for (const TensorInfo& t : plain.tensors())
+      src.add(prefix + t.name.substr(std::string("model.").size()), t.shape,
+              source_values(plain, t.name), DType::kF32);
+    src.add("vision_tower.vision_model.post_layernorm.weight", {3}, {1, 2, 3}, DType::kF32);
+    auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+    ASSERT_TRUE(w.ok()) << prefix << ": " << error_of(w);
+    std::vector<float> want =
+        source_values(plain, "model.layers.1.post_feedforward_layernorm.weight");
+    for (float& x : want) x += 1.0f;
+    EXPECT_EQ(host(w->layers[1].post_ff_norm), want) << prefix;
+    EXPECT_EQ(host(w->embed), source_values(plain, "model.embed_tokens.weight")) << prefix;
+  }
 }
 
 TEST(LoadWeights, FusesQkvAndGateUpInOrder) {
