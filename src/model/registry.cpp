@@ -11,7 +11,10 @@ namespace pagoda {
   F(llama)                       \
   F(mistral)                     \
   F(qwen2)                       \
-  F(qwen3)
+  F(qwen3)                       \
+  F(mixtral)                     \
+  F(qwen2_moe)                   \
+  F(qwen3_moe)
 
 #define PAGODA_DECLARE_FAMILY(name) const Architecture& name##_architecture();
 PAGODA_MODEL_FAMILIES(PAGODA_DECLARE_FAMILY)

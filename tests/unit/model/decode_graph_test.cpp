@@ -81,6 +81,17 @@ class GraphEmulatingBackend final : public Backend {
     cpu_.paged_attention(qkv, l, c, m, scale, out);
   }
   void silu_mul(const Tensor& gu, Tensor& out) override { cpu_.silu_mul(gu, out); }
+  void moe_route(const Tensor& logits, bool renorm, Tensor& ids, Tensor& w) override {
+    cpu_.moe_route(logits, renorm, ids, w);
+  }
+  void moe_experts(const Tensor& x, const Tensor& gu, const Tensor& down, const Tensor& ids,
+                   const Tensor& w, Tensor& gu_scratch, Tensor& act_scratch, Tensor& out) override {
+    cpu_.moe_experts(x, gu, down, ids, w, gu_scratch, act_scratch, out);
+  }
+  void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                         const Tensor& gate_w) override {
+    cpu_.add_sigmoid_gated(out, y, x, gate_w);
+  }
   void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
     cpu_.gather_rows(x, idx, out);
   }
