@@ -178,8 +178,11 @@ class DecodeGraphRunnerTest : public ::testing::Test {
  protected:
   static constexpr int kBlockSize = 4;
 
+  // The model both runners load.
+  virtual ModelConfig model_config() const { return test::tiny_config(); }
+
   void SetUp() override {
-    config_ = test::tiny_config();
+    config_ = model_config();
     test::fill_random(config_, &src_);
     RunnerOptions o;
     o.block_size = kBlockSize;
@@ -381,6 +384,21 @@ TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   }
   for (int i = 0; i < 4; ++i) step({0, 1, 2, 3, 4}, true, 8);
   EXPECT_GT(graphs_.num_replays(), 10);
+}
+
+// A mixture of experts (the gated shared expert included): routing stays on
+// the device, so replayed decode steps give the eager logits too.
+class DecodeGraphMoeRunnerTest : public DecodeGraphRunnerTest {
+ protected:
+  ModelConfig model_config() const override { return test::tiny_moe_config("qwen2_moe"); }
+};
+
+TEST_F(DecodeGraphMoeRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
+  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
+  for (int i = 0; i < 4; ++i) step({0, 1, 2, 3, 4}, true, 8);
+  step({1, 3, 4}, true, 4);
+  step({2}, true, 1);
+  EXPECT_GT(graphs_.num_replays(), 5);
 }
 
 TEST_F(DecodeGraphRunnerTest, SamplingAndBlockCopiesWorkAroundAReplay) {
