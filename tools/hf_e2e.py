@@ -27,7 +27,8 @@ Models: llama (GQA 12/4, D 64, llama3 rope scaling), mistral (8/2, D 128),
 qwen2 (14/2, D 64, random q/k/v biases, tied embeddings), qwen3 (16/8, D 128,
 q/k norms, tied), gemma2 (8/4, D 128, query_pre_attn_scalar 96, soft-capping, window
 64 on even layers), gemma3 (8/2, D 256, q/k norms, five sliding layers of window 64 to
-one global with linear rope scaling), llama8b (the Llama-3.1-8B shape), or NAME=FOLDER for an
+one global with linear rope scaling), mixtral / qwen2_moe / qwen3_moe (mixtures of
+experts, see SPECS), llama8b (the Llama-3.1-8B shape), or NAME=FOLDER for an
 existing Hugging Face folder (e.g. stories260K). Random weights: transformers'
 init (std 0.02), then condition_weights(): embeddings std 1, o_proj/down_proj
 scaled by 1/sqrt(2 layers), so bf16 inference tracks float32; the small
@@ -90,6 +91,24 @@ SPECS = {
                    vocab_size=32000, rope_theta=1000000.0, rope_local_base_freq=10000.0,
                    rope_scaling={"rope_type": "linear", "factor": 8.0}, max_position_embeddings=32768,
                    query_pre_attn_scalar=256, sliding_window=64, tie_word_embeddings=True),
+    # Mixtures of experts: top-2 of 8 renormalised; Qwen2-MoE's shared expert
+    # (top-4 of 16, not renormalised); Qwen3-MoE's top-8 of 32 with q/k norms.
+    "mixtral": dict(config="MixtralConfig", perturb=True, hidden_size=1024, num_hidden_layers=4,
+                    num_attention_heads=8, num_key_value_heads=2, head_dim=128, intermediate_size=1408,
+                    num_local_experts=8, num_experts_per_tok=2, vocab_size=32000,
+                    rope_theta=1000000.0, max_position_embeddings=32768, sliding_window=None,
+                    tie_word_embeddings=False),
+    "qwen2_moe": dict(config="Qwen2MoeConfig", perturb=True, hidden_size=1024, num_hidden_layers=4,
+                      num_attention_heads=16, num_key_value_heads=16, intermediate_size=2816,
+                      moe_intermediate_size=352, shared_expert_intermediate_size=1408,
+                      num_experts=16, num_experts_per_tok=4, norm_topk_prob=False,
+                      vocab_size=151936, rope_theta=1000000.0, max_position_embeddings=8192,
+                      tie_word_embeddings=False),
+    "qwen3_moe": dict(config="Qwen3MoeConfig", perturb=True, hidden_size=1024, num_hidden_layers=4,
+                      num_attention_heads=16, num_key_value_heads=4, head_dim=128, intermediate_size=3072,
+                      moe_intermediate_size=384, num_experts=32, num_experts_per_tok=8,
+                      norm_topk_prob=True, vocab_size=151936, rope_theta=1000000.0,
+                      max_position_embeddings=40960, tie_word_embeddings=False),
     "llama8b": dict(config="LlamaConfig", perturb=False, hidden_size=4096, num_hidden_layers=32,
                     num_attention_heads=32, num_key_value_heads=8, head_dim=128, intermediate_size=14336,
                     vocab_size=128256, rope_theta=500000.0, rope_scaling=LLAMA3_ROPE,
@@ -130,7 +149,9 @@ def create_model(name, out, args, torch, transformers):
         spec["num_hidden_layers"] = args.layers
     arch = {"LlamaConfig": "LlamaForCausalLM", "MistralConfig": "MistralForCausalLM",
             "Qwen2Config": "Qwen2ForCausalLM", "Qwen3Config": "Qwen3ForCausalLM",
-            "Gemma2Config": "Gemma2ForCausalLM", "Gemma3TextConfig": "Gemma3ForCausalLM"}[cls.__name__]
+            "Gemma2Config": "Gemma2ForCausalLM", "Gemma3TextConfig": "Gemma3ForCausalLM",
+            "MixtralConfig": "MixtralForCausalLM", "Qwen2MoeConfig": "Qwen2MoeForCausalLM",
+            "Qwen3MoeConfig": "Qwen3MoeForCausalLM"}[cls.__name__]
     config = cls(architectures=[arch], initializer_range=0.02, bos_token_id=1, eos_token_id=2, **spec)
     torch.manual_seed(args.seed)
     with torch.device(args.device):

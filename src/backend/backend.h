@@ -166,6 +166,27 @@ class Backend {
   // x = cap * tanh(x / cap) in place, in f32 then rounded to x's dtype
   // (Gemma's final-logit soft-capping). x is in the compute dtype or f32.
   virtual void softcap(Tensor& x, float cap) = 0;
+  // Mixture-of-experts routing of T tokens over E experts: p = softmax(logits[t,:]),
+  // then the k largest entries of p, in decreasing order (ties: the lower
+  // expert id first), their ids to ids[t,:] and probabilities to weights[t,:];
+  // with `renormalize`, weights[t,:] are divided by their sum. logits [T,E]
+  // f32, ids [T,k] i32, weights [T,k] f32, 1 <= k <= E.
+  virtual void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights) = 0;
+
+  // Mixture-of-experts SwiGLU MLP over the routed experts of each token:
+  // out[t,:] = sum_j weights[t,j] * down[e] @ (silu(g) * u), where e = ids[t,j]
+  // and [g | u] = gate_up[e] @ x[t,:]. x [T,H]; gate_up [E, 2I, H] (each
+  // expert's gate rows, then its up rows); down [E, H, I]; ids [T,k] i32 in
+  // [0, E); weights [T,k] f32; out [T,H]. gate_up_scratch [T*k, 2I] and
+  // act_scratch [T*k, I] (cd) are the backend's to overwrite.
+  virtual void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                           const Tensor& ids, const Tensor& weights, Tensor& gate_up_scratch,
+                           Tensor& act_scratch, Tensor& out) = 0;
+
+  // out[t,:] += sigmoid(dot(x[t,:], gate_w)) * y[t,:], the dot in f32
+  // (Qwen2-MoE's gated shared expert). out, x, y [T,H]; gate_w [1,H].
+  virtual void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                                 const Tensor& gate_w) = 0;
 
   // out[r,:] = x[indices[r],:]. x [T,H], indices [R], out [R,H].
   virtual void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) = 0;

@@ -14,11 +14,18 @@ namespace {
 struct GgufFamily {
   const char* gguf_arch;
   const char* hf_architecture;
+  const char* canonical;
 };
 
+// "llama" with expert_count > 0 is Mixtral (llama.cpp runs it as llama).
 constexpr GgufFamily kGgufFamilies[] = {
-    {"llama", "LlamaForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},   {"qwen3", "Qwen3ForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"},
+    {"llama", "LlamaForCausalLM", "llama"},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3"},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2"},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3"},
 };
 
 // llama_ftype values of unquantized files.
@@ -100,13 +107,42 @@ Status read_shapes(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
         fmt::format("GGUF {}: partial rotary embedding (rope.dimension_count {} != head dim {})",
                     f.path(), rope_dims, c->head_dim));
   }
-  int64_t num_experts = 0;
-  k.opt_int("expert_count", &num_experts);
-  if (num_experts > 0) {
-    return make_error(
-        ErrorCode::kUnsupported,
-        fmt::format("GGUF {}: mixture-of-experts models (expert_count {}) are not supported",
-                    f.path(), num_experts));
+  return Status::Ok();
+}
+
+// Mixture of experts: expert_count, expert_used_count, the experts' and the
+// shared expert's feed_forward_length, and expert_weights_norm (default as
+// llama.cpp runs each: renormalised for Mixtral and Qwen3-MoE, not for
+// Qwen2-MoE). A layer without blk.N.ffn_gate_inp is dense (mlp_only_layers).
+// A "llama" file with experts becomes mixtral.
+Status read_moe(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
+  k.opt_int("expert_count", &c->num_experts);
+  if (c->num_experts <= 0) {
+    c->num_experts = 0;
+    if (c->architecture == "qwen2_moe" || c->architecture == "qwen3_moe")
+      return k.missing(k.key("expert_count"));
+    return Status::Ok();
+  }
+  if (c->architecture == "llama") {
+    c->architecture = "mixtral";
+    c->hf_architecture = "MixtralForCausalLM";
+  } else if (c->architecture != "qwen2_moe" && c->architecture != "qwen3_moe") {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("GGUF {}: experts (expert_count {}) in a {} model are not "
+                                  "supported",
+                                  f.path(), c->num_experts, c->architecture));
+  }
+  PAGODA_RETURN_IF_ERROR(k.req_positive("expert_used_count", &c->num_experts_per_tok));
+  c->moe_intermediate_size = c->intermediate_size;
+  k.opt_int("expert_feed_forward_length", &c->moe_intermediate_size);
+  if (c->architecture == "qwen2_moe")
+    PAGODA_RETURN_IF_ERROR(
+        k.req_positive("expert_shared_feed_forward_length", &c->shared_expert_intermediate_size));
+  c->norm_topk_prob = c->architecture != "qwen2_moe";
+  if (auto norm = f.get_bool(k.key("expert_weights_norm"))) c->norm_topk_prob = *norm;
+  for (int64_t i = 0; i < c->num_layers; ++i) {
+    if (f.find_tensor(fmt::format("blk.{}.ffn_gate_inp.weight", i)) == nullptr)
+      c->mlp_only_layers.push_back(i);
   }
   return Status::Ok();
 }
@@ -237,20 +273,19 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
   ModelConfig c;
   for (const GgufFamily& fam : kGgufFamilies) {
     if (*arch == fam.gguf_arch) {
-      c.architecture = fam.gguf_arch;
+      c.architecture = fam.canonical;
       c.hf_architecture = fam.hf_architecture;
     }
   }
   if (c.architecture.empty()) {
-    return make_error(
-        ErrorCode::kUnsupported,
-        fmt::format(
-            "GGUF {}: unsupported general.architecture '{}' (supported: llama, qwen2, qwen3, "
-            "gemma2, gemma3)",
-            f.path(), *arch));
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("GGUF {}: unsupported general.architecture '{}' (supported: "
+                                  "llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3)",
+                                  f.path(), *arch));
   }
   const ArchKeys keys(f, *arch);
   PAGODA_RETURN_IF_ERROR(read_shapes(f, keys, &c));
+  PAGODA_RETURN_IF_ERROR(read_moe(f, keys, &c));
   PAGODA_RETURN_IF_ERROR(read_rope(f, keys, &c));
   PAGODA_RETURN_IF_ERROR(read_rope_freqs(f, &c));
   keys.opt_int("attention.sliding_window", &c.sliding_window);
@@ -263,8 +298,9 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
             f.path()));
   }
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
-  c.attention_bias = c.architecture == "qwen2" || f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  c.qk_norm = c.architecture == "qwen3";
+  c.attention_bias = c.architecture == "qwen2" || c.architecture == "qwen2_moe" ||
+                     f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.qk_norm = c.architecture == "qwen3" || c.architecture == "qwen3_moe";
   if (c.architecture == "gemma2" || c.architecture == "gemma3") read_gemma(keys, &c);
   c.dtype = dtype_from_file_type(f.get_int("general.file_type"));
   return c;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -15,12 +17,28 @@ namespace {
 
 // GGUF per-layer tensor stem → HF module path under model.layers.N.
 constexpr std::pair<const char*, const char*> kLayerNames[] = {
-    {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
-    {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
-    {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
-    {"attn_k_norm", "self_attn.k_norm"}, {"ffn_norm", "post_attention_layernorm"},
-    {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+    {"attn_norm", "input_layernorm"},
+    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},
+    // Mixture of experts (Qwen names; mixtral_name() renames them for Mixtral).
+    {"ffn_gate_inp", "mlp.gate"},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+    // Experts stacked [E, rows, cols]: the source exposes one tensor per
+    // expert, "mlp.experts.{e}.gate_proj" etc. (expert_names()).
+    {"ffn_gate_exps", "mlp.experts.gate_proj"},
+    {"ffn_up_exps", "mlp.experts.up_proj"},
+    {"ffn_down_exps", "mlp.experts.down_proj"},
 };
 
 // Gemma 2 / 3 (sandwich norms): llama.cpp's names for the four layer norms.
@@ -29,6 +47,34 @@ constexpr std::pair<const char*, const char*> kGemmaLayerNames[] = {
     {"ffn_norm", "pre_feedforward_layernorm"},
     {"post_ffw_norm", "post_feedforward_layernorm"},
 };
+// "model.layers.N.mlp.experts.P.weight" (a stacked *_exps tensor's name) →
+// the per-expert names "model.layers.N.mlp.experts.{e}.P.weight"; empty for
+// other names.
+std::vector<std::string> expert_names(const std::string& name, int64_t num_experts) {
+  constexpr std::string_view kExperts = ".mlp.experts.";
+  const size_t at = name.find(kExperts);
+  if (at == std::string::npos) return {};
+  std::vector<std::string> out;
+  const std::string head = name.substr(0, at + kExperts.size()),
+                    tail = name.substr(at + kExperts.size());
+  for (int64_t e = 0; e < num_experts; ++e) out.push_back(head + std::to_string(e) + "." + tail);
+  return out;
+}
+
+// Mixtral's Hugging Face names for the Qwen-style MoE names above:
+// block_sparse_moe.gate and block_sparse_moe.experts.{e}.w1 / w3 / w2.
+std::string mixtral_name(std::string name) {
+  auto replace = [&](std::string_view from, std::string_view to) {
+    const size_t at = name.find(from);
+    if (at != std::string::npos) name.replace(at, from.size(), to);
+  };
+  replace(".mlp.gate.", ".block_sparse_moe.gate.");
+  replace(".mlp.experts.", ".block_sparse_moe.experts.");
+  replace(".gate_proj.", ".w1.");
+  replace(".up_proj.", ".w3.");
+  replace(".down_proj.", ".w2.");
+  return name;
+}
 
 constexpr std::pair<const char*, const char*> kGlobalNames[] = {
     {"token_embd", "model.embed_tokens"},
@@ -54,6 +100,8 @@ constexpr int64_t kChunkBlocks = 4096;
 struct GgufEntry {
   const GgufTensorInfo* info;
   int64_t permute_heads;  // > 0: un-permute rows with this head count
+  int64_t expert = -1;    // >= 0: this expert's slice of a stacked [E, ...] tensor
+  int64_t num_experts = 0;
 };
 
 class GgufSource final : public IndexedWeightSource {
@@ -62,10 +110,16 @@ class GgufSource final : public IndexedWeightSource {
 
   Status add(const GgufTensorInfo& t, const ModelConfig& config) {
     std::string name = gguf_to_hf_name(t.name, config.architecture).value_or(t.name);
+    const bool mixtral = config.architecture == "mixtral";
     TensorInfo info{name, DType::kF32, std::vector<int64_t>(t.dims.rbegin(), t.dims.rend()),
                     t.nbytes};
+    if (name.find(".shared_expert_gate.") != std::string::npos && info.shape.size() == 1)
+      info.shape.insert(info.shape.begin(), 1);  // llama.cpp stores the [1, H] gate as [H]
+    if (t.name.find("_exps.") != std::string::npos) return add_experts(t, std::move(info), mixtral);
+    if (mixtral) name = info.name = mixtral_name(name);
     GgufEntry entry{&t, 0};
-    if (config.architecture == "llama" || config.architecture == "mistral") {
+    if (config.architecture == "llama" || config.architecture == "mistral" ||
+        config.architecture == "mixtral") {
       if (name.find(".self_attn.q_proj.") != std::string::npos)
         entry.permute_heads = config.num_heads;
       if (name.find(".self_attn.k_proj.") != std::string::npos)
@@ -88,6 +142,39 @@ class GgufSource final : public IndexedWeightSource {
     return Status::Ok();
   }
 
+  // A stacked [E, rows, cols] tensor as E tensors [rows, cols] (under
+  // Mixtral's names with `mixtral`); each expert's slice is whole
+  // quantization blocks (rows are).
+  Status add_experts(const GgufTensorInfo& t, TensorInfo stacked, bool mixtral) {
+    const int64_t num_experts = stacked.shape.empty() ? 0 : stacked.shape[0];
+    if (stacked.shape.size() != 3 || num_experts <= 0 || t.nbytes % num_experts != 0) {
+      return make_error(ErrorCode::kCorrupt,
+                        fmt::format("GGUF {}: expert tensor '{}' is not [experts, rows, cols]",
+                                    file_->path(), t.name));
+    }
+    const std::vector<std::string> names = expert_names(stacked.name, num_experts);
+    if (names.empty()) {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("GGUF {}: expert tensor '{}' is not one of ffn_gate_exps, "
+                                    "ffn_up_exps, ffn_down_exps",
+                                    file_->path(), t.name));
+    }
+    for (int64_t e = 0; e < num_experts; ++e) {
+      const std::string& name = names[static_cast<size_t>(e)];
+      TensorInfo info{mixtral ? mixtral_name(name) : name,
+                      DType::kF32,
+                      {stacked.shape[1], stacked.shape[2]},
+                      t.nbytes / num_experts};
+      if (!add_tensor(info)) {
+        return make_error(
+            ErrorCode::kCorrupt,
+            fmt::format("GGUF {}: two tensors map to the name '{}'", file_->path(), info.name));
+      }
+      entries_.push_back({&t, 0, e, num_experts});
+    }
+    return Status::Ok();
+  }
+
   Result<HostTensor> read(std::string_view name) override {
     const std::optional<size_t> at = position(name);
     if (!at) {
@@ -99,23 +186,27 @@ class GgufSource final : public IndexedWeightSource {
     t.dtype = DType::kF32;
     t.shape = tensors()[*at].shape;
     const uint8_t* raw = file_->tensor_data(*e.info);
+    int64_t n = e.info->numel();
+    if (e.expert >= 0) {  // one expert's slice
+      raw += static_cast<size_t>(e.expert) * (e.info->nbytes / e.num_experts);
+      n /= e.num_experts;
+    }
     if (e.info->type == GgufType::kF32 && e.permute_heads == 0 &&
         reinterpret_cast<uintptr_t>(raw) % 4 == 0) {
       t.data = raw;  // view into the map, no copy
       return t;
     }
     PAGODA_RETURN_IF_ERROR(check_dequantizable(*e.info));
-    const int64_t n = e.info->numel();
     t.owned.resize(static_cast<size_t>(n) * sizeof(float));
     float* out = reinterpret_cast<float*>(t.owned.data());
     t.data = out;
     if (n == 0) return t;
     if (e.permute_heads == 0) {
-      dequantize_parallel(*e.info, out);
+      dequantize_parallel(e.info->type, raw, n, out);
       return t;
     }
     std::vector<float> permuted(static_cast<size_t>(n));
-    dequantize_parallel(*e.info, permuted.data());
+    dequantize_parallel(e.info->type, raw, n, permuted.data());
     const int64_t rows = t.shape[0];
     PAGODA_RETURN_IF_ERROR(
         unpermute_rope_rows(permuted.data(), out, rows, n / rows, e.permute_heads));
@@ -137,14 +228,14 @@ class GgufSource final : public IndexedWeightSource {
             file_->path(), info.name, gguf_type_name(info.type)));
   }
 
-  // Dequantizes a tensor of a supported type (check_dequantizable) into out.
-  void dequantize_parallel(const GgufTensorInfo& info, float* out) const {
-    const GgufTypeTraits traits = *gguf_type_traits(info.type);
-    const uint8_t* src = file_->tensor_data(info);
-    const int64_t num_blocks = info.numel() / traits.block_size;
+  // Dequantizes n elements (whole blocks) of a supported type
+  // (check_dequantizable) at src into out.
+  void dequantize_parallel(GgufType type, const uint8_t* src, int64_t n, float* out) const {
+    const GgufTypeTraits traits = *gguf_type_traits(type);
+    const int64_t num_blocks = n / traits.block_size;
     parallel_for(num_blocks, kChunkBlocks, [&](int64_t lo, int64_t hi) {
       // Cannot fail: the type is supported and the count is whole blocks.
-      (void)dequantize(info.type, src + lo * traits.type_size, (hi - lo) * traits.block_size,
+      (void)dequantize(type, src + lo * traits.type_size, (hi - lo) * traits.block_size,
                        out + lo * traits.block_size);
     });
   }

@@ -1,7 +1,7 @@
 // config.json / generation_config.json parsing. Field semantics follow
 // transformers' LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config,
-// Gemma2Config and Gemma3TextConfig (including their defaults for absent
-// fields).
+// Gemma2Config, Gemma3TextConfig, MixtralConfig, Qwen2MoeConfig and
+// Qwen3MoeConfig (including their defaults for absent fields).
 #include "io/hf_config.h"
 
 #include <fmt/format.h>
@@ -34,6 +34,9 @@ constexpr Family kFamilies[] = {
     // The language model of Gemma 3's image-text checkpoints (text_config);
     // the vision tower is not loaded.
     {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
+    {"MixtralForCausalLM", "mixtral", "mixtral"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", "qwen3_moe"},
 };
 
 bool is_gemma(const ModelConfig& c) {
@@ -407,14 +410,16 @@ Status parse_family_flags(const Fields& f, ModelConfig* c) {
         fmt::format("{}: hidden_act '{}' is not supported (expected silu)", f.path(), act));
   }
   PAGODA_RETURN_IF_ERROR(f.opt_bool("tie_word_embeddings", &c->tie_word_embeddings));
-  if (c->architecture == "qwen2") {
+  if (c->architecture == "qwen2" || c->architecture == "qwen2_moe") {
     c->attention_bias = true;
-  } else if (c->architecture != "mistral") {
+  } else if (c->architecture != "mistral" && c->architecture != "mixtral") {
     PAGODA_RETURN_IF_ERROR(f.opt_bool("attention_bias", &c->attention_bias));
   }
-  c->qk_norm = c->architecture == "qwen3";
-  if (c->architecture == "mistral") return f.opt_int("sliding_window", &c->sliding_window);
-  if (c->architecture == "qwen2" || c->architecture == "qwen3") {
+  c->qk_norm = c->architecture == "qwen3" || c->architecture == "qwen3_moe";
+  if (c->architecture == "mistral" || c->architecture == "mixtral")
+    return f.opt_int("sliding_window", &c->sliding_window);
+  if (c->architecture == "qwen2" || c->architecture == "qwen3" || c->architecture == "qwen2_moe" ||
+      c->architecture == "qwen3_moe") {
     bool use_sliding_window = false;
     PAGODA_RETURN_IF_ERROR(f.opt_bool("use_sliding_window", &use_sliding_window));
     if (use_sliding_window) return f.opt_int("sliding_window", &c->sliding_window);
@@ -431,6 +436,45 @@ Json with_gemma3_text_defaults(const Json& given) {
     "head_dim": 256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-06})");
   for (const auto& [key, value] : given.items()) j[key] = value;
   return j;
+}
+
+// The mixture-of-experts fields: Mixtral's num_local_experts (each expert of
+// intermediate_size, top-k weights always renormalised); Qwen2-MoE's and
+// Qwen3-MoE's num_experts, moe_intermediate_size, norm_topk_prob,
+// decoder_sparse_step, mlp_only_layers (and Qwen2-MoE's shared expert).
+Status parse_moe(const Fields& f, ModelConfig* c) {
+  const bool mixtral = c->architecture == "mixtral";
+  if (!mixtral && c->architecture != "qwen2_moe" && c->architecture != "qwen3_moe")
+    return Status::Ok();
+  PAGODA_RETURN_IF_ERROR(
+      f.req_positive_int(mixtral ? "num_local_experts" : "num_experts", &c->num_experts));
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int("num_experts_per_tok", &c->num_experts_per_tok));
+  if (c->num_experts_per_tok > c->num_experts) {
+    return f.bad("num_experts_per_tok",
+                 fmt::format("at most the number of experts ({})", c->num_experts));
+  }
+  if (mixtral) {
+    c->moe_intermediate_size = c->intermediate_size;
+    c->norm_topk_prob = true;
+    return Status::Ok();
+  }
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int("moe_intermediate_size", &c->moe_intermediate_size));
+  PAGODA_RETURN_IF_ERROR(f.opt_bool("norm_topk_prob", &c->norm_topk_prob));
+  if (f.find("decoder_sparse_step") != nullptr)
+    PAGODA_RETURN_IF_ERROR(f.req_positive_int("decoder_sparse_step", &c->decoder_sparse_step));
+  if (const Json* v = f.find("mlp_only_layers")) {
+    if (!v->is_array()) return f.bad("mlp_only_layers", "a list of layer indices");
+    for (const Json& x : *v) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= c->num_layers)
+        return f.bad("mlp_only_layers", "a list of layer indices");
+      c->mlp_only_layers.push_back(x.get<int64_t>());
+    }
+  }
+  if (c->architecture == "qwen2_moe") {
+    return f.req_positive_int("shared_expert_intermediate_size",
+                              &c->shared_expert_intermediate_size);
+  }
+  return Status::Ok();
 }
 
 Result<Json> parse_json_object(std::string_view text, const std::string& path) {
@@ -465,6 +509,7 @@ Result<ModelConfig> parse_hf_config(std::string_view json_text, const std::strin
   PAGODA_RETURN_IF_ERROR(parse_rope(tf, &c));
   PAGODA_RETURN_IF_ERROR(parse_dtype(f, &c));
   PAGODA_RETURN_IF_ERROR(parse_family_flags(tf, &c));
+  PAGODA_RETURN_IF_ERROR(parse_moe(tf, &c));
   std::vector<int32_t> bos;  // an id, or (rarely) a list whose first entry is used
   PAGODA_RETURN_IF_ERROR(f.token_ids("bos_token_id", &bos));
   if (bos.empty()) PAGODA_RETURN_IF_ERROR(tf.token_ids("bos_token_id", &bos));

@@ -31,8 +31,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string
-      architecture;  // canonical family: "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"
+  std::string architecture;   // canonical family (registry.cpp): "llama", ..., "qwen3_moe"
   std::string hf_architecture;// e.g. "LlamaForCausalLM" (informational)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -73,6 +72,23 @@ struct ModelConfig {
   // to the full-attention layers only. 0: every layer uses rope_theta.
   double rope_local_base_freq = 0;
   DType dtype = DType::kBF16;   // torch_dtype of the stored weights
+  // Mixture of experts (mixtral, qwen2_moe, qwen3_moe); num_experts 0: a
+  // dense MLP in every layer.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;              // top-k routed experts per token
+  int64_t moe_intermediate_size = 0;            // each routed expert's intermediate size
+  bool norm_topk_prob = false;                  // renormalise the top-k routing weights to sum 1
+  int64_t shared_expert_intermediate_size = 0;  // Qwen2-MoE's gated shared expert; 0: none
+  int64_t decoder_sparse_step = 1;              // layer i is MoE when (i + 1) % step == 0 ...
+  std::vector<int64_t> mlp_only_layers;         // ... and i is not listed here (dense MLP)
+  // Whether `layer` has the experts (else the dense MLP of intermediate_size).
+  bool is_moe_layer(int64_t layer) const {
+    if (num_experts == 0 || decoder_sparse_step <= 0 || (layer + 1) % decoder_sparse_step != 0)
+      return false;
+    for (int64_t l : mlp_only_layers)
+      if (l == layer) return false;
+    return true;
+  }
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;
 };

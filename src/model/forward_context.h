@@ -13,7 +13,7 @@
 
 namespace pagoda {
 
-// H = hidden, I = intermediate, D = head dim, Hq = query heads,
+// H = hidden, I = intermediate (dense MLP), D = head dim, Hq = query heads,
 // Q = layout.row_width() = (Hq + 2 Hkv) D. Activations are in the
 // backend's compute dtype (cd). Under tensor parallelism Hq, Hkv and I (and
 // so Q) are the rank's shard (tensor_parallel.h); `config` keeps the whole
@@ -46,6 +46,18 @@ struct ForwardContext {
   Tensor proj;      // [T, H] a block's output (o_proj, down), added to `residual` by the next norm
   Tensor gate_up;   // [T, 2I]
   Tensor act;       // [T, I]
+
+  // Mixture-of-experts scratch (empty for dense models): E experts, k routed
+  // per token, Im each expert's intermediate size, Is the shared expert's.
+  // The expert and shared views alias gate_up / act's memory.
+  Tensor router_logits{};   // [T, E] f32
+  Tensor topk_ids{};        // [T, k] i32
+  Tensor topk_weights{};    // [T, k] f32
+  Tensor expert_gate_up{};  // [T k, 2Im]
+  Tensor expert_act{};      // [T k, Im]
+  Tensor shared_gate_up{};  // [T, 2Is] (Qwen2-MoE's shared expert)
+  Tensor shared_act{};      // [T, Is]
+  Tensor shared_out{};      // [T, H]
 };
 
 }  // namespace pagoda

@@ -135,6 +135,21 @@ void append_sample_output(const SampleOutput& part, SampleOutput* out) {
   append(part.target_ranks, &out->target_ranks);
 }
 
+// The widest MLP activation per token: the dense intermediate size, the k
+// routed experts' intermediates side by side, or the shared expert's.
+int64_t mlp_width(const ModelConfig& c) {
+  return std::max({c.intermediate_size, c.num_experts_per_tok * c.moe_intermediate_size,
+                   c.shared_expert_intermediate_size});
+}
+
+// Byte offset of the shared expert's output in the MoE scratch: after the
+// f32 router logits [T, E], top-k weights [T, k] and i32 ids [T, k], rounded
+// up to 256 bytes (GEMM outputs want aligned rows).
+size_t moe_shared_offset(int64_t max_tokens, int64_t num_experts, int64_t k) {
+  const size_t bytes = static_cast<size_t>(max_tokens * (num_experts + 2 * k)) * sizeof(float);
+  return (bytes + 255) / 256 * 256;
+}
+
 }  // namespace
 
 struct ModelRunner::Buffers {
@@ -143,8 +158,11 @@ struct ModelRunner::Buffers {
   DeviceBuffer qkv;                        // [T, (Hq + 2 Hkv) D]
   DeviceBuffer attn;                       // [T, Hq D]
   DeviceBuffer proj;                       // [T, H]: o_proj and down_proj outputs
-  DeviceBuffer gate_up;                    // [T, 2I]
-  DeviceBuffer act;                        // [T, I]
+  DeviceBuffer gate_up;                    // [T, 2W], W = mlp_width(config)
+  DeviceBuffer act;                        // [T, W]
+  // Mixture of experts only: router logits [T, E] f32, top-k weights [T, k]
+  // f32, top-k ids [T, k] i32, then the shared expert's output [T, H] cd.
+  DeviceBuffer moe;
   DeviceBuffer gathered;                   // [max_num_seqs, H]: one lm_head chunk (last stage)
   DeviceBuffer logits;                     // [max_num_seqs, V] f32 (last stage)
   DeviceBuffer cos_sin;                    // [max_model_len, D] f32
@@ -163,8 +181,8 @@ struct ModelRunner::Buffers {
   // Bytes of the activation scratch (everything sized by T or the lm_head chunk).
   size_t scratch_bytes() const {
     size_t n = 0;
-    for (const DeviceBuffer* d : {&residual, &normed, &qkv, &attn, &proj, &gate_up, &act, &gathered,
-                                  &logits})
+    for (const DeviceBuffer* d :
+         {&residual, &normed, &qkv, &attn, &proj, &gate_up, &act, &moe, &gathered, &logits})
       n += d->size();
     return n;
   }
@@ -238,7 +256,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
 Status ModelRunner::allocate(int64_t max_len) {
   const size_t es = dtype_size(backend_.compute_dtype());
   const int64_t t = options_.max_num_batched_tokens, h = config_.hidden_size;
-  const int64_t inter = local_.intermediate_size, v = config_.vocab_size, d = config_.head_dim;
+  const int64_t v = config_.vocab_size, d = config_.head_dim;
   const int64_t chunk = options_.max_num_seqs;
   const int64_t max_table = (max_len + options_.block_size - 1) / options_.block_size;
   PAGODA_ASSIGN_OR_RETURN(RopeFrequencies freqs, rope_frequencies(config_));
@@ -257,8 +275,12 @@ Status ModelRunner::allocate(int64_t max_len) {
     b.qkv = DeviceBuffer(&backend_, t * layout_.row_width() * es);
     b.attn = DeviceBuffer(&backend_, t * local_.num_heads * d * es);
     b.proj = DeviceBuffer(&backend_, t * h * es);
-    b.gate_up = DeviceBuffer(&backend_, t * 2 * inter * es);
-    b.act = DeviceBuffer(&backend_, t * inter * es);
+    b.gate_up = DeviceBuffer(&backend_, t * 2 * mlp_width(local_) * es);
+    b.act = DeviceBuffer(&backend_, t * mlp_width(local_) * es);
+    if (config_.num_experts > 0) {
+      const int64_t e = config_.num_experts, k = config_.num_experts_per_tok;
+      b.moe = DeviceBuffer(&backend_, moe_shared_offset(t, e, k) + t * h * es);
+    }
     if (stage_.last()) {  // the lm_head's input and output
       b.gathered = DeviceBuffer(&backend_, chunk * h * es);
       b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
@@ -611,7 +633,26 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
       .proj = b.proj.tensor(cd, {t, h}),
       .gate_up = b.gate_up.tensor(cd, {t, 2 * inter}),
       .act = b.act.tensor(cd, {t, inter})};
+  if (config_.num_experts > 0) set_moe_scratch(t, &ctx);
   arch_->forward(weights_, ctx);
+}
+
+void ModelRunner::set_moe_scratch(int64_t t, ForwardContext* ctx) const {
+  const Buffers& b = *buf_;
+  const DType cd = backend_.compute_dtype();
+  const int64_t e = config_.num_experts, k = config_.num_experts_per_tok;
+  const int64_t im = config_.moe_intermediate_size, is = config_.shared_expert_intermediate_size;
+  float* f = static_cast<float*>(b.moe.data());
+  const int64_t max_t = options_.max_num_batched_tokens;  // the regions are sized for it
+  ctx->router_logits = Tensor(f, DType::kF32, {t, e});
+  ctx->topk_weights = Tensor(f + max_t * e, DType::kF32, {t, k});
+  ctx->topk_ids = Tensor(f + max_t * (e + k), DType::kI32, {t, k});
+  ctx->shared_out = Tensor(static_cast<char*>(b.moe.data()) + moe_shared_offset(max_t, e, k), cd,
+                           {t, config_.hidden_size});
+  ctx->expert_gate_up = b.gate_up.tensor(cd, {t * k, 2 * im});
+  ctx->expert_act = b.act.tensor(cd, {t * k, im});
+  ctx->shared_gate_up = b.gate_up.tensor(cd, {t, 2 * is});
+  ctx->shared_act = b.act.tensor(cd, {t, is});
 }
 
 Tensor ModelRunner::compute_logits(const StepBatch& step, int64_t r0, int64_t r1) {

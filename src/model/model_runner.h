@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "io/model_config.h"
 #include "io/weight_source.h"
+#include "model/forward_context.h"
 #include "model/pipeline_parallel.h"
 #include "model/runner.h"
 #include "model/runner_options.h"
@@ -165,6 +166,8 @@ class ModelRunner final : public Runner {
   // The family's forward (Architecture::forward) over the first `num_tokens`
   // scratch rows; leaves the final normed hidden states [T, H] in the scratch.
   void forward(int64_t num_tokens, const AttentionMetadata& meta);
+  // Views of the mixture-of-experts scratch for a step of t tokens.
+  void set_moe_scratch(int64_t t, ForwardContext* ctx) const;
   // Logits [r1 - r0, V] f32 of step.logits_rows[r0, r1) (at most max_num_seqs rows).
   Tensor compute_logits(const StepBatch& step, int64_t r0, int64_t r1);
   // Host staging of slot_ -> device index buffer at `offset` (i32 elements).

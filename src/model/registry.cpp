@@ -13,7 +13,10 @@ namespace pagoda {
   F(qwen2)                       \
   F(qwen3)                       \
   F(gemma2)                      \
-  F(gemma3)
+  F(gemma3)                      \
+  F(mixtral)                     \
+  F(qwen2_moe)                   \
+  F(qwen3_moe)
 
 #define PAGODA_DECLARE_FAMILY(name) const Architecture& name##_architecture();
 PAGODA_MODEL_FAMILIES(PAGODA_DECLARE_FAMILY)

@@ -30,6 +30,9 @@ Status validate_tensor_parallel(const ModelConfig& c, int tp) {
   if (c.num_kv_heads % tp != 0 && tp % c.num_kv_heads != 0)
     return bad_size(tp, fmt::format("neither divides nor is a multiple of num_key_value_heads {}",
                                     c.num_kv_heads));
+  if (c.num_experts > 0 && tp > 1)
+    return bad_size(tp,
+                    "is not supported for mixture-of-experts models yet (experts are not sharded)");
   if (c.intermediate_size % tp != 0)
     return bad_size(tp, fmt::format("does not divide intermediate_size {}", c.intermediate_size));
   return {};

@@ -28,6 +28,14 @@ struct LayerWeights {
   Tensor post_ff_norm;    // [H] cd: sandwich norms only: RMSNorm of the MLP output
   Tensor gate_up;         // [2I, H] cd: gate rows first, then up rows (SwiGLU or GeGLU)
   Tensor down;            // [H, I] cd
+  // A mixture-of-experts layer (moe_decoder.h) has these instead of
+  // gate_up / down: E experts of intermediate Im, a shared expert of Is.
+  Tensor router;           // [E, H] cd: router logits = x @ router^T
+  Tensor experts_gate_up;  // [E, 2Im, H] cd: expert e's gate rows, then its up rows
+  Tensor experts_down;     // [E, H, Im] cd
+  Tensor shared_gate_up;   // [2Is, H] cd (Qwen2-MoE); empty without a shared expert
+  Tensor shared_down;      // [H, Is] cd
+  Tensor shared_gate;      // [1, H] cd: the shared expert's sigmoid gate logit
 };
 
 // Under pipeline parallelism (pipeline_parallel.h) a stage holds only its

@@ -121,6 +121,21 @@ void CpuBackend::softcap(Tensor& x, float cap) {
   cpu::softcap(x, cap);
 }
 
+void CpuBackend::moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights) {
+  cpu::moe_route(logits, renormalize, ids, weights);
+}
+
+void CpuBackend::moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                             const Tensor& ids, const Tensor& weights, Tensor&, Tensor&,
+                             Tensor& out) {
+  cpu::moe_experts(x, gate_up, down, ids, weights, out);
+}
+
+void CpuBackend::add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                                   const Tensor& gate_w) {
+  cpu::add_sigmoid_gated(out, y, x, gate_w);
+}
+
 void CpuBackend::gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) {
   cpu::gather_rows(x, indices, out);
 }

@@ -59,6 +59,13 @@ class CpuBackend final : public Backend {
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
   void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) override;
+  void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights) override;
+  // Computes each routed expert plainly, token by token (the scratch is unused).
+  void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
+                   const Tensor& weights, Tensor& gate_up_scratch, Tensor& act_scratch,
+                   Tensor& out) override;
+  void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                         const Tensor& gate_w) override;
   void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,
                    const std::vector<int32_t>& dst) override;
   // Samples at once into the slot's result. Top-K rows (SampleOutput::top_*)

@@ -26,6 +26,12 @@ void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tens
 // cpu_linear.cpp
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
 
+// cpu_moe.cpp
+void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights);
+void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
+                 const Tensor& weights, Tensor& out);
+void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x, const Tensor& gate_w);
+
 // cpu_attention.cpp
 void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots, KvCacheView& cache);
 void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,

@@ -79,6 +79,13 @@ class CudaBackend final : public Backend {
   void gelu_tanh_mul(const Tensor& gate_up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
+  void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights) override;
+  // Not fused: moe_kernels.h (a warp per output over each token's experts).
+  void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
+                   const Tensor& weights, Tensor& gate_up_scratch, Tensor& act_scratch,
+                   Tensor& out) override;
+  void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                         const Tensor& gate_w) override;
   void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) override;
   // Block ids out of range are skipped; a dst must not also be a src.
   void copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,

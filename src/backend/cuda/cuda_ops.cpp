@@ -12,6 +12,7 @@
 #include "backend/cuda/gather_kernels.h"
 #include "backend/cuda/gemv_kernels.h"
 #include "backend/cuda/kv_cache_kernels.h"
+#include "backend/cuda/moe_kernels.h"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/rope_kernels.h"
 
@@ -341,6 +342,79 @@ void CudaBackend::scale(Tensor& x, float s) {
 void CudaBackend::softcap(Tensor& x, float cap) {
   if (!(cap > 0.0f)) return fail(fmt::format("softcap: cap {} must be positive", cap));
   scale_or_cap(x, 1.0f, cap);
+}
+
+void CudaBackend::moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights) {
+  const int64_t t = num_rows(logits), e = last_dim(logits), k = last_dim(ids);
+  if (logits.dtype != DType::kF32 || ids.dtype != DType::kI32 || weights.dtype != DType::kF32 ||
+      k < 1 || k > e || ids.numel() != t * k || weights.numel() != t * k) {
+    return fail(fmt::format("moe_route: logits {} ids {} weights {}", describe(logits),
+                            describe(ids), describe(weights)));
+  }
+  cuda::MoeRouteParams p;
+  p.logits = logits.ptr<float>();
+  p.ids = ids.ptr<int32_t>();
+  p.weights = weights.ptr<float>();
+  p.num_tokens = t;
+  p.num_experts = static_cast<int>(e);
+  p.top_k = static_cast<int>(k);
+  p.renormalize = renormalize;
+  check(cuda::launch_moe_route(p, stream_), "moe_route");
+}
+
+void CudaBackend::moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                              const Tensor& ids, const Tensor& weights, Tensor& gate_up_scratch,
+                              Tensor& act_scratch, Tensor& out) {
+  const int64_t t = num_rows(x), h = last_dim(x), k = last_dim(ids);
+  const int64_t e = gate_up.ndim == 3 ? gate_up.dim(0) : 0, inter = last_dim(down);
+  const bool ok = is_half(x.dtype) && gate_up.dtype == x.dtype && down.dtype == x.dtype &&
+                  out.dtype == x.dtype && gate_up_scratch.dtype == x.dtype &&
+                  act_scratch.dtype == x.dtype && ids.dtype == DType::kI32 &&
+                  weights.dtype == DType::kF32 && e > 0 && gate_up.dim(1) == 2 * inter &&
+                  gate_up.dim(2) == h && down.ndim == 3 && down.dim(0) == e && down.dim(1) == h &&
+                  k > 0 && ids.numel() == t * k && weights.numel() == t * k &&
+                  out.numel() == t * h && gate_up_scratch.numel() >= t * k * 2 * inter &&
+                  act_scratch.numel() >= t * k * inter;
+  if (!ok) {
+    return fail(fmt::format("moe_experts: x {} gate_up {} down {} ids {} weights {} out {}",
+                            describe(x), describe(gate_up), describe(down), describe(ids),
+                            describe(weights), describe(out)));
+  }
+  cuda::MoeExpertsParams p;
+  p.dtype = x.dtype;
+  p.x = x.data;
+  p.gate_up = gate_up.data;
+  p.down = down.data;
+  p.ids = ids.ptr<int32_t>();
+  p.weights = weights.ptr<float>();
+  p.gate_up_scratch = gate_up_scratch.data;
+  p.act_scratch = act_scratch.data;
+  p.out = out.data;
+  p.num_tokens = t;
+  p.hidden = h;
+  p.inter = inter;
+  p.num_experts = static_cast<int>(e);
+  p.top_k = static_cast<int>(k);
+  check(cuda::launch_moe_experts(p, stream_), "moe_experts");
+}
+
+void CudaBackend::add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                                    const Tensor& gate_w) {
+  if (!is_half(out.dtype) || y.dtype != out.dtype || x.dtype != out.dtype ||
+      gate_w.dtype != out.dtype || y.numel() != out.numel() || x.numel() != out.numel() ||
+      gate_w.numel() != last_dim(out)) {
+    return fail(fmt::format("add_sigmoid_gated: out {} y {} x {} gate_w {}", describe(out),
+                            describe(y), describe(x), describe(gate_w)));
+  }
+  cuda::SigmoidGatedAddParams p;
+  p.dtype = out.dtype;
+  p.out = out.data;
+  p.y = y.data;
+  p.x = x.data;
+  p.gate_w = gate_w.data;
+  p.num_rows = num_rows(out);
+  p.hidden = last_dim(out);
+  check(cuda::launch_add_sigmoid_gated(p, stream_), "add_sigmoid_gated");
 }
 
 void CudaBackend::copy_blocks(std::vector<KvCacheView>& caches, const std::vector<int32_t>& src,

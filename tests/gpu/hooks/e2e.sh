@@ -10,7 +10,8 @@
 #   1. tools/hf_e2e.py: random bf16 models created here with transformers --
 #      llama (GQA, llama3 rope scaling; also --enforce-eager), mistral, qwen2
 #      (q/k/v biases), qwen3 (q/k norms), gemma2 / gemma3 (soft-capping,
-#      sliding windows, sandwich norms) -- stories260K, the Llama-3.1-8B
+#      sliding windows, sandwich norms), mixtral / qwen2_moe / qwen3_moe --
+#      stories260K, the Llama-3.1-8B
 #      shape last; `pagoda serve` with the llama model and one completions
 #      request. Table in the log, details in $OUT/e2e_details.json.
 #   2. engine tests with PAGODA_TEST_DEVICE=cuda, when BUILD_DIR has them
@@ -62,7 +63,7 @@ fi
 
 # ---- 1. transformers comparison ---------------------------------------------
 stories=${PAGODA_E2E_STORIES:-$repo/.devcarry/stories260K}
-models="llama,mistral,qwen2,qwen3,gemma2,gemma3"
+models="llama,mistral,qwen2,qwen3,gemma2,gemma3,mixtral,qwen2_moe,qwen3_moe"
 if [ -f "$stories/config.json" ]; then
   models+=",stories=$stories"
 else

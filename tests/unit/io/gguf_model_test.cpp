@@ -168,6 +168,49 @@ TEST(GgufModel, Qwen3TinyIsNotPermutedAndTied) {
   expect_weights_match("qwen3_tiny", **w);
 }
 
+// The tiny MoE GGUFs of tools/make_moe_models.py: stacked *_exps tensors
+// exposed per expert under the family's Hugging Face names, each equal to
+// the HF folder's tensor (golden_tests checks the logits).
+void expect_moe_gguf_matches_folder(const std::string& name, const std::string& arch,
+                                    const std::string& expert_name) {
+  SCOPED_TRACE(name);
+  const std::string models = std::string(PAGODA_SOURCE_DIR) + "/tests/data/models/";
+  auto g = open_model(resolve_model(models + name + ".gguf").value());
+  auto hf = open_model(resolve_model(models + name).value());
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  ASSERT_TRUE(hf.ok()) << hf.error().message;
+  EXPECT_EQ(g->config.architecture, arch);
+  EXPECT_EQ(g->config.num_experts, hf->config.num_experts);
+  EXPECT_EQ(g->config.num_experts_per_tok, hf->config.num_experts_per_tok);
+  EXPECT_EQ(g->config.moe_intermediate_size, hf->config.moe_intermediate_size);
+  EXPECT_EQ(g->config.norm_topk_prob, hf->config.norm_topk_prob);
+  EXPECT_EQ(g->config.shared_expert_intermediate_size, hf->config.shared_expert_intermediate_size);
+  for (int64_t l = 0; l < hf->config.num_layers; ++l)
+    EXPECT_EQ(g->config.is_moe_layer(l), hf->config.is_moe_layer(l)) << "layer " << l;
+  ASSERT_NE(g->weights->find(expert_name), nullptr) << expert_name;
+  EXPECT_EQ(g->weights->tensors().size(), hf->weights->tensors().size());
+  for (const TensorInfo& t : hf->weights->tensors()) {
+    SCOPED_TRACE(t.name);
+    const TensorInfo* gt = g->weights->find(t.name);
+    ASSERT_NE(gt, nullptr);
+    EXPECT_EQ(gt->shape, t.shape);
+    auto a = g->weights->read(t.name);
+    auto b = hf->weights->read(t.name);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->numel(), b->numel());
+    EXPECT_EQ(std::memcmp(a->data, b->data, a->numel() * sizeof(float)), 0);
+  }
+}
+
+TEST(GgufModel, MoeExpertsExposedPerExpertUnderHfNames) {
+  expect_moe_gguf_matches_folder("tiny_mixtral", "mixtral",
+                                 "model.layers.1.block_sparse_moe.experts.7.w2.weight");
+  expect_moe_gguf_matches_folder("tiny_qwen2_moe_shared", "qwen2_moe",
+                                 "model.layers.2.mlp.experts.5.up_proj.weight");
+  expect_moe_gguf_matches_folder("tiny_qwen3_moe", "qwen3_moe",
+                                 "model.layers.1.mlp.experts.15.gate_proj.weight");
+}
+
 TEST(GgufModel, OpenModelThroughResolve) {
   auto loc = resolve_model(data_path("llama_tiny.gguf"));
   ASSERT_TRUE(loc.ok()) << loc.error().message;
@@ -190,7 +233,7 @@ TEST(GgufModel, ConfigErrorsNameTheKey) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(c.error().message.find("pagoda-test"), std::string::npos) << c.error().message;
-  EXPECT_NE(c.error().message.find("llama, qwen2, qwen3"), std::string::npos);
+  EXPECT_NE(c.error().message.find("llama, qwen2, qwen3, qwen2moe, qwen3moe"), std::string::npos);
 }
 
 TEST(GgufModel, VocabOnlyLlamaFileParsesWithoutTensors) {

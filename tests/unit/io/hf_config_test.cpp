@@ -292,6 +292,72 @@ TEST(HfConfig, Gemma3ImageTextCheckpointsLanguageModel) {
   expect_error(j, "text_config");
 }
 
+TEST(HfConfig, Mixtral) {
+  Json j = llama_base();
+  j["architectures"] = {"MixtralForCausalLM"};
+  j["num_local_experts"] = 8;
+  j["num_experts_per_tok"] = 2;
+  j["sliding_window"] = nullptr;
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "mixtral");
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 14336);  // each expert is intermediate_size wide
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 0);
+  for (int64_t l = 0; l < c.num_layers; ++l) EXPECT_TRUE(c.is_moe_layer(l));
+  j["num_experts_per_tok"] = 9;
+  expect_error(j, "num_experts_per_tok");
+  j.erase("num_local_experts");
+  expect_error(j, "num_local_experts");
+}
+
+TEST(HfConfig, Qwen2Moe) {
+  Json j = llama_base();
+  j["architectures"] = {"Qwen2MoeForCausalLM"};
+  j["num_experts"] = 60;
+  j["num_experts_per_tok"] = 4;
+  j["moe_intermediate_size"] = 1408;
+  j["shared_expert_intermediate_size"] = 5632;
+  j["decoder_sparse_step"] = 2;
+  j["mlp_only_layers"] = {3};
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "qwen2_moe");
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.norm_topk_prob);  // transformers' default
+  EXPECT_EQ(c.moe_intermediate_size, 1408);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 5632);
+  EXPECT_FALSE(c.is_moe_layer(0));
+  EXPECT_TRUE(c.is_moe_layer(1));
+  EXPECT_FALSE(c.is_moe_layer(3));  // mlp_only_layers
+  EXPECT_TRUE(c.is_moe_layer(5));
+  j["norm_topk_prob"] = true;
+  EXPECT_TRUE(parse_ok(j).norm_topk_prob);
+  j["mlp_only_layers"] = {32};
+  expect_error(j, "mlp_only_layers");
+  j["mlp_only_layers"] = Json::array();
+  j.erase("shared_expert_intermediate_size");
+  expect_error(j, "shared_expert_intermediate_size");
+}
+
+TEST(HfConfig, Qwen3Moe) {
+  Json j = llama_base();
+  j["architectures"] = {"Qwen3MoeForCausalLM"};
+  j["num_experts"] = 128;
+  j["num_experts_per_tok"] = 8;
+  j["moe_intermediate_size"] = 768;
+  j["norm_topk_prob"] = true;
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "qwen3_moe");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 0);
+  j.erase("moe_intermediate_size");
+  expect_error(j, "moe_intermediate_size");
+}
+
 TEST(HfConfig, ModelTypeWhenArchitecturesAbsent) {
   Json j = llama_base();
   j.erase("architectures");

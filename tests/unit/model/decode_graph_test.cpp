@@ -85,6 +85,17 @@ class GraphEmulatingBackend final : public Backend {
   void gelu_tanh_mul(const Tensor& gu, Tensor& out) override { cpu_.gelu_tanh_mul(gu, out); }
   void scale(Tensor& x, float s) override { cpu_.scale(x, s); }
   void softcap(Tensor& x, float cap) override { cpu_.softcap(x, cap); }
+  void moe_route(const Tensor& logits, bool renorm, Tensor& ids, Tensor& w) override {
+    cpu_.moe_route(logits, renorm, ids, w);
+  }
+  void moe_experts(const Tensor& x, const Tensor& gu, const Tensor& down, const Tensor& ids,
+                   const Tensor& w, Tensor& gu_scratch, Tensor& act_scratch, Tensor& out) override {
+    cpu_.moe_experts(x, gu, down, ids, w, gu_scratch, act_scratch, out);
+  }
+  void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                         const Tensor& gate_w) override {
+    cpu_.add_sigmoid_gated(out, y, x, gate_w);
+  }
   void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
     cpu_.gather_rows(x, idx, out);
   }
@@ -171,8 +182,11 @@ class DecodeGraphRunnerTest : public ::testing::Test {
  protected:
   static constexpr int kBlockSize = 4;
 
+  // The model both runners load.
+  virtual ModelConfig model_config() const { return test::tiny_config(); }
+
   void SetUp() override {
-    config_ = test::tiny_config();
+    config_ = model_config();
     test::fill_random(config_, &src_);
     RunnerOptions o;
     o.block_size = kBlockSize;
@@ -374,6 +388,21 @@ TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   }
   for (int i = 0; i < 4; ++i) step({0, 1, 2, 3, 4}, true, 8);
   EXPECT_GT(graphs_.num_replays(), 10);
+}
+
+// A mixture of experts (the gated shared expert included): routing stays on
+// the device, so replayed decode steps give the eager logits too.
+class DecodeGraphMoeRunnerTest : public DecodeGraphRunnerTest {
+ protected:
+  ModelConfig model_config() const override { return test::tiny_moe_config("qwen2_moe"); }
+};
+
+TEST_F(DecodeGraphMoeRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
+  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
+  for (int i = 0; i < 4; ++i) step({0, 1, 2, 3, 4}, true, 8);
+  step({1, 3, 4}, true, 4);
+  step({2}, true, 1);
+  EXPECT_GT(graphs_.num_replays(), 5);
 }
 
 TEST_F(DecodeGraphRunnerTest, SamplingAndBlockCopiesWorkAroundAReplay) {

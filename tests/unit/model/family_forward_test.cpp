@@ -4,6 +4,7 @@
 // changes its expected list here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,20 @@ class RecordingBackend final : public Backend {
   void softcap(Tensor& x, float cap) override {
     ops.push_back("softcap");
     cpu_.softcap(x, cap);
+  }
+  void moe_route(const Tensor& logits, bool renorm, Tensor& ids, Tensor& w) override {
+    ops.push_back("moe_route");
+    cpu_.moe_route(logits, renorm, ids, w);
+  }
+  void moe_experts(const Tensor& x, const Tensor& gu, const Tensor& down, const Tensor& ids,
+                   const Tensor& w, Tensor& gu_scratch, Tensor& act_scratch, Tensor& out) override {
+    ops.push_back("moe_experts");
+    cpu_.moe_experts(x, gu, down, ids, w, gu_scratch, act_scratch, out);
+  }
+  void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
+                         const Tensor& gate_w) override {
+    ops.push_back("add_sigmoid_gated");
+    cpu_.add_sigmoid_gated(out, y, x, gate_w);
   }
   void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
     ops.push_back("gather_rows");
@@ -198,6 +213,53 @@ TEST(FamilyForward, GemmaAddsSandwichNormsGegluAndSoftcapping) {
     if (c.final_logit_softcapping > 0) want.push_back("softcap");
     EXPECT_EQ(forward_ops(c), want) << family;
   }
+}
+
+// The MoE decoder's ops: llama attention, then per layer the sparse MLP
+// (router, route, experts, and the gated shared expert when `shared`) or,
+// in the layers `dense` names, the llama MLP.
+std::vector<std::string> moe_decoder_ops(const ModelConfig& c, bool qkv_bias, bool qk_norm,
+                                         bool shared) {
+  std::vector<std::string> ops = {"embedding"};
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    ops.push_back(i == 0 ? "rms_norm" : "add_rms_norm");
+    ops.push_back(qkv_bias ? "linear+bias" : "linear");
+    if (qk_norm) ops.push_back("qk_norm");
+    for (const char* op : {"rope", "kv_write", "paged_attention", "linear", "add_rms_norm"})
+      ops.push_back(op);
+    std::vector<const char*> mlp = {"linear", "silu_mul", "linear"};
+    if (c.is_moe_layer(i)) {
+      mlp = {"linear", "moe_route", "moe_experts"};
+      if (shared)
+        for (const char* op : {"linear", "silu_mul", "linear", "add_sigmoid_gated"})
+          mlp.push_back(op);
+    }
+    ops.insert(ops.end(), mlp.begin(), mlp.end());
+  }
+  for (const char* op : {"add_rms_norm", "gather_rows", "linear"}) ops.push_back(op);
+  return ops;
+}
+
+TEST(FamilyForward, MixtralRoutesEveryLayerThroughTheExperts) {
+  const ModelConfig c = test::tiny_moe_config("mixtral");
+  EXPECT_EQ(forward_ops(c), moe_decoder_ops(c, false, false, false));
+}
+
+TEST(FamilyForward, Qwen2MoeAddsTheGatedSharedExpertAndKeepsDenseLayers) {
+  ModelConfig c = test::tiny_moe_config("qwen2_moe");
+  EXPECT_EQ(forward_ops(c), moe_decoder_ops(c, true, false, true));
+  c.mlp_only_layers = {0};  // layer 0 dense
+  const std::vector<std::string> ops = forward_ops(c);
+  EXPECT_EQ(ops, moe_decoder_ops(c, true, false, true));
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "moe_route"), 1);
+}
+
+TEST(FamilyForward, Qwen3MoeAddsQkNormsAndHonoursTheSparseStep) {
+  ModelConfig c = test::tiny_moe_config("qwen3_moe");
+  c.decoder_sparse_step = 2;  // layer 1 sparse, layer 0 dense
+  const std::vector<std::string> ops = forward_ops(c);
+  EXPECT_EQ(ops, moe_decoder_ops(c, false, true, false));
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "moe_route"), 1);
 }
 
 }  // namespace

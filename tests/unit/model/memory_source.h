@@ -129,10 +129,45 @@ inline void fill_random(const ModelConfig& c, MemorySource* src, uint32_t seed =
       add(p + "pre_feedforward_layernorm.weight", {h}, 1.0f);
       add(p + "post_feedforward_layernorm.weight", {h}, 1.0f);
     }
-    add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
-    add(p + "mlp.up_proj.weight", {c.intermediate_size, h});
-    add(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+    if (!c.is_moe_layer(l)) {
+      add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
+      add(p + "mlp.up_proj.weight", {c.intermediate_size, h});
+      add(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+      continue;
+    }
+    // Experts under Hugging Face's Mixtral or Qwen-MoE names.
+    const bool mixtral = c.architecture == "mixtral";
+    const std::string m = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    const int64_t im = c.moe_intermediate_size, is = c.shared_expert_intermediate_size;
+    add(m + "gate.weight", {c.num_experts, h});
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      const std::string x = m + "experts." + std::to_string(e) + ".";
+      add(x + (mixtral ? "w1.weight" : "gate_proj.weight"), {im, h});
+      add(x + (mixtral ? "w3.weight" : "up_proj.weight"), {im, h});
+      add(x + (mixtral ? "w2.weight" : "down_proj.weight"), {h, im});
+    }
+    if (is > 0) {
+      add(m + "shared_expert.gate_proj.weight", {is, h});
+      add(m + "shared_expert.up_proj.weight", {is, h});
+      add(m + "shared_expert.down_proj.weight", {h, is});
+      add(m + "shared_expert_gate.weight", {1, h});
+    }
   }
+}
+
+// tiny_config with the mixture-of-experts fields of `arch` (mixtral,
+// qwen2_moe or qwen3_moe) as their config parser sets them: 4 experts of
+// intermediate 16, top-2; Qwen2-MoE with a shared expert of 24.
+inline ModelConfig tiny_moe_config(const std::string& arch) {
+  ModelConfig c = tiny_config(arch);
+  c.num_experts = 4;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 16;
+  c.norm_topk_prob = arch != "qwen2_moe";
+  c.attention_bias = arch == "qwen2_moe";
+  c.qk_norm = arch == "qwen3_moe";
+  if (arch == "qwen2_moe") c.shared_expert_intermediate_size = 24;
+  return c;
 }
 
 }  // namespace pagoda::test

@@ -291,6 +291,18 @@ TEST(PipelineParallelRunner, Qwen3QkNormAndTiedEmbeddings) {
   expect_pp_matches_one_runner("qwen3 tied L=4", c, src, 3);
 }
 
+TEST(PipelineParallelRunner, MixtureOfExpertsStages) {
+  for (const char* arch : {"mixtral", "qwen2_moe", "qwen3_moe"}) {
+    ModelConfig c = test::tiny_moe_config(arch);
+    c.num_layers = 3;
+    if (std::string(arch) == "qwen2_moe") c.mlp_only_layers = {1};
+    MemorySource src;
+    test::fill_random(c, &src, 45);
+    expect_pp_matches_one_runner(arch, c, src, 2);
+    expect_pp_matches_one_runner(arch, c, src, 3);
+  }
+}
+
 std::string stories_dir() {
   const char* shared = std::getenv("PAGODA_SHARED_DIR");
   return std::string(shared != nullptr ? shared : PAGODA_SHARED_DIR) + "/models/stories260K";

@@ -81,6 +81,18 @@ TEST(TensorParallelRules, ValidationNamesTheFlagTheFieldAndTheValues) {
   EXPECT_EQ(r.error().message, "--tensor-parallel-size 3 does not divide num_attention_heads 4");
 }
 
+TEST(TensorParallelRules, MixtureOfExpertsModelsAreRefusedAboveOneRank) {
+  for (const char* arch : {"mixtral", "qwen2_moe", "qwen3_moe"}) {
+    const ModelConfig c = test::tiny_moe_config(arch);
+    EXPECT_TRUE(validate_tensor_parallel(c, 1).ok()) << arch;
+    const Status st = validate_tensor_parallel(c, 2);
+    ASSERT_FALSE(st.ok()) << arch;
+    EXPECT_EQ(st.error().message,
+              "--tensor-parallel-size 2 is not supported for mixture-of-experts models yet "
+              "(experts are not sharded)");
+  }
+}
+
 TEST(TensorParallelRules, ShardsSplitHeadsAndKeepTheGqaMappingLocally) {
   struct Case {
     int64_t hq, hkv;

@@ -54,12 +54,18 @@ TEST(Architecture, FindsEverySupportedFamilyAndListsThemOtherwise) {
     ASSERT_TRUE(a.ok()) << error_of(a);
     EXPECT_STREQ((*a)->name, name);
   }
+  for (const char* name : {"mixtral", "qwen2_moe", "qwen3_moe"}) {
+    auto a = find_architecture(test::tiny_moe_config(name));
+    ASSERT_TRUE(a.ok()) << error_of(a);
+    EXPECT_STREQ((*a)->name, name);
+  }
   ModelConfig bad = tiny_config("gpt2");
   auto r = find_architecture(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(r.error().message.find("\"gpt2\""), std::string::npos) << r.error().message;
-  EXPECT_NE(r.error().message.find("llama, mistral, qwen2, qwen3, gemma2, gemma3"),
+  EXPECT_NE(r.error().message.find(
+                "llama, mistral, qwen2, qwen3, gemma2, gemma3, mixtral, qwen2_moe, qwen3_moe"),
             std::string::npos)
       << r.error().message;
 }
@@ -99,7 +105,66 @@ TEST(Architecture, ValidationNamesTheField) {
   c = tiny_config("gemma3");
   c.rope_local_base_freq = 0;
   expect_field(c, "rope_local_base_freq");
+  for (const char* moe : {"mixtral", "qwen2_moe", "qwen3_moe"}) {
+    c = test::tiny_moe_config(moe);
+    c.num_experts_per_tok = 5;  // of 4 experts
+    expect_field(c, "num_experts_per_tok");
+  }
+  c = test::tiny_moe_config("qwen2_moe");
+  c.shared_expert_intermediate_size = 0;
+  expect_field(c, "shared_expert_intermediate_size");
+  c = test::tiny_moe_config("qwen3_moe");
+  c.qk_norm = false;
+  expect_field(c, "q/k norms");
 }
+
+TEST(LoadWeights, StacksTheExpertsGateThenUpPerExpert) {
+  CpuBackend be;
+  for (const char* arch : {"mixtral", "qwen2_moe"}) {
+    const ModelConfig c = test::tiny_moe_config(arch);
+    const bool mixtral = std::string(arch) == "mixtral";
+    MemorySource src;
+    test::fill_random(c, &src);
+    auto w = load_model_weights(*find_architecture(c).value(), c, be, src);
+    ASSERT_TRUE(w.ok()) << error_of(w);
+    const LayerWeights& l = w->layers[1];
+    const std::string m = mixtral ? "model.layers.1.block_sparse_moe." : "model.layers.1.mlp.";
+    ASSERT_EQ(l.experts_gate_up.ndim, 3);
+    EXPECT_EQ(l.experts_gate_up.dim(0), 4);
+    EXPECT_EQ(l.experts_gate_up.dim(1), 32);
+    EXPECT_EQ(l.experts_down.dim(1), 32);
+    EXPECT_EQ(l.experts_down.dim(2), 16);
+    std::vector<float> gate_up, down;
+    for (int e = 0; e < 4; ++e) {
+      const std::string x = m + "experts." + std::to_string(e) + ".";
+      for (const char* part : {mixtral ? "w1" : "gate_proj", mixtral ? "w3" : "up_proj"}) {
+        auto v = source_values(src, x + part + ".weight");
+        gate_up.insert(gate_up.end(), v.begin(), v.end());
+      }
+      auto v = source_values(src, x + (mixtral ? "w2" : "down_proj") + ".weight");
+      down.insert(down.end(), v.begin(), v.end());
+    }
+    EXPECT_EQ(host(l.experts_gate_up), gate_up) << arch;
+    EXPECT_EQ(host(l.experts_down), down) << arch;
+    EXPECT_EQ(host(l.router), source_values(src, m + "gate.weight")) << arch;
+    EXPECT_EQ(l.shared_gate_up.empty(), mixtral) << arch;
+    EXPECT_TRUE(l.gate_up.empty()) << arch;
+  }
+  // Mixtral under the Qwen-style names loads the same experts.
+  const ModelConfig c = test::tiny_moe_config("mixtral");
+  MemorySource mixtral, renamed;
+  test::fill_random(c, &mixtral);
+  ModelConfig as_qwen = c;
+  as_qwen.architecture = "qwen3_moe";  // fill_random's Qwen names; same shapes and seed
+  as_qwen.qk_norm = false;
+  test::fill_random(as_qwen, &renamed);
+  auto a = load_model_weights(*find_architecture(c).value(), c, be, mixtral);
+  auto b = load_model_weights(*find_architecture(c).value(), c, be, renamed);
+  ASSERT_TRUE(a.ok() && b.ok()) << error_of(b);
+  EXPECT_EQ(host(a->layers[0].experts_gate_up), host(b->layers[0].experts_gate_up));
+  EXPECT_EQ(host(a->layers[1].experts_down), host(b->layers[1].experts_down));
+}
+
 
 // Gemma's HF files store RMSNorm weights as w of (1 + w): the loader folds
 // the 1 in (every norm, q/k norms too); GGUF files (norm_weight_offset

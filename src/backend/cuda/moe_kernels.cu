@@ -1,0 +1,160 @@
+#include "backend/cuda/activation_kernels.h"
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/moe_kernels.h"
+
+namespace pagoda::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+unsigned grid_for(int64_t work, int64_t per_block) {
+  const int64_t blocks = ceil_div(work, per_block);
+  return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+}
+
+// One thread per token: E is small (tens to hundreds) and k a handful.
+// The j-th pick is the largest p[e] in the order (p descending, id
+// ascending) strictly after the (j-1)-th, so no per-token marks are needed.
+__global__ void moe_route_kernel(MoeRouteParams p) {
+  pdl_enter();
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < p.num_tokens;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float* l = p.logits + t * p.num_experts;
+    float max = l[0];
+    for (int e = 1; e < p.num_experts; ++e) max = fmaxf(max, l[e]);
+    float sum = 0.0f;
+    for (int e = 0; e < p.num_experts; ++e) sum += expf(l[e] - max);
+    int32_t* ids = p.ids + t * p.top_k;
+    float* w = p.weights + t * p.top_k;
+    float prev_p = 0.0f, top_sum = 0.0f;
+    int prev_id = -1;
+    for (int j = 0; j < p.top_k; ++j) {
+      int best = -1;
+      float best_p = 0.0f;
+      for (int e = 0; e < p.num_experts; ++e) {
+        const float pe = expf(l[e] - max) / sum;
+        const bool after_prev = prev_id < 0 || pe < prev_p || (pe == prev_p && e > prev_id);
+        if (after_prev && (best < 0 || pe > best_p)) {
+          best = e;
+          best_p = pe;
+        }
+      }
+      ids[j] = best;
+      w[j] = best_p;
+      top_sum += best_p;
+      prev_p = best_p;
+      prev_id = best;
+    }
+    if (p.renormalize)
+      for (int j = 0; j < p.top_k; ++j) w[j] /= top_sum;
+  }
+}
+
+// gate_up_scratch[r, n] = dot(x[r / k], gate_up[ids[r], n]), a warp per output.
+template <typename T>
+__global__ void moe_gate_up_kernel(MoeExpertsParams p) {
+  pdl_enter();
+  const int lane = threadIdx.x & 31;
+  const int64_t width = 2 * p.inter;
+  const int64_t total = p.num_tokens * p.top_k * width;
+  for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; o < total;
+       o += static_cast<int64_t>(gridDim.x) * blockDim.x / 32) {
+    const int64_t r = o / width, n = o % width;
+    const int e = p.ids[r];
+    float acc = 0.0f;
+    if (e >= 0 && e < p.num_experts) {
+      const T* x = static_cast<const T*>(p.x) + (r / p.top_k) * p.hidden;
+      const T* w = static_cast<const T*>(p.gate_up) + (e * width + n) * p.hidden;
+      for (int64_t c = lane; c < p.hidden; c += 32) acc += to_float(x[c]) * to_float(w[c]);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) static_cast<T*>(p.gate_up_scratch)[o] = from_float<T>(acc);
+  }
+}
+
+// out[t, c] = sum_j weights[t, j] * dot(act[t k + j], down[ids[t, j], c]).
+template <typename T>
+__global__ void moe_down_kernel(MoeExpertsParams p) {
+  pdl_enter();
+  const int lane = threadIdx.x & 31;
+  const int64_t total = p.num_tokens * p.hidden;
+  for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; o < total;
+       o += static_cast<int64_t>(gridDim.x) * blockDim.x / 32) {
+    const int64_t t = o / p.hidden, c = o % p.hidden;
+    float acc = 0.0f;
+    for (int j = 0; j < p.top_k; ++j) {
+      const int64_t r = t * p.top_k + j;
+      const int e = p.ids[r];
+      if (e < 0 || e >= p.num_experts) continue;
+      const T* a = static_cast<const T*>(p.act_scratch) + r * p.inter;
+      const T* w = static_cast<const T*>(p.down) + (e * p.hidden + c) * p.inter;
+      float dot = 0.0f;
+      for (int64_t i = lane; i < p.inter; i += 32) dot += to_float(a[i]) * to_float(w[i]);
+      acc += p.weights[r] * warp_sum(dot);
+    }
+    if (lane == 0) static_cast<T*>(p.out)[o] = from_float<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void add_sigmoid_gated_kernel(SigmoidGatedAddParams p) {
+  pdl_enter();
+  for (int64_t r = blockIdx.x; r < p.num_rows; r += gridDim.x) {
+    const T* x = static_cast<const T*>(p.x) + r * p.hidden;
+    const T* w = static_cast<const T*>(p.gate_w);
+    float dot = 0.0f;
+    for (int64_t c = threadIdx.x; c < p.hidden; c += blockDim.x)
+      dot += to_float(x[c]) * to_float(w[c]);
+    const float s = 1.0f / (1.0f + expf(-block_sum(dot)));
+    T* out = static_cast<T*>(p.out) + r * p.hidden;
+    const T* y = static_cast<const T*>(p.y) + r * p.hidden;
+    for (int64_t c = threadIdx.x; c < p.hidden; c += blockDim.x)
+      out[c] = from_float<T>(to_float(out[c]) + s * to_float(y[c]));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
+  if (p.num_tokens == 0) return cudaSuccess;
+  if (p.top_k < 1 || p.top_k > p.num_experts) return cudaErrorInvalidValue;
+  launch_kernel(moe_route_kernel, grid_for(p.num_tokens, kThreads), kThreads, 0, stream, p);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_moe_experts(const MoeExpertsParams& p, cudaStream_t stream) {
+  if (p.num_tokens == 0) return cudaSuccess;
+  const int64_t rows = p.num_tokens * p.top_k;
+  return dispatch_half(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch_kernel(moe_gate_up_kernel<T>, grid_for(rows * 2 * p.inter, kWarps), kThreads, 0, stream,
+                  p);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    SiluMulParams s;
+    s.dtype = p.dtype;
+    s.gate_up = p.gate_up_scratch;
+    s.out = p.act_scratch;
+    s.num_rows = rows;
+    s.inter = p.inter;
+    err = launch_silu_mul(s, stream);
+    if (err != cudaSuccess) return err;
+    launch_kernel(moe_down_kernel<T>, grid_for(p.num_tokens * p.hidden, kWarps), kThreads, 0,
+                  stream, p);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_add_sigmoid_gated(const SigmoidGatedAddParams& p, cudaStream_t stream) {
+  if (p.num_rows == 0 || p.hidden == 0) return cudaSuccess;
+  return dispatch_half(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const unsigned grid = static_cast<unsigned>(p.num_rows < 65536 ? p.num_rows : 65536);
+    launch_kernel(add_sigmoid_gated_kernel<T>, grid, kThreads, 0, stream, p);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace pagoda::cuda
