@@ -120,8 +120,17 @@ class Backend {
                             Tensor& out) = 0;
 
   // out = x @ w^T (+ bias). x [T,K], w [N,K], bias [N] or empty, out [T,N].
-  // out may be f32 while x and w are in the compute dtype (logits).
+  // out may be f32 while x and w are in the compute dtype (logits). w may
+  // instead be in a block dtype (core/dtype.h: GGUF quantization blocks, K a
+  // multiple of the block), after prepare_block_weight(w); the result is then
+  // x @ dequantize(w)^T, dequantize as core/block_dequant.h.
   virtual void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) = 0;
+
+  // Called by the weight loader once for each block-dtype weight [N, K] it
+  // uploads, before any op reads it and before graphs are captured: the
+  // backend sizes what linear() needs for it (cuda: the dequantization
+  // scratch of the larger-batch path). Errors: out of device memory.
+  virtual Status prepare_block_weight(const Tensor& w) { return Status::Ok(); }
 
   // Per-head RMSNorm (Qwen3) in place on the q heads with q_w [D] and the k
   // heads with k_w [D] of qkv [T, row_width].

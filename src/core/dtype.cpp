@@ -11,6 +11,16 @@ std::string_view dtype_name(DType t) {
     case DType::kI64: return "i64";
     case DType::kU8: return "u8";
     case DType::kI8: return "i8";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kQ5_1: return "q5_1";
+    case DType::kQ8_0: return "q8_0";
+    case DType::kQ2_K: return "q2_K";
+    case DType::kQ3_K: return "q3_K";
+    case DType::kQ4_K: return "q4_K";
+    case DType::kQ5_K: return "q5_K";
+    case DType::kQ6_K: return "q6_K";
   }
   return "?";
 }

@@ -1,5 +1,7 @@
 // Tensor: a non-owning view of memory on some device, row-major and
-// contiguous in every dimension. Math lives in backends, not here.
+// contiguous in every dimension. Math lives in backends, not here. A block
+// dtype (core/dtype.h) has its logical shape [N, K] in elements; its bytes
+// are dtype_nbytes().
 #pragma once
 
 #include <array>
@@ -31,7 +33,7 @@ struct Tensor {
     for (int i = 0; i < ndim; ++i) n *= shape[i];
     return n;
   }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  size_t nbytes() const { return dtype_nbytes(dtype, numel()); }
   bool empty() const { return data == nullptr; }
 
   template <typename T>

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/result.h"
 
 namespace pagoda {
@@ -165,6 +166,9 @@ struct GgufTypeTraits {
 std::optional<GgufTypeTraits> gguf_type_traits(GgufType type);
 // True when dequantize() handles `type`.
 bool gguf_can_dequantize(GgufType type);
+// The block DType (core/dtype.h) that holds a tensor of `type` byte for byte
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K); nullopt for other types.
+std::optional<DType> gguf_block_dtype(GgufType type);
 
 // Dequantizes n elements (a multiple of the type's block size) of raw data of
 // `type` into out[0..n). Bit-exact with gguf-py's gguf.quants.dequantize.

@@ -174,6 +174,24 @@ TEST(Gguf, DequantizeRejectsUnsupportedTypeAndPartialBlocks) {
   EXPECT_STREQ(gguf_type_name(static_cast<GgufType>(99)), "unknown");
 }
 
+// The block DTypes that keep GGUF tensors quantized have the file's geometry.
+TEST(Gguf, BlockDtypesMatchGgufGeometry) {
+  int num_block = 0;
+  for (uint32_t v = 0; v < 64; ++v) {
+    const auto type = static_cast<GgufType>(v);
+    const std::optional<DType> d = gguf_block_dtype(type);
+    if (!d) continue;
+    ++num_block;
+    SCOPED_TRACE(gguf_type_name(type));
+    EXPECT_TRUE(is_block_dtype(*d));
+    EXPECT_EQ(dtype_block_elems(*d), gguf_type_traits(type)->block_size);
+    EXPECT_EQ(static_cast<int64_t>(dtype_block_bytes(*d)), gguf_type_traits(type)->type_size);
+  }
+  EXPECT_EQ(num_block, 10);
+  EXPECT_FALSE(gguf_block_dtype(GgufType::kF16).has_value());
+  EXPECT_FALSE(gguf_block_dtype(GgufType::kQ8_K).has_value());
+}
+
 TEST(Gguf, Version2ParsesLikeVersion3) {
   auto bytes = read_bytes(data_path("quants.gguf"));
   bytes[4] = 2;  // v2 and v3 share the layout
