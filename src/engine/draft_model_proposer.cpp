@@ -85,6 +85,7 @@ Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
   ro.max_num_batched_tokens = options.max_num_batched_tokens;
   ro.max_num_seqs = options.max_num_seqs;
   ro.enforce_eager = options.enforce_eager;
+  ro.keep_weight_blocks = !options.gguf_dequantize;
   int64_t max_len =
       std::min(opened->config.max_position_embeddings, ro.num_kv_blocks * ro.block_size);
   if (target.max_model_len > 0) max_len = std::min(max_len, target.max_model_len);

@@ -34,6 +34,10 @@ struct EngineOptions {
   // files, "dummy" random weights of its shapes (only config.json and the
   // tokenizer read; for benchmarks and tests of shapes, outputs meaningless).
   std::string load_format = "auto";
+  // --gguf-dequantize: a GGUF model's quantized linear weights are
+  // dequantized to the compute dtype at load (bf16 on cuda) instead of staying
+  // in their blocks (RunnerOptions::keep_weight_blocks).
+  bool gguf_dequantize = false;
   // Overrides the model's default chat template: a file, a name of the
   // model's templates, or the template itself (engine/chat_template_source.h).
   std::string chat_template;

@@ -49,6 +49,7 @@ RunnerOptions to_runner_options(const EngineOptions& o) {
   r.kv_cache_memory_fraction = o.gpu_memory_utilization;
   r.kv_cache_bytes = o.kv_cache_memory_bytes;
   r.enforce_eager = o.enforce_eager;
+  r.keep_weight_blocks = !o.gguf_dequantize;
   return r;
 }
 

@@ -41,6 +41,8 @@ std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name,
 // PyTorch order (ggml dims reversed); read() returns F32 (dequantized), and for
 // config.architecture "llama"/"mistral" un-permutes the rows of q_proj
 // (num_heads) and k_proj (num_kv_heads) weights and biases back to HF order.
+// 2-D tensors of a block type (gguf_block_dtype) also offer read_blocks():
+// the file's blocks, q/k rows un-permuted the same way.
 Result<std::unique_ptr<WeightSource>> open_gguf_weights(std::shared_ptr<const GgufFile> file,
                                                         const ModelConfig& config);
 
@@ -49,5 +51,8 @@ Result<std::unique_ptr<WeightSource>> open_gguf_weights(std::shared_ptr<const Gg
 // i in {0,1}, j < D/2). in/out: [rows, cols] f32, distinct buffers.
 Status unpermute_rope_rows(const float* in, float* out, int64_t rows, int64_t cols,
                            int64_t num_heads);
+// The same on rows of `row_bytes` bytes each (rows of quantization blocks).
+Status unpermute_rope_row_bytes(const uint8_t* in, uint8_t* out, int64_t rows, size_t row_bytes,
+                                int64_t num_heads);
 
 }  // namespace pagoda

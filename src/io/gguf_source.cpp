@@ -112,9 +112,10 @@ class GgufSource final : public IndexedWeightSource {
     std::string name = gguf_to_hf_name(t.name, config.architecture).value_or(t.name);
     const bool mixtral = config.architecture == "mixtral";
     TensorInfo info{name, DType::kF32, std::vector<int64_t>(t.dims.rbegin(), t.dims.rend()),
-                    t.nbytes};
+                    t.nbytes, std::nullopt};
     if (name.find(".shared_expert_gate.") != std::string::npos && info.shape.size() == 1)
       info.shape.insert(info.shape.begin(), 1);  // llama.cpp stores the [1, H] gate as [H]
+    if (info.shape.size() == 2) info.blocks = gguf_block_dtype(t.type);
     if (t.name.find("_exps.") != std::string::npos) return add_experts(t, std::move(info), mixtral);
     if (mixtral) name = info.name = mixtral_name(name);
     GgufEntry entry{&t, 0};
@@ -164,7 +165,8 @@ class GgufSource final : public IndexedWeightSource {
       TensorInfo info{mixtral ? mixtral_name(name) : name,
                       DType::kF32,
                       {stacked.shape[1], stacked.shape[2]},
-                      t.nbytes / num_experts};
+                      t.nbytes / num_experts,
+                      gguf_block_dtype(t.type)};
       if (!add_tensor(info)) {
         return make_error(
             ErrorCode::kCorrupt,
@@ -185,12 +187,8 @@ class GgufSource final : public IndexedWeightSource {
     HostTensor t;
     t.dtype = DType::kF32;
     t.shape = tensors()[*at].shape;
-    const uint8_t* raw = file_->tensor_data(*e.info);
-    int64_t n = e.info->numel();
-    if (e.expert >= 0) {  // one expert's slice
-      raw += static_cast<size_t>(e.expert) * (e.info->nbytes / e.num_experts);
-      n /= e.num_experts;
-    }
+    const uint8_t* raw = raw_data(e);
+    const int64_t n = t.numel();
     if (e.info->type == GgufType::kF32 && e.permute_heads == 0 &&
         reinterpret_cast<uintptr_t>(raw) % 4 == 0) {
       t.data = raw;  // view into the map, no copy
@@ -213,6 +211,27 @@ class GgufSource final : public IndexedWeightSource {
     return t;
   }
 
+  Result<HostTensor> read_blocks(std::string_view name) override {
+    const std::optional<size_t> at = position(name);
+    if (!at || !tensors()[*at].blocks) return WeightSource::read_blocks(name);
+    const GgufEntry& e = entries_[*at];
+    HostTensor t;
+    t.dtype = *tensors()[*at].blocks;
+    t.shape = tensors()[*at].shape;
+    const uint8_t* raw = raw_data(e);
+    if (e.permute_heads == 0) {
+      t.data = raw;  // view into the map, no copy
+      return t;
+    }
+    const int64_t rows = t.shape[0];
+    const size_t row_bytes = dtype_nbytes(t.dtype, t.shape[1]);
+    t.owned.resize(static_cast<size_t>(rows) * row_bytes);
+    PAGODA_RETURN_IF_ERROR(
+        unpermute_rope_row_bytes(raw, t.owned.data(), rows, row_bytes, e.permute_heads));
+    t.data = t.owned.data();
+    return t;
+  }
+
   std::string describe() const override {
     return fmt::format("GGUF {} (v{}, {} tensors)", file_->path(), file_->version(), tensors().size());
   }
@@ -226,6 +245,13 @@ class GgufSource final : public IndexedWeightSource {
             "GGUF {}: tensor '{}' has type {}, which cannot be dequantized (supported: F32, "
             "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)",
             file_->path(), info.name, gguf_type_name(info.type)));
+  }
+
+  // The raw bytes of an entry: the tensor's, or one expert's slice of them.
+  const uint8_t* raw_data(const GgufEntry& e) const {
+    const uint8_t* raw = file_->tensor_data(*e.info);
+    if (e.expert >= 0) raw += static_cast<size_t>(e.expert) * (e.info->nbytes / e.num_experts);
+    return raw;
   }
 
   // Dequantizes n elements (whole blocks) of a supported type
@@ -273,25 +299,32 @@ std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name,
   return std::nullopt;
 }
 
-Status unpermute_rope_rows(const float* in, float* out, int64_t rows, int64_t cols,
-                           int64_t num_heads) {
+Status unpermute_rope_row_bytes(const uint8_t* in, uint8_t* out, int64_t rows, size_t row_bytes,
+                                int64_t num_heads) {
   if (num_heads <= 0 || rows % (2 * num_heads) != 0) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("cannot un-permute {} rows for {} heads", rows, num_heads));
   }
-  if (cols <= 0) return Status::Ok();
+  if (row_bytes == 0) return Status::Ok();
   const int64_t head_dim = rows / num_heads;
   const int64_t half = head_dim / 2;
   for (int64_t h = 0; h < num_heads; ++h) {
     for (int64_t i = 0; i < 2; ++i) {
       for (int64_t j = 0; j < half; ++j) {
-        const float* src = in + (h * head_dim + 2 * j + i) * cols;
-        std::memcpy(out + (h * head_dim + i * half + j) * cols, src,
-                    static_cast<size_t>(cols) * sizeof(float));
+        const uint8_t* src = in + static_cast<size_t>(h * head_dim + 2 * j + i) * row_bytes;
+        std::memcpy(out + static_cast<size_t>(h * head_dim + i * half + j) * row_bytes, src,
+                    row_bytes);
       }
     }
   }
   return Status::Ok();
+}
+
+Status unpermute_rope_rows(const float* in, float* out, int64_t rows, int64_t cols,
+                           int64_t num_heads) {
+  return unpermute_rope_row_bytes(
+      reinterpret_cast<const uint8_t*>(in), reinterpret_cast<uint8_t*>(out), rows,
+      static_cast<size_t>(std::max<int64_t>(cols, 0)) * sizeof(float), num_heads);
 }
 
 Result<std::unique_ptr<WeightSource>> open_gguf_weights(std::shared_ptr<const GgufFile> file,

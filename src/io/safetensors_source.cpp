@@ -40,7 +40,7 @@ class SafetensorsSource final : public IndexedWeightSource {
                           fmt::format("tensor '{}' appears in both {} and {}", e.name,
                                       files_[located_[*at].file]->path(), path));
       }
-      add_tensor(TensorInfo{e.name, *e.dtype, e.shape, e.end - e.begin});
+      add_tensor(TensorInfo{e.name, *e.dtype, e.shape, e.end - e.begin, std::nullopt});
       located_.push_back(Located{files_.size(), std::move(e)});
     }
     total_bytes_ += map->size();

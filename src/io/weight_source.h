@@ -20,11 +20,15 @@ struct TensorInfo {
   DType dtype = DType::kF32;    // dtype that read() returns (f32, f16 or bf16)
   std::vector<int64_t> shape;   // PyTorch order: [out_features, in_features] for linear weights
   uint64_t file_bytes = 0;      // bytes in the file (quantized size for GGUF), for progress
+  // A block dtype (core/dtype.h) when read_blocks() returns this tensor as
+  // the file's quantization blocks (GGUF Q4_0..Q6_K, 2-D, rows of whole
+  // blocks); nullopt when only read() does.
+  std::optional<DType> blocks;
 };
 
 // Host data of one tensor: `data` points into a memory map or into `owned`.
 struct HostTensor {
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;  // a float dtype, or a block dtype from read_blocks()
   std::vector<int64_t> shape;
   const void* data = nullptr;
   std::vector<uint8_t> owned;
@@ -47,9 +51,20 @@ class WeightSource {
   // concurrently from one source): the sources only read their memory maps
   // and return views or fresh copies.
   virtual Result<HostTensor> read(std::string_view name) = 0;
+  // The tensor's blocks, byte for byte as in the file, for a tensor whose
+  // TensorInfo::blocks is set: dtype = *blocks, shape = TensorInfo::shape
+  // (logical elements), rows transformed as read() does (GGUF q/k rows
+  // un-permuted; rows are whole blocks, so that moves bytes). Same thread
+  // safety as read(). Default: Error kUnsupported naming the tensor.
+  virtual Result<HostTensor> read_blocks(std::string_view name);
   // Human-readable description for logs, e.g. "3 safetensors shards, 16.06 GB".
   virtual std::string describe() const = 0;
 };
+
+inline Result<HostTensor> WeightSource::read_blocks(std::string_view name) {
+  return make_error(ErrorCode::kUnsupported, "tensor " + std::string(name) + " in " + describe() +
+                                                 " is not stored in quantization blocks");
+}
 
 // What both formats share: the tensors in file order and a name index.
 // Sources add each tensor once, then answer tensors() and find() from here.

@@ -27,8 +27,9 @@ Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoa
   // The shard's heads as row (qkv) and column (o_proj) ranges; all of them without tp.
   const IndexRange qh = tp_q_heads(c, loader.shard()), kvh = tp_kv_heads(c, loader.shard());
   const IndexRange q = {qh.begin * d, qh.end * d}, kv = {kvh.begin * d, kvh.end * d};
-  PAGODA_ASSIGN_OR_RETURN(l->qkv, loader.load_fused({n.q_proj, n.k_proj, n.v_proj},
-                                                    {q_rows, kv_rows, kv_rows}, {h}, {q, kv, kv}));
+  PAGODA_ASSIGN_OR_RETURN(
+      l->qkv, loader.load_fused_linear({n.q_proj, n.k_proj, n.v_proj}, {q_rows, kv_rows, kv_rows},
+                                       h, {q, kv, kv}));
   if (!n.q_bias.empty()) {
     PAGODA_ASSIGN_OR_RETURN(
         l->qkv_bias, loader.load_fused({n.q_bias, n.k_bias, n.v_bias}, {q_rows, kv_rows, kv_rows},
@@ -38,7 +39,7 @@ Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoa
     PAGODA_ASSIGN_OR_RETURN(l->q_norm, loader.load_offset(n.q_norm, {d}, norm_offset(c)));
     PAGODA_ASSIGN_OR_RETURN(l->k_norm, loader.load_offset(n.k_norm, {d}, norm_offset(c)));
   }
-  PAGODA_ASSIGN_OR_RETURN(l->o_proj, loader.load_columns(n.o_proj, {h, q_rows}, q));
+  PAGODA_ASSIGN_OR_RETURN(l->o_proj, loader.load_linear_columns(n.o_proj, {h, q_rows}, q));
   return {};
 }
 
@@ -46,9 +47,9 @@ Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader
                    LayerWeights* l) {
   const int64_t h = c.hidden_size, inter = c.intermediate_size;
   const IndexRange mine = tp_intermediate(c, loader.shard());
-  PAGODA_ASSIGN_OR_RETURN(
-      l->gate_up, loader.load_fused({n.gate_proj, n.up_proj}, {inter, inter}, {h}, {mine, mine}));
-  PAGODA_ASSIGN_OR_RETURN(l->down, loader.load_columns(n.down_proj, {h, inter}, mine));
+  PAGODA_ASSIGN_OR_RETURN(l->gate_up, loader.load_fused_linear({n.gate_proj, n.up_proj},
+                                                               {inter, inter}, h, {mine, mine}));
+  PAGODA_ASSIGN_OR_RETURN(l->down, loader.load_linear_columns(n.down_proj, {h, inter}, mine));
   return {};
 }
 
@@ -76,7 +77,7 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
     w->lm_head = w->embed;
     return {};
   }
-  PAGODA_ASSIGN_OR_RETURN(w->lm_head, loader.load(g.lm_head, {c.vocab_size, c.hidden_size}));
+  PAGODA_ASSIGN_OR_RETURN(w->lm_head, loader.load_linear(g.lm_head, {c.vocab_size, c.hidden_size}));
   return {};
 }
 

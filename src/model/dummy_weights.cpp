@@ -165,7 +165,7 @@ class DummyWeightSource final : public IndexedWeightSource {
     if (name.empty()) return;
     int64_t n = 1;
     for (int64_t x : shape) n *= x;
-    if (add_tensor({name, dtype_, std::move(shape), static_cast<uint64_t>(n) * 2}))
+    if (add_tensor({name, dtype_, std::move(shape), static_cast<uint64_t>(n) * 2, std::nullopt}))
       fills_.push_back(fill);
   }
 

@@ -20,8 +20,10 @@ namespace pagoda {
 // stage); only its stage 0 shows the progress bar. Ranks may load concurrently,
 // each from its own source or all from one: WeightSource::read is safe to
 // call from several threads (the sources only read their memory maps).
+// `keep_blocks`: linear weights stored in quantization blocks stay in them
+// (WeightLoader); the log line lists the device bytes of each weight dtype.
 Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelConfig& config,
-                                        Backend& backend, WeightSource& source,
-                                        TpShard shard = {}, PpStage stage = {});
+                                        Backend& backend, WeightSource& source, TpShard shard = {},
+                                        PpStage stage = {}, bool keep_blocks = true);
 
 }  // namespace pagoda

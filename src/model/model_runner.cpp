@@ -244,8 +244,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   PAGODA_RETURN_IF_ERROR(rope_frequencies(config));  // fail before a long weight upload
   size_t total_bytes = 0;
   backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
-  PAGODA_ASSIGN_OR_RETURN(r->weights_,
-                          load_model_weights(*arch, config, backend, weights, shard, stage));
+  PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights, shard,
+                                                          stage, options.keep_weight_blocks));
   PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
   return r;
 }

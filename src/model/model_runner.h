@@ -81,6 +81,8 @@ class ModelRunner final : public Runner {
   int64_t max_num_seqs() const override { return options_.max_num_seqs; }
   int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }  // table width limit
   const ModelConfig& config() const { return config_; }
+  // The uploaded weights; bytes_by_dtype says which formats they are in.
+  const ModelWeights& weights() const { return weights_; }
   // The decoder layers this runner holds (global indices; all without pp).
   IndexRange layers() const { return layers_; }
   // Whether this runner ends the pipeline: computes logits and samples

@@ -31,6 +31,10 @@ struct RunnerOptions {
   // Backends with graphs (cuda): true runs every step eagerly; false captures
   // decode graphs at startup (see decode_graphs.h).
   bool enforce_eager = false;
+  // Linear weights stored in quantization blocks (GGUF Q4_0..Q6_K) stay in
+  // their blocks on the device and Backend::linear computes from them; false
+  // dequantizes them to the compute dtype at load (--gguf-dequantize).
+  bool keep_weight_blocks = true;
   // Tensor parallelism (docs/parallelism.md): this runner holds rank
   // tp->rank()'s shard of tp->size() (query heads, kv heads and the
   // intermediate size split; kv heads replicated when fewer than the ranks)

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "core/float_elements.h"
+#include "core/log.h"
 #include "core/units.h"
 
 namespace pagoda {
@@ -56,18 +57,20 @@ bool within(IndexRange r, int64_t n) {
 }  // namespace
 
 WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights,
-                           TpShard shard, PpStage stage)
+                           TpShard shard, PpStage stage, bool keep_blocks)
     : backend_(backend),
       source_(source),
       weights_(weights),
       shard_(shard),
       stage_(stage),
+      keep_blocks_(keep_blocks),
       total_bytes_(total_file_bytes(source)),
       progress_("loading weights", total_bytes_, shard.rank == 0 && stage.first()) {}
 
-Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector<int64_t>& shape) {
-  const DType cd = backend_.compute_dtype();
-  const size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(cd);
+Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector<int64_t>& shape,
+                                      std::optional<DType> dtype) {
+  const DType cd = dtype.value_or(backend_.compute_dtype());
+  const size_t bytes = dtype_nbytes(cd, numel(shape));
   try {
     weights_->buffers.emplace_back(&backend_, bytes);
   } catch (const std::bad_alloc&) {
@@ -76,6 +79,9 @@ Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector
         "out of device memory allocating " + std::to_string(bytes) + " bytes for " + name);
   }
   weights_->num_bytes += bytes;
+  ModelWeights::FormatBytes& f = weights_->bytes_by_dtype[cd];
+  ++f.num_tensors;
+  f.num_bytes += bytes;
   Tensor t;
   t.data = weights_->buffers.back().data();
   t.dtype = cd;
@@ -134,12 +140,118 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
     backend_.copy_to_device(dst, staging_.data(), bytes);
   }
   backend_.synchronize();  // the source (host or staging_) must outlive the copy
+  count_read(*info);
+  return {};
+}
+
+void WeightLoader::count_read(const TensorInfo& info) {
   ++num_read_;
-  bytes_read_ += info->file_bytes;
+  bytes_read_ += info.file_bytes;
   progress_.update(bytes_read_, fmt::format("{:.2f}/{:.2f} GiB, {}/{} tensors", bytes_read_ / kGiB,
                                             total_bytes_ / kGiB, num_read_,
                                             source_.tensors().size()));
+}
+
+Status WeightLoader::read_blocks_into(const std::string& name, const std::vector<int64_t>& shape,
+                                      IndexRange rows, IndexRange cols, void* dst) {
+  const TensorInfo* info = source_.find(name);
+  if (info == nullptr)
+    return make_error(ErrorCode::kNotFound,
+                      "tensor " + name + " not found in " + source_.describe());
+  if (info->shape != shape)
+    return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": expected " +
+                                                       shape_string(shape) + ", found " +
+                                                       shape_string(info->shape));
+  PAGODA_ASSIGN_OR_RETURN(HostTensor host, source_.read_blocks(name));
+  const DType dt = host.dtype;
+  const int64_t block = dtype_block_elems(dt);
+  if (host.shape != shape || shape.size() != 2 || !is_block_dtype(dt) || shape[1] % block != 0 ||
+      !within(rows, shape[0]) || !within(cols, shape[1]) || cols.begin % block != 0 ||
+      cols.end % block != 0)
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("tensor {} {} {}: no block slice rows [{}, {}) columns [{}, {})",
+                                  name, shape_string(host.shape), dtype_name(dt), rows.begin,
+                                  rows.end, cols.begin, cols.end));
+  const size_t row_bytes = dtype_nbytes(dt, shape[1]);
+  const auto* src = static_cast<const uint8_t*>(host.data) +
+                    static_cast<size_t>(rows.begin) * row_bytes + dtype_nbytes(dt, cols.begin);
+  const size_t slice_bytes = dtype_nbytes(dt, cols.size());
+  backend_.copy_to_device_2d(dst, slice_bytes, src, row_bytes, slice_bytes,
+                             static_cast<size_t>(rows.size()));
+  backend_.synchronize();  // `host` must outlive the copy
+  count_read(*info);
   return {};
+}
+
+std::optional<DType> WeightLoader::kept_blocks(const std::vector<std::string>& names,
+                                               IndexRange cols, int64_t k) const {
+  if (!keep_blocks_) return std::nullopt;
+  std::optional<DType> dt;
+  for (const std::string& name : names) {
+    const TensorInfo* info = source_.find(name);
+    if (info == nullptr || !info->blocks) return std::nullopt;
+    if (dt && *dt != *info->blocks) {
+      if (shard_.rank == 0)
+        log_info("{} fused with {}: {} and {} blocks differ; dequantized to {}", names[0], name,
+                 dtype_name(*dt), dtype_name(*info->blocks), dtype_name(backend_.compute_dtype()));
+      return std::nullopt;
+    }
+    dt = info->blocks;
+  }
+  const int64_t block = dtype_block_elems(*dt);
+  if (k % block != 0 || cols.begin % block != 0 || cols.end % block != 0) {
+    if (shard_.rank == 0)
+      log_warn("{}: columns [{}, {}) of {} are not whole {} blocks of {}; dequantized to {}",
+               names[0], cols.begin, cols.end, k, dtype_name(*dt), block,
+               dtype_name(backend_.compute_dtype()));
+    return std::nullopt;
+  }
+  return dt;
+}
+
+Result<Tensor> WeightLoader::load_linear(const std::string& name,
+                                         const std::vector<int64_t>& shape) {
+  if (shape.size() != 2) return load(name, shape);
+  return load_fused_linear({name}, {shape[0]}, shape[1]);  // one part: load() when dequantized
+}
+
+Result<Tensor> WeightLoader::load_linear_columns(const std::string& name,
+                                                 const std::vector<int64_t>& shape,
+                                                 IndexRange cols) {
+  const std::optional<DType> dt =
+      shape.size() == 2 ? kept_blocks({name}, cols, shape[1]) : std::nullopt;
+  if (!dt) return load_columns(name, shape, cols);
+  if (!within(cols, shape[1]))
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("tensor {}: no column slice [{}, {}) of {}", name, cols.begin,
+                                  cols.end, shape_string(shape)));
+  PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, {shape[0], cols.size()}, *dt));
+  PAGODA_RETURN_IF_ERROR(read_blocks_into(name, shape, {0, shape[0]}, cols, t.data));
+  PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
+  return t;
+}
+
+Result<Tensor> WeightLoader::load_fused_linear(const std::vector<std::string>& names,
+                                               const std::vector<int64_t>& rows, int64_t cols,
+                                               const std::vector<IndexRange>& take) {
+  const std::optional<DType> dt = kept_blocks(names, {0, cols}, cols);
+  if (!dt) return load_fused(names, rows, {cols}, take);
+  if (!take.empty() && take.size() != names.size())
+    return make_error(ErrorCode::kInternal, "load_fused " + names[0] + ": one row range per part");
+  std::vector<IndexRange> kept(names.size());
+  int64_t total_rows = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    kept[i] = take.empty() ? IndexRange{0, rows[i]} : take[i];
+    total_rows += kept[i].size();
+  }
+  PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(names[0], {total_rows, cols}, *dt));
+  char* dst = static_cast<char*>(t.data);
+  for (size_t i = 0; i < names.size(); ++i) {
+    PAGODA_RETURN_IF_ERROR(read_blocks_into(names[i], {rows[i], cols}, kept[i], {0, cols}, dst));
+    dst += static_cast<size_t>(kept[i].size()) * dtype_nbytes(*dt, cols);
+  }
+  PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
+  return t;
 }
 
 Result<Tensor> WeightLoader::load_offset(const std::string& name, const std::vector<int64_t>& shape,

@@ -5,9 +5,18 @@
 // tensor: shapes are still checked against the file's full shapes, and only
 // the slice is converted and uploaded (the source still reads, or for GGUF
 // dequantizes, the whole tensor).
+//
+// Linear weights (load_linear*) that the source stores in quantization blocks
+// (TensorInfo::blocks: GGUF Q4_0..Q6_K) are uploaded as those blocks, a block
+// dtype tensor (core/dtype.h), when the loader keeps blocks: rows (whole
+// blocks) are selected, concatenated and un-permuted as bytes. They are
+// dequantized to the compute dtype instead when the loader does not keep
+// blocks, when fused parts differ in format (Q4_K_M's Q4_K q/k with a Q6_K
+// v), or when a row-parallel column slice does not fall on block boundaries.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,8 +38,10 @@ class WeightLoader {
   // stage 0 (a later stage reads other tensors at the same time). `shard` is
   // the tensor-parallel rank and `stage` the pipeline stage the blocks load
   // for (they ask shard() and stage()).
+  // `keep_blocks`: upload block-format linear weights as their blocks (see
+  // above); false dequantizes every tensor (--gguf-dequantize).
   WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights, TpShard shard = {},
-               PpStage stage = {});
+               PpStage stage = {}, bool keep_blocks = true);
 
   const TpShard& shard() const { return shard_; }
   const PpStage& stage() const { return stage_; }
@@ -59,6 +70,17 @@ class WeightLoader {
   Result<Tensor> load_columns(const std::string& name, const std::vector<int64_t>& shape,
                               IndexRange cols);
 
+  // The same for linear weights [N, K] (rows = output features), kept in
+  // their blocks where possible (see above): load_linear (lm_head),
+  // load_fused_linear (qkv, gate_up: every part's rows, cols = {K}),
+  // load_linear_columns (o_proj, down: a slice of K).
+  Result<Tensor> load_linear(const std::string& name, const std::vector<int64_t>& shape);
+  Result<Tensor> load_fused_linear(const std::vector<std::string>& names,
+                                   const std::vector<int64_t>& rows, int64_t cols,
+                                   const std::vector<IndexRange>& take = {});
+  Result<Tensor> load_linear_columns(const std::string& name, const std::vector<int64_t>& shape,
+                                     IndexRange cols);
+
   int64_t num_tensors_read() const { return num_read_; }
   uint64_t num_bytes_read() const { return bytes_read_; }  // file bytes
   void finish() { progress_.finish(); }
@@ -70,14 +92,28 @@ class WeightLoader {
   // each element plus `offset` (in f32) when offset is not 0.
   Status read_into(const std::string& name, const std::vector<int64_t>& shape, IndexRange rows,
                    IndexRange cols, void* dst, float offset = 0.0f);
-  // Device memory for a tensor of `shape` in the compute dtype.
-  Result<Tensor> allocate(const std::string& name, const std::vector<int64_t>& shape);
+  // Reads `name`'s blocks (source read_blocks), checks it against `shape`
+  // [N, K], and copies rows `rows` and columns `cols` (whole blocks) to dst.
+  Status read_blocks_into(const std::string& name, const std::vector<int64_t>& shape,
+                          IndexRange rows, IndexRange cols, void* dst);
+  // The block dtype every part of a linear weight keeps when uploaded as
+  // blocks with columns `cols` of K; nullopt (logged when blocks are kept
+  // but not possible here) to dequantize it.
+  std::optional<DType> kept_blocks(const std::vector<std::string>& names, IndexRange cols,
+                                   int64_t k) const;
+  // Counts one uploaded tensor and reports progress.
+  void count_read(const TensorInfo& info);
+  // Device memory for a tensor of `shape` in `dtype` (the compute dtype
+  // unless given).
+  Result<Tensor> allocate(const std::string& name, const std::vector<int64_t>& shape,
+                          std::optional<DType> dtype = std::nullopt);
 
   Backend& backend_;
   WeightSource& source_;
   ModelWeights* weights_;
   TpShard shard_;
   PpStage stage_;
+  bool keep_blocks_;
   uint64_t total_bytes_;  // file bytes of every tensor of the source
   Progress progress_;
   std::vector<uint8_t> staging_;  // host conversion buffer

@@ -9,12 +9,17 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "backend/backend.h"
 
 namespace pagoda {
 
+// Linear weights (qkv, o_proj, gate_up, down, lm_head) may instead be in a
+// block dtype (core/dtype.h: GGUF quantization blocks, byte for byte), the
+// same logical shape; Backend::linear computes from them (weight_loader.h
+// says when).
 struct LayerWeights {
   Tensor input_norm;      // [H] cd: RMSNorm before attention
   Tensor qkv;             // [Q, H] cd: q rows, then k rows, then v rows
@@ -50,6 +55,12 @@ struct ModelWeights {
   Tensor lm_head;     // [V, H] cd; the same memory as `embed` when embeddings are tied
   std::vector<DeviceBuffer> buffers;  // owns every tensor above
   size_t num_bytes = 0;               // device bytes held by `buffers`
+  // Tensors and device bytes of each dtype in `buffers` (the startup summary).
+  struct FormatBytes {
+    int64_t num_tensors = 0;
+    size_t num_bytes = 0;
+  };
+  std::map<DType, FormatBytes> bytes_by_dtype;
 };
 
 }  // namespace pagoda

@@ -64,7 +64,9 @@ struct Loaded {
 
 // Opens the model and a runner with room for `num_seqs` sequences of
 // `max_tokens` tokens at block size 7.
-std::unique_ptr<Loaded> load(const fs::path& path, int num_seqs, int max_tokens) {
+// `keep_blocks`: RunnerOptions::keep_weight_blocks.
+std::unique_ptr<Loaded> load(const fs::path& path, int num_seqs, int max_tokens,
+                             bool keep_blocks = true) {
   auto l = std::make_unique<Loaded>();
   Result<ModelLocation> where = resolve_model(path.string());
   EXPECT_TRUE(where.ok()) << (where.ok() ? "" : where.error().message);
@@ -79,6 +81,7 @@ std::unique_ptr<Loaded> load(const fs::path& path, int num_seqs, int max_tokens)
   o.max_num_seqs = 8;
   o.max_model_len = std::min<int64_t>(l->model.config.max_position_embeddings, max_tokens);
   o.num_kv_blocks = num_seqs * blocks_for(max_tokens, o.block_size);
+  o.keep_weight_blocks = keep_blocks;
   Result<std::unique_ptr<ModelRunner>> r =
       ModelRunner::create(l->backend, l->model.config, *l->model.weights, o);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
@@ -134,6 +137,20 @@ std::vector<std::string> golden_files() {
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 
+// The golden files whose model is a .gguf file.
+std::vector<std::string> gguf_golden_files() {
+  std::vector<std::string> names;
+  for (const std::string& name : golden_files()) {
+    const json doc =
+        read_json(fs::path(PAGODA_SOURCE_DIR) / "tests" / "data" / "golden" / (name + ".json"));
+    const std::string path = doc.at("model").at("path");
+    if (fs::path(path).extension() == ".gguf") names.push_back(name);
+  }
+  return names;
+}
+
+class GgufGolden : public ::testing::TestWithParam<std::string> {};
+
 TEST_P(Golden, GreedyAndLogprobsMatchTransformers) {
   const json doc =
       read_json(fs::path(PAGODA_SOURCE_DIR) / "tests" / "data" / "golden" / (GetParam() + ".json"));
@@ -185,7 +202,53 @@ TEST_P(Golden, GreedyAndLogprobsMatchTransformers) {
     }
 }
 
+// A quantized GGUF's linear weights kept in their blocks (the default) give
+// bit-identical tokens and logprobs to dequantizing them at load: the CPU
+// linear dequantizes each weight panel with the loader's dequantizer and runs
+// the same f32 kernel. Every GGUF golden whose model has block-format tensors.
+TEST_P(GgufGolden, KeptBlocksEqualDequantized) {
+  const json doc =
+      read_json(fs::path(PAGODA_SOURCE_DIR) / "tests" / "data" / "golden" / (GetParam() + ".json"));
+  std::string why;
+  const fs::path path = model_path(doc.at("model"), &why);
+  if (path.empty()) GTEST_SKIP() << why;
+  const json& cases = doc.at("cases");
+  std::vector<std::vector<int32_t>> prompts;
+  int max_tokens = 0;
+  for (const json& c : cases) {
+    prompts.push_back(c.at("prompt_ids").get<std::vector<int32_t>>());
+    max_tokens = std::max(max_tokens, static_cast<int>(prompts.back().size()) + 16);
+  }
+  auto kept = load(path, static_cast<int>(prompts.size()), max_tokens, true);
+  ASSERT_NE(kept, nullptr);
+  bool any_blocks = false;
+  for (const auto& [dtype, f] : kept->runner->weights().bytes_by_dtype)
+    any_blocks = any_blocks || is_block_dtype(dtype);
+  if (!any_blocks) GTEST_SKIP() << "no block-format weights in " << path;
+  auto dequantized = load(path, static_cast<int>(prompts.size()), max_tokens, false);
+  ASSERT_NE(dequantized, nullptr);
+  for (const auto& [dtype, f] : dequantized->runner->weights().bytes_by_dtype)
+    EXPECT_FALSE(is_block_dtype(dtype)) << dtype_name(dtype);
+  EXPECT_LT(kept->runner->weights().num_bytes, dequantized->runner->weights().num_bytes);
+  DriverOptions o;
+  o.num_steps = 16;
+  std::vector<std::vector<StepRecord>> a, b;
+  Status st = run_greedy(*kept->runner, prompts, o, &a);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  st = run_greedy(*dequantized->runner, prompts, o, &b);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    for (int s = 0; s < o.num_steps; ++s) {
+      ASSERT_EQ(a[i][s].token, b[i][s].token) << "case " << i << " step " << s;
+      ASSERT_EQ(0, std::memcmp(a[i][s].top_logprobs.data(), b[i][s].top_logprobs.data(),
+                               b[i][s].top_logprobs.size() * sizeof(float)))
+          << "case " << i << " step " << s;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Files, Golden, ::testing::ValuesIn(golden_files()),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Files, GgufGolden, ::testing::ValuesIn(gguf_golden_files()),
                          [](const auto& info) { return info.param; });
 
 // llama2.c's stories260K: 200 greedy tokens from BOS and reference logits,

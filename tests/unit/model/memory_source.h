@@ -28,7 +28,7 @@ class MemorySource final : public WeightSource {
     infos_.erase(std::remove_if(infos_.begin(), infos_.end(),
                                 [&](const TensorInfo& t) { return t.name == name; }),
                  infos_.end());
-    infos_.push_back({name, dtype, shape, bytes.size()});
+    infos_.push_back({name, dtype, shape, bytes.size(), std::nullopt});
     data_[name] = std::move(bytes);
   }
   void remove(const std::string& name) {
