@@ -95,7 +95,8 @@ Status CublasLtLinear::build_layouts(const LinearArgs& a, Plan& plan) {
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "MatmulDescSetAttribute", a);
   s = cublasLtMatrixLayoutCreate(&plan.a, in_type, k, n, static_cast<int64_t>(k));
   if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&plan.b, in_type, k, rows, static_cast<int64_t>(k));
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&plan.d, out_type, n, rows, static_cast<int64_t>(n));
+  const int64_t ldo = a.ldo > 0 ? a.ldo : a.n;
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&plan.d, out_type, n, rows, ldo);
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "MatrixLayoutCreate", a);
   return Status::Ok();
 }
@@ -145,7 +146,8 @@ Result<CublasLtLinear::Plan*> CublasLtLinear::find_plan(const LinearArgs& a) {
                 alignment_log2(a.x),
                 alignment_log2(a.w),
                 alignment_log2(a.out),
-                a.bias != nullptr ? alignment_log2(a.bias) : 8};
+                a.bias != nullptr ? alignment_log2(a.bias) : 8,
+                a.ldo > 0 ? a.ldo : a.n};
   auto it = plans_.find(key);
   if (it != plans_.end()) return &it->second;
   Plan plan;

@@ -30,7 +30,8 @@ struct LinearArgs {
   const void* x = nullptr;    // [rows, k]
   const void* w = nullptr;    // [n, k]
   const void* bias = nullptr; // [n] or null
-  void* out = nullptr;        // [rows, n]
+  void* out = nullptr;        // [rows, n], rows ldo elements apart
+  int64_t ldo = 0;            // out's row stride in elements (>= n); 0: n
   int64_t rows = 0;
   int64_t n = 0;
   int64_t k = 0;
@@ -55,8 +56,9 @@ class CublasLtLinear {
   static int64_t row_bucket(int64_t rows);
 
  private:
-  // (n, rows, k, in dtype, out dtype, has bias, alignment log2 of x, w, out, bias)
-  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int, int>;
+  // (n, rows, k, in dtype, out dtype, has bias, alignment log2 of x, w, out,
+  // bias, out's row stride)
+  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int, int, int64_t>;
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr;  // w as column-major [k, n], transposed

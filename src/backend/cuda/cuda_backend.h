@@ -121,6 +121,11 @@ class CudaBackend final : public Backend {
   // kernel (gemv_kernels.h) unless turned off here (benchmarks and tests
   // compare it with cuBLASLt). On by default.
   void set_skinny_linear(bool on) { skinny_linear_ = on; }
+  // Grows the dequantization scratch for a block-dtype weight: the linear of
+  // more than cuda::kQuantGemvMaxRows rows dequantizes w in chunks of rows
+  // (at most kDequantChunkElems elements) to the compute dtype and runs
+  // cuBLASLt on each chunk (cuda_quant_linear.cpp).
+  Status prepare_block_weight(const Tensor& w) override;
   // Makes the backend's device current on the calling thread.
   void make_current();
 
@@ -142,6 +147,8 @@ class CudaBackend final : public Backend {
   // silu_mul (gelu_tanh false) or gelu_tanh_mul; scale (cap 0) or softcap.
   void glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh);
   void scale_or_cap(Tensor& x, float s, float cap);
+  // linear() with a block-dtype w (cuda_quant_linear.cpp).
+  void linear_blocks(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
 
   // Sampling helpers (cuda_sample.cpp).
   bool ensure_device(Buffer& b, size_t bytes);
@@ -154,6 +161,7 @@ class CudaBackend final : public Backend {
   std::string name_;
   CUstream_st* stream_ = nullptr;
   std::unique_ptr<cuda::CublasLtLinear> linear_;
+  Buffer dequant_scratch_;  // [chunk rows, K] compute dtype (prepare_block_weight)
   void* attention_workspace_ = nullptr;
   size_t attention_workspace_bytes_ = 0;
   std::vector<CUgraphExec_st*> graphs_;

@@ -1,0 +1,136 @@
+// CudaBackend::linear with a block-dtype weight (GGUF quantization blocks).
+// Up to cuda::kQuantGemvMaxRows rows: the decode kernel, which streams the
+// blocks once and dequantizes in registers. More rows: the weight is
+// dequantized chunk by chunk (whole rows, at most kDequantChunkElems
+// elements) into dequant_scratch_ and each chunk is one cuBLASLt GEMM
+// writing its columns of out (row stride N). Neither allocates nor waits, so
+// both are graph-capturable. A tiled kernel computing from the blocks
+// directly (MMQ / Marlin class) is to replace the second path.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cuda/activation_kernels.h"
+#include "backend/cuda/cublaslt_linear.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/quant_linear_kernels.h"
+
+namespace pagoda {
+namespace {
+
+// Elements of one dequantized chunk: 32 MiB of bf16.
+constexpr int64_t kDequantChunkElems = int64_t{16} << 20;
+
+bool is_half(DType t) {
+  return t == DType::kBF16 || t == DType::kF16;
+}
+
+// Rows of w [n, k] per dequantized chunk.
+int64_t chunk_rows(int64_t n, int64_t k) {
+  return std::min(n, std::max<int64_t>(1, kDequantChunkElems / k));
+}
+
+std::string describe(const Tensor& t) {
+  std::string s = "[";
+  for (int i = 0; i < t.ndim; ++i) s += fmt::format("{}{}", i ? ", " : "", t.shape[i]);
+  return fmt::format("{}] {}", s, dtype_name(t.dtype));
+}
+
+}  // namespace
+
+Status CudaBackend::prepare_block_weight(const Tensor& w) {
+  if (!is_block_dtype(w.dtype) || w.ndim != 2 || w.dim(1) % dtype_block_elems(w.dtype) != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "prepare_block_weight: not a block-dtype weight: " + describe(w));
+  const size_t bytes =
+      static_cast<size_t>(chunk_rows(w.dim(0), w.dim(1)) * w.dim(1)) * dtype_size(compute_dtype_);
+  if (bytes <= dequant_scratch_.bytes) return Status::Ok();
+  if (dequant_scratch_.ptr != nullptr) cudaFree(dequant_scratch_.ptr);
+  dequant_scratch_ = Buffer{};
+  if (cudaMalloc(&dequant_scratch_.ptr, bytes) != cudaSuccess) {
+    dequant_scratch_.ptr = nullptr;
+    cudaGetLastError();
+    return make_error(
+        ErrorCode::kResourceExhausted,
+        fmt::format("out of device memory for the {}-byte dequantization scratch", bytes));
+  }
+  dequant_scratch_.bytes = bytes;
+  return Status::Ok();
+}
+
+void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+  const int64_t k = x.ndim > 0 ? x.dim(-1) : 0;
+  const int64_t rows = k > 0 ? x.numel() / k : 0;
+  const int64_t n = w.ndim == 2 ? w.dim(0) : 0;
+  const bool out_ok = out.dtype == x.dtype || out.dtype == DType::kF32;
+  const bool bias_ok =
+      bias.empty() || (bias.numel() == n && (is_half(bias.dtype) || bias.dtype == DType::kF32));
+  if (!is_half(x.dtype) || !out_ok || !bias_ok || k == 0 || w.ndim != 2 || w.dim(1) != k ||
+      k % dtype_block_elems(w.dtype) != 0 || out.numel() != rows * n) {
+    return fail(fmt::format("linear: x {} w {} bias {} out {}", describe(x), describe(w),
+                            bias.empty() ? std::string("none") : describe(bias), describe(out)));
+  }
+  if (rows == 0) return;
+  if (rows <= cuda::kQuantGemvMaxRows) {
+    cuda::QuantGemvParams g;
+    g.dtype = x.dtype;
+    g.w_dtype = w.dtype;
+    g.x = x.data;
+    g.w = w.data;
+    g.bias = bias.empty() ? nullptr : bias.data;
+    g.bias_dtype = bias.dtype;
+    g.out = out.data;
+    g.out_dtype = out.dtype;
+    g.rows = static_cast<int>(rows);
+    g.n = n;
+    g.k = k;
+    if (cuda::quant_gemv_supports(g)) {
+      check(cuda::launch_quant_gemv(g, stream_), "linear (quant gemv)");
+      return;
+    }
+  }
+  const int64_t chunk = chunk_rows(n, k);
+  const size_t need = static_cast<size_t>(chunk * k) * dtype_size(x.dtype);
+  if (need > dequant_scratch_.bytes) {
+    return fail(fmt::format("linear: block weight {} was not prepared (prepare_block_weight)",
+                            describe(w)));
+  }
+  const size_t out_es = dtype_size(out.dtype);
+  for (int64_t n0 = 0; n0 < n; n0 += chunk) {
+    cuda::DequantizeBlocksParams d;
+    d.w_dtype = w.dtype;
+    d.w = w.data;
+    d.k = k;
+    d.first_row = n0;
+    d.num_rows = std::min(chunk, n - n0);
+    d.out_dtype = x.dtype;
+    d.out = dequant_scratch_.ptr;
+    if (!check(cuda::launch_dequantize_blocks(d, stream_), "linear (dequantize)")) return;
+    cuda::LinearArgs a;
+    a.x = x.data;
+    a.w = dequant_scratch_.ptr;
+    a.out = static_cast<char*>(out.data) + static_cast<size_t>(n0) * out_es;
+    a.ldo = n;
+    a.rows = rows;
+    a.n = d.num_rows;
+    a.k = k;
+    a.in_dtype = x.dtype;
+    a.bias_dtype = out.dtype;
+    a.out_dtype = out.dtype;
+    const Status st = linear_->run(a, stream_);
+    if (!st.ok()) return fail(st.error().message);
+  }
+  if (!bias.empty()) {
+    cuda::BiasAddParams b;
+    b.out_dtype = out.dtype;
+    b.out = out.data;
+    b.bias_dtype = bias.dtype;
+    b.bias = bias.data;
+    b.num_rows = rows;
+    b.num_cols = n;
+    check(cuda::launch_bias_add(b, stream_), "linear (bias)");
+  }
+}
+
+}  // namespace pagoda
