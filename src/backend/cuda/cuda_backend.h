@@ -123,7 +123,7 @@ class CudaBackend final : public Backend {
   void set_skinny_linear(bool on) { skinny_linear_ = on; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantGemvMaxRows rows dequantizes w in chunks of rows
-  // (at most kDequantChunkElems elements) to the compute dtype and runs
+  // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
   // cuBLASLt on each chunk (cuda_quant_linear.cpp).
   Status prepare_block_weight(const Tensor& w) override;
   // Makes the backend's device current on the calling thread.

@@ -1,9 +1,9 @@
 // CudaBackend::linear with a block-dtype weight (GGUF quantization blocks).
 // Up to cuda::kQuantGemvMaxRows rows: the decode kernel, which streams the
 // blocks once and dequantizes in registers. More rows: the weight is
-// dequantized chunk by chunk (whole rows, at most kDequantChunkElems
-// elements) into dequant_scratch_ and each chunk is one cuBLASLt GEMM
-// writing its columns of out (row stride N). Neither allocates nor waits, so
+// dequantized chunk by chunk (chunk_rows() whole rows) into dequant_scratch_
+// and each chunk is one cuBLASLt GEMM writing its columns of out (row
+// stride N). Neither allocates nor waits, so
 // both are graph-capturable. A tiled kernel computing from the blocks
 // directly (MMQ / Marlin class) is to replace the second path.
 #include <cuda_runtime.h>
@@ -26,9 +26,10 @@ bool is_half(DType t) {
   return t == DType::kBF16 || t == DType::kF16;
 }
 
-// Rows of w [n, k] per dequantized chunk.
+// Rows of w [n, k] per dequantized chunk: a multiple of 64, so every chunk's
+// columns of the output start 128-byte aligned (cuBLASLt's fast algorithms).
 int64_t chunk_rows(int64_t n, int64_t k) {
-  return std::min(n, std::max<int64_t>(1, kDequantChunkElems / k));
+  return std::min(n, std::max<int64_t>(64, kDequantChunkElems / k / 64 * 64));
 }
 
 std::string describe(const Tensor& t) {
