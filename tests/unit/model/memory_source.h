@@ -49,6 +49,7 @@ class MemorySource final : public WeightSource {
       bytes.insert(bytes.end(), data_.at(p).begin(), data_.at(p).end());
       remove(p);
     }
+    remove(name);
     infos_.push_back({name, dtype, shape, bytes.size()});
     data_[name] = std::move(bytes);
   }
