@@ -61,7 +61,8 @@ struct ModelConfig {
   int64_t sliding_window = 0;   // 0: full attention everywhere
   // Which layers attend only within sliding_window (a key more than
   // sliding_window - 1 positions behind the query is masked), [num_layers];
-  // the others attend to the whole context (Gemma 2 / 3). Empty: the
+  // the others attend to the whole context (Gemma 2 / 3; Phi-3: all of them
+  // when the window is shorter than the context). Empty: the
   // family does not mask by the window (mistral / qwen: the runner caps
   // max_model_len to sliding_window instead).
   std::vector<bool> sliding_layers;
