@@ -202,6 +202,18 @@ Result<RopeScalingType> rope_type_from(const Fields& f, std::string_view field,
                                 f.path(), field, name));
 }
 
+// partial_rotary_factor (transformers 4: top level; 5: in rope_parameters):
+// rotary embedding over part of head_dim (Phi-4-mini's 0.75) is refused.
+Status full_rotary_only(const Fields& f) {
+  double partial = 1.0;
+  PAGODA_RETURN_IF_ERROR(f.opt_double("partial_rotary_factor", &partial));
+  if (partial == 1.0) return Status::Ok();
+  return make_error(ErrorCode::kUnsupported,
+                    fmt::format("{}: partial_rotary_factor {} is not supported (rotary embedding "
+                                "over part of head_dim; only 1.0)",
+                                f.path(), partial));
+}
+
 // A rope_scaling / rope_parameters object. `field` names it in errors.
 Status parse_rope_dict(const Json& r, const std::string& field, const std::string& path,
                        ModelConfig* c) {
@@ -216,6 +228,7 @@ Status parse_rope_dict(const Json& r, const std::string& field, const std::strin
       f.opt_string(f.find("rope_type") != nullptr ? "rope_type" : "type", &type));
   PAGODA_ASSIGN_OR_RETURN(c->rope_scaling.type, rope_type_from(f, field, type));
   PAGODA_RETURN_IF_ERROR(f.opt_double("rope_theta", &c->rope_theta));
+  PAGODA_RETURN_IF_ERROR(full_rotary_only(f));
   RopeScaling& s = c->rope_scaling;
   switch (s.type) {
     case RopeScalingType::kDefault:
@@ -453,14 +466,7 @@ Status parse_gemma(const Fields& f, ModelConfig* c) {
 // transformers' Phi3Model does when it is shorter than the context (a
 // longer one masks nothing within max_model_len).
 Status parse_phi3(const Fields& f, ModelConfig* c) {
-  double partial = 1.0;
-  PAGODA_RETURN_IF_ERROR(f.opt_double("partial_rotary_factor", &partial));
-  if (partial != 1.0) {
-    return make_error(ErrorCode::kUnsupported,
-                      fmt::format("{}: partial_rotary_factor {} is not supported (rotary "
-                                  "embedding over part of head_dim; only 1.0)",
-                                  f.path(), partial));
-  }
+  PAGODA_RETURN_IF_ERROR(full_rotary_only(f));
   c->attention_bias = false;
   int64_t window = 0;
   PAGODA_RETURN_IF_ERROR(f.opt_int("sliding_window", &window));

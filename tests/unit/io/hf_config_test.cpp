@@ -508,6 +508,10 @@ TEST(HfConfig, Phi3Variants) {
   expect_error(j, "partial_rotary_factor 0.75 is not supported", ErrorCode::kUnsupported);
   j["partial_rotary_factor"] = 1.0;
   EXPECT_TRUE(parse(j).ok());
+  j["rope_parameters"] = {{"rope_type", "default"},
+                          {"partial_rotary_factor", 0.5}};  // transformers 5
+  expect_error(j, "(rope_parameters): partial_rotary_factor 0.5", ErrorCode::kUnsupported);
+  j.erase("rope_parameters");
   j["sliding_window"] = nullptr;
   EXPECT_TRUE(parse_ok(j).sliding_layers.empty());
 }
