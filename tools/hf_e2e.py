@@ -25,9 +25,11 @@ printed; per-prompt details go to --details (JSON).
 
 Models: llama (GQA 12/4, D 64, llama3 rope scaling), mistral (8/2, D 128),
 qwen2 (14/2, D 64, random q/k/v biases, tied embeddings), qwen3 (16/8, D 128,
-q/k norms, tied), gemma2 (8/4, D 128, query_pre_attn_scalar 96, soft-capping, window
-64 on even layers), gemma3 (8/2, D 256, q/k norms, five sliding layers of window 64 to
-one global with linear rope scaling), mixtral / qwen2_moe / qwen3_moe (mixtures of
+q/k norms, tied), phi3 (8/4, D 128, pre-fused qkv / gate_up, longrope short
+factors with its attention factor, window 64 on every layer), gemma2 (8/4, D 128,
+query_pre_attn_scalar 96, soft-capping, window 64 on even layers), gemma3 (8/2,
+D 256, q/k norms, five sliding layers of window 64 to one global with linear rope
+scaling), mixtral / qwen2_moe / qwen3_moe (mixtures of
 experts, see SPECS), llama8b (the Llama-3.1-8B shape), or NAME=FOLDER for an
 existing Hugging Face folder (e.g. stories260K). Random weights: transformers'
 init (std 0.02), then condition_weights(): embeddings std 1, o_proj/down_proj
@@ -91,6 +93,18 @@ SPECS = {
                    vocab_size=32000, rope_theta=1000000.0, rope_local_base_freq=10000.0,
                    rope_scaling={"rope_type": "linear", "factor": 8.0}, max_position_embeddings=32768,
                    query_pre_attn_scalar=256, sliding_window=64, tie_word_embeddings=True),
+    # Phi-3.5-mini's rope: longrope with 131072 positions over an original
+    # 4096 (attention factor sqrt(1 + ln 32 / ln 4096)); pagoda's max_model_len
+    # (2048) and every sequence stay within 4096, so both sides run the short
+    # factors (docs/models.md); window 64 on every layer, pre-fused tensors.
+    "phi3": dict(config="Phi3Config", perturb=True, hidden_size=1024, num_hidden_layers=4,
+                 num_attention_heads=8, num_key_value_heads=4, intermediate_size=2816,
+                 vocab_size=32064, rope_theta=10000.0, max_position_embeddings=131072,
+                 original_max_position_embeddings=4096, sliding_window=64,
+                 rope_scaling={"type": "longrope",
+                               "short_factor": [1.0 + 0.03 * i for i in range(64)],
+                               "long_factor": [1.0 + 1.0 * i for i in range(64)]},
+                 tie_word_embeddings=False),
     # Mixtures of experts: top-2 of 8 renormalised; Qwen2-MoE's shared expert
     # (top-4 of 16, not renormalised); Qwen3-MoE's top-8 of 32 with q/k norms.
     "mixtral": dict(config="MixtralConfig", perturb=True, hidden_size=1024, num_hidden_layers=4,
@@ -149,6 +163,7 @@ def create_model(name, out, args, torch, transformers):
         spec["num_hidden_layers"] = args.layers
     arch = {"LlamaConfig": "LlamaForCausalLM", "MistralConfig": "MistralForCausalLM",
             "Qwen2Config": "Qwen2ForCausalLM", "Qwen3Config": "Qwen3ForCausalLM",
+            "Phi3Config": "Phi3ForCausalLM",
             "Gemma2Config": "Gemma2ForCausalLM", "Gemma3TextConfig": "Gemma3ForCausalLM",
             "MixtralConfig": "MixtralForCausalLM", "Qwen2MoeConfig": "Qwen2MoeForCausalLM",
             "Qwen3MoeConfig": "Qwen3MoeForCausalLM"}[cls.__name__]

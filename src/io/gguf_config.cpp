@@ -22,6 +22,7 @@ constexpr GgufFamily kGgufFamilies[] = {
     {"llama", "LlamaForCausalLM", "llama"},
     {"qwen2", "Qwen2ForCausalLM", "qwen2"},
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},
+    {"phi3", "Phi3ForCausalLM", "phi3"},
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
     {"gemma2", "Gemma2ForCausalLM", "gemma2"},
@@ -179,6 +180,64 @@ Status read_rope(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
   return Status::Ok();
 }
 
+// One [head_dim / 2] f32 tensor's values into *out; nothing when absent.
+Status read_f32_pairs(const GgufFile& f, const ModelConfig& c, const char* name,
+                      std::vector<float>* out) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  if (t == nullptr) return Status::Ok();
+  const uint8_t* data = f.tensor_data(*t);
+  if (t->type != GgufType::kF32 || t->numel() != c.head_dim / 2 ||
+      t->nbytes != static_cast<uint64_t>(t->numel()) * sizeof(float) || data == nullptr) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("GGUF {}: tensor {} must be f32 with head_dim / 2 = {} values "
+                    "(found {} values of type {})",
+                    f.path(), name, c.head_dim / 2, t->numel(), static_cast<uint32_t>(t->type)));
+  }
+  out->resize(static_cast<size_t>(t->numel()));
+  std::memcpy(out->data(), data, t->nbytes);  // little-endian file
+  return Status::Ok();
+}
+
+// Phi-3's longrope as llama.cpp's converter stores it: the factor sets in
+// rope_factors_short.weight / rope_factors_long.weight (both or neither),
+// the original context in rope.scaling.original_context_length (required
+// with them), the attention factor in rope.scaling.attn_factor (else derived
+// from context_length / original, rope.h). A sliding_window shorter than the
+// context masks every layer (llama.cpp and transformers alike); 0 or a longer
+// one, none.
+Status read_phi3(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
+  RopeScaling& s = c->rope_scaling;
+  PAGODA_RETURN_IF_ERROR(read_f32_pairs(f, *c, "rope_factors_short.weight", &s.short_factor));
+  PAGODA_RETURN_IF_ERROR(read_f32_pairs(f, *c, "rope_factors_long.weight", &s.long_factor));
+  if (s.short_factor.empty() != s.long_factor.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("GGUF {}: rope_factors_short.weight and rope_factors_long.weight "
+                                  "must both be present or both absent",
+                                  f.path()));
+  }
+  if (!s.short_factor.empty()) {
+    if (s.type != RopeScalingType::kDefault) {
+      return make_error(
+          ErrorCode::kUnsupported,
+          fmt::format("GGUF {}: rope factor tensors with rope.scaling.type set", f.path()));
+    }
+    s.type = RopeScalingType::kLongrope;
+    const std::string orig = k.key("rope.scaling.original_context_length");
+    auto v = f.get_int(orig);
+    if (!v || *v <= 0) return k.missing(orig);
+    s.original_max_position_embeddings = *v;
+    s.factor = static_cast<double>(c->max_position_embeddings) / static_cast<double>(*v);
+    if (auto a = f.get_float(k.key("rope.scaling.attn_factor"))) s.attention_factor = *a;
+  }
+  if (c->sliding_window > 0 && c->sliding_window < c->max_position_embeddings) {
+    c->sliding_layers.assign(static_cast<size_t>(c->num_layers), true);
+  } else {
+    c->sliding_window = 0;
+  }
+  return Status::Ok();
+}
+
 // rope_freqs.weight ([head_dim / 2] f32): the per-pair frequency divisors in
 // which llama.cpp's converter stores Llama 3.x's llama3 rope scaling.
 Status read_rope_freqs(const GgufFile& f, ModelConfig* c) {
@@ -280,7 +339,8 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
   if (c.architecture.empty()) {
     return make_error(ErrorCode::kUnsupported,
                       fmt::format("GGUF {}: unsupported general.architecture '{}' (supported: "
-                                  "llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3)",
+                                  "llama, qwen2, qwen3, phi3, qwen2moe, qwen3moe, gemma2, "
+                                  "gemma3)",
                                   f.path(), *arch));
   }
   const ArchKeys keys(f, *arch);
@@ -302,6 +362,7 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
                      f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = c.architecture == "qwen3" || c.architecture == "qwen3_moe";
   if (c.architecture == "gemma2" || c.architecture == "gemma3") read_gemma(keys, &c);
+  if (c.architecture == "phi3") PAGODA_RETURN_IF_ERROR(read_phi3(f, keys, &c));
   c.dtype = dtype_from_file_type(f.get_int("general.file_type"));
   return c;
 }

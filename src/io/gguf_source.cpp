@@ -21,6 +21,7 @@ constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},
     {"attn_v", "self_attn.v_proj"},
+    {"attn_qkv", "self_attn.qkv_proj"},  // Phi-3's pre-fused q/k/v
     {"attn_output", "self_attn.o_proj"},
     {"attn_q_norm", "self_attn.q_norm"},
     {"attn_k_norm", "self_attn.k_norm"},
@@ -288,6 +289,8 @@ std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name,
   if (!std::all_of(layer.begin(), layer.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
     return std::nullopt;
   const std::string_view part = stem.substr(dot + 1);
+  if (architecture == "phi3" && part == "ffn_up")  // gate and up fused, gate first
+    return fmt::format("model.layers.{}.mlp.gate_up_proj{}", layer, suffix);
   if (architecture == "gemma2" || architecture == "gemma3") {
     for (const auto& [g, hf] : kGemmaLayerNames) {
       if (part == g) return fmt::format("model.layers.{}.{}{}", layer, hf, suffix);

@@ -1,6 +1,6 @@
 // config.json / generation_config.json parsing. Field semantics follow
 // transformers' LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config,
-// Gemma2Config, Gemma3TextConfig, MixtralConfig, Qwen2MoeConfig and
+// Phi3Config, Gemma2Config, Gemma3TextConfig, MixtralConfig, Qwen2MoeConfig and
 // Qwen3MoeConfig (including their defaults for absent fields).
 #include "io/hf_config.h"
 
@@ -29,6 +29,7 @@ constexpr Family kFamilies[] = {
     {"MistralForCausalLM", "mistral", "mistral"},
     {"Qwen2ForCausalLM", "qwen2", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3", "qwen3"},
+    {"Phi3ForCausalLM", "phi3", "phi3"},
     {"Gemma2ForCausalLM", "gemma2", "gemma2"},
     {"Gemma3ForCausalLM", "gemma3_text", "gemma3"},
     // The language model of Gemma 3's image-text checkpoints (text_config);
@@ -126,6 +127,18 @@ class Fields {
     *out = v->get<std::string>();
     return Status::Ok();
   }
+  // A required non-empty list of numbers.
+  Status req_float_list(std::string_view key, std::vector<float>* out) const {
+    const Json* v = find(key);
+    if (v == nullptr) return missing(key);
+    if (!v->is_array() || v->empty()) return bad(key, "a non-empty list of numbers");
+    out->clear();
+    for (const Json& x : *v) {
+      if (!x.is_number()) return bad(key, "a non-empty list of numbers");
+      out->push_back(static_cast<float>(x.get<double>()));
+    }
+    return Status::Ok();
+  }
   // An int, a list of ints, or null/absent (leaves *out empty).
   Status token_ids(std::string_view key, std::vector<int32_t>* out) const {
     const Json* v = find(key);
@@ -182,10 +195,23 @@ Result<RopeScalingType> rope_type_from(const Fields& f, std::string_view field,
   if (name == "linear") return RopeScalingType::kLinear;
   if (name == "llama3") return RopeScalingType::kLlama3;
   if (name == "yarn") return RopeScalingType::kYarn;
-  return make_error(
-      ErrorCode::kUnsupported,
-      fmt::format("{}: {} type '{}' is not supported (supported: default, linear, llama3, yarn)",
-                  f.path(), field, name));
+  if (name == "longrope" || name == "su") return RopeScalingType::kLongrope;  // su: its old name
+  return make_error(ErrorCode::kUnsupported,
+                    fmt::format("{}: {} type '{}' is not supported (supported: default, linear, "
+                                "llama3, yarn, longrope / su)",
+                                f.path(), field, name));
+}
+
+// partial_rotary_factor (transformers 4: top level; 5: in rope_parameters):
+// rotary embedding over part of head_dim (Phi-4-mini's 0.75) is refused.
+Status full_rotary_only(const Fields& f) {
+  double partial = 1.0;
+  PAGODA_RETURN_IF_ERROR(f.opt_double("partial_rotary_factor", &partial));
+  if (partial == 1.0) return Status::Ok();
+  return make_error(ErrorCode::kUnsupported,
+                    fmt::format("{}: partial_rotary_factor {} is not supported (rotary embedding "
+                                "over part of head_dim; only 1.0)",
+                                f.path(), partial));
 }
 
 // A rope_scaling / rope_parameters object. `field` names it in errors.
@@ -202,6 +228,7 @@ Status parse_rope_dict(const Json& r, const std::string& field, const std::strin
       f.opt_string(f.find("rope_type") != nullptr ? "rope_type" : "type", &type));
   PAGODA_ASSIGN_OR_RETURN(c->rope_scaling.type, rope_type_from(f, field, type));
   PAGODA_RETURN_IF_ERROR(f.opt_double("rope_theta", &c->rope_theta));
+  PAGODA_RETURN_IF_ERROR(full_rotary_only(f));
   RopeScaling& s = c->rope_scaling;
   switch (s.type) {
     case RopeScalingType::kDefault:
@@ -224,6 +251,43 @@ Status parse_rope_dict(const Json& r, const std::string& field, const std::strin
       PAGODA_RETURN_IF_ERROR(f.opt_double("attention_factor", &s.attention_factor));
       PAGODA_RETURN_IF_ERROR(f.opt_double("mscale", &s.mscale));
       return f.opt_double("mscale_all_dim", &s.mscale_all_dim);
+    case RopeScalingType::kLongrope:
+      // longrope_lengths checks the lengths against head_dim / 2.
+      PAGODA_RETURN_IF_ERROR(f.req_float_list("short_factor", &s.short_factor));
+      PAGODA_RETURN_IF_ERROR(f.req_float_list("long_factor", &s.long_factor));
+      PAGODA_RETURN_IF_ERROR(f.opt_double("factor", &s.factor));
+      PAGODA_RETURN_IF_ERROR(f.opt_double("attention_factor", &s.attention_factor));
+      return f.opt_int("original_max_position_embeddings", &s.original_max_position_embeddings);
+  }
+  return Status::Ok();
+}
+
+// longrope's original context and scale, as transformers'
+// _compute_longrope_parameters reads them: with an
+// original_max_position_embeddings (Phi3Config's top-level field, or inside
+// rope_scaling), the scale is max_position_embeddings / that; without one,
+// the original context is max_position_embeddings and the scale
+// rope_scaling.factor (default 1). Each factor list must have head_dim / 2
+// values.
+Status longrope_lengths(const Fields& f, ModelConfig* c) {
+  RopeScaling& s = c->rope_scaling;
+  for (const auto& [key, list] : {std::pair{"short_factor", &s.short_factor},
+                                  std::pair{"long_factor", &s.long_factor}}) {
+    if (static_cast<int64_t>(list->size()) != c->head_dim / 2) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: rope_scaling.{} has {} values, expected head_dim / 2 = {}",
+                                    f.path(), key, list->size(), c->head_dim / 2));
+    }
+  }
+  PAGODA_RETURN_IF_ERROR(
+      f.opt_int("original_max_position_embeddings", &s.original_max_position_embeddings));
+  if (s.original_max_position_embeddings < 0)
+    return f.bad("original_max_position_embeddings", "a positive integer");
+  if (s.original_max_position_embeddings == 0) {
+    s.original_max_position_embeddings = c->max_position_embeddings;
+  } else {
+    s.factor = static_cast<double>(c->max_position_embeddings) /
+               static_cast<double>(s.original_max_position_embeddings);
   }
   return Status::Ok();
 }
@@ -266,6 +330,8 @@ Status parse_rope(const Fields& f, ModelConfig* c) {
       c->rope_scaling.original_max_position_embeddings == 0) {
     c->rope_scaling.original_max_position_embeddings = c->max_position_embeddings;
   }
+  if (c->rope_scaling.type == RopeScalingType::kLongrope)
+    PAGODA_RETURN_IF_ERROR(longrope_lengths(f, c));
   if (c->rope_theta <= 0) return f.bad("rope_theta", "positive");
   if (c->architecture == "gemma3" && c->rope_local_base_freq <= 0)
     return f.bad("rope_local_base_freq", "positive");
@@ -394,6 +460,24 @@ Status parse_gemma(const Fields& f, ModelConfig* c) {
   return parse_gemma_layer_types(f, c);
 }
 
+// Phi3Config: no q/k/v biases (Phi3Attention has none, whatever
+// attention_bias says), partial_rotary_factor (Phi-4-mini's 0.75) refused,
+// and sliding_window (Phi-3-mini-4k's 2047) masking every layer as
+// transformers' Phi3Model does when it is shorter than the context (a
+// longer one masks nothing within max_model_len).
+Status parse_phi3(const Fields& f, ModelConfig* c) {
+  PAGODA_RETURN_IF_ERROR(full_rotary_only(f));
+  c->attention_bias = false;
+  int64_t window = 0;
+  PAGODA_RETURN_IF_ERROR(f.opt_int("sliding_window", &window));
+  if (window < 0) return f.bad("sliding_window", "a positive integer or null");
+  if (window > 0 && window < c->max_position_embeddings) {
+    c->sliding_window = window;
+    c->sliding_layers.assign(static_cast<size_t>(c->num_layers), true);
+  }
+  return Status::Ok();
+}
+
 // Bias, norm and attention-window flags that depend on the family.
 Status parse_family_flags(const Fields& f, ModelConfig* c) {
   if (is_gemma(*c)) return parse_gemma(f, c);
@@ -416,6 +500,7 @@ Status parse_family_flags(const Fields& f, ModelConfig* c) {
     PAGODA_RETURN_IF_ERROR(f.opt_bool("attention_bias", &c->attention_bias));
   }
   c->qk_norm = c->architecture == "qwen3" || c->architecture == "qwen3_moe";
+  if (c->architecture == "phi3") return parse_phi3(f, c);
   if (c->architecture == "mistral" || c->architecture == "mixtral")
     return f.opt_int("sliding_window", &c->sliding_window);
   if (c->architecture == "qwen2" || c->architecture == "qwen3" || c->architecture == "qwen2_moe" ||

@@ -11,7 +11,7 @@
 
 namespace pagoda {
 
-enum class RopeScalingType { kDefault, kLinear, kLlama3, kYarn };
+enum class RopeScalingType { kDefault, kLinear, kLlama3, kYarn, kLongrope };
 
 // rope_scaling from config.json (or GGUF rope.scaling.*). Fields unused by a
 // type keep their defaults.
@@ -25,9 +25,16 @@ struct RopeScaling {
   // yarn
   double beta_fast = 32.0;
   double beta_slow = 1.0;
-  std::optional<double> attention_factor;  // yarn mscale override
+  std::optional<double> attention_factor;  // yarn / longrope: overrides the derived factor
   double mscale = 0.0;                     // deepseek-style yarn (0: unused)
   double mscale_all_dim = 0.0;
+  // longrope (Phi-3 / Phi-3.5, formerly "su"): per-pair divisors of the
+  // rotary frequencies, [head_dim / 2] each. The short set serves a
+  // max_model_len <= original_max_position_embeddings, the long set a longer
+  // one (rope.h); attention_factor (default sqrt(1 + ln(factor) /
+  // ln(original)), factor = max_position_embeddings / original) multiplies
+  // cos and sin.
+  std::vector<float> short_factor, long_factor;
 };
 
 struct ModelConfig {
@@ -54,7 +61,8 @@ struct ModelConfig {
   int64_t sliding_window = 0;   // 0: full attention everywhere
   // Which layers attend only within sliding_window (a key more than
   // sliding_window - 1 positions behind the query is masked), [num_layers];
-  // the others attend to the whole context (Gemma 2 / 3). Empty: the
+  // the others attend to the whole context (Gemma 2 / 3; Phi-3: all of them
+  // when the window is shorter than the context). Empty: the
   // family does not mask by the window (mistral / qwen: the runner caps
   // max_model_len to sliding_window instead).
   std::vector<bool> sliding_layers;

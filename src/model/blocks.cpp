@@ -27,9 +27,17 @@ Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoa
   // The shard's heads as row (qkv) and column (o_proj) ranges; all of them without tp.
   const IndexRange qh = tp_q_heads(c, loader.shard()), kvh = tp_kv_heads(c, loader.shard());
   const IndexRange q = {qh.begin * d, qh.end * d}, kv = {kvh.begin * d, kvh.end * d};
-  PAGODA_ASSIGN_OR_RETURN(
-      l->qkv, loader.load_fused_linear({n.q_proj, n.k_proj, n.v_proj}, {q_rows, kv_rows, kv_rows},
-                                       h, {q, kv, kv}));
+  if (!n.qkv_proj.empty()) {  // pre-fused: the three parts are row ranges of one tensor
+    const int64_t rows = q_rows + 2 * kv_rows;
+    const IndexRange k = {q_rows + kv.begin, q_rows + kv.end};
+    const IndexRange v = {q_rows + kv_rows + kv.begin, q_rows + kv_rows + kv.end};
+    PAGODA_ASSIGN_OR_RETURN(l->qkv, loader.load_fused_linear({n.qkv_proj, n.qkv_proj, n.qkv_proj},
+                                                             {rows, rows, rows}, h, {q, k, v}));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(
+        l->qkv, loader.load_fused_linear({n.q_proj, n.k_proj, n.v_proj}, {q_rows, kv_rows, kv_rows},
+                                         h, {q, kv, kv}));
+  }
   if (!n.q_bias.empty()) {
     PAGODA_ASSIGN_OR_RETURN(
         l->qkv_bias, loader.load_fused({n.q_bias, n.k_bias, n.v_bias}, {q_rows, kv_rows, kv_rows},
@@ -47,8 +55,15 @@ Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader
                    LayerWeights* l) {
   const int64_t h = c.hidden_size, inter = c.intermediate_size;
   const IndexRange mine = tp_intermediate(c, loader.shard());
-  PAGODA_ASSIGN_OR_RETURN(l->gate_up, loader.load_fused_linear({n.gate_proj, n.up_proj},
-                                                               {inter, inter}, h, {mine, mine}));
+  if (!n.gate_up_proj.empty()) {  // pre-fused: gate rows [0, I), up rows [I, 2I)
+    const IndexRange up = {inter + mine.begin, inter + mine.end};
+    PAGODA_ASSIGN_OR_RETURN(l->gate_up,
+                            loader.load_fused_linear({n.gate_up_proj, n.gate_up_proj},
+                                                     {2 * inter, 2 * inter}, h, {mine, up}));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(l->gate_up, loader.load_fused_linear({n.gate_proj, n.up_proj},
+                                                                 {inter, inter}, h, {mine, mine}));
+  }
   PAGODA_ASSIGN_OR_RETURN(l->down, loader.load_linear_columns(n.down_proj, {h, inter}, mine));
   return {};
 }

@@ -37,6 +37,11 @@ namespace pagoda {
 struct LayerTensorNames {
   std::string input_norm;
   std::string q_proj, k_proj, v_proj;
+  // Pre-fused checkpoints (Phi-3): q, k, v stacked in one tensor
+  // [(Hq + 2 Hkv) D, H], in place of q/k/v_proj; gate then up in one
+  // [2I, H], in place of gate/up_proj. Empty: the separate tensors.
+  std::string qkv_proj;
+  std::string gate_up_proj;
   std::string q_bias, k_bias, v_bias;  // all three or none
   std::string q_norm, k_norm;          // both or none
   std::string o_proj;
@@ -56,14 +61,17 @@ struct GlobalTensorNames {
 // A norm weight [H] (`name`, which must not be empty), as the factor the
 // norm multiplies by: 1 + w when c.norm_weight_offset (Gemma's HF files).
 Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader);
-// l->qkv [Q, H] fused from q/k/v_proj (rows q, then k, then v); l->qkv_bias
+// l->qkv [Q, H] fused from q/k/v_proj (rows q, then k, then v), or n.qkv_proj
+// when set (the same rows, already fused: under tp the rank's rows of each
+// of its three parts); l->qkv_bias
 // [Q] the same way when n.q_bias is set; l->q_norm / k_norm [D] when
 // n.q_norm is set (1 + w when c.norm_weight_offset); l->o_proj [H, Hq D]. `c` is the whole model's
 // config (the file's shapes); under tp, Q, Hq and Hkv are the shard's (the rows of its heads,
 // o_proj's columns of its q heads).
 Status load_attention(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,
                       LayerWeights* l);
-// l->gate_up [2I, H] fused from gate_proj then up_proj; l->down [H, I]. Under
+// l->gate_up [2I, H] fused from gate_proj then up_proj (or n.gate_up_proj
+// when set: gate rows [0, I), up rows [I, 2I)); l->down [H, I]. Under
 // tp, I is the shard's: its rows of gate and of up, its columns of down.
 // The same tensors serve geglu_mlp().
 Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader& loader,

@@ -108,6 +108,7 @@ class DummyWeightSource final : public IndexedWeightSource {
       add(n.q_proj, {q, h}, Fill::kRandom);
       add(n.k_proj, {kv, h}, Fill::kRandom);
       add(n.v_proj, {kv, h}, Fill::kRandom);
+      add(n.qkv_proj, {q + 2 * kv, h}, Fill::kRandom);
       add(n.q_bias, {q}, Fill::kZeros);
       add(n.k_bias, {kv}, Fill::kZeros);
       add(n.v_bias, {kv}, Fill::kZeros);
@@ -117,6 +118,7 @@ class DummyWeightSource final : public IndexedWeightSource {
       add(n.post_attn_norm, {h}, Fill::kOnes);
       add(n.gate_proj, {inter, h}, Fill::kRandom);
       add(n.up_proj, {inter, h}, Fill::kRandom);
+      add(n.gate_up_proj, {2 * inter, h}, Fill::kRandom);
       add(n.down_proj, {h, inter}, Fill::kRandom);
     }
     add(g.final_norm, {h}, Fill::kOnes);

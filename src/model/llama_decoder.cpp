@@ -47,6 +47,7 @@ Status load_llama_decoder(const ModelConfig& c, LayerNamesFn names, WeightLoader
 }
 
 void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
+  const ModelConfig& c = ctx.config;
   bool pending = begin_stage(ctx, w.embed);  // proj holds a block output to add
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
@@ -55,7 +56,13 @@ void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
     else
       norm(ctx, l.input_norm);
     pending = true;
-    attention(ctx, l, i);
+    const size_t layer = static_cast<size_t>(w.first_layer) + i;
+    if (layer < c.sliding_layers.size() && c.sliding_layers[layer])
+      attention(ctx, l, i,
+                AttentionScoring(ctx.attention_scale, 0.0f, static_cast<int32_t>(c.sliding_window)),
+                ctx.cos_sin);
+    else
+      attention(ctx, l, i);
     add_and_norm(ctx, l.post_attn_norm);
     swiglu_mlp(ctx, l);
   }

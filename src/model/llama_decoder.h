@@ -1,5 +1,5 @@
 // The llama decoder, shared by the llama-style families (llama, mistral,
-// qwen2, qwen3): the standard Hugging Face tensor names, their loading, and
+// qwen2, qwen3, phi3): the standard Hugging Face tensor names, their loading, and
 // the layer function. A family picks which optional tensors its layers have
 // (through its names function) and reuses the loading and the forward.
 #pragma once
@@ -35,7 +35,8 @@ Status load_llama_decoder(const ModelConfig& config, LayerNamesFn names, WeightL
 // (add_and_norm), so per layer the ops are: [add_]rms_norm, qkv linear,
 // [qk_norm], rope, kv_write, paged_attention, o_proj, add_rms_norm,
 // gate_up linear, silu_mul, down linear. The optional steps (bias, qk_norm)
-// follow the loaded weights.
+// follow the loaded weights. A layer marked in config.sliding_layers (Phi-3)
+// attends only within config.sliding_window.
 void llama_forward(const ModelWeights& weights, ForwardContext& ctx);
 
 }  // namespace pagoda

@@ -241,7 +241,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   }
 
   r->arch_ = arch;
-  PAGODA_RETURN_IF_ERROR(rope_frequencies(config));  // fail before a long weight upload
+  PAGODA_RETURN_IF_ERROR(rope_frequencies(config, max_len));  // fail before a long weight upload
   size_t total_bytes = 0;
   backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
   PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights, shard,
@@ -259,13 +259,7 @@ Status ModelRunner::allocate(int64_t max_len) {
   const int64_t v = config_.vocab_size, d = config_.head_dim;
   const int64_t chunk = options_.max_num_seqs;
   const int64_t max_table = (max_len + options_.block_size - 1) / options_.block_size;
-  PAGODA_ASSIGN_OR_RETURN(RopeFrequencies freqs, rope_frequencies(config_));
-  const std::vector<float> cos_sin = rope_cos_sin_table(freqs, max_len);
-  std::vector<float> cos_sin_local;
-  if (config_.rope_local_base_freq > 0) {
-    PAGODA_ASSIGN_OR_RETURN(RopeFrequencies local, local_rope_frequencies(config_));
-    cos_sin_local = rope_cos_sin_table(local, max_len);
-  }
+  const size_t table_bytes = static_cast<size_t>(max_len * d) * sizeof(float);
   buf_ = std::make_unique<Buffers>();
   Buffers& b = *buf_;
   b.layout = IndexLayout(t, options_.max_num_seqs, max_table, chunk);
@@ -285,9 +279,8 @@ Status ModelRunner::allocate(int64_t max_len) {
       b.gathered = DeviceBuffer(&backend_, chunk * h * es);
       b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
     }
-    b.cos_sin = DeviceBuffer(&backend_, cos_sin.size() * sizeof(float));
-    if (!cos_sin_local.empty())
-      b.cos_sin_local = DeviceBuffer(&backend_, cos_sin_local.size() * sizeof(float));
+    b.cos_sin = DeviceBuffer(&backend_, table_bytes);
+    if (config_.rope_local_base_freq > 0) b.cos_sin_local = DeviceBuffer(&backend_, table_bytes);
     b.index = DeviceBuffer(&backend_, b.layout.total * sizeof(int32_t));
     for (auto& h : b.host_index) h = std::make_unique<HostBuffer>(&backend_, b.layout.total * sizeof(int32_t));
   } catch (const std::bad_alloc&) {
@@ -295,14 +288,25 @@ Status ModelRunner::allocate(int64_t max_len) {
                       "out of device memory for the scratch of " + std::to_string(t) +
                           " tokens; lower max_num_batched_tokens or max_num_seqs");
   }
-  backend_.copy_to_device(b.cos_sin.data(), cos_sin.data(), cos_sin.size() * sizeof(float));
-  if (!cos_sin_local.empty())
-    backend_.copy_to_device(b.cos_sin_local.data(), cos_sin_local.data(),
-                            cos_sin_local.size() * sizeof(float));
-  backend_.synchronize();
+  PAGODA_RETURN_IF_ERROR(fill_rope_tables(max_len));
   if (backend_.kind() != DeviceKind::kCpu) PAGODA_RETURN_IF_ERROR(profile_memory(max_len));
   PAGODA_RETURN_IF_ERROR(allocate_kv(max_len));
   if (use_graphs_) capture_decode_graphs();
+  return {};
+}
+
+Status ModelRunner::fill_rope_tables(int64_t max_len) {
+  PAGODA_ASSIGN_OR_RETURN(RopeFrequencies freqs, rope_frequencies(config_, max_len));
+  const std::vector<float> cos_sin = rope_cos_sin_table(freqs, max_len);
+  backend_.copy_to_device(buf_->cos_sin.data(), cos_sin.data(), cos_sin.size() * sizeof(float));
+  std::vector<float> cos_sin_local;
+  if (buf_->cos_sin_local.data() != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(RopeFrequencies local, local_rope_frequencies(config_));
+    cos_sin_local = rope_cos_sin_table(local, max_len);
+    backend_.copy_to_device(buf_->cos_sin_local.data(), cos_sin_local.data(),
+                            cos_sin_local.size() * sizeof(float));
+  }
+  backend_.synchronize();  // the host tables must outlive the copies
   return {};
 }
 
@@ -416,6 +420,8 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
                             "; lower max_model_len or give the cache more memory");
     log_warn("max_model_len {} capped to the KV cache capacity {}", max_len, num_blocks * bs);
     max_len = num_blocks * bs;
+    // longrope's factor set follows max_model_len: the table for the capped length.
+    PAGODA_RETURN_IF_ERROR(fill_rope_tables(max_len));
   }
   max_model_len_ = max_len;
   max_blocks_per_seq_ = (max_len + bs - 1) / bs;

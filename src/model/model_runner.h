@@ -133,6 +133,10 @@ class ModelRunner final : public Runner {
   // device memory it took beyond the preallocated scratch.
   Status profile_memory(int64_t max_len);
   Status allocate_kv(int64_t max_len);
+  // Fills the first max_len rows of the rope tables (cos_sin, and
+  // cos_sin_local when allocated) for a max_model_len of max_len, which
+  // picks longrope's factor set (rope.h).
+  Status fill_rope_tables(int64_t max_len);
   int64_t budget_kv_blocks(int64_t block_bytes, int64_t max_len);
   // Points buf_->caches at a pool of `num_blocks` blocks starting at `base`.
   void map_kv_caches(void* base, int64_t num_blocks);

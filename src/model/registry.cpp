@@ -12,6 +12,7 @@ namespace pagoda {
   F(mistral)                     \
   F(qwen2)                       \
   F(qwen3)                       \
+  F(phi3)                        \
   F(gemma2)                      \
   F(gemma3)                      \
   F(mixtral)                     \

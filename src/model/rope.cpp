@@ -1,9 +1,12 @@
 #include "model/rope.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <utility>
 
 namespace pagoda {
 namespace {
@@ -93,12 +96,48 @@ RopeFrequencies yarn_frequencies(const ModelConfig& c) {
   return out;
 }
 
+// _compute_longrope_parameters: inv_freq = 1 / (factor_i * base^(2i/D)) in
+// f32 with the long factors when max_model_len exceeds the original context
+// (vLLM's and llama.cpp's rule), else the short ones.
+RopeFrequencies longrope_frequencies(const ModelConfig& c, int64_t max_model_len) {
+  const RopeScaling& s = c.rope_scaling;
+  const std::vector<float>& ext =
+      max_model_len > s.original_max_position_embeddings ? s.long_factor : s.short_factor;
+  const std::vector<float> pos = base_powers(c.rope_theta, c.head_dim);
+  RopeFrequencies out;
+  out.inv_freq.resize(pos.size());
+  for (size_t i = 0; i < pos.size(); ++i) out.inv_freq[i] = 1.0f / (ext[i] * pos[i]);
+  out.attention_factor = static_cast<float>(longrope_attention_factor(c));
+  return out;
+}
+
+Status validate_longrope(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  if (s.original_max_position_embeddings <= 0)
+    return bad("longrope needs original_max_position_embeddings");
+  for (const auto& [field, list] :
+       {std::pair<const char*, const std::vector<float>*>{"short_factor", &s.short_factor},
+        {"long_factor", &s.long_factor}}) {
+    if (static_cast<int64_t>(list->size()) != c.head_dim / 2)
+      return bad(fmt::format("longrope {} has {} values, expected head_dim / 2 = {}", field,
+                             list->size(), c.head_dim / 2));
+    for (float x : *list)
+      if (!(x > 0.0f) || !std::isfinite(x))
+        return bad(
+            fmt::format("longrope {} values must be positive and finite, found {}", field, x));
+  }
+  if (s.attention_factor.has_value() && !(*s.attention_factor > 0))
+    return bad("longrope attention_factor must be positive");
+  return {};
+}
+
 Status validate(const ModelConfig& c) {
   if (c.head_dim <= 0 || c.head_dim % 2 != 0)
     return bad("head_dim must be positive and even, found " + std::to_string(c.head_dim));
   if (c.rope_theta <= 0) return bad("rope_theta must be positive");
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScalingType::kDefault) return {};
+  if (s.type == RopeScalingType::kLongrope) return validate_longrope(c);
   if (!(s.factor > 0)) return bad("factor must be positive, found " + std::to_string(s.factor));
   if (s.type == RopeScalingType::kLlama3) {
     if (s.original_max_position_embeddings <= 0)
@@ -127,7 +166,7 @@ Status validate_factors(const ModelConfig& c) {
   return {};
 }
 
-Result<RopeFrequencies> scaled_frequencies(const ModelConfig& config) {
+Result<RopeFrequencies> scaled_frequencies(const ModelConfig& config, int64_t max_model_len) {
   switch (config.rope_scaling.type) {
     case RopeScalingType::kDefault:
       return RopeFrequencies{default_inv_freq(config.rope_theta, config.head_dim), 1.0f};
@@ -140,16 +179,26 @@ Result<RopeFrequencies> scaled_frequencies(const ModelConfig& config) {
       return RopeFrequencies{llama3_inv_freq(config), 1.0f};
     case RopeScalingType::kYarn:
       return yarn_frequencies(config);
+    case RopeScalingType::kLongrope:
+      return longrope_frequencies(config, max_model_len);
   }
   return bad("unknown rope type");
 }
 
 }  // namespace
 
-Result<RopeFrequencies> rope_frequencies(const ModelConfig& config) {
+double longrope_attention_factor(const ModelConfig& config) {
+  const RopeScaling& s = config.rope_scaling;
+  if (s.attention_factor.has_value()) return *s.attention_factor;
+  const double orig = static_cast<double>(s.original_max_position_embeddings);
+  return s.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(s.factor) / std::log(orig));
+}
+
+Result<RopeFrequencies> rope_frequencies(const ModelConfig& config, int64_t max_model_len) {
   PAGODA_RETURN_IF_ERROR(validate(config));
   PAGODA_RETURN_IF_ERROR(validate_factors(config));
-  PAGODA_ASSIGN_OR_RETURN(RopeFrequencies f, scaled_frequencies(config));
+  if (max_model_len <= 0) max_model_len = config.max_position_embeddings;
+  PAGODA_ASSIGN_OR_RETURN(RopeFrequencies f, scaled_frequencies(config, max_model_len));
   // llama.cpp: theta_i / freq_factor_i (one f32 division).
   for (size_t i = 0; i < config.rope_freq_factors.size(); ++i) f.inv_freq[i] /= config.rope_freq_factors[i];
   return f;

@@ -90,8 +90,7 @@ Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector
   return t;
 }
 
-Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
-                               IndexRange rows, IndexRange cols, void* dst, float offset) {
+Result<HostTensor> WeightLoader::fetch(const std::string& name, const std::vector<int64_t>& shape) {
   const TensorInfo* info = source_.find(name);
   if (info == nullptr)
     return make_error(ErrorCode::kNotFound,
@@ -100,18 +99,25 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
     return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": expected " +
                                                        shape_string(shape) + ", found " +
                                                        shape_string(info->shape));
-  const int64_t width = row_elems(shape);
-  if (!within(rows, num_rows(shape)) || !within(cols, width) ||
-      (cols.size() != width && shape.size() != 2))
-    return make_error(ErrorCode::kInternal,
-                      fmt::format("tensor {} {}: no slice rows [{}, {}) columns [{}, {})", name,
-                                  shape_string(shape), rows.begin, rows.end, cols.begin, cols.end));
   PAGODA_ASSIGN_OR_RETURN(HostTensor host, source_.read(name));
   if (host.shape != shape || !is_float_dtype(host.dtype))
     return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": read " +
                                                        shape_string(host.shape) + " " +
                                                        std::string(dtype_name(host.dtype)) +
                                                        ", expected " + shape_string(shape));
+  count_read(*info);
+  return host;
+}
+
+Status WeightLoader::copy_rows(const std::string& name, const HostTensor& host, IndexRange rows,
+                               IndexRange cols, void* dst, float offset) {
+  const std::vector<int64_t>& shape = host.shape;
+  const int64_t width = row_elems(shape);
+  if (!within(rows, num_rows(shape)) || !within(cols, width) ||
+      (cols.size() != width && shape.size() != 2))
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("tensor {} {}: no slice rows [{}, {}) columns [{}, {})", name,
+                                  shape_string(shape), rows.begin, rows.end, cols.begin, cols.end));
   const DType cd = backend_.compute_dtype();
   const size_t es = dtype_size(cd), hs = dtype_size(host.dtype);
   const size_t bytes = static_cast<size_t>(rows.size() * cols.size()) * es;
@@ -140,7 +146,6 @@ Status WeightLoader::read_into(const std::string& name, const std::vector<int64_
     backend_.copy_to_device(dst, staging_.data(), bytes);
   }
   backend_.synchronize();  // the source (host or staging_) must outlive the copy
-  count_read(*info);
   return {};
 }
 
@@ -254,6 +259,12 @@ Result<Tensor> WeightLoader::load_fused_linear(const std::vector<std::string>& n
   return t;
 }
 
+Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
+                               IndexRange rows, IndexRange cols, void* dst, float offset) {
+  PAGODA_ASSIGN_OR_RETURN(HostTensor host, fetch(name, shape));
+  return copy_rows(name, host, rows, cols, dst, offset);
+}
+
 Result<Tensor> WeightLoader::load_offset(const std::string& name, const std::vector<int64_t>& shape,
                                          float offset) {
   if (!has(name))
@@ -304,10 +315,15 @@ Result<Tensor> WeightLoader::load_fused(const std::vector<std::string>& names,
   const int64_t width = numel(cols);
   const size_t row_bytes = static_cast<size_t>(width) * dtype_size(t.dtype);
   char* dst = static_cast<char*>(t.data);
+  HostTensor host;  // the part's tensor, read once for consecutive parts of one name
   for (size_t i = 0; i < names.size(); ++i) {
     std::vector<int64_t> shape = {rows[i]};
     shape.insert(shape.end(), cols.begin(), cols.end());
-    PAGODA_RETURN_IF_ERROR(read_into(names[i], shape, kept[i], {0, width}, dst));
+    if (i == 0 || names[i] != names[i - 1] || shape != host.shape) {
+      host = HostTensor();  // release the previous part first
+      PAGODA_ASSIGN_OR_RETURN(host, fetch(names[i], shape));
+    }
+    PAGODA_RETURN_IF_ERROR(copy_rows(names[i], host, kept[i], {0, width}, dst));
     dst += static_cast<size_t>(kept[i].size()) * row_bytes;
   }
   return t;

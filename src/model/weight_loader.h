@@ -60,7 +60,10 @@ class WeightLoader {
   // gate_up): part i must have `rows[i]` rows and the trailing dims `cols`
   // (empty for 1-D parts). With `take` (one range per part), only rows
   // take[i] of part i go into the result, [sum of take[i].size(), cols...];
-  // the parts' shapes are still checked in full. Errors name the tensor.
+  // the parts' shapes are still checked in full. A name may repeat with its
+  // own range: row ranges of one pre-fused tensor (Phi-3's qkv_proj);
+  // consecutive parts of one name are read from the source once. Errors name
+  // the tensor.
   Result<Tensor> load_fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                             const std::vector<int64_t>& cols,
                             const std::vector<IndexRange>& take = {});
@@ -107,6 +110,12 @@ class WeightLoader {
   // unless given).
   Result<Tensor> allocate(const std::string& name, const std::vector<int64_t>& shape,
                           std::optional<DType> dtype = std::nullopt);
+  // read_into's halves: `name` read from the source after checking it
+  // against `shape` (counted and shown in the progress bar) ...
+  Result<HostTensor> fetch(const std::string& name, const std::vector<int64_t>& shape);
+  // ... and its rows / columns converted into dst.
+  Status copy_rows(const std::string& name, const HostTensor& host, IndexRange rows,
+                   IndexRange cols, void* dst, float offset = 0.0f);
 
   Backend& backend_;
   WeightSource& source_;

@@ -9,7 +9,8 @@
 # when an earlier one failed (exit status non-zero if any failed):
 #   1. tools/hf_e2e.py: random bf16 models created here with transformers --
 #      llama (GQA, llama3 rope scaling; also --enforce-eager), mistral, qwen2
-#      (q/k/v biases), qwen3 (q/k norms), gemma2 / gemma3 (soft-capping,
+#      (q/k/v biases), qwen3 (q/k norms), phi3 (pre-fused tensors, longrope,
+#      window on every layer), gemma2 / gemma3 (soft-capping,
 #      sliding windows, sandwich norms), mixtral / qwen2_moe / qwen3_moe --
 #      stories260K, the Llama-3.1-8B
 #      shape last; `pagoda serve` with the llama model and one completions
@@ -63,7 +64,7 @@ fi
 
 # ---- 1. transformers comparison ---------------------------------------------
 stories=${PAGODA_E2E_STORIES:-$repo/.devcarry/stories260K}
-models="llama,mistral,qwen2,qwen3,gemma2,gemma3,mixtral,qwen2_moe,qwen3_moe"
+models="llama,mistral,qwen2,qwen3,phi3,gemma2,gemma3,mixtral,qwen2_moe,qwen3_moe"
 if [ -f "$stories/config.json" ]; then
   models+=",stories=$stories"
 else

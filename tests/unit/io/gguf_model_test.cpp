@@ -153,6 +153,45 @@ TEST(GgufModel, Llama3RopeFreqsBecomeFrequencyFactors) {
   expect_weights_match("llama3_tiny", **w);
 }
 
+// tools/make_tiny_phi3.py's GGUF, written as llama.cpp's converter writes
+// phi3: longrope from the factor tensors and rope.scaling keys, the window
+// on every layer, attn_qkv / ffn_up (gate + up) under the pre-fused HF names,
+// not un-permuted.
+TEST(GgufModel, Phi3TinyLongropeAndPreFusedTensors) {
+  auto f = open_gguf(std::string(PAGODA_SOURCE_DIR) + "/tests/data/models/tiny_phi3.gguf");
+  ASSERT_NE(f, nullptr);
+  auto c = gguf_model_config(*f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, "phi3");
+  EXPECT_EQ(c->hf_architecture, "Phi3ForCausalLM");
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->intermediate_size, 96);
+  EXPECT_EQ(c->max_position_embeddings, 64);
+  const RopeScaling& s = c->rope_scaling;
+  EXPECT_EQ(s.type, RopeScalingType::kLongrope);
+  EXPECT_EQ(s.original_max_position_embeddings, 16);
+  EXPECT_EQ(s.factor, 4.0);
+  ASSERT_TRUE(s.attention_factor.has_value());
+  EXPECT_NEAR(*s.attention_factor, std::sqrt(1.0 + std::log(4.0) / std::log(16.0)), 1e-7);
+  EXPECT_EQ(s.short_factor, (std::vector<float>{1.0f, 1.05f, 1.1f, 1.3f, 1.6f, 2.0f, 2.4f, 2.8f}));
+  EXPECT_EQ(s.long_factor, (std::vector<float>{1.1f, 1.4f, 2.5f, 4.0f, 7.5f, 12.0f, 15.5f, 16.0f}));
+  EXPECT_EQ(c->sliding_window, 24);
+  EXPECT_EQ(c->sliding_layers, std::vector<bool>(3, true));
+  EXPECT_FALSE(c->tie_word_embeddings || c->attention_bias || c->qk_norm);
+  EXPECT_EQ(gguf_to_hf_name("blk.2.attn_qkv.weight", "phi3"),
+            "model.layers.2.self_attn.qkv_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.2.ffn_up.weight", "phi3"),
+            "model.layers.2.mlp.gate_up_proj.weight");
+  auto w = open_gguf_weights(f, *c);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const TensorInfo* qkv = (*w)->find("model.layers.0.self_attn.qkv_proj.weight");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->shape, (std::vector<int64_t>{(4 + 2 * 2) * 16, 64}));
+  const TensorInfo* gate_up = (*w)->find("model.layers.0.mlp.gate_up_proj.weight");
+  ASSERT_NE(gate_up, nullptr);
+  EXPECT_EQ(gate_up->shape, (std::vector<int64_t>{2 * 96, 64}));
+}
+
 TEST(GgufModel, Qwen3TinyIsNotPermutedAndTied) {
   auto f = open_gguf(data_path("qwen3_tiny.gguf"));
   ASSERT_NE(f, nullptr);
@@ -234,7 +273,8 @@ TEST(GgufModel, ConfigErrorsNameTheKey) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(c.error().message.find("pagoda-test"), std::string::npos) << c.error().message;
-  EXPECT_NE(c.error().message.find("llama, qwen2, qwen3, qwen2moe, qwen3moe"), std::string::npos);
+  EXPECT_NE(c.error().message.find("llama, qwen2, qwen3, phi3, qwen2moe, qwen3moe"),
+            std::string::npos);
 }
 
 TEST(GgufModel, VocabOnlyLlamaFileParsesWithoutTensors) {

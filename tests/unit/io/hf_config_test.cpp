@@ -427,6 +427,95 @@ TEST(HfConfig, Transformers5RopeParameters) {
   EXPECT_EQ(c.rope_scaling.factor, 32.0);
 }
 
+// microsoft/Phi-3.5-mini-instruct's config.json as published.
+TEST(HfConfig, Phi35Mini) {
+  auto r = load_hf_config(testing::data_path("phi3.5_mini_config.json"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const ModelConfig& c = *r;
+  EXPECT_EQ(c.architecture, "phi3");
+  EXPECT_EQ(c.hf_architecture, "Phi3ForCausalLM");
+  EXPECT_EQ(c.hidden_size, 3072);
+  EXPECT_EQ(c.intermediate_size, 8192);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 32);
+  EXPECT_EQ(c.head_dim, 96);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_FALSE(c.attention_bias || c.qk_norm || c.tie_word_embeddings);
+  const RopeScaling& s = c.rope_scaling;
+  EXPECT_EQ(s.type, RopeScalingType::kLongrope);
+  EXPECT_EQ(s.original_max_position_embeddings, 4096);
+  EXPECT_EQ(s.factor, 32.0);
+  EXPECT_FALSE(s.attention_factor.has_value());
+  ASSERT_EQ(s.short_factor.size(), 48u);
+  ASSERT_EQ(s.long_factor.size(), 48u);
+  EXPECT_EQ(s.short_factor[1], 1.0199999809265137f);
+  EXPECT_EQ(s.long_factor[47], 64.83999633789062f);
+  // sliding_window 262144 is beyond the context: no layer is masked by it.
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_TRUE(c.sliding_layers.empty());
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{32000});
+}
+
+TEST(HfConfig, Phi3Variants) {
+  auto phi = [] {
+    return Json::parse(R"({
+      "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "vocab_size": 32064,
+      "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 4,
+      "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 4096,
+      "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+      "rope_scaling": null, "sliding_window": 2047, "attention_bias": false})");
+  };
+  // Phi-3-mini-4k: no rope scaling, every layer masked by its 2047 window.
+  ModelConfig c = parse_ok(phi());
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kDefault);
+  EXPECT_EQ(c.sliding_window, 2047);
+  EXPECT_EQ(c.sliding_layers, std::vector<bool>(4, true));
+  // The old name "su"; a rope_scaling original context and attention_factor.
+  Json j = phi();
+  j.erase("original_max_position_embeddings");
+  j["max_position_embeddings"] = 16384;
+  const Json ones = std::vector<double>(48, 1.0);  // head_dim 96 / 2
+  std::vector<double> rising(48);
+  for (size_t i = 0; i < rising.size(); ++i) rising[i] = 1.0 + static_cast<double>(i);
+  j["rope_scaling"] = {{"type", "su"},
+                       {"short_factor", ones},
+                       {"long_factor", rising},
+                       {"original_max_position_embeddings", 2048},
+                       {"attention_factor", 1.25}};
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLongrope);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 2048);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_EQ(c.rope_scaling.attention_factor, 1.25);
+  EXPECT_EQ(c.rope_scaling.long_factor[47], 48.0f);
+  // No original context anywhere: transformers takes max_position_embeddings
+  // and rope_scaling.factor.
+  j["rope_scaling"] = {
+      {"rope_type", "longrope"}, {"short_factor", ones}, {"long_factor", ones}, {"factor", 4.0}};
+  c = parse_ok(j);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 16384);
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);
+  // Refused: a missing, malformed or mis-sized factor list, partial rotary (Phi-4-mini).
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", ones}};
+  expect_error(j, "missing required field 'long_factor'");
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", ones}, {"long_factor", "x"}};
+  expect_error(j, "'long_factor' must be a non-empty list of numbers");
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0, 2.0}}, {"long_factor", ones}};
+  expect_error(j, "rope_scaling.short_factor has 2 values, expected head_dim / 2 = 48");
+  j = phi();
+  j["partial_rotary_factor"] = 0.75;
+  expect_error(j, "partial_rotary_factor 0.75 is not supported", ErrorCode::kUnsupported);
+  j["partial_rotary_factor"] = 1.0;
+  EXPECT_TRUE(parse(j).ok());
+  j["rope_parameters"] = {{"rope_type", "default"},
+                          {"partial_rotary_factor", 0.5}};  // transformers 5
+  expect_error(j, "(rope_parameters): partial_rotary_factor 0.5", ErrorCode::kUnsupported);
+  j.erase("rope_parameters");
+  j["sliding_window"] = nullptr;
+  EXPECT_TRUE(parse_ok(j).sliding_layers.empty());
+}
+
 TEST(HfConfig, Errors) {
   Json j = llama_base();
   j["architectures"] = {"GPT2LMHeadModel"};

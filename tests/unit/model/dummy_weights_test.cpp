@@ -70,7 +70,8 @@ std::vector<ModelConfig> family_configs() {
   ModelConfig qwen3 = tiny_config("qwen3");
   qwen3.qk_norm = true;
   qwen3.head_dim = 16;
-  return {llama, tied, mistral, qwen2, qwen3};
+  ModelConfig phi3 = tiny_config("phi3");  // pre-fused qkv_proj / gate_up_proj, each read once
+  return {llama, tied, mistral, qwen2, qwen3, phi3};
 }
 
 StepBatch prompt_step(const std::vector<int32_t>& tokens) {

@@ -195,6 +195,16 @@ TEST(FamilyForward, Qwen3AddsQkNorms) {
   EXPECT_EQ(forward_ops(c), llama_decoder_ops(c.num_layers, false, true));
 }
 
+// Phi-3: the llama decoder from the pre-fused tensors, with or without its
+// sliding window (a scoring parameter, no extra op).
+TEST(FamilyForward, Phi3RunsThePlainLlamaDecoder) {
+  ModelConfig c = tiny_config("phi3");
+  EXPECT_EQ(forward_ops(c), llama_decoder_ops(c.num_layers, false, false));
+  c.sliding_window = 2;
+  c.sliding_layers = {true, true};
+  EXPECT_EQ(forward_ops(c), llama_decoder_ops(c.num_layers, false, false));
+}
+
 // Gemma: scaled embedding, the sandwich norms (rms_norm of each block's
 // output before the add), GeGLU, and the final-logit soft-capping when set.
 TEST(FamilyForward, GemmaAddsSandwichNormsGegluAndSoftcapping) {

@@ -37,6 +37,22 @@ class MemorySource final : public WeightSource {
                  infos_.end());
     data_.erase(name);
   }
+  // Replaces `parts` (same dtype and trailing dims) by one tensor `name`,
+  // their rows stacked in order: a pre-fused checkpoint's tensor.
+  void fuse(const std::string& name, const std::vector<std::string>& parts) {
+    std::vector<int64_t> shape = find(parts[0])->shape;
+    const DType dtype = find(parts[0])->dtype;
+    shape[0] = 0;
+    std::vector<uint8_t> bytes;
+    for (const std::string& p : parts) {
+      shape[0] += find(p)->shape[0];
+      bytes.insert(bytes.end(), data_.at(p).begin(), data_.at(p).end());
+      remove(p);
+    }
+    remove(name);
+    infos_.push_back({name, dtype, shape, bytes.size()});
+    data_[name] = std::move(bytes);
+  }
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
   const TensorInfo* find(std::string_view name) const override {
     for (const TensorInfo& t : infos_)
@@ -89,7 +105,8 @@ inline ModelConfig tiny_config(const std::string& arch = "llama") {
 
 // Random weights for every tensor `config` needs (biases when
 // attention_bias, q/k norms when qk_norm, sandwich norms when
-// sandwich_norms, lm_head unless tied).
+// sandwich_norms, lm_head unless tied). Phi-3: the same values as for llama,
+// with q/k/v and gate/up stored pre-fused (qkv_proj, gate_up_proj).
 inline void fill_random(const ModelConfig& c, MemorySource* src, uint32_t seed = 1,
                         DType dtype = DType::kF32) {
   std::mt19937 gen(seed);
@@ -152,6 +169,15 @@ inline void fill_random(const ModelConfig& c, MemorySource* src, uint32_t seed =
       add(m + "shared_expert.down_proj.weight", {h, is});
       add(m + "shared_expert_gate.weight", {1, h});
     }
+  }
+  if (c.architecture != "phi3") return;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    src->fuse(p + "self_attn.qkv_proj.weight",
+              {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+               p + "self_attn.v_proj.weight"});
+    src->fuse(p + "mlp.gate_up_proj.weight",
+              {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"});
   }
 }
 

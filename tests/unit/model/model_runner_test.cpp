@@ -76,6 +76,37 @@ TEST_F(RunnerTest, SizesKvCacheAndMaxModelLen) {
   EXPECT_EQ(e.code, ErrorCode::kUnsupported);
 }
 
+// longrope's factor set follows max_model_len (rope.h), also when the KV
+// cache caps a derived one: capped to the original context (16), the runner
+// computes what an explicit --max-model-len 16 does, not the long factors.
+TEST_F(RunnerTest, LongropeTableFollowsTheCappedMaxModelLen) {
+  ModelConfig c = tiny_config("phi3");
+  RopeScaling& s = c.rope_scaling;
+  s.type = RopeScalingType::kLongrope;
+  s.original_max_position_embeddings = 16;
+  s.factor = 8;  // 128 / 16
+  s.short_factor = {1.0f, 1.5f, 2.0f, 3.0f};
+  s.long_factor = {2.0f, 5.0f, 9.0f, 17.0f};
+  auto logits_of = [&](int64_t max_model_len, int64_t num_blocks) {
+    RunnerOptions o;
+    o.block_size = 4;
+    o.num_kv_blocks = num_blocks;
+    o.max_model_len = max_model_len;
+    auto r = make(o, c);
+    std::vector<float> logits;
+    if (r == nullptr) return logits;
+    EXPECT_EQ(r->max_model_len(), max_model_len > 0 ? max_model_len : 16);
+    const std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+    EXPECT_TRUE(r->execute_logits(make_step({{prompt, 0, {0, 1, 2}}}, 4, 3), &logits).ok());
+    return logits;
+  };
+  const std::vector<float> capped = logits_of(0, 4);  // 128 capped to 4 blocks of 4
+  const std::vector<float> short_set = logits_of(16, 4), long_set = logits_of(20, 5);
+  ASSERT_EQ(capped.size(), 97u);
+  EXPECT_EQ(capped, short_set);
+  EXPECT_NE(capped, long_set);
+}
+
 TEST_F(RunnerTest, LogitsChunksAndSamplingSlicesMatchOneShot) {
   RunnerOptions o;
   o.block_size = 4;

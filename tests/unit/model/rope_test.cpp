@@ -106,6 +106,76 @@ TEST(Rope, RejectsBadParameters) {
   EXPECT_FALSE(rope_frequencies(c).ok());
 }
 
+// longrope (Phi-3.5's shape: 131072 positions over an original 4096):
+// inv_freq = 1 / (factor_i * theta^(2i/D)), the long factors once
+// max_model_len passes the original context, and cos / sin scaled by
+// sqrt(1 + ln(32) / ln(4096)) unless attention_factor is given.
+TEST(Rope, LongropePicksTheFactorSetByMaxModelLen) {
+  ModelConfig c;
+  c.head_dim = 8;
+  c.rope_theta = 10000;
+  c.max_position_embeddings = 131072;
+  RopeScaling& s = c.rope_scaling;
+  s.type = RopeScalingType::kLongrope;
+  s.original_max_position_embeddings = 4096;
+  s.factor = 32;  // what the parsers set: 131072 / 4096
+  s.short_factor = {1.0f, 1.5f, 2.0f, 3.0f};
+  s.long_factor = {2.0f, 4.0f, 8.0f, 16.0f};
+  const double scale = std::sqrt(1.0 + std::log(32.0) / std::log(4096.0));  // 1.19023807...
+  auto expect_freqs = [&](int64_t max_model_len, const std::vector<float>& ext) {
+    SCOPED_TRACE("max_model_len " + std::to_string(max_model_len));
+    auto f = rope_frequencies(c, max_model_len);
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    ASSERT_EQ(f->inv_freq.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      const double want = 1.0 / (ext[i] * std::pow(10000.0, 2.0 * i / 8.0));
+      EXPECT_NEAR(f->inv_freq[i], want, 2.5e-7 * want) << "pair " << i;
+    }
+    EXPECT_FLOAT_EQ(f->attention_factor, static_cast<float>(scale));
+    std::vector<float> row(8);
+    rope_cos_sin_row(*f, 1000, row.data());
+    EXPECT_NEAR(row[0], std::cos(1000.0 / ext[0]) * scale, 1e-4);
+    EXPECT_NEAR(row[4], std::sin(1000.0 / ext[0]) * scale, 1e-4);
+  };
+  expect_freqs(4096, s.short_factor);
+  expect_freqs(100, s.short_factor);
+  expect_freqs(4097, s.long_factor);
+  expect_freqs(0, s.long_factor);  // 0: max_position_embeddings
+  s.attention_factor = 1.5;
+  auto f = rope_frequencies(c, 4096);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->attention_factor, 1.5f);
+  s.attention_factor.reset();
+  s.factor = 1.0;  // no extension: no scaling of cos and sin
+  EXPECT_EQ(rope_frequencies(c, 4096)->attention_factor, 1.0f);
+}
+
+TEST(Rope, LongropeRejectsBadFactorLists) {
+  ModelConfig c;
+  c.head_dim = 8;
+  c.rope_theta = 10000;
+  c.max_position_embeddings = 8192;
+  RopeScaling& s = c.rope_scaling;
+  s.type = RopeScalingType::kLongrope;
+  s.original_max_position_embeddings = 4096;
+  s.short_factor = {1, 1, 1};  // needs 4
+  s.long_factor = {1, 1, 1, 1};
+  auto expect_error = [&](const std::string& what) {
+    auto r = rope_frequencies(c);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_NE(r.error().message.find(what), std::string::npos) << r.error().message;
+  };
+  expect_error("short_factor has 3 values, expected head_dim / 2 = 4");
+  s.short_factor = {1, 1, 1, 1};
+  s.long_factor = {1, 1, 0, 1};
+  expect_error("long_factor values must be positive");
+  s.long_factor = {1, 1, 1, 1};
+  s.original_max_position_embeddings = 0;
+  expect_error("original_max_position_embeddings");
+  s.original_max_position_embeddings = 4096;
+  EXPECT_TRUE(rope_frequencies(c).ok());
+}
+
 // A Llama 3.x GGUF stores llama3 rope scaling as rope_freqs.weight (written
 // by tools/gguf_fixtures.py with convert_hf_to_gguf.py's formula): read
 // through the GGUF config, its frequencies equal those of the llama3 rope

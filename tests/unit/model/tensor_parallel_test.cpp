@@ -381,6 +381,15 @@ TEST(TensorParallelRunner, Qwen3QkNorm) {
   expect_tp_matches_one_runner("qwen3", c, src, 4);
 }
 
+// Phi-3's pre-fused qkv_proj / gate_up_proj sliced per rank.
+TEST(TensorParallelRunner, Phi3PreFusedTensors) {
+  const ModelConfig c = heads_config("phi3", 8, 2);
+  MemorySource src;
+  test::fill_random(c, &src, 17);
+  expect_tp_matches_one_runner("phi3", c, src, 2);
+  expect_tp_matches_one_runner("phi3", c, src, 4);
+}
+
 TEST(TensorParallelRunner, Mistral) {
   const ModelConfig c = heads_config("mistral", 4, 2);
   MemorySource src;

@@ -40,7 +40,7 @@ std::vector<float> source_values(MemorySource& src, const std::string& name) {
 }
 
 TEST(Architecture, FindsEverySupportedFamilyAndListsThemOtherwise) {
-  for (const char* name : {"llama", "mistral", "qwen2"}) {
+  for (const char* name : {"llama", "mistral", "qwen2", "phi3"}) {
     ModelConfig c = tiny_config(name);
     auto a = find_architecture(c);
     ASSERT_TRUE(a.ok()) << error_of(a);
@@ -65,7 +65,8 @@ TEST(Architecture, FindsEverySupportedFamilyAndListsThemOtherwise) {
   EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(r.error().message.find("\"gpt2\""), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find(
-                "llama, mistral, qwen2, qwen3, gemma2, gemma3, mixtral, qwen2_moe, qwen3_moe"),
+                "llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3, mixtral, qwen2_moe, "
+                "qwen3_moe"),
             std::string::npos)
       << r.error().message;
 }
@@ -116,6 +117,12 @@ TEST(Architecture, ValidationNamesTheField) {
   c = test::tiny_moe_config("qwen3_moe");
   c.qk_norm = false;
   expect_field(c, "q/k norms");
+  c = tiny_config("phi3");
+  c.attention_bias = true;
+  expect_field(c, "model config (phi3): Phi-3 has no q/k/v biases");
+  c = tiny_config("phi3");
+  c.sliding_layers = {true};
+  expect_field(c, "model config (phi3): sliding_layers");
 }
 
 TEST(LoadWeights, StacksTheExpertsGateThenUpPerExpert) {
@@ -253,6 +260,45 @@ TEST(LoadWeights, FusesQkvAndGateUpInOrder) {
   EXPECT_TRUE(l.q_norm.empty());
   EXPECT_EQ(host(l.down), source_values(src, "model.layers.1.mlp.down_proj.weight"));
   EXPECT_NE(w->lm_head.data, w->embed.data);
+}
+
+// Phi-3's qkv_proj / gate_up_proj hold the rows llama's separate tensors
+// do: loading either gives the same device tensors, whole and per
+// tensor-parallel rank (each rank's rows of q, k, v, gate and up).
+TEST(LoadWeights, Phi3PreFusedTensorsLoadAsTheSeparateOnes) {
+  CpuBackend be;
+  ModelConfig llama = tiny_config("llama"), phi3 = tiny_config("phi3");
+  MemorySource split, fused;
+  test::fill_random(llama, &split, 7);
+  test::fill_random(phi3, &fused, 7);
+  ASSERT_EQ(fused.find("model.layers.0.self_attn.q_proj.weight"), nullptr);
+  ASSERT_EQ(fused.find("model.layers.0.self_attn.qkv_proj.weight")->shape,
+            (std::vector<int64_t>{(4 + 2 * 2) * 8, 32}));
+  ASSERT_EQ(fused.find("model.layers.0.mlp.gate_up_proj.weight")->shape,
+            (std::vector<int64_t>{2 * 48, 32}));
+  for (const TpShard shard : {TpShard{0, 1}, TpShard{0, 2}, TpShard{1, 2}}) {
+    auto a = load_model_weights(*find_architecture(llama).value(), llama, be, split, shard);
+    auto b = load_model_weights(*find_architecture(phi3).value(), phi3, be, fused, shard);
+    ASSERT_TRUE(a.ok()) << error_of(a);
+    ASSERT_TRUE(b.ok()) << error_of(b);
+    for (size_t l = 0; l < a->layers.size(); ++l) {
+      SCOPED_TRACE("rank " + std::to_string(shard.rank) + "/" + std::to_string(shard.size) +
+                   " layer " + std::to_string(l));
+      const LayerWeights &x = a->layers[l], &y = b->layers[l];
+      EXPECT_EQ(y.qkv.dim(0), x.qkv.dim(0));
+      EXPECT_EQ(host(y.qkv), host(x.qkv));
+      EXPECT_EQ(host(y.gate_up), host(x.gate_up));
+      EXPECT_EQ(host(y.o_proj), host(x.o_proj));
+      EXPECT_EQ(host(y.down), host(x.down));
+      EXPECT_TRUE(y.qkv_bias.empty());
+    }
+  }
+  // A wrong fused shape names the tensor.
+  fused.add("model.layers.1.mlp.gate_up_proj.weight", {48, 32}, std::vector<float>(48 * 32));
+  auto bad = load_model_weights(*find_architecture(phi3).value(), phi3, be, fused);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("model.layers.1.mlp.gate_up_proj.weight"), std::string::npos)
+      << bad.error().message;
 }
 
 TEST(LoadWeights, ConvertsHalfTypesToF32) {

@@ -1,0 +1,123 @@
+"""Phi-3 on the CPU engine against the NumPy float64 forward (phi3_numpy.py,
+written from transformers' modeling code), through `pagoda generate --input`:
+greedy tokens and the top-20 logprobs of every step within 1e-4, on
+tools/make_tiny_phi3.py's tiny model (pre-fused tensors, longrope over an
+original context of 16 of 64 positions, sliding window 24; stories260K's
+512-token tokenizer copied in: the prompts are token ids), plain, at
+tensor-parallel 2 (the fused tensors sliced per rank) and pipeline-parallel 2
+(block size 4, prefill chunks of 7).
+
+longrope's factor set follows max_model_len (docs/models.md): the default
+(64 > 16) runs the long factors for every prompt, --max-model-len 16 the
+short ones; transformers agrees on every forward longer than 16 tokens
+(the long prompt) and on every sequence within 16 (the short-factor run).
+The tiny GGUF has no tokenizer, so golden_tests covers it: the checked-in
+goldens (tests/data/golden/tiny_phi3*.json) are checked here to be what
+this reference computes.
+
+Env: PAGODA_BIN (default: build/pagoda), PAGODA_SHARED_DIR (default: ../shared).
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import phi3_numpy
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+SHARED = pathlib.Path(os.environ.get("PAGODA_SHARED_DIR", ROOT.parent / "shared"))
+PAGODA_BIN = pathlib.Path(os.environ.get("PAGODA_BIN", ROOT / "build" / "pagoda"))
+MODEL = ROOT / "tests" / "data" / "models" / "tiny_phi3"
+GOLDEN = ROOT / "tests" / "data" / "golden"
+TOKENIZER = SHARED / "models" / "stories260K"
+STEPS = 12
+TOL = 1e-4
+
+
+def reference():
+    return json.loads((MODEL / "config.json").read_text()), load_file(str(MODEL / "model.safetensors"))
+
+
+def with_tokenizer(tmp_path):
+    """A copy of the model folder with stories260K's tokenizer."""
+    out = tmp_path / "model"
+    out.mkdir()
+    for f in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(TOKENIZER / f, out / f)
+    for f in MODEL.iterdir():
+        shutil.copy(f, out / f.name)
+    return out
+
+
+def run_engine(model, prompts_ids, tmp_path, *flags):
+    items = [{"prompt": p, "max_tokens": STEPS, "temperature": 0, "logprobs": 20, "ignore_eos": True}
+             for p in prompts_ids]
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text("".join(json.dumps(it) + "\n" for it in items))
+    r = subprocess.run([str(PAGODA_BIN), "generate", str(model), "--device", "cpu", "--input", str(inp),
+                        "--output", str(out), "--block-size", "4", "--max-num-batched-tokens", "7",
+                        "--max-num-seqs", "2", "--threads", "1", *flags],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def worst_error(config, weights, cases, results, long_factors):
+    worst = 0.0
+    for prompt, res in zip(cases, results):
+        ids = list(prompt)
+        for step, lp_entry in enumerate(res["logprobs"]):
+            lp = phi3_numpy.log_softmax(phi3_numpy.forward(config, weights, ids, long_factors)[-1])
+            top2 = np.sort(lp)[-2:]
+            if top2[1] - top2[0] > 2 * TOL:  # a near-tie may flip
+                assert lp_entry["token_id"] == int(np.argmax(lp)), f"prompt {len(prompt)} tokens, step {step}"
+            for t in lp_entry["top_logprobs"]:
+                worst = max(worst, abs(t["logprob"] - lp[t["token_id"]]))
+            ids.append(lp_entry["token_id"])
+    return worst
+
+
+@pytest.mark.parametrize("flags", [(), ("-tp", "2"), ("-pp", "2")], ids=["plain", "tp2", "pp2"])
+def test_engine_matches_numpy_forward_with_long_factors(flags, tmp_path):
+    if not PAGODA_BIN.exists():
+        pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
+    config, weights = reference()
+    rng = np.random.default_rng(5)
+    # Shorter than the original context and than the window, and longer than both.
+    cases = [[2, 403, 407], [2] + rng.integers(3, 512, size=40).tolist()]
+    results = run_engine(with_tokenizer(tmp_path), cases, tmp_path, *flags)
+    worst = worst_error(config, weights, cases, results, long_factors=True)
+    assert worst < TOL, f"max |logprob - reference| = {worst}"
+    # The short factors give other logprobs: the choice is visible.
+    first = results[0]["logprobs"][0]["top_logprobs"]
+    short = phi3_numpy.log_softmax(phi3_numpy.forward(config, weights, cases[0], False)[-1])
+    assert max(abs(t["logprob"] - short[t["token_id"]]) for t in first) > 1e-3
+
+
+def test_engine_runs_the_short_factors_within_the_original_context(tmp_path):
+    if not PAGODA_BIN.exists():
+        pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
+    config, weights = reference()
+    cases = [[2, 403, 407], [2, 9, 300]]  # 3 + 12 tokens <= 16
+    results = run_engine(with_tokenizer(tmp_path), cases, tmp_path, "--max-model-len", "16")
+    worst = worst_error(config, weights, cases, results, long_factors=False)
+    assert worst < TOL, f"max |logprob - reference| = {worst}"
+
+
+@pytest.mark.parametrize("golden", ["tiny_phi3", "tiny_phi3_gguf"])
+def test_goldens_are_the_reference(golden):
+    doc = json.loads((GOLDEN / f"{golden}.json").read_text())
+    config, weights = reference()
+    for case in doc["cases"]:
+        ids = list(case["prompt_ids"])
+        assert len(ids) > config["original_max_position_embeddings"]  # transformers: long factors
+        for step in range(3):
+            lp = phi3_numpy.log_softmax(phi3_numpy.forward(config, weights, ids)[-1])
+            for tid, want in case["top_logprobs"][step]:
+                assert abs(lp[tid] - want) < 1e-12
+            ids.append(case["greedy_ids"][step])

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Phi-3 against Hugging Face transformers, for a machine with torch (the GPU machine).
+
+tools/make_tiny_phi3.py's tiny model: transformers (float64, eager attention, one forward
+without a cache) must give the logits of tests/python/models/phi3_numpy.py, the NumPy forward
+whose goldens (tests/data/golden/tiny_phi3*.json) the CPU engine is tested against. This
+closes the loop: pagoda == NumPy (golden_tests, test_phi3_numpy.py) and NumPy == transformers
+(here). Two prompts: 12 tokens (within the original context of 16: short factors) and 41 tokens
+(beyond it: long factors; beyond the window of 24 too).
+
+Usage: python tools/phi3_reference.py [--device cuda]
+Needs torch, transformers, numpy, safetensors.
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file
+from transformers import AutoModelForCausalLM
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "python" / "models"))
+import phi3_numpy  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    folder = ROOT / "tests" / "data" / "models" / "tiny_phi3"
+    config = json.loads((folder / "config.json").read_text())
+    weights = load_file(str(folder / "model.safetensors"))
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
+                                                 attn_implementation="eager").to(args.device).eval()
+    rng = np.random.default_rng(7)
+    for n in (11, 40):
+        ids = [2] + rng.integers(3, 512, size=n).tolist()
+        with torch.no_grad():
+            hf = model(input_ids=torch.tensor([ids], device=args.device), use_cache=False).logits[0]
+        ref = phi3_numpy.forward(config, weights, ids)  # transformers' factor rule by default
+        err = float(np.abs(hf.double().cpu().numpy() - ref).max())
+        print(f"tiny_phi3, {len(ids)} tokens: max |transformers - numpy| logit = {err:.3e}")
+        if err > 1e-8:
+            sys.exit("tiny_phi3: the NumPy reference disagrees with transformers")
+
+
+if __name__ == "__main__":
+    main()
