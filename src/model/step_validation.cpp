@@ -189,6 +189,10 @@ Status validate_step(const StepBatch& s, const StepLimits& l, bool sampling) {
                  str(num_tokens) + ")");
   if (sampling) PAGODA_RETURN_IF_ERROR(check_sampling(s.sampling, num_rows, l.vocab_size));
 
+  // The runner keeps every layer's KV in one pool (full tables) so far.
+  if (!s.sliding_block_tables.empty() || !s.sliding_slot_mapping.empty() ||
+      !s.sliding_copy_src.empty() || !s.sliding_copy_dst.empty())
+    return bad("a sliding-window KV group's tables: this model runner keeps no such group");
   if (s.copy_src.size() != s.copy_dst.size()) return bad("copy_src and copy_dst differ in length");
   for (size_t i = 0; i < s.copy_src.size(); ++i)
     for (int32_t b : {s.copy_src[i], s.copy_dst[i]})

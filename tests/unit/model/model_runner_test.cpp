@@ -331,6 +331,11 @@ TEST(StepValidation, CatchesEveryMalformedField) {
   s.copy_src = {1, 2};
   s.copy_dst = {3};
   expect_error(s, "copy_src and copy_dst differ");
+  // The runner keeps no sliding-window KV group yet: its tables are refused.
+  s = ok;
+  s.sliding_block_tables = {-1, 0};  // kNullBlock, then a block
+  s.sliding_slot_mapping.assign(s.slot_mapping.size(), 0);
+  expect_error(s, "sliding-window KV group's tables: this model runner keeps no such group");
   // execute_logits ignores the sampling batch.
   s = ok;
   s.sampling.rows.clear();
