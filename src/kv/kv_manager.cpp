@@ -4,6 +4,8 @@
 #include <cassert>
 #include <string>
 
+#include "kv/sliding_window_blocks.h"
+
 namespace pagoda {
 
 KvManager::KvManager(const KvConfig& config)
@@ -15,13 +17,9 @@ KvBlocks KvManager::max_blocks_per_seq(int64_t max_len, int64_t max_step_tokens)
   const int64_t bs = config_.block_size;
   KvBlocks b;
   b.full = static_cast<int32_t>((max_len + bs - 1) / bs);
-  if (has_sliding_group()) {
-    // The step's keys span window - 1 positions behind its first query plus
-    // its own tokens; a span of L positions touches at most ceil(L / bs) + 1
-    // blocks.
-    const int64_t span = config_.sliding_window - 1 + std::min(max_step_tokens, max_len);
-    b.sliding = static_cast<int32_t>(std::min<int64_t>(b.full, (span + bs - 1) / bs + 1));
-  }
+  if (has_sliding_group())
+    b.sliding = static_cast<int32_t>(
+        sliding_window_blocks(config_.sliding_window, bs, max_len, max_step_tokens));
   return b;
 }
 
