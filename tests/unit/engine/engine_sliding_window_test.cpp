@@ -157,5 +157,32 @@ TEST(SlidingWindowKv, BlocksLeavingTheWindowAreFreed) {
   check.expect_tokens(s.tokens, ref->sample(r.prompt, r.params, {}, 0, 40), "long request");
 }
 
+// Every rank keeps the same groups: with two pipeline stages (stage 0 holds
+// three sliding layers and no full one) or two tensor-parallel ranks the
+// engine still gives the reference's tokens.
+TEST(SlidingWindowKv, ParallelRanksKeepTheGroups) {
+  auto ref = ReferenceModel::load(gemma_dir());
+  ASSERT_NE(ref, nullptr);
+  const TestRequest r = greedy_request("parallel", long_prompt(60, 4));
+  const RefSample want = ref->sample(r.prompt, r.params, {}, 0, kMaxTokens);
+  for (const auto& [tp, pp] : {std::pair{1, 2}, std::pair{2, 1}}) {
+    SCOPED_TRACE("tp " + std::to_string(tp) + " pp " + std::to_string(pp));
+    auto engine = start_engine({.model = gemma_dir(),
+                                .tokenizer = stories_dir(),
+                                .block_size = 4,
+                                .num_kv_blocks = 64,
+                                .max_num_batched_tokens = 32,
+                                .max_chunk_tokens = 12,
+                                .tensor_parallel_size = tp,
+                                .pipeline_parallel_size = pp});
+    ASSERT_NE(engine, nullptr);
+    EXPECT_EQ(engine->info().num_sliding_kv_blocks, 11);
+    const auto logs = run_all(*engine, {r});
+    ASSERT_EQ(logs.size(), 1u);
+    ReferenceCheck check(ref.get(), "sliding-window KV, parallel");
+    check.expect_tokens(logs[0]->samples[0].tokens, want, "parallel request");
+  }
+}
+
 }  // namespace
 }  // namespace pagoda::test
