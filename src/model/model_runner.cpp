@@ -13,6 +13,7 @@
 #include "backend/communicator.h"
 #include "core/log.h"
 #include "core/units.h"
+#include "kv/sliding_window_blocks.h"
 #include "model/architecture.h"
 #include "model/decode_graphs.h"
 #include "model/kv_budget.h"
@@ -383,8 +384,10 @@ KvPoolSizes ModelRunner::budget_kv_pools(int64_t max_len) {
     // Every rank of this process (tp x pp) takes its pool from the same host memory.
     const int ranks = (options_.tp != nullptr ? options_.tp->size() : 1) *
                       (options_.pp != nullptr ? options_.pp->size() : 1);
-    budget = cpu_kv_budget(kv_seq_bytes(shape, max_len), max_len, options_.max_num_seqs, free_bytes,
-                           ranks);
+    const double step_bytes =
+        static_cast<double>(kv_step_blocks(shape)) * static_cast<double>(shape.sliding_block_bytes);
+    budget = cpu_kv_budget(kv_seq_bytes(shape, max_len), step_bytes, max_len, options_.max_num_seqs,
+                           free_bytes, ranks);
   } else {
     const double fraction = options_.kv_cache_memory_fraction;
     budget = {device_kv_budget_bytes(fraction, total_bytes, free_at_start_, free_bytes),
@@ -405,6 +408,7 @@ KvGroupShape ModelRunner::kv_group_shape() const {
   g.block_size = options_.block_size;
   g.window = sliding_group_ ? config_.sliding_window : 0;
   g.max_step_tokens = options_.max_num_batched_tokens;
+  g.max_step_seqs = options_.max_num_seqs;
   return g;
 }
 
@@ -484,9 +488,10 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
                                                                shape.sliding_block_bytes)
                                                  : ""));
   // The longest sequence both pools hold: every token's block in the full
-  // pool, its window's in the sliding pool (kv_blocks_per_seq).
+  // pool, the window behind its largest step in the sliding pool.
   int64_t capacity = num_blocks * bs;
-  if (sliding_group_ && num_sliding < kv_blocks_per_seq(shape, max_len).sliding)
+  if (sliding_group_ &&
+      num_sliding < sliding_window_blocks(shape.window, bs, max_len, shape.max_step_tokens))
     capacity = std::min(capacity, num_sliding * bs);
   if (capacity < max_len) {
     if (options_.max_model_len > 0)

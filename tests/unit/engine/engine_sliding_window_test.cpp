@@ -117,9 +117,9 @@ TEST(SlidingWindowKv, TheSameMemoryHoldsMoreTokens) {
   ASSERT_NE(windowed, nullptr);
   ASSERT_NE(full, nullptr);
   // One full layer of six keeps the whole context: the pool holds about
-  // three times the tokens (the sliding layers keep 11 blocks of each
-  // sequence of 256 tokens: kv_budget.h's split).
-  EXPECT_GT(windowed->info().kv_capacity_tokens, 3 * full->info().kv_capacity_tokens);
+  // four times the tokens (the sliding layers keep 3 blocks of each
+  // sequence of 256 tokens, and a step's 32 / 4 + 32: kv_budget.h's split).
+  EXPECT_GT(windowed->info().kv_capacity_tokens, 4 * full->info().kv_capacity_tokens);
   EXPECT_EQ(full->info().num_sliding_kv_blocks, 0);
   // A model without sliding layers keeps one pool.
   auto llama = start_engine({.model = tiny_model_dir("tiny_llama_linear"),
@@ -130,9 +130,10 @@ TEST(SlidingWindowKv, TheSameMemoryHoldsMoreTokens) {
   EXPECT_EQ(llama->info().num_sliding_kv_blocks, 0);
 }
 
-// 64 full blocks hold one sequence of 256 tokens; the sliding pool gets 11
-// blocks (44 tokens). A 200-token prompt and 40 more tokens run only when
-// the blocks that leave the window return to that pool.
+// 64 full blocks hold one sequence of 256 tokens; the sliding pool gets 13
+// blocks (52 tokens: a decoding window's 3 and a step's 32 / 4 + 2). A
+// 200-token prompt and 40 more tokens run only when the blocks that leave
+// the window return to that pool.
 TEST(SlidingWindowKv, BlocksLeavingTheWindowAreFreed) {
   EngineSetup setup{.model = gemma_dir(),
                     .tokenizer = stories_dir(),
@@ -142,7 +143,7 @@ TEST(SlidingWindowKv, BlocksLeavingTheWindowAreFreed) {
                     .max_num_batched_tokens = 32};
   auto engine = start_engine(setup);
   ASSERT_NE(engine, nullptr);
-  ASSERT_EQ(engine->info().num_sliding_kv_blocks, 11);
+  ASSERT_EQ(engine->info().num_sliding_kv_blocks, 13);
   ASSERT_EQ(engine->info().max_model_len, 256);
   TestRequest r = greedy_request("long", long_prompt(200, 3));
   r.params.max_tokens = 40;
@@ -171,12 +172,13 @@ TEST(SlidingWindowKv, ParallelRanksKeepTheGroups) {
                                 .tokenizer = stories_dir(),
                                 .block_size = 4,
                                 .num_kv_blocks = 64,
+                                .max_num_seqs = 2,
                                 .max_num_batched_tokens = 32,
                                 .max_chunk_tokens = 12,
                                 .tensor_parallel_size = tp,
                                 .pipeline_parallel_size = pp});
     ASSERT_NE(engine, nullptr);
-    EXPECT_EQ(engine->info().num_sliding_kv_blocks, 11);
+    EXPECT_EQ(engine->info().num_sliding_kv_blocks, 13);
     const auto logs = run_all(*engine, {r});
     ASSERT_EQ(logs.size(), 1u);
     ReferenceCheck check(ref.get(), "sliding-window KV, parallel");

@@ -220,9 +220,9 @@ class DecodeGraphRunnerTest : public ::testing::Test {
       Seq s;
       for (int32_t t = 0; t < lens[i]; ++t) s.tokens.push_back((7 * i + 3 * t + 1) % 97);
       for (int32_t b = 0; b < 8; ++b) s.table.push_back(8 * i + (b * 5) % 8);  // scattered
-      // Sliding blocks: a ring of 7 per sequence (reused once out of the window).
+      // Sliding blocks: a ring of 5 per sequence (reused once out of the window).
       if (sliding_group())
-        for (int32_t b = 0; b < 8; ++b) s.sliding_table.push_back(7 * i + (6 - b % 7));
+        for (int32_t b = 0; b < 8; ++b) s.sliding_table.push_back(5 * i + (4 - b % 5));
       seqs_.push_back(s);
     }
   }
@@ -445,9 +445,9 @@ class DecodeGraphSlidingRunnerTest : public DecodeGraphRunnerTest {
 };
 
 TEST_F(DecodeGraphSlidingRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
-  // 64 full blocks hold two sequences of 128 tokens; so do 36 sliding ones
-  // (steps of up to 64 tokens after a window of 3: 18 blocks each).
-  EXPECT_EQ(graph_runner_->num_sliding_kv_blocks(), 36);
+  // 64 full blocks hold two sequences of 128 tokens; so do 4 sliding ones,
+  // plus a step of up to 64 tokens over 8 sequences: 64 / 4 + 8.
+  EXPECT_EQ(graph_runner_->num_sliding_kv_blocks(), 28);
   step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
   for (int i = 0; i < 6; ++i) step({0, 1, 2, 3, 4}, true, 8);
   step({1, 3, 4}, true, 4);

@@ -77,9 +77,9 @@ TEST_F(RunnerTest, SizesKvCacheAndMaxModelLen) {
 }
 
 // Gemma 3's tiny shape (layer 0 sliding with window 3, layer 1 full), blocks
-// of 4 tokens (512 bytes per layer), steps of up to 8 tokens: one sequence of
-// 128 tokens holds 32 full blocks and sliding_window_blocks(3, 4, 128, 8) = 4
-// sliding ones.
+// of 4 tokens (512 bytes per layer), steps of up to 8 tokens over 4
+// sequences: one decoding sequence of 128 tokens holds 32 full blocks and 2
+// sliding ones, and a step adds at most 8 / 4 + 4 = 6 sliding blocks.
 RunnerOptions sliding_options() {
   RunnerOptions o;
   o.block_size = 4;
@@ -91,29 +91,29 @@ RunnerOptions sliding_options() {
 
 TEST_F(RunnerTest, SlidingWindowGroupSplitsThePool) {
   RunnerOptions o = sliding_options();
-  o.kv_cache_bytes = 2 * (32 + 4) * 512;  // two sequences of 128 tokens in both groups
+  o.kv_cache_bytes = (2 * (32 + 2) + 6) * 512;  // two sequences of 128 tokens and a step
   auto r = make(o, tiny_config("gemma3"));
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->kv_block_bytes(), 512);
   EXPECT_EQ(r->sliding_kv_block_bytes(), 512);
   EXPECT_EQ(r->num_kv_blocks(), 64);
-  EXPECT_EQ(r->num_sliding_kv_blocks(), 8);
+  EXPECT_EQ(r->num_sliding_kv_blocks(), 10);
   EXPECT_EQ(r->max_model_len(), 128);
-  // The same bytes with every layer keeping its whole context: 36 blocks.
+  // The same bytes with every layer keeping its whole context: 37 blocks.
   o.sliding_kv_group = false;
   r = make(o, tiny_config("gemma3"));
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->kv_block_bytes(), 1024);
-  EXPECT_EQ(r->num_kv_blocks(), 36);
+  EXPECT_EQ(r->num_kv_blocks(), 37);
   EXPECT_EQ(r->num_sliding_kv_blocks(), 0);
   // --num-kv-blocks sets the full pool; the sliding pool holds as many
-  // sequences: ceil(40 x 4 / 32).
+  // sequences and a step: ceil(40 x 2 / 32) + 6.
   o = sliding_options();
   o.num_kv_blocks = 40;
   r = make(o, tiny_config("gemma3"));
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->num_kv_blocks(), 40);
-  EXPECT_EQ(r->num_sliding_kv_blocks(), 5);
+  EXPECT_EQ(r->num_sliding_kv_blocks(), 9);
   // A model without sliding layers keeps one pool, sized as before.
   o = sliding_options();
   o.block_size = 16;
