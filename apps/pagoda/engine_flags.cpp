@@ -128,7 +128,9 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       ->capture_default_str();
   app.add_option(
          "--num-kv-blocks", o.num_kv_blocks,
-         "KV-cache blocks to allocate; 0: size the pool from memory (see --kv-cache-memory-bytes)")
+         "KV-cache blocks to allocate (a model with sliding-window layers: the full-attention "
+         "layers' pool, the sliding layers' pool holding as many sequences); 0: size the pool "
+         "from memory (see --kv-cache-memory-bytes)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_switch(app, "enable-prefix-caching", o.enable_prefix_caching,
@@ -156,6 +158,10 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
          "says how the pool was sized")
       ->type_name("SIZE");
   app.add_flag("--enforce-eager", o.enforce_eager, "run without CUDA graphs");
+  app.add_flag("--disable-hybrid-kv-cache-manager", o.disable_hybrid_kv_cache_manager,
+               "keep every layer's KV for the whole context in one pool; by default the "
+               "sliding-window layers of Gemma 2/3 keep only their window in a pool of their own "
+               "(more tokens fit; the start-up 'KV groups' line says how many)");
   add_parallel_flags(app, o);
   add_switch(app, "async-scheduling", o.async_scheduling,
              "plan and launch the next engine step while the GPU runs the current one, so host "

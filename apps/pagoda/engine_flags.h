@@ -9,16 +9,19 @@
 
 namespace pagoda::app {
 
-// Registers on `app`, writing into `options`: --device, --load-format, --chat-template, --generation-config,
-// --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
-// --num-kv-blocks, --enable-prefix-caching / --no-enable-prefix-caching,
-// --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager, --tensor-parallel-size
-// (-tp), --pipeline-parallel-size (-pp; pair with rewrite_engine_aliases), --async-scheduling /
-// --no-async-scheduling, --jump-forward / --no-jump-forward, --speculative-config, --seed, --stats-log-interval, the model source's --revision and
-// --download-dir (add_model_source_flags); and the process's --threads (the CPU thread
-// pool, core/thread_pool.h) and --log-level (core/log.h), applied while
-// parsing. `options` must outlive parsing; its current values are the
-// defaults shown by --help.
+// Registers on `app`, writing into `options`: --device, --load-format,
+// --chat-template, --generation-config, --max-model-len, --max-num-seqs,
+// --max-num-batched-tokens, --block-size, --num-kv-blocks,
+// --enable-prefix-caching / --no-enable-prefix-caching,
+// --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager,
+// --disable-hybrid-kv-cache-manager, --tensor-parallel-size (-tp),
+// --pipeline-parallel-size (-pp; pair with rewrite_engine_aliases),
+// --async-scheduling / --no-async-scheduling, --jump-forward /
+// --no-jump-forward, --speculative-config, --seed, --stats-log-interval, the
+// model source's --revision and --download-dir (add_model_source_flags); and
+// the process's --threads (the CPU thread pool, core/thread_pool.h) and
+// --log-level (core/log.h), applied while parsing. `options` must outlive
+// parsing; its current values are the defaults shown by --help.
 void add_engine_flags(CLI::App& app, EngineOptions& options);
 
 // Rewrites vLLM's multi-letter single-dash engine flags, which CLI11 cannot

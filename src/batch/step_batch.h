@@ -31,6 +31,14 @@ struct StepBatch {
   // Copy-on-write block copies, applied before the forward.
   std::vector<int32_t> copy_src;
   std::vector<int32_t> copy_dst;
+  // The sliding-window KV group (kv/kv_manager.h), empty without one: the
+  // sliding layers' block tables (same width; kNullBlock = -1 entries before
+  // each sequence's window, never read), slots and copies in the sliding
+  // pool's block ids.
+  std::vector<int32_t> sliding_block_tables;  // [S * max_blocks_per_seq]
+  std::vector<int32_t> sliding_slot_mapping;  // [T]
+  std::vector<int32_t> sliding_copy_src;
+  std::vector<int32_t> sliding_copy_dst;
   // Tokens not known on the host yet (async scheduling): token_ids[pending_rows[i]]
   // (any value) is replaced on the device by the token that the step launched
   // just before this one sampled for its logits row pending_sources[i]. That
@@ -52,6 +60,10 @@ struct StepBatch {
     sampling.clear();
     copy_src.clear();
     copy_dst.clear();
+    sliding_block_tables.clear();
+    sliding_slot_mapping.clear();
+    sliding_copy_src.clear();
+    sliding_copy_dst.clear();
     pending_rows.clear();
     pending_sources.clear();
   }

@@ -150,7 +150,8 @@ void DraftModelProposer::on_sequence_end(int64_t seq_id, std::span<const int32_t
 bool DraftModelProposer::reserve(int64_t seq_id, int32_t num_slots) {
   if (kv_.num_blocks_for(num_slots) > runner_->max_blocks_per_seq()) return false;
   auto needed = [&] {
-    return kv_.contains(seq_id) ? kv_.blocks_needed(seq_id, num_slots)
+    // The draft's KvManager has no sliding group (full only).
+    return kv_.contains(seq_id) ? kv_.blocks_needed(seq_id, num_slots).full
                                 : kv_.num_blocks_for(num_slots);
   };
   while (needed() > kv_.num_allocatable_blocks()) {

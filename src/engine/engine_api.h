@@ -45,7 +45,7 @@ struct EngineOptions {
   // "vllm" none, else a folder holding a generation_config.json.
   std::string generation_config = "auto";
   int block_size = 16;
-  int64_t num_kv_blocks = 0;  // 0: size the pool from memory
+  int64_t num_kv_blocks = 0;  // 0: size the pool from memory (the full-attention group's)
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 2048;
@@ -57,6 +57,12 @@ struct EngineOptions {
   // RAM, cuda from gpu_memory_utilization (model/kv_budget.h).
   int64_t kv_cache_memory_bytes = 0;
   bool enforce_eager = false;
+  // --disable-hybrid-kv-cache-manager (vLLM's name): every layer keeps its
+  // whole context in one KV pool. Off (default): a model with both
+  // sliding-window and full-attention layers (Gemma 2/3) keeps the sliding
+  // layers' KV in a second pool that holds only the window
+  // (RunnerOptions::sliding_kv_group, docs/architecture.md "KV groups").
+  bool disable_hybrid_kv_cache_manager = false;
   // Tensor parallelism (docs/parallelism.md): the model split over this many
   // ranks (--tensor-parallel-size) -- cpu: threads of this process, cuda:
   // GPUs 0..N-1 over NCCL. 1: the whole model on one backend.
@@ -143,9 +149,15 @@ struct ModelInfo {
   std::string architecture;
   int64_t max_model_len = 0;
   int64_t vocab_size = 0;
-  int64_t num_kv_blocks = 0;
+  int64_t num_kv_blocks = 0;  // the full-attention group's pool with two KV groups
   int block_size = 0;
-  int64_t kv_capacity_tokens = 0;
+  int64_t kv_capacity_tokens = 0;  // num_kv_blocks * block_size
+  // The sliding-window KV group (0 without one): its pool, its window, and
+  // the most new tokens of one step (bounds its blocks per sequence:
+  // kv/sliding_window_blocks.h).
+  int64_t num_sliding_kv_blocks = 0;
+  int64_t sliding_window = 0;
+  int64_t max_num_batched_tokens = 0;
   int64_t max_num_seqs = 0;        // sequences running at once (--max-num-seqs)
   std::string device;              // e.g. "cpu (2 threads)"; with tensor parallelism rank 0's
   int tensor_parallel_size = 1;    // ranks the model is split over (--tensor-parallel-size)

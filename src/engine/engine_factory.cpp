@@ -50,6 +50,7 @@ RunnerOptions to_runner_options(const EngineOptions& o) {
   r.kv_cache_bytes = o.kv_cache_memory_bytes;
   r.enforce_eager = o.enforce_eager;
   r.keep_weight_blocks = !o.gguf_dequantize;
+  r.sliding_kv_group = !o.disable_hybrid_kv_cache_manager;
   return r;
 }
 
@@ -63,6 +64,32 @@ void log_sampling_defaults(const GenerationDefaults& defaults, const std::string
     log_info("sampling defaults: built-in (temperature=1, no top_p / top_k / min_p); {}",
              choice == "vllm" ? "--generation-config vllm" : "the model gives none");
   }
+}
+
+// The start-up line of the two KV groups: each group's layers, blocks and
+// tokens, and the tokens the same memory would hold with every layer keeping
+// its whole context in one pool (the capacity gained).
+std::string describe_kv_groups(const ModelInfo& info, const Runner& runner,
+                               const ModelConfig& config) {
+  const auto num_sliding = static_cast<int64_t>(
+      std::count(config.sliding_layers.begin(), config.sliding_layers.end(), true));
+  const double full_bytes = static_cast<double>(runner.kv_block_bytes());
+  const double sliding_bytes = static_cast<double>(runner.sliding_kv_block_bytes());
+  const double bytes = static_cast<double>(info.num_kv_blocks) * full_bytes +
+                       static_cast<double>(info.num_sliding_kv_blocks) * sliding_bytes;
+  const auto one_pool_tokens =
+      static_cast<int64_t>(bytes / (full_bytes + sliding_bytes)) * info.block_size;
+  return fmt::format(
+      "KV groups: {} full-attention layers keep {} tokens ({} blocks); {} sliding-window layers "
+      "(window {}) keep {} tokens of windows ({} blocks); the same memory with every layer "
+      "keeping its whole context holds {} tokens: {:.2f}x the capacity "
+      "(--disable-hybrid-kv-cache-manager)",
+      config.num_layers - num_sliding, info.kv_capacity_tokens, info.num_kv_blocks, num_sliding,
+      info.sliding_window, info.num_sliding_kv_blocks * info.block_size, info.num_sliding_kv_blocks,
+      one_pool_tokens,
+      one_pool_tokens > 0
+          ? static_cast<double>(info.kv_capacity_tokens) / static_cast<double>(one_pool_tokens)
+          : 0.0);
 }
 
 Status check_options(const EngineOptions& o) {
@@ -131,6 +158,11 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.num_kv_blocks = runner.num_kv_blocks();
   parts.info.block_size = runner.block_size();
   parts.info.kv_capacity_tokens = runner.num_kv_blocks() * runner.block_size();
+  if (runner.num_sliding_kv_blocks() > 0) {
+    parts.info.num_sliding_kv_blocks = runner.num_sliding_kv_blocks();
+    parts.info.sliding_window = opened.config.sliding_window;
+  }
+  parts.info.max_num_batched_tokens = options.max_num_batched_tokens;
   parts.info.max_num_seqs = options.max_num_seqs;
   parts.info.device = loaded.device;
   parts.info.tensor_parallel_size = options.tensor_parallel_size;
@@ -147,6 +179,9 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.scheduler_config.kv.num_blocks = static_cast<int32_t>(runner.num_kv_blocks());
   parts.scheduler_config.kv.block_size = runner.block_size();
   parts.scheduler_config.kv.enable_prefix_caching = options.enable_prefix_caching;
+  parts.scheduler_config.kv.sliding_window = static_cast<int32_t>(parts.info.sliding_window);
+  parts.scheduler_config.kv.num_sliding_blocks =
+      static_cast<int32_t>(parts.info.num_sliding_kv_blocks);
   PAGODA_ASSIGN_OR_RETURN(SamplingDefaults sampling,
                           select_sampling_defaults(options.generation_config, opened.generation, opened.generation_source));
   parts.generation = std::move(sampling.values);
@@ -158,13 +193,17 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.eos_token_ids = collect_eos(*tokenizer, opened);
   parts.tokenizer = std::move(tokenizer);
   parts.chat_template = std::move(chat_template).value();
-  const std::string kv_bytes =
-      fmt::format("{:.2f} GiB{}", to_gib(static_cast<double>(parts.info.num_kv_blocks * runner.kv_block_bytes())),
-                  loaded.kv_scope.empty() ? "" : " " + loaded.kv_scope);
+  const double pool_bytes =
+      static_cast<double>(parts.info.num_kv_blocks * runner.kv_block_bytes() +
+                          parts.info.num_sliding_kv_blocks * runner.sliding_kv_block_bytes());
+  const std::string kv_bytes = fmt::format("{:.2f} GiB{}", to_gib(pool_bytes),
+                                           loaded.kv_scope.empty() ? "" : " " + loaded.kv_scope);
   log_info("KV cache: {} blocks x {} tokens = {} tokens ({}; sized by {}); max model len {}; prefix caching {}{}",
            parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens, kv_bytes,
            runner.kv_sizing(), parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off",
            loaded.parallelism.empty() ? "" : "; " + loaded.parallelism);
+  if (parts.info.num_sliding_kv_blocks > 0)
+    log_info("{}", describe_kv_groups(parts.info, runner, opened.config));
   parts.backend = std::move(loaded.backend);
   parts.runner = std::move(loaded.runner);
   return parts;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "kv/sliding_window_blocks.h"
+
 namespace pagoda {
 
 Result<int64_t, RequestLimitError> fit_context(const ModelInfo& info, const RequestSize& request) {
@@ -41,6 +43,20 @@ Result<int64_t, RequestLimitError> fit_request(const ModelInfo& info, const Requ
                     "--num-kv-blocks.",
                     request.num_seqs, num_tokens, request.num_prompt_tokens, max_tokens.value(),
                     blocks, info.num_kv_blocks)};
+  }
+  if (info.num_sliding_kv_blocks > 0) {
+    const int64_t window_blocks =
+        request.num_seqs * sliding_window_blocks(info.sliding_window, info.block_size, num_tokens,
+                                                 info.max_num_batched_tokens);
+    if (window_blocks > info.num_sliding_kv_blocks) {
+      return RequestLimitError{
+          RequestLimit::kKvBlocks,
+          fmt::format("{} sequence(s) of up to {} tokens need {} sliding-window KV blocks (window "
+                      "{} behind steps of up to {} tokens); the sliding-window pool has {}. "
+                      "Reduce n or best_of, or raise --num-kv-blocks.",
+                      request.num_seqs, num_tokens, window_blocks, info.sliding_window,
+                      info.max_num_batched_tokens, info.num_sliding_kv_blocks)};
+    }
   }
   return max_tokens;
 }

@@ -30,6 +30,7 @@ enum class RequestLimit {
   kContextLength,  // no token left after the prompt, or prompt + max_tokens > max_model_len
   kNumSeqs,        // num_seqs > max_num_seqs
   kKvBlocks,       // num_seqs sequences of prompt + max_tokens tokens, no block shared, > the pool
+                   // (or > the sliding-window pool: their windows' blocks)
 };
 
 struct RequestLimitError {

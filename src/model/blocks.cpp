@@ -135,11 +135,17 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
                const AttentionScoring& scoring, const Tensor& cos_sin) {
   Backend& be = ctx.backend;
   KvCacheView& cache = ctx.caches[layer];
+  // A sliding layer's KV lives in the sliding-window group's pool when the
+  // runner keeps that group (its cache view is into that pool).
+  const bool sliding_group =
+      ctx.sliding_meta != nullptr &&
+      ctx.config.sliding_layers[static_cast<size_t>(ctx.first_layer) + layer];
   be.linear(ctx.normed, l.qkv, l.qkv_bias, ctx.qkv);
   if (!l.q_norm.empty()) be.qk_norm(ctx.qkv, ctx.layout, l.q_norm, l.k_norm, ctx.eps);
   be.rope(ctx.qkv, ctx.layout, ctx.positions, cos_sin);
-  be.kv_write(ctx.qkv, ctx.layout, ctx.slots, cache);
-  be.paged_attention(ctx.qkv, ctx.layout, cache, ctx.meta, scoring, ctx.attn);
+  be.kv_write(ctx.qkv, ctx.layout, sliding_group ? ctx.sliding_slots : ctx.slots, cache);
+  be.paged_attention(ctx.qkv, ctx.layout, cache, sliding_group ? *ctx.sliding_meta : ctx.meta,
+                     scoring, ctx.attn);
   be.linear(ctx.attn, l.o_proj, Tensor(), ctx.proj);
   if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
 }

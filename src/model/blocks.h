@@ -112,7 +112,10 @@ void add_and_norm(ForwardContext& ctx, const Tensor& w);
 // the fused q/k/v projection (+ bias when l.qkv_bias is set), per-head q/k
 // RMSNorm when l.q_norm is set, RoPE at ctx.positions, the new k/v written
 // to ctx.caches[layer] at ctx.slots, attention over each sequence's cache,
-// and the output projection (all-reduced over ctx.tp when set).
+// and the output projection (all-reduced over ctx.tp when set). A layer that
+// config.sliding_layers marks sliding uses ctx.sliding_slots and
+// ctx.sliding_meta instead when ctx.sliding_meta is set (its cache is in the
+// sliding-window group's pool).
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
 // The same with the layer's own scoring (scale, soft-capping, sliding
 // window) and rope table (ctx.cos_sin or ctx.cos_sin_local).

@@ -25,7 +25,9 @@ int pick_decode_graph(const std::vector<int64_t>& sizes, int64_t num_seqs) {
 }
 
 void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t table_width,
-                               int32_t scratch_block, const DecodeIndexViews& dst) {
+                               int32_t scratch_block, int32_t sliding_scratch_block,
+                               const DecodeIndexViews& dst) {
+  const bool sliding = dst.sliding_slots != nullptr;
   const int64_t num_seqs = static_cast<int64_t>(step.seq_lens.size());
   const size_t real = static_cast<size_t>(num_seqs) * sizeof(int32_t);
   if (num_seqs > 0) {
@@ -33,11 +35,16 @@ void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t tab
     std::memcpy(dst.positions, step.positions.data(), real);
     std::memcpy(dst.slots, step.slot_mapping.data(), real);
     std::memcpy(dst.seq_lens, step.seq_lens.data(), real);
+    if (sliding) std::memcpy(dst.sliding_slots, step.sliding_slot_mapping.data(), real);
   }
   const int64_t width = step.max_blocks_per_seq;
   for (int64_t s = 0; s < num_seqs; ++s) {
     std::memcpy(dst.block_tables + s * table_width, step.block_tables.data() + s * width,
                 static_cast<size_t>(width) * sizeof(int32_t));
+    if (sliding)
+      std::memcpy(dst.sliding_block_tables + s * table_width,
+                  step.sliding_block_tables.data() + s * width,
+                  static_cast<size_t>(width) * sizeof(int32_t));
   }
   for (int64_t r = num_seqs; r < batch; ++r) {
     dst.ids[r] = 0;
@@ -45,6 +52,10 @@ void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t tab
     dst.slots[r] = -1;
     dst.seq_lens[r] = 1;
     dst.block_tables[r * table_width] = scratch_block;
+    if (sliding) {
+      dst.sliding_slots[r] = -1;
+      dst.sliding_block_tables[r * table_width] = sliding_scratch_block;
+    }
   }
   for (int64_t i = 0; i <= batch; ++i) dst.query_start_loc[i] = static_cast<int32_t>(i);
 }

@@ -9,8 +9,10 @@
 // B: padding row r in [S, B) has token 0, position 0, slot -1 (kv_write skips
 // it), seq_len 1 and a block table row whose first entry is the runner's
 // reserved scratch block (zeroed at startup, never given to a sequence), so
-// it attends to one valid, finite key and writes nothing. Padding rows'
-// outputs are never read: logits rows index real rows only.
+// it attends to one valid, finite key and writes nothing; with a
+// sliding-window KV group the same in that group's slots and tables (its own
+// scratch block). Padding rows' outputs are never read: logits rows index
+// real rows only.
 #pragma once
 
 #include <cstdint>
@@ -45,15 +47,21 @@ struct DecodeIndexViews {
   int32_t* query_start_loc = nullptr;  // [batch + 1]
   int32_t* seq_lens = nullptr;   // [batch]
   int32_t* block_tables = nullptr;     // [batch, table_width]
+  // The sliding-window KV group's (nullptr without one).
+  int32_t* sliding_slots = nullptr;         // [batch]
+  int32_t* sliding_block_tables = nullptr;  // [batch, table_width]
 };
 
 // Writes the decode-only `step` (S sequences; S = 0 gives an all-padding
 // batch, used at capture) padded to `batch` rows: real rows copied, block
 // table rows re-laid from step.max_blocks_per_seq to `table_width` columns
 // (columns a sequence does not reach are left as they were: never read),
-// padding rows as described above with `scratch_block`.
+// padding rows as described above with `scratch_block`; with
+// dst.sliding_slots set, step's sliding_slot_mapping and
+// sliding_block_tables the same way, padding with `sliding_scratch_block`.
 // Requires S <= batch and step.max_blocks_per_seq <= table_width.
 void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t table_width,
-                               int32_t scratch_block, const DecodeIndexViews& dst);
+                               int32_t scratch_block, int32_t sliding_scratch_block,
+                               const DecodeIndexViews& dst);
 
 }  // namespace pagoda

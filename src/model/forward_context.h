@@ -36,6 +36,13 @@ struct ForwardContext {
   Tensor cos_sin_local;              // the same for sliding layers with their own base
                                      // (config.rope_local_base_freq > 0); empty otherwise
   std::vector<KvCacheView>& caches;  // [num_layers] (of this pipeline stage: weights.layers[i]'s)
+  int64_t first_layer = 0;           // global index of caches[0] (pipeline stage)
+  // The sliding-window KV group (RunnerOptions::sliding_kv_group): the
+  // sliding layers' caches (config.sliding_layers) are views into that
+  // group's pool, written at these slots and read through these tables;
+  // empty / nullptr without it (every layer uses `slots` and `meta`).
+  Tensor sliding_slots{};                           // [T] i32
+  const AttentionMetadata* sliding_meta = nullptr;  // `meta` with the sliding group's tables
 
   // Scratch, [T, *] cd. The forward leaves the final normed hidden states
   // in `normed`; the runner reads them for the lm_head.

@@ -6,7 +6,8 @@
 namespace pagoda {
 
 ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_len,
-                              int64_t block_size, int64_t num_rows, int64_t vocab) {
+                              int64_t block_size, int64_t num_rows, int64_t vocab,
+                              bool sliding_group) {
   const int64_t num_tokens = std::min(max_tokens, max_seqs * max_len);
   const int64_t seq_len = std::min(num_tokens, max_len);
   const int64_t num_seqs = (num_tokens + seq_len - 1) / seq_len;
@@ -31,6 +32,10 @@ ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_
     p.num_blocks += blocks;
     s.seq_lens.push_back(static_cast<int32_t>(len));
     s.query_start_loc.push_back(static_cast<int32_t>(s.token_ids.size()));
+  }
+  if (sliding_group) {
+    s.sliding_block_tables = s.block_tables;
+    s.sliding_slot_mapping = s.slot_mapping;
   }
   SamplingBatch& b = s.sampling;
   b.penalty_offsets.push_back(0);

@@ -28,10 +28,13 @@ struct ProfileStep {
 // repetition penalty, a logit bias on one token (so the sampler sizes its
 // processed-row scratch too), an allowed-token mask of its own that allows
 // every token (the largest mask upload: one mask per row) and
-// kProfileTopLogprobs top logprobs.
-// Requires every argument >= 1.
+// kProfileTopLogprobs top logprobs. `sliding_group`: the step also carries
+// a sliding-window KV group's tables and slots, the same block ids in that
+// group's pool (num_blocks there too).
+// Requires every size >= 1.
 ProfileStep make_profile_step(int64_t max_tokens, int64_t max_seqs, int64_t max_len,
-                              int64_t block_size, int64_t num_rows, int64_t vocab);
+                              int64_t block_size, int64_t num_rows, int64_t vocab,
+                              bool sliding_group = false);
 
 // Bytes left for the KV cache on a device where this process may use
 // `fraction` of `total` (gpu_memory_utilization): fraction * total minus what

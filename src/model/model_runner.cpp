@@ -13,6 +13,7 @@
 #include "backend/communicator.h"
 #include "core/log.h"
 #include "core/units.h"
+#include "kv/sliding_window_blocks.h"
 #include "model/architecture.h"
 #include "model/decode_graphs.h"
 #include "model/kv_budget.h"
@@ -55,10 +56,12 @@ class HostBuffer {
 
 // Offsets (in i32 elements) of the step's index arrays in one device buffer;
 // fixed for the runner's life so tensors keep their addresses step to step.
+// The sliding-window group's slots and tables take room only with that group.
 struct IndexLayout {
   int64_t ids = 0, positions = 0, slots = 0, qsl = 0, seq_lens = 0, tables = 0, rows = 0,
-          pending_rows = 0, pending_sources = 0, total = 0;
-  IndexLayout(int64_t max_tokens, int64_t max_seqs, int64_t max_table, int64_t max_rows) {
+          pending_rows = 0, pending_sources = 0, sliding_slots = 0, sliding_tables = 0, total = 0;
+  IndexLayout(int64_t max_tokens, int64_t max_seqs, int64_t max_table, int64_t max_rows,
+              bool sliding) {
     positions = ids + max_tokens;
     slots = positions + max_tokens;
     qsl = slots + max_tokens;
@@ -67,7 +70,9 @@ struct IndexLayout {
     rows = tables + max_seqs * max_table;
     pending_rows = rows + max_rows;
     pending_sources = pending_rows + max_tokens;
-    total = pending_sources + max_tokens;
+    sliding_slots = pending_sources + max_tokens;
+    sliding_tables = sliding_slots + (sliding ? max_tokens : 0);
+    total = sliding_tables + (sliding ? max_seqs * max_table : 0);
   }
 };
 
@@ -171,9 +176,15 @@ struct ModelRunner::Buffers {
   // Staging for `index`, one per step slot: a step's uploads may still be
   // queued behind the step before it while the host fills the next one.
   std::array<std::unique_ptr<HostBuffer>, kNumStepSlots> host_index;
-  DeviceBuffer kv;                  // per layer: k then v, each [num_kv_blocks, block_size, Hkv, D]
-  std::vector<KvCacheView> caches;  // [num_layers] views into kv
-  IndexLayout layout{0, 0, 0, 0};
+  // Per layer of the full-attention group (every layer without a sliding
+  // group): k then v, each [num_kv_blocks, block_size, Hkv, D].
+  DeviceBuffer kv;
+  // The same for the sliding-window group's layers, [num_sliding_kv_blocks, ...].
+  DeviceBuffer kv_sliding;
+  std::vector<KvCacheView> caches;  // [num_layers] views into kv or kv_sliding
+  // The same views per group (block copies): [0] full, [1] sliding.
+  std::array<std::vector<KvCacheView>, 2> group_caches;
+  IndexLayout layout{0, 0, 0, 0, false};
 
   Tensor i32(int64_t offset, int64_t n) const {
     return Tensor(static_cast<int32_t*>(index.data()) + offset, DType::kI32, {n});
@@ -223,6 +234,10 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   r->local_ = tp_local_config(config, shard);
   r->stage_ = stage;
   r->layers_ = pp_layers(config, stage);
+  const auto& kinds = config.sliding_layers;
+  r->sliding_group_ = options.sliding_kv_group && config.sliding_window > 0 &&
+                      std::find(kinds.begin(), kinds.end(), true) != kinds.end() &&
+                      std::find(kinds.begin(), kinds.end(), false) != kinds.end();
   r->layout_ = {static_cast<int>(r->local_.num_heads), static_cast<int>(r->local_.num_kv_heads),
                 static_cast<int>(config.head_dim)};
   // Softmax scale: query_pre_attn_scalar^-0.5 (Gemma) or head_dim^-0.5.
@@ -262,7 +277,7 @@ Status ModelRunner::allocate(int64_t max_len) {
   const size_t table_bytes = static_cast<size_t>(max_len * d) * sizeof(float);
   buf_ = std::make_unique<Buffers>();
   Buffers& b = *buf_;
-  b.layout = IndexLayout(t, options_.max_num_seqs, max_table, chunk);
+  b.layout = IndexLayout(t, options_.max_num_seqs, max_table, chunk, sliding_group_);
   try {
     b.residual = DeviceBuffer(&backend_, t * h * es);
     b.normed = DeviceBuffer(&backend_, t * h * es);
@@ -314,27 +329,33 @@ Status ModelRunner::profile_memory(int64_t max_len) {
   size_t free_before = 0, free_after = 0, total = 0;
   backend_.memory_info(&free_before, &total);
   const Clock::time_point start = Clock::now();
-  const ProfileStep p =
-      make_profile_step(options_.max_num_batched_tokens, options_.max_num_seqs, max_len,
-                        options_.block_size, options_.max_num_seqs, config_.vocab_size);
-  DeviceBuffer kv;
+  const ProfileStep p = make_profile_step(options_.max_num_batched_tokens, options_.max_num_seqs,
+                                          max_len, options_.block_size, options_.max_num_seqs,
+                                          config_.vocab_size, sliding_group_);
+  DeviceBuffer kv, kv_sliding;
   try {
     kv = DeviceBuffer(&backend_, static_cast<size_t>(p.num_blocks * kv_block_bytes()));
+    if (sliding_group_)
+      kv_sliding =
+          DeviceBuffer(&backend_, static_cast<size_t>(p.num_blocks * sliding_kv_block_bytes()));
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted,
                       "out of device memory for the memory profile's KV cache (" +
                           std::to_string(p.num_blocks) + " blocks); lower max_num_batched_tokens");
   }
-  map_kv_caches(kv.data(), p.num_blocks);
+  map_kv_caches(kv.data(), p.num_blocks, kv_sliding.data(), sliding_group_ ? p.num_blocks : 0);
   num_kv_blocks_ = p.num_blocks;
+  num_sliding_kv_blocks_ = sliding_group_ ? p.num_blocks : 0;
   max_blocks_per_seq_ = p.table_width;
   max_model_len_ = max_len;
   SampleOutput out;
   const Status st = execute(p.step, &out);
   backend_.synchronize();
   buf_->caches.clear();
+  for (auto& g : buf_->group_caches) g.clear();
   kv.reset();
-  num_kv_blocks_ = max_blocks_per_seq_ = max_model_len_ = 0;
+  kv_sliding.reset();
+  num_kv_blocks_ = num_sliding_kv_blocks_ = max_blocks_per_seq_ = max_model_len_ = 0;
   if (!st.ok()) return make_error(st.error().code, "memory profile step: " + st.error().message);
   backend_.memory_info(&free_after, &total);
   log_info(
@@ -346,15 +367,17 @@ Status ModelRunner::profile_memory(int64_t max_len) {
   return {};
 }
 
-// Blocks of `block_bytes` the options allow: num_kv_blocks when set, else
-// the kv_cache_bytes budget, else on cpu room for max_num_seqs sequences of
-// `max_len` tokens (at most half the available RAM, kv_budget.h) or, on
-// cuda, the fraction of total memory minus what is already in use. Sets
+// The pools the options allow: --num-kv-blocks when set (the sliding pool by
+// kv_pools_for_blocks), else the kv_cache_bytes budget, else on cpu room for
+// max_num_seqs sequences of `max_len` tokens (at most half the available
+// RAM, kv_budget.h) or, on cuda, the fraction of total memory minus what is
+// already in use, split between the groups by split_kv_budget. Sets
 // kv_sizing_ to how.
-int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes, int64_t max_len) {
+KvPoolSizes ModelRunner::budget_kv_pools(int64_t max_len) {
+  const KvGroupShape shape = kv_group_shape();
   if (options_.num_kv_blocks > 0) {
     kv_sizing_ = "--num-kv-blocks";
-    return options_.num_kv_blocks;
+    return kv_pools_for_blocks(options_.num_kv_blocks, shape, max_len);
   }
   size_t free_bytes = 0, total_bytes = 0;
   backend_.memory_info(&free_bytes, &total_bytes);
@@ -365,7 +388,9 @@ int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes, int64_t max_len) {
     // Every rank of this process (tp x pp) takes its pool from the same host memory.
     const int ranks = (options_.tp != nullptr ? options_.tp->size() : 1) *
                       (options_.pp != nullptr ? options_.pp->size() : 1);
-    budget = cpu_kv_budget(block_bytes, options_.block_size, max_len, options_.max_num_seqs,
+    const double step_bytes =
+        static_cast<double>(kv_step_blocks(shape)) * static_cast<double>(shape.sliding_block_bytes);
+    budget = cpu_kv_budget(kv_seq_bytes(shape, max_len), step_bytes, max_len, options_.max_num_seqs,
                            free_bytes, ranks);
   } else {
     const double fraction = options_.kv_cache_memory_fraction;
@@ -373,78 +398,150 @@ int64_t ModelRunner::budget_kv_blocks(int64_t block_bytes, int64_t max_len) {
               fmt::format("--gpu-memory-utilization {:.2f}", fraction)};
   }
   kv_sizing_ = budget.how;
-  return budget.bytes > 0 ? static_cast<int64_t>(budget.bytes / static_cast<double>(block_bytes)) : 0;
+  return split_kv_budget(budget.bytes, shape, max_len);
 }
+
+bool ModelRunner::in_sliding_group(int64_t l) const {
+  return sliding_group_ && config_.sliding_layers[static_cast<size_t>(layers_.begin + l)];
+}
+
+KvGroupShape ModelRunner::kv_group_shape() const {
+  KvGroupShape g;
+  g.full_block_bytes = kv_block_bytes();
+  g.sliding_block_bytes = sliding_kv_block_bytes();
+  g.block_size = options_.block_size;
+  g.window = sliding_group_ ? config_.sliding_window : 0;
+  g.max_step_tokens = options_.max_num_batched_tokens;
+  g.max_step_seqs = options_.max_num_seqs;
+  return g;
+}
+
+namespace {
+
+// Bytes of one block of one layer's k (or v).
+int64_t half_block_bytes(int64_t block_size, int64_t num_kv_heads, int64_t head_dim, DType cd) {
+  return block_size * num_kv_heads * head_dim * static_cast<int64_t>(dtype_size(cd));
+}
+
+}  // namespace
 
 int64_t ModelRunner::kv_block_bytes() const {
-  return 2 * layers_.size() * options_.block_size * local_.num_kv_heads * config_.head_dim *
-         static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
+  int64_t layers = 0;
+  for (int64_t l = 0; l < layers_.size(); ++l) layers += in_sliding_group(l) ? 0 : 1;
+  return 2 * layers *
+         half_block_bytes(options_.block_size, local_.num_kv_heads, config_.head_dim,
+                          backend_.compute_dtype());
 }
 
-void ModelRunner::map_kv_caches(void* base, int64_t num_blocks) {
-  const int64_t half_block = kv_block_bytes() / (2 * layers_.size());  // k or v of one layer
+int64_t ModelRunner::sliding_kv_block_bytes() const {
+  int64_t layers = 0;
+  for (int64_t l = 0; l < layers_.size(); ++l) layers += in_sliding_group(l) ? 1 : 0;
+  return 2 * layers *
+         half_block_bytes(options_.block_size, local_.num_kv_heads, config_.head_dim,
+                          backend_.compute_dtype());
+}
+
+void ModelRunner::map_kv_caches(void* base, int64_t num_blocks, void* sliding_base,
+                                int64_t num_sliding_blocks) {
   const DType cd = backend_.compute_dtype();
-  const std::initializer_list<int64_t> dims = {num_blocks, options_.block_size,
-                                               local_.num_kv_heads, config_.head_dim};
+  const int64_t half_block =
+      half_block_bytes(options_.block_size, local_.num_kv_heads, config_.head_dim, cd);
   buf_->caches.clear();
+  for (auto& g : buf_->group_caches) g.clear();
+  std::array<int64_t, 2> index = {0, 0};  // the next layer's place in each group's pool
   for (int64_t l = 0; l < layers_.size(); ++l) {
-    char* k = static_cast<char*>(base) + 2 * l * num_blocks * half_block;
-    char* v = k + num_blocks * half_block;
-    buf_->caches.push_back({Tensor(k, cd, dims), Tensor(v, cd, dims), options_.block_size});
+    const size_t group = in_sliding_group(l) ? 1 : 0;
+    const int64_t n = group == 1 ? num_sliding_blocks : num_blocks;
+    char* k =
+        static_cast<char*>(group == 1 ? sliding_base : base) + 2 * index[group] * n * half_block;
+    char* v = k + n * half_block;
+    ++index[group];
+    const std::initializer_list<int64_t> dims = {n, options_.block_size, local_.num_kv_heads,
+                                                 config_.head_dim};
+    const KvCacheView view{Tensor(k, cd, dims), Tensor(v, cd, dims), options_.block_size};
+    buf_->caches.push_back(view);
+    buf_->group_caches[group].push_back(view);
   }
 }
 
-// Sizes the pool (budget_kv_blocks; with graphs one more block, the padding
-// rows' scratch, zeroed), caps max_model_len to what one sequence can hold
-// when it was derived from the config, and allocates (the engine logs the capacity).
+// Sizes the pools (budget_kv_pools; with graphs one more block in each, the
+// padding rows' scratch, zeroed), caps max_model_len to what one sequence can
+// hold when it was derived from the config, and allocates (the engine logs
+// the capacity).
 Status ModelRunner::allocate_kv(int64_t max_len) {
   const int64_t bs = options_.block_size;
-  const int64_t block_bytes = kv_block_bytes();
   const int64_t reserved = use_graphs_ ? 1 : 0;
-  // Under tp and pp every rank sizes its own pool (a stage for its own
-  // layers); all then take the smallest, so the ranks hold the same blocks
-  // and the same max_model_len.
-  const int64_t budget = min_over_ranks(budget_kv_blocks(block_bytes, max_len));
+  const KvGroupShape shape = kv_group_shape();
+  // Under tp and pp every rank sizes its own pools (a stage for its own
+  // layers); all then take the smallest of each, so the ranks hold the same
+  // blocks and the same max_model_len.
+  const KvPoolSizes own = budget_kv_pools(max_len);
+  KvPoolSizes budget{min_over_ranks(own.full), min_over_ranks(own.sliding)};
   // A peer that failed aborted the communicators: its error, not a sizing one.
   PAGODA_RETURN_IF_ERROR(device_status());
-  const int64_t num_blocks = options_.num_kv_blocks > 0 ? budget : budget - reserved;
-  if (num_blocks < 1)
+  const bool given = options_.num_kv_blocks > 0;
+  const int64_t num_blocks = given ? budget.full : budget.full - reserved;
+  const int64_t num_sliding =
+      sliding_group_ ? (given ? budget.sliding : budget.sliding - reserved) : 0;
+  if (num_blocks < 1 || (sliding_group_ && num_sliding < 1))
     return make_error(ErrorCode::kResourceExhausted,
-                      "no memory left for the KV cache (" + std::to_string(block_bytes) +
-                          " bytes per block); raise the memory fraction or the cpu KV budget");
-  if (num_blocks * bs < max_len) {
+                      fmt::format("no memory left for the KV cache ({} bytes per block{}); raise "
+                                  "the memory fraction or the cpu KV budget",
+                                  shape.full_block_bytes,
+                                  sliding_group_ ? fmt::format(", + {} per sliding-window block",
+                                                               shape.sliding_block_bytes)
+                                                 : ""));
+  // The longest sequence both pools hold: every token's block in the full
+  // pool, the window behind its largest step in the sliding pool.
+  int64_t capacity = num_blocks * bs;
+  if (sliding_group_ &&
+      num_sliding < sliding_window_blocks(shape.window, bs, max_len, shape.max_step_tokens))
+    capacity = std::min(capacity, num_sliding * bs);
+  if (capacity < max_len) {
     if (options_.max_model_len > 0)
       return make_error(ErrorCode::kResourceExhausted,
-                        "the KV cache holds " + std::to_string(num_blocks * bs) +
+                        "the KV cache holds " + std::to_string(capacity) +
                             " tokens, less than max_model_len " + std::to_string(max_len) +
                             "; lower max_model_len or give the cache more memory");
-    log_warn("max_model_len {} capped to the KV cache capacity {}", max_len, num_blocks * bs);
-    max_len = num_blocks * bs;
+    log_warn("max_model_len {} capped to the KV cache capacity {}", max_len, capacity);
+    max_len = capacity;
     // longrope's factor set follows max_model_len: the table for the capped length.
     PAGODA_RETURN_IF_ERROR(fill_rope_tables(max_len));
   }
   max_model_len_ = max_len;
   max_blocks_per_seq_ = (max_len + bs - 1) / bs;
   num_kv_blocks_ = num_blocks;
+  num_sliding_kv_blocks_ = num_sliding;
   const int64_t pool = num_blocks + reserved;
+  const int64_t sliding_pool = sliding_group_ ? num_sliding + reserved : 0;
   Buffers& b = *buf_;
   try {
-    b.kv = DeviceBuffer(&backend_, static_cast<size_t>(pool * block_bytes));
+    b.kv = DeviceBuffer(&backend_, static_cast<size_t>(pool * shape.full_block_bytes));
+    if (sliding_pool > 0)
+      b.kv_sliding =
+          DeviceBuffer(&backend_, static_cast<size_t>(sliding_pool * shape.sliding_block_bytes));
   } catch (const std::bad_alloc&) {
-    return make_error(ErrorCode::kResourceExhausted,
-                      "out of memory allocating a KV cache of " + std::to_string(pool) + " blocks");
+    return make_error(
+        ErrorCode::kResourceExhausted,
+        fmt::format(
+            "out of memory allocating a KV cache of {} blocks{}", pool,
+            sliding_group_ ? fmt::format(" + {} sliding-window blocks", sliding_pool) : ""));
   }
-  map_kv_caches(b.kv.data(), pool);
+  map_kv_caches(b.kv.data(), pool, b.kv_sliding.data(), sliding_pool);
   if (reserved > 0) {
     scratch_block_ = static_cast<int32_t>(num_blocks);
-    const size_t half_block = static_cast<size_t>(block_bytes / (2 * layers_.size()));
+    sliding_scratch_block_ = sliding_group_ ? static_cast<int32_t>(num_sliding) : -1;
+    const size_t half_block = static_cast<size_t>(
+        half_block_bytes(bs, local_.num_kv_heads, config_.head_dim, backend_.compute_dtype()));
     const std::vector<char> zeros(half_block, 0);
-    for (const KvCacheView& c : b.caches)
-      for (const Tensor& t : {c.k, c.v})
-        backend_.copy_to_device(static_cast<char*>(t.data) + scratch_block_ * half_block,
-                                zeros.data(), half_block);
+    for (const auto& [caches, block] : {std::pair{&b.group_caches[0], scratch_block_},
+                                        std::pair{&b.group_caches[1], sliding_scratch_block_}})
+      for (const KvCacheView& c : *caches)
+        for (const Tensor& t : {c.k, c.v})
+          backend_.copy_to_device(static_cast<char*>(t.data) + block * half_block, zeros.data(),
+                                  half_block);
     backend_.synchronize();
-    log_debug("KV cache: + 1 scratch block for decode-graph padding");
+    log_debug("KV cache: + 1 scratch block per KV group for decode-graph padding");
   }
   return {};
 }
@@ -455,6 +552,8 @@ StepLimits ModelRunner::limits() const {
   l.max_seqs = options_.max_num_seqs;
   l.max_blocks_per_seq = max_blocks_per_seq_;
   l.num_kv_blocks = num_kv_blocks_;
+  l.num_sliding_kv_blocks = num_sliding_kv_blocks_;
+  l.sliding_window = sliding_group_ ? config_.sliding_window : 0;
   l.block_size = options_.block_size;
   l.vocab_size = config_.vocab_size;
   l.max_model_len = max_model_len_;
@@ -507,8 +606,13 @@ void ModelRunner::prepare_and_forward(const StepBatch& step) {
   upload_index(at.qsl, step.query_start_loc.data(), num_seqs + 1);
   upload_index(at.seq_lens, step.seq_lens.data(), num_seqs);
   upload_index(at.tables, step.block_tables.data(), num_seqs * step.max_blocks_per_seq);
+  if (sliding_group_) {
+    upload_index(at.sliding_slots, step.sliding_slot_mapping.data(), t);
+    upload_index(at.sliding_tables, step.sliding_block_tables.data(),
+                 num_seqs * step.max_blocks_per_seq);
+  }
   fill_pending_tokens(step);
-  if (!step.copy_src.empty()) backend_.copy_blocks(b.caches, step.copy_src, step.copy_dst);
+  apply_block_copies(step);
 
   AttentionMetadata meta;
   meta.query_start_loc = b.i32(at.qsl, num_seqs + 1);
@@ -523,13 +627,24 @@ void ModelRunner::prepare_and_forward(const StepBatch& step) {
     meta.max_seq_len = std::max(meta.max_seq_len, step.seq_lens[s]);
     if (q_len == 1 && meta.num_decode_seqs == s) ++meta.num_decode_seqs;  // the leading run
   }
-  forward(t, meta);
+  AttentionMetadata sliding_meta = meta;
+  if (sliding_group_)
+    sliding_meta.block_tables = b.i32(at.sliding_tables, num_seqs * step.max_blocks_per_seq)
+                                    .reshape({num_seqs, step.max_blocks_per_seq});
+  forward(t, meta, sliding_meta);
+}
+
+void ModelRunner::apply_block_copies(const StepBatch& step) {
+  if (!step.copy_src.empty())
+    backend_.copy_blocks(buf_->group_caches[0], step.copy_src, step.copy_dst);
+  if (!step.sliding_copy_src.empty())
+    backend_.copy_blocks(buf_->group_caches[1], step.sliding_copy_src, step.sliding_copy_dst);
 }
 
 void ModelRunner::prepare_and_replay(const StepBatch& step, int graph) {
   upload_decode_index(step, graph_sizes_[static_cast<size_t>(graph)]);
   fill_pending_tokens(step);
-  if (!step.copy_src.empty()) backend_.copy_blocks(buf_->caches, step.copy_src, step.copy_dst);
+  apply_block_copies(step);
   backend_.replay_graph(graph_ids_[static_cast<size_t>(graph)]);
 }
 
@@ -537,9 +652,14 @@ void ModelRunner::upload_decode_index(const StepBatch& step, int64_t batch) {
   Buffers& b = *buf_;
   const IndexLayout& at = b.layout;
   int32_t* h = staging();
+  DecodeIndexViews views{h + at.ids, h + at.positions, h + at.slots,
+                         h + at.qsl, h + at.seq_lens,  h + at.tables};
+  if (sliding_group_) {
+    views.sliding_slots = h + at.sliding_slots;
+    views.sliding_block_tables = h + at.sliding_tables;
+  }
   write_padded_decode_index(step, batch, max_blocks_per_seq_, scratch_block_,
-                            {h + at.ids, h + at.positions, h + at.slots, h + at.qsl,
-                             h + at.seq_lens, h + at.tables});
+                            sliding_scratch_block_, views);
   // ids, positions, slots, qsl and seq_lens are consecutive regions: one
   // upload covers their first `batch` (+1) entries. The tables keep the
   // graph's row stride (max_blocks_per_seq_, 8192 at a 128k context), but
@@ -548,19 +668,26 @@ void ModelRunner::upload_decode_index(const StepBatch& step, int64_t batch) {
   upload_staged(at.ids, at.seq_lens + batch - at.ids);
   const int64_t width = std::clamp<int64_t>(step.max_blocks_per_seq, 1, max_blocks_per_seq_);
   const size_t pitch = static_cast<size_t>(max_blocks_per_seq_) * sizeof(int32_t);
-  backend_.copy_to_device_2d(static_cast<int32_t*>(b.index.data()) + at.tables, pitch,
-                             h + at.tables, pitch, static_cast<size_t>(width) * sizeof(int32_t),
-                             static_cast<size_t>(batch));
+  auto upload_tables = [&](int64_t tables) {
+    backend_.copy_to_device_2d(static_cast<int32_t*>(b.index.data()) + tables, pitch, h + tables,
+                               pitch, static_cast<size_t>(width) * sizeof(int32_t),
+                               static_cast<size_t>(batch));
+  };
+  upload_tables(at.tables);
+  if (sliding_group_) {
+    upload_tables(at.sliding_tables);
+    upload_staged(at.sliding_slots, batch);
+  }
 }
 
-AttentionMetadata ModelRunner::decode_graph_metadata(int64_t batch) const {
+AttentionMetadata ModelRunner::decode_graph_metadata(int64_t batch, bool sliding) const {
   const Buffers& b = *buf_;
   const IndexLayout& at = b.layout;
   AttentionMetadata m;
   m.query_start_loc = b.i32(at.qsl, batch + 1);
   m.seq_lens = b.i32(at.seq_lens, batch);
-  m.block_tables =
-      b.i32(at.tables, batch * max_blocks_per_seq_).reshape({batch, max_blocks_per_seq_});
+  m.block_tables = b.i32(sliding ? at.sliding_tables : at.tables, batch * max_blocks_per_seq_)
+                       .reshape({batch, max_blocks_per_seq_});
   m.num_seqs = static_cast<int>(batch);
   m.max_query_len = 1;
   m.max_seq_len = static_cast<int>(max_model_len_);
@@ -586,12 +713,14 @@ void ModelRunner::capture_decode_graphs() {
       break;
     }
     upload_decode_index(no_seqs, batch);
-    const AttentionMetadata meta = decode_graph_metadata(batch);
+    const AttentionMetadata meta = decode_graph_metadata(batch, false);
+    const AttentionMetadata sliding_meta = decode_graph_metadata(batch, sliding_group_);
     // Eager warm-up: per-shape library plans (cuBLASLt) are built outside
     // the capture; the sync also frees the staging buffer for the next size.
-    forward(batch, meta);
+    forward(batch, meta, sliding_meta);
     backend_.synchronize();
-    const int id = backend_.capture_graph([this, batch, meta] { forward(batch, meta); });
+    const int id = backend_.capture_graph(
+        [this, batch, meta, sliding_meta] { forward(batch, meta, sliding_meta); });
     if (!all_ranks(id >= 0)) {
       log_warn("decode graphs: capture failed at batch {}{}; every step runs eagerly", batch,
                id >= 0 ? " on another tensor- or pipeline-parallel rank" : "");
@@ -610,7 +739,8 @@ void ModelRunner::capture_decode_graphs() {
 }
 
 // The family's forward on views of the scratch (graph-capturable).
-void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
+void ModelRunner::forward(int64_t t, const AttentionMetadata& meta,
+                          const AttentionMetadata& sliding_meta) {
   Buffers& b = *buf_;
   const DType cd = backend_.compute_dtype();
   const int64_t h = config_.hidden_size, inter = local_.intermediate_size;
@@ -639,6 +769,11 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta) {
       .proj = b.proj.tensor(cd, {t, h}),
       .gate_up = b.gate_up.tensor(cd, {t, 2 * inter}),
       .act = b.act.tensor(cd, {t, inter})};
+  ctx.first_layer = layers_.begin;
+  if (sliding_group_) {
+    ctx.sliding_slots = b.i32(b.layout.sliding_slots, t);
+    ctx.sliding_meta = &sliding_meta;
+  }
   if (config_.num_experts > 0) set_moe_scratch(t, &ctx);
   arch_->forward(weights_, ctx);
 }

@@ -15,6 +15,7 @@
 #include "io/model_config.h"
 #include "io/weight_source.h"
 #include "model/forward_context.h"
+#include "model/kv_budget.h"
 #include "model/pipeline_parallel.h"
 #include "model/runner.h"
 #include "model/runner_options.h"
@@ -32,8 +33,15 @@ class ModelRunner final : public Runner {
   // tensors, bytes, seconds), precomputes the rope table and allocates
   // scratch for max_num_batched_tokens. On a device backend (not cpu) it then
   // runs one profile step at that size (memory_profile.h) so every lazy
-  // allocation has happened, sizes the KV pool (budget_kv_blocks) and, unless enforce_eager or the backend has no
-  // graphs, captures the decode graphs. The engine logs the KV capacity.
+  // allocation has happened, sizes the KV pool (budget_kv_blocks) and, unless enforce_eager or the
+  // backend has no graphs, captures the decode graphs. The engine logs the KV capacity.
+  //
+  // KV groups (options.sliding_kv_group, a model with both sliding-window and
+  // full-attention layers): the sliding layers' KV lives in a second pool of
+  // num_sliding_kv_blocks() blocks (kv_budget.h's split_kv_budget /
+  // kv_pools_for_blocks: both pools hold the same number of max_model_len
+  // sequences), read and written through each step's sliding_* tables and
+  // slots, which launch() then requires; block copies apply per group.
   //
   // Tensor parallelism (options.tp of size N): first validate_tensor_parallel
   // (tensor_parallel.h); the runner then holds rank tp->rank()'s shard (its
@@ -68,13 +76,17 @@ class ModelRunner final : public Runner {
   ModelRunner& operator=(const ModelRunner&) = delete;
 
   int64_t num_kv_blocks() const override { return num_kv_blocks_; }
+  int64_t num_sliding_kv_blocks() const override { return num_sliding_kv_blocks_; }
   // How the pool was sized, for the start-up log: "--num-kv-blocks",
   // "--kv-cache-memory-bytes 2.00 GiB", "room for 256 seqs x 2048 tokens[
   // would take ...; capped at ...]" (cpu) or "--gpu-memory-utilization 0.90".
   const std::string& kv_sizing() const override { return kv_sizing_; }
-  // Bytes of one KV block across all layers of this runner (its pipeline
-  // stage's; k and v).
+  // Bytes of one KV block across the layers of this runner (its pipeline
+  // stage's; k and v) that keep their whole context: all of them without a
+  // sliding-window group.
   int64_t kv_block_bytes() const override;
+  // The same across its layers in the sliding-window group (0 without one).
+  int64_t sliding_kv_block_bytes() const override;
   int block_size() const override { return options_.block_size; }
   int64_t max_model_len() const override { return max_model_len_; }
   int64_t max_num_batched_tokens() const override { return options_.max_num_batched_tokens; }
@@ -137,9 +149,16 @@ class ModelRunner final : public Runner {
   // cos_sin_local when allocated) for a max_model_len of max_len, which
   // picks longrope's factor set (rope.h).
   Status fill_rope_tables(int64_t max_len);
-  int64_t budget_kv_blocks(int64_t block_bytes, int64_t max_len);
-  // Points buf_->caches at a pool of `num_blocks` blocks starting at `base`.
-  void map_kv_caches(void* base, int64_t num_blocks);
+  KvPoolSizes budget_kv_pools(int64_t max_len);
+  // The groups' block bytes and sizes (kv_budget.h).
+  KvGroupShape kv_group_shape() const;
+  // Whether layer `l` of this runner (local index) keeps its KV in the
+  // sliding-window group.
+  bool in_sliding_group(int64_t l) const;
+  // Points buf_->caches at pools of `num_blocks` (full group) and
+  // `num_sliding_blocks` blocks starting at `base` and `sliding_base`.
+  void map_kv_caches(void* base, int64_t num_blocks, void* sliding_base,
+                     int64_t num_sliding_blocks);
   // Warm-up run and capture for every decode_graph_batch_sizes() entry;
   // on a failed capture all graphs are dropped (eager from then on).
   void capture_decode_graphs();
@@ -167,11 +186,17 @@ class ModelRunner final : public Runner {
   // Uploads step.pending_rows / pending_sources and enqueues
   // copy_sampled_tokens into the ids array.
   void fill_pending_tokens(const StepBatch& step);
-  // The metadata a decode graph of `batch` rows is captured with.
-  AttentionMetadata decode_graph_metadata(int64_t batch) const;
+  // The metadata a decode graph of `batch` rows is captured with, of the
+  // full group's tables and of the sliding group's.
+  AttentionMetadata decode_graph_metadata(int64_t batch, bool sliding) const;
+  // Block copies of both groups.
+  void apply_block_copies(const StepBatch& step);
   // The family's forward (Architecture::forward) over the first `num_tokens`
   // scratch rows; leaves the final normed hidden states [T, H] in the scratch.
-  void forward(int64_t num_tokens, const AttentionMetadata& meta);
+  // `sliding_meta`: the same sequences with the sliding group's tables (read
+  // only with that group).
+  void forward(int64_t num_tokens, const AttentionMetadata& meta,
+               const AttentionMetadata& sliding_meta);
   // Views of the mixture-of-experts scratch for a step of t tokens.
   void set_moe_scratch(int64_t t, ForwardContext* ctx) const;
   // Logits [r1 - r0, V] f32 of step.logits_rows[r0, r1) (at most max_num_seqs rows).
@@ -196,8 +221,12 @@ class ModelRunner final : public Runner {
   int64_t max_blocks_per_seq_ = 0;
   std::string kv_sizing_;
   int64_t num_kv_blocks_ = 0;  // blocks sequences may use: [0, num_kv_blocks_)
+  // options.sliding_kv_group and the model has both sliding and full layers.
+  bool sliding_group_ = false;
+  int64_t num_sliding_kv_blocks_ = 0;  // the sliding pool's blocks sequences may use
   bool use_graphs_ = false;
   int32_t scratch_block_ = -1;  // = num_kv_blocks_ when graphs are used: padding rows' block
+  int32_t sliding_scratch_block_ = -1;  // = num_sliding_kv_blocks_ likewise, with the group
   std::vector<int64_t> graph_sizes_;
   std::vector<int> graph_ids_;  // backend graph id per graph_sizes_ entry
   int64_t last_graph_batch_ = 0;

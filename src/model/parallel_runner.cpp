@@ -146,9 +146,12 @@ Result<std::unique_ptr<ParallelRunner>> ParallelRunner::create(int size,
   p->run_on_all(job);
   if (Status st = p->first_error(/*name_rank_always=*/true); !st.ok()) return st.error();
   p->num_kv_blocks_ = p->workers_[0]->runner->num_kv_blocks();
+  p->num_sliding_kv_blocks_ = p->workers_[0]->runner->num_sliding_kv_blocks();
   p->max_model_len_ = p->workers_[0]->runner->max_model_len();
   for (const auto& w : p->workers_) {
     p->num_kv_blocks_ = std::min(p->num_kv_blocks_, w->runner->num_kv_blocks());
+    p->num_sliding_kv_blocks_ =
+        std::min(p->num_sliding_kv_blocks_, w->runner->num_sliding_kv_blocks());
     p->max_model_len_ = std::min(p->max_model_len_, w->runner->max_model_len());
   }
   return p;
@@ -268,6 +271,11 @@ const std::string& ParallelRunner::kv_sizing() const {
 int64_t ParallelRunner::kv_block_bytes() const {
   int64_t most = 0;
   for (const auto& w : workers_) most = std::max(most, w->runner->kv_block_bytes());
+  return most;
+}
+int64_t ParallelRunner::sliding_kv_block_bytes() const {
+  int64_t most = 0;
+  for (const auto& w : workers_) most = std::max(most, w->runner->sliding_kv_block_bytes());
   return most;
 }
 int ParallelRunner::block_size() const {

@@ -65,13 +65,15 @@ class ParallelRunner final : public Runner {
   // Rank r's runner (tests); only while no call is in flight.
   Runner& rank(int r) const;
 
-  // The minimum over the ranks: each rank sized its own pool.
+  // The minimum over the ranks: each rank sized its own pools.
   int64_t num_kv_blocks() const override { return num_kv_blocks_; }
+  int64_t num_sliding_kv_blocks() const override { return num_sliding_kv_blocks_; }
   // Rank 0's.
   const std::string& kv_sizing() const override;
   // Of one rank (each holds its kv heads' share of every block; with
   // stages, the largest: a stage's share of the layers).
   int64_t kv_block_bytes() const override;
+  int64_t sliding_kv_block_bytes() const override;  // the same for the sliding-window group
   int block_size() const override;
   // The minimum over the ranks.
   int64_t max_model_len() const override { return max_model_len_; }
@@ -139,6 +141,7 @@ class ParallelRunner final : public Runner {
   bool aborted_ = false;   // the communicators were aborted
   Status broken_;          // the error that ended the runner; ok while usable
   int64_t num_kv_blocks_ = 0;
+  int64_t num_sliding_kv_blocks_ = 0;
   int64_t max_model_len_ = 0;
 };
 

@@ -19,13 +19,21 @@ class Runner {
  public:
   virtual ~Runner() = default;
 
-  // KV blocks sequences may use: [0, num_kv_blocks()).
+  // KV blocks sequences may use: [0, num_kv_blocks()) (the full-attention
+  // group's pool when there are two KV groups).
   virtual int64_t num_kv_blocks() const = 0;
+  // The sliding-window group's pool (RunnerOptions::sliding_kv_group; steps
+  // must then carry its tables, StepBatch::sliding_*): [0,
+  // num_sliding_kv_blocks()); 0 without that group.
+  virtual int64_t num_sliding_kv_blocks() const = 0;
   // How the pool was sized, for the start-up log.
   virtual const std::string& kv_sizing() const = 0;
-  // Bytes of one KV block across all layers (k and v) on one backend (with
-  // tensor parallelism: on each rank's device).
+  // Bytes of one KV block across all layers (k and v; the full-attention
+  // group's layers when there are two groups) on one backend (with tensor
+  // parallelism: on each rank's device).
   virtual int64_t kv_block_bytes() const = 0;
+  // The same for one block of the sliding-window group's layers (0 without it).
+  virtual int64_t sliding_kv_block_bytes() const = 0;
   virtual int block_size() const = 0;
   virtual int64_t max_model_len() const = 0;
   virtual int64_t max_num_batched_tokens() const = 0;

@@ -10,10 +10,19 @@ class Communicator;  // backend/communicator.h
 struct RunnerOptions {
   // Tokens per KV block.
   int block_size = 16;
-  // KV blocks; 0: derived from the memory budget (kv_cache_bytes when set,
-  // else cpu: kv_budget.h's cpu_kv_budget, cuda: kv_cache_memory_fraction of
-  // total memory).
+  // KV blocks (of the full-attention group when there are two groups); 0:
+  // derived from the memory budget (kv_cache_bytes when set, else cpu:
+  // kv_budget.h's cpu_kv_budget, cuda: kv_cache_memory_fraction of total
+  // memory).
   int64_t num_kv_blocks = 0;
+  // A model with both sliding-window and full-attention layers (Gemma 2/3)
+  // keeps its sliding layers' KV in a second pool that holds only the window
+  // (kv/kv_manager.h, "KV groups"; the two pools are sized by kv_budget.h's
+  // split_kv_budget / kv_pools_for_blocks), and every step must carry that
+  // group's tables. false: every layer keeps its whole context in one pool
+  // (the draft-model runner, whose KvManager has one group). No effect on
+  // other models.
+  bool sliding_kv_group = false;
   // T limit of one step; the activation scratch is sized for it.
   int64_t max_num_batched_tokens = 2048;
   // S limit of one step; also the rows of one lm_head + sampling chunk (the

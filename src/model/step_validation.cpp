@@ -1,5 +1,6 @@
 #include "model/step_validation.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,54 @@ Status check_sequences(const StepBatch& s, const StepLimits& l) {
                    str(slot));
     }
   }
+  return {};
+}
+
+// The sliding-window group's tables and slots: each sequence's entries from
+// the block of its first query's window start (max(0, first - window + 1))
+// to its last token's are blocks of the sliding pool; earlier entries are
+// never read and may be kNullBlock (-1) or a block; slots match the table.
+Status check_sliding_group(const StepBatch& s, const StepLimits& l) {
+  const int64_t num_seqs = static_cast<int64_t>(s.seq_lens.size());
+  const int64_t width = s.max_blocks_per_seq, n = l.num_sliding_kv_blocks;
+  PAGODA_RETURN_IF_ERROR(
+      check_size("sliding_block_tables", s.sliding_block_tables.size(), num_seqs * width));
+  PAGODA_RETURN_IF_ERROR(
+      check_size("sliding_slot_mapping", s.sliding_slot_mapping.size(), s.token_ids.size()));
+  for (int64_t q = 0; q < num_seqs; ++q) {
+    const int64_t begin = s.query_start_loc[q], q_len = s.query_start_loc[q + 1] - begin,
+                  len = s.seq_lens[q];
+    const int64_t first_read = std::max<int64_t>(0, len - q_len - l.sliding_window + 1);
+    const int64_t num_blocks = (len + l.block_size - 1) / l.block_size;
+    const int32_t* table = s.sliding_block_tables.data() + q * width;
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      const bool needed = b >= first_read / l.block_size;
+      if ((table[b] < 0 || table[b] >= n) && (needed || table[b] != -1))
+        return bad("sliding_block_tables[" + str(q) + "][" + str(b) + "] = " + str(table[b]) +
+                   " not in [0, " + str(n) + ")" +
+                   (needed ? " (read by this step's window)" : " nor -1 (released)"));
+    }
+    for (int64_t j = 0; j < q_len; ++j) {
+      const int64_t t = begin + j, pos = len - q_len + j;
+      const int64_t slot =
+          static_cast<int64_t>(table[pos / l.block_size]) * l.block_size + pos % l.block_size;
+      if (s.sliding_slot_mapping[t] != slot)
+        return bad("sliding_slot_mapping[" + str(t) + "] = " + str(s.sliding_slot_mapping[t]) +
+                   ", expected " + str(slot));
+    }
+  }
+  return {};
+}
+
+// Block copies `field`_src / `field`_dst of one pool of `num_blocks` blocks.
+Status check_copies(const std::string& field, const std::vector<int32_t>& src,
+                    const std::vector<int32_t>& dst, int64_t num_blocks) {
+  if (src.size() != dst.size()) return bad(field + "_src and " + field + "_dst differ in length");
+  for (size_t i = 0; i < src.size(); ++i)
+    for (int32_t b : {src[i], dst[i]})
+      if (b < 0 || b >= num_blocks)
+        return bad(field + " " + str(static_cast<int64_t>(i)) + " names block " + str(b) +
+                   " outside [0, " + str(num_blocks) + ")");
   return {};
 }
 
@@ -189,13 +238,15 @@ Status validate_step(const StepBatch& s, const StepLimits& l, bool sampling) {
                  str(num_tokens) + ")");
   if (sampling) PAGODA_RETURN_IF_ERROR(check_sampling(s.sampling, num_rows, l.vocab_size));
 
-  if (s.copy_src.size() != s.copy_dst.size()) return bad("copy_src and copy_dst differ in length");
-  for (size_t i = 0; i < s.copy_src.size(); ++i)
-    for (int32_t b : {s.copy_src[i], s.copy_dst[i]})
-      if (b < 0 || b >= l.num_kv_blocks)
-        return bad("block copy " + str(static_cast<int64_t>(i)) + " names block " + str(b) +
-                   " outside [0, " + str(l.num_kv_blocks) + ")");
-  return {};
+  if (l.num_sliding_kv_blocks > 0) {
+    PAGODA_RETURN_IF_ERROR(check_sliding_group(s, l));
+    PAGODA_RETURN_IF_ERROR(check_copies("sliding_copy", s.sliding_copy_src, s.sliding_copy_dst,
+                                        l.num_sliding_kv_blocks));
+  } else if (!s.sliding_block_tables.empty() || !s.sliding_slot_mapping.empty() ||
+             !s.sliding_copy_src.empty() || !s.sliding_copy_dst.empty()) {
+    return bad("a sliding-window KV group's tables: this model runner keeps no such group");
+  }
+  return check_copies("copy", s.copy_src, s.copy_dst, l.num_kv_blocks);
 }
 
 }  // namespace pagoda

@@ -21,6 +21,10 @@ struct StepLimits {
   // Rows the previously launched step sampled (the bound of pending_sources;
   // 0: no step may take pending tokens now).
   int64_t num_pending_sources = 0;
+  // The sliding-window KV group's pool (0: the runner keeps no such group,
+  // and a step must carry none of its fields) and its window.
+  int64_t num_sliding_kv_blocks = 0;
+  int64_t sliding_window = 0;
 };
 
 // `sampling`: also check step.sampling (one row per logits row, CSR offsets,

@@ -58,7 +58,8 @@ ScheduleOutput Scheduler::plan_step() {
   StepPlan plan(config_.max_num_batched_tokens);
   for (const PendingCopy& p : pending_copies_) {
     if (!kv_.contains(p.seq)) continue;  // finished or preempted since: the copy is moot
-    std::span<const int32_t> table = kv_.block_table(p.seq);
+    std::span<const int32_t> table =
+        p.copy.group == KvGroup::kSliding ? kv_.sliding_block_table(p.seq) : kv_.block_table(p.seq);
     if (std::find(table.begin(), table.end(), p.copy.dst) != table.end())
       plan.copies().push_back(p.copy);
   }
@@ -125,12 +126,12 @@ void Scheduler::schedule_running(StepPlan& plan) {
 
 bool Scheduler::reserve_blocks(const Request& req, const GroupChunks& chunks, StepPlan& plan) {
   while (true) {
-    int32_t needed = 0;
+    KvBlocks needed;
     for (size_t i = 0; i < req.seqs.size(); ++i) {
       const Sequence& seq = seqs_.at(req.seqs[i]);
       needed += kv_.blocks_needed(seq.id, seq.num_computed_tokens + chunks.num_new_tokens[i]);
     }
-    if (needed <= kv_.num_allocatable_blocks()) return true;
+    if (kv_.fits(needed)) return true;
     Request& victim = requests_.at(running_.back().id);
     bool self = &victim == &req;
     preempt(victim, plan);
@@ -183,12 +184,12 @@ void Scheduler::fit_drafts(Request& req, const StepPlan& plan) {
     drop_drafts(seq, static_cast<int32_t>(cut));
     excess -= cut;
   }
-  int32_t needed = 0;
+  KvBlocks needed;
   for (SeqId id : req.seqs) {
     const Sequence& seq = seqs_.at(id);
     needed += kv_.blocks_needed(seq.id, seq.num_tokens());
   }
-  if (needed > kv_.num_allocatable_blocks()) {
+  if (!kv_.fits(needed)) {
     for (SeqId id : req.seqs) drop_drafts(seqs_.at(id), seqs_.at(id).num_draft_tokens);
   }
 }
@@ -230,11 +231,11 @@ bool Scheduler::try_admit(Request& req, StepPlan& plan) {
   }
   GroupChunks chunks = split_group(remaining, plan.budget(), config_.max_chunk_tokens);
   if (chunks.total == 0) return false;
-  int32_t needed = 0;
+  KvBlocks needed;
   for (size_t i = 0; i < hits.size(); ++i) {
     needed += kv_.blocks_needed(hits[i], hits[i].num_tokens + chunks.num_new_tokens[i]);
   }
-  if (needed > kv_.num_allocatable_blocks()) return false;
+  if (!kv_.fits(needed)) return false;
   // Claim every hit before allocating new blocks, so that no allocation
   // evicts a cached block that another sequence of the group just matched.
   for (size_t i = 0; i < hits.size(); ++i) {

@@ -46,11 +46,21 @@ Status Scheduler::check_new_request(const RequestSpec& spec) const {
   int64_t max_len = spec.max_new_tokens > 0
                         ? std::min<int64_t>(num_prompt + spec.max_new_tokens, config_.max_model_len)
                         : config_.max_model_len;
-  int64_t blocks = spec.num_seqs * ((max_len + kv_.block_size() - 1) / kv_.block_size());
+  const int64_t max_step = config_.max_chunk_tokens > 0
+                               ? std::min(config_.max_chunk_tokens, config_.max_num_batched_tokens)
+                               : config_.max_num_batched_tokens;
+  const KvBlocks per_seq = kv_.max_blocks_per_seq(max_len, max_step);
+  int64_t blocks = int64_t{spec.num_seqs} * per_seq.full;
   if (blocks > kv_.num_blocks()) {
     return internal(fmt::format(
         "request {}: {} sequence(s) of up to {} tokens need {} KV blocks; the pool has {}", spec.id,
         spec.num_seqs, max_len, blocks, kv_.num_blocks()));
+  }
+  int64_t sliding = int64_t{spec.num_seqs} * per_seq.sliding;
+  if (sliding > kv_.num_sliding_blocks()) {
+    return internal(fmt::format(
+        "request {}: {} sequence(s) need {} sliding-window KV blocks; the sliding pool has {}",
+        spec.id, spec.num_seqs, sliding, kv_.num_sliding_blocks()));
   }
   return Status::Ok();
 }
@@ -183,9 +193,11 @@ Status Scheduler::replace_last_token(SeqId id, std::span<const int32_t> tokens) 
   }
   const auto num_slots = static_cast<int32_t>(num_tokens);
   if (!kv_.can_grow(id, num_slots)) {
+    const KvBlocks needed = kv_.blocks_needed(id, num_slots), have = kv_.allocatable();
     return make_error(ErrorCode::kResourceExhausted,
-                      fmt::format("sequence {}: {} more KV blocks needed, {} allocatable", id,
-                                  kv_.blocks_needed(id, num_slots), kv_.num_allocatable_blocks()));
+                      fmt::format("sequence {}: {} (+{} sliding) more KV blocks needed, {} (+{} "
+                                  "sliding) allocatable",
+                                  id, needed.full, needed.sliding, have.full, have.sliding));
   }
   std::vector<BlockCopy> copies;
   kv_.grow(id, num_slots, copies);

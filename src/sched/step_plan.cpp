@@ -29,10 +29,16 @@ void StepPlan::build(const KvManager& kv, ScheduleOutput& out) const {
   }
   out.query_start_loc.push_back(0);
   out.block_tables.assign(order.size() * out.max_blocks_per_seq, 0);
+  const bool sliding = kv.has_sliding_group();
+  if (sliding) out.sliding_block_tables.assign(order.size() * out.max_blocks_per_seq, kNullBlock);
   for (size_t i = 0; i < order.size(); ++i) {
     const Entry& e = order[i];
     std::span<const int32_t> table = kv.block_table(e.seq->id);
     std::copy(table.begin(), table.end(), out.block_tables.begin() + i * out.max_blocks_per_seq);
+    std::span<const int32_t> sliding_table =
+        sliding ? kv.sliding_block_table(e.seq->id) : std::span<const int32_t>{};
+    std::copy(sliding_table.begin(), sliding_table.end(),
+              out.sliding_block_tables.begin() + i * out.max_blocks_per_seq);
     ScheduledSeq s{e.seq->request_id,        e.seq->id, e.start, e.num_new_tokens,
                    e.seq->num_prompt_tokens, -1};
     // Drafts are scheduled whole and only with the sample after them
@@ -45,6 +51,7 @@ void StepPlan::build(const KvManager& kv, ScheduleOutput& out) const {
       out.token_ids.push_back(e.seq->tokens[p]);
       out.positions.push_back(p);
       out.slot_mapping.push_back(table[p / bs] * bs + p % bs);
+      if (sliding) out.sliding_slot_mapping.push_back(sliding_table[p / bs] * bs + p % bs);
     }
     out.query_start_loc.push_back(out.num_tokens());
     out.seq_lens.push_back(e.start + e.num_new_tokens);
@@ -56,8 +63,9 @@ void StepPlan::build(const KvManager& kv, ScheduleOutput& out) const {
     out.seqs.push_back(s);
   }
   for (const BlockCopy& c : copies_) {
-    out.copy_src.push_back(c.src);
-    out.copy_dst.push_back(c.dst);
+    const bool full = c.group == KvGroup::kFull;
+    (full ? out.copy_src : out.sliding_copy_src).push_back(c.src);
+    (full ? out.copy_dst : out.sliding_copy_dst).push_back(c.dst);
   }
   out.preempted_request_ids = preempted_requests_;
   out.preempted_seq_ids = preempted_seqs_;

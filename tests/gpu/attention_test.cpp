@@ -19,6 +19,9 @@
 namespace pagoda::gpu_test {
 namespace {
 
+// A released sliding-window block's table entry (kv/kv_manager.h's kNullBlock).
+constexpr int32_t kNullBlock = -1;
+
 struct SeqShape {
   int q_len;
   int seq_len;
@@ -30,6 +33,10 @@ struct AttnCase {
   float q_scale = 1.0f;  // larger: peakier softmax
   float softcap = 0.0f;  // Gemma: attention-logit soft-capping
   int window = 0;        // Gemma: sliding window
+  // With a window: table entries of blocks wholly before each sequence's
+  // first query's window are kNullBlock (-1), as a sliding-window KV group
+  // leaves them (kv/kv_manager.h).
+  bool release_before_window = false;
 };
 
 // Host data of one ragged batch.
@@ -76,6 +83,9 @@ AttnBatch make_batch(DType dt, const AttnCase& c) {
     const int seq_len = c.seqs[static_cast<size_t>(s)].seq_len;
     const int blocks = (seq_len + c.block_size - 1) / c.block_size;
     for (int i = 0; i < blocks; ++i) b.tables[static_cast<size_t>(s * b.max_blocks_per_seq + i)] = pool[next++];
+    const int first_query = seq_len - c.seqs[static_cast<size_t>(s)].q_len;
+    const int lowest = std::max(0, first_query - c.window + 1);
+    const int num_released = c.release_before_window && c.window > 0 ? lowest / c.block_size : 0;
     for (int p = 0; p < seq_len; ++p) {
       const int64_t slot = static_cast<int64_t>(b.tables[static_cast<size_t>(s * b.max_blocks_per_seq + p / c.block_size)]) *
                                c.block_size + p % c.block_size;
@@ -84,6 +94,8 @@ AttnBatch make_batch(DType dt, const AttnCase& c) {
       std::copy(kr.begin(), kr.end(), b.k.begin() + slot * kv_width);
       std::copy(vr.begin(), vr.end(), b.v.begin() + slot * kv_width);
     }
+    for (int i = 0; i < num_released; ++i)
+      b.tables[static_cast<size_t>(s * b.max_blocks_per_seq + i)] = kNullBlock;
   }
   b.qkv = uniform(static_cast<size_t>(b.num_tokens * b.layout.row_width()), -1, 1);
   for (int64_t t = 0; t < b.num_tokens; ++t) {
@@ -256,6 +268,31 @@ TEST(CudaAttentionTest, SoftcapAndSlidingWindow) {
           {4, 1, 256, 16, concat(decodes(3, 1, 900), {{37, 700}, {130, 130}}), 3.0f, cap, window},
           {8, 2, 128, 16, {{200, 200}, {64, 1000}, {1, 1}}, 3.0f, cap, window},
           {8, 8, 64, 7, concat(decodes(2, 1, 200), {{90, 333}}), 3.0f, cap, window},
+      };
+      for (const AttnCase& c : cases) run_case(c);
+    }
+  }
+}
+
+// A sliding-window KV group's tables: entries before each sequence's window
+// are kNullBlock. Every kernel (decode, prefill for D <= 128, tile for D =
+// 256), split and unsplit, chunked prefills whose first query's window
+// reaches back into an earlier chunk, windows inside one block and over
+// many, block sizes that do and do not divide the key tiles.
+TEST(CudaAttentionTest, SlidingWindowSkipsReleasedBlocks) {
+  PAGODA_REQUIRE_GPU();
+  for (int window : {5, 64, 100, 512, 1024}) {
+    for (int bs : {16, 7}) {
+      SCOPED_TRACE("window " + std::to_string(window) + " block_size " + std::to_string(bs));
+      const float cap = window == 100 ? 50.0f : 0.0f;
+      const AttnCase cases[] = {
+          {8, 4, 256, bs, decodes(6, 1, 3000), 3.0f, cap, window, true},
+          {8, 1, 128, bs, decodes(40, 1, 4000), 3.0f, cap, window, true},
+          {4, 1, 256, bs, concat(decodes(3, 1, 900), {{37, 700}, {130, 1130}}), 3.0f, cap, window,
+           true},
+          {8, 2, 128, bs, {{200, 2200}, {64, 1000}, {1, 1}, {300, 300}}, 3.0f, cap, window, true},
+          {8, 8, 64, bs, concat(decodes(2, 1, 200), {{90, 333}, {513, 2049}}), 3.0f, cap, window,
+           true},
       };
       for (const AttnCase& c : cases) run_case(c);
     }

@@ -37,8 +37,11 @@
 //
 // Scoring (all three kernels, in the shared online softmax): scale, or
 // Gemma's soft-capping cap * tanh(scale * s / cap); a sliding window masks
-// keys more than window - 1 positions behind the row's query (every key tile
-// is still visited; a tile or split with no visible key adds nothing).
+// keys more than window - 1 positions behind the row's query; key tiles
+// wholly before the window of a CTA's first row are skipped, so block-table
+// entries before every row's window are never read (a sliding-window KV
+// group releases those blocks: kNullBlock); a tile or split with no visible
+// key adds nothing.
 //
 // Graph capture: grid sizes come from the host hints (num_seqs,
 // max_query_len, max_seq_len); each CTA reads the real lengths on the device
@@ -81,8 +84,8 @@ struct AttentionParams {
   float scale = 1.0f;
   // Gemma: > 0: scores = softcap * tanh(scale q.k / softcap) before the
   // softmax; window > 0: a key more than window - 1 positions behind the
-  // query is masked (every key range is still walked; fully masked tiles
-  // and splits contribute nothing).
+  // query is masked, and key tiles before the window are skipped (fully
+  // masked tiles and splits contribute nothing).
   float softcap = 0.0f;
   int window = 0;
   void* out = nullptr;           // [num_tokens, Hq * D]

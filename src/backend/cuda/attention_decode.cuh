@@ -48,6 +48,7 @@
 namespace pagoda::cuda {
 namespace attention_decode_detail {
 
+using attention_detail::first_visible_tile;
 using attention_detail::online_softmax;
 using attention_detail::ScoreParams;
 using attention_detail::SoftmaxState;
@@ -92,7 +93,7 @@ struct DecodeWork {
   int group;     // G
   int q_begin;   // batch row of the sequence's token
   int seq_len;   // keys [0, seq_len) are its context
-  int tile_begin;  // 16-key tiles [tile_begin, tile_end) for this split
+  int tile_begin;  // 16-key tiles [tile_begin, tile_end) for this split, from the window's
   int tile_end;
   int kv_end;    // min(seq_len, 16 tile_end)
 };
@@ -106,10 +107,11 @@ __device__ __forceinline__ bool decode_work(const AttentionParams& p, DecodeWork
   w.q_begin = p.query_start_loc[w.seq];
   if (p.query_start_loc[w.seq + 1] - w.q_begin != 1) return false;
   w.seq_len = p.seq_lens[w.seq];
-  const int num_tiles = w.seq_len > 0 ? (w.seq_len + kBlockN - 1) / kBlockN : 0;
-  const int tiles_per_split = (num_tiles + p.num_splits - 1) / p.num_splits;
-  w.tile_begin = min(num_tiles, w.split * tiles_per_split);
-  w.tile_end = min(num_tiles, w.tile_begin + tiles_per_split);
+  const int end_tile = w.seq_len > 0 ? (w.seq_len + kBlockN - 1) / kBlockN : 0;
+  const int first_tile = min(end_tile, first_visible_tile(p.window, w.seq_len - 1, kBlockN));
+  const int tiles_per_split = (end_tile - first_tile + p.num_splits - 1) / p.num_splits;
+  w.tile_begin = min(end_tile, first_tile + w.split * tiles_per_split);
+  w.tile_end = min(end_tile, w.tile_begin + tiles_per_split);
   w.kv_end = min(w.seq_len, w.tile_end * kBlockN);
   return true;
 }

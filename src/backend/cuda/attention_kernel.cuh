@@ -60,6 +60,14 @@ struct CtaWork {
   int kv_end;
 };
 
+// The first tile of block_n keys that a query at position >= min_pos sees:
+// with a sliding window, the tiles wholly before min_pos - window + 1 are
+// skipped, never read (their block-table entries may be released:
+// kNullBlock); 0 without a window.
+__device__ __forceinline__ int first_visible_tile(int window, int min_pos, int block_n) {
+  return window > 0 ? max(0, min_pos - window + 1) / block_n : 0;
+}
+
 // Returns false when the CTA has no rows (sequence shorter than the tile).
 __device__ __forceinline__ bool cta_work(const AttentionParams& p, int block_n, CtaWork& w) {
   w.seq = blockIdx.z;
@@ -75,9 +83,10 @@ __device__ __forceinline__ bool cta_work(const AttentionParams& p, int block_n, 
   w.ctx_start = seq_len - q_len;
   const int last_row = min(w.num_rows, w.row0 + kBlockM) - 1;
   const int kv_len = min(seq_len, w.ctx_start + last_row / w.group + 1);
-  const int num_tiles = kv_len > 0 ? (kv_len + block_n - 1) / block_n : 0;
+  const int first_tile = first_visible_tile(p.window, w.ctx_start + w.row0 / w.group, block_n);
+  const int num_tiles = kv_len > 0 ? (kv_len + block_n - 1) / block_n - first_tile : 0;
   const int tiles_per_split = (num_tiles + p.num_splits - 1) / p.num_splits;
-  w.kv_begin = w.split * tiles_per_split * block_n;
+  w.kv_begin = (first_tile + w.split * tiles_per_split) * block_n;
   w.kv_end = min(kv_len, w.kv_begin + tiles_per_split * block_n);
   return true;
 }

@@ -148,7 +148,7 @@ bool attention_uses_prefill_kernel(const AttentionParams& p) {
 // Splits so that the grid has >= 2 CTAs per SM (a decode-kernel CTA keeps
 // up to 8 K/V tiles in flight, a tile-kernel CTA one, but both kernels need
 // the CTAs spread over every SM for a short batch), no more than leave each
-// split its minimum keys at the longest context, capped by the workspace and
+// split its minimum keys at the longest context (or window), capped by the workspace and
 // the combine kernel's 32 lanes.
 int plan_attention_splits(const AttentionParams& p, const AttentionWorkspace& ws) {
   if (p.num_kv_heads <= 0) return 1;
@@ -166,8 +166,12 @@ int plan_attention_splits(const AttentionParams& p, const AttentionWorkspace& ws
   const int64_t target = 2 * static_cast<int64_t>(ws.num_sms);
   if (ctas <= 0 || ctas >= target) return 1;
   int64_t splits = ceil_div(target, ctas);
+  // A sliding window bounds the keys a row reads (the kernels skip the rest).
+  const int64_t max_keys =
+      p.window > 0 ? std::min<int64_t>(p.max_seq_len, int64_t{p.window} + p.max_query_len - 1)
+                   : p.max_seq_len;
   splits = std::min<int64_t>(
-      splits, ceil_div(p.max_seq_len, decode ? kDecodeMinKeysPerSplit : kMinKeysPerSplit));
+      splits, ceil_div(max_keys, decode ? kDecodeMinKeysPerSplit : kMinKeysPerSplit));
   const int64_t bytes_per_split =
       p.num_tokens * p.num_q_heads * (p.head_dim + 2) * static_cast<int64_t>(sizeof(float));
   splits = std::min<int64_t>(splits, bytes_per_split > 0

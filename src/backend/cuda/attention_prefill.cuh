@@ -55,6 +55,7 @@ namespace pagoda::cuda {
 namespace attention_prefill_detail {
 
 using attention_detail::CtaWork;
+using attention_detail::first_visible_tile;
 using attention_detail::online_softmax;
 using attention_detail::ScoreParams;
 using attention_detail::SoftmaxState;
@@ -102,9 +103,10 @@ __device__ __forceinline__ bool prefill_work(const AttentionParams& p, CtaWork& 
   w.ctx_start = seq_len - q_len;
   const int last_row = min(w.num_rows, w.row0 + kBlockM) - 1;
   const int kv_len = min(seq_len, w.ctx_start + last_row / w.group + 1);
-  const int num_tiles = kv_len > 0 ? (kv_len + kBlockN - 1) / kBlockN : 0;
+  const int first_tile = first_visible_tile(p.window, w.ctx_start + w.row0 / w.group, kBlockN);
+  const int num_tiles = kv_len > 0 ? (kv_len + kBlockN - 1) / kBlockN - first_tile : 0;
   const int tiles_per_split = (num_tiles + p.num_splits - 1) / p.num_splits;
-  w.kv_begin = w.split * tiles_per_split * kBlockN;
+  w.kv_begin = (first_tile + w.split * tiles_per_split) * kBlockN;
   w.kv_end = min(kv_len, w.kv_begin + tiles_per_split * kBlockN);
   return true;
 }

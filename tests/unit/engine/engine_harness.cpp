@@ -108,6 +108,8 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   o.device = test_device();
   o.block_size = setup.block_size;
   o.num_kv_blocks = setup.num_kv_blocks;
+  o.kv_cache_memory_bytes = setup.kv_cache_memory_bytes;
+  o.disable_hybrid_kv_cache_manager = !setup.hybrid_kv_cache;
   o.max_num_seqs = setup.max_num_seqs;
   o.max_num_batched_tokens = setup.max_num_batched_tokens;
   o.enable_prefix_caching = setup.prefix_caching;

@@ -104,7 +104,9 @@ struct EngineSetup {
   std::string model = {};
   std::string tokenizer = {};  // "" = the model's own
   int block_size = 16;
-  int64_t num_kv_blocks = 256;
+  int64_t num_kv_blocks = 256;        // 0: sized by kv_cache_memory_bytes
+  int64_t kv_cache_memory_bytes = 0;  // EngineOptions::kv_cache_memory_bytes
+  bool hybrid_kv_cache = true;        // !EngineOptions::disable_hybrid_kv_cache_manager
   int64_t max_num_seqs = 32;
   int64_t max_num_batched_tokens = 256;
   int32_t max_chunk_tokens = 0;  // SchedulerConfig::max_chunk_tokens

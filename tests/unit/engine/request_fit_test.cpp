@@ -54,5 +54,26 @@ TEST(RequestFit, SeatsAndKvPool) {
   EXPECT_TRUE(fit_request(info, {.num_prompt_tokens = 1, .max_tokens = 39, .num_seqs = 4}).ok());
 }
 
+// With a sliding-window KV group (window 10, steps of up to 8 tokens) the
+// sequences' windows must fit that pool too: a sequence of 41 tokens holds
+// min(ceil(41 / 8), ceil((9 + 8) / 8) + 1) = 4 sliding blocks.
+TEST(RequestFit, SlidingWindowPool) {
+  ModelInfo info = small_engine();
+  info.num_kv_blocks = 40;
+  info.num_sliding_kv_blocks = 10;
+  info.sliding_window = 10;
+  info.max_num_batched_tokens = 8;
+  EXPECT_TRUE(fit_request(info, {.num_prompt_tokens = 1, .max_tokens = 40, .num_seqs = 2}).ok());
+  auto three = fit_request(info, {.num_prompt_tokens = 1, .max_tokens = 40, .num_seqs = 3});
+  ASSERT_FALSE(three.ok());
+  EXPECT_EQ(three.error().limit, RequestLimit::kKvBlocks);
+  EXPECT_EQ(three.error().message,
+            "3 sequence(s) of up to 41 tokens need 12 sliding-window KV blocks (window 10 behind "
+            "steps of up to 8 tokens); the sliding-window pool has 10. Reduce n or best_of, or "
+            "raise --num-kv-blocks.");
+  // Short sequences keep all their blocks: 3 x ceil(9 / 8) = 6.
+  EXPECT_TRUE(fit_request(info, {.num_prompt_tokens = 1, .max_tokens = 8, .num_seqs = 3}).ok());
+}
+
 }  // namespace
 }  // namespace pagoda

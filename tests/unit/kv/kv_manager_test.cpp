@@ -42,7 +42,7 @@ TEST(KvManager, AllocatesTablesCoveringSlots) {
   Ids t = iota_tokens(10);
   PrefixHit hit = kv.find_prefix(t, {});
   EXPECT_EQ(hit.num_tokens, 0);
-  EXPECT_EQ(kv.blocks_needed(hit, 10), 3);
+  EXPECT_EQ(kv.blocks_needed(hit, 10).full, 3);
   kv.allocate(1, hit, 10, {});
   EXPECT_EQ(table(kv, 1), (Ids{0, 1, 2}));
   EXPECT_EQ(kv.num_computed_tokens(1), 0);
@@ -102,7 +102,7 @@ TEST(KvManager, PartialBlockIsCachedOnceFullAndComputed) {
   // Decode: token 7 appended, slot 7 allocated within block 1, computed.
   a.push_back(999);
   std::vector<BlockCopy> copies;
-  EXPECT_EQ(kv.blocks_needed(1, 8), 0);
+  EXPECT_EQ(kv.blocks_needed(1, 8).full, 0);
   kv.grow(1, 8, copies);
   kv.commit(1, a, 8);
   EXPECT_TRUE(kv.is_cached(1));
@@ -138,9 +138,9 @@ TEST(KvManager, FreedPrefixIsEvictedTailFirstInLruOrder) {
   // A hit on the idle block 0 takes it out of the evictable set.
   PrefixHit hit = kv.find_prefix(probe, {});
   EXPECT_EQ(kv.num_allocatable_blocks(), 1);
-  EXPECT_EQ(kv.blocks_needed(hit, 5), 3);  // 2 new + block 0 leaving the idle set
+  EXPECT_EQ(kv.blocks_needed(hit, 5).full, 3);  // 2 new + block 0 leaving the idle set
   EXPECT_FALSE(kv.can_allocate(hit, 5));
-  EXPECT_EQ(kv.blocks_needed(hit, 4), 2);
+  EXPECT_EQ(kv.blocks_needed(hit, 4).full, 2);
   EXPECT_FALSE(kv.can_allocate(hit, 4));
   EXPECT_TRUE(kv.can_allocate(hit, 2));
 }
@@ -182,7 +182,7 @@ TEST(KvManager, ForkSharesBlocksAndCopiesOnWrite) {
 
   // Child writes position 6 into the shared partial block 1: private copy.
   std::vector<BlockCopy> copies;
-  EXPECT_EQ(kv.blocks_needed(2, 7), 1);
+  EXPECT_EQ(kv.blocks_needed(2, 7).full, 1);
   kv.grow(2, 7, copies);
   ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(copies[0].src, 1);
@@ -191,7 +191,7 @@ TEST(KvManager, ForkSharesBlocksAndCopiesOnWrite) {
   EXPECT_EQ(kv.ref_count(1), 1);
   // The parent now owns block 1 alone and writes in place.
   copies.clear();
-  EXPECT_EQ(kv.blocks_needed(1, 7), 0);
+  EXPECT_EQ(kv.blocks_needed(1, 7).full, 0);
   kv.grow(1, 7, copies);
   EXPECT_TRUE(copies.empty());
   EXPECT_EQ(table(kv, 1), (Ids{0, 1}));

@@ -146,11 +146,16 @@ struct Seq {
   std::vector<int32_t> tokens;  // all tokens so far
   int32_t num_cached = 0;       // tokens whose KV is written
   std::vector<int32_t> table;
+  // The sliding-window KV group's table (empty without the group): entries
+  // before the window of a step's first query are written as -1.
+  std::vector<int32_t> sliding_table;
 };
 
 // One step: each listed sequence feeds tokens [num_cached, num_cached + n).
 // The table width is the widest need in the step (like the scheduler).
-StepBatch make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& num_new, int bs) {
+// `window` > 0: with the sliding group's tables and slots too.
+StepBatch make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& num_new, int bs,
+                    int window = 0) {
   StepBatch in;
   in.query_start_loc = {0};
   int32_t width = 1;
@@ -164,10 +169,17 @@ StepBatch make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& n
       in.token_ids.push_back(s.tokens[static_cast<size_t>(pos)]);
       in.positions.push_back(pos);
       in.slot_mapping.push_back(s.table[static_cast<size_t>(pos / bs)] * bs + pos % bs);
+      if (window > 0)
+        in.sliding_slot_mapping.push_back(s.sliding_table[static_cast<size_t>(pos / bs)] * bs +
+                                          pos % bs);
     }
     in.query_start_loc.push_back(static_cast<int32_t>(in.token_ids.size()));
     in.seq_lens.push_back(s.num_cached + num_new[i]);
     for (int32_t b = 0; b < width; ++b) in.block_tables.push_back(s.table[static_cast<size_t>(b)]);
+    const int32_t first_block = std::max(0, s.num_cached - window + 1) / bs;
+    for (int32_t b = 0; window > 0 && b < width; ++b)
+      in.sliding_block_tables.push_back(b < first_block ? -1
+                                                        : s.sliding_table[static_cast<size_t>(b)]);
     in.logits_rows.push_back(in.query_start_loc.back() - 1);
     SamplingRow row;
     row.temperature = 0.0f;
@@ -184,6 +196,9 @@ class DecodeGraphRunnerTest : public ::testing::Test {
 
   // The model both runners load.
   virtual ModelConfig model_config() const { return test::tiny_config(); }
+  // RunnerOptions::sliding_kv_group of both runners.
+  virtual bool sliding_group() const { return false; }
+  int window() const { return sliding_group() ? static_cast<int>(config_.sliding_window) : 0; }
 
   void SetUp() override {
     config_ = model_config();
@@ -193,6 +208,7 @@ class DecodeGraphRunnerTest : public ::testing::Test {
     o.num_kv_blocks = 64;
     o.max_num_seqs = 8;
     o.max_num_batched_tokens = 64;
+    o.sliding_kv_group = sliding_group();
     auto g = ModelRunner::create(graphs_, config_, src_, o);
     ASSERT_TRUE(g.ok()) << g.error().message;
     graph_runner_ = std::move(g).value();
@@ -204,6 +220,9 @@ class DecodeGraphRunnerTest : public ::testing::Test {
       Seq s;
       for (int32_t t = 0; t < lens[i]; ++t) s.tokens.push_back((7 * i + 3 * t + 1) % 97);
       for (int32_t b = 0; b < 8; ++b) s.table.push_back(8 * i + (b * 5) % 8);  // scattered
+      // Sliding blocks: a ring of 5 per sequence (reused once out of the window).
+      if (sliding_group())
+        for (int32_t b = 0; b < 8; ++b) s.sliding_table.push_back(5 * i + (4 - b % 5));
       seqs_.push_back(s);
     }
   }
@@ -236,7 +255,8 @@ class DecodeGraphRunnerTest : public ::testing::Test {
       seqs.push_back(&s);
       num_new.push_back(decode ? 1 : static_cast<int32_t>(s.tokens.size()) - s.num_cached);
     }
-    const std::vector<int32_t> next = run_both(make_step(seqs, num_new, kBlockSize), want_graph_batch);
+    const std::vector<int32_t> next =
+        run_both(make_step(seqs, num_new, kBlockSize, window()), want_graph_batch);
     ASSERT_EQ(next.size(), seqs.size());
     for (size_t i = 0; i < seqs.size(); ++i) {
       seqs[i]->num_cached += num_new[i];
@@ -284,9 +304,9 @@ TEST(DecodeGraphIndex, PadsRowsOntoTheScratchBlockAndRelaysTables) {
   const int64_t batch = 4, width = 5;
   std::vector<int32_t> ids(batch, 99), pos(batch, 99), slots(batch, 99), qsl(batch + 1, 99),
       lens(batch, 99), tables(batch * width, 99);
-  write_padded_decode_index(s, batch, width, /*scratch_block=*/77,
-                            {ids.data(), pos.data(), slots.data(), qsl.data(), lens.data(),
-                             tables.data()});
+  write_padded_decode_index(
+      s, batch, width, /*scratch_block=*/77, /*sliding_scratch_block=*/-1,
+      {ids.data(), pos.data(), slots.data(), qsl.data(), lens.data(), tables.data()});
   EXPECT_EQ(ids, (std::vector<int32_t>{5, 6, 0, 0}));
   EXPECT_EQ(pos, (std::vector<int32_t>{9, 2, 0, 0}));
   EXPECT_EQ(slots, (std::vector<int32_t>{41, 18, -1, -1}));
@@ -347,6 +367,16 @@ TEST(MemoryProfileStep, IsAValidStepOfTheLargestBatch) {
     std::vector<int32_t> slots = p.step.slot_mapping;
     std::sort(slots.begin(), slots.end());
     EXPECT_EQ(std::adjacent_find(slots.begin(), slots.end()), slots.end());
+    // With a sliding-window KV group: that group's tables and slots too,
+    // the same blocks of its own pool.
+    const ProfileStep w = make_profile_step(c.max_tokens, c.max_seqs, c.max_len, c.block_size,
+                                            c.rows, /*vocab=*/97, /*sliding_group=*/true);
+    l.num_sliding_kv_blocks = w.num_blocks;
+    l.sliding_window = 5;
+    const Status sw = validate_step(w.step, l, /*sampling=*/true);
+    EXPECT_TRUE(sw.ok()) << sw.error().message;
+    EXPECT_EQ(w.step.sliding_block_tables, w.step.block_tables);
+    l.num_sliding_kv_blocks = 0;
   }
 }
 
@@ -379,7 +409,7 @@ TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   {
     std::vector<Seq*> seqs = {&seqs_[0], &seqs_[4]};
     const int32_t chunk = static_cast<int32_t>(seqs_[4].tokens.size()) - seqs_[4].num_cached;
-    const StepBatch mixed = make_step(seqs, {1, chunk}, kBlockSize);
+    const StepBatch mixed = make_step(seqs, {1, chunk}, kBlockSize, window());
     run_both(mixed, 0);
     seqs_[0].num_cached += 1;
     seqs_[4].num_cached += chunk;
@@ -403,6 +433,26 @@ TEST_F(DecodeGraphMoeRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   step({1, 3, 4}, true, 4);
   step({2}, true, 1);
   EXPECT_GT(graphs_.num_replays(), 5);
+}
+
+// Gemma 3 with the sliding-window KV group: replays read the group's slots
+// and tables (released entries before each window, padding rows on the
+// group's own scratch block) and give the eager logits.
+class DecodeGraphSlidingRunnerTest : public DecodeGraphRunnerTest {
+ protected:
+  ModelConfig model_config() const override { return test::tiny_config("gemma3"); }
+  bool sliding_group() const override { return true; }
+};
+
+TEST_F(DecodeGraphSlidingRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
+  // 64 full blocks hold two sequences of 128 tokens; so do 4 sliding ones,
+  // plus a step of up to 64 tokens over 8 sequences: 64 / 4 + 8.
+  EXPECT_EQ(graph_runner_->num_sliding_kv_blocks(), 28);
+  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
+  for (int i = 0; i < 6; ++i) step({0, 1, 2, 3, 4}, true, 8);
+  step({1, 3, 4}, true, 4);
+  step({2}, true, 1);
+  EXPECT_GT(graphs_.num_replays(), 7);
 }
 
 TEST_F(DecodeGraphRunnerTest, SamplingAndBlockCopiesWorkAroundAReplay) {

@@ -107,6 +107,115 @@ TEST_F(RunnerTest, LongropeTableFollowsTheCappedMaxModelLen) {
   EXPECT_NE(capped, long_set);
 }
 
+// Gemma 3's tiny shape (layer 0 sliding with window 3, layer 1 full), blocks
+// of 4 tokens (512 bytes per layer), steps of up to 8 tokens over 4
+// sequences: one decoding sequence of 128 tokens holds 32 full blocks and 2
+// sliding ones, and a step adds at most 8 / 4 + 4 = 6 sliding blocks.
+RunnerOptions sliding_options() {
+  RunnerOptions o;
+  o.block_size = 4;
+  o.max_num_batched_tokens = 8;
+  o.max_num_seqs = 4;
+  o.sliding_kv_group = true;
+  return o;
+}
+
+TEST_F(RunnerTest, SlidingWindowGroupSplitsThePool) {
+  RunnerOptions o = sliding_options();
+  o.kv_cache_bytes = (2 * (32 + 2) + 6) * 512;  // two sequences of 128 tokens and a step
+  auto r = make(o, tiny_config("gemma3"));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->kv_block_bytes(), 512);
+  EXPECT_EQ(r->sliding_kv_block_bytes(), 512);
+  EXPECT_EQ(r->num_kv_blocks(), 64);
+  EXPECT_EQ(r->num_sliding_kv_blocks(), 10);
+  EXPECT_EQ(r->max_model_len(), 128);
+  // The same bytes with every layer keeping its whole context: 37 blocks.
+  o.sliding_kv_group = false;
+  r = make(o, tiny_config("gemma3"));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->kv_block_bytes(), 1024);
+  EXPECT_EQ(r->num_kv_blocks(), 37);
+  EXPECT_EQ(r->num_sliding_kv_blocks(), 0);
+  // --num-kv-blocks sets the full pool; the sliding pool holds as many
+  // sequences and a step: ceil(40 x 2 / 32) + 6.
+  o = sliding_options();
+  o.num_kv_blocks = 40;
+  r = make(o, tiny_config("gemma3"));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->num_kv_blocks(), 40);
+  EXPECT_EQ(r->num_sliding_kv_blocks(), 9);
+  // A model without sliding layers keeps one pool, sized as before.
+  o = sliding_options();
+  o.block_size = 16;
+  o.kv_cache_bytes = 1 << 20;
+  r = make(o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->num_kv_blocks(), 256);
+  EXPECT_EQ(r->num_sliding_kv_blocks(), 0);
+  EXPECT_EQ(r->sliding_kv_block_bytes(), 0);
+}
+
+// Rows [start, start + n) of one sequence of `tokens` with the full table
+// 0, 1, 2, ...; with `sliding`, the sliding group's table cycles through 4
+// blocks (block b of the sequence in sliding block 3 - b % 4, reused as the
+// window moves on, as the KV manager reuses released blocks) and leaves -1
+// before the window of the chunk's first query.
+StepBatch windowed_chunk(const std::vector<int32_t>& tokens, int32_t start, int32_t n,
+                         bool sliding) {
+  constexpr int32_t kBs = 4, kWidth = 32, kWindow = 3;
+  std::vector<int32_t> table(kWidth);
+  for (int32_t b = 0; b < kWidth; ++b) table[static_cast<size_t>(b)] = b;
+  StepBatch s = make_step(
+      {{std::vector<int32_t>(tokens.begin() + start, tokens.begin() + start + n), start, table}},
+      kBs, kWidth);
+  s.logits_rows.clear();
+  s.sampling.rows.clear();
+  for (int32_t j = 0; j < n; ++j) s.logits_rows.push_back(j);
+  if (!sliding) return s;
+  const int32_t first_block = std::max(0, start - kWindow + 1) / kBs;
+  for (int32_t b = 0; b < kWidth; ++b)
+    s.sliding_block_tables.push_back(b < first_block ? -1 : 3 - b % 4);
+  for (int32_t p = start; p < start + n; ++p)
+    s.sliding_slot_mapping.push_back(s.sliding_block_tables[static_cast<size_t>(p / kBs)] * kBs +
+                                     p % kBs);
+  return s;
+}
+
+TEST_F(RunnerTest, SlidingWindowGroupComputesWhatTheFullCacheDoes) {
+  RunnerOptions o = sliding_options();
+  o.num_kv_blocks = 32;
+  auto windowed = make(o, tiny_config("gemma3"));
+  o.sliding_kv_group = false;
+  auto full = make(o, tiny_config("gemma3"));
+  ASSERT_NE(windowed, nullptr);
+  ASSERT_NE(full, nullptr);
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 40; ++i) tokens.push_back((i * 37 + 11) % 97);
+  // Chunks of 8 and 5 tokens, then decodes: released entries and reused
+  // blocks at every step.
+  int32_t start = 0;
+  for (const int32_t n : {8, 5, 8, 1, 1, 1, 7, 1, 1}) {
+    std::vector<float> a, b;
+    ASSERT_TRUE(windowed->execute_logits(windowed_chunk(tokens, start, n, true), &a).ok());
+    ASSERT_TRUE(full->execute_logits(windowed_chunk(tokens, start, n, false), &b).ok());
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-5) << "chunk at " << start << ", logit " << i;
+    start += n;
+  }
+  // The group's tables are required, and refused without the group.
+  std::vector<float> logits;
+  Status st = windowed->execute_logits(windowed_chunk(tokens, start, 1, false), &logits);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("sliding_block_tables has 0 entries"), std::string::npos)
+      << st.error().message;
+  st = full->execute_logits(windowed_chunk(tokens, start, 1, true), &logits);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("keeps no such group"), std::string::npos)
+      << st.error().message;
+}
+
 TEST_F(RunnerTest, LogitsChunksAndSamplingSlicesMatchOneShot) {
   RunnerOptions o;
   o.block_size = 4;
@@ -362,10 +471,61 @@ TEST(StepValidation, CatchesEveryMalformedField) {
   s.copy_src = {1, 2};
   s.copy_dst = {3};
   expect_error(s, "copy_src and copy_dst differ");
+  // A runner without a sliding-window KV group refuses that group's tables.
+  s = ok;
+  s.sliding_block_tables = {-1, 0};  // kNullBlock, then a block
+  s.sliding_slot_mapping.assign(s.slot_mapping.size(), 0);
+  expect_error(s, "sliding-window KV group's tables: this model runner keeps no such group");
   // execute_logits ignores the sampling batch.
   s = ok;
   s.sampling.rows.clear();
   EXPECT_TRUE(validate_step(s, l, false).ok());
+}
+
+// With a sliding-window KV group (window 3, blocks of 4, 6 sliding blocks):
+// its tables and slots are required, blocks the step's windows read must be
+// real, earlier entries may be released (-1), and its copies stay in its pool.
+TEST(StepValidation, ChecksTheSlidingWindowGroup) {
+  StepLimits l{8, 2, 3, 10, 4, 50, 12};
+  l.num_sliding_kv_blocks = 6;
+  l.sliding_window = 3;
+  // Sequence 0: a prefill chunk at 0..2; sequence 1: a decode at position 9,
+  // whose window (7..9) starts in block 1.
+  StepBatch ok = make_step({{{1, 2, 3}, 0, {4}}, {{7}, 9, {1, 2, 3}}}, 4, 3);
+  ok.sliding_block_tables = {5, -1, -1, -1, 0, 2};
+  ok.sliding_slot_mapping = {20, 21, 22, 9};
+  ASSERT_TRUE(validate_step(ok, l, true).ok()) << validate_step(ok, l, true).error().message;
+  auto expect_error = [&](const StepBatch& in, const std::string& needle) {
+    Status s = validate_step(in, l, true);
+    ASSERT_FALSE(s.ok()) << needle;
+    EXPECT_NE(s.error().message.find(needle), std::string::npos) << s.error().message;
+  };
+  StepBatch s = ok;
+  s.sliding_block_tables.clear();
+  expect_error(s, "sliding_block_tables has 0 entries, expected 6");
+  s = ok;
+  s.sliding_slot_mapping.pop_back();
+  expect_error(s, "sliding_slot_mapping has 3 entries, expected 4");
+  s = ok;
+  s.sliding_block_tables[4] = -1;  // sequence 1's block 1: in its window
+  expect_error(s, "sliding_block_tables[1][1] = -1 not in [0, 6) (read by this step's window)");
+  s = ok;
+  s.sliding_block_tables[3] = 6;  // before the window, but neither a block nor released
+  expect_error(s, "sliding_block_tables[1][0] = 6 not in [0, 6) nor -1 (released)");
+  s = ok;
+  s.sliding_block_tables[3] = 4;  // a block before the window is fine too
+  EXPECT_TRUE(validate_step(s, l, true).ok());
+  s = ok;
+  s.sliding_slot_mapping[3] = 8;
+  expect_error(s, "sliding_slot_mapping[3] = 8, expected 9");
+  s = ok;
+  s.sliding_copy_src = {6};
+  s.sliding_copy_dst = {0};
+  expect_error(s, "sliding_copy 0 names block 6 outside [0, 6)");
+  s.sliding_copy_src = {5};  // in the sliding pool, not the full pool's range
+  EXPECT_TRUE(validate_step(s, l, true).ok());
+  s.sliding_copy_dst = {};
+  expect_error(s, "sliding_copy_src and sliding_copy_dst differ in length");
 }
 
 }  // namespace

@@ -47,7 +47,9 @@ class FakeRank final : public Runner {
 
   int64_t num_kv_blocks() const override { return plan_.num_kv_blocks; }
   const std::string& kv_sizing() const override { return sizing_; }
+  int64_t num_sliding_kv_blocks() const override { return 0; }
   int64_t kv_block_bytes() const override { return 4096; }
+  int64_t sliding_kv_block_bytes() const override { return 0; }
   int block_size() const override { return 16; }
   int64_t max_model_len() const override { return plan_.max_model_len; }
   int64_t max_num_batched_tokens() const override { return 64; }

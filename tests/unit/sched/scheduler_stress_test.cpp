@@ -9,7 +9,9 @@
 // model runs, the device's order) and the next one planned with
 // schedule_ahead() before the step's samples are resolved, as the engine
 // does; placeholder tokens are filled by the fake device from the previous
-// step's samples.
+// step's samples. With a sliding-window KV group the fake model also writes
+// the sliding pool's slots and checks each step's window there, and that
+// the entries before the window are released (null).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -33,7 +35,10 @@ struct StressParams {
   int32_t max_chunk;
   bool prefix_caching;
   bool async = false;  // schedule_ahead / resolve pipelining
+  int32_t sliding_window = 0;  // > 0: a sliding group of kNumSlidingBlocks blocks
 };
+
+constexpr int32_t kNumSlidingBlocks = 16;
 
 enum class GroupMode { kSingle, kParallel, kBeam };
 
@@ -46,16 +51,22 @@ struct Tracked {
 
 class StressRun {
  public:
-  explicit StressRun(const StressParams& p) : rng_(p.seed), async_(p.async) {
+  explicit StressRun(const StressParams& p)
+      : rng_(p.seed), async_(p.async), window_(p.sliding_window) {
     SchedulerConfig c;
     c.max_num_batched_tokens = p.budget;
     c.max_num_seqs = 8;
     c.max_waiting = 6;
     c.max_chunk_tokens = p.max_chunk;
     c.max_model_len = 40;
-    c.kv = {.num_blocks = 24, .block_size = 4, .enable_prefix_caching = p.prefix_caching};
+    c.kv = {.num_blocks = 24,
+            .block_size = 4,
+            .enable_prefix_caching = p.prefix_caching,
+            .sliding_window = p.sliding_window,
+            .num_sliding_blocks = p.sliding_window > 0 ? kNumSlidingBlocks : 0};
     sched_ = std::make_unique<Scheduler>(Scheduler::create(c).value());
     kv_values_.assign(24 * 4, 0);
+    sliding_values_.assign(kNumSlidingBlocks * 4, 0);
   }
 
   void run(int32_t num_ops) {
@@ -81,12 +92,14 @@ class StressRun {
     KvStats st = sched_->stats().kv;
     EXPECT_EQ(st.num_used_blocks, 0);
     EXPECT_EQ(st.num_free_blocks + st.num_cached_blocks, st.num_blocks);
+    EXPECT_EQ(st.num_sliding_used_blocks, 0);
   }
 
   const SchedulerStats stats() const { return sched_->stats(); }
   int32_t num_finished_checked() const { return num_checked_; }
   int32_t num_ahead() const { return num_ahead_; }
   int64_t num_pending_filled() const { return num_pending_filled_; }
+  int64_t num_window_checked() const { return num_window_checked_; }
 
  private:
   int32_t pick(int32_t lo, int32_t hi) {
@@ -154,6 +167,13 @@ class StressRun {
       for (int32_t j = 0; j < bs; ++j)
         kv_values_[out.copy_dst[i] * bs + j] = kv_values_[out.copy_src[i] * bs + j];
     }
+    ASSERT_EQ(out.sliding_copy_src.size(), out.sliding_copy_dst.size());
+    for (size_t i = 0; i < out.sliding_copy_src.size(); ++i) {
+      for (int32_t j = 0; j < bs; ++j)
+        sliding_values_[out.sliding_copy_dst[i] * bs + j] =
+            sliding_values_[out.sliding_copy_src[i] * bs + j];
+    }
+    if (!out.empty()) ASSERT_EQ(out.sliding_block_tables.empty(), window_ == 0);
     std::set<SeqId> seen;
     for (size_t i = 0; i < out.seqs.size(); ++i) {
       const ScheduledSeq& e = out.seqs[i];
@@ -172,13 +192,35 @@ class StressRun {
         prefix[p] = h = (h ^ static_cast<uint64_t>(tokens[p])) * 1099511628211ull;
       for (int32_t p = e.start_position; p < out.seq_lens[i]; ++p) {
         kv_values_[out.slot_mapping[out.query_start_loc[i] + p - e.start_position]] = prefix[p];
+        if (window_ > 0) {
+          sliding_values_[out.sliding_slot_mapping[out.query_start_loc[i] + p - e.start_position]] =
+              prefix[p];
+        }
       }
+      if (window_ > 0) check_window(out, i, prefix);
       const int32_t* row = out.block_tables.data() + i * out.max_blocks_per_seq;
       for (int32_t p = 0; p < out.seq_lens[i]; ++p) {
         ASSERT_EQ(kv_values_[row[p / bs] * bs + p % bs], prefix[p])
             << "seq " << e.seq_id << " position " << p;
       }
     }
+  }
+
+  // The step's first query (at start_position) reads the window behind it:
+  // those entries hold the right values; every entry before it is null.
+  void check_window(const ScheduleOutput& out, size_t i, const std::vector<uint64_t>& prefix) {
+    const int32_t bs = 4;
+    const ScheduledSeq& e = out.seqs[i];
+    const int32_t* row = out.sliding_block_tables.data() + i * out.max_blocks_per_seq;
+    const int32_t lowest = std::max(0, e.start_position - window_ + 1);
+    for (int32_t b = 0; b < lowest / bs; ++b)
+      ASSERT_EQ(row[b], kNullBlock) << "seq " << e.seq_id << " keeps block " << b;
+    for (int32_t p = lowest; p < out.seq_lens[i]; ++p) {
+      ASSERT_NE(row[p / bs], kNullBlock) << "seq " << e.seq_id << " position " << p;
+      ASSERT_EQ(sliding_values_[row[p / bs] * bs + p % bs], prefix[p])
+          << "seq " << e.seq_id << " sliding position " << p;
+    }
+    num_window_checked_ += lowest / bs;
   }
 
   // Sync: schedule, run, update. Async: launch a step if none runs, plan
@@ -286,16 +328,24 @@ class StressRun {
   std::unique_ptr<Scheduler> sched_;
   std::map<RequestId, Tracked> tracked_;
   std::vector<uint64_t> kv_values_;  // fake KV cache: one value per slot
+  int32_t window_ = 0;
+  std::vector<uint64_t> sliding_values_;  // the sliding group's fake KV cache
+  int64_t num_window_checked_ = 0;        // null entries seen before a window
   RequestId next_id_ = 1;
   int32_t num_checked_ = 0;
 };
 
-void run_stress(bool async) {
-  const StressParams params[] = {
+void run_stress(bool async, bool sliding) {
+  std::vector<StressParams> params = {
       {1, 16, 0, true, async},  {2, 16, 5, true, async}, {3, 4, 0, true, async},
       {4, 64, 0, false, async}, {5, 7, 3, true, async},  {6, 1, 0, true, async},
   };
-  int64_t preemptions = 0, hits = 0, checked = 0, ahead = 0, filled = 0;
+  // Windows of 5 and 9 over blocks of 4 (a window start inside a block and
+  // past two blocks).
+  if (sliding) {
+    for (size_t i = 0; i < params.size(); ++i) params[i].sliding_window = i % 2 ? 9 : 5;
+  }
+  int64_t preemptions = 0, hits = 0, checked = 0, ahead = 0, filled = 0, released = 0;
   for (const StressParams& p : params) {
     SCOPED_TRACE(::testing::Message() << "seed " << p.seed << " budget " << p.budget);
     StressRun run(p);
@@ -307,6 +357,7 @@ void run_stress(bool async) {
     checked += run.num_finished_checked();
     ahead += run.num_ahead();
     filled += run.num_pending_filled();
+    released += run.num_window_checked();
   }
   // The workload must actually exercise preemption, prefix hits and finishes
   // (and, async, steps planned ahead).
@@ -317,11 +368,24 @@ void run_stress(bool async) {
     EXPECT_GT(ahead, 1000);
     EXPECT_GT(filled, 1000);  // placeholder tokens the fake device fed from samples
   }
+  if (sliding) EXPECT_GT(released, 1000);
 }
 
-TEST(SchedulerStress, RandomOperationsKeepInvariantsAndFreeEverything) { run_stress(false); }
+TEST(SchedulerStress, RandomOperationsKeepInvariantsAndFreeEverything) {
+  run_stress(false, false);
+}
 
-TEST(SchedulerStress, AsyncSchedulingKeepsInvariantsAndOutputs) { run_stress(true); }
+TEST(SchedulerStress, AsyncSchedulingKeepsInvariantsAndOutputs) {
+  run_stress(true, false);
+}
+
+TEST(SchedulerStress, SlidingWindowGroupKeepsTheWindowAndFreesTheRest) {
+  run_stress(false, true);
+}
+
+TEST(SchedulerStress, SlidingWindowGroupWithAsyncScheduling) {
+  run_stress(true, true);
+}
 
 }  // namespace
 }  // namespace pagoda
