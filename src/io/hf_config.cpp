@@ -531,8 +531,14 @@ Status parse_moe(const Fields& f, ModelConfig* c) {
   const bool mixtral = c->architecture == "mixtral";
   if (!mixtral && c->architecture != "qwen2_moe" && c->architecture != "qwen3_moe")
     return Status::Ok();
-  PAGODA_RETURN_IF_ERROR(
-      f.req_positive_int(mixtral ? "num_local_experts" : "num_experts", &c->num_experts));
+  // transformers 5 writes Qwen3-MoE's num_experts as num_local_experts (its
+  // attribute map reads either); published checkpoints have num_experts.
+  const char* experts_key =
+      mixtral || (c->architecture == "qwen3_moe" && f.find("num_experts") == nullptr &&
+                  f.find("num_local_experts") != nullptr)
+          ? "num_local_experts"
+          : "num_experts";
+  PAGODA_RETURN_IF_ERROR(f.req_positive_int(experts_key, &c->num_experts));
   PAGODA_RETURN_IF_ERROR(f.req_positive_int("num_experts_per_tok", &c->num_experts_per_tok));
   if (c->num_experts_per_tok > c->num_experts) {
     return f.bad("num_experts_per_tok",

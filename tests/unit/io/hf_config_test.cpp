@@ -354,6 +354,13 @@ TEST(HfConfig, Qwen3Moe) {
   EXPECT_TRUE(c.norm_topk_prob);
   EXPECT_EQ(c.num_experts, 128);
   EXPECT_EQ(c.shared_expert_intermediate_size, 0);
+  // transformers 5's Qwen3MoeConfig saves num_local_experts.
+  j.erase("num_experts");
+  j["num_local_experts"] = 64;
+  EXPECT_EQ(parse_ok(j).num_experts, 64);
+  j.erase("num_local_experts");
+  expect_error(j, "num_experts");
+  j["num_experts"] = 128;
   j.erase("moe_intermediate_size");
   expect_error(j, "moe_intermediate_size");
 }
