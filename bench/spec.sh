@@ -21,7 +21,9 @@
 #   it exists (bench/README.md says how to stage it), else python3's sys.path.
 # Env: DEVICE (cuda), K (4), W7_IN (2048), W7_OUT (1024), BIG_BATCH (64), ITERS (2), WARMUP (1),
 #   NGRAM_CONFIG, SUFFIX_CONFIG (--speculative-config of those rows), PAGODA_FLAGS (added to every
-#   run), BUDGET_S (540: steps that would start later are skipped and say so).
+#   run), BUDGET_S (540: steps that would start later are skipped and say so), REPLAY_FLAG
+#   (--speculative-replay; --speculative-replay-forced where bf16 near-ties make the target's greedy
+#   output irreproducible across step shapes, e.g. random weights on a GPU).
 # Writes $OUT/spec.md (the tables) and every run's JSON and log beside it.
 set -u
 build=${1:?usage: bench/spec.sh BUILD_DIR}
@@ -36,6 +38,7 @@ iters=${ITERS:-2}
 warmup=${WARMUP:-1}
 budget=${BUDGET_S:-540}
 flags=${PAGODA_FLAGS:-}
+replay_flag=${REPLAY_FLAG:---speculative-replay}
 ngram_config=${NGRAM_CONFIG:-"{\"method\": \"ngram\", \"num_speculative_tokens\": $k, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}"}
 suffix_config=${SUFFIX_CONFIG:-'{"method": "suffix"}'}
 shared=${PAGODA_SHARED_DIR:-../shared}
@@ -77,7 +80,7 @@ rows() {
   local key=$1 model=$2 in=$3 len=$4
   shift 4
   local w7=("$model" "$@" "${w7_flags[@]}" --input-len "$in" --output-len "$len")
-  run "${key}_b1_replay" 300 "${w7[@]}" --batch-size 1 --speculative-replay "$k"
+  run "${key}_b1_replay" 300 "${w7[@]}" --batch-size 1 "$replay_flag" "$k"
   run "${key}_b1_random" 300 "${w7[@]}" --batch-size 1 --speculative-random "$k"
   run "${key}_b1_ngram" 200 "${w7[@]}" --batch-size 1 --speculative-config "$ngram_config"
   run "${key}_b1_suffix" 200 "${w7[@]}" --batch-size 1 --speculative-config "$suffix_config"

@@ -83,7 +83,9 @@ def model_section(out, key, title, k, big_batch):
     lines.append(row("plain", 1, plain, plain))
     lines.append(row("ngram", 1, ngram, plain))
     lines.append(row("suffix", 1, suffix, plain))
-    lines.append(row("replay k=%d" % k, 1, replay and replay["speculative"], plain, same(replay)))
+    forced = bool(replay) and replay.get("proposer") == "replay-forced"
+    lines.append(row(("replay (forced) k=%d" if forced else "replay k=%d") % k, 1,
+                     replay and replay["speculative"], plain, same(replay)))
     lines.append(row("plain (random's call)", 1, rand and rand["baseline"], rand and rand["baseline"]))
     lines.append(row("random k=%d" % k, 1, rand and rand["speculative"], rand and rand["baseline"], same(rand)))
     big_plain = big and big["baseline"]

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -239,6 +240,7 @@ struct InprocFlags {
   std::vector<std::string> w7_site_packages;  // empty: python3's sys.path
   int spec_replay = 0;                        // --speculative-replay K
   int spec_random = 0;                        // --speculative-random K
+  int spec_replay_forced = 0;                 // --speculative-replay-forced K
   CLI::App* latency_cmd = nullptr;
   CLI::App* throughput_cmd = nullptr;
 };
@@ -313,6 +315,18 @@ void add_inproc_commands(CLI::App& app, InprocFlags& f) {
       ->check(CLI::Range(1, 64))
       ->type_name("K")
       ->excludes(replay);
+  auto* forced =
+      f.latency_cmd->add_option(
+                  "--speculative-replay-forced", f.spec_replay_forced,
+                  "like --speculative-replay, but the drafts follow the recording by position and "
+                  "every draft is kept whatever the target samples: verification at full "
+                  "acceptance where the target's greedy output is not reproducible across step "
+                  "shapes (bf16 near-ties, e.g. random weights on a GPU); the outputs are then not "
+                  "the target's, so they are compared but a difference does not fail")
+          ->check(CLI::Range(1, 64))
+          ->type_name("K")
+          ->excludes(replay);
+  forced->excludes(f.latency_cmd->get_option("--speculative-random"));
   f.throughput_cmd = app.add_subcommand("throughput",
                                         "W2/W6: offline throughput in-process: every request added "
                                         "at once; output tok/s, total tok/s, req/s");
@@ -417,15 +431,23 @@ Status run_speculative_comparison(const InprocFlags& f, const std::string& sourc
                                   const pagoda::bench::LatencyReportInputs& in,
                                   nlohmann::json baseline,
                                   const std::vector<pagoda::bench::Recording>& recorded) {
-  const bool replay = f.spec_replay > 0;
-  const int k = replay ? f.spec_replay : f.spec_random;
+  const bool forced = f.spec_replay_forced > 0;
+  const bool replay = f.spec_replay > 0 || forced;
+  const int k = forced ? f.spec_replay_forced : replay ? f.spec_replay : f.spec_random;
+  const std::string method = forced ? "replay-forced" : replay ? "replay" : "random";
   PAGODA_ASSIGN_OR_RETURN(auto parts, pagoda::load_engine_parts(f.engine));
   parts.options.speculative.num_speculative_tokens = k;
-  parts.info.speculative_method = replay ? "replay" : "random";
+  parts.info.speculative_method = method;
   parts.info.num_speculative_tokens = k;
   if (replay) {
     auto proposer = std::make_unique<pagoda::ReplayProposer>();
     for (const auto& r : recorded) proposer->record(r.prompt, r.output);
+    if (forced) {
+      proposer->follow_positions();
+      parts.acceptance_rule = [](std::span<const int32_t>, std::span<const int32_t> drafts) {
+        return static_cast<int32_t>(drafts.size());
+      };
+    }
     parts.proposer = std::move(proposer);
   } else {
     parts.proposer = std::make_unique<pagoda::RandomProposer>(
@@ -438,11 +460,11 @@ Status run_speculative_comparison(const InprocFlags& f, const std::string& sourc
   bool same = again.size() == recorded.size();
   for (size_t i = 0; same && i < again.size(); ++i)
     same = again[i].prompt == recorded[i].prompt && again[i].output == recorded[i].output;
-  auto report = pagoda::bench::spec_comparison(replay ? "replay" : "random", k, std::move(baseline),
+  auto report = pagoda::bench::spec_comparison(method, k, std::move(baseline),
                                                std::move(speculative), same);
   std::printf("%s", pagoda::bench::format_spec_comparison(report).c_str());
   PAGODA_RETURN_IF_ERROR(write_json(f.result_json, report));
-  if (!same)
+  if (!same && !forced)
     return pagoda::make_error(ErrorCode::kInternal,
                               "the greedy outputs with speculation differ from those without it");
   return Status::Ok();
@@ -451,14 +473,14 @@ Status run_speculative_comparison(const InprocFlags& f, const std::string& sourc
 Status run_latency(InprocFlags& f) {
   PAGODA_ASSIGN_OR_RETURN(f.latency.constraint, pagoda::bench::bench_constraint(
                                                     f.response_format_schema, f.structured_output));
-  const bool compare = f.spec_replay > 0 || f.spec_random > 0;
+  const bool compare = f.spec_replay > 0 || f.spec_random > 0 || f.spec_replay_forced > 0;
   if (compare && f.engine.speculative.enabled())
     return pagoda::make_error(ErrorCode::kInvalidArgument,
-                              "--speculative-replay and --speculative-random bring their own "
+                              "--speculative-replay(-forced) and --speculative-random bring their own "
                               "proposer: drop --speculative-config");
   if (compare && f.latency.constraint)
     return pagoda::make_error(ErrorCode::kInvalidArgument,
-                              "--speculative-replay and --speculative-random cannot be combined "
+                              "--speculative-replay(-forced) and --speculative-random cannot be combined "
                               "with structured output: constrained requests are not drafted");
   PAGODA_ASSIGN_OR_RETURN(std::string source, dataset_source(f));
   PAGODA_ASSIGN_OR_RETURN(auto location, pagoda::resolve_model(

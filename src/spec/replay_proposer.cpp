@@ -21,7 +21,8 @@ Status ReplayProposer::propose(std::span<const DraftInput> inputs,
     if (it == recordings_.end()) continue;
     const std::vector<int32_t>& rec = it->second;
     const auto outputs = in.tokens.subspan(static_cast<size_t>(in.num_prompt_tokens));
-    if (outputs.size() >= rec.size() || !std::equal(outputs.begin(), outputs.end(), rec.begin())) {
+    if (outputs.size() >= rec.size() ||
+        (!follow_positions_ && !std::equal(outputs.begin(), outputs.end(), rec.begin()))) {
       continue;
     }
     const size_t n = std::min(rec.size() - outputs.size(), static_cast<size_t>(in.max_draft));

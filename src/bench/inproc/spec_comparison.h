@@ -10,7 +10,7 @@
 
 namespace pagoda::bench {
 
-// Fields: proposer ("replay" | "random"), num_speculative_tokens, baseline
+// Fields: proposer ("replay" | "replay-forced" | "random"), num_speculative_tokens, baseline
 // and speculative (two latency_report()s, the second with the spec_*
 // fields), tpot_speedup (baseline TPOT / speculative TPOT, i.e. the ratio of
 // decode tok/s), output_tok_s_speedup (end-to-end, prefill included),

@@ -81,6 +81,19 @@ def test_replay_accepts_every_draft_in_fewer_steps(tmp_path):
     assert "Speculation vs none" in p.stdout and "Same greedy outputs:" in p.stdout
 
 
+def test_forced_replay_keeps_every_draft_and_follows_positions(tmp_path):
+    # On the CPU the target reproduces its greedy output, so the forced replay
+    # gives the exact replay's steps and outputs; its drafts follow the
+    # recording by position and every one is kept.
+    p, r = bench_latency(tmp_path, *W7, "--output-len", "24", "--speculative-replay-forced", "3")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert r["proposer"] == "replay-forced" and r["num_speculative_tokens"] == 3
+    assert r["same_outputs"] is True
+    spec = r["speculative"]
+    assert spec["spec_acceptance_rate"] == 1.0
+    assert 0 < r["step_ratio"] < 0.5
+
+
 def test_random_drafts_are_rejected_and_change_nothing(tmp_path):
     p, r = bench_latency(tmp_path, "--input-len", "32", "--output-len", "24",
                          "--speculative-random", "3")
@@ -99,6 +112,7 @@ def test_random_drafts_are_rejected_and_change_nothing(tmp_path):
     (["--speculative-replay", "3", "--structured-output", "json_object"], "structured output"),
     (["--speculative-replay", "3", "--speculative-random", "3"], "excludes"),
     (["--speculative-replay", "0"], "--speculative-replay"),
+    (["--speculative-replay-forced", "3", "--speculative-random", "3"], "excludes"),
 ])
 def test_bad_combinations_are_refused(tmp_path, args, message):
     p, _ = bench_latency(tmp_path, "--input-len", "16", "--output-len", "4", *args)
