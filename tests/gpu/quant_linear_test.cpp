@@ -63,7 +63,13 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   DevTensor cx(cpu, DType::kF32, {c.rows, c.k}, x), cb(cpu, DType::kF32, {c.n}, b);
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
   cpu.linear(cx.t(), cw.tensor, c.bias ? cb.t() : Tensor(), cout.t());
-  expect_close(gout.download(), cout.download(), dt, "quant linear", 1.0, c.f32_out ? 0.5 : 1.0);
+  // Up to 8 rows the decode kernel dequantizes in f32 registers: an f32
+  // output is held to half the dtype's ulp tolerance. More rows dequantize
+  // the weight into the compute dtype first (as --gguf-dequantize does at
+  // load), so K-format values that dtype cannot hold (q3_K / q6_K: an int8
+  // sub-scale times an f16 scale) are rounded: the dtype's tolerance.
+  expect_close(gout.download(), cout.download(), dt, "quant linear", 1.0,
+               c.f32_out && c.rows <= 8 ? 0.5 : 1.0);
 }
 
 TEST(CudaQuantLinearTest, EveryFormatMatchesCpu) {
