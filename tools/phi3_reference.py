@@ -43,7 +43,10 @@ def main():
         ref = phi3_numpy.forward(config, weights, ids)  # transformers' factor rule by default
         err = float(np.abs(hf.double().cpu().numpy() - ref).max())
         print(f"tiny_phi3, {len(ids)} tokens: max |transformers - numpy| logit = {err:.3e}")
-        if err > 1e-8:
+        # transformers computes the rope tables (inv_freq, cos, sin and the longrope scale) in
+        # float32 whatever the model dtype, so float64 forwards agree to ~1e-5, not 1e-12 (the
+        # H100 run of 2026-11-27: 5.3e-06 on the 12-token prompt).
+        if err > 1e-4:
             sys.exit("tiny_phi3: the NumPy reference disagrees with transformers")
 
 
