@@ -34,9 +34,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "python" / "models"))
 import gemma_numpy  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tools"))
+from numpy_golden import greedy_case, write_golden  # noqa: E402
+
+REFERENCE = "tests/python/models/gemma_numpy.py"
+
 MODELS = ROOT / "tests" / "data" / "models"
-GOLDEN = ROOT / "tests" / "data" / "golden"
-TOP_K = 20
 
 COMMON = dict(vocab_size=512, hidden_size=64, intermediate_size=96, num_attention_heads=4,
               num_key_value_heads=2, head_dim=24, max_position_embeddings=256, rms_norm_eps=1e-6,
@@ -136,30 +139,6 @@ def write_gguf(path, config, weights):
     wr.close()
 
 
-def top_logprobs(lp, k=TOP_K):
-    order = np.lexsort((np.arange(lp.shape[0]), -lp))[:k]
-    return [[int(i), float(lp[i])] for i in order]
-
-
-def greedy_case(config, weights, prompt, steps):
-    ids, greedy, tops = list(prompt), [], []
-    for _ in range(steps):
-        lp = gemma_numpy.log_softmax(gemma_numpy.forward(config, weights, ids)[-1])
-        token = int(np.argmax(lp))
-        greedy.append(token)
-        tops.append(top_logprobs(lp))
-        ids.append(token)
-    return {"prompt_ids": list(prompt), "greedy_ids": greedy, "top_logprobs": tops}
-
-
-def write_golden(name, model_path, cases, note):
-    doc = {"name": name, "model": {"kind": "repo", "path": model_path},
-           "reference": "tests/python/models/gemma_numpy.py, numpy float64, full recompute per step",
-           "note": note, "quantized": False, "tolerance": {"logprob": 1e-4, "margin": 1e-4},
-           "cases": cases}
-    (GOLDEN / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
-
-
 def main():
     for name, config in CONFIGS.items():
         weights = make_weights(config, SEEDS[name])
@@ -170,14 +149,14 @@ def main():
         rng = np.random.default_rng(SEEDS[name] + 100)
         # Prompts shorter and longer than the window (and than a KV block).
         prompts = [[2], [2, 403, 407], [2] + rng.integers(3, 512, size=40).tolist()]
-        cases = [greedy_case(config, weights, p, 24) for p in prompts]
+        cases = [greedy_case(gemma_numpy, config, weights, p, 24) for p in prompts]
         write_golden(name, f"tests/data/models/{name}", cases,
-                     f"tiny random-weight model made by tools/make_tiny_gemma.py")
+                     "tiny random-weight model made by tools/make_tiny_gemma.py", REFERENCE)
         if name == "tiny_gemma3":
             write_gguf(MODELS / "tiny_gemma3.gguf", config, weights)
             write_golden("tiny_gemma3_gguf", "tests/data/models/tiny_gemma3.gguf", cases,
                          "tiny_gemma3's weights as an f32 GGUF (norms + 1, llama.cpp names) made "
-                         "by tools/make_tiny_gemma.py; the reference is the HF folder's")
+                         "by tools/make_tiny_gemma.py; the reference is the HF folder's", REFERENCE)
         print(f"wrote {out} and its golden", file=sys.stderr)
 
 

@@ -32,9 +32,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "python" / "models"))
 import phi3_numpy  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tools"))
+from numpy_golden import greedy_case, write_golden  # noqa: E402
+
+REFERENCE = "tests/python/models/phi3_numpy.py"
+
 MODELS = ROOT / "tests" / "data" / "models"
-GOLDEN = ROOT / "tests" / "data" / "golden"
-TOP_K = 20
 NAME = "tiny_phi3"
 SEED = 31
 
@@ -126,30 +129,6 @@ def write_gguf(path, config, weights):
     wr.close()
 
 
-def top_logprobs(lp, k=TOP_K):
-    order = np.lexsort((np.arange(lp.shape[0]), -lp))[:k]
-    return [[int(i), float(lp[i])] for i in order]
-
-
-def greedy_case(config, weights, prompt, steps):
-    ids, greedy, tops = list(prompt), [], []
-    for _ in range(steps):
-        lp = phi3_numpy.log_softmax(phi3_numpy.forward(config, weights, ids)[-1])
-        token = int(np.argmax(lp))
-        greedy.append(token)
-        tops.append(top_logprobs(lp))
-        ids.append(token)
-    return {"prompt_ids": list(prompt), "greedy_ids": greedy, "top_logprobs": tops}
-
-
-def write_golden(name, model_path, cases, note):
-    doc = {"name": name, "model": {"kind": "repo", "path": model_path},
-           "reference": "tests/python/models/phi3_numpy.py, numpy float64, full recompute per step",
-           "note": note, "quantized": False, "tolerance": {"logprob": 1e-4, "margin": 1e-4},
-           "cases": cases}
-    (GOLDEN / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
-
-
 def main():
     weights = make_weights(CONFIG, SEED)
     out = MODELS / NAME
@@ -159,13 +138,13 @@ def main():
     rng = np.random.default_rng(SEED + 100)
     # Longer than the original context (16); the longer one also than the window (24).
     prompts = [[2] + rng.integers(3, 512, size=18).tolist(), [2] + rng.integers(3, 512, size=36).tolist()]
-    cases = [greedy_case(CONFIG, weights, p, 20) for p in prompts]
+    cases = [greedy_case(phi3_numpy, CONFIG, weights, p, 20) for p in prompts]
     write_golden(NAME, f"tests/data/models/{NAME}", cases,
-                 "tiny random-weight model made by tools/make_tiny_phi3.py")
+                 "tiny random-weight model made by tools/make_tiny_phi3.py", REFERENCE)
     write_gguf(MODELS / f"{NAME}.gguf", CONFIG, weights)
     write_golden(f"{NAME}_gguf", f"tests/data/models/{NAME}.gguf", cases,
                  "tiny_phi3's weights as an f32 GGUF (llama.cpp's phi3 names and keys) made by "
-                 "tools/make_tiny_phi3.py; the reference is the HF folder's")
+                 "tools/make_tiny_phi3.py; the reference is the HF folder's", REFERENCE)
     print(f"wrote {out}, {NAME}.gguf and their goldens", file=sys.stderr)
 
 

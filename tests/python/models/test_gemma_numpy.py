@@ -12,23 +12,18 @@ reference computes.
 Env: PAGODA_BIN (default: build/pagoda), PAGODA_SHARED_DIR (default: ../shared).
 """
 import json
-import os
 import pathlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
 import gemma_numpy
+from tiny_engine import PAGODA_BIN, run_engine, with_tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-SHARED = pathlib.Path(os.environ.get("PAGODA_SHARED_DIR", ROOT.parent / "shared"))
-PAGODA_BIN = pathlib.Path(os.environ.get("PAGODA_BIN", ROOT / "build" / "pagoda"))
 MODELS = ROOT / "tests" / "data" / "models"
 GOLDEN = ROOT / "tests" / "data" / "golden"
-TOKENIZER = SHARED / "models" / "stories260K"
 STEPS = 12
 TOL = 1e-4
 
@@ -45,30 +40,6 @@ def prompts(config):
     return [[2, 403, 407], [2] + rng.integers(3, 512, size=int(2.5 * window)).tolist()]
 
 
-def with_tokenizer(model, tmp_path):
-    """A copy of the model folder with stories260K's tokenizer."""
-    out = tmp_path / "model"
-    out.mkdir()
-    for f in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"):
-        shutil.copy(TOKENIZER / f, out / f)
-    for f in model.iterdir():
-        shutil.copy(f, out / f.name)
-    return out
-
-
-def run_engine(model, prompts_ids, tmp_path, *flags):
-    items = [{"prompt": p, "max_tokens": STEPS, "temperature": 0, "logprobs": 20, "ignore_eos": True}
-             for p in prompts_ids]
-    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    inp.write_text("".join(json.dumps(it) + "\n" for it in items))
-    r = subprocess.run([str(PAGODA_BIN), "generate", str(model), "--device", "cpu", "--input", str(inp),
-                        "--output", str(out), "--block-size", "4", "--max-num-batched-tokens", "7",
-                        "--max-num-seqs", "2", "--threads", "1", *flags],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return [json.loads(line) for line in out.read_text().splitlines()]
-
-
 @pytest.mark.parametrize("flags", [(), ("-tp", "2"), ("-pp", "2")], ids=["plain", "tp2", "pp2"])
 @pytest.mark.parametrize("name", ["tiny_gemma2", "tiny_gemma3"])
 def test_engine_matches_numpy_forward(name, flags, tmp_path):
@@ -76,7 +47,7 @@ def test_engine_matches_numpy_forward(name, flags, tmp_path):
         pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
     config, weights = reference(name)
     cases = prompts(config)
-    results = run_engine(with_tokenizer(MODELS / name, tmp_path), cases, tmp_path, *flags)
+    results = run_engine(with_tokenizer(MODELS / name, tmp_path), cases, tmp_path, STEPS, *flags)
     worst = 0.0
     for prompt, res in zip(cases, results):
         ids = list(prompt)

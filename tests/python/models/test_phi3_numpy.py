@@ -18,53 +18,24 @@ this reference computes.
 Env: PAGODA_BIN (default: build/pagoda), PAGODA_SHARED_DIR (default: ../shared).
 """
 import json
-import os
 import pathlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
 import phi3_numpy
+from tiny_engine import PAGODA_BIN, run_engine, with_tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-SHARED = pathlib.Path(os.environ.get("PAGODA_SHARED_DIR", ROOT.parent / "shared"))
-PAGODA_BIN = pathlib.Path(os.environ.get("PAGODA_BIN", ROOT / "build" / "pagoda"))
 MODEL = ROOT / "tests" / "data" / "models" / "tiny_phi3"
 GOLDEN = ROOT / "tests" / "data" / "golden"
-TOKENIZER = SHARED / "models" / "stories260K"
 STEPS = 12
 TOL = 1e-4
 
 
 def reference():
     return json.loads((MODEL / "config.json").read_text()), load_file(str(MODEL / "model.safetensors"))
-
-
-def with_tokenizer(tmp_path):
-    """A copy of the model folder with stories260K's tokenizer."""
-    out = tmp_path / "model"
-    out.mkdir()
-    for f in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"):
-        shutil.copy(TOKENIZER / f, out / f)
-    for f in MODEL.iterdir():
-        shutil.copy(f, out / f.name)
-    return out
-
-
-def run_engine(model, prompts_ids, tmp_path, *flags):
-    items = [{"prompt": p, "max_tokens": STEPS, "temperature": 0, "logprobs": 20, "ignore_eos": True}
-             for p in prompts_ids]
-    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    inp.write_text("".join(json.dumps(it) + "\n" for it in items))
-    r = subprocess.run([str(PAGODA_BIN), "generate", str(model), "--device", "cpu", "--input", str(inp),
-                        "--output", str(out), "--block-size", "4", "--max-num-batched-tokens", "7",
-                        "--max-num-seqs", "2", "--threads", "1", *flags],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return [json.loads(line) for line in out.read_text().splitlines()]
 
 
 def worst_error(config, weights, cases, results, long_factors):
@@ -90,7 +61,7 @@ def test_engine_matches_numpy_forward_with_long_factors(flags, tmp_path):
     rng = np.random.default_rng(5)
     # Shorter than the original context and than the window, and longer than both.
     cases = [[2, 403, 407], [2] + rng.integers(3, 512, size=40).tolist()]
-    results = run_engine(with_tokenizer(tmp_path), cases, tmp_path, *flags)
+    results = run_engine(with_tokenizer(MODEL, tmp_path), cases, tmp_path, STEPS, *flags)
     worst = worst_error(config, weights, cases, results, long_factors=True)
     assert worst < TOL, f"max |logprob - reference| = {worst}"
     # The short factors give other logprobs: the choice is visible.
@@ -104,7 +75,7 @@ def test_engine_runs_the_short_factors_within_the_original_context(tmp_path):
         pytest.fail(f"PAGODA_BIN {PAGODA_BIN} does not exist (build pagoda first)")
     config, weights = reference()
     cases = [[2, 403, 407], [2, 9, 300]]  # 3 + 12 tokens <= 16
-    results = run_engine(with_tokenizer(tmp_path), cases, tmp_path, "--max-model-len", "16")
+    results = run_engine(with_tokenizer(MODEL, tmp_path), cases, tmp_path, STEPS, "--max-model-len", "16")
     worst = worst_error(config, weights, cases, results, long_factors=False)
     assert worst < TOL, f"max |logprob - reference| = {worst}"
 
