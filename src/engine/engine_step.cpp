@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "engine/constrained_draft.h"
 #include "engine/llm_engine.h"
+#include "spec/backoff.h"
 #include "spec/verify.h"
 
 namespace pagoda {
@@ -147,15 +148,13 @@ void LlmEngine::propose_drafts() {
     }
     if (!kept.ok()) log_error("speculative decoding: {}", kept.error().message);
     // No draft: a miss for the back-off.
-    if (!kept.ok() || *kept == 0) note_drafts(*samples[i], num_launched_, false);
+    if (!kept.ok() || *kept == 0) note_drafts(*samples[i], num_launched_, false, false);
   }
 }
 
-void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted) {
-  sample.spec_backoff =
-      accepted ? 0
-               : std::min(sample.spec_backoff > 0 ? 2 * sample.spec_backoff : 1, kMaxSpecBackoff);
-  sample.spec_next_step = step + 1 + sample.spec_backoff;
+void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) {
+  sample.spec_backoff = SpecBackoff::next_wait(sample.spec_backoff, accepted);
+  sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified);
 }
 
 void LlmEngine::end_sequences(const ScheduleOutput& out) {
@@ -198,7 +197,7 @@ void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const si
     auto sit = rit->second->samples.find(seq_id);
     // The step was launched last (verification steps are never planned ahead).
     if (sit != rit->second->samples.end())
-      note_drafts(*sit->second, num_launched_ - 1, accepted > 0);
+      note_drafts(*sit->second, num_launched_ - 1, accepted > 0, true);
   }
   // The kept drafts and the sample after them are this step's tokens, in
   // order; any of them may end the sample (a stop, max_tokens).

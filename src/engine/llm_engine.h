@@ -142,14 +142,12 @@ class LlmEngine final : public Engine {
   // proposer for every sample of a speculating request whose last token is
   // sampled and uncomputed (Scheduler::set_draft).
   void propose_drafts();
-  // The back-off of a sample drafted (or asked for drafts) in step `step`:
-  // after a step in which none of its drafts was accepted, or the proposer
-  // had none, it waits 1, 2, 4 then kMaxSpecBackoff steps before it is
-  // drafted again; an accepted draft resets the wait. Drafts that miss cost
-  // a wider step and, for a request that speculates, the overlap of async
-  // scheduling; the wait keeps both small while nothing is accepted.
-  static void note_drafts(SampleState& sample, int64_t step, bool accepted);
-  static constexpr int32_t kMaxSpecBackoff = 8;
+  // The back-off of a sample drafted (`verified`: its drafts were verified)
+  // or asked for drafts (the proposer had none) in step `step`
+  // (spec/backoff.h: waits of 1, 2, 4, then 8 steps after misses; rejected
+  // drafts at the cap wait for the next multiple of 8, so that the samples
+  // whose drafts keep being rejected verify in the same steps).
+  static void note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified);
   // Tells the proposer of the sequences that ended since the last schedule.
   void end_sequences(const ScheduleOutput& out);
   // The verification rows of one drafted sample (RowKind::kVerify; `rows`

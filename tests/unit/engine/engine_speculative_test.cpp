@@ -219,6 +219,10 @@ TEST_F(StoriesSpeculative, EveryMethodThroughTheEngine) {
                      config(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
                             stories_dir() + "\"}")});
   ReferenceCheck check(ref_, "methods");
+  // Accepted tokens per method over its greedy and seeded runs: within one
+  // run of 40-token outputs, whether a draft lands depends on the steps at
+  // which the back-off lets each sample draft.
+  std::map<std::string, uint64_t> accepted;
   for (bool seeded : {false, true}) {
     const std::vector<TestRequest> reqs = requests(seeded);
     const std::vector<RefSample> want = reference(reqs);
@@ -236,12 +240,13 @@ TEST_F(StoriesSpeculative, EveryMethodThroughTheEngine) {
       }
       const EngineMetrics metrics = engine->metrics();
       expect_consistent_metrics(metrics);
-      EXPECT_GT(metrics.spec_num_accepted_tokens, 0u) << what;
+      accepted[m.name] += metrics.spec_num_accepted_tokens;
       if (m.name == "draft_model" && !seeded && !on_cuda()) {
         EXPECT_EQ(metrics.spec_num_accepted_tokens, metrics.spec_num_draft_tokens) << what;
       }
     }
   }
+  for (const Method& m : methods) EXPECT_GT(accepted[m.name], 0u) << m.name;
 }
 
 // What the engine's requests received, for comparing two engines.
@@ -393,7 +398,7 @@ TEST_F(StoriesSpeculative, DraftsThatMissBackOff) {
     uint64_t tokens = 0;
     for (const auto& log : logs) tokens += log->samples[0].tokens.size();
     if (kind == Drafts::kRandom) {
-      // About one try in (1 + 8) steps once the wait is at its cap: well
+      // About one try in 8 steps once the wait is at its cap: well
       // under a third of the sampled tokens, and most steps overlap again.
       EXPECT_LT(m.spec_num_drafts * 3, tokens) << drafts_name(kind);
       EXPECT_GT(m.overlapped_steps, m.steps.steps / 2) << drafts_name(kind);
