@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/float_elements.h"
+#include "model/llama_decoder.h"
 
 namespace pagoda {
 
@@ -24,28 +25,16 @@ std::string tensor_base(const WeightLoader& loader) {
 
 LayerTensorNames gemma_layer_names(const ModelConfig& config, int64_t layer,
                                    const std::string& base) {
+  // The llama names, plus q/k norms (Gemma 3) and the feed-forward sandwich
+  // norms; post_attention_layernorm is the attention block's output norm.
+  LayerTensorNames n = llama_layer_names_under(config, layer, base);
   const std::string p = base + "layers." + std::to_string(layer) + ".";
-  LayerTensorNames n;
-  n.input_norm = p + "input_layernorm.weight";
-  n.q_proj = p + "self_attn.q_proj.weight";
-  n.k_proj = p + "self_attn.k_proj.weight";
-  n.v_proj = p + "self_attn.v_proj.weight";
-  if (config.attention_bias) {
-    n.q_bias = p + "self_attn.q_proj.bias";
-    n.k_bias = p + "self_attn.k_proj.bias";
-    n.v_bias = p + "self_attn.v_proj.bias";
-  }
   if (config.qk_norm) {
     n.q_norm = p + "self_attn.q_norm.weight";
     n.k_norm = p + "self_attn.k_norm.weight";
   }
-  n.o_proj = p + "self_attn.o_proj.weight";
-  n.post_attn_norm = p + "post_attention_layernorm.weight";
   n.pre_ff_norm = p + "pre_feedforward_layernorm.weight";
   n.post_ff_norm = p + "post_feedforward_layernorm.weight";
-  n.gate_proj = p + "mlp.gate_proj.weight";
-  n.up_proj = p + "mlp.up_proj.weight";
-  n.down_proj = p + "mlp.down_proj.weight";
   return n;
 }
 

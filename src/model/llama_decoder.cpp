@@ -5,7 +5,12 @@
 namespace pagoda {
 
 LayerTensorNames llama_layer_names(const ModelConfig& config, int64_t layer) {
-  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  return llama_layer_names_under(config, layer, "model.");
+}
+
+LayerTensorNames llama_layer_names_under(const ModelConfig& config, int64_t layer,
+                                         const std::string& base) {
+  const std::string p = base + "layers." + std::to_string(layer) + ".";
   LayerTensorNames n;
   n.input_norm = p + "input_layernorm.weight";
   n.q_proj = p + "self_attn.q_proj.weight";

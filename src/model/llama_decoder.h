@@ -18,6 +18,10 @@ namespace pagoda {
 // "model.layers.N.self_attn.q_proj.weight", ...; q/k/v biases when
 // config.attention_bias, no q/k norms.
 LayerTensorNames llama_layer_names(const ModelConfig& config, int64_t layer);
+// The same under `base` ("model.", or "language_model.model." and the like
+// for a language model inside a multimodal checkpoint) instead of "model.".
+LayerTensorNames llama_layer_names_under(const ModelConfig& config, int64_t layer,
+                                         const std::string& base);
 // "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight".
 GlobalTensorNames llama_global_names();
 
