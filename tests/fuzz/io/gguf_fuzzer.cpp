@@ -1,11 +1,13 @@
 // libFuzzer target: the GGUF parser on arbitrary bytes, then everything a
 // loader does with a parsed file (metadata getters, ModelConfig, the
-// WeightSource and dequantization of small tensors). Any crash, leak or
+// WeightSource, dequantization of small tensors and their raw quantization
+// blocks). Any crash, leak or
 // sanitizer report is a bug; errors are expected.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "core/dtype.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
 
@@ -43,6 +45,14 @@ void exercise_weights(const std::shared_ptr<const pagoda::GgufFile>& f) {
     auto host = (*weights)->read(t.name);
     if (host.ok() && host->numel() > 0) {
       volatile float sink = static_cast<const float*>(host->data)[host->numel() - 1];
+      (void)sink;
+    }
+    // The raw blocks a device keeps (block weights): their last byte.
+    if (!t.blocks) continue;
+    auto blocks = (*weights)->read_blocks(t.name);
+    const size_t bytes = blocks.ok() ? pagoda::dtype_nbytes(blocks->dtype, blocks->numel()) : 0;
+    if (bytes > 0) {
+      volatile uint8_t sink = static_cast<const uint8_t*>(blocks->data)[bytes - 1];
       (void)sink;
     }
   }
