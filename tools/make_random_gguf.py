@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A llama GGUF whose linear weights are random blocks of GGUF quantization formats
-(random quant bytes, finite f16 scales of magnitude 2^-9..2^-5), for tests and benchmarks of
+(random quant bytes, finite f16 scales of magnitude 2^-9..2^-5) or random BF16 values (magnitude
+2^-9..2^-5; --mix BF16 draws one tensor per projection and repeats it in every layer, so that the
+8B shape is written in seconds), for tests and benchmarks of
 block weights kept on the device: the tiny shape of tests/python/io/test_gguf_blocks.py, or the
 Llama-3.1-8B layer shapes (--preset llama3-8b) for decode benchmarks. The vocabulary is
 stories260K's (512 tokens), so the embedding and lm_head are small next to the layers.
@@ -29,7 +31,8 @@ SCALES = {"Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q8_0": [0],
 LINEAR = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "output"]
 # GGUF tensor stem -> type: one format everywhere, or llama.cpp's Q4_K_M choice (q/k/o/gate/up
 # Q4_K, v/down/output Q6_K, embeddings Q8_0).
-MIXES = {fmt: {stem: fmt for stem in LINEAR} for fmt in FORMATS}
+MIXES = {fmt: {stem: fmt for stem in LINEAR} for fmt in FORMATS + ["BF16"]}
+MIXES["BF16"]["token_embd"] = "BF16"
 MIXES["Q4_K_M-like"] = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q6_K", "attn_output": "Q4_K",
                         "ffn_gate": "Q4_K", "ffn_up": "Q4_K", "ffn_down": "Q6_K", "output": "Q6_K",
                         "token_embd": "Q8_0"}
@@ -74,12 +77,20 @@ def write_model(out: pathlib.Path, formats: dict[str, str], seed: int, tokenizer
     w.add_unk_token_id(0)
     w.add_add_bos_token(True)
     vocab = len(tokens)
+    bf16_by_stem: dict[str, np.ndarray] = {}
 
     def add(name: str, stem: str, rows: int, cols: int, permute_heads: int = 0) -> None:
         fmt = formats.get(stem, "F32")
         if fmt == "F32":
             x = rng.normal(0, 0.05, (rows, cols)).astype(np.float32)
             w.add_tensor(name, _permute(x, permute_heads) if permute_heads else x)
+        elif fmt == "BF16":  # sign, exponent 118..122 (2^-9..2^-5), random mantissa
+            if stem not in bf16_by_stem:
+                bits = (rng.integers(0, 2, (rows, cols), dtype=np.uint16) << 15) \
+                    | (rng.integers(118, 123, (rows, cols), dtype=np.uint16) << 7) \
+                    | rng.integers(0, 128, (rows, cols), dtype=np.uint16)
+                bf16_by_stem[stem] = bits.view(np.uint8).reshape(rows, cols * 2)
+            w.add_tensor(name, bf16_by_stem[stem], raw_dtype=Q.BF16)
         else:  # random blocks: the llama q/k permutation moves whole rows, so it needs no care
             w.add_tensor(name, random_blocks(rng, fmt, rows, cols), raw_dtype=Q[fmt])
 
