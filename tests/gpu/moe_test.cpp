@@ -89,10 +89,11 @@ TEST(CudaMoeTest, ExpertsAndSharedGateMatchCpu) {
       expect_close(gout.download(), cout.download(), dt, "moe_experts", 4.0, 4.0);
 
       DevTensor gy(gpu, dt, {s.tokens, s.hidden}, y), ggw(gpu, dt, {1, s.hidden}, gate_w);
-      gpu.add_sigmoid_gated(gout.t(), gy.t(), gx.t(), ggw.t());
       DevTensor cy(cpu, DType::kF32, {s.tokens, s.hidden}, y),
           cgw(cpu, DType::kF32, {1, s.hidden}, gate_w);
-      cout.upload(gout.download());  // the same starting values on both sides
+      // The same starting values on both sides: read before the GPU's in-place add.
+      cout.upload(gout.download());
+      gpu.add_sigmoid_gated(gout.t(), gy.t(), gx.t(), ggw.t());
       cpu.add_sigmoid_gated(cout.t(), cy.t(), cx.t(), cgw.t());
       expect_close(gout.download(), cout.download(), dt, "add_sigmoid_gated");
     }
