@@ -27,4 +27,12 @@ void DeviceBuffer::reset() {
   bytes_ = 0;
 }
 
+int64_t moe_experts_scratch_bytes(int64_t tokens, int64_t top_k, int64_t hidden) {
+  // Per slot: the f32 row, its place in the order and at most two 16-byte
+  // tiles (one per 64 slots plus one per distinct expert); 64 bytes of
+  // alignment and counters.
+  const int64_t slots = tokens * top_k;
+  return slots * (hidden * 4 + 4 + 32) + 64;
+}
+
 }  // namespace pagoda

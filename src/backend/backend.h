@@ -75,6 +75,11 @@ struct AttentionScoring {
   int32_t sliding_window;  // > 0: the query at position p attends to (p - window, p] only
 };
 
+// Bytes of moe_experts' gate_up_scratch for T tokens routed to k experts
+// each, hidden size H: every backend fits (the CUDA grouped path keeps an
+// f32 row [H] per routed slot, the expert-sorted slot order and its tile list).
+int64_t moe_experts_scratch_bytes(int64_t tokens, int64_t top_k, int64_t hidden);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -186,8 +191,9 @@ class Backend {
   // out[t,:] = sum_j weights[t,j] * down[e] @ (silu(g) * u), where e = ids[t,j]
   // and [g | u] = gate_up[e] @ x[t,:]. x [T,H]; gate_up [E, 2I, H] (each
   // expert's gate rows, then its up rows); down [E, H, I]; ids [T,k] i32 in
-  // [0, E); weights [T,k] f32; out [T,H]. gate_up_scratch [T*k, 2I] and
-  // act_scratch [T*k, I] (cd) are the backend's to overwrite.
+  // [0, E); weights [T,k] f32; out [T,H]. gate_up_scratch (cd, any shape)
+  // holds at least moe_experts_scratch_bytes(T, k, H) bytes and act_scratch
+  // [T*k, I] (cd); both are the backend's to overwrite.
   virtual void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down,
                            const Tensor& ids, const Tensor& weights, Tensor& gate_up_scratch,
                            Tensor& act_scratch, Tensor& out) = 0;

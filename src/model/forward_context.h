@@ -60,7 +60,7 @@ struct ForwardContext {
   Tensor router_logits{};   // [T, E] f32
   Tensor topk_ids{};        // [T, k] i32
   Tensor topk_weights{};    // [T, k] f32
-  Tensor expert_gate_up{};  // [T k, 2Im]
+  Tensor expert_gate_up{};  // moe_experts_scratch_bytes(T, k, H) bytes (backend.h)
   Tensor expert_act{};      // [T k, Im]
   Tensor shared_gate_up{};  // [T, 2Is] (Qwen2-MoE's shared expert)
   Tensor shared_act{};      // [T, Is]

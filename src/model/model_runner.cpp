@@ -163,7 +163,7 @@ struct ModelRunner::Buffers {
   DeviceBuffer qkv;                        // [T, (Hq + 2 Hkv) D]
   DeviceBuffer attn;                       // [T, Hq D]
   DeviceBuffer proj;                       // [T, H]: o_proj and down_proj outputs
-  DeviceBuffer gate_up;                    // [T, 2W], W = mlp_width(config)
+  DeviceBuffer gate_up;                    // [T, 2W], W = mlp_width; moe_experts' scratch
   DeviceBuffer act;                        // [T, W]
   // Mixture of experts only: router logits [T, E] f32, top-k weights [T, k]
   // f32, top-k ids [T, k] i32, then the shared expert's output [T, H] cd.
@@ -284,7 +284,12 @@ Status ModelRunner::allocate(int64_t max_len) {
     b.qkv = DeviceBuffer(&backend_, t * layout_.row_width() * es);
     b.attn = DeviceBuffer(&backend_, t * local_.num_heads * d * es);
     b.proj = DeviceBuffer(&backend_, t * h * es);
-    b.gate_up = DeviceBuffer(&backend_, t * 2 * mlp_width(local_) * es);
+    size_t gate_up_bytes = t * 2 * mlp_width(local_) * es;
+    if (config_.num_experts > 0) {  // also moe_experts' scratch
+      const int64_t moe_bytes = moe_experts_scratch_bytes(t, config_.num_experts_per_tok, h);
+      gate_up_bytes = std::max(gate_up_bytes, static_cast<size_t>(moe_bytes));
+    }
+    b.gate_up = DeviceBuffer(&backend_, gate_up_bytes);
     b.act = DeviceBuffer(&backend_, t * mlp_width(local_) * es);
     if (config_.num_experts > 0) {
       const int64_t e = config_.num_experts, k = config_.num_experts_per_tok;
@@ -790,7 +795,9 @@ void ModelRunner::set_moe_scratch(int64_t t, ForwardContext* ctx) const {
   ctx->topk_ids = Tensor(f + max_t * (e + k), DType::kI32, {t, k});
   ctx->shared_out = Tensor(static_cast<char*>(b.moe.data()) + moe_shared_offset(max_t, e, k), cd,
                            {t, config_.hidden_size});
-  ctx->expert_gate_up = b.gate_up.tensor(cd, {t * k, 2 * im});
+  const int64_t scratch_bytes = moe_experts_scratch_bytes(t, k, config_.hidden_size);
+  const auto es = static_cast<int64_t>(dtype_size(cd));
+  ctx->expert_gate_up = b.gate_up.tensor(cd, {(scratch_bytes + es - 1) / es});
   ctx->expert_act = b.act.tensor(cd, {t * k, im});
   ctx->shared_gate_up = b.gate_up.tensor(cd, {t, 2 * is});
   ctx->shared_act = b.act.tensor(cd, {t, is});

@@ -4,7 +4,8 @@
 // paged_attention (Llama-3.1-8B shapes: 32 q heads, 8 kv heads, D 128),
 // causal TFLOP/s for prefill paged_attention (same heads; 2048-token chunks
 // over 0..6144 cached tokens, 8 x 512 from scratch) and TFLOP/s for linear
-// at the 8B model's shapes.
+// at the 8B model's shapes. --moe: GB/s and TFLOP/s of moe_experts at the
+// Qwen3-30B-A3B and Mixtral-8x7B layer shapes (bench_moe).
 //
 // Timing: each measurement captures `kIters` calls into a CUDA graph (no
 // launch gaps), replays it kReps times between CUDA events and takes the
@@ -14,6 +15,7 @@
 // Usage: kernel_bench [--quick]              (prefill attention runs in both)
 //        kernel_bench --attention BATCH CTX   (one decode-attention shape, e.g. under ncu)
 //        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
+//        kernel_bench --moe                   (moe_experts only)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -361,6 +363,80 @@ void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
   std::printf("\n");
 }
 
+// moe_experts (both fused paths, moe_kernels.h) on one layer of
+// Qwen3-30B-A3B (H 2048, I 768, 128 experts, top-8) at T 1, 8, 64, 512 and
+// of Mixtral-8x7B (H 4096, I 14336, 8 experts, top-2) at T 1, 64. Routing:
+// k distinct uniformly random experts per token, a new draw for each of the
+// kIters calls in a graph (so the experts read differ from call to call, as
+// in a model's consecutive layers). Active bytes: the distinct selected
+// experts' gate_up and down weights + x + out; GB/s over those against the
+// copy ceiling. TFLOP/s: 2 T k 3 I H against the GEMM ceiling.
+void bench_moe(CudaBackend& gpu, const Ceilings& c) {
+  struct MoeShape {
+    const char* name;
+    int64_t h, in, e, k;
+    std::vector<int64_t> tokens;
+  };
+  const MoeShape shapes[] = {{"qwen3-30b-a3b", 2048, 768, 128, 8, {1, 8, 64, 512}},
+                             {"mixtral-8x7b", 4096, 14336, 8, 2, {1, 64}}};
+  std::printf(
+      "moe_experts (bf16; bytes = distinct selected experts' weights + x + out)\n"
+      "%-14s %5s %8s %10s %9s %8s %9s %8s %s\n",
+      "shape", "T", "experts", "us", "GB/s", "%copy", "TFLOP/s", "%gemm", "path");
+  std::mt19937 gen(77);
+  for (const MoeShape& s : shapes) {
+    const size_t expert_bytes = static_cast<size_t>(3 * s.in * s.h * 2);
+    DeviceBuffer gu(&gpu, s.e * expert_bytes * 2 / 3), down(&gpu, s.e * expert_bytes / 3);
+    fill_random(gpu, gu.data(), gu.size());
+    fill_random(gpu, down.data(), down.size());
+    const Tensor tgu = gu.tensor(DType::kBF16, {s.e, 2 * s.in, s.h});
+    const Tensor tdown = down.tensor(DType::kBF16, {s.e, s.h, s.in});
+    for (int64_t t : s.tokens) {
+      const int64_t slots = t * s.k;
+      std::vector<int32_t> ids(static_cast<size_t>(slots * kIters));
+      double distinct = 0.0;
+      for (int i = 0; i < kIters; ++i) {
+        std::vector<bool> used(static_cast<size_t>(s.e), false);
+        for (int64_t r = 0; r < t; ++r) {
+          std::vector<int32_t> all(static_cast<size_t>(s.e));
+          for (int64_t e = 0; e < s.e; ++e) all[static_cast<size_t>(e)] = static_cast<int32_t>(e);
+          std::shuffle(all.begin(), all.end(), gen);
+          for (int64_t j = 0; j < s.k; ++j) {
+            ids[static_cast<size_t>(i * slots + r * s.k + j)] = all[static_cast<size_t>(j)];
+            used[static_cast<size_t>(all[static_cast<size_t>(j)])] = true;
+          }
+        }
+        distinct += static_cast<double>(std::count(used.begin(), used.end(), true)) / kIters;
+      }
+      std::vector<float> weights(static_cast<size_t>(slots * kIters),
+                                 1.0f / static_cast<float>(s.k));
+      DeviceBuffer dids(&gpu, ids.size() * 4), dw(&gpu, weights.size() * 4);
+      check(cudaMemcpy(dids.data(), ids.data(), dids.size(), cudaMemcpyHostToDevice), "ids");
+      check(cudaMemcpy(dw.data(), weights.data(), dw.size(), cudaMemcpyHostToDevice), "weights");
+      DeviceBuffer x(&gpu, t * s.h * 2), out(&gpu, t * s.h * 2), act(&gpu, slots * s.in * 2);
+      DeviceBuffer scratch(&gpu, moe_experts_scratch_bytes(t, s.k, s.h));
+      fill_random(gpu, x.data(), x.size());
+      const Tensor tx = x.tensor(DType::kBF16, {t, s.h});
+      Tensor tout = out.tensor(DType::kBF16, {t, s.h});
+      Tensor tscratch = scratch.tensor(DType::kBF16, {static_cast<int64_t>(scratch.size() / 2)});
+      Tensor tact = act.tensor(DType::kBF16, {slots, s.in});
+      const double ms = time_op(gpu, [&](int i) {
+        const Tensor ti(static_cast<int32_t*>(dids.data()) + i * slots, DType::kI32, {t, s.k});
+        const Tensor tw(static_cast<float*>(dw.data()) + i * slots, DType::kF32, {t, s.k});
+        gpu.moe_experts(tx, tgu, tdown, ti, tw, tscratch, tact, tout);
+      });
+      const double bytes = distinct * static_cast<double>(expert_bytes) + 2.0 * x.size();
+      const double gbps = bytes / (ms * 1e-3) / 1e9;
+      const double tflops = 2.0 * static_cast<double>(slots) * 3 * s.in * s.h / (ms * 1e-3) / 1e12;
+      const bool decode = t <= 16 && slots <= 128;  // moe_kernels.h's kMoeDecodeMax*
+      std::printf("%-14s %5lld %8.1f %10.1f %9.0f %7.0f%% %9.1f %7.1f%% %s\n", s.name,
+                  static_cast<long long>(t), distinct, ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps,
+                  tflops, 100.0 * tflops / c.gemm_tflops, decode ? "decode" : "grouped");
+    }
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 }  // namespace pagoda
 
@@ -383,6 +459,10 @@ int main(int argc, char** argv) {
   // The block-format linear (not in the default run, which run.sh gives 90 s).
   if (argc == 2 && std::strcmp(argv[1], "--quant") == 0) {
     bench_quant_linear(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--moe") == 0) {
+    bench_moe(gpu, c);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--prefill") == 0) {

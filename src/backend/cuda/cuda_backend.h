@@ -80,7 +80,7 @@ class CudaBackend final : public Backend {
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
   void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights) override;
-  // Not fused: moe_kernels.h (a warp per output over each token's experts).
+  // Fused: a decode path (<= 16 tokens) and a sorted grouped-GEMM path (moe_kernels.h).
   void moe_experts(const Tensor& x, const Tensor& gate_up, const Tensor& down, const Tensor& ids,
                    const Tensor& weights, Tensor& gate_up_scratch, Tensor& act_scratch,
                    Tensor& out) override;

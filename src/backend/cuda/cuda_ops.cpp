@@ -368,18 +368,25 @@ void CudaBackend::moe_experts(const Tensor& x, const Tensor& gate_up, const Tens
                               Tensor& act_scratch, Tensor& out) {
   const int64_t t = num_rows(x), h = last_dim(x), k = last_dim(ids);
   const int64_t e = gate_up.ndim == 3 ? gate_up.dim(0) : 0, inter = last_dim(down);
-  const bool ok = is_half(x.dtype) && gate_up.dtype == x.dtype && down.dtype == x.dtype &&
-                  out.dtype == x.dtype && gate_up_scratch.dtype == x.dtype &&
-                  act_scratch.dtype == x.dtype && ids.dtype == DType::kI32 &&
-                  weights.dtype == DType::kF32 && e > 0 && gate_up.dim(1) == 2 * inter &&
-                  gate_up.dim(2) == h && down.ndim == 3 && down.dim(0) == e && down.dim(1) == h &&
-                  k > 0 && ids.numel() == t * k && weights.numel() == t * k &&
-                  out.numel() == t * h && gate_up_scratch.numel() >= t * k * 2 * inter &&
-                  act_scratch.numel() >= t * k * inter;
+  const bool ok =
+      is_half(x.dtype) && gate_up.dtype == x.dtype && down.dtype == x.dtype &&
+      out.dtype == x.dtype && act_scratch.dtype == x.dtype && ids.dtype == DType::kI32 &&
+      weights.dtype == DType::kF32 && e > 0 && gate_up.dim(1) == 2 * inter && gate_up.dim(2) == h &&
+      down.ndim == 3 && down.dim(0) == e && down.dim(1) == h && k > 0 && ids.numel() == t * k &&
+      weights.numel() == t * k && out.numel() == t * h && act_scratch.numel() >= t * k * inter;
   if (!ok) {
     return fail(fmt::format("moe_experts: x {} gate_up {} down {} ids {} weights {} out {}",
                             describe(x), describe(gate_up), describe(down), describe(ids),
                             describe(weights), describe(out)));
+  }
+  if (e > cuda::kMoeMaxExperts) {
+    return fail(fmt::format("moe_experts: {} experts; the CUDA backend takes at most {}", e,
+                            cuda::kMoeMaxExperts));
+  }
+  const int64_t need = cuda::moe_experts_scratch_bytes(t * k, h, static_cast<int>(e));
+  if (static_cast<int64_t>(gate_up_scratch.nbytes()) < need) {
+    return fail(fmt::format("moe_experts: gate_up_scratch {} holds {} bytes, needs {}",
+                            describe(gate_up_scratch), gate_up_scratch.nbytes(), need));
   }
   cuda::MoeExpertsParams p;
   p.dtype = x.dtype;
@@ -388,7 +395,8 @@ void CudaBackend::moe_experts(const Tensor& x, const Tensor& gate_up, const Tens
   p.down = down.data;
   p.ids = ids.ptr<int32_t>();
   p.weights = weights.ptr<float>();
-  p.gate_up_scratch = gate_up_scratch.data;
+  p.scratch = gate_up_scratch.data;
+  p.scratch_bytes = static_cast<int64_t>(gate_up_scratch.nbytes());
   p.act_scratch = act_scratch.data;
   p.out = out.data;
   p.num_tokens = t;

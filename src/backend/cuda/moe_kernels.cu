@@ -1,4 +1,3 @@
-#include "backend/cuda/activation_kernels.h"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/moe_kernels.h"
@@ -7,7 +6,6 @@ namespace pagoda::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
 
 unsigned grid_for(int64_t work, int64_t per_block) {
   const int64_t blocks = ceil_div(work, per_block);
@@ -52,52 +50,6 @@ __global__ void moe_route_kernel(MoeRouteParams p) {
   }
 }
 
-// gate_up_scratch[r, n] = dot(x[r / k], gate_up[ids[r], n]), a warp per output.
-template <typename T>
-__global__ void moe_gate_up_kernel(MoeExpertsParams p) {
-  pdl_enter();
-  const int lane = threadIdx.x & 31;
-  const int64_t width = 2 * p.inter;
-  const int64_t total = p.num_tokens * p.top_k * width;
-  for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; o < total;
-       o += static_cast<int64_t>(gridDim.x) * blockDim.x / 32) {
-    const int64_t r = o / width, n = o % width;
-    const int e = p.ids[r];
-    float acc = 0.0f;
-    if (e >= 0 && e < p.num_experts) {
-      const T* x = static_cast<const T*>(p.x) + (r / p.top_k) * p.hidden;
-      const T* w = static_cast<const T*>(p.gate_up) + (e * width + n) * p.hidden;
-      for (int64_t c = lane; c < p.hidden; c += 32) acc += to_float(x[c]) * to_float(w[c]);
-    }
-    acc = warp_sum(acc);
-    if (lane == 0) static_cast<T*>(p.gate_up_scratch)[o] = from_float<T>(acc);
-  }
-}
-
-// out[t, c] = sum_j weights[t, j] * dot(act[t k + j], down[ids[t, j], c]).
-template <typename T>
-__global__ void moe_down_kernel(MoeExpertsParams p) {
-  pdl_enter();
-  const int lane = threadIdx.x & 31;
-  const int64_t total = p.num_tokens * p.hidden;
-  for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; o < total;
-       o += static_cast<int64_t>(gridDim.x) * blockDim.x / 32) {
-    const int64_t t = o / p.hidden, c = o % p.hidden;
-    float acc = 0.0f;
-    for (int j = 0; j < p.top_k; ++j) {
-      const int64_t r = t * p.top_k + j;
-      const int e = p.ids[r];
-      if (e < 0 || e >= p.num_experts) continue;
-      const T* a = static_cast<const T*>(p.act_scratch) + r * p.inter;
-      const T* w = static_cast<const T*>(p.down) + (e * p.hidden + c) * p.inter;
-      float dot = 0.0f;
-      for (int64_t i = lane; i < p.inter; i += 32) dot += to_float(a[i]) * to_float(w[i]);
-      acc += p.weights[r] * warp_sum(dot);
-    }
-    if (lane == 0) static_cast<T*>(p.out)[o] = from_float<T>(acc);
-  }
-}
-
 template <typename T>
 __global__ void add_sigmoid_gated_kernel(SigmoidGatedAddParams p) {
   pdl_enter();
@@ -126,25 +78,11 @@ cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
 
 cudaError_t launch_moe_experts(const MoeExpertsParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return cudaSuccess;
-  const int64_t rows = p.num_tokens * p.top_k;
-  return dispatch_half(p.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    launch_kernel(moe_gate_up_kernel<T>, grid_for(rows * 2 * p.inter, kWarps), kThreads, 0, stream,
-                  p);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-    SiluMulParams s;
-    s.dtype = p.dtype;
-    s.gate_up = p.gate_up_scratch;
-    s.out = p.act_scratch;
-    s.num_rows = rows;
-    s.inter = p.inter;
-    err = launch_silu_mul(s, stream);
-    if (err != cudaSuccess) return err;
-    launch_kernel(moe_down_kernel<T>, grid_for(p.num_tokens * p.hidden, kWarps), kThreads, 0,
-                  stream, p);
-    return cudaGetLastError();
-  });
+  if (p.num_experts < 1 || p.num_experts > kMoeMaxExperts || p.top_k < 1)
+    return cudaErrorInvalidValue;
+  if (p.num_tokens <= kMoeDecodeMaxTokens && p.num_tokens * p.top_k <= kMoeDecodeMaxSlots)
+    return launch_moe_experts_decode(p, stream);
+  return launch_moe_experts_grouped(p, stream);
 }
 
 cudaError_t launch_add_sigmoid_gated(const SigmoidGatedAddParams& p, cudaStream_t stream) {

@@ -103,6 +103,10 @@ class RecordingBackend final : public Backend {
   void moe_experts(const Tensor& x, const Tensor& gu, const Tensor& down, const Tensor& ids,
                    const Tensor& w, Tensor& gu_scratch, Tensor& act_scratch, Tensor& out) override {
     ops.push_back("moe_experts");
+    // The runner's scratch is what any backend may use (backend.h).
+    const int64_t t = x.dim(0), k = ids.dim(1), h = x.dim(1), in = down.dim(2);
+    EXPECT_GE(static_cast<int64_t>(gu_scratch.nbytes()), moe_experts_scratch_bytes(t, k, h));
+    EXPECT_GE(act_scratch.numel(), t * k * in);
     cpu_.moe_experts(x, gu, down, ids, w, gu_scratch, act_scratch, out);
   }
   void add_sigmoid_gated(Tensor& out, const Tensor& y, const Tensor& x,
