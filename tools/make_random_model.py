@@ -26,9 +26,11 @@ Usage:
   pagoda serve /tmp/llama3-70b --load-format dummy
 Presets: llama3-8b (Llama-3.1-8B shape, the default), llama3-70b
 (Llama-3.1-70B shape), llama3-1b (Llama-3.2-1B shape with the same
-vocabulary and tokenizer: a draft model for llama3-8b), qwen2.5-0.5b, qwen3-0.6b, tiny (a 2-layer Llama with
-the Llama 3.1 tokenizer). --arch and the shape flags override a preset's
-fields.
+vocabulary and tokenizer: a draft model for llama3-8b), qwen2.5-0.5b, qwen3-0.6b, qwen3-30b-a3b
+(the Qwen3-30B-A3B mixture of experts: 128 experts, top 8; 61 GB in bf16, so normally
+--config-only), tiny (a 2-layer Llama with the Llama 3.1 tokenizer). --arch and the shape flags
+override a preset's fields (--arch qwen3_moe only from the qwen3-30b-a3b preset, which has the
+expert fields).
 """
 import argparse
 import json
@@ -72,6 +74,13 @@ PRESETS = {
                        rope_theta=1000000.0, rope_scaling=None, max_position_embeddings=40960,
                        rms_norm_eps=1e-6, tie_word_embeddings=True, bos_token_id=151643,
                        eos_token_id=151645, tokenizer="qwen3"),
+    # The Qwen3-30B-A3B shape: 128 experts, 8 routed per token (3.3B active parameters).
+    "qwen3-30b-a3b": dict(arch="qwen3_moe", hidden_size=2048, num_hidden_layers=48, num_attention_heads=32,
+                          num_key_value_heads=4, head_dim=128, intermediate_size=6144, vocab_size=151936,
+                          num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768,
+                          rope_theta=1000000.0, rope_scaling=None, max_position_embeddings=40960,
+                          rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=151643,
+                          eos_token_id=151645, tokenizer="qwen3"),
     "tiny": dict(arch="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=16, intermediate_size=172, vocab_size=128256,
                  rope_theta=500000.0, rope_scaling=LLAMA3_ROPE, max_position_embeddings=131072,
@@ -79,7 +88,9 @@ PRESETS = {
                  eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1"),
 }
 
-ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+         "qwen3_moe": "Qwen3MoeForCausalLM"}
+MOE_FIELDS = ["num_experts", "num_experts_per_tok", "moe_intermediate_size"]
 SHAPE_FLAGS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
                "intermediate_size", "vocab_size"]
 
@@ -108,6 +119,8 @@ def model_spec(args):
     spec = dict(PRESETS[args.preset])
     if args.arch:
         spec["arch"] = args.arch
+    if spec["arch"] == "qwen3_moe" and any(k not in spec for k in MOE_FIELDS):
+        sys.exit("make_random_model: --arch qwen3_moe needs the expert fields of the qwen3-30b-a3b preset")
     for name in SHAPE_FLAGS:
         if getattr(args, name) is not None:
             spec[name] = getattr(args, name)
@@ -129,13 +142,21 @@ def tensor_shapes(spec):
         if spec["arch"] == "qwen2":
             out += [(p + "self_attn.q_proj.bias", (q,), "zeros"), (p + "self_attn.k_proj.bias", (kv,), "zeros"),
                     (p + "self_attn.v_proj.bias", (kv,), "zeros")]
-        if spec["arch"] == "qwen3":
+        if spec["arch"] in ("qwen3", "qwen3_moe"):
             out += [(p + "self_attn.q_norm.weight", (d,), "ones"), (p + "self_attn.k_norm.weight", (d,), "ones")]
         out += [(p + "self_attn.o_proj.weight", (h, q), "normal"),
-                (p + "post_attention_layernorm.weight", (h,), "ones"),
-                (p + "mlp.gate_proj.weight", (inter, h), "normal"),
-                (p + "mlp.up_proj.weight", (inter, h), "normal"),
-                (p + "mlp.down_proj.weight", (h, inter), "normal")]
+                (p + "post_attention_layernorm.weight", (h,), "ones")]
+        if spec["arch"] == "qwen3_moe":
+            e, mi = spec["num_experts"], spec["moe_intermediate_size"]
+            out.append((p + "mlp.gate.weight", (e, h), "normal"))
+            for j in range(e):
+                out += [(p + "mlp.experts.%d.gate_proj.weight" % j, (mi, h), "normal"),
+                        (p + "mlp.experts.%d.up_proj.weight" % j, (mi, h), "normal"),
+                        (p + "mlp.experts.%d.down_proj.weight" % j, (h, mi), "normal")]
+        else:
+            out += [(p + "mlp.gate_proj.weight", (inter, h), "normal"),
+                    (p + "mlp.up_proj.weight", (inter, h), "normal"),
+                    (p + "mlp.down_proj.weight", (h, inter), "normal")]
     out.append(("model.norm.weight", (h,), "ones"))
     if not spec["tie_word_embeddings"]:
         out.append(("lm_head.weight", (spec["vocab_size"], h), "normal"))
@@ -168,11 +189,15 @@ def write_config(spec, out, dtype):
                   torch_dtype=dtype)
     if spec["arch"] == "llama":
         config.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
-    else:  # qwen2 (biases implied by the family), qwen3
+    else:  # qwen2 (biases implied by the family), qwen3, qwen3_moe
         config.update(use_sliding_window=False, sliding_window=None,
                       max_window_layers=spec["num_hidden_layers"])
-        if spec["arch"] == "qwen3":
+        if spec["arch"] in ("qwen3", "qwen3_moe"):
             config["attention_bias"] = False
+        if spec["arch"] == "qwen3_moe":
+            config.update({k: spec[k] for k in MOE_FIELDS})
+            config.update(norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+                          output_router_logits=False, router_aux_loss_coef=0.001)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     with open(os.path.join(out, "generation_config.json"), "w") as f:
