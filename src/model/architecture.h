@@ -15,6 +15,8 @@
 
 namespace pagoda {
 
+struct MoeTensorNames;  // moe_decoder.h
+
 struct Architecture {
   const char* name;  // ModelConfig::architecture, e.g. "llama"
   // Checks what this family needs beyond validate_decoder_config; errors name
@@ -28,10 +30,14 @@ struct Architecture {
   // leaves the final normed hidden states [T, H] in ctx.normed. A fixed
   // sequence of backend ops (graph-capturable); called once per step.
   void (*forward)(const ModelWeights& weights, ForwardContext& ctx);
-  // A family built on the llama decoder (llama_decoder.h): the names its load
-  // reads for one layer (the globals are llama_global_names()), which
+  // A family built on the llama decoder (llama_decoder.h) or the MoE decoder
+  // (moe_decoder.h): the names its load reads for one layer (the globals are llama_global_names()), which
   // --load-format dummy (dummy_weights.h) lists. Null for other families.
   LayerTensorNames (*layer_names)(const ModelConfig& config, int64_t layer);
+  // A mixture-of-experts family (moe_decoder.h): the sparse-MLP names of a
+  // layer with config.is_moe_layer(layer), which dummy weights list in place
+  // of layer_names' dense MLP. Null for dense families.
+  MoeTensorNames (*moe_names)(const ModelConfig& config, int64_t layer) = nullptr;
 };
 
 // The registered family for config.architecture (registry.cpp), after

@@ -14,6 +14,7 @@
 #include "core/half.h"
 #include "model/architecture.h"
 #include "model/llama_decoder.h"
+#include "model/moe_decoder.h"
 
 namespace pagoda {
 namespace {
@@ -96,14 +97,14 @@ enum class Fill { kRandom, kOnes, kZeros };
 
 class DummyWeightSource final : public IndexedWeightSource {
  public:
-  DummyWeightSource(const ModelConfig& c, LayerNamesFn layer_names)
+  DummyWeightSource(const ModelConfig& c, const Architecture& arch)
       : dtype_(c.dtype == DType::kF16 ? DType::kF16 : DType::kBF16) {
     const int64_t h = c.hidden_size, d = c.head_dim, inter = c.intermediate_size;
     const int64_t q = c.num_heads * d, kv = c.num_kv_heads * d;
     const GlobalTensorNames g = llama_global_names();
     add(g.embed, {c.vocab_size, h}, Fill::kRandom);
     for (int64_t layer = 0; layer < c.num_layers; ++layer) {
-      const LayerTensorNames n = layer_names(c, layer);
+      const LayerTensorNames n = arch.layer_names(c, layer);
       add(n.input_norm, {h}, Fill::kOnes);
       add(n.q_proj, {q, h}, Fill::kRandom);
       add(n.k_proj, {kv, h}, Fill::kRandom);
@@ -116,6 +117,10 @@ class DummyWeightSource final : public IndexedWeightSource {
       add(n.k_norm, {d}, Fill::kOnes);
       add(n.o_proj, {h, q}, Fill::kRandom);
       add(n.post_attn_norm, {h}, Fill::kOnes);
+      if (arch.moe_names != nullptr && c.is_moe_layer(layer)) {
+        add_moe(c, arch.moe_names(c, layer));
+        continue;
+      }
       add(n.gate_proj, {inter, h}, Fill::kRandom);
       add(n.up_proj, {inter, h}, Fill::kRandom);
       add(n.gate_up_proj, {2 * inter, h}, Fill::kRandom);
@@ -162,6 +167,23 @@ class DummyWeightSource final : public IndexedWeightSource {
   }
 
  private:
+  // The sparse MLP of one MoE layer: router, per-expert projections and the
+  // shared expert with its gate when the config has one.
+  void add_moe(const ModelConfig& c, const MoeTensorNames& n) {
+    const int64_t h = c.hidden_size, im = c.moe_intermediate_size;
+    const int64_t is = c.shared_expert_intermediate_size;
+    add(n.router, {c.num_experts, h}, Fill::kRandom);
+    for (size_t e = 0; e < n.expert_gate.size(); ++e) {
+      add(n.expert_gate[e], {im, h}, Fill::kRandom);
+      add(n.expert_up[e], {im, h}, Fill::kRandom);
+      add(n.expert_down[e], {h, im}, Fill::kRandom);
+    }
+    add(n.shared_gate_proj, {is, h}, Fill::kRandom);
+    add(n.shared_up_proj, {is, h}, Fill::kRandom);
+    add(n.shared_down_proj, {h, is}, Fill::kRandom);
+    add(n.shared_gate, {1, h}, Fill::kRandom);
+  }
+
   // Adds `name` (nothing when empty: the layer has no such tensor).
   void add(const std::string& name, std::vector<int64_t> shape, Fill fill) {
     if (name.empty()) return;
@@ -185,10 +207,10 @@ Result<std::unique_ptr<WeightSource>> make_dummy_weights(const ModelConfig& conf
   if (arch->layer_names == nullptr)
     return make_error(ErrorCode::kUnsupported,
                       fmt::format("--load-format dummy: model family \"{}\" is not built on the "
-                                  "llama decoder, whose tensors dummy weights know; load its files "
-                                  "(--load-format auto)",
+                                  "llama or MoE decoder, whose tensors dummy weights know; load its "
+                                  "files (--load-format auto)",
                                   arch->name));
-  return std::unique_ptr<WeightSource>(new DummyWeightSource(config, arch->layer_names));
+  return std::unique_ptr<WeightSource>(new DummyWeightSource(config, *arch));
 }
 
 }  // namespace pagoda

@@ -18,7 +18,9 @@ inline constexpr int64_t kDummyTableElements = (int64_t{1} << 24) - 3;
 // A WeightSource holding exactly the tensors the family of `config` loads
 // (Architecture::layer_names and llama_global_names(): q/k/v/o, gate/up/down,
 // the norms, q/k/v biases when the family has them, q/k norms for qwen3,
-// lm_head unless config.tie_word_embeddings), with the shapes a Hugging Face
+// lm_head unless config.tie_word_embeddings; in the MoE layers of a
+// mixture-of-experts family, Architecture::moe_names' router, per-expert
+// projections and shared expert instead of gate/up/down), with the shapes a Hugging Face
 // file of `config` has. dtype: f16 when config.dtype is f16, else bf16 (the
 // CUDA backend's compute dtype for the config, so the loader copies without
 // converting).
@@ -38,7 +40,7 @@ inline constexpr int64_t kDummyTableElements = (int64_t{1} << 24) - 3;
 // concurrently; the table is built once per process and dtype, on first use,
 // and nothing is changed after it is made.
 // Errors: config.architecture unsupported (find_architecture's message), or a
-// family not built on the llama decoder (names the family).
+// family not built on the llama or MoE decoder (names the family).
 Result<std::unique_ptr<WeightSource>> make_dummy_weights(const ModelConfig& config);
 
 }  // namespace pagoda

@@ -55,7 +55,9 @@ Status load_mixtral(const ModelConfig& c, WeightLoader& loader, ModelWeights* w)
 }  // namespace
 
 const Architecture& mixtral_architecture() {
-  static const Architecture a{"mixtral", validate_mixtral, load_mixtral, moe_forward, nullptr};
+  // Dummy weights use Mixtral's own names.
+  static const Architecture a{"mixtral",         validate_mixtral,  load_mixtral,
+                              moe_forward,       llama_layer_names, mixtral_moe_names};
   return a;
 }
 

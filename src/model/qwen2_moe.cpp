@@ -32,7 +32,7 @@ Status load_qwen2_moe(const ModelConfig& c, WeightLoader& loader, ModelWeights* 
 
 const Architecture& qwen2_moe_architecture() {
   static const Architecture a{"qwen2_moe", validate_qwen2_moe, load_qwen2_moe, moe_forward,
-                              nullptr};
+                              llama_layer_names, qwen_moe_names};
   return a;
 }
 

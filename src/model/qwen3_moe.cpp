@@ -43,7 +43,7 @@ Status load_qwen3_moe(const ModelConfig& c, WeightLoader& loader, ModelWeights* 
 
 const Architecture& qwen3_moe_architecture() {
   static const Architecture a{"qwen3_moe", validate_qwen3_moe, load_qwen3_moe, moe_forward,
-                              nullptr};
+                              qwen3_moe_layer_names, qwen_moe_names};
   return a;
 }
 

@@ -1,5 +1,5 @@
 // --load-format dummy's WeightSource (model/dummy_weights.h): exactly the
-// tensors each llama-decoder family loads, a ModelRunner that runs on them,
+// tensors each llama-decoder and MoE family loads, a ModelRunner that runs on them,
 // fixed values (norms 1, biases 0, the rest from a pinned table), tiling past
 // the table, and concurrent reads.
 #include "model/dummy_weights.h"
@@ -23,6 +23,7 @@ namespace pagoda {
 namespace {
 
 using test::tiny_config;
+using test::tiny_moe_config;
 
 // Forwards to `inner`, counting the reads of each name.
 class CountingSource final : public WeightSource {
@@ -58,9 +59,10 @@ std::vector<uint16_t> read_bits(WeightSource& src, const std::string& name) {
   return bits;
 }
 
-// The four llama-decoder families, in their tiny shapes: qwen2 always with
+// The llama-decoder families, in their tiny shapes: qwen2 always with
 // q/k/v biases, qwen3 with q/k norms (and a head_dim unlike hidden / heads),
-// llama once with tied embeddings.
+// llama once with tied embeddings; and the MoE families (Qwen2-MoE with its
+// shared expert and, in layer 0, a dense MLP).
 std::vector<ModelConfig> family_configs() {
   ModelConfig llama = tiny_config("llama");
   ModelConfig tied = tiny_config("llama");
@@ -71,7 +73,10 @@ std::vector<ModelConfig> family_configs() {
   qwen3.qk_norm = true;
   qwen3.head_dim = 16;
   ModelConfig phi3 = tiny_config("phi3");  // pre-fused qkv_proj / gate_up_proj, each read once
-  return {llama, tied, mistral, qwen2, qwen3, phi3};
+  ModelConfig qwen2_moe = tiny_moe_config("qwen2_moe");
+  qwen2_moe.mlp_only_layers = {0};
+  return {llama,       tied, mistral, qwen2, qwen3, phi3, tiny_moe_config("mixtral"),
+          qwen2_moe, tiny_moe_config("qwen3_moe")};
 }
 
 StepBatch prompt_step(const std::vector<int32_t>& tokens) {
@@ -113,8 +118,17 @@ TEST(DummyWeights, ListsExactlyTheTensorsEachFamilyLoadsAndRuns) {
     }
     EXPECT_EQ(read, listed);
     EXPECT_EQ(listed.count("lm_head.weight"), c.tie_word_embeddings ? 0u : 1u);
-    EXPECT_EQ(listed.count("model.layers.1.self_attn.q_proj.bias"), c.architecture == "qwen2");
-    EXPECT_EQ(listed.count("model.layers.1.self_attn.k_norm.weight"), c.architecture == "qwen3");
+    EXPECT_EQ(listed.count("model.layers.1.self_attn.q_proj.bias"),
+              c.attention_bias || c.architecture == "qwen2");
+    EXPECT_EQ(listed.count("model.layers.1.self_attn.k_norm.weight"), c.qk_norm);
+    EXPECT_EQ(listed.count("model.layers.1.mlp.down_proj.weight") +
+                  listed.count("model.layers.1.block_sparse_moe.experts.3.w2.weight") +
+                  listed.count("model.layers.1.mlp.experts.3.down_proj.weight"),
+              1u);
+    EXPECT_EQ(listed.count("model.layers.0.mlp.down_proj.weight"),
+              c.num_experts == 0 || !c.mlp_only_layers.empty());
+    EXPECT_EQ(listed.count("model.layers.1.mlp.shared_expert_gate.weight"),
+              c.shared_expert_intermediate_size > 0);
 
     std::vector<float> logits;
     ASSERT_TRUE((*runner)->execute_logits(prompt_step({5, 6, 7, 8, 9}), &logits).ok());
