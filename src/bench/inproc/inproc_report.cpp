@@ -123,8 +123,7 @@ json latency_report(const LatencyReportInputs& in) {
                                        o.batch_size, context);
   double tpot_s = j["tpot_mean_ms"].get<double>() / 1000.0;
   j["decode_bytes_per_step"] = bytes;
-  j["decode_weight_bytes"] =
-      static_cast<double>(in.cost.decode_weight_params) * in.bytes_per_weight;
+  j["decode_weight_bytes"] = decode_weight_params_at(in.cost, o.batch_size) * in.bytes_per_weight;
   if (in.tensor_parallel_size > 1 || in.pipeline_parallel_size > 1) {
     bytes = decode_bytes_per_rank(in.cost, in.bytes_per_weight, in.bytes_per_kv_elem, o.batch_size,
                                   context, in.tensor_parallel_size);

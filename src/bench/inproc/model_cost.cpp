@@ -1,5 +1,7 @@
 #include "bench/inproc/model_cost.h"
 
+#include <cmath>
+
 namespace pagoda::bench {
 
 ModelCost model_cost(const ModelConfig& c) {
@@ -8,13 +10,27 @@ ModelCost model_cost(const ModelConfig& c) {
   const int64_t q = c.num_heads * d, kv = c.num_kv_heads * d;
   int64_t attn = h * q + 2 * h * kv + q * h;
   if (c.attention_bias) attn += q + 2 * kv;
-  const int64_t mlp = 3 * h * c.intermediate_size;
+  const int64_t dense_mlp = 3 * h * c.intermediate_size;
   const int64_t norms = 2 * h + (c.qk_norm ? 2 * d : 0);
-  m.layer_matmul_params = c.num_layers * (h * q + 2 * h * kv + q * h + mlp);
+  for (int64_t l = 0; l < c.num_layers; ++l) m.moe_layers += c.is_moe_layer(l) ? 1 : 0;
+  const int64_t dense_layers = c.num_layers - m.moe_layers;
+  m.num_experts = c.num_experts;
+  m.experts_per_tok = c.num_experts_per_tok;
+  m.expert_params = 3 * h * c.moe_intermediate_size;
+  // An MoE layer's weights other than the routed experts: router, shared
+  // expert and its gate.
+  const int64_t moe_fixed = m.moe_layers == 0 ? 0
+                                              : c.num_experts * h +
+                                                    3 * h * c.shared_expert_intermediate_size +
+                                                    (c.shared_expert_intermediate_size > 0 ? h : 0);
+  m.layer_matmul_params = c.num_layers * (h * q + 2 * h * kv + q * h) + dense_layers * dense_mlp +
+                          m.moe_layers * (moe_fixed + m.experts_per_tok * m.expert_params);
   m.lm_head_params = c.vocab_size * h;
-  const int64_t layers = c.num_layers * (attn + mlp + norms);
+  const int64_t layers = c.num_layers * (attn + norms) + dense_layers * dense_mlp +
+                         m.moe_layers * moe_fixed;
   const int64_t embedding = c.vocab_size * h;
-  m.num_params = embedding + layers + h + (c.tie_word_embeddings ? 0 : m.lm_head_params);
+  m.num_params = embedding + layers + m.moe_layers * m.num_experts * m.expert_params + h +
+                 (c.tie_word_embeddings ? 0 : m.lm_head_params);
   m.decode_weight_params = layers + h + m.lm_head_params;
   m.kv_elems_per_token = 2 * c.num_layers * kv;
   m.num_layers = c.num_layers;
@@ -24,9 +40,20 @@ ModelCost model_cost(const ModelConfig& c) {
   return m;
 }
 
+double decode_weight_params_at(const ModelCost& cost, int64_t batch) {
+  double params = static_cast<double>(cost.decode_weight_params);
+  if (cost.moe_layers > 0 && cost.num_experts > 0) {
+    const double e = static_cast<double>(cost.num_experts);
+    const double k = static_cast<double>(cost.experts_per_tok);
+    const double distinct = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(batch)));
+    params += static_cast<double>(cost.moe_layers) * distinct * static_cast<double>(cost.expert_params);
+  }
+  return params;
+}
+
 double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
                              double bytes_per_kv_elem, int64_t batch, double context_len) {
-  return static_cast<double>(cost.decode_weight_params) * bytes_per_weight +
+  return decode_weight_params_at(cost, batch) * bytes_per_weight +
          static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
              bytes_per_kv_elem;
 }
@@ -35,7 +62,7 @@ double decode_bytes_per_rank(const ModelCost& cost, double bytes_per_weight,
                              double bytes_per_kv_elem, int64_t batch, double context_len, int tp) {
   if (tp <= 1) return decode_bytes_per_step(cost, bytes_per_weight, bytes_per_kv_elem, batch, context_len);
   const auto lm_head = static_cast<double>(cost.lm_head_params);
-  const double layers = static_cast<double>(cost.decode_weight_params) - lm_head;
+  const double layers = decode_weight_params_at(cost, batch) - lm_head;
   const double kv_share = cost.num_kv_heads >= tp || cost.num_kv_heads == 0
                               ? 1.0 / tp
                               : 1.0 / static_cast<double>(cost.num_kv_heads);

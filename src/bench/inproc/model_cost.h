@@ -1,6 +1,7 @@
-// What one forward pass of a dense decoder (Llama / Qwen families) costs in
-// memory traffic and arithmetic, from its config alone: the numerators of
-// the speed-of-light ratios in /work/shared/BENCHMARKS.md.
+// What one forward pass of a decoder (the dense Llama / Qwen families and the
+// mixtures of experts) costs in memory traffic and arithmetic, from its
+// config alone: the numerators of the speed-of-light ratios in
+// /work/shared/BENCHMARKS.md.
 #pragma once
 
 #include <cstdint>
@@ -12,18 +13,31 @@ namespace pagoda::bench {
 struct ModelCost {
   int64_t num_params = 0;  // every weight (embedding and lm_head once each if untied)
   int64_t decode_weight_params =
-      0;  // weights one decode step reads: all but the embedding table
-          // (only a row per token is gathered); lm_head counts even when tied
-  int64_t layer_matmul_params = 0;  // q, k, v, o, gate, up, down weights of all layers
+      0;  // weights one decode step reads, routed experts aside (decode_weight_params_at):
+          // all but the embedding table (only a row per token is gathered);
+          // lm_head counts even when tied
+  int64_t layer_matmul_params = 0;  // q, k, v, o, gate, up, down (MoE: router, the top-k
+                                    // experts and the shared expert) weights one token uses
   int64_t lm_head_params = 0;       // vocab * hidden
   int64_t kv_elems_per_token = 0;   // 2 (k, v) * layers * kv_heads * head_dim
   int64_t num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  // Mixtures of experts: the layers with routed experts, E, top-k and one
+  // expert's gate + up + down weights (0 for dense models).
+  int64_t moe_layers = 0, num_experts = 0, experts_per_tok = 0, expert_params = 0;
 };
 
 ModelCost model_cost(const ModelConfig& config);
 
+// Weights one decode step of `batch` sequences reads: decode_weight_params
+// plus, in each MoE layer, the experts the batch selects. With routing taken
+// as uniform and independent per token (random weights come close), a batch
+// selects E * (1 - (1 - k/E)^batch) distinct experts in expectation: k at
+// batch 1 (the active-weight speed of light), all E for large batches.
+double decode_weight_params_at(const ModelCost& cost, int64_t batch);
+
 // Bytes one decode step of `batch` sequences reads at `context_len` cached
-// tokens each: decode weights + the KV cache of every sequence.
+// tokens each: decode weights (decode_weight_params_at) + the KV cache of
+// every sequence.
 double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
                              double bytes_per_kv_elem, int64_t batch, double context_len);
 

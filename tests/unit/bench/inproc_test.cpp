@@ -271,6 +271,37 @@ TEST(ModelCost, PublishedParameterCounts) {
   EXPECT_EQ(model_cost(q).decode_weight_params, 494032768);  // the tied lm_head is read every step
 }
 
+TEST(ModelCost, MixtureOfExpertsCountsTheActiveExperts) {
+  // Qwen3-30B-A3B: 30,532,122,624 parameters, 3.3B of them active per token.
+  ModelConfig c;
+  c.vocab_size = 151936;
+  c.hidden_size = 2048;
+  c.intermediate_size = 6144;
+  c.num_layers = 48;
+  c.num_heads = 32;
+  c.num_kv_heads = 4;
+  c.head_dim = 128;
+  c.qk_norm = true;
+  c.num_experts = 128;
+  c.num_experts_per_tok = 8;
+  c.moe_intermediate_size = 768;
+  auto m = model_cost(c);
+  EXPECT_EQ(m.num_params, 30532122624);
+  EXPECT_EQ(m.moe_layers, 48);
+  const double expert = 3.0 * 2048 * 768;
+  const double fixed = static_cast<double>(m.decode_weight_params);
+  EXPECT_DOUBLE_EQ(decode_weight_params_at(m, 1), fixed + 48 * 8 * expert);
+  EXPECT_NEAR(decode_weight_params_at(m, 1 << 20), fixed + 48 * 128 * expert, 1.0);
+  EXPECT_LT(decode_weight_params_at(m, 16), fixed + 48 * 128 * expert);
+  EXPECT_GT(decode_weight_params_at(m, 16), fixed + 48 * 8 * expert * 4);
+  // Prefill: attention, router and 8 experts per token.
+  EXPECT_DOUBLE_EQ(static_cast<double>(m.layer_matmul_params),
+                   48.0 * (2048.0 * 4096 * 2 + 2 * 2048.0 * 512 + 128 * 2048.0 + 8 * expert));
+  // Dense models: no experts.
+  EXPECT_DOUBLE_EQ(decode_weight_params_at(model_cost(llama31_8b()), 64),
+                   static_cast<double>(model_cost(llama31_8b()).decode_weight_params));
+}
+
 TEST(ModelCost, BytesAndFlops) {
   auto c = model_cost(llama31_8b());
   double weights = static_cast<double>(c.decode_weight_params) * 2.0;
