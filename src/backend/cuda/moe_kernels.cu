@@ -12,18 +12,26 @@ unsigned grid_for(int64_t work, int64_t per_block) {
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
 }
 
-// One thread per token: E is small (tens to hundreds) and k a handful.
-// The j-th pick is the largest p[e] in the order (p descending, id
-// ascending) strictly after the (j-1)-th, so no per-token marks are needed.
+// One warp per token (kRouteTokensPerBlock per block): the lanes stride over
+// the E logits for the max and the softmax sum (warp reductions), then make
+// k picks, each a warp arg-max. The j-th pick is the largest p[e] in the
+// order (p descending, id ascending) strictly after the (j-1)-th, so no
+// per-token marks are needed; every lane computes p[e] = exp(l[e] - max) / sum
+// with the same max and sum, so the picks are consistent across lanes.
+constexpr int kRouteTokensPerBlock = 4;
+
 __global__ void moe_route_kernel(MoeRouteParams p) {
   pdl_enter();
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < p.num_tokens;
-       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kRouteTokensPerBlock + (threadIdx.x >> 5);
+       t < p.num_tokens; t += static_cast<int64_t>(gridDim.x) * kRouteTokensPerBlock) {
     const float* l = p.logits + t * p.num_experts;
-    float max = l[0];
-    for (int e = 1; e < p.num_experts; ++e) max = fmaxf(max, l[e]);
+    float max = -INFINITY;
+    for (int e = lane; e < p.num_experts; e += 32) max = fmaxf(max, l[e]);
+    max = warp_max(max);
     float sum = 0.0f;
-    for (int e = 0; e < p.num_experts; ++e) sum += expf(l[e] - max);
+    for (int e = lane; e < p.num_experts; e += 32) sum += expf(l[e] - max);
+    sum = warp_sum(sum);
     int32_t* ids = p.ids + t * p.top_k;
     float* w = p.weights + t * p.top_k;
     float prev_p = 0.0f, top_sum = 0.0f;
@@ -31,21 +39,33 @@ __global__ void moe_route_kernel(MoeRouteParams p) {
     for (int j = 0; j < p.top_k; ++j) {
       int best = -1;
       float best_p = 0.0f;
-      for (int e = 0; e < p.num_experts; ++e) {
+      for (int e = lane; e < p.num_experts; e += 32) {
         const float pe = expf(l[e] - max) / sum;
         const bool after_prev = prev_id < 0 || pe < prev_p || (pe == prev_p && e > prev_id);
-        if (after_prev && (best < 0 || pe > best_p)) {
+        if (after_prev && (best < 0 || pe > best_p)) {  // ascending e: ties keep the lower id
           best = e;
           best_p = pe;
         }
       }
-      ids[j] = best;
-      w[j] = best_p;
+      // Warp arg-max in the same order (larger p, then lower id; -1 loses):
+      // the butterfly leaves the winner in every lane.
+      for (int o = 16; o > 0; o >>= 1) {
+        const int other = __shfl_xor_sync(0xffffffffu, best, o);
+        const float other_p = __shfl_xor_sync(0xffffffffu, best_p, o);
+        if (other >= 0 && (best < 0 || other_p > best_p || (other_p == best_p && other < best))) {
+          best = other;
+          best_p = other_p;
+        }
+      }
+      if (lane == 0) {
+        ids[j] = best;
+        w[j] = best_p;
+      }
       top_sum += best_p;
       prev_p = best_p;
       prev_id = best;
     }
-    if (p.renormalize)
+    if (p.renormalize && lane == 0)
       for (int j = 0; j < p.top_k; ++j) w[j] /= top_sum;
   }
 }
@@ -72,7 +92,8 @@ __global__ void add_sigmoid_gated_kernel(SigmoidGatedAddParams p) {
 cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return cudaSuccess;
   if (p.top_k < 1 || p.top_k > p.num_experts) return cudaErrorInvalidValue;
-  launch_kernel(moe_route_kernel, grid_for(p.num_tokens, kThreads), kThreads, 0, stream, p);
+  launch_kernel(moe_route_kernel, grid_for(p.num_tokens, kRouteTokensPerBlock),
+                kRouteTokensPerBlock * 32, 0, stream, p);
   return cudaGetLastError();
 }
 
