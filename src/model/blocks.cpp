@@ -14,6 +14,18 @@ float norm_offset(const ModelConfig& c) {
   return c.norm_weight_offset ? 1.0f : 0.0f;
 }
 
+// Sums a partial `proj` over the tensor-parallel ranks (forward_context.h).
+void reduce_proj(ForwardContext& ctx) {
+  if (!ctx.proj_partial) return;
+  ctx.tp->all_reduce_sum(ctx.proj);
+  ctx.proj_partial = false;
+}
+
+// Marks `proj` as the rank's partial sum of a row-parallel output.
+void mark_row_parallel(ForwardContext& ctx) {
+  ctx.proj_partial = ctx.tp != nullptr && ctx.tp->size() > 1;
+}
+
 }  // namespace
 
 Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader) {
@@ -115,6 +127,7 @@ void end_stage(ForwardContext& ctx, const Tensor& final_norm) {
     add_and_norm(ctx, final_norm);
     return;
   }
+  reduce_proj(ctx);
   ctx.pp->send(ctx.residual, ctx.pp->rank() + 1);
   ctx.pp->send(ctx.proj, ctx.pp->rank() + 1);
 }
@@ -124,6 +137,11 @@ void norm(ForwardContext& ctx, const Tensor& w) {
 }
 
 void add_and_norm(ForwardContext& ctx, const Tensor& w) {
+  if (ctx.proj_partial) {
+    ctx.tp->all_reduce_add_rms_norm(ctx.backend, ctx.proj, ctx.residual, w, ctx.eps, ctx.normed);
+    ctx.proj_partial = false;
+    return;
+  }
   ctx.backend.add_rms_norm(ctx.residual, ctx.proj, w, ctx.eps, ctx.normed);
 }
 
@@ -147,7 +165,7 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
   be.paged_attention(ctx.qkv, ctx.layout, cache, sliding_group ? *ctx.sliding_meta : ctx.meta,
                      scoring, ctx.attn);
   be.linear(ctx.attn, l.o_proj, Tensor(), ctx.proj);
-  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+  mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
@@ -155,7 +173,7 @@ void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
   be.silu_mul(ctx.gate_up, ctx.act);
   be.linear(ctx.act, l.down, Tensor(), ctx.proj);
-  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+  mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
@@ -163,10 +181,11 @@ void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
   be.gelu_tanh_mul(ctx.gate_up, ctx.act);
   be.linear(ctx.act, l.down, Tensor(), ctx.proj);
-  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+  mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void norm_output(ForwardContext& ctx, const Tensor& w) {
+  reduce_proj(ctx);
   ctx.backend.rms_norm(ctx.proj, w, ctx.eps, ctx.proj);
 }
 

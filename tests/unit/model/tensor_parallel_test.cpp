@@ -390,6 +390,17 @@ TEST(TensorParallelRunner, Phi3PreFusedTensors) {
   expect_tp_matches_one_runner("phi3", c, src, 4);
 }
 
+// Gemma 2: sandwich norms (the partial block output is summed before
+// norm_output), a tied head with final-logit soft-capping and the embedding
+// scale.
+TEST(TensorParallelRunner, Gemma2TiedHeadAndSandwichNorms) {
+  const ModelConfig c = tiny_config("gemma2");
+  MemorySource src;
+  test::fill_random(c, &src, 18);
+  expect_tp_matches_one_runner("gemma2", c, src, 2);
+  expect_tp_matches_one_runner("gemma2", c, src, 4);
+}
+
 TEST(TensorParallelRunner, Mistral) {
   const ModelConfig c = heads_config("mistral", 4, 2);
   MemorySource src;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/half.h"
 #include "finishes_within.h"
 
@@ -63,6 +65,60 @@ TEST(CpuCommunicator, AllReduceBf16RoundsTheF32SumOnce) {
     c.all_reduce_sum(t);
     EXPECT_EQ(x, float_to_bf16(1.0f + 2.0f / 256));
   });
+}
+
+// The fused op is, on the cpu, exactly the all-reduce and then the backend's
+// add_rms_norm: compared bit for bit with those two calls.
+TEST(CpuCommunicator, AllReduceAddRmsNormIsTheSumThenTheBackendsAddRmsNorm) {
+  constexpr int64_t kRows = 3, kHidden = 7;
+  for (int size : {1, 2, 4}) {
+    auto fused = create_cpu_communicators(size);
+    auto plain = create_cpu_communicators(size);
+    std::mt19937 rng(static_cast<uint32_t>(size));
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    auto random = [&](int64_t n) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& f : v) f = u(rng);
+      return v;
+    };
+    std::vector<std::vector<float>> parts;
+    for (int r = 0; r < size; ++r) parts.push_back(random(kRows * kHidden));
+    const std::vector<float> residual0 = random(kRows * kHidden), w = random(kHidden);
+    std::vector<std::vector<float>> got(static_cast<size_t>(size)), want(static_cast<size_t>(size));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        CpuBackend be;
+        const size_t i = static_cast<size_t>(r);
+        auto run = [&](Communicator& c, bool fuse) {
+          std::vector<float> x = parts[i], res = residual0, out(residual0.size());
+          Tensor xt(x.data(), DType::kF32, {kRows, kHidden}),
+              rt(res.data(), DType::kF32, {kRows, kHidden});
+          Tensor ot(out.data(), DType::kF32, {kRows, kHidden});
+          const Tensor wt(const_cast<float*>(w.data()), DType::kF32, {kHidden});
+          if (fuse) {
+            c.all_reduce_add_rms_norm(be, xt, rt, wt, 1e-5f, ot);
+          } else {
+            c.all_reduce_sum(xt);
+            be.add_rms_norm(rt, xt, wt, 1e-5f, ot);
+          }
+          EXPECT_TRUE(c.status().ok()) << msg(c);
+          std::vector<float> all = x;
+          all.insert(all.end(), res.begin(), res.end());
+          all.insert(all.end(), out.begin(), out.end());
+          return all;
+        };
+        got[i] = run(*fused[i], true);
+        want[i] = run(*plain[i], false);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(got[static_cast<size_t>(r)], want[static_cast<size_t>(r)])
+          << "size " << size << " rank " << r;
+      EXPECT_EQ(got[static_cast<size_t>(r)], got[0]);
+    }
+  }
 }
 
 TEST(CpuCommunicator, MismatchedShapesFailOnEveryRankWithoutHanging) {
