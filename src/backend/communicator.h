@@ -54,6 +54,12 @@ class Communicator {
   virtual void all_reduce_add_rms_norm(Backend& backend, Tensor& x, Tensor& residual,
                                        const Tensor& w, float eps, Tensor& out);
 
+  // Gathers column blocks (the vocab-parallel lm_head's logits): x [R, C] on
+  // every rank (same R, C and dtype), out [R, W] with W <= size() C; rank
+  // j's x[:, c] lands in out[:, j C + c] for every j C + c < W (columns past
+  // W, the padding of the last ranks' blocks, are dropped). Every rank ends
+  // with the same out, bit for bit.
+  virtual void all_gather_columns(const Tensor& x, Tensor& out) = 0;
   // Hands x to rank `peer`, whose matching recv() fills its tensor of the same
   // shape and dtype.
   virtual void send(const Tensor& x, int peer) = 0;

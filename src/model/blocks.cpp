@@ -95,6 +95,19 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
                                 WeightLoader& loader, ModelWeights* w) {
   if (!loader.stage().last()) return {};
   PAGODA_ASSIGN_OR_RETURN(w->final_norm, load_norm(c, g.final_norm, loader));
+  const TpShard shard = loader.shard();
+  if (shard.size > 1) {  // vocab-parallel: the rank's block of the head (or tied embedding)
+    const bool tied = c.tie_word_embeddings || !loader.has(g.lm_head);
+    if (tied && !c.tie_word_embeddings)
+      log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
+    // A tied head is the embedding's rows as the embedding loads them
+    // (converted, never kept in blocks), as without tp.
+    PAGODA_ASSIGN_OR_RETURN(
+        w->lm_head,
+        loader.load_linear_rows(tied ? g.embed : g.lm_head, {c.vocab_size, c.hidden_size},
+                                tp_vocab(c, shard), tp_vocab_block(c, shard.size), !tied));
+    return {};
+  }
   if (c.tie_word_embeddings || !loader.has(g.lm_head)) {
     if (!c.tie_word_embeddings)
       log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);

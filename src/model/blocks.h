@@ -87,7 +87,9 @@ Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLo
                       ModelWeights* w);
 // On the last pipeline stage: w->final_norm [H]; w->lm_head [V, H], or
 // w->embed when config.tie_word_embeddings or the file has no g.lm_head
-// (logged; the embedding is loaded here when the stage has none yet).
+// (logged; the embedding is loaded here when the stage has none yet). Under
+// tp, w->lm_head is the rank's vocab-parallel block [tp_vocab_block, H] of
+// that tensor (tensor_parallel.h), its own buffer even when tied.
 // Nothing on the other stages.
 Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g,
                                 WeightLoader& loader, ModelWeights* w);

@@ -765,5 +765,62 @@ TEST(NcclCommunicatorTest, AllReduceAddRmsNormInsideCudaGraphReplays) {
   }
 }
 
+// ---- all_gather_columns --------------------------------------------------------
+
+TEST(NcclCommunicatorTest, AllGatherColumnsPlacesEveryRanksBlock) {
+  REQUIRE_TWO_GPUS();
+  uint64_t salt = 11000;
+  for (int n : group_sizes()) {
+    for (const PathCase& path : kPaths) {
+      Ranks ranks(path.oneshot_max_bytes, n);
+      ASSERT_TRUE(ranks.ok());
+      for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{17}}) {
+        for (int64_t cols : {int64_t{1}, int64_t{1000}, int64_t{64128}}) {
+          for (int64_t pad : {int64_t{0}, int64_t{1}, cols - 1}) {
+            const int64_t width = n * cols - pad;
+            if (pad > 0 && pad == cols - 1 && cols == 1) continue;
+            Case c(n, DType::kF32, rows * cols, salt++);
+            RankBuffers x(ranks, static_cast<size_t>(rows * cols) * 4),
+                out(ranks, static_cast<size_t>(rows * width) * 4);
+            ranks.on_ranks([&](int r) {
+              const auto ri = static_cast<size_t>(r);
+              CudaBackend& gpu = ranks.gpu(r);
+              Tensor xt(x.ptrs[ri], DType::kF32, {rows, cols}),
+                  ot(out.ptrs[ri], DType::kF32, {rows, width});
+              gpu.copy_to_device(xt.data, c.inputs[ri].data(), xt.nbytes());
+              ranks.comm(r).all_gather_columns(xt, ot);
+              c.results[ri].resize(ot.nbytes());
+              gpu.copy_to_host(c.results[ri].data(), ot.data, ot.nbytes());
+            });
+            const std::string what = std::string(path.name) + " gather " + std::to_string(n) +
+                                     " ranks rows=" + std::to_string(rows) +
+                                     " cols=" + std::to_string(cols) +
+                                     " width=" + std::to_string(width);
+            ASSERT_TRUE(ranks.healthy()) << what;
+            int bad = 0;
+            for (int64_t row = 0; row < rows && bad < 5; ++row) {
+              for (int64_t w = 0; w < width && bad < 5; ++w) {
+                const auto src = static_cast<size_t>(w / cols);
+                const float want =
+                    decode(DType::kF32, c.inputs[src], static_cast<size_t>(row * cols + w % cols));
+                const float got =
+                    decode(DType::kF32, c.results[0], static_cast<size_t>(row * width + w));
+                if (got != want) {
+                  ADD_FAILURE() << what << ": out[" << row << ", " << w << "] = " << got
+                                << ", expected " << want;
+                  ++bad;
+                }
+              }
+            }
+            for (int r = 1; r < n; ++r)
+              EXPECT_TRUE(c.results[static_cast<size_t>(r)] == c.results[0])
+                  << what << " rank " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pagoda

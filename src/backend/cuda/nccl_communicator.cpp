@@ -207,6 +207,30 @@ class NcclCommunicator final : public Communicator {
                "one-shot all-reduce + add + rms_norm");
   }
 
+  void all_gather_columns(const Tensor& x, Tensor& out) override {
+    if (group_->aborted.load()) return;
+    const int64_t rows = x.ndim == 2 ? x.shape[0] : -1, cols = x.ndim == 2 ? x.shape[1] : -1;
+    const int64_t width = out.ndim == 2 ? out.shape[1] : -1;
+    if (rows < 0 || out.ndim != 2 || out.shape[0] != rows || out.dtype != x.dtype ||
+        width > size() * cols) {
+      return fail(fmt::format("all_gather_columns: out [{} x {}] does not hold {} blocks [{} x {}]",
+                              out.ndim > 0 ? out.shape[0] : 0, width, size(), rows, cols));
+    }
+    if (out.numel() == 0) return;
+    // Every rank's block into its columns of a zeroed out, then a sum over
+    // the ranks: x + 0 is exact, so this is the gather, bit for bit.
+    const size_t es = dtype_size(x.dtype);
+    const int64_t first = rank_ * cols, n = std::clamp<int64_t>(width - first, 0, cols);
+    cudaStream_t stream = stream_of(backend_);
+    cudaError_t e = cudaMemsetAsync(out.data, 0, out.nbytes(), stream);
+    if (e == cudaSuccess && n > 0 && rows > 0) {
+      e = cudaMemcpy2DAsync(static_cast<char*>(out.data) + first * es, width * es, x.data,
+                            cols * es, n * es, rows, cudaMemcpyDeviceToDevice, stream);
+    }
+    if (e != cudaSuccess) return check_cuda(e, "all_gather_columns");
+    all_reduce_sum(out);
+  }
+
   void send(const Tensor& x, int peer) override {
     if (group_->aborted.load() || !check_peer(peer, "send") || x.nbytes() == 0) return;
     check_nccl(group_->nccl->send(x.data, x.nbytes(), ncclUint8, peer, comm(), stream_of(backend_)),

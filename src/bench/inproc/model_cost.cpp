@@ -12,6 +12,7 @@ ModelCost model_cost(const ModelConfig& c) {
   const int64_t norms = 2 * h + (c.qk_norm ? 2 * d : 0);
   m.layer_matmul_params = c.num_layers * (h * q + 2 * h * kv + q * h + mlp);
   m.lm_head_params = c.vocab_size * h;
+  m.vocab_size = c.vocab_size;
   const int64_t layers = c.num_layers * (attn + mlp + norms);
   const int64_t embedding = c.vocab_size * h;
   m.num_params = embedding + layers + h + (c.tie_word_embeddings ? 0 : m.lm_head_params);
@@ -39,7 +40,11 @@ double decode_bytes_per_rank(const ModelCost& cost, double bytes_per_weight,
   const double kv_share = cost.num_kv_heads >= tp || cost.num_kv_heads == 0
                               ? 1.0 / tp
                               : 1.0 / static_cast<double>(cost.num_kv_heads);
-  return (layers / tp + lm_head) * bytes_per_weight +
+  const double head_block = cost.vocab_size > 0
+                                ? lm_head / static_cast<double>(cost.vocab_size) *
+                                      static_cast<double>((cost.vocab_size + tp - 1) / tp)
+                                : lm_head / tp;
+  return (layers / tp + head_block) * bytes_per_weight +
          static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
              kv_share * bytes_per_kv_elem;
 }

@@ -67,6 +67,46 @@ TEST(CpuCommunicator, AllReduceBf16RoundsTheF32SumOnce) {
   });
 }
 
+TEST(CpuCommunicator, AllGatherColumnsPlacesEveryRanksBlockAndDropsPadding) {
+  for (int size : {1, 2, 3, 4}) {
+    for (int64_t rows : {1, 3}) {
+      for (int64_t cols : {1, 5}) {
+        for (int64_t width = std::max<int64_t>(1, (size - 1) * cols - cols + 1);
+             width <= size * cols; ++width) {
+          auto comms = create_cpu_communicators(size);
+          // rank j's x[r, c] = 1000 j + 10 r + c
+          on_ranks(comms, [&](Communicator& c) {
+            std::vector<float> x(static_cast<size_t>(rows * cols));
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t k = 0; k < cols; ++k)
+                x[static_cast<size_t>(r * cols + k)] = 1000.0f * c.rank() + 10.0f * r + k;
+            std::vector<float> out(static_cast<size_t>(rows * width), -1.0f);
+            Tensor xt(x.data(), DType::kF32, {rows, cols}),
+                ot(out.data(), DType::kF32, {rows, width});
+            c.all_gather_columns(xt, ot);
+            ASSERT_TRUE(c.status().ok()) << msg(c);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t w = 0; w < width; ++w)
+                ASSERT_EQ(out[static_cast<size_t>(r * width + w)],
+                          1000.0f * (w / cols) + 10.0f * r + w % cols)
+                    << "size " << size << " width " << width << " r " << r << " w " << w;
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuCommunicator, AllGatherColumnsRefusesAnOutTooWide) {
+  auto comms = create_cpu_communicators(2);
+  on_ranks(comms, [&](Communicator& c) {
+    std::vector<float> x(4, 1.0f), out(10, 0.0f);
+    Tensor xt(x.data(), DType::kF32, {2, 2}), ot(out.data(), DType::kF32, {2, 5});
+    c.all_gather_columns(xt, ot);
+    EXPECT_NE(msg(c).find("all_gather_columns"), std::string::npos) << msg(c);
+  });
+}
+
 // The fused op is, on the cpu, exactly the all-reduce and then the backend's
 // add_rms_norm: compared bit for bit with those two calls.
 TEST(CpuCommunicator, AllReduceAddRmsNormIsTheSumThenTheBackendsAddRmsNorm) {
