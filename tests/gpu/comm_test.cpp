@@ -512,7 +512,8 @@ TEST(NcclCommunicatorTest, AbortEndsAnAllReduceThatNoPeerJoins) {
 // rounded to the dtype, residual' = round(residual + s), out =
 // round(round(residual' * inv) * w) with inv = 1 / sqrt(mean(residual'^2) +
 // eps) (norm_kernels.h). The one-shot path must give x and residual' exactly,
-// out within 2 ulps of the dtype (the sum of squares' order), bitwise the
+// out within 2 ulps of the dtype and 1e-5 relative (the sum of squares' f32
+// order: inv may differ from the host's in its last bits), bitwise the
 // same as the unfused one-shot all-reduce + CudaBackend::add_rms_norm for
 // 16-bit dtypes, and bitwise the same on every rank; the NCCL path
 // (threshold 0: the unfused fallback) within NCCL's tolerance.
@@ -555,7 +556,7 @@ struct NormCase {
         const float got_res = decode(dtype, results[0], n + e);
         const float want_res = round(decode(dtype, residual, e) + s);
         const float tol_x = exact_sum ? 0.0f : parts.size() * eps_dt * abs_sum + 1e-6f;
-        const float tol_res = exact_sum ? 0.0f : tol_x + eps_dt * std::fabs(want_res);
+        const float tol_res = exact_sum ? 0.0f : tol_x + 2.0f * eps_dt * std::fabs(want_res);
         if (!(std::fabs(got_x - s) <= tol_x) || !(std::fabs(got_res - want_res) <= tol_res)) {
           ADD_FAILURE() << what << ": row " << row << " element " << i << ": x " << got_x
                         << " (want " << s << "), residual " << got_res << " (want " << want_res
@@ -572,7 +573,9 @@ struct NormCase {
         const float want = round(round(res[static_cast<size_t>(i)] * inv) *
                                  decode(dtype, weight, static_cast<size_t>(i)));
         const float got = decode(dtype, results[0], 2 * n + e);
-        const float tol = 2.0f * eps_dt * std::fabs(want) + 1e-6f;
+        // Two roundings of the dtype, plus the f32 sum of squares' order
+        // (which alone shows in f32).
+        const float tol = (4.0f * eps_dt + 1e-5f) * std::fabs(want) + 1e-6f;
         if (!(std::fabs(got - want) <= tol)) {
           ADD_FAILURE() << what << ": out row " << row << " element " << i << " = " << got
                         << ", expected " << want << " (tolerance " << tol << ")";
