@@ -23,6 +23,15 @@ using cuda::NcclLibrary;
 
 cudaStream_t stream_of(const CudaBackend* b) { return b->stream(); }
 
+// $PAGODA_FUSED_ALLREDUCE_NORM: "0" turns the fused kernel off (read once).
+bool fuse_norm_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv(kFuseNormEnv);
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
+}
+
 bool to_nccl_type(DType t, ncclDataType_t* out) {
   switch (t) {
     case DType::kF32:
@@ -185,9 +194,9 @@ class NcclCommunicator final : public Communicator {
                                float eps, Tensor& out) override {
     if (group_->aborted.load()) return;
     const Group& g = *group_;
-    const bool fused = !g.peer_buffers.empty() && size() > 1 && x.ndim == 2 &&
-                       x.nbytes() <= g.oneshot_max_bytes && residual.ndim == 2 && out.ndim == 2 &&
-                       residual.shape == x.shape && out.shape == x.shape &&
+    const bool fused = fuse_norm_enabled() && !g.peer_buffers.empty() && size() > 1 &&
+                       x.ndim == 2 && x.nbytes() <= g.oneshot_max_bytes && residual.ndim == 2 &&
+                       out.ndim == 2 && residual.shape == x.shape && out.shape == x.shape &&
                        w.numel() == x.shape[1] && residual.dtype == x.dtype &&
                        out.dtype == x.dtype && w.dtype == x.dtype &&
                        cuda::oneshot_norm_fits(x.shape[0], x.shape[1], x.dtype, g.oneshot_capacity);
