@@ -56,8 +56,9 @@ void add_parallel_flags(CLI::App& app, EngineOptions& o) {
          "--tensor-parallel-size", at_least_one("--tensor-parallel-size", o.tensor_parallel_size),
          fmt::format(
              "(also -tp) split the model over N ranks, Megatron-style: each rank holds its "
-             "share of the attention heads and of the MLP, and the ranks sum their partial "
-             "outputs after each attention and MLP block; cuda: GPUs 0..N-1 over NCCL, cpu: "
+             "share of the attention heads, of the MLP and of the lm_head's vocabulary; the "
+             "ranks sum their partial outputs after each attention and MLP block and gather "
+             "the logits; cuda: GPUs 0..N-1 over NCCL, cpu: "
              "N threads of this process. N must divide the model's attention heads and "
              "intermediate size, and its key-value heads must divide N or be divisible by "
              "it (docs/parallelism.md) (default {})",

@@ -28,6 +28,8 @@
 
 namespace pagoda {
 
+class Backend;  // backend/backend.h
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -40,6 +42,24 @@ class Communicator {
   // x = the elementwise sum of x over all ranks, in place. Every rank ends
   // with bitwise the same values (the sum is taken in one order for all).
   virtual void all_reduce_sum(Tensor& x) = 0;
+
+  // The all-reduce of a row-parallel output fused with what follows it in a
+  // decoder (TensorRT-LLM's allreduce + residual + RMSNorm): exactly
+  //   all_reduce_sum(x); backend.add_rms_norm(residual, x, w, eps, out);
+  // x, residual, out [T, H] and w [H] in the compute dtype; `backend` is the
+  // rank's backend (the one this communicator was created for). Every rank
+  // ends with bitwise the same x, residual and out. This default runs the
+  // two ops; an implementation may run them as one kernel (nccl: the one-
+  // shot path) with the same roundings.
+  virtual void all_reduce_add_rms_norm(Backend& backend, Tensor& x, Tensor& residual,
+                                       const Tensor& w, float eps, Tensor& out);
+
+  // Gathers column blocks (the vocab-parallel lm_head's logits): x [R, C] on
+  // every rank (same R, C and dtype), out [R, W] with W <= size() C; rank
+  // j's x[:, c] lands in out[:, j C + c] for every j C + c < W (columns past
+  // W, the padding of the last ranks' blocks, are dropped). Every rank ends
+  // with the same out, bit for bit.
+  virtual void all_gather_columns(const Tensor& x, Tensor& out) = 0;
   // Hands x to rank `peer`, whose matching recv() fills its tensor of the same
   // shape and dtype.
   virtual void send(const Tensor& x, int peer) = 0;

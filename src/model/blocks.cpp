@@ -14,6 +14,18 @@ float norm_offset(const ModelConfig& c) {
   return c.norm_weight_offset ? 1.0f : 0.0f;
 }
 
+// Sums a partial `proj` over the tensor-parallel ranks (forward_context.h).
+void reduce_proj(ForwardContext& ctx) {
+  if (!ctx.proj_partial) return;
+  ctx.tp->all_reduce_sum(ctx.proj);
+  ctx.proj_partial = false;
+}
+
+// Marks `proj` as the rank's partial sum of a row-parallel output.
+void mark_row_parallel(ForwardContext& ctx) {
+  ctx.proj_partial = ctx.tp != nullptr && ctx.tp->size() > 1;
+}
+
 }  // namespace
 
 Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader) {
@@ -83,6 +95,19 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
                                 WeightLoader& loader, ModelWeights* w) {
   if (!loader.stage().last()) return {};
   PAGODA_ASSIGN_OR_RETURN(w->final_norm, load_norm(c, g.final_norm, loader));
+  const TpShard shard = loader.shard();
+  if (shard.size > 1) {  // vocab-parallel: the rank's block of the head (or tied embedding)
+    const bool tied = c.tie_word_embeddings || !loader.has(g.lm_head);
+    if (tied && !c.tie_word_embeddings)
+      log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
+    // A tied head is the embedding's rows as the embedding loads them
+    // (converted, never kept in blocks), as without tp.
+    PAGODA_ASSIGN_OR_RETURN(
+        w->lm_head,
+        loader.load_linear_rows(tied ? g.embed : g.lm_head, {c.vocab_size, c.hidden_size},
+                                tp_vocab(c, shard), tp_vocab_block(c, shard.size), !tied));
+    return {};
+  }
   if (c.tie_word_embeddings || !loader.has(g.lm_head)) {
     if (!c.tie_word_embeddings)
       log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
@@ -115,6 +140,7 @@ void end_stage(ForwardContext& ctx, const Tensor& final_norm) {
     add_and_norm(ctx, final_norm);
     return;
   }
+  reduce_proj(ctx);
   ctx.pp->send(ctx.residual, ctx.pp->rank() + 1);
   ctx.pp->send(ctx.proj, ctx.pp->rank() + 1);
 }
@@ -124,6 +150,11 @@ void norm(ForwardContext& ctx, const Tensor& w) {
 }
 
 void add_and_norm(ForwardContext& ctx, const Tensor& w) {
+  if (ctx.proj_partial) {
+    ctx.tp->all_reduce_add_rms_norm(ctx.backend, ctx.proj, ctx.residual, w, ctx.eps, ctx.normed);
+    ctx.proj_partial = false;
+    return;
+  }
   ctx.backend.add_rms_norm(ctx.residual, ctx.proj, w, ctx.eps, ctx.normed);
 }
 
@@ -147,7 +178,7 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
   be.paged_attention(ctx.qkv, ctx.layout, cache, sliding_group ? *ctx.sliding_meta : ctx.meta,
                      scoring, ctx.attn);
   be.linear(ctx.attn, l.o_proj, Tensor(), ctx.proj);
-  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+  mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
@@ -155,7 +186,7 @@ void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
   be.silu_mul(ctx.gate_up, ctx.act);
   be.linear(ctx.act, l.down, Tensor(), ctx.proj);
-  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+  mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
@@ -163,10 +194,11 @@ void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
   be.gelu_tanh_mul(ctx.gate_up, ctx.act);
   be.linear(ctx.act, l.down, Tensor(), ctx.proj);
-  if (ctx.tp != nullptr) ctx.tp->all_reduce_sum(ctx.proj);  // row-parallel: sum the ranks' parts
+  mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void norm_output(ForwardContext& ctx, const Tensor& w) {
+  reduce_proj(ctx);
   ctx.backend.rms_norm(ctx.proj, w, ctx.eps, ctx.proj);
 }
 

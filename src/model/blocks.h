@@ -9,8 +9,11 @@
 // needs nothing extra: the load functions read only the rank's slice
 // (WeightLoader::shard(), the rules of tensor_parallel.h: qkv and gate_up
 // column-parallel, o_proj and down row-parallel, norms and embeddings
-// replicated), and attention() / swiglu_mlp() all-reduce their row-parallel
-// output through ctx.tp. Row-parallel linears take no bias: a bias there
+// replicated), and attention() / swiglu_mlp() leave their row-parallel
+// output as the rank's partial sum (ctx.proj_partial), which the next op
+// reading `proj` sums over ctx.tp: add_and_norm in one fused call
+// (all-reduce + residual add + RMSNorm), norm_output and end_stage's send
+// with a plain all-reduce first. Row-parallel linears take no bias: a bias there
 // would be summed once per rank (a family with one must add it on rank 0
 // only, after the all-reduce).
 //
@@ -84,7 +87,9 @@ Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLo
                       ModelWeights* w);
 // On the last pipeline stage: w->final_norm [H]; w->lm_head [V, H], or
 // w->embed when config.tie_word_embeddings or the file has no g.lm_head
-// (logged; the embedding is loaded here when the stage has none yet).
+// (logged; the embedding is loaded here when the stage has none yet). Under
+// tp, w->lm_head is the rank's vocab-parallel block [tp_vocab_block, H] of
+// that tensor (tensor_parallel.h), its own buffer even when tied.
 // Nothing on the other stages.
 Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g,
                                 WeightLoader& loader, ModelWeights* w);
@@ -102,17 +107,19 @@ bool begin_stage(ForwardContext& ctx, const Tensor& embed);
 // The end of a forward, after the last layer's block left its output in
 // `proj`. Without pipeline parallelism or on the last stage:
 // add_and_norm(final_norm), leaving the final hidden states in `normed`. On
-// an earlier stage: sends the residual and `proj` to the next stage.
+// an earlier stage: sends the residual and `proj` (summed over tp) to the
+// next stage.
 void end_stage(ForwardContext& ctx, const Tensor& final_norm);
 // normed = rms_norm(residual) * w.
 void norm(ForwardContext& ctx, const Tensor& w);
-// residual += proj, then normed = rms_norm(residual) * w (one fused op).
+// residual += proj, then normed = rms_norm(residual) * w (one fused op;
+// with a partial proj, the tp all-reduce fused in too).
 void add_and_norm(ForwardContext& ctx, const Tensor& w);
 // proj = o_proj(paged_attention(rope(qk_norm(qkv(normed))))) for `layer`:
 // the fused q/k/v projection (+ bias when l.qkv_bias is set), per-head q/k
 // RMSNorm when l.q_norm is set, RoPE at ctx.positions, the new k/v written
 // to ctx.caches[layer] at ctx.slots, attention over each sequence's cache,
-// and the output projection (all-reduced over ctx.tp when set). A layer that
+// and the output projection (under tp the rank's partial sum: ctx.proj_partial). A layer that
 // config.sliding_layers marks sliding uses ctx.sliding_slots and
 // ctx.sliding_meta instead when ctx.sliding_meta is set (its cache is in the
 // sliding-window group's pool).
@@ -121,14 +128,14 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
 // window) and rope table (ctx.cos_sin or ctx.cos_sin_local).
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
                const AttentionScoring& scoring, const Tensor& cos_sin);
-// proj = down(silu(gate(normed)) * up(normed)) (all-reduced over ctx.tp when
-// set).
+// proj = down(silu(gate(normed)) * up(normed)) (under tp the rank's partial
+// sum: ctx.proj_partial).
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l);
-// proj = down(gelu_tanh(gate(normed)) * up(normed)) (all-reduced over ctx.tp
-// when set): Gemma's GeGLU.
+// proj = down(gelu_tanh(gate(normed)) * up(normed)) (under tp the rank's
+// partial sum): Gemma's GeGLU.
 void geglu_mlp(ForwardContext& ctx, const LayerWeights& l);
 // proj = rms_norm(proj) * w in place: a sandwich norm of a block's output
-// (Gemma), after the block's all-reduce, before add_and_norm adds it.
+// (Gemma), after summing a partial proj over tp, before add_and_norm adds it.
 void norm_output(ForwardContext& ctx, const Tensor& w);
 
 }  // namespace pagoda

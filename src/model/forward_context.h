@@ -51,6 +51,12 @@ struct ForwardContext {
   Tensor qkv;       // [T, Q]
   Tensor attn;      // [T, Hq D] attention output before o_proj
   Tensor proj;      // [T, H] a block's output (o_proj, down), added to `residual` by the next norm
+  // Under tensor parallelism a row-parallel block (attention, the dense MLP)
+  // leaves `proj` as this rank's partial sum and sets this; the next block op
+  // that reads `proj` sums it over ctx.tp first (add_and_norm fuses the sum
+  // with its add and norm: Communicator::all_reduce_add_rms_norm) and clears
+  // it. Always false without tp.
+  bool proj_partial = false;
   Tensor gate_up;   // [T, 2I]
   Tensor act;       // [T, I]
 

@@ -170,6 +170,9 @@ struct ModelRunner::Buffers {
   DeviceBuffer moe;
   DeviceBuffer gathered;                   // [max_num_seqs, H]: one lm_head chunk (last stage)
   DeviceBuffer logits;                     // [max_num_seqs, V] f32 (last stage)
+  // Tensor parallelism (last stage): the rank's vocab-parallel logits
+  // [max_num_seqs, tp_vocab_block] f32, gathered into `logits`.
+  DeviceBuffer logits_local;
   DeviceBuffer cos_sin;                    // [max_model_len, D] f32
   DeviceBuffer cos_sin_local;              // the same for sliding layers with their own base
   DeviceBuffer index;                      // i32 step arrays at `layout` offsets
@@ -192,8 +195,8 @@ struct ModelRunner::Buffers {
   // Bytes of the activation scratch (everything sized by T or the lm_head chunk).
   size_t scratch_bytes() const {
     size_t n = 0;
-    for (const DeviceBuffer* d :
-         {&residual, &normed, &qkv, &attn, &proj, &gate_up, &act, &moe, &gathered, &logits})
+    for (const DeviceBuffer* d : {&residual, &normed, &qkv, &attn, &proj, &gate_up, &act, &moe,
+                                  &gathered, &logits, &logits_local})
       n += d->size();
     return n;
   }
@@ -298,6 +301,9 @@ Status ModelRunner::allocate(int64_t max_len) {
     if (stage_.last()) {  // the lm_head's input and output
       b.gathered = DeviceBuffer(&backend_, chunk * h * es);
       b.logits = DeviceBuffer(&backend_, chunk * v * sizeof(float));
+      if (tp_size() > 1)
+        b.logits_local =
+            DeviceBuffer(&backend_, chunk * tp_vocab_block(config_, tp_size()) * sizeof(float));
     }
     b.cos_sin = DeviceBuffer(&backend_, table_bytes);
     if (config_.rope_local_base_freq > 0) b.cos_sin_local = DeviceBuffer(&backend_, table_bytes);
@@ -814,9 +820,14 @@ Tensor ModelRunner::compute_logits(const StepBatch& step, int64_t r0, int64_t r1
   Tensor gathered = b.gathered.tensor(cd, {n, config_.hidden_size});
   Tensor logits = b.logits.tensor(DType::kF32, {n, config_.vocab_size});
   backend_.gather_rows(normed, b.i32(b.layout.rows, n), gathered);
-  backend_.linear(gathered, weights_.lm_head, Tensor(), logits);
+  // Under tp the rank's vocab block, then the gather (tensor_parallel.h).
+  Tensor mine = tp_size() > 1
+                    ? b.logits_local.tensor(DType::kF32, {n, tp_vocab_block(config_, tp_size())})
+                    : logits;
+  backend_.linear(gathered, weights_.lm_head, Tensor(), mine);
   if (config_.final_logit_softcapping > 0)
-    backend_.softcap(logits, static_cast<float>(config_.final_logit_softcapping));
+    backend_.softcap(mine, static_cast<float>(config_.final_logit_softcapping));
+  if (tp_size() > 1) options_.tp->all_gather_columns(mine, logits);
   return logits;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/communicator.h"
 #include "batch/step_batch.h"
 #include "core/result.h"
 #include "io/model_config.h"
@@ -167,6 +168,8 @@ class ModelRunner final : public Runner {
   // (a CUDA error, a rejected shape) every later step fails with its message;
   // the same for the tensor-parallel communicator's.
   Status device_status() const;
+  // Ranks of the tensor-parallel group (1 without one).
+  int tp_size() const { return options_.tp != nullptr ? options_.tp->size() : 1; }
   // Whether `ok` holds on every rank of the tensor-parallel group and the
   // pipeline (one all-reduce in each; all ranks call it together); `ok`
   // itself without either.

@@ -52,6 +52,16 @@ IndexRange tp_intermediate(const ModelConfig& c, TpShard s) {
   return split(c.intermediate_size, s);
 }
 
+int64_t tp_vocab_block(const ModelConfig& c, int tp) {
+  return (c.vocab_size + tp - 1) / tp;
+}
+
+IndexRange tp_vocab(const ModelConfig& c, TpShard s) {
+  const int64_t block = tp_vocab_block(c, s.size);
+  const int64_t begin = std::min<int64_t>(s.rank * block, c.vocab_size);
+  return {begin, std::min<int64_t>(begin + block, c.vocab_size)};
+}
+
 ModelConfig tp_local_config(const ModelConfig& c, TpShard s) {
   ModelConfig local = c;
   local.num_heads = tp_q_heads(c, s).size();

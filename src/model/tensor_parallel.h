@@ -9,8 +9,12 @@
 //    row-parallel (the columns of the rank's query heads).
 //  - MLP: gate_up is column-parallel (rows [r I/N, (r+1) I/N) of gate_proj,
 //    then the same rows of up_proj); down is row-parallel (those columns).
-//  - replicated: embeddings, every norm (Qwen3's q_norm / k_norm too), the
-//    final norm and the lm_head, so every rank computes the full logits.
+//  - lm_head: vocab-parallel: rank r holds the vocab rows tp_vocab(r), C =
+//    tp_vocab_block() of them (zero rows pad the last rank's when N does not
+//    divide the vocab), computes their logits, and the ranks gather the
+//    full logits (Communicator::all_gather_columns) before sampling.
+//  - replicated: the embedding, every norm (Qwen3's q_norm / k_norm too) and
+//    the final norm.
 //  - the forward all-reduces (sums) each row-parallel output (blocks.cpp).
 #pragma once
 
@@ -49,6 +53,11 @@ Status validate_tensor_parallel(const ModelConfig& config, int tp_size);
 IndexRange tp_q_heads(const ModelConfig& config, TpShard shard);
 IndexRange tp_kv_heads(const ModelConfig& config, TpShard shard);
 IndexRange tp_intermediate(const ModelConfig& config, TpShard shard);
+// The vocab-parallel lm_head: every rank's block of C = ceil(V / N) vocab
+// rows, and rank r's real rows [r C, min((r + 1) C, V)) (empty for a rank
+// past V when V < (N - 1) C + 1, as with a vocab smaller than N).
+int64_t tp_vocab_block(const ModelConfig& config, int tp_size);
+IndexRange tp_vocab(const ModelConfig& config, TpShard shard);
 
 // `config` with the rank's own sizes: num_heads, num_kv_heads and
 // intermediate_size of the shard (everything else as is). The runner sizes

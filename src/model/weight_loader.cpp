@@ -259,6 +259,34 @@ Result<Tensor> WeightLoader::load_fused_linear(const std::vector<std::string>& n
   return t;
 }
 
+Result<Tensor> WeightLoader::load_linear_rows(const std::string& name,
+                                              const std::vector<int64_t>& shape, IndexRange rows,
+                                              int64_t padded_rows, bool allow_blocks) {
+  if (shape.size() != 2 || !within(rows, shape[0]) || padded_rows < rows.size())
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("tensor {}: no row block [{}, {}) padded to {} of {}", name,
+                                  rows.begin, rows.end, padded_rows, shape_string(shape)));
+  const std::optional<DType> dt =
+      allow_blocks ? kept_blocks({name}, {0, shape[1]}, shape[1]) : std::nullopt;
+  PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, {padded_rows, shape[1]}, dt));
+  if (dt) {
+    PAGODA_RETURN_IF_ERROR(read_blocks_into(name, shape, rows, {0, shape[1]}, t.data));
+  } else {
+    PAGODA_RETURN_IF_ERROR(read_into(name, shape, rows, {0, shape[1]}, t.data));
+  }
+  const size_t row_bytes = dtype_nbytes(t.dtype, shape[1]);
+  const size_t pad = static_cast<size_t>(padded_rows - rows.size()) * row_bytes;
+  if (pad > 0) {
+    const std::vector<uint8_t> zeros(pad, 0);
+    backend_.copy_to_device(
+        static_cast<char*>(t.data) + static_cast<size_t>(rows.size()) * row_bytes, zeros.data(),
+        pad);
+    backend_.synchronize();  // zeros must outlive the copy
+  }
+  if (dt) PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
+  return t;
+}
+
 Status WeightLoader::read_into(const std::string& name, const std::vector<int64_t>& shape,
                                IndexRange rows, IndexRange cols, void* dst, float offset) {
   PAGODA_ASSIGN_OR_RETURN(HostTensor host, fetch(name, shape));

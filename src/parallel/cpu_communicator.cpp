@@ -111,6 +111,37 @@ class CpuCommunicator final : public Communicator {
     g.arrive_and_wait();  // every rank has read the sums (the next call may resize them)
   }
 
+  void all_gather_columns(const Tensor& x, Tensor& out) override {
+    Group& g = *group_;
+    if (g.is_aborted()) return;
+    g.posted[static_cast<size_t>(rank_)] = x;
+    if (!g.arrive_and_wait()) return;  // every rank's block posted
+    const int64_t rows = x.ndim > 0 ? x.shape[0] : 0, cols = x.ndim > 1 ? x.shape[1] : 0;
+    const int64_t width = out.ndim > 1 ? out.shape[1] : 0;
+    bool same = x.ndim == 2 && out.ndim == 2 && out.shape[0] == rows && out.dtype == x.dtype &&
+                width <= g.size * cols;
+    // Every rank checks the same posts, so all skip together on a mismatch.
+    for (const Tensor& t : g.posted)
+      same = same && t.ndim == 2 && t.shape[0] == rows && t.shape[1] == cols && t.dtype == x.dtype;
+    if (!same) {
+      fail(
+          fmt::format("all_gather_columns: ranks passed different blocks, or out [{}, {}] does not "
+                      "fit {} of [{}, {}]",
+                      out.ndim > 0 ? out.shape[0] : 0, width, g.size, rows, cols));
+    } else {
+      const size_t es = dtype_size(x.dtype);
+      for (int j = 0; j < g.size; ++j) {
+        const int64_t first = j * cols, n = std::clamp<int64_t>(width - first, 0, cols);
+        const auto* src = static_cast<const uint8_t*>(g.posted[static_cast<size_t>(j)].data);
+        for (int64_t r = 0; r < rows; ++r) {
+          std::memcpy(static_cast<uint8_t*>(out.data) + (r * width + first) * es,
+                      src + r * cols * es, static_cast<size_t>(n) * es);
+        }
+      }
+    }
+    g.arrive_and_wait();  // every rank has read the posts (their owners may reuse them)
+  }
+
   void send(const Tensor& x, int peer) override {
     if (!check_peer(peer, "send")) return;
     Group& g = *group_;

@@ -14,7 +14,10 @@ namespace pagoda {
 // `size` communicators (ranks 0..size-1) of one group; each is used by one
 // thread. all_reduce_sum blocks until every rank has called it; each rank
 // sums a slice of the elements over the ranks in rank order (f32
-// accumulation), so every rank gets the same bits. send() copies into the
+// accumulation), so every rank gets the same bits; all_reduce_add_rms_norm
+// is the Communicator default (all_reduce_sum, then the backend's
+// add_rms_norm); all_gather_columns copies every rank's block in shared
+// memory. send() copies into the
 // (src, dst) mailbox and waits only while that mailbox still holds an
 // unreceived tensor; recv() waits for it. abort() (from any thread) wakes
 // every waiting rank of the group; status() is then "aborted: <why>" on each.

@@ -2,7 +2,12 @@
 // machine: NCCL vs the one-shot peer-memory kernel, each launched eagerly
 // and replayed from a CUDA graph (as the engine's decode steps run). The
 // table's crossover is what default_oneshot_max_bytes
-// (backend/cuda/nccl_communicator.h) is set from.
+// (backend/cuda/nccl_communicator.h) is set from. A second table times what
+// a decoder runs after each row-parallel projection, the message seen as
+// [rows, 4096] bf16 (rows = 1 below 8 KiB: [1, size / 2]), from a graph:
+// all_reduce_add_rms_norm on the one-shot path (one fused kernel), the same
+// unfused (one-shot all_reduce_sum, then CudaBackend::add_rms_norm), and
+// through NCCL (all_reduce_sum, then add_rms_norm).
 //
 // Timing, per size and path, on one thread per rank: eager: kWarmup calls,
 // a host barrier, then kEagerCalls calls between CUDA events on rank 0's
@@ -47,6 +52,21 @@ struct Timing {
   double graph_us = 0.0;
 };
 
+// What one timed call runs.
+enum class Op {
+  kAllReduce,  // all_reduce_sum(x)
+  kFused,      // all_reduce_add_rms_norm(x, residual, w -> out)
+  kUnfused,    // all_reduce_sum(x), then add_rms_norm(residual, x, w -> out)
+};
+
+// The [rows, hidden] view of a message of `bytes` bf16 (Op::kFused / kUnfused).
+void norm_shape(size_t bytes, int64_t* rows, int64_t* hidden) {
+  constexpr int64_t kHidden = 4096;
+  const auto n = static_cast<int64_t>(bytes / 2);
+  *hidden = n >= kHidden ? kHidden : n;
+  *rows = n / *hidden;
+}
+
 // Runs fn(rank) on one thread per rank with the rank's device current.
 void on_ranks(const std::vector<CudaBackend*>& gpus, const std::function<void(int)>& fn) {
   std::vector<std::thread> threads;
@@ -61,8 +81,9 @@ void on_ranks(const std::vector<CudaBackend*>& gpus, const std::function<void(in
 
 // Times one path at every size on fresh backends (destroyed, with their
 // graphs, before the communicators); rank 0's numbers.
-std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes, const std::vector<size_t>& sizes,
-                               std::string* gpu_name) {
+std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes,
+                               const std::vector<size_t>& sizes, std::string* gpu_name,
+                               Op op = Op::kAllReduce) {
   std::vector<std::unique_ptr<Communicator>> comms;  // destroyed after the backends
   std::vector<std::unique_ptr<Backend>> owned;
   std::vector<CudaBackend*> gpus;
@@ -91,10 +112,11 @@ std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes, const std::
   std::vector<void*> bufs(static_cast<size_t>(n));
   on_ranks(gpus, [&](int r) {
     CudaBackend& gpu = *gpus[static_cast<size_t>(r)];
-    bufs[static_cast<size_t>(r)] = gpu.allocate(max_bytes);
-    // Small random-ish values: the sums stay finite however often they run.
-    std::vector<uint16_t> h(max_bytes / 2, 0x3c00);  // bf16 ~ 0.0078
-    gpu.copy_to_device(bufs[static_cast<size_t>(r)], h.data(), max_bytes);
+    // x, then (Op::kFused / kUnfused) residual, out and w.
+    bufs[static_cast<size_t>(r)] = gpu.allocate(3 * max_bytes + 8192);
+    // Small values (bf16 ~ 0.0078); sums that overflow do not change the timing.
+    std::vector<uint16_t> h((3 * max_bytes + 8192) / 2, 0x3c00);
+    gpu.copy_to_device(bufs[static_cast<size_t>(r)], h.data(), h.size() * 2);
     gpu.synchronize();
   });
   std::barrier sync(n);
@@ -102,7 +124,25 @@ std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes, const std::
     on_ranks(gpus, [&](int r) {
       CudaBackend& gpu = *gpus[static_cast<size_t>(r)];
       Communicator& comm = *comms[static_cast<size_t>(r)];
-      Tensor x(bufs[static_cast<size_t>(r)], DType::kBF16, {static_cast<int64_t>(sizes[s] / 2)});
+      char* base = static_cast<char*>(bufs[static_cast<size_t>(r)]);
+      int64_t rows = 0, hidden = 0;
+      norm_shape(sizes[s], &rows, &hidden);
+      Tensor x(base, DType::kBF16, {static_cast<int64_t>(sizes[s] / 2)});
+      Tensor x2(base, DType::kBF16, {rows, hidden});
+      Tensor residual(base + max_bytes, DType::kBF16, {rows, hidden});
+      Tensor normed(base + 2 * max_bytes, DType::kBF16, {rows, hidden});
+      const Tensor w(base + 3 * max_bytes, DType::kBF16, {hidden});
+      auto call = [&] {
+        switch (op) {
+          case Op::kAllReduce:
+            return comm.all_reduce_sum(x);
+          case Op::kFused:
+            return comm.all_reduce_add_rms_norm(gpu, x2, residual, w, 1e-5f, normed);
+          case Op::kUnfused:
+            comm.all_reduce_sum(x2);
+            return gpu.add_rms_norm(residual, x2, w, 1e-5f, normed);
+        }
+      };
       cudaStream_t stream = gpu.stream();
       cudaEvent_t start, stop;
       check(cudaEventCreate(&start), "cudaEventCreate");
@@ -113,16 +153,16 @@ std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes, const std::
         check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
         return static_cast<double>(ms);
       };
-      for (int i = 0; i < kWarmup; ++i) comm.all_reduce_sum(x);
+      for (int i = 0; i < kWarmup; ++i) call();
       gpu.synchronize();
       sync.arrive_and_wait();
       check(cudaEventRecord(start, stream), "cudaEventRecord");
-      for (int i = 0; i < kEagerCalls; ++i) comm.all_reduce_sum(x);
+      for (int i = 0; i < kEagerCalls; ++i) call();
       check(cudaEventRecord(stop, stream), "cudaEventRecord");
       const double eager_ms = elapsed_ms();
 
       const int graph = gpu.capture_graph([&] {
-        for (int i = 0; i < kGraphCalls; ++i) comm.all_reduce_sum(x);
+        for (int i = 0; i < kGraphCalls; ++i) call();
       });
       std::vector<double> reps;
       if (graph >= 0) {
@@ -207,5 +247,28 @@ int main(int argc, char** argv) {
   std::printf("\none-shot ahead (graph replay) up to %s; default threshold in code: %s (%s overrides)\n",
               crossover > 0 ? human(crossover).c_str() : "never",
               human(static_cast<size_t>(default_oneshot_max_bytes(count))).c_str(), kOneShotMaxBytesEnv);
+
+  // The decoder's all-reduce + residual add + RMSNorm, up to the default threshold.
+  std::vector<size_t> norm_sizes;
+  for (size_t b : sizes) {
+    if (static_cast<int64_t>(b) <= default_oneshot_max_bytes(count)) norm_sizes.push_back(b);
+  }
+  const std::vector<Timing> fused =
+      bench_path(count, kMaxOneShotBytes, norm_sizes, &gpu_name, Op::kFused);
+  const std::vector<Timing> unfused =
+      bench_path(count, kMaxOneShotBytes, norm_sizes, &gpu_name, Op::kUnfused);
+  const std::vector<Timing> nccl_norm = bench_path(count, 0, norm_sizes, &gpu_name, Op::kUnfused);
+  std::printf(
+      "\nall-reduce + residual add + rms_norm, bf16 [rows, 4096], graph replay: microseconds per "
+      "call (rank 0)\n");
+  std::printf("%10s %8s %14s %16s %16s\n", "size", "rows", "1shot fused", "1shot unfused",
+              "nccl unfused");
+  for (size_t s = 0; s < norm_sizes.size(); ++s) {
+    int64_t rows = 0, hidden = 0;
+    norm_shape(norm_sizes[s], &rows, &hidden);
+    std::printf("%10s %8lld %14.1f %16.1f %16.1f\n", human(norm_sizes[s]).c_str(),
+                static_cast<long long>(rows), fused[s].graph_us, unfused[s].graph_us,
+                nccl_norm[s].graph_us);
+  }
   return g_ok ? 0 : 1;
 }

@@ -62,13 +62,14 @@ uint64_t seed() {
   return s;
 }
 
-// A group over every GPU: one backend per GPU (bf16 compute; the
-// communicators do not care) and its communicators. Torn down in the order
-// nccl_communicator.h asks: backends (and their graphs) first.
+// A group over the first `count` GPUs (every GPU by default): one backend
+// per GPU (bf16 compute; the communicators do not care) and its
+// communicators. Torn down in the order nccl_communicator.h asks: backends
+// (and their graphs) first.
 class Ranks {
  public:
-  explicit Ranks(int64_t oneshot_max_bytes) {
-    for (int d = 0; d < gpu_count(); ++d) {
+  explicit Ranks(int64_t oneshot_max_bytes, int count = gpu_count()) {
+    for (int d = 0; d < count; ++d) {
       owned_.push_back(create_cuda_backend(d, DType::kBF16));
       if (owned_.back() == nullptr) {
         ADD_FAILURE() << "no CUDA backend on device " << d;
@@ -501,6 +502,326 @@ TEST(NcclCommunicatorTest, AbortEndsAnAllReduceThatNoPeerJoins) {
       ranks->comm(0).all_reduce_sum(t);  // does nothing now
       ranks->gpu(0).synchronize();
     }));
+  }
+}
+
+// ---- all_reduce_add_rms_norm -------------------------------------------------
+//
+// Every rank holds its partial x [rows, hidden] and the same residual and
+// weight (as in a decoder). Reference on the host: s = the f32 rank-order sum
+// rounded to the dtype, residual' = round(residual + s), out =
+// round(round(residual' * inv) * w) with inv = 1 / sqrt(mean(residual'^2) +
+// eps) (norm_kernels.h). The one-shot path must give x and residual' exactly,
+// out within 2 ulps of the dtype and 1e-5 relative (the sum of squares' f32
+// order: inv may differ from the host's in its last bits), bitwise the
+// same as the unfused one-shot all-reduce + CudaBackend::add_rms_norm for
+// 16-bit dtypes, and bitwise the same on every rank; the NCCL path
+// (threshold 0: the unfused fallback) within NCCL's tolerance.
+
+struct NormCase {
+  NormCase(int ranks, DType t, int64_t rows, int64_t hidden, uint64_t salt)
+      : dtype(t), rows(rows), hidden(hidden) {
+    std::mt19937_64 gen(seed() ^ (salt * 0x9e3779b97f4a7c15ull));
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    auto random = [&](int64_t n, float scale) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = scale * d(gen);
+      return encode(t, v);
+    };
+    for (int r = 0; r < ranks; ++r) parts.push_back(random(rows * hidden, 1.0f));
+    residual = random(rows * hidden, 2.0f);
+    weight = random(hidden, 1.5f);
+    results.resize(static_cast<size_t>(ranks));
+  }
+  size_t bytes() const { return static_cast<size_t>(rows * hidden) * dtype_size(dtype); }
+  float round(float v) const { return decode(dtype, encode(dtype, {v}), 0); }
+
+  // results[r] = x | residual | out downloaded from rank r.
+  void check(bool exact_sum, const std::string& what) const {
+    const size_t n = static_cast<size_t>(rows * hidden);
+    const float eps_dt = eps_of(dtype);
+    int bad = 0;
+    for (int64_t row = 0; row < rows && bad < 5; ++row) {
+      std::vector<float> res(static_cast<size_t>(hidden));
+      double sum_sq = 0.0;
+      for (int64_t i = 0; i < hidden; ++i) {
+        const size_t e = static_cast<size_t>(row * hidden + i);
+        float sum = 0.0f, abs_sum = 0.0f;
+        for (const auto& p : parts) {
+          sum += decode(dtype, p, e);
+          abs_sum += std::fabs(decode(dtype, p, e));
+        }
+        const float s = round(sum);
+        const float got_x = decode(dtype, results[0], e);
+        const float got_res = decode(dtype, results[0], n + e);
+        const float want_res = round(decode(dtype, residual, e) + s);
+        const float tol_x = exact_sum ? 0.0f : parts.size() * eps_dt * abs_sum + 1e-6f;
+        const float tol_res = exact_sum ? 0.0f : tol_x + 2.0f * eps_dt * std::fabs(want_res);
+        if (!(std::fabs(got_x - s) <= tol_x) || !(std::fabs(got_res - want_res) <= tol_res)) {
+          ADD_FAILURE() << what << ": row " << row << " element " << i << ": x " << got_x
+                        << " (want " << s << "), residual " << got_res << " (want " << want_res
+                        << ")";
+          if (++bad >= 5) break;
+        }
+        res[static_cast<size_t>(i)] = got_res;  // the norm of what was stored
+        sum_sq += static_cast<double>(got_res) * got_res;
+      }
+      const float inv =
+          static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(hidden) + kEps));
+      for (int64_t i = 0; i < hidden && bad < 5; ++i) {
+        const size_t e = static_cast<size_t>(row * hidden + i);
+        const float want = round(round(res[static_cast<size_t>(i)] * inv) *
+                                 decode(dtype, weight, static_cast<size_t>(i)));
+        const float got = decode(dtype, results[0], 2 * n + e);
+        // Two roundings of the dtype, plus the f32 sum of squares' order
+        // (which alone shows in f32).
+        const float tol = (4.0f * eps_dt + 1e-5f) * std::fabs(want) + 1e-6f;
+        if (!(std::fabs(got - want) <= tol)) {
+          ADD_FAILURE() << what << ": out row " << row << " element " << i << " = " << got
+                        << ", expected " << want << " (tolerance " << tol << ")";
+          ++bad;
+        }
+      }
+    }
+    for (size_t r = 1; r < results.size(); ++r) {
+      EXPECT_EQ(std::memcmp(results[0].data(), results[r].data(), results[0].size()), 0)
+          << what << ": rank " << r << "'s x | residual | out differ bitwise from rank 0's";
+    }
+  }
+
+  static constexpr float kEps = 1e-5f;
+  DType dtype;
+  int64_t rows, hidden;
+  std::vector<std::vector<uint8_t>> parts;
+  std::vector<uint8_t> residual, weight;
+  std::vector<std::vector<uint8_t>> results;
+};
+
+// Group sizes to test: 2 and every GPU (4 on a 4-GPU machine).
+std::vector<int> group_sizes() {
+  std::vector<int> v = {2};
+  if (gpu_count() > 2) v.push_back(gpu_count());
+  return v;
+}
+
+// Per rank: x, residual, out views of `buf` (each bytes apart) and w after them.
+struct NormViews {
+  NormViews(void* base, const NormCase& c) {
+    char* p = static_cast<char*>(base);
+    const size_t b = (c.bytes() + 255) / 256 * 256;
+    x = Tensor(p, c.dtype, {c.rows, c.hidden});
+    residual = Tensor(p + b, c.dtype, {c.rows, c.hidden});
+    out = Tensor(p + 2 * b, c.dtype, {c.rows, c.hidden});
+    w = Tensor(p + 3 * b, c.dtype, {c.hidden});
+  }
+  static size_t bytes_for(size_t bytes, int64_t hidden) {
+    return 3 * ((bytes + 255) / 256 * 256) + hidden * 4 + 256;
+  }
+  void upload(CudaBackend& gpu, const NormCase& c, int r) {
+    gpu.copy_to_device(x.data, c.parts[static_cast<size_t>(r)].data(), c.bytes());
+    gpu.copy_to_device(residual.data, c.residual.data(), c.bytes());
+    gpu.copy_to_device(w.data, c.weight.data(), c.weight.size());
+  }
+  std::vector<uint8_t> download(CudaBackend& gpu, const NormCase& c) {
+    std::vector<uint8_t> all(3 * c.bytes());
+    gpu.copy_to_host(all.data(), x.data, c.bytes());
+    gpu.copy_to_host(all.data() + c.bytes(), residual.data, c.bytes());
+    gpu.copy_to_host(all.data() + 2 * c.bytes(), out.data, c.bytes());
+    return all;
+  }
+  Tensor x, residual, out, w;
+};
+
+TEST(NcclCommunicatorTest, AllReduceAddRmsNormMatchesHostReferenceOnEveryRank) {
+  REQUIRE_TWO_GPUS();
+  uint64_t salt = 7000;
+  for (int n : group_sizes()) {
+    for (const PathCase& path : {kPaths[0], kPaths[1]}) {
+      Ranks ranks(path.oneshot_max_bytes, n);
+      ASSERT_TRUE(ranks.ok());
+      for (DType t : kTypes) {
+        if (t == DType::kF32 && path.oneshot_max_bytes == 0)
+          continue;  // add_rms_norm is 16-bit on cuda
+        for (int64_t hidden :
+             {int64_t{7}, int64_t{64}, int64_t{1000}, int64_t{4096}, int64_t{8200}}) {
+          for (int64_t rows :
+               {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{32}, int64_t{33}, int64_t{64}}) {
+            NormCase c(n, t, rows, hidden, salt++);
+            const size_t bytes = NormViews::bytes_for(c.bytes(), hidden);
+            RankBuffers fused(ranks, bytes), plain(ranks, bytes);
+            std::vector<std::vector<uint8_t>> unfused(static_cast<size_t>(n));
+            ranks.on_ranks([&](int r) {
+              CudaBackend& gpu = ranks.gpu(r);
+              NormViews f(fused.ptrs[static_cast<size_t>(r)], c),
+                  u(plain.ptrs[static_cast<size_t>(r)], c);
+              f.upload(gpu, c, r);
+              u.upload(gpu, c, r);
+              ranks.comm(r).all_reduce_add_rms_norm(gpu, f.x, f.residual, f.w, NormCase::kEps,
+                                                    f.out);
+              c.results[static_cast<size_t>(r)] = f.download(gpu, c);
+              if (t == DType::kF32) return;
+              ranks.comm(r).all_reduce_sum(u.x);
+              gpu.add_rms_norm(u.residual, u.x, u.w, NormCase::kEps, u.out);
+              unfused[static_cast<size_t>(r)] = u.download(gpu, c);
+            });
+            const std::string what = std::string(path.name) + " fused " + std::to_string(n) +
+                                     " ranks " + std::string(dtype_name(t)) +
+                                     " rows=" + std::to_string(rows) +
+                                     " hidden=" + std::to_string(hidden);
+            ASSERT_TRUE(ranks.healthy()) << what;
+            const bool oneshot = path.oneshot_max_bytes > 0;
+            c.check(oneshot, what);
+            if (oneshot && t != DType::kF32) {
+              EXPECT_TRUE(unfused[0] == c.results[0])
+                  << what << ": differs bitwise from the unfused one-shot ops";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The fused op twice and a plain all-reduce between them (the other kernel
+// family on the same peer buffers) captured in one graph per rank and
+// replayed with new data.
+TEST(NcclCommunicatorTest, AllReduceAddRmsNormInsideCudaGraphReplays) {
+  REQUIRE_TWO_GPUS();
+  constexpr int kReplays = 4;
+  uint64_t salt = 9000;
+  for (int n : group_sizes()) {
+    Ranks ranks(-1, n);
+    ASSERT_TRUE(ranks.ok());
+    for (DType t : {DType::kBF16, DType::kF16}) {
+      for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{64}}) {
+        const int64_t hidden = 4096;
+        const size_t case_bytes = static_cast<size_t>(rows * hidden) * dtype_size(t);
+        const size_t bytes = NormViews::bytes_for(case_bytes, hidden);
+        RankBuffers a(ranks, bytes), b(ranks, bytes), m(ranks, 4096 * 4);
+        std::vector<int> graphs(static_cast<size_t>(n), -1);
+        std::vector<void*> host_in(static_cast<size_t>(n));
+        std::vector<uint8_t> wa, wb;
+        for (int replay = -1; replay < kReplays; ++replay) {
+          NormCase ca(n, t, rows, hidden, salt++), cb(n, t, rows, hidden, salt++);
+          Case mid(n, t, 3001, salt++);
+          ranks.on_ranks([&](int r) {
+            const auto ri = static_cast<size_t>(r);
+            CudaBackend& gpu = ranks.gpu(r);
+            Communicator& comm = ranks.comm(r);
+            NormViews va(a.ptrs[ri], ca), vb(b.ptrs[ri], cb);
+            Tensor xm(m.ptrs[ri], t, {3001});
+            // Pinned staging (graphs re-read it): parts, residuals, mid input.
+            const size_t mid_bytes = xm.nbytes();
+            if (host_in[ri] == nullptr) host_in[ri] = gpu.allocate_host(4 * case_bytes + mid_bytes);
+            char* h = static_cast<char*>(host_in[ri]);
+            std::memcpy(h, ca.parts[ri].data(), case_bytes);
+            std::memcpy(h + case_bytes, ca.residual.data(), case_bytes);
+            std::memcpy(h + 2 * case_bytes, cb.parts[ri].data(), case_bytes);
+            std::memcpy(h + 3 * case_bytes, cb.residual.data(), case_bytes);
+            std::memcpy(h + 4 * case_bytes, mid.inputs[ri].data(), mid_bytes);
+            if (replay < 0) {  // weights stay put: uploaded once
+              va.upload(gpu, ca, r);
+              vb.upload(gpu, cb, r);
+              gpu.synchronize();
+            }
+            auto step = [&] {
+              gpu.copy_to_device(va.x.data, h, case_bytes);
+              gpu.copy_to_device(va.residual.data, h + case_bytes, case_bytes);
+              gpu.copy_to_device(vb.x.data, h + 2 * case_bytes, case_bytes);
+              gpu.copy_to_device(vb.residual.data, h + 3 * case_bytes, case_bytes);
+              gpu.copy_to_device(xm.data, h + 4 * case_bytes, mid_bytes);
+              comm.all_reduce_add_rms_norm(gpu, va.x, va.residual, va.w, NormCase::kEps, va.out);
+              comm.all_reduce_sum(xm);
+              comm.all_reduce_add_rms_norm(gpu, vb.x, vb.residual, vb.w, NormCase::kEps, vb.out);
+            };
+            if (replay < 0) {
+              step();
+              gpu.synchronize();
+              graphs[ri] = gpu.capture_graph(step);
+              return;
+            }
+            gpu.replay_graph(graphs[ri]);
+            ca.results[ri] = va.download(gpu, ca);
+            cb.results[ri] = vb.download(gpu, cb);
+            mid.results[ri].resize(mid_bytes);
+            gpu.copy_to_host(mid.results[ri].data(), xm.data, mid_bytes);
+          });
+          const std::string what = "fused graph " + std::to_string(n) + " ranks " +
+                                   std::string(dtype_name(t)) + " rows=" + std::to_string(rows) +
+                                   " replay " + std::to_string(replay);
+          for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
+          ASSERT_TRUE(ranks.healthy()) << what;
+          if (replay < 0) {  // the weights uploaded once, from these cases
+            wa = ca.weight;
+            wb = cb.weight;
+            continue;
+          }
+          ca.weight = wa;
+          cb.weight = wb;
+          ca.check(true, what + " (first)");
+          cb.check(true, what + " (second)");
+          mid.check(true, what + " (all-reduce between)");
+        }
+        for (int r = 0; r < n; ++r) ranks.gpu(r).deallocate_host(host_in[static_cast<size_t>(r)]);
+      }
+    }
+  }
+}
+
+// ---- all_gather_columns --------------------------------------------------------
+
+TEST(NcclCommunicatorTest, AllGatherColumnsPlacesEveryRanksBlock) {
+  REQUIRE_TWO_GPUS();
+  uint64_t salt = 11000;
+  for (int n : group_sizes()) {
+    for (const PathCase& path : kPaths) {
+      Ranks ranks(path.oneshot_max_bytes, n);
+      ASSERT_TRUE(ranks.ok());
+      for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{17}}) {
+        for (int64_t cols : {int64_t{1}, int64_t{1000}, int64_t{64128}}) {
+          for (int64_t pad : {int64_t{0}, int64_t{1}, cols - 1}) {
+            const int64_t width = n * cols - pad;
+            if (pad > 0 && pad == cols - 1 && cols == 1) continue;
+            Case c(n, DType::kF32, rows * cols, salt++);
+            RankBuffers x(ranks, static_cast<size_t>(rows * cols) * 4),
+                out(ranks, static_cast<size_t>(rows * width) * 4);
+            ranks.on_ranks([&](int r) {
+              const auto ri = static_cast<size_t>(r);
+              CudaBackend& gpu = ranks.gpu(r);
+              Tensor xt(x.ptrs[ri], DType::kF32, {rows, cols}),
+                  ot(out.ptrs[ri], DType::kF32, {rows, width});
+              gpu.copy_to_device(xt.data, c.inputs[ri].data(), xt.nbytes());
+              ranks.comm(r).all_gather_columns(xt, ot);
+              c.results[ri].resize(ot.nbytes());
+              gpu.copy_to_host(c.results[ri].data(), ot.data, ot.nbytes());
+            });
+            const std::string what = std::string(path.name) + " gather " + std::to_string(n) +
+                                     " ranks rows=" + std::to_string(rows) +
+                                     " cols=" + std::to_string(cols) +
+                                     " width=" + std::to_string(width);
+            ASSERT_TRUE(ranks.healthy()) << what;
+            int bad = 0;
+            for (int64_t row = 0; row < rows && bad < 5; ++row) {
+              for (int64_t w = 0; w < width && bad < 5; ++w) {
+                const auto src = static_cast<size_t>(w / cols);
+                const float want =
+                    decode(DType::kF32, c.inputs[src], static_cast<size_t>(row * cols + w % cols));
+                const float got =
+                    decode(DType::kF32, c.results[0], static_cast<size_t>(row * width + w));
+                if (got != want) {
+                  ADD_FAILURE() << what << ": out[" << row << ", " << w << "] = " << got
+                                << ", expected " << want;
+                  ++bad;
+                }
+              }
+            }
+            for (int r = 1; r < n; ++r)
+              EXPECT_TRUE(c.results[static_cast<size_t>(r)] == c.results[0])
+                  << what << " rank " << r;
+          }
+        }
+      }
+    }
   }
 }
 

@@ -23,6 +23,15 @@ using cuda::NcclLibrary;
 
 cudaStream_t stream_of(const CudaBackend* b) { return b->stream(); }
 
+// $PAGODA_FUSED_ALLREDUCE_NORM: "0" turns the fused kernel off (read once).
+bool fuse_norm_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv(kFuseNormEnv);
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
+}
+
 bool to_nccl_type(DType t, ncclDataType_t* out) {
   switch (t) {
     case DType::kF32:
@@ -169,21 +178,66 @@ class NcclCommunicator final : public Communicator {
     if (x.numel() == 0 || size() == 1) return;
     const Group& g = *group_;
     if (!g.peer_buffers.empty() && x.nbytes() <= g.oneshot_max_bytes) {
-      cuda::OneShotParams p;
-      for (size_t r = 0; r < g.peer_buffers.size(); ++r) p.buffers[r] = g.peer_buffers[r];
-      p.size = size();
-      p.rank = rank_;
-      p.capacity = g.oneshot_capacity;
+      cuda::OneShotParams p = oneshot_params();
       p.dtype = x.dtype;
       p.x = x.data;
       p.n = x.numel();
-      p.control = g.control;
       return check_cuda(cuda::launch_oneshot_all_reduce(p, stream_of(backend_)),
                         "one-shot all-reduce");
     }
     check_nccl(g.nccl->all_reduce(x.data, x.data, static_cast<size_t>(x.numel()), type, ncclSum,
                                   comm(), stream_of(backend_)),
                "ncclAllReduce");
+  }
+
+  void all_reduce_add_rms_norm(Backend& backend, Tensor& x, Tensor& residual, const Tensor& w,
+                               float eps, Tensor& out) override {
+    if (group_->aborted.load()) return;
+    const Group& g = *group_;
+    const bool fused = fuse_norm_enabled() && !g.peer_buffers.empty() && size() > 1 &&
+                       x.ndim == 2 && x.nbytes() <= g.oneshot_max_bytes && residual.ndim == 2 &&
+                       out.ndim == 2 && residual.shape == x.shape && out.shape == x.shape &&
+                       w.numel() == x.shape[1] && residual.dtype == x.dtype &&
+                       out.dtype == x.dtype && w.dtype == x.dtype &&
+                       cuda::oneshot_norm_fits(x.shape[0], x.shape[1], x.dtype, g.oneshot_capacity);
+    if (!fused) return Communicator::all_reduce_add_rms_norm(backend, x, residual, w, eps, out);
+    if (x.numel() == 0) return;
+    cuda::OneShotNormParams p;
+    p.group = oneshot_params();
+    p.dtype = x.dtype;
+    p.x = x.data;
+    p.residual = residual.data;
+    p.weight = w.data;
+    p.out = out.data;
+    p.rows = x.shape[0];
+    p.hidden = x.shape[1];
+    p.eps = eps;
+    check_cuda(cuda::launch_oneshot_all_reduce_norm(p, stream_of(backend_)),
+               "one-shot all-reduce + add + rms_norm");
+  }
+
+  void all_gather_columns(const Tensor& x, Tensor& out) override {
+    if (group_->aborted.load()) return;
+    const int64_t rows = x.ndim == 2 ? x.shape[0] : -1, cols = x.ndim == 2 ? x.shape[1] : -1;
+    const int64_t width = out.ndim == 2 ? out.shape[1] : -1;
+    if (rows < 0 || out.ndim != 2 || out.shape[0] != rows || out.dtype != x.dtype ||
+        width > size() * cols) {
+      return fail(fmt::format("all_gather_columns: out [{} x {}] does not hold {} blocks [{} x {}]",
+                              out.ndim > 0 ? out.shape[0] : 0, width, size(), rows, cols));
+    }
+    if (out.numel() == 0) return;
+    // Every rank's block into its columns of a zeroed out, then a sum over
+    // the ranks: x + 0 is exact, so this is the gather, bit for bit.
+    const size_t es = dtype_size(x.dtype);
+    const int64_t first = rank_ * cols, n = std::clamp<int64_t>(width - first, 0, cols);
+    cudaStream_t stream = stream_of(backend_);
+    cudaError_t e = cudaMemsetAsync(out.data, 0, out.nbytes(), stream);
+    if (e == cudaSuccess && n > 0 && rows > 0) {
+      e = cudaMemcpy2DAsync(static_cast<char*>(out.data) + first * es, width * es, x.data,
+                            cols * es, n * es, rows, cudaMemcpyDeviceToDevice, stream);
+    }
+    if (e != cudaSuccess) return check_cuda(e, "all_gather_columns");
+    all_reduce_sum(out);
   }
 
   void send(const Tensor& x, int peer) override {
@@ -200,6 +254,18 @@ class NcclCommunicator final : public Communicator {
 
  private:
   ncclComm_t comm() const { return group_->comms[static_cast<size_t>(rank_)]; }
+
+  // The group part of a one-shot launch's parameters (the path is on).
+  cuda::OneShotParams oneshot_params() const {
+    const Group& g = *group_;
+    cuda::OneShotParams p;
+    for (size_t r = 0; r < g.peer_buffers.size(); ++r) p.buffers[r] = g.peer_buffers[r];
+    p.size = size();
+    p.rank = rank_;
+    p.capacity = g.oneshot_capacity;
+    p.control = g.control;
+    return p;
+  }
 
   bool check_peer(int peer, const char* op) {
     if (peer >= 0 && peer < size() && peer != rank_) return true;
@@ -260,7 +326,7 @@ bool enable_peer_access(const std::vector<int>& devices, std::string* why) {
 
 // Each rank's zeroed peer buffer of `capacity`-byte halves.
 Status allocate_peer_buffers(Group& g, size_t capacity) {
-  const size_t bytes = cuda::oneshot_buffer_bytes(capacity);
+  const size_t bytes = cuda::oneshot_buffer_bytes(capacity, static_cast<int>(g.devices.size()));
   g.peer_buffers.assign(g.devices.size(), nullptr);
   for (size_t r = 0; r < g.devices.size(); ++r) {
     cudaError_t e = cudaSetDevice(g.devices[r]);

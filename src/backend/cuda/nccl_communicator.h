@@ -7,7 +7,11 @@
 //    (oneshot_all_reduce.h): one kernel, f32 accumulation in rank order;
 //  - larger (or when peer access is missing between some pair of GPUs, or
 //    the group has more than 8 ranks): ncclAllReduce (sum, in the dtype).
-// Both leave bitwise-identical results on every rank. send/recv are
+// Both leave bitwise-identical results on every rank.
+// all_reduce_add_rms_norm takes the one-shot path as one fused kernel
+// (oneshot_all_reduce.h) when the message is within the threshold and fits
+// the kernel's per-block regions; otherwise all_reduce_sum, then the
+// backend's add_rms_norm. send/recv are
 // ncclSend/ncclRecv of the tensor's bytes. Everything is enqueued on the
 // rank's backend stream and may be captured in a CUDA graph (all ranks
 // capture the same sequence). NCCL sets up its connections on a size's first
@@ -46,6 +50,10 @@ int64_t default_oneshot_max_bytes(int ranks);
 // off), at most kMaxOneShotBytes.
 constexpr const char* kOneShotMaxBytesEnv = "PAGODA_ONESHOT_ALLREDUCE_BYTES";
 constexpr int64_t kMaxOneShotBytes = int64_t{64} << 20;
+// all_reduce_add_rms_norm runs as one fused kernel on the one-shot path
+// unless this variable is "0" (then: the one-shot all-reduce, then
+// add_rms_norm; the same bits), for A/B timing.
+constexpr const char* kFuseNormEnv = "PAGODA_FUSED_ALLREDUCE_NORM";
 
 struct NcclCommunicatorOptions {
   // Threshold of the one-shot path in bytes: -1 takes $PAGODA_ONESHOT_ALLREDUCE_BYTES

@@ -5,14 +5,14 @@
 // The ranks are threads of one process with peer access enabled between
 // every pair of GPUs, so a kernel on GPU i loads and stores GPU j's memory
 // directly. Each rank owns one "peer buffer" on its GPU (oneshot_buffer_bytes
-// long, zeroed before the first launch):
-//   [flags:    kOneShotBlocks x kOneShotMaxRanks u32]  flags[b][j]: the epoch
-//              rank j's block b reached (written by rank j)
-//   [counters: kOneShotBlocks u32]                      block b's epoch, advanced
-//              by the kernel itself (so CUDA graph replays keep counting)
-//   [data:     2 halves of `capacity` bytes]            epoch parity picks the half
+// long, zeroed before the first launch) holding, per kernel family (the
+// plain all-reduce; the fused all-reduce + add + RMSNorm), per-block flags,
+// per-block epoch counters advanced by the kernel itself (so CUDA graph
+// replays keep counting) and two data halves picked by the epoch's parity
+// (layout: oneshot_protocol.cuh).
 //
-// One launch on every rank (same n, dtype and capacity; x may differ):
+// The plain all-reduce, one launch on every rank (same n, dtype and
+// capacity; x may differ), with only the blocks that own part of x:
 //   1. block b copies its slice of x into the own buffer's half (epoch & 1);
 //   2. block b's barrier: it stores the epoch into flags[b][rank] of every
 //      rank's buffer (release, system scope), then waits until its own
@@ -61,8 +61,9 @@ struct OneShotControl {
   uint32_t timed_out;
 };
 
-// Bytes of one rank's peer buffer for messages of up to `capacity` bytes.
-size_t oneshot_buffer_bytes(size_t capacity);
+// Bytes of one rank's peer buffer for messages of up to `capacity` bytes in
+// a group of `ranks`.
+size_t oneshot_buffer_bytes(size_t capacity, int ranks);
 
 struct OneShotParams {
   void* buffers[kOneShotMaxRanks] = {};  // every rank's peer buffer
@@ -79,5 +80,39 @@ struct OneShotParams {
 // with matching parameters, or the ranks wait for each other until the group
 // is aborted or kOneShotWaitSeconds pass.
 cudaError_t launch_oneshot_all_reduce(const OneShotParams& p, cudaStream_t stream);
+
+// The all-reduce fused with the residual add and RMSNorm that follow a
+// row-parallel projection (Communicator::all_reduce_add_rms_norm), one launch
+// on every rank with matching parameters:
+//   x = sum over ranks of x (f32, rank order, rounded to the dtype);
+//   residual = round(residual + x); out = rms_norm(residual) * w
+// with the roundings of launch_rms_norm (norm_kernels.h), and its thread
+// layout, so the result is bitwise what the one-shot all-reduce followed by
+// launch_rms_norm gives (16-byte aligned tensors). Block b (of min(rows,
+// kOneShotBlocks)) owns rows b, b + grid, ...: it writes them into its own
+// region of every rank's buffer (the slot of the source rank; stores go out
+// over NVLink, loads stay local), meets the ranks at its barrier, then sums
+// its rows locally, adds, normalises and writes x, residual and out.
+struct OneShotNormParams {
+  OneShotParams group;           // buffers, size, rank, capacity, control; x / n unused
+  DType dtype = DType::kBF16;    // f32, bf16 or f16 for every tensor
+  void* x = nullptr;             // [rows, hidden] the rank's partial; left as the sum
+  void* residual = nullptr;      // [rows, hidden] += the sum
+  const void* weight = nullptr;  // [hidden]
+  void* out = nullptr;           // [rows, hidden] (may not alias x or residual)
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  float eps = 1e-6f;
+};
+
+// Whether a [rows, hidden] message of `dtype` fits the fused kernel's
+// per-block regions of a buffer of `capacity`-byte halves (rows take
+// ceil(rows / min(rows, kOneShotBlocks)) rows of each block's
+// capacity / kOneShotBlocks bytes). The same answer on every rank.
+bool oneshot_norm_fits(int64_t rows, int64_t hidden, DType dtype, size_t capacity);
+
+// Enqueues the fused kernel on `stream` (capturable); cudaErrorInvalidValue
+// when the message does not fit or a parameter is out of range.
+cudaError_t launch_oneshot_all_reduce_norm(const OneShotNormParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

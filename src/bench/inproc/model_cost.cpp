@@ -26,6 +26,7 @@ ModelCost model_cost(const ModelConfig& c) {
   m.layer_matmul_params = c.num_layers * (h * q + 2 * h * kv + q * h) + dense_layers * dense_mlp +
                           m.moe_layers * (moe_fixed + m.experts_per_tok * m.expert_params);
   m.lm_head_params = c.vocab_size * h;
+  m.vocab_size = c.vocab_size;
   const int64_t layers = c.num_layers * (attn + norms) + dense_layers * dense_mlp +
                          m.moe_layers * moe_fixed;
   const int64_t embedding = c.vocab_size * h;
@@ -66,7 +67,11 @@ double decode_bytes_per_rank(const ModelCost& cost, double bytes_per_weight,
   const double kv_share = cost.num_kv_heads >= tp || cost.num_kv_heads == 0
                               ? 1.0 / tp
                               : 1.0 / static_cast<double>(cost.num_kv_heads);
-  return (layers / tp + lm_head) * bytes_per_weight +
+  const double head_block = cost.vocab_size > 0
+                                ? lm_head / static_cast<double>(cost.vocab_size) *
+                                      static_cast<double>((cost.vocab_size + tp - 1) / tp)
+                                : lm_head / tp;
+  return (layers / tp + head_block) * bytes_per_weight +
          static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
              kv_share * bytes_per_kv_elem;
 }

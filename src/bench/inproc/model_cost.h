@@ -19,6 +19,7 @@ struct ModelCost {
   int64_t layer_matmul_params = 0;  // q, k, v, o, gate, up, down (MoE: router, the top-k
                                     // experts and the shared expert) weights one token uses
   int64_t lm_head_params = 0;       // vocab * hidden
+  int64_t vocab_size = 0;
   int64_t kv_elems_per_token = 0;   // 2 (k, v) * layers * kv_heads * head_dim
   int64_t num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
   // Mixtures of experts: the layers with routed experts, E, top-k and one
@@ -42,11 +43,12 @@ double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
                              double bytes_per_kv_elem, int64_t batch, double context_len);
 
 // What one GPU of a tensor-parallel group of `tp` reads in that step
-// (docs/parallelism.md): its 1/tp of the layers' weights, the whole
-// (replicated) lm_head, and the KV of its kv heads (Hkv/tp of them, or one
-// replicated head when Hkv < tp). Pipeline stages run one after another for
-// a step, so this is also the bytes on a step's critical path with pipeline
-// parallelism. tp = 1: decode_bytes_per_step.
+// (docs/parallelism.md): its 1/tp of the layers' weights, its
+// vocab-parallel block of the lm_head (ceil(vocab / tp) rows), and the KV of
+// its kv heads (Hkv/tp of them, or one replicated head when Hkv < tp).
+// Pipeline stages run one after another for a step, so this is also the
+// bytes on a step's critical path with pipeline parallelism. tp = 1:
+// decode_bytes_per_step.
 double decode_bytes_per_rank(const ModelCost& cost, double bytes_per_weight,
                              double bytes_per_kv_elem, int64_t batch, double context_len, int tp);
 

@@ -8,10 +8,13 @@
 # comm_test comm_bench). Steps, both run (exit status non-zero if either
 # failed):
 #   1. comm_test: all-reduce (NCCL, one-shot, default threshold) against a
-#      host sum, bitwise equal on every rank, eager and in CUDA graphs;
-#      send/recv ring. With fewer than 2 GPUs its GPU tests say SKIP.
-#   2. comm_bench: latency per size, NCCL vs one-shot, eager and graph
-#      (table in the log and $OUT/comm_bench.txt).
+#      host sum, bitwise equal on every rank, eager and in CUDA graphs; the
+#      fused all-reduce + residual add + RMSNorm against a host reference and
+#      the unfused ops; the column gather; send/recv ring. With fewer than 2
+#      GPUs its GPU tests say SKIP.
+#   2. comm_bench: latency per size, NCCL vs one-shot, eager and graph, then
+#      the fused op vs unfused vs NCCL (tables in the log and
+#      $OUT/comm_bench.txt).
 # NCCL: $PAGODA_NCCL_LIBRARY, else libnccl.so.2 on the loader path, else the
 # lib folder of Python's nvidia-nccl-cu12/13 wheel (added to LD_LIBRARY_PATH).
 set -u

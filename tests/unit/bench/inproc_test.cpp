@@ -320,10 +320,22 @@ TEST(ModelCost, BytesPerTensorParallelRank) {
   const double layers = static_cast<double>(c.decode_weight_params) * 2.0 - lm_head;
   const double kv = 1000.0 * 131072.0;  // 1 sequence at 1000 tokens, bf16 KV of all heads
   EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 1), decode_bytes_per_step(c, 2.0, 2.0, 1, 1000.0));
-  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 2), layers / 2 + lm_head + kv / 2);
-  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 8), layers / 8 + lm_head + kv / 8);
+  // The vocab-parallel head: 128256 / N rows per rank.
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 2),
+                   layers / 2 + lm_head / 2 + kv / 2);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 8),
+                   layers / 8 + lm_head / 8 + kv / 8);
   // 16 ranks over 8 kv heads: each holds one replicated head, 1/8 of the KV.
-  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 16), layers / 16 + lm_head + kv / 8);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(c, 2.0, 2.0, 1, 1000.0, 16),
+                   layers / 16 + lm_head / 16 + kv / 8);
+  // A vocab N does not divide: each rank reads its padded block of ceil(V / N) rows.
+  ModelConfig odd = llama31_8b();
+  odd.vocab_size = 128257;
+  const auto co = model_cost(odd);
+  const double odd_layers =
+      static_cast<double>(co.decode_weight_params) * 2.0 - 128257.0 * 4096 * 2;
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(co, 2.0, 2.0, 1, 1000.0, 2),
+                   odd_layers / 2 + 64129.0 * 4096 * 2 + kv / 2);
 }
 
 TEST(InprocReport, ParallelRunsArePerGpu) {

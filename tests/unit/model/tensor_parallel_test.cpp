@@ -263,7 +263,37 @@ TEST(WeightLoaderSlices, AShardHoldsItsHeadsAndMlpRowsOfTheFullWeights) {
       EXPECT_EQ(host(x.input_norm), host(f.input_norm));  // replicated
     }
     EXPECT_EQ(host(w.embed), host(full.embed));
-    EXPECT_EQ(host(w.lm_head), host(full.lm_head));
+    // Vocab-parallel head: the rank's block of rows, zero rows padding it
+    // (97 = 4 * 25 - 3: the last rank holds 22 rows and 3 of padding).
+    const IndexRange v = tp_vocab(c, s);
+    const int64_t block = tp_vocab_block(c, 4);
+    ASSERT_EQ(block, 25);
+    ASSERT_EQ(w.lm_head.shape[0], block);
+    std::vector<float> want = slice(host(full.lm_head), h, v.begin, v.end, 0, h);
+    want.resize(static_cast<size_t>(block * h), 0.0f);
+    EXPECT_EQ(host(w.lm_head), want) << "rank " << rank;
+  }
+}
+
+TEST(TensorParallelRules, VocabBlocksCoverTheVocabOnceWithPaddingLast) {
+  ModelConfig c = tiny_config("llama");
+  for (int64_t vocab : {1, 5, 96, 97, 128256}) {
+    c.vocab_size = vocab;
+    for (int n : {1, 2, 3, 4, 8}) {
+      const int64_t block = tp_vocab_block(c, n);
+      EXPECT_EQ(block, (vocab + n - 1) / n);
+      int64_t next = 0;
+      for (int r = 0; r < n; ++r) {
+        const IndexRange v = tp_vocab(c, {r, n});
+        EXPECT_EQ(v.begin, std::min(next, vocab)) << vocab << " " << n << " " << r;
+        EXPECT_LE(v.size(), block);
+        next = v.end;
+        if (v.size() < block) {
+          EXPECT_EQ(v.end, vocab);  // only the last ranks' blocks are short
+        }
+      }
+      EXPECT_EQ(next, vocab);
+    }
   }
 }
 
@@ -388,6 +418,17 @@ TEST(TensorParallelRunner, Phi3PreFusedTensors) {
   test::fill_random(c, &src, 17);
   expect_tp_matches_one_runner("phi3", c, src, 2);
   expect_tp_matches_one_runner("phi3", c, src, 4);
+}
+
+// Gemma 2: a tied, vocab-parallel head with final-logit soft-capping (on
+// each rank's block), sandwich norms (the partial block output is summed
+// before norm_output) and the embedding scale.
+TEST(TensorParallelRunner, Gemma2TiedHeadAndSandwichNorms) {
+  const ModelConfig c = tiny_config("gemma2");
+  MemorySource src;
+  test::fill_random(c, &src, 18);
+  expect_tp_matches_one_runner("gemma2", c, src, 2);
+  expect_tp_matches_one_runner("gemma2", c, src, 4);
 }
 
 TEST(TensorParallelRunner, Mistral) {

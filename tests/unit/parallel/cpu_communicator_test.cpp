@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/half.h"
 #include "finishes_within.h"
 
@@ -63,6 +65,100 @@ TEST(CpuCommunicator, AllReduceBf16RoundsTheF32SumOnce) {
     c.all_reduce_sum(t);
     EXPECT_EQ(x, float_to_bf16(1.0f + 2.0f / 256));
   });
+}
+
+TEST(CpuCommunicator, AllGatherColumnsPlacesEveryRanksBlockAndDropsPadding) {
+  for (int size : {1, 2, 3, 4}) {
+    for (int64_t rows : {1, 3}) {
+      for (int64_t cols : {1, 5}) {
+        for (int64_t width = std::max<int64_t>(1, (size - 1) * cols - cols + 1);
+             width <= size * cols; ++width) {
+          auto comms = create_cpu_communicators(size);
+          // rank j's x[r, c] = 1000 j + 10 r + c
+          on_ranks(comms, [&](Communicator& c) {
+            std::vector<float> x(static_cast<size_t>(rows * cols));
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t k = 0; k < cols; ++k)
+                x[static_cast<size_t>(r * cols + k)] = 1000.0f * c.rank() + 10.0f * r + k;
+            std::vector<float> out(static_cast<size_t>(rows * width), -1.0f);
+            Tensor xt(x.data(), DType::kF32, {rows, cols}),
+                ot(out.data(), DType::kF32, {rows, width});
+            c.all_gather_columns(xt, ot);
+            ASSERT_TRUE(c.status().ok()) << msg(c);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t w = 0; w < width; ++w)
+                ASSERT_EQ(out[static_cast<size_t>(r * width + w)],
+                          1000.0f * (w / cols) + 10.0f * r + w % cols)
+                    << "size " << size << " width " << width << " r " << r << " w " << w;
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuCommunicator, AllGatherColumnsRefusesAnOutTooWide) {
+  auto comms = create_cpu_communicators(2);
+  on_ranks(comms, [&](Communicator& c) {
+    std::vector<float> x(4, 1.0f), out(10, 0.0f);
+    Tensor xt(x.data(), DType::kF32, {2, 2}), ot(out.data(), DType::kF32, {2, 5});
+    c.all_gather_columns(xt, ot);
+    EXPECT_NE(msg(c).find("all_gather_columns"), std::string::npos) << msg(c);
+  });
+}
+
+// The fused op is, on the cpu, exactly the all-reduce and then the backend's
+// add_rms_norm: compared bit for bit with those two calls.
+TEST(CpuCommunicator, AllReduceAddRmsNormIsTheSumThenTheBackendsAddRmsNorm) {
+  constexpr int64_t kRows = 3, kHidden = 7;
+  for (int size : {1, 2, 4}) {
+    auto fused = create_cpu_communicators(size);
+    auto plain = create_cpu_communicators(size);
+    std::mt19937 rng(static_cast<uint32_t>(size));
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    auto random = [&](int64_t n) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& f : v) f = u(rng);
+      return v;
+    };
+    std::vector<std::vector<float>> parts;
+    for (int r = 0; r < size; ++r) parts.push_back(random(kRows * kHidden));
+    const std::vector<float> residual0 = random(kRows * kHidden), w = random(kHidden);
+    std::vector<std::vector<float>> got(static_cast<size_t>(size)), want(static_cast<size_t>(size));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        CpuBackend be;
+        const size_t i = static_cast<size_t>(r);
+        auto run = [&](Communicator& c, bool fuse) {
+          std::vector<float> x = parts[i], res = residual0, out(residual0.size());
+          Tensor xt(x.data(), DType::kF32, {kRows, kHidden}),
+              rt(res.data(), DType::kF32, {kRows, kHidden});
+          Tensor ot(out.data(), DType::kF32, {kRows, kHidden});
+          const Tensor wt(const_cast<float*>(w.data()), DType::kF32, {kHidden});
+          if (fuse) {
+            c.all_reduce_add_rms_norm(be, xt, rt, wt, 1e-5f, ot);
+          } else {
+            c.all_reduce_sum(xt);
+            be.add_rms_norm(rt, xt, wt, 1e-5f, ot);
+          }
+          EXPECT_TRUE(c.status().ok()) << msg(c);
+          std::vector<float> all = x;
+          all.insert(all.end(), res.begin(), res.end());
+          all.insert(all.end(), out.begin(), out.end());
+          return all;
+        };
+        got[i] = run(*fused[i], true);
+        want[i] = run(*plain[i], false);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(got[static_cast<size_t>(r)], want[static_cast<size_t>(r)])
+          << "size " << size << " rank " << r;
+      EXPECT_EQ(got[static_cast<size_t>(r)], got[0]);
+    }
+  }
 }
 
 TEST(CpuCommunicator, MismatchedShapesFailOnEveryRankWithoutHanging) {

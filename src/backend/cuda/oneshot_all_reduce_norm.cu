@@ -1,0 +1,188 @@
+// The fused one-shot all-reduce + residual add + RMSNorm
+// (oneshot_all_reduce.h: launch_oneshot_all_reduce_norm).
+#include <algorithm>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/oneshot_all_reduce.h"
+#include "backend/cuda/oneshot_protocol.cuh"
+
+namespace pagoda::cuda {
+namespace {
+
+using namespace oneshot;
+
+// Bytes of one block's region in a source rank's slot (16-byte multiple).
+__host__ __device__ inline size_t region_bytes(size_t capacity) {
+  return capacity / kOneShotBlocks / 16 * 16;
+}
+
+// Row k (the block's k-th row) of source rank `src`'s slot, block
+// blockIdx.x's region, in data half (epoch & 1) of `buffer`.
+template <typename T>
+__device__ __forceinline__ T* slot_row(void* buffer, const OneShotParams& g, uint32_t epoch,
+                                       int src, int64_t k, int64_t hidden) {
+  const size_t half = static_cast<size_t>(g.size) * g.capacity;
+  char* base = static_cast<char*>(buffer) + kDataOffset + 2 * g.capacity + (epoch & 1u) * half +
+               static_cast<size_t>(src) * g.capacity + blockIdx.x * region_bytes(g.capacity);
+  return reinterpret_cast<T*>(base) + k * hidden;
+}
+
+template <typename T, int kVec, bool kAligned>
+__device__ __forceinline__ Vec<T, kVec> load_any(const T* p) {
+  if constexpr (kAligned) {
+    return load_vec<T, kVec>(p);
+  } else {
+    Vec<T, kVec> v;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v.v[k] = p[k];
+    return v;
+  }
+}
+
+template <typename T, int kVec, bool kAligned>
+__device__ __forceinline__ void store_any(T* p, const Vec<T, kVec>& v) {
+  if constexpr (kAligned) {
+    store_vec<T, kVec>(p, v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) p[k] = v.v[k];
+  }
+}
+
+// As norm_kernels.cu: y = round(x * inv), then round(y * w).
+template <typename T>
+__device__ __forceinline__ T norm_apply(float x, float inv, T w) {
+  const T y = from_float<T>(x * inv);
+  return from_float<T>(to_float(y) * to_float(w));
+}
+
+// kVec: elements per thread step (16 bytes when hidden allows, else 1: the
+// choice depends on hidden only, so every rank runs the same arithmetic);
+// kAligned: x, residual, weight and out are 16-byte aligned (vector
+// accesses; slot rows always are).
+template <typename T, int kVec, bool kAligned>
+__global__ void oneshot_all_reduce_norm_kernel(OneShotNormParams p) {
+  pdl_enter();  // the partial x is written; the previous launch is complete
+  const OneShotParams& g = p.group;
+  const uint32_t epoch = next_epoch(g.buffers[g.rank], kNormCounters);
+  const int64_t num_vec = p.hidden / kVec;
+  const int64_t grid = gridDim.x;
+
+  // 1. Push the block's rows of x into its region of every rank's slot `rank`.
+  for (int64_t row = blockIdx.x, k = 0; row < p.rows; row += grid, ++k) {
+    const T* x = static_cast<const T*>(p.x) + row * p.hidden;
+    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
+      const Vec<T, kVec> v = load_any<T, kVec, kAligned>(x + i * kVec);
+#pragma unroll
+      for (int j = 0; j < kOneShotMaxRanks; ++j) {
+        if (j < g.size)
+          store_vec<T, kVec>(slot_row<T>(g.buffers[j], g, epoch, g.rank, k, p.hidden) + i * kVec,
+                             v);
+      }
+    }
+  }
+
+  block_barrier(g.buffers, g.size, g.rank, kNormFlags, epoch, g.control);
+
+  // 2. Sum the slots (local memory) in rank order, add, normalise.
+  const T* w = static_cast<const T*>(p.weight);
+  for (int64_t row = blockIdx.x, k = 0; row < p.rows; row += grid, ++k) {
+    T* x = static_cast<T*>(p.x) + row * p.hidden;
+    T* res = static_cast<T*>(p.residual) + row * p.hidden;
+    T* out = static_cast<T*>(p.out) + row * p.hidden;
+    float sum_sq = 0.0f;
+    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
+      Vec<T, kVec> v[kOneShotMaxRanks];
+#pragma unroll
+      for (int j = 0; j < kOneShotMaxRanks; ++j) {
+        if (j < g.size)
+          v[j] = load_vec<T, kVec>(slot_row<T>(g.buffers[g.rank], g, epoch, j, k, p.hidden) +
+                                   i * kVec);
+      }
+      float acc[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[e] = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kOneShotMaxRanks; ++j) {
+        if (j < g.size) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[e] += to_float(v[j].v[e]);
+        }
+      }
+      Vec<T, kVec> s;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) s.v[e] = from_float<T>(acc[e]);
+      store_any<T, kVec, kAligned>(x + i * kVec, s);
+      Vec<T, kVec> r = load_any<T, kVec, kAligned>(res + i * kVec);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) r.v[e] = from_float<T>(to_float(r.v[e]) + to_float(s.v[e]));
+      store_any<T, kVec, kAligned>(res + i * kVec, r);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float f = to_float(r.v[e]);
+        sum_sq += f * f;
+      }
+    }
+    sum_sq = block_sum(sum_sq);
+    const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(p.hidden) + p.eps);
+    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
+      const Vec<T, kVec> r = load_any<T, kVec, kAligned>(res + i * kVec);
+      const Vec<T, kVec> wv = load_any<T, kVec, kAligned>(w + i * kVec);
+      Vec<T, kVec> o;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) o.v[e] = norm_apply<T>(to_float(r.v[e]), inv, wv.v[e]);
+      store_any<T, kVec, kAligned>(out + i * kVec, o);
+    }
+  }
+}
+
+template <typename T>
+cudaError_t launch_typed(const OneShotNormParams& p, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  const bool vec = p.hidden % kVec == 0;
+  const bool aligned = is_aligned(p.x, 16) && is_aligned(p.residual, 16) &&
+                       is_aligned(p.weight, 16) && is_aligned(p.out, 16);
+  // launch_rms_norm's thread count for the same vector width.
+  const int64_t num_vec = vec ? p.hidden / kVec : p.hidden;
+  const int threads = static_cast<int>(num_vec >= 1024 ? 1024 : ceil_div(num_vec, 32) * 32);
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(p.rows, kOneShotBlocks));
+  if (vec && aligned)
+    return launch_kernel(oneshot_all_reduce_norm_kernel<T, kVec, true>, blocks, threads, 0, stream,
+                         p);
+  if (vec)
+    return launch_kernel(oneshot_all_reduce_norm_kernel<T, kVec, false>, blocks, threads, 0, stream,
+                         p);
+  return launch_kernel(oneshot_all_reduce_norm_kernel<T, 1, false>, blocks, threads, 0, stream, p);
+}
+
+}  // namespace
+
+bool oneshot_norm_fits(int64_t rows, int64_t hidden, DType dtype, size_t capacity) {
+  if (rows <= 0 || hidden <= 0) return false;
+  const int64_t grid = std::min<int64_t>(rows, kOneShotBlocks);
+  const int64_t per_block = ceil_div(rows, grid);
+  return static_cast<size_t>(per_block * hidden) * dtype_size(dtype) <= region_bytes(capacity);
+}
+
+cudaError_t launch_oneshot_all_reduce_norm(const OneShotNormParams& p, cudaStream_t stream) {
+  const OneShotParams& g = p.group;
+  if (g.size < 2 || g.size > kOneShotMaxRanks || g.rank < 0 || g.rank >= g.size ||
+      g.capacity % 16 != 0 || g.control == nullptr || p.x == nullptr || p.residual == nullptr ||
+      p.weight == nullptr || p.out == nullptr || p.rows > 0x7fffffff ||
+      !oneshot_norm_fits(p.rows, p.hidden, p.dtype, g.capacity)) {
+    return cudaErrorInvalidValue;
+  }
+  switch (p.dtype) {
+    case DType::kF32:
+      return launch_typed<float>(p, stream);
+    case DType::kBF16:
+      return launch_typed<bf16>(p, stream);
+    case DType::kF16:
+      return launch_typed<f16>(p, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,116 @@
+// The peer-memory protocol the one-shot collectives share
+// (oneshot_all_reduce.h): the layout of a rank's peer buffer, the per-block
+// epoch counters and the per-block barrier over the ranks. Included only by
+// the one-shot .cu files.
+//
+// Peer buffer layout (oneshot_buffer_bytes(capacity, size)), u32 words first:
+//   [0, 256)    all-reduce flags   [kOneShotBlocks][kOneShotMaxRanks]
+//   [256, 288)  all-reduce counters [kOneShotBlocks]
+//   [288, 544)  fused-norm flags   [kOneShotBlocks][kOneShotMaxRanks]
+//   [544, 576)  fused-norm counters [kOneShotBlocks]
+//   bytes [4096, 4096 + 2 capacity)         all-reduce data, 2 halves
+//   bytes [.., + 2 size capacity)           fused-norm data, 2 halves of one
+//     `capacity` slot per source rank, each cut in kOneShotBlocks regions
+// Each kernel family has its own flags, counters and data, so a rank that
+// runs ahead into the other family's kernel never writes memory a slower
+// peer still reads. Within a family, every byte of a data half is always
+// read and written by the same block index (whatever the message size), so
+// the per-block epochs' parity keeps a fast rank's next launch in the other
+// half (see oneshot_all_reduce.h).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/oneshot_all_reduce.h"
+
+namespace pagoda::cuda::oneshot {
+
+constexpr uint32_t kFlagWords = uint32_t{kOneShotBlocks} * kOneShotMaxRanks;
+constexpr uint32_t kAllReduceFlags = 0;
+constexpr uint32_t kAllReduceCounters = kAllReduceFlags + kFlagWords;
+constexpr uint32_t kNormFlags = kAllReduceCounters + kOneShotBlocks;
+constexpr uint32_t kNormCounters = kNormFlags + kFlagWords;
+// The data start 4 KiB in, so 16-byte vectors stay aligned.
+constexpr size_t kDataOffset = 4096;
+static_assert((kNormCounters + kOneShotBlocks) * sizeof(uint32_t) <= kDataOffset);
+
+__device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ uint32_t load_relaxed_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ uint64_t global_nanoseconds() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ bool reached(const uint32_t* flag, uint32_t epoch) {
+  // Signed difference: counters wrap after 2^32 launches.
+  return static_cast<int32_t>(load_acquire_sys(flag) - epoch) >= 0;
+}
+
+// Waits until `flag` reaches `epoch`, the group's abort word is set, or
+// kOneShotWaitSeconds pass (then it sets the timed-out word). The control
+// words live in host memory, so they are read only every 1024 polls.
+__device__ __forceinline__ void wait_for_epoch(const uint32_t* flag, uint32_t epoch,
+                                               OneShotControl* control) {
+  if (reached(flag, epoch)) return;
+  constexpr uint64_t kLimitNs = static_cast<uint64_t>(kOneShotWaitSeconds * 1e9);
+  const uint64_t start = global_nanoseconds();
+  for (uint32_t polls = 1;; ++polls) {
+    if (reached(flag, epoch)) return;
+    if (polls % 1024 != 0) continue;
+    if (load_relaxed_sys(&control->aborted) != 0) return;
+    if (global_nanoseconds() - start > kLimitNs) {
+      atomicExch_system(&control->timed_out, 1u);
+      return;
+    }
+  }
+}
+
+// This block's next epoch of the family whose counters start at word
+// `counters` of the own buffer (advanced here, so graph replays keep
+// counting). Call from every thread of the block.
+__device__ __forceinline__ uint32_t next_epoch(void* own_buffer, uint32_t counters) {
+  __shared__ uint32_t shared_epoch;
+  uint32_t* counter = static_cast<uint32_t*>(own_buffer) + counters + blockIdx.x;
+  if (threadIdx.x == 0) {
+    shared_epoch = *counter + 1;
+    *counter = shared_epoch;
+  }
+  __syncthreads();
+  return shared_epoch;
+}
+
+// Block b's barrier over the ranks for the family whose flags start at word
+// `flags`: every store the block made before it (to any rank's buffer) is
+// visible to block b of every rank after it. The bar.sync orders the block's
+// stores before thread j's release to rank j; thread j's acquire of rank j's
+// flag, then the second bar.sync, order rank j's stores before every
+// thread's later loads. blockDim.x >= size.
+__device__ __forceinline__ void block_barrier(void* const* buffers, int size, int rank,
+                                              uint32_t flags, uint32_t epoch,
+                                              OneShotControl* control) {
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < size) {
+    const int j = threadIdx.x;
+    const uint32_t block_flags = flags + blockIdx.x * kOneShotMaxRanks;
+    store_release_sys(static_cast<uint32_t*>(buffers[j]) + block_flags + rank, epoch);
+    wait_for_epoch(static_cast<uint32_t*>(buffers[rank]) + block_flags + j, epoch, control);
+  }
+  __syncthreads();
+}
+
+}  // namespace pagoda::cuda::oneshot
