@@ -90,7 +90,8 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "of the model's shapes (normal(0, 0.02), norms 1, biases 0, the same every run), "
                  "reading only config.json and the tokenizer files (tools/make_random_model.py "
                  "--config-only writes them), for benchmarks and tests of shapes without weight "
-                 "files: outputs are meaningless")
+                 "files: outputs are meaningless; with an AWQ / GPTQ quantization_config the "
+                 "linear weights are random blocks of its format")
       ->check(CLI::IsMember({"auto", "dummy"}))
       ->capture_default_str();
   app.add_flag("--gguf-dequantize", o.gguf_dequantize,

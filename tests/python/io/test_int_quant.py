@@ -9,6 +9,8 @@ prompts are token ids):
   and with --gguf-dequantize (every module read as f32);
 - a deliberately wrong zero point changes the output (the check can fail);
 - the startup log names the format and the group-format bytes;
+- --load-format dummy gives random blocks of the checkpoint's format (plain and at -tp 2, where
+  the fused qkv / gate_up parts share one act-order permutation);
 - refused configs and tensors name the field / tensor.
 
 Env: PAGODA_BIN (default: build/pagoda), PAGODA_SHARED_DIR (default: ../shared).
@@ -130,6 +132,16 @@ def test_startup_log_names_the_format(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "gptq 4-bit group 32 desc_act (v1 zeros)" in r.stderr
     assert "w4g32_perm 8 tensors" in r.stderr  # qkv, o_proj, gate_up, down of 2 layers
+
+
+def test_dummy_weights_take_the_quantized_format(tmp_path):
+    require_bin()
+    model = with_tokenizer(MODELS / "tiny_llama_gptq", tmp_path)
+    for flags in [(), ("-tp", "2")]:
+        r = startup(model, tmp_path, "--load-format", "dummy", *flags)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "random gptq 4-bit group 32 desc_act (v1 zeros) blocks" in r.stderr
+        assert "w4g32_perm" in r.stderr
 
 
 def edited(tmp_path, name, config_edit=None, drop=None):
