@@ -91,15 +91,17 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                  "of the model's shapes (normal(0, 0.02), norms 1, biases 0, the same every run), "
                  "reading only config.json and the tokenizer files (tools/make_random_model.py "
                  "--config-only writes them), for benchmarks and tests of shapes without weight "
-                 "files: outputs are meaningless")
+                 "files: outputs are meaningless; with an AWQ / GPTQ quantization_config the "
+                 "linear weights are random blocks of its format")
       ->check(CLI::IsMember({"auto", "dummy"}))
       ->capture_default_str();
   app.add_flag("--gguf-dequantize", o.gguf_dequantize,
                "a .gguf model's quantized linear weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, "
-               "Q3_K, Q4_K, Q5_K, Q6_K) are dequantized to the compute dtype at load (bf16 on "
-               "cuda, f32 on cpu) instead of staying in their blocks on the device, where the "
-               "linear layers compute from them; about 3.5x the weight memory of Q4_K_M. "
-               "Embeddings and norms are dequantized either way");
+               "Q3_K, Q4_K, Q5_K, Q6_K), and an AWQ / GPTQ checkpoint's quantized modules, are "
+               "dequantized to the compute dtype at load (bf16 on cuda, f32 on cpu) instead of "
+               "staying in their blocks on the device, where the linear layers compute from "
+               "them; about 3.5x the weight memory of Q4_K_M. Embeddings and norms are "
+               "dequantized either way");
   app.add_option("--chat-template", o.chat_template,
                  "the chat template to use instead of the model's default: a Jinja file, a name "
                  "of the model's own templates (e.g. tool_use), or the template itself (a value "

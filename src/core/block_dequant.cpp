@@ -5,6 +5,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <vector>
 
 #include "core/half.h"
 
@@ -167,6 +168,19 @@ void dequant_q6_k(const uint8_t* b, float* y) {
   }
 }
 
+// A group-format block (core/dtype.h) of G elements, `bits` 4 or 8: s f16 |
+// z u16 | quants; value (q - z) * s.
+template <int kBits, int kGroup>
+void dequant_group(const uint8_t* b, float* y) {
+  const float s = load_f16(b);
+  const int z = b[2] | (b[3] << 8);
+  const uint8_t* qs = b + 4;
+  for (int j = 0; j < kGroup; ++j) {
+    const int q = kBits == 8 ? qs[j] : (qs[j / 2] >> (4 * (j % 2))) & 0x0F;
+    y[j] = static_cast<float>(q - z) * s;
+  }
+}
+
 using BlockFn = void (*)(const uint8_t*, float*);
 
 void dequant_q4_k(const uint8_t* b, float* y) {
@@ -198,6 +212,24 @@ BlockFn block_fn(DType type) {
       return dequant_q5_k;
     case DType::kQ6_K:
       return dequant_q6_k;
+    case DType::kW4G32:
+    case DType::kW4G32Perm:
+      return dequant_group<4, 32>;
+    case DType::kW4G64:
+    case DType::kW4G64Perm:
+      return dequant_group<4, 64>;
+    case DType::kW4G128:
+    case DType::kW4G128Perm:
+      return dequant_group<4, 128>;
+    case DType::kW8G32:
+    case DType::kW8G32Perm:
+      return dequant_group<8, 32>;
+    case DType::kW8G64:
+    case DType::kW8G64Perm:
+      return dequant_group<8, 64>;
+    case DType::kW8G128:
+    case DType::kW8G128Perm:
+      return dequant_group<8, 128>;
     default:
       return nullptr;
   }
@@ -212,6 +244,25 @@ void dequantize_blocks(DType type, const void* blocks, int64_t n, float* out) {
   const int64_t elems = dtype_block_elems(type);
   const size_t bytes = dtype_block_bytes(type);
   for (int64_t i = 0; i < n / elems; ++i) fn(b + i * bytes, out + i * elems);
+}
+
+void dequantize_weight_rows(DType type, const void* w, int64_t n, int64_t k, int64_t first_row,
+                            int64_t num_rows, float* out) {
+  assert(first_row >= 0 && num_rows >= 0 && first_row + num_rows <= n);
+  const size_t row_bytes = dtype_nbytes(type, k);
+  const auto* rows = static_cast<const uint8_t*>(w) + static_cast<size_t>(first_row) * row_bytes;
+  if (!has_k_perm(type)) {
+    dequantize_blocks(type, rows, num_rows * k, out);
+    return;
+  }
+  const auto* perm =
+      reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(w) + dtype_nbytes(type, n * k));
+  std::vector<float> stored(static_cast<size_t>(k));
+  for (int64_t r = 0; r < num_rows; ++r) {
+    dequantize_blocks(type, rows + static_cast<size_t>(r) * row_bytes, k, stored.data());
+    float* o = out + r * k;
+    for (int64_t i = 0; i < k; ++i) o[perm[i]] = stored[static_cast<size_t>(i)];
+  }
 }
 
 }  // namespace pagoda

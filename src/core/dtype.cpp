@@ -21,6 +21,18 @@ std::string_view dtype_name(DType t) {
     case DType::kQ4_K: return "q4_K";
     case DType::kQ5_K: return "q5_K";
     case DType::kQ6_K: return "q6_K";
+    case DType::kW4G32: return "w4g32";
+    case DType::kW4G64: return "w4g64";
+    case DType::kW4G128: return "w4g128";
+    case DType::kW8G32: return "w8g32";
+    case DType::kW8G64: return "w8g64";
+    case DType::kW8G128: return "w8g128";
+    case DType::kW4G32Perm: return "w4g32_perm";
+    case DType::kW4G64Perm: return "w4g64_perm";
+    case DType::kW4G128Perm: return "w4g128_perm";
+    case DType::kW8G32Perm: return "w8g32_perm";
+    case DType::kW8G64Perm: return "w8g64_perm";
+    case DType::kW8G128Perm: return "w8g128_perm";
   }
   return "?";
 }

@@ -1,7 +1,7 @@
 // Tensor: a non-owning view of memory on some device, row-major and
 // contiguous in every dimension. Math lives in backends, not here. A block
 // dtype (core/dtype.h) has its logical shape [N, K] in elements; its bytes
-// are dtype_nbytes().
+// are dtype_nbytes() plus, for a _perm group format, the permutation of K.
 #pragma once
 
 #include <array>
@@ -33,7 +33,16 @@ struct Tensor {
     for (int i = 0; i < ndim; ++i) n *= shape[i];
     return n;
   }
-  size_t nbytes() const { return dtype_nbytes(dtype, numel()); }
+  size_t nbytes() const {
+    return dtype_nbytes(dtype, numel()) + (ndim > 0 ? dtype_k_perm_bytes(dtype, dim(-1)) : 0);
+  }
+  // The K permutation of a _perm group-format weight [N, K] (dtype.h): K
+  // int32 after the rows; nullptr for other dtypes.
+  const int32_t* k_perm() const {
+    if (!has_k_perm(dtype)) return nullptr;
+    return reinterpret_cast<const int32_t*>(static_cast<const char*>(data) +
+                                            dtype_nbytes(dtype, numel()));
+  }
   bool empty() const { return data == nullptr; }
 
   template <typename T>

@@ -34,7 +34,8 @@ struct EngineOptions {
   // files, "dummy" random weights of its shapes (only config.json and the
   // tokenizer read; for benchmarks and tests of shapes, outputs meaningless).
   std::string load_format = "auto";
-  // --gguf-dequantize: a GGUF model's quantized linear weights are
+  // --gguf-dequantize: a GGUF model's quantized linear weights (and an AWQ /
+  // GPTQ checkpoint's quantized modules) are
   // dequantized to the compute dtype at load (bf16 on cuda) instead of staying
   // in their blocks (RunnerOptions::keep_weight_blocks).
   bool gguf_dequantize = false;

@@ -1,6 +1,7 @@
 #include "engine/load_format.h"
 
 #include "core/log.h"
+#include "model/dummy_int_quant.h"
 #include "model/dummy_weights.h"
 
 namespace pagoda {
@@ -18,6 +19,10 @@ Result<OpenedModel> open_model_as(const ModelLocation& location, const std::stri
   OpenedModel m;
   PAGODA_ASSIGN_OR_RETURN(static_cast<ModelDescription&>(m), describe_model(location));
   PAGODA_ASSIGN_OR_RETURN(m.weights, make_dummy_weights(m.config));
+  if (location.format == ModelFormat::kHuggingFace) {  // AWQ / GPTQ: random blocks
+    PAGODA_ASSIGN_OR_RETURN(m.weights,
+                            make_dummy_int_quantized(std::move(m.weights), location.path));
+  }
   const ModelConfig& c = m.config;
   log_warn(
       "model {}: {} ({} layers, hidden {}, {} heads / {} kv, head_dim {}, vocab {}) with {} "

@@ -3,6 +3,7 @@
 
 #include "core/log.h"
 #include "io/gguf_model.h"
+#include "io/int_quant_source.h"
 #include "io/safetensors.h"
 
 namespace pagoda {
@@ -12,6 +13,7 @@ Result<OpenedModel> open_model(const ModelLocation& location) {
   PAGODA_ASSIGN_OR_RETURN(static_cast<ModelDescription&>(m), describe_model(location));
   if (location.format == ModelFormat::kHuggingFace) {
     PAGODA_ASSIGN_OR_RETURN(m.weights, open_safetensors_folder(location.path));
+    PAGODA_ASSIGN_OR_RETURN(m.weights, open_int_quantized(location.path, std::move(m.weights)));
   } else {
     PAGODA_ASSIGN_OR_RETURN(m.weights, open_gguf_weights(m.gguf, m.config));
   }

@@ -11,7 +11,8 @@
 namespace pagoda {
 
 struct OpenedModel : ModelDescription {
-  // kHuggingFace: safetensors mmap views; kGguf: dequantized on read.
+  // kHuggingFace: safetensors mmap views (AWQ / GPTQ modules as group-format
+  // blocks, io/int_quant_source.h); kGguf: dequantized on read.
   std::unique_ptr<WeightSource> weights;
 };
 

@@ -23,7 +23,7 @@ namespace pagoda {
 struct SafetensorsEntry {
   std::string name;
   std::string dtype_name;      // as written: "F32", "BF16", "I64", ...
-  std::optional<DType> dtype;  // set for the dtypes a WeightSource returns: F32, F16, BF16
+  std::optional<DType> dtype;  // set for the dtypes a WeightSource returns: F32, F16, BF16, I32
   std::vector<int64_t> shape;
   uint64_t begin = 0;  // absolute byte offsets in the file: [begin, end)
   uint64_t end = 0;
@@ -44,7 +44,8 @@ Result<SafetensorsHeader> parse_safetensors_header(const uint8_t* data, size_t s
 
 // WeightSource over `folder`/model.safetensors, or the shards listed in
 // `folder`/model.safetensors.index.json (the index wins when both exist).
-// Every tensor must be F32, F16 or BF16 (else an error naming the tensor and
+// Every tensor must be F32, F16, BF16 or I32 (AWQ / GPTQ's packed quants,
+// io/int_quant_source.h) (else an error naming the tensor and
 // dtype). read() returns views into the maps, valid while the source lives
 // (a copy only when the data is not aligned to its element size).
 Result<std::unique_ptr<WeightSource>> open_safetensors_folder(const std::string& folder);

@@ -17,7 +17,7 @@ namespace pagoda {
 
 struct TensorInfo {
   std::string name;             // Hugging Face name, e.g. "model.layers.0.self_attn.q_proj.weight"
-  DType dtype = DType::kF32;    // dtype that read() returns (f32, f16 or bf16)
+  DType dtype = DType::kF32;    // dtype that read() returns (f32, f16, bf16 or i32)
   std::vector<int64_t> shape;   // PyTorch order: [out_features, in_features] for linear weights
   uint64_t file_bytes = 0;      // bytes in the file (quantized size for GGUF), for progress
   // A block dtype (core/dtype.h) when read_blocks() returns this tensor as

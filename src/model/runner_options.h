@@ -40,7 +40,8 @@ struct RunnerOptions {
   // Backends with graphs (cuda): true runs every step eagerly; false captures
   // decode graphs at startup (see decode_graphs.h).
   bool enforce_eager = false;
-  // Linear weights stored in quantization blocks (GGUF Q4_0..Q6_K) stay in
+  // Linear weights stored in quantization blocks (GGUF Q4_0..Q6_K, AWQ / GPTQ
+  // modules as group formats) stay in
   // their blocks on the device and Backend::linear computes from them; false
   // dequantizes them to the compute dtype at load (--gguf-dequantize).
   bool keep_weight_blocks = true;

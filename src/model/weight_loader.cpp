@@ -70,7 +70,8 @@ WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights*
 Result<Tensor> WeightLoader::allocate(const std::string& name, const std::vector<int64_t>& shape,
                                       std::optional<DType> dtype) {
   const DType cd = dtype.value_or(backend_.compute_dtype());
-  const size_t bytes = dtype_nbytes(cd, numel(shape));
+  const size_t bytes =
+      dtype_nbytes(cd, numel(shape)) + (shape.empty() ? 0 : dtype_k_perm_bytes(cd, shape.back()));
   try {
     weights_->buffers.emplace_back(&backend_, bytes);
   } catch (const std::bad_alloc&) {
@@ -158,7 +159,8 @@ void WeightLoader::count_read(const TensorInfo& info) {
 }
 
 Status WeightLoader::read_blocks_into(const std::string& name, const std::vector<int64_t>& shape,
-                                      IndexRange rows, IndexRange cols, void* dst) {
+                                      IndexRange rows, IndexRange cols, void* dst,
+                                      std::vector<uint8_t>* perm) {
   const TensorInfo* info = source_.find(name);
   if (info == nullptr)
     return make_error(ErrorCode::kNotFound,
@@ -181,6 +183,21 @@ Status WeightLoader::read_blocks_into(const std::string& name, const std::vector
   const auto* src = static_cast<const uint8_t*>(host.data) +
                     static_cast<size_t>(rows.begin) * row_bytes + dtype_nbytes(dt, cols.begin);
   const size_t slice_bytes = dtype_nbytes(dt, cols.size());
+  if (has_k_perm(dt)) {
+    if (cols.size() != shape[1])
+      return make_error(ErrorCode::kInternal,
+                        "tensor " + name + ": column slice of a K permutation");
+    const auto* tail = static_cast<const uint8_t*>(host.data) + dtype_nbytes(dt, numel(shape));
+    const std::vector<uint8_t> part(tail, tail + dtype_k_perm_bytes(dt, shape[1]));
+    if (perm->empty()) {
+      *perm = part;
+    } else if (*perm != part) {
+      return make_error(ErrorCode::kUnsupported,
+                        "tensor " + name +
+                            ": its act-order permutation of K (g_idx) differs from the other "
+                            "parts fused with it; pagoda fuses only parts that share one");
+    }
+  }
   backend_.copy_to_device_2d(dst, slice_bytes, src, row_bytes, slice_bytes,
                              static_cast<size_t>(rows.size()));
   backend_.synchronize();  // `host` must outlive the copy
@@ -203,6 +220,12 @@ std::optional<DType> WeightLoader::kept_blocks(const std::vector<std::string>& n
     }
     dt = info->blocks;
   }
+  if (has_k_perm(*dt) && (cols.begin != 0 || cols.end != k)) {
+    if (shard_.rank == 0)
+      log_warn("{}: columns [{}, {}) of {} split its act-order permutation of K; dequantized to {}",
+               names[0], cols.begin, cols.end, k, dtype_name(backend_.compute_dtype()));
+    return std::nullopt;
+  }
   const int64_t block = dtype_block_elems(*dt);
   if (k % block != 0 || cols.begin % block != 0 || cols.end % block != 0) {
     if (shard_.rank == 0)
@@ -212,6 +235,13 @@ std::optional<DType> WeightLoader::kept_blocks(const std::vector<std::string>& n
     return std::nullopt;
   }
   return dt;
+}
+
+void WeightLoader::upload_k_perm(const Tensor& t, const std::vector<uint8_t>& perm) {
+  if (perm.empty()) return;
+  backend_.copy_to_device(static_cast<char*>(t.data) + dtype_nbytes(t.dtype, t.numel()),
+                          perm.data(), perm.size());
+  backend_.synchronize();  // `perm` must outlive the copy
 }
 
 Result<Tensor> WeightLoader::load_linear(const std::string& name,
@@ -231,7 +261,9 @@ Result<Tensor> WeightLoader::load_linear_columns(const std::string& name,
                       fmt::format("tensor {}: no column slice [{}, {}) of {}", name, cols.begin,
                                   cols.end, shape_string(shape)));
   PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, {shape[0], cols.size()}, *dt));
-  PAGODA_RETURN_IF_ERROR(read_blocks_into(name, shape, {0, shape[0]}, cols, t.data));
+  std::vector<uint8_t> perm;
+  PAGODA_RETURN_IF_ERROR(read_blocks_into(name, shape, {0, shape[0]}, cols, t.data, &perm));
+  upload_k_perm(t, perm);
   PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
   return t;
 }
@@ -251,10 +283,13 @@ Result<Tensor> WeightLoader::load_fused_linear(const std::vector<std::string>& n
   }
   PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(names[0], {total_rows, cols}, *dt));
   char* dst = static_cast<char*>(t.data);
+  std::vector<uint8_t> perm;
   for (size_t i = 0; i < names.size(); ++i) {
-    PAGODA_RETURN_IF_ERROR(read_blocks_into(names[i], {rows[i], cols}, kept[i], {0, cols}, dst));
+    PAGODA_RETURN_IF_ERROR(
+        read_blocks_into(names[i], {rows[i], cols}, kept[i], {0, cols}, dst, &perm));
     dst += static_cast<size_t>(kept[i].size()) * dtype_nbytes(*dt, cols);
   }
+  upload_k_perm(t, perm);
   PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
   return t;
 }

@@ -12,7 +12,9 @@
 // blocks) are selected, concatenated and un-permuted as bytes. They are
 // dequantized to the compute dtype instead when the loader does not keep
 // blocks, when fused parts differ in format (Q4_K_M's Q4_K q/k with a Q6_K
-// v), or when a row-parallel column slice does not fall on block boundaries.
+// v), or when a row-parallel column slice does not fall on block boundaries
+// or would split an act-order (GPTQ desc_act) permutation of K. AWQ / GPTQ
+// modules come as blocks the same way (io/int_quant_source.h).
 #pragma once
 
 #include <cstdint>
@@ -104,8 +106,12 @@ class WeightLoader {
                    IndexRange cols, void* dst, float offset = 0.0f);
   // Reads `name`'s blocks (source read_blocks), checks it against `shape`
   // [N, K], and copies rows `rows` and columns `cols` (whole blocks) to dst.
+  // A _perm group format's permutation of K (cols must be all of K) goes to
+  // *perm when empty, else must equal it (every fused part shares one).
   Status read_blocks_into(const std::string& name, const std::vector<int64_t>& shape,
-                          IndexRange rows, IndexRange cols, void* dst);
+                          IndexRange rows, IndexRange cols, void* dst, std::vector<uint8_t>* perm);
+  // Copies a _perm weight's permutation (bytes; none when empty) after its rows.
+  void upload_k_perm(const Tensor& t, const std::vector<uint8_t>& perm);
   // The block dtype every part of a linear weight keeps when uploaded as
   // blocks with columns `cols` of K; nullopt (logged when blocks are kept
   // but not possible here) to dequantize it.

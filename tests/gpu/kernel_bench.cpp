@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 #include <utility>
@@ -321,41 +322,57 @@ void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
   std::printf("\n");
 }
 
-// Block-format weights (GGUF quantization blocks) on the Llama-3.1-8B decode
-// shapes: T 1 and 8 run the decode kernel (quant_gemv.cu), T 64 the
-// dequantize-then-cuBLASLt path. Weights are random bytes (timing only).
-// GB/s counts the weight blocks + x + out, against the copy ceiling.
+// Block-format weights (GGUF quantization blocks, and the group formats AWQ
+// / GPTQ are repacked into: w4g128, w8g128, w4g128_perm = GPTQ act order) on
+// the Llama-3.1-8B decode shapes, beside the bf16 weight (cuBLASLt / skinny
+// linear): T 1 and 8 run the decode kernel (quant_gemv.cu), T 64 and 512 the
+// dequantize-then-cuBLASLt path. Weights are random bytes (timing only; a
+// _perm format gets a random permutation). GB/s counts the weight bytes + x
+// + out, against the copy ceiling.
 void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
   const GemmShape shapes[] = {{"qkv 4096->6144", 6144, 4096, false},
                               {"o_proj 4096x4096", 4096, 4096, false},
                               {"gate_up 4096->28672", 28672, 4096, false},
                               {"down 14336->4096", 4096, 14336, false}};
-  const DType formats[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
-                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  const DType formats[] = {DType::kBF16,   DType::kQ4_0,      DType::kQ4_1, DType::kQ5_0,
+                           DType::kQ5_1,   DType::kQ8_0,      DType::kQ2_K, DType::kQ3_K,
+                           DType::kQ4_K,   DType::kQ5_K,      DType::kQ6_K, DType::kW4G128,
+                           DType::kW8G128, DType::kW4G128Perm};
   std::printf(
-      "quantized linear (bf16 x, block weights; bytes = blocks + x + out)\n"
-      "%-6s %-24s %4s %10s %9s %8s\n",
+      "quantized linear (bf16 x, block weights; bytes = weight + x + out)\n"
+      "%-11s %-24s %4s %10s %9s %8s\n",
       "format", "shape (N x K)", "T", "us", "GB/s", "%copy");
+  std::mt19937 gen(7);
   for (DType f : formats) {
     for (const GemmShape& s : shapes) {
-      const size_t w_bytes = dtype_nbytes(f, s.n * s.k);
+      const size_t rows_bytes = dtype_nbytes(f, s.n * s.k);
+      const size_t w_bytes = rows_bytes + dtype_k_perm_bytes(f, s.k);
       const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / w_bytes, 1, 8));
       DeviceBuffer w(&gpu, w_bytes * sets);
       fill_random(gpu, w.data(), w.size());
-      for (int64_t t : {1, 8, 64}) {
+      if (has_k_perm(f)) {
+        std::vector<int32_t> perm(static_cast<size_t>(s.k));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), gen);
+        for (int i = 0; i < sets; ++i)
+          gpu.copy_to_device(static_cast<char*>(w.data()) + i * w_bytes + rows_bytes, perm.data(),
+                             perm.size() * 4);
+        gpu.synchronize();
+      }
+      for (int64_t t : {1, 8, 64, 512}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
         const Tensor tx = x.tensor(DType::kBF16, {t, s.k});
         Tensor to = out.tensor(DType::kBF16, {t, s.n});
         const Tensor first(w.data(), f, {s.n, s.k});
-        if (!gpu.prepare_block_weight(first).ok()) g_ok = false;
+        if (is_block_dtype(f) && !gpu.prepare_block_weight(first).ok()) g_ok = false;
         const double ms = time_op(gpu, [&](int i) {
           const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
           gpu.linear(tx, tw, Tensor(), to);
         });
         const double gbps = static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
-        std::printf("%-6s %-24s %4lld %10.1f %9.0f %7.0f%%\n", std::string(dtype_name(f)).c_str(),
+        std::printf("%-11s %-24s %4lld %10.1f %9.0f %7.0f%%\n", std::string(dtype_name(f)).c_str(),
                     s.name, static_cast<long long>(t), ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
       }
     }

@@ -7,7 +7,8 @@
 // (decode is bound by reading the weights once).
 //
 // A block-dtype w (core/dtype.h) is dequantized one column panel at a time
-// (kColPanel rows of w, by core/block_dequant.h) into an f32 buffer and fed to
+// (kColPanel rows of w, by core/block_dequant.h, in logical column order)
+// into an f32 buffer and fed to
 // the same gemm over the same panels, so the result is bit-identical to
 // dequantizing the whole weight first and running the f32 linear.
 #include <algorithm>
@@ -32,8 +33,6 @@ void linear_blocks(const Tensor& x, const Tensor& w, const float* bp, Tensor& ou
   const int64_t num_rows = x.dim(0);
   const int64_t k = x.dim(1);
   const int64_t num_cols = w.dim(0);
-  const size_t row_bytes = dtype_nbytes(w.dtype, k);
-  const auto* wq = static_cast<const uint8_t*>(w.data);
   const float* xp = x.ptr<float>();
   float* op = out.ptr<float>();
   const CpuKernels& kern = kernels();
@@ -43,7 +42,7 @@ void linear_blocks(const Tensor& x, const Tensor& w, const float* bp, Tensor& ou
     for (int64_t p = lo; p < hi; ++p) {
       const int64_t c0 = p * kColPanel;
       const int64_t nc = std::min(kColPanel, num_cols - c0);
-      dequantize_blocks(w.dtype, wq + static_cast<size_t>(c0) * row_bytes, nc * k, panel.data());
+      dequantize_weight_rows(w.dtype, w.data, num_cols, k, c0, nc, panel.data());
       for (int64_t r0 = 0; r0 < num_rows; r0 += kRowPanel) {
         const int64_t nr = std::min(kRowPanel, num_rows - r0);
         kern.gemm(xp + r0 * k, nr, panel.data(), nc, k, bp != nullptr ? bp + c0 : nullptr,

@@ -119,6 +119,7 @@ CudaBackend::~CudaBackend() {
   }
   if (attention_workspace_ != nullptr) cudaFree(attention_workspace_);
   if (dequant_scratch_.ptr != nullptr) cudaFree(dequant_scratch_.ptr);
+  if (gather_scratch_.ptr != nullptr) cudaFree(gather_scratch_.ptr);
   if (stream_ != nullptr) cudaStreamDestroy(as_stream(stream_));
 }
 

@@ -124,7 +124,8 @@ class CudaBackend final : public Backend {
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantGemvMaxRows rows dequantizes w in chunks of rows
   // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
-  // cuBLASLt on each chunk (cuda_quant_linear.cpp).
+  // cuBLASLt on each chunk (cuda_quant_linear.cpp); a _perm group format
+  // (GPTQ act order) also grows the scratch its decode gathers x into.
   Status prepare_block_weight(const Tensor& w) override;
   // Makes the backend's device current on the calling thread.
   void make_current();
@@ -162,6 +163,7 @@ class CudaBackend final : public Backend {
   CUstream_st* stream_ = nullptr;
   std::unique_ptr<cuda::CublasLtLinear> linear_;
   Buffer dequant_scratch_;  // [chunk rows, K] compute dtype (prepare_block_weight)
+  Buffer gather_scratch_;   // [kQuantGemvMaxRows, K] 16-bit: x gathered by a K permutation
   void* attention_workspace_ = nullptr;
   size_t attention_workspace_bytes_ = 0;
   std::vector<CUgraphExec_st*> graphs_;

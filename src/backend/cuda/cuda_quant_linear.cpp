@@ -1,6 +1,11 @@
-// CudaBackend::linear with a block-dtype weight (GGUF quantization blocks).
-// Up to cuda::kQuantGemvMaxRows rows: the decode kernel, which streams the
-// blocks once and dequantizes in registers. More rows: the weight is
+// CudaBackend::linear with a block-dtype weight (GGUF quantization blocks,
+// or AWQ / GPTQ repacked into the group formats). A _perm group format (GPTQ
+// act order) gathers x's columns into its stored order first (up to
+// kQuantGemvMaxRows rows, into gather_scratch_) for the decode kernel; the
+// dequantization writes its columns back to their logical order instead.
+// Up to cuda::kQuantGemvMaxRows rows: the decode kernel (group_gemv.cu for
+// the group formats, quant_gemv.cu for GGUF's), which streams the blocks
+// once and dequantizes in registers. More rows: the weight is
 // dequantized chunk by chunk (chunk_rows() whole rows) into dequant_scratch_
 // and each chunk is one cuBLASLt GEMM writing its columns of out (row
 // stride N). Neither allocates nor waits, so
@@ -14,6 +19,7 @@
 #include "backend/cuda/activation_kernels.h"
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gather_kernels.h"
 #include "backend/cuda/quant_linear_kernels.h"
 
 namespace pagoda {
@@ -38,26 +44,37 @@ std::string describe(const Tensor& t) {
   return fmt::format("{}] {}", s, dtype_name(t.dtype));
 }
 
+// Grows the device allocation *ptr of *have bytes to at least `bytes`
+// (contents not kept).
+Status grow_scratch(void** ptr, size_t* have, size_t bytes, const char* what) {
+  if (bytes <= *have) return Status::Ok();
+  if (*ptr != nullptr) cudaFree(*ptr);
+  *ptr = nullptr;
+  *have = 0;
+  if (cudaMalloc(ptr, bytes) != cudaSuccess) {
+    *ptr = nullptr;
+    cudaGetLastError();
+    return make_error(ErrorCode::kResourceExhausted,
+                      fmt::format("out of device memory for the {}-byte {}", bytes, what));
+  }
+  *have = bytes;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CudaBackend::prepare_block_weight(const Tensor& w) {
   if (!is_block_dtype(w.dtype) || w.ndim != 2 || w.dim(1) % dtype_block_elems(w.dtype) != 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "prepare_block_weight: not a block-dtype weight: " + describe(w));
-  const size_t bytes =
-      static_cast<size_t>(chunk_rows(w.dim(0), w.dim(1)) * w.dim(1)) * dtype_size(compute_dtype_);
-  if (bytes <= dequant_scratch_.bytes) return Status::Ok();
-  if (dequant_scratch_.ptr != nullptr) cudaFree(dequant_scratch_.ptr);
-  dequant_scratch_ = Buffer{};
-  if (cudaMalloc(&dequant_scratch_.ptr, bytes) != cudaSuccess) {
-    dequant_scratch_.ptr = nullptr;
-    cudaGetLastError();
-    return make_error(
-        ErrorCode::kResourceExhausted,
-        fmt::format("out of device memory for the {}-byte dequantization scratch", bytes));
-  }
-  dequant_scratch_.bytes = bytes;
-  return Status::Ok();
+  const size_t es = dtype_size(compute_dtype_);
+  const size_t bytes = static_cast<size_t>(chunk_rows(w.dim(0), w.dim(1)) * w.dim(1)) * es;
+  PAGODA_RETURN_IF_ERROR(grow_scratch(&dequant_scratch_.ptr, &dequant_scratch_.bytes, bytes,
+                                      "dequantization scratch"));
+  if (!has_k_perm(w.dtype)) return Status::Ok();
+  return grow_scratch(&gather_scratch_.ptr, &gather_scratch_.bytes,
+                      static_cast<size_t>(cuda::kQuantGemvMaxRows * w.dim(1)) * es,
+                      "act-order gather scratch");
 }
 
 void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
@@ -76,8 +93,21 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
   if (rows <= cuda::kQuantGemvMaxRows) {
     cuda::QuantGemvParams g;
     g.dtype = x.dtype;
-    g.w_dtype = w.dtype;
+    g.w_dtype = without_k_perm(w.dtype);
     g.x = x.data;
+    if (has_k_perm(w.dtype)) {  // x's columns in the weight's stored order
+      if (static_cast<size_t>(rows * k) * 2 > gather_scratch_.bytes)
+        return fail(fmt::format("linear: block weight {} was not prepared (prepare_block_weight)",
+                                describe(w)));
+      cuda::GatherColumnsParams gc;
+      gc.src = static_cast<const uint16_t*>(x.data);
+      gc.indices = w.k_perm();
+      gc.num_rows = rows;
+      gc.num_cols = k;
+      gc.out = static_cast<uint16_t*>(gather_scratch_.ptr);
+      if (!check(cuda::launch_gather_columns(gc, stream_), "linear (act-order gather)")) return;
+      g.x = gather_scratch_.ptr;
+    }
     g.w = w.data;
     g.bias = bias.empty() ? nullptr : bias.data;
     g.bias_dtype = bias.dtype;
@@ -86,6 +116,10 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
     g.rows = static_cast<int>(rows);
     g.n = n;
     g.k = k;
+    if (cuda::group_gemv_supports(g)) {
+      check(cuda::launch_group_gemv(g, stream_), "linear (group gemv)");
+      return;
+    }
     if (cuda::quant_gemv_supports(g)) {
       check(cuda::launch_quant_gemv(g, stream_), "linear (quant gemv)");
       return;
@@ -107,6 +141,7 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
     d.num_rows = std::min(chunk, n - n0);
     d.out_dtype = x.dtype;
     d.out = dequant_scratch_.ptr;
+    d.k_perm = w.k_perm();
     if (!check(cuda::launch_dequantize_blocks(d, stream_), "linear (dequantize)")) return;
     cuda::LinearArgs a;
     a.x = x.data;

@@ -32,7 +32,24 @@ cudaError_t launch_typed(const GatherRowsParams& p, cudaStream_t stream) {
                        p);
 }
 
+// One thread per output element, consecutive threads consecutive columns.
+__global__ void gather_columns_kernel(GatherColumnsParams p) {
+  pdl_enter();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= p.num_rows * p.num_cols) return;
+  const int64_t r = i / p.num_cols, c = i % p.num_cols;
+  p.out[i] = p.src[r * p.num_cols + __ldg(p.indices + c)];
+}
+
 }  // namespace
+
+cudaError_t launch_gather_columns(const GatherColumnsParams& p, cudaStream_t stream) {
+  const int64_t n = p.num_rows * p.num_cols;
+  if (n == 0) return cudaSuccess;
+  const int64_t blocks = (n + 255) / 256;
+  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  return launch_kernel(gather_columns_kernel, static_cast<unsigned>(blocks), 256, 0, stream, p);
+}
 
 cudaError_t launch_gather_rows(const GatherRowsParams& p, cudaStream_t stream) {
   if (p.num_rows == 0 || p.row_bytes == 0) return cudaSuccess;

@@ -1,4 +1,5 @@
-// Row gathers by an i32 index: embedding lookup and gather_rows.
+// Gathers by an i32 index: rows (embedding lookup, gather_rows) and the
+// columns of 16-bit rows (x by a GPTQ act-order permutation of K).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,5 +20,16 @@ struct GatherRowsParams {
 // out[r, :] = src[indices[r], :]; an index outside [0, num_src_rows) yields a
 // zero row instead of reading out of bounds.
 cudaError_t launch_gather_rows(const GatherRowsParams& p, cudaStream_t stream);
+
+struct GatherColumnsParams {
+  const uint16_t* src = nullptr;     // [num_rows, num_cols] 16-bit elements (bf16 / f16)
+  const int32_t* indices = nullptr;  // [num_cols] device i32, each in [0, num_cols)
+  int64_t num_rows = 0;
+  int64_t num_cols = 0;
+  uint16_t* out = nullptr;  // [num_rows, num_cols]; not src
+};
+
+// out[r, i] = src[r, indices[i]].
+cudaError_t launch_gather_columns(const GatherColumnsParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

@@ -1,4 +1,4 @@
-// Device dequantization of the ggml block formats (core/dtype.h), the same
+// Device dequantization of the block formats (core/dtype.h), the same
 // values as core/block_dequant.cpp (the specification): every product is
 // rounded as a separate f32 multiply (__fmul_rn / __fsub_rn / __fadd_rn), so
 // no fused multiply-add changes a weight by an ulp.
@@ -7,8 +7,8 @@
 // block of the 32-element formats, one of the 8 units of a 256-element
 // super-block of the K formats. dequant_unit<F>(block, u, w) writes unit u of
 // the block at `block` (a generic pointer: global or shared memory; 2-byte
-// aligned) into w[0..32). Shared by the decode kernel (quant_gemv.cu) and the
-// dequantize-to-half kernel (quant_dequant.cu).
+// aligned; 4-byte aligned for the group formats) into w[0..32). Shared by the decode kernel
+// (quant_gemv.cu) and the dequantize-to-half kernel (quant_dequant.cu).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -226,8 +226,61 @@ __device__ __forceinline__ void dequant_unit<DType::kQ6_K>(const uint8_t* b, int
   }
 }
 
-// Calls f(std::integral_constant<DType, F>{}) for block dtype `t`; returns
-// cudaErrorInvalidValue for other dtypes.
+// Group formats (AWQ / GPTQ repacked, core/dtype.h): s f16 | z u16 |
+// quants; unit u is elements [32u, 32u + 32) of the group, (q - z) * s.
+// 4-bit: byte j holds elements 2j (low nibble) and 2j + 1; 8-bit: byte j.
+// Quant bytes start at offset 4, so units are read as aligned u32 words.
+// q - z without an integer-to-float conversion: the bits 0x4B000000 | q are
+// the float 2^23 + q, and (2^23 + q) - (2^23 + z) is exact.
+template <int kBits>
+__device__ __forceinline__ void dequant_group_unit(const uint8_t* b, int u, float (&w)[32]) {
+  const float s = quant_detail::f16_at(b);
+  const float zf = 8388608.0f + static_cast<float>(b[2] | (b[3] << 8));
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(b + 4) + u * kBits;  // 32 * kBits / 32
+#pragma unroll
+  for (int i = 0; i < kBits; ++i) {
+    const uint32_t word = q[i];
+#pragma unroll
+    for (int j = 0; j < 32 / kBits; ++j) {
+      const uint32_t v = ((word >> (kBits * j)) & ((1u << kBits) - 1)) | 0x4B000000u;
+      w[i * (32 / kBits) + j] = __fmul_rn(__fsub_rn(__uint_as_float(v), zf), s);
+    }
+  }
+}
+template <>
+__device__ __forceinline__ void dequant_unit<DType::kW4G32>(const uint8_t* b, int u,
+                                                            float (&w)[32]) {
+  dequant_group_unit<4>(b, u, w);
+}
+template <>
+__device__ __forceinline__ void dequant_unit<DType::kW4G64>(const uint8_t* b, int u,
+                                                            float (&w)[32]) {
+  dequant_group_unit<4>(b, u, w);
+}
+template <>
+__device__ __forceinline__ void dequant_unit<DType::kW4G128>(const uint8_t* b, int u,
+                                                             float (&w)[32]) {
+  dequant_group_unit<4>(b, u, w);
+}
+template <>
+__device__ __forceinline__ void dequant_unit<DType::kW8G32>(const uint8_t* b, int u,
+                                                            float (&w)[32]) {
+  dequant_group_unit<8>(b, u, w);
+}
+template <>
+__device__ __forceinline__ void dequant_unit<DType::kW8G64>(const uint8_t* b, int u,
+                                                            float (&w)[32]) {
+  dequant_group_unit<8>(b, u, w);
+}
+template <>
+__device__ __forceinline__ void dequant_unit<DType::kW8G128>(const uint8_t* b, int u,
+                                                             float (&w)[32]) {
+  dequant_group_unit<8>(b, u, w);
+}
+
+// Calls f(std::integral_constant<DType, F>{}) for block dtype `t` (a _perm
+// group format as its format without the permutation: callers pass the
+// permutation separately); returns cudaErrorInvalidValue for other dtypes.
 template <typename Fn>
 cudaError_t dispatch_block_dtype(DType t, Fn&& f) {
   switch (t) {
@@ -251,6 +304,24 @@ cudaError_t dispatch_block_dtype(DType t, Fn&& f) {
       return f(std::integral_constant<DType, DType::kQ5_K>{});
     case DType::kQ6_K:
       return f(std::integral_constant<DType, DType::kQ6_K>{});
+    case DType::kW4G32:
+    case DType::kW4G32Perm:
+      return f(std::integral_constant<DType, DType::kW4G32>{});
+    case DType::kW4G64:
+    case DType::kW4G64Perm:
+      return f(std::integral_constant<DType, DType::kW4G64>{});
+    case DType::kW4G128:
+    case DType::kW4G128Perm:
+      return f(std::integral_constant<DType, DType::kW4G128>{});
+    case DType::kW8G32:
+    case DType::kW8G32Perm:
+      return f(std::integral_constant<DType, DType::kW8G32>{});
+    case DType::kW8G64:
+    case DType::kW8G64Perm:
+      return f(std::integral_constant<DType, DType::kW8G64>{});
+    case DType::kW8G128:
+    case DType::kW8G128Perm:
+      return f(std::integral_constant<DType, DType::kW8G128>{});
     default:
       return cudaErrorInvalidValue;
   }

@@ -135,17 +135,21 @@ __global__ void __launch_bounds__(kThreads) quant_gemv_kernel(QuantGemvParams p)
 
 template <typename T, DType F>
 cudaError_t launch_format(const QuantGemvParams& p, cudaStream_t stream) {
-  const int64_t blocks = ceil_div(p.n, kWarps);
-  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-  const size_t row_bytes = dtype_nbytes(F, p.k);
-  const bool vector = row_bytes % 16 == 0 && is_aligned(p.w, 16);
-  const dim3 grid(static_cast<unsigned>(blocks));
-  if (vector) {
-    launch_kernel(quant_gemv_kernel<T, F, true>, grid, kThreads, 0, stream, p);
+  if constexpr (is_group_dtype(F)) {
+    return cudaErrorInvalidValue;  // the group formats: group_gemv.cu
   } else {
-    launch_kernel(quant_gemv_kernel<T, F, false>, grid, kThreads, 0, stream, p);
+    const int64_t blocks = ceil_div(p.n, kWarps);
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    const size_t row_bytes = dtype_nbytes(F, p.k);
+    const bool vector = row_bytes % 16 == 0 && is_aligned(p.w, 16);
+    const dim3 grid(static_cast<unsigned>(blocks));
+    if (vector) {
+      launch_kernel(quant_gemv_kernel<T, F, true>, grid, kThreads, 0, stream, p);
+    } else {
+      launch_kernel(quant_gemv_kernel<T, F, false>, grid, kThreads, 0, stream, p);
+    }
+    return cudaGetLastError();
   }
-  return cudaGetLastError();
 }
 
 }  // namespace
@@ -155,8 +159,8 @@ bool quant_gemv_supports(const QuantGemvParams& p) {
   const bool out_ok = p.out_dtype == p.dtype || p.out_dtype == DType::kF32;
   const bool bias_ok = p.bias == nullptr || p.bias_dtype == DType::kF32 ||
                        p.bias_dtype == DType::kBF16 || p.bias_dtype == DType::kF16;
-  return in_ok && out_ok && bias_ok && is_block_dtype(p.w_dtype) && p.rows >= 1 &&
-         p.rows <= kQuantGemvMaxRows && p.n > 0 && p.k > 0 &&
+  return in_ok && out_ok && bias_ok && is_block_dtype(p.w_dtype) && !is_group_dtype(p.w_dtype) &&
+         p.rows >= 1 && p.rows <= kQuantGemvMaxRows && p.n > 0 && p.k > 0 &&
          p.k % dtype_block_elems(p.w_dtype) == 0 && is_aligned(p.x, 16) && is_aligned(p.w, 2);
 }
 

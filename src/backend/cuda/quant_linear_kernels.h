@@ -1,8 +1,10 @@
-// Linear layers whose weight stays in ggml quantization blocks (a block
-// dtype of core/dtype.h: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K), bytes as
-// in the GGUF file: w [n, k] is n rows of k / block elements' blocks.
+// Linear layers whose weight stays in quantization blocks (a block dtype of
+// core/dtype.h: GGUF's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, bytes as in
+// the file, or the group formats w4g32..w8g128 AWQ / GPTQ are repacked
+// into): w [n, k] is n rows of k / block elements' blocks.
 //
-//  - launch_quant_gemv: decode, 1..kQuantGemvMaxRows rows of x. A weight
+//  - launch_quant_gemv (GGUF formats) / launch_group_gemv (group formats):
+//    decode, 1..kQuantGemvMaxRows rows of x. A weight
 //    stream: one warp per output feature copies its row's blocks through
 //    shared memory with 16-byte loads, then each lane dequantizes 32-element
 //    units in registers (quant_blocks.cuh) and dots them with every x row,
@@ -37,11 +39,18 @@ struct QuantGemvParams {
   int64_t k = 0;  // a multiple of the block's elements
 };
 
-// True when launch_quant_gemv handles p.
+// True when launch_quant_gemv handles p (the GGUF formats).
 bool quant_gemv_supports(const QuantGemvParams& p);
 
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]).
 cudaError_t launch_quant_gemv(const QuantGemvParams& p, cudaStream_t stream);
+
+// The same product for a group format without K permutation (w4g32 ..
+// w8g128; a _perm weight's x is gathered into its stored column order first
+// and passed with the format without _perm): group_gemv.cu streams 4 rows
+// per warp in 4-byte words. w must be 4-byte aligned.
+bool group_gemv_supports(const QuantGemvParams& p);
+cudaError_t launch_group_gemv(const QuantGemvParams& p, cudaStream_t stream);
 
 struct DequantizeBlocksParams {
   DType w_dtype = DType::kQ4_K;  // a block dtype
@@ -51,9 +60,13 @@ struct DequantizeBlocksParams {
   int64_t num_rows = 0;
   DType out_dtype = DType::kBF16;  // bf16 or f16
   void* out = nullptr;             // [num_rows, k], 16-byte aligned
+  // [k]: a _perm group format's permutation of K (Tensor::k_perm()), null
+  // for every other format: stored column i is written to column k_perm[i].
+  const int32_t* k_perm = nullptr;
 };
 
-// out[r, :] = round(dequant(w)[first_row + r, :]) for r < num_rows.
+// out[r, :] = round(dequant(w)[first_row + r, :]) for r < num_rows, in
+// logical column order.
 cudaError_t launch_dequantize_blocks(const DequantizeBlocksParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda
