@@ -85,13 +85,14 @@ if [ -x "$bin/kernel_test" ]; then
     filter+=':CudaAttentionTest.DecodeOnly:CudaAttentionTest.PrefillOnly'
     filter+=':CudaAttentionTest.MixedPrefillAndDecode:CudaSamplingTest.MatchesCpuOnTiedLogits'
     filter+=':CudaSamplingTest.TwoSlotsOutstandingAndSampledTokensOnTheDevice'
+    filter+=':CudaAttentionFp8Test.SmallBatchesOfEveryKernel:CudaAttentionFp8Test.KvWriteBytes'
     stage memcheck 100 "$out/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no --gtest_filter="$filter"
     # Shared-memory hazards of the attention tiles and the quantized decode
     # kernel's stages (a missing barrier).
     stage racecheck 90 "$out/racecheck.log" compute-sanitizer --tool racecheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no \
-      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay:CudaQuantLinearTest.GraphReplayMatchesEager'
+      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay:CudaQuantLinearTest.GraphReplayMatchesEager:CudaAttentionFp8Test.SmallBatchesOfEveryKernel'
   else
     echo "compute-sanitizer not found"
     record memcheck FAIL 0
