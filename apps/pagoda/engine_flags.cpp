@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/byte_size.h"
+#include "core/kv_cache_dtype.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/chat_template_source.h"
@@ -129,6 +130,21 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
   app.add_option("--block-size", o.block_size, "tokens per KV-cache block")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--kv-cache-dtype",
+         [&o](const std::string& text) {
+           Result<KvCacheDtype> dtype = parse_kv_cache_dtype(text);
+           if (!dtype.ok()) throw CLI::ValidationError(dtype.error().message);
+           o.kv_cache_dtype = text;
+         },
+         "element type of the KV cache: auto = the model's compute dtype (bf16 or fp16 on cuda, "
+         "f32 on cpu); bf16 / fp16 (only where that is the compute dtype); fp8 = fp8_e4m3 "
+         "(e4m3, half the bytes of bf16 so twice the tokens in the same memory: each layer "
+         "stores e4m3(k / k_scale) and e4m3(v / v_scale) and attention reads them times the "
+         "scale, with k_scale / v_scale from the checkpoint (self_attn.k_scale / v_scale, or "
+         "ModelOpt's k_proj.k_scale / v_proj.v_scale) and 1.0 when it has none, as vLLM does; "
+         "the start-up log says which). fp8_e5m2 is not supported (default auto)")
+      ->type_name("DTYPE");
   app.add_option(
          "--num-kv-blocks", o.num_kv_blocks,
          "KV-cache blocks to allocate (a model with sliding-window layers: the full-attention "

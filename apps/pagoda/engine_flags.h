@@ -11,7 +11,7 @@ namespace pagoda::app {
 
 // Registers on `app`, writing into `options`: --device, --load-format,
 // --chat-template, --generation-config, --max-model-len, --max-num-seqs,
-// --max-num-batched-tokens, --block-size, --num-kv-blocks,
+// --max-num-batched-tokens, --block-size, --kv-cache-dtype, --num-kv-blocks,
 // --enable-prefix-caching / --no-enable-prefix-caching,
 // --gpu-memory-utilization, --kv-cache-memory-bytes, --enforce-eager,
 // --disable-hybrid-kv-cache-manager, --tensor-parallel-size (-tp),

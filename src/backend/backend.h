@@ -43,10 +43,15 @@ struct QkvLayout {
 // Paged KV cache of one layer: k and v each [num_blocks, block_size, Hkv, D].
 // Token position t of a sequence lives in slot
 //   block_table[t / block_size] * block_size + t % block_size.
+// k and v hold the compute dtype, or kF8E4M3 (the FP8 KV cache,
+// core/kv_cache_dtype.h): then kv_write stores e4m3(x / scale) (core/fp8.h
+// rounding) and attention reads e4m3_to_float(q) * scale, with scales[0] the
+// layer's k_scale and scales[1] its v_scale.
 struct KvCacheView {
   Tensor k;
   Tensor v;
   int block_size = 0;
+  Tensor scales;  // [2] f32 on the device (k_scale, v_scale); used only by an FP8 cache
 };
 
 // Describes the sequences of a ragged batch for attention. Device tensors are
@@ -148,8 +153,9 @@ class Backend {
   virtual void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
                     const Tensor& cos_sin) = 0;
 
-  // Writes the k and v heads of each token t to slot slots[t] of the cache;
-  // a negative slot skips the token (padding).
+  // Writes the k and v heads of each token t to slot slots[t] of the cache
+  // (an FP8 cache: quantised with the cache's scales, see KvCacheView); a
+  // negative slot skips the token (padding).
   virtual void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots,
                         KvCacheView& cache) = 0;
 
@@ -158,8 +164,9 @@ class Backend {
   // qsl[s]) sits at position p = seq_lens[s] - q_len_s + j and attends to
   // positions [0, p] of its sequence, or [max(0, p - W + 1), p] with a
   // sliding window W; weights = softmax(scoring(q.k)) (AttentionScoring).
-  // q head h reads kv head h / (Hq / Hkv). The new tokens' k/v must already
-  // be written (kv_write). out [T, Hq*D].
+  // q head h reads kv head h / (Hq / Hkv); an FP8 cache's k/v are read
+  // dequantised (KvCacheView). The new tokens' k/v must already be written
+  // (kv_write). out [T, Hq*D].
   virtual void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
                                const AttentionMetadata& meta, const AttentionScoring& scoring,
                                Tensor& out) = 0;

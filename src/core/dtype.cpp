@@ -11,6 +11,7 @@ std::string_view dtype_name(DType t) {
     case DType::kI64: return "i64";
     case DType::kU8: return "u8";
     case DType::kI8: return "i8";
+    case DType::kF8E4M3: return "f8_e4m3";
     case DType::kQ4_0: return "q4_0";
     case DType::kQ4_1: return "q4_1";
     case DType::kQ5_0: return "q5_0";

@@ -1,6 +1,6 @@
 // Element types of tensors in files and on backends.
 //
-// Scalar types (f32 ... i8) hold one element per dtype_size() bytes. Block
+// Scalar types (f32 ... f8_e4m3) hold one element per dtype_size() bytes. Block
 // types (q4_0 ... q6_K) are ggml's quantization formats, kept byte for byte
 // as in a GGUF file: a row of K elements is K / dtype_block_elems() blocks of
 // dtype_block_bytes() bytes each, blocks running along K (the last, contiguous
@@ -40,6 +40,7 @@ enum class DType : uint8_t {
   kI64,
   kU8,
   kI8,
+  kF8E4M3,  // OCP float8 e4m3fn (core/fp8.h): no infinities, max 448
   // ggml block formats: elements per block / bytes per block.
   kQ4_0,  // 32 / 18
   kQ4_1,  // 32 / 20
@@ -131,6 +132,7 @@ constexpr size_t dtype_block_bytes(DType t) {
     case DType::kI64: return 8;
     case DType::kU8: return 1;
     case DType::kI8: return 1;
+    case DType::kF8E4M3: return 1;
     case DType::kQ4_0: return 18;
     case DType::kQ4_1: return 20;
     case DType::kQ5_0: return 22;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/kv_cache_dtype.h"
 #include "core/log.h"
 #include "core/units.h"
 #include "engine/backend_factory.h"
@@ -86,6 +87,10 @@ Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
   ro.max_num_seqs = options.max_num_seqs;
   ro.enforce_eager = options.enforce_eager;
   ro.keep_weight_blocks = !options.gguf_dequantize;
+  // The target's --kv-cache-dtype (vLLM's draft shares the cache config).
+  const Result<KvCacheDtype> kv_dtype = parse_kv_cache_dtype(options.kv_cache_dtype);
+  if (!kv_dtype.ok()) return fail(kv_dtype.error().message);
+  ro.kv_cache_dtype = *kv_dtype;
   int64_t max_len =
       std::min(opened->config.max_position_embeddings, ro.num_kv_blocks * ro.block_size);
   if (target.max_model_len > 0) max_len = std::min(max_len, target.max_model_len);
@@ -113,11 +118,14 @@ Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
   const ModelRunner& r = **runner;
   log_info(
       "draft model: {} ({}, {} layers, vocab {}) on {}; its KV cache: {} blocks x {} tokens = "
-      "{} tokens ({:.2f} GiB); max model len {}",
+      "{} tokens ({:.2f} GiB {}{}); max model len {}",
       location->display_name, opened->config.architecture, opened->config.num_layers,
       opened->config.vocab_size, (*backend)->name(), r.num_kv_blocks(), r.block_size(),
       r.num_kv_blocks() * r.block_size(),
-      to_gib(static_cast<double>(r.num_kv_blocks() * r.kv_block_bytes())), r.max_model_len());
+      to_gib(static_cast<double>(r.num_kv_blocks() * r.kv_block_bytes())),
+      kv_cache_dtype_name(r.kv_cache_dtype()),
+      r.kv_scales_source().empty() ? "" : "; k/v scales " + r.kv_scales_source(),
+      r.max_model_len());
   return std::unique_ptr<DraftModelProposer>(
       new DraftModelProposer(std::move(backend).value(), std::move(runner).value()));
 }

@@ -46,6 +46,10 @@ struct EngineOptions {
   // "vllm" none, else a folder holding a generation_config.json.
   std::string generation_config = "auto";
   int block_size = 16;
+  // The KV cache's element type (--kv-cache-dtype, core/kv_cache_dtype.h):
+  // auto (the compute dtype), bf16, fp16, fp8 / fp8_e4m3 (e4m3 with the
+  // checkpoint's k/v scales, else 1.0).
+  std::string kv_cache_dtype = "auto";
   int64_t num_kv_blocks = 0;  // 0: size the pool from memory (the full-attention group's)
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   int64_t max_num_seqs = 256;
@@ -153,6 +157,7 @@ struct ModelInfo {
   int64_t num_kv_blocks = 0;  // the full-attention group's pool with two KV groups
   int block_size = 0;
   int64_t kv_capacity_tokens = 0;  // num_kv_blocks * block_size
+  std::string kv_cache_dtype;      // the cache's element type: "fp8_e4m3", "bf16", "fp16", "f32"
   // The sliding-window KV group (0 without one): its pool, its window, and
   // the most new tokens of one step (bounds its blocks per sequence:
   // kv/sliding_window_blocks.h).

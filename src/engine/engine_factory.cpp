@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/kv_cache_dtype.h"
 #include "core/log.h"
 #include "core/units.h"
 #include "engine/chat_template_source.h"
@@ -42,6 +43,8 @@ std::vector<int32_t> collect_eos(const Tokenizer& tok, const ModelDescription& m
 RunnerOptions to_runner_options(const EngineOptions& o) {
   RunnerOptions r;
   r.block_size = o.block_size;
+  const Result<KvCacheDtype> kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype);
+  if (kv_dtype.ok()) r.kv_cache_dtype = *kv_dtype;  // check_options refused any other value
   r.num_kv_blocks = o.num_kv_blocks;
   r.max_num_batched_tokens = o.max_num_batched_tokens;
   r.max_num_seqs = o.max_num_seqs;
@@ -102,6 +105,7 @@ Status check_options(const EngineOptions& o) {
                            o.max_num_seqs));
   }
   PAGODA_RETURN_IF_ERROR(check_load_format(o.load_format));
+  if (Result<KvCacheDtype> kv = parse_kv_cache_dtype(o.kv_cache_dtype); !kv.ok()) return kv.error();
   if (o.num_kv_blocks < 0) return bad("--num-kv-blocks must be >= 0");
   if (o.max_waiting_requests < 1) return bad("--max-waiting-requests must be >= 1");
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
@@ -158,6 +162,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.num_kv_blocks = runner.num_kv_blocks();
   parts.info.block_size = runner.block_size();
   parts.info.kv_capacity_tokens = runner.num_kv_blocks() * runner.block_size();
+  parts.info.kv_cache_dtype = kv_cache_dtype_name(runner.kv_cache_dtype());
   if (runner.num_sliding_kv_blocks() > 0) {
     parts.info.num_sliding_kv_blocks = runner.num_sliding_kv_blocks();
     parts.info.sliding_window = opened.config.sliding_window;
@@ -198,10 +203,18 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
                           parts.info.num_sliding_kv_blocks * runner.sliding_kv_block_bytes());
   const std::string kv_bytes = fmt::format("{:.2f} GiB{}", to_gib(pool_bytes),
                                            loaded.kv_scope.empty() ? "" : " " + loaded.kv_scope);
-  log_info("KV cache: {} blocks x {} tokens = {} tokens ({}; sized by {}); max model len {}; prefix caching {}{}",
-           parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens, kv_bytes,
-           runner.kv_sizing(), parts.info.max_model_len, options.enable_prefix_caching ? "on" : "off",
-           loaded.parallelism.empty() ? "" : "; " + loaded.parallelism);
+  log_info(
+      "KV cache: {} blocks x {} tokens = {} tokens ({}; sized by {}); dtype {}; max model len {}; "
+      "prefix caching {}{}",
+      parts.info.num_kv_blocks, parts.info.block_size, parts.info.kv_capacity_tokens, kv_bytes,
+      runner.kv_sizing(), parts.info.kv_cache_dtype, parts.info.max_model_len,
+      options.enable_prefix_caching ? "on" : "off",
+      loaded.parallelism.empty() ? "" : "; " + loaded.parallelism);
+  if (!runner.kv_scales_source().empty())
+    log_info(
+        "KV cache fp8_e4m3: stores e4m3(x / scale), reads e4m3 * scale; k_scale / v_scale "
+        "per layer {}",
+        runner.kv_scales_source());
   if (parts.info.num_sliding_kv_blocks > 0)
     log_info("{}", describe_kv_groups(parts.info, runner, opened.config));
   parts.backend = std::move(loaded.backend);

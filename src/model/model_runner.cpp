@@ -184,6 +184,7 @@ struct ModelRunner::Buffers {
   DeviceBuffer kv;
   // The same for the sliding-window group's layers, [num_sliding_kv_blocks, ...].
   DeviceBuffer kv_sliding;
+  DeviceBuffer kv_scales;           // [num_layers, 2] f32: each layer's (k_scale, v_scale)
   std::vector<KvCacheView> caches;  // [num_layers] views into kv or kv_sliding
   // The same views per group (block copies): [0] full, [1] sliding.
   std::array<std::vector<KvCacheView>, 2> group_caches;
@@ -260,12 +261,26 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
 
   r->arch_ = arch;
   PAGODA_RETURN_IF_ERROR(rope_frequencies(config, max_len));  // fail before a long weight upload
+  PAGODA_RETURN_IF_ERROR(r->resolve_kv_cache(weights));
   size_t total_bytes = 0;
   backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
   PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights, shard,
                                                           stage, options.keep_weight_blocks));
   PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
   return r;
+}
+
+Status ModelRunner::resolve_kv_cache(WeightSource& weights) {
+  PAGODA_ASSIGN_OR_RETURN(
+      kv_dtype_, resolve_kv_cache_dtype(options_.kv_cache_dtype, backend_.compute_dtype()));
+  kv_scales_.assign(static_cast<size_t>(layers_.size()), KvScales{});
+  if (kv_dtype_ != DType::kF8E4M3) return {};
+  PAGODA_ASSIGN_OR_RETURN(
+      LoadedKvScales loaded,
+      load_kv_scales(weights, attention_prefixes(weights, layers_.begin, layers_.size())));
+  kv_scales_ = std::move(loaded.scales);
+  kv_scales_source_ = std::move(loaded.source);
+  return {};
 }
 
 // Scratch activations, the rope table and the index arrays for contexts up
@@ -308,6 +323,7 @@ Status ModelRunner::allocate(int64_t max_len) {
     b.cos_sin = DeviceBuffer(&backend_, table_bytes);
     if (config_.rope_local_base_freq > 0) b.cos_sin_local = DeviceBuffer(&backend_, table_bytes);
     b.index = DeviceBuffer(&backend_, b.layout.total * sizeof(int32_t));
+    b.kv_scales = DeviceBuffer(&backend_, kv_scales_.size() * 2 * sizeof(float));
     for (auto& h : b.host_index) h = std::make_unique<HostBuffer>(&backend_, b.layout.total * sizeof(int32_t));
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted,
@@ -315,6 +331,9 @@ Status ModelRunner::allocate(int64_t max_len) {
                           " tokens; lower max_num_batched_tokens or max_num_seqs");
   }
   PAGODA_RETURN_IF_ERROR(fill_rope_tables(max_len));
+  static_assert(sizeof(KvScales) == 2 * sizeof(float));
+  backend_.copy_to_device(b.kv_scales.data(), kv_scales_.data(), b.kv_scales.size());
+  backend_.synchronize();  // kv_scales_ may not move while the copy is queued
   if (backend_.kind() != DeviceKind::kCpu) PAGODA_RETURN_IF_ERROR(profile_memory(max_len));
   PAGODA_RETURN_IF_ERROR(allocate_kv(max_len));
   if (use_graphs_) capture_decode_graphs();
@@ -427,36 +446,27 @@ KvGroupShape ModelRunner::kv_group_shape() const {
   return g;
 }
 
-namespace {
-
-// Bytes of one block of one layer's k (or v).
-int64_t half_block_bytes(int64_t block_size, int64_t num_kv_heads, int64_t head_dim, DType cd) {
-  return block_size * num_kv_heads * head_dim * static_cast<int64_t>(dtype_size(cd));
+int64_t ModelRunner::half_block_bytes() const {
+  return options_.block_size * local_.num_kv_heads * config_.head_dim *
+         static_cast<int64_t>(dtype_size(kv_dtype_));
 }
-
-}  // namespace
 
 int64_t ModelRunner::kv_block_bytes() const {
   int64_t layers = 0;
   for (int64_t l = 0; l < layers_.size(); ++l) layers += in_sliding_group(l) ? 0 : 1;
-  return 2 * layers *
-         half_block_bytes(options_.block_size, local_.num_kv_heads, config_.head_dim,
-                          backend_.compute_dtype());
+  return 2 * layers * half_block_bytes();
 }
 
 int64_t ModelRunner::sliding_kv_block_bytes() const {
   int64_t layers = 0;
   for (int64_t l = 0; l < layers_.size(); ++l) layers += in_sliding_group(l) ? 1 : 0;
-  return 2 * layers *
-         half_block_bytes(options_.block_size, local_.num_kv_heads, config_.head_dim,
-                          backend_.compute_dtype());
+  return 2 * layers * half_block_bytes();
 }
 
 void ModelRunner::map_kv_caches(void* base, int64_t num_blocks, void* sliding_base,
                                 int64_t num_sliding_blocks) {
-  const DType cd = backend_.compute_dtype();
-  const int64_t half_block =
-      half_block_bytes(options_.block_size, local_.num_kv_heads, config_.head_dim, cd);
+  const int64_t half_block = half_block_bytes();
+  float* scales = static_cast<float*>(buf_->kv_scales.data());  // [layers, 2]
   buf_->caches.clear();
   for (auto& g : buf_->group_caches) g.clear();
   std::array<int64_t, 2> index = {0, 0};  // the next layer's place in each group's pool
@@ -469,7 +479,8 @@ void ModelRunner::map_kv_caches(void* base, int64_t num_blocks, void* sliding_ba
     ++index[group];
     const std::initializer_list<int64_t> dims = {n, options_.block_size, local_.num_kv_heads,
                                                  config_.head_dim};
-    const KvCacheView view{Tensor(k, cd, dims), Tensor(v, cd, dims), options_.block_size};
+    const KvCacheView view{Tensor(k, kv_dtype_, dims), Tensor(v, kv_dtype_, dims),
+                           options_.block_size, Tensor(scales + 2 * l, DType::kF32, {2})};
     buf_->caches.push_back(view);
     buf_->group_caches[group].push_back(view);
   }
@@ -542,8 +553,7 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
   if (reserved > 0) {
     scratch_block_ = static_cast<int32_t>(num_blocks);
     sliding_scratch_block_ = sliding_group_ ? static_cast<int32_t>(num_sliding) : -1;
-    const size_t half_block = static_cast<size_t>(
-        half_block_bytes(bs, local_.num_kv_heads, config_.head_dim, backend_.compute_dtype()));
+    const size_t half_block = static_cast<size_t>(half_block_bytes());
     const std::vector<char> zeros(half_block, 0);
     for (const auto& [caches, block] : {std::pair{&b.group_caches[0], scratch_block_},
                                         std::pair{&b.group_caches[1], sliding_scratch_block_}})

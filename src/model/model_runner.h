@@ -17,6 +17,7 @@
 #include "io/weight_source.h"
 #include "model/forward_context.h"
 #include "model/kv_budget.h"
+#include "model/kv_scales.h"
 #include "model/pipeline_parallel.h"
 #include "model/runner.h"
 #include "model/runner_options.h"
@@ -88,6 +89,8 @@ class ModelRunner final : public Runner {
   int64_t kv_block_bytes() const override;
   // The same across its layers in the sliding-window group (0 without one).
   int64_t sliding_kv_block_bytes() const override;
+  DType kv_cache_dtype() const override { return kv_dtype_; }
+  const std::string& kv_scales_source() const override { return kv_scales_source_; }
   int block_size() const override { return options_.block_size; }
   int64_t max_model_len() const override { return max_model_len_; }
   int64_t max_num_batched_tokens() const override { return options_.max_num_batched_tokens; }
@@ -141,6 +144,9 @@ class ModelRunner final : public Runner {
   struct Buffers;  // device scratch, index arrays, KV pool (model_runner.cpp)
 
   ModelRunner(Backend& backend, const ModelConfig& config, const RunnerOptions& options);
+  // Resolves options.kv_cache_dtype against the backend and, for FP8, reads
+  // this runner's layers' k/v scales from `weights` (kv_scales.h).
+  Status resolve_kv_cache(WeightSource& weights);
   Status allocate(int64_t max_len);
   // Runs make_profile_step's batch on a temporary KV pool and logs the
   // device memory it took beyond the preallocated scratch.
@@ -156,6 +162,8 @@ class ModelRunner final : public Runner {
   // Whether layer `l` of this runner (local index) keeps its KV in the
   // sliding-window group.
   bool in_sliding_group(int64_t l) const;
+  // Bytes of one block of one layer's k (or v).
+  int64_t half_block_bytes() const;
   // Points buf_->caches at pools of `num_blocks` (full group) and
   // `num_sliding_blocks` blocks starting at `base` and `sliding_base`.
   void map_kv_caches(void* base, int64_t num_blocks, void* sliding_base,
@@ -220,6 +228,11 @@ class ModelRunner final : public Runner {
   ModelWeights weights_;
   QkvLayout layout_;
   float attention_scale_ = 1.0f;
+  DType kv_dtype_ = DType::kF32;  // of every layer's cache (options.kv_cache_dtype resolved)
+  // An FP8 cache's scales per layer of this runner (kv_scales.h); all
+  // 1.0 otherwise, and then never read.
+  std::vector<KvScales> kv_scales_;
+  std::string kv_scales_source_;  // empty unless FP8
   int64_t max_model_len_ = 0;
   int64_t max_blocks_per_seq_ = 0;
   std::string kv_sizing_;

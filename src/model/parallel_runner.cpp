@@ -278,6 +278,12 @@ int64_t ParallelRunner::sliding_kv_block_bytes() const {
   for (const auto& w : workers_) most = std::max(most, w->runner->sliding_kv_block_bytes());
   return most;
 }
+DType ParallelRunner::kv_cache_dtype() const {
+  return workers_[0]->runner->kv_cache_dtype();
+}
+const std::string& ParallelRunner::kv_scales_source() const {
+  return workers_[0]->runner->kv_scales_source();
+}
 int ParallelRunner::block_size() const {
   return workers_[0]->runner->block_size();
 }

@@ -74,6 +74,8 @@ class ParallelRunner final : public Runner {
   // stages, the largest: a stage's share of the layers).
   int64_t kv_block_bytes() const override;
   int64_t sliding_kv_block_bytes() const override;  // the same for the sliding-window group
+  DType kv_cache_dtype() const override;                // rank 0's (every rank has the same)
+  const std::string& kv_scales_source() const override;  // rank 0's
   int block_size() const override;
   // The minimum over the ranks.
   int64_t max_model_len() const override { return max_model_len_; }

@@ -11,6 +11,7 @@
 
 #include "batch/sampling_batch.h"
 #include "batch/step_batch.h"
+#include "core/dtype.h"
 #include "core/result.h"
 
 namespace pagoda {
@@ -34,6 +35,11 @@ class Runner {
   virtual int64_t kv_block_bytes() const = 0;
   // The same for one block of the sliding-window group's layers (0 without it).
   virtual int64_t sliding_kv_block_bytes() const = 0;
+  // The KV cache's element type (--kv-cache-dtype, core/kv_cache_dtype.h).
+  virtual DType kv_cache_dtype() const = 0;
+  // Where an FP8 cache's k/v scales came from, for the start-up log
+  // (load_kv_scales' source); empty for a 16/32-bit cache.
+  virtual const std::string& kv_scales_source() const = 0;
   virtual int block_size() const = 0;
   virtual int64_t max_model_len() const = 0;
   virtual int64_t max_num_batched_tokens() const = 0;

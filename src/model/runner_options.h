@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "core/kv_cache_dtype.h"
+
 namespace pagoda {
 
 class Communicator;  // backend/communicator.h
@@ -10,6 +12,10 @@ class Communicator;  // backend/communicator.h
 struct RunnerOptions {
   // Tokens per KV block.
   int block_size = 16;
+  // The KV cache's element type (--kv-cache-dtype, core/kv_cache_dtype.h): auto
+  // = the backend's compute dtype; fp8 = e4m3 with the checkpoint's k/v
+  // scales, else 1.0.
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
   // KV blocks (of the full-attention group when there are two groups); 0:
   // derived from the memory budget (kv_cache_bytes when set, else cpu:
   // kv_budget.h's cpu_kv_budget, cuda: kv_cache_memory_fraction of total

@@ -15,7 +15,7 @@ std::vector<std::pair<std::string, double>> spec_positions(const EngineMetrics& 
 }
 
 std::string format_prometheus(const EngineMetrics& m, const std::string& model_name,
-                              int tensor_parallel_size, int pipeline_parallel_size) {
+                              const ModelInfo& info) {
   std::string out;
   PrometheusWriter e(out, fmt::format("model_name=\"{}\"", escape_label_value(model_name)));
   e.gauge("pagoda:num_requests_running", static_cast<double>(m.num_running),
@@ -24,10 +24,17 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
           "Number of requests waiting to be scheduled.");
   e.gauge("pagoda:kv_cache_usage_perc", m.kv_usage,
           "Fraction of KV-cache blocks in use (1 = full).");
-  e.gauge("pagoda:tensor_parallel_size", static_cast<double>(tensor_parallel_size),
+  e.gauge("pagoda:tensor_parallel_size", static_cast<double>(info.tensor_parallel_size),
           "Ranks (GPUs, or cpu threads) the model is split over (--tensor-parallel-size).");
-  e.gauge("pagoda:pipeline_parallel_size", static_cast<double>(pipeline_parallel_size),
+  e.gauge("pagoda:pipeline_parallel_size", static_cast<double>(info.pipeline_parallel_size),
           "Pipeline stages the model's layers are split into (--pipeline-parallel-size).");
+  e.gauge("pagoda:kv_cache_capacity_tokens", static_cast<double>(info.kv_capacity_tokens),
+          "Tokens the KV cache holds (its blocks times the block size; the full-attention "
+          "layers' pool with two KV groups).");
+  e.info("pagoda:kv_cache_info",
+         "The KV cache's configuration: element type (--kv-cache-dtype) and block size.",
+         fmt::format("cache_dtype=\"{}\",block_size=\"{}\"",
+                     escape_label_value(info.kv_cache_dtype), info.block_size));
   e.counter("pagoda:prefix_cache_queries", static_cast<double>(m.prefix_cache_queries),
             "Prompt tokens looked up in the prefix cache.");
   e.counter("pagoda:prefix_cache_hits", static_cast<double>(m.prefix_cache_hits),

@@ -19,10 +19,12 @@ inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4
 // the position ("0", "1", ...).
 std::vector<std::pair<std::string, double>> spec_positions(const EngineMetrics& m);
 
-// tensor_parallel_size, pipeline_parallel_size: ModelInfo's, the gauges
-// pagoda:tensor_parallel_size and pagoda:pipeline_parallel_size.
+// `info` gives the gauges of the engine's configuration:
+// pagoda:tensor_parallel_size, pagoda:pipeline_parallel_size,
+// pagoda:kv_cache_capacity_tokens and pagoda:kv_cache_info (1, labelled
+// with the cache's dtype and block size).
 std::string format_prometheus(const EngineMetrics& metrics, const std::string& model_name,
-                              int tensor_parallel_size, int pipeline_parallel_size = 1);
+                              const ModelInfo& info);
 
 // Appends vLLM's families (vllm_metrics_text.cpp).
 void append_vllm_metrics(std::string& out, const EngineMetrics& metrics, const std::string& model_name);

@@ -56,6 +56,11 @@ void PrometheusWriter::gauge(std::string_view name, double value, std::string_vi
   sample(name, value);
 }
 
+void PrometheusWriter::info(std::string_view name, std::string_view help, std::string_view labels) {
+  header(name, "gauge", help);
+  sample(name, 1.0, labels);
+}
+
 void PrometheusWriter::counter(std::string_view name, double value, std::string_view help) {
   const std::string total = fmt::format("{}_total", name);
   header(total, "counter", help);

@@ -27,6 +27,9 @@ class PrometheusWriter {
   PrometheusWriter(std::string& out, std::string labels) : out_(out), labels_(std::move(labels)) {}
 
   void gauge(std::string_view name, double value, std::string_view help);
+  // An info gauge: one sample of value 1 whose `labels` (formatted, as in
+  // the constructor) describe a configuration.
+  void info(std::string_view name, std::string_view help, std::string_view labels);
   // `name` without the _total suffix. The HELP and TYPE lines name the
   // samples, `name`_total, as Prometheus' own clients write them; parsers
   // then read the family as `name`.

@@ -129,7 +129,7 @@ struct AttnTensors {
     meta.max_seq_len = b.max_seq_len;
     meta.max_blocks_per_seq = b.max_blocks_per_seq;
     meta.num_decode_seqs = b.num_decode;
-    cache = KvCacheView{k.t(), v.t(), b.block_size};
+    cache = KvCacheView{k.t(), v.t(), b.block_size, Tensor()};
   }
 };
 

@@ -13,9 +13,12 @@
 // the numbers are from device memory. Data is random, never zeros.
 //
 // Usage: kernel_bench [--quick]              (prefill attention runs in both)
-//        kernel_bench --attention BATCH CTX   (one decode-attention shape, e.g. under ncu)
+//        kernel_bench --attention BATCH CTX [fp8]  (one decode-attention shape, e.g. under
+//                                                   ncu; fp8: over an FP8 e4m3 KV cache)
 //        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
 //        kernel_bench --moe                   (moe_experts only)
+//        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
+//                                              KV then FP8 KV: GB/s of the cache bytes read)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +35,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "core/fp8.h"
 #include "core/half.h"
 
 namespace pagoda {
@@ -64,6 +68,23 @@ void fill_random(CudaBackend& gpu, void* dst, size_t bytes) {
     const size_t n = std::min(chunk, bytes - off);
     check(cudaMemcpy(static_cast<char*>(dst) + off, pattern.data(), n, cudaMemcpyHostToDevice),
           "fill_random");
+  }
+  gpu.synchronize();
+}
+
+// `bytes` of e4m3 codes of values in [-224, 224] (never NaN).
+void fill_random_fp8(CudaBackend& gpu, void* dst, size_t bytes) {
+  static std::vector<uint8_t> pattern;
+  if (pattern.empty()) {
+    std::mt19937 gen(4321);
+    std::uniform_real_distribution<float> d(-224.0f, 224.0f);
+    pattern.resize(size_t{64} << 20);
+    for (uint8_t& x : pattern) x = float_to_e4m3(d(gen));
+  }
+  for (size_t off = 0; off < bytes; off += pattern.size()) {
+    const size_t n = std::min(pattern.size(), bytes - off);
+    check(cudaMemcpy(static_cast<char*>(dst) + off, pattern.data(), n, cudaMemcpyHostToDevice),
+          "fill_random_fp8");
   }
   gpu.synchronize();
 }
@@ -155,22 +176,35 @@ void bench_rms_norm(CudaBackend& gpu, const Ceilings& c, bool quick) {
   std::printf("\n");
 }
 
+// kv_dtype: kBF16 (the compute dtype) or kF8E4M3 (the FP8 cache, scales 1).
 void bench_decode_attention(CudaBackend& gpu, const Ceilings& c, const std::vector<int>& batches,
-                            const std::vector<int>& contexts) {
+                            const std::vector<int>& contexts, DType kv_dtype = DType::kBF16) {
   const int hq = 32, hkv = 8, d = 128, block_size = 16;
   const QkvLayout layout{hq, hkv, d};
-  std::printf("decode paged_attention (bf16, Hq=%d Hkv=%d D=%d, block %d; bytes = KV read)\n"
-              "%6s %6s %10s %10s %8s\n", hq, hkv, d, block_size, "batch", "ctx", "us", "GB/s", "%copy");
-  const size_t token_bytes = static_cast<size_t>(hkv) * d * 2;  // one of k or v
+  const bool fp8 = kv_dtype == DType::kF8E4M3;
+  std::printf(
+      "decode paged_attention (bf16, %s KV, Hq=%d Hkv=%d D=%d, block %d; bytes = KV read)\n"
+      "%6s %6s %10s %10s %8s\n",
+      fp8 ? "fp8_e4m3" : "bf16", hq, hkv, d, block_size, "batch", "ctx", "us", "GB/s", "%copy");
+  const size_t token_bytes = static_cast<size_t>(hkv) * d * dtype_size(kv_dtype);  // one of k or v
   const size_t max_kv_tokens = std::max<size_t>(static_cast<size_t>(batches.back()) * contexts.back(),
                                                 kRotateBytes / (2 * token_bytes));
   const int64_t num_blocks = static_cast<int64_t>(max_kv_tokens / block_size) + 1;
   DeviceBuffer k(&gpu, num_blocks * block_size * token_bytes), v(&gpu, num_blocks * block_size * token_bytes);
-  fill_random(gpu, k.data(), k.size());
-  fill_random(gpu, v.data(), v.size());
-  const Tensor tk = k.tensor(DType::kBF16, {num_blocks, block_size, hkv, d});
-  const Tensor tv = v.tensor(DType::kBF16, {num_blocks, block_size, hkv, d});
-  KvCacheView cache{tk, tv, block_size};
+  for (const DeviceBuffer* b : {&k, &v}) {
+    if (fp8) {
+      fill_random_fp8(gpu, b->data(), b->size());
+    } else {
+      fill_random(gpu, b->data(), b->size());
+    }
+  }
+  const float unit_scales[2] = {1.0f, 1.0f};
+  DeviceBuffer scales(&gpu, sizeof(unit_scales));
+  gpu.copy_to_device(scales.data(), unit_scales, sizeof(unit_scales));
+  gpu.synchronize();
+  const Tensor tk = k.tensor(kv_dtype, {num_blocks, block_size, hkv, d});
+  const Tensor tv = v.tensor(kv_dtype, {num_blocks, block_size, hkv, d});
+  KvCacheView cache{tk, tv, block_size, scales.tensor(DType::kF32, {2})};
   for (int batch : batches) {
     for (int ctx : contexts) {
       const int blocks_per_seq = (ctx + block_size - 1) / block_size;
@@ -237,7 +271,7 @@ void bench_prefill_attention(CudaBackend& gpu, const Ceilings& c) {
   fill_random(gpu, v.data(), v.size());
   const Tensor tk = k.tensor(DType::kBF16, {max_blocks, block_size, hkv, d});
   const Tensor tv = v.tensor(DType::kBF16, {max_blocks, block_size, hkv, d});
-  KvCacheView cache{tk, tv, block_size};
+  KvCacheView cache{tk, tv, block_size, Tensor()};
   for (const PrefillCase& pc : cases) {
     const int seq_len = pc.q_len + pc.cached;
     const int blocks_per_seq = (seq_len + block_size - 1) / block_size;
@@ -468,9 +502,17 @@ int main(int argc, char** argv) {
   auto& gpu = static_cast<CudaBackend&>(*backend);
   std::printf("kernel_bench on %s (%d SMs)%s\n\n", gpu.name().c_str(), gpu.num_sms(), quick ? " --quick" : "");
   const Ceilings c = measure_ceilings(gpu);
-  if (argc == 4 && std::strcmp(argv[1], "--attention") == 0) {
-    // One decode-attention shape only (for ncu: --attention BATCH CTX).
-    bench_decode_attention(gpu, c, {std::atoi(argv[2])}, {std::atoi(argv[3])});
+  if ((argc == 4 || argc == 5) && std::strcmp(argv[1], "--attention") == 0) {
+    // One decode-attention shape only (for ncu: --attention BATCH CTX [fp8]).
+    const bool fp8 = argc == 5 && std::strcmp(argv[4], "fp8") == 0;
+    bench_decode_attention(gpu, c, {std::atoi(argv[2])}, {std::atoi(argv[3])},
+                           fp8 ? DType::kF8E4M3 : DType::kBF16);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--fp8-kv") == 0) {
+    // Long-context decode, where the FP8 cache's halved bytes should show.
+    for (DType kv : {DType::kBF16, DType::kF8E4M3})
+      bench_decode_attention(gpu, c, {1, 8, 32, 64}, {8192, 32768}, kv);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   // The block-format linear (not in the default run, which run.sh gives 90 s).

@@ -369,12 +369,12 @@ TEST(CudaOpsTest, KvWriteMatchesCpu) {
         const std::vector<int64_t> cache_shape{num_blocks, block_size, h.hkv, h.d};
         DevTensor g(gpu, dt, {tokens, layout.row_width()}, qkv), gs(gpu, {tokens}, slots);
         DevTensor gk(gpu, dt, cache_shape, k0), gv(gpu, dt, cache_shape, v0);
-        KvCacheView gcache{gk.t(), gv.t(), block_size};
+        KvCacheView gcache{gk.t(), gv.t(), block_size, Tensor()};
         gpu.kv_write(g.t(), layout, gs.t(), gcache);
         Backend& cpu = cpu_backend();
         DevTensor c(cpu, DType::kF32, {tokens, layout.row_width()}, qkv), cs(cpu, {tokens}, slots);
         DevTensor ck(cpu, DType::kF32, cache_shape, k0), cv(cpu, DType::kF32, cache_shape, v0);
-        KvCacheView ccache{ck.t(), cv.t(), block_size};
+        KvCacheView ccache{ck.t(), cv.t(), block_size, Tensor()};
         cpu.kv_write(c.t(), layout, cs.t(), ccache);
         expect_equal(gk.download(), ck.download(), "kv_write k");
         expect_equal(gv.download(), cv.download(), "kv_write v");
@@ -410,8 +410,10 @@ TEST(CudaOpsTest, CopyBlocksMatchesCpu) {
       }
       std::vector<KvCacheView> g_caches, c_caches;
       for (size_t layer = 0; layer < 2; ++layer) {
-        g_caches.push_back({g_tensors[2 * layer].t(), g_tensors[2 * layer + 1].t(), static_cast<int>(block_size)});
-        c_caches.push_back({c_tensors[2 * layer].t(), c_tensors[2 * layer + 1].t(), static_cast<int>(block_size)});
+        g_caches.push_back({g_tensors[2 * layer].t(), g_tensors[2 * layer + 1].t(),
+                            static_cast<int>(block_size), Tensor()});
+        c_caches.push_back({c_tensors[2 * layer].t(), c_tensors[2 * layer + 1].t(),
+                            static_cast<int>(block_size), Tensor()});
       }
       gpu.copy_blocks(g_caches, src, dst);
       cpu_backend().copy_blocks(c_caches, src, dst);

@@ -157,6 +157,18 @@ void DevTensor::upload_i32(const std::vector<int32_t>& values) {
   backend_->synchronize();
 }
 
+void DevTensor::upload_bytes(const std::vector<uint8_t>& bytes) {
+  EXPECT_EQ(bytes.size(), tensor_.nbytes());
+  backend_->copy_to_device(tensor_.data, bytes.data(), bytes.size());
+  backend_->synchronize();
+}
+
+std::vector<uint8_t> DevTensor::download_bytes() const {
+  std::vector<uint8_t> out(tensor_.nbytes());
+  backend_->copy_to_host(out.data(), tensor_.data, out.size());
+  return out;
+}
+
 void DevTensor::poison() {
   const std::vector<uint8_t> ff(tensor_.nbytes(), 0xFF);
   backend_->copy_to_device(tensor_.data, ff.data(), ff.size());

@@ -63,6 +63,9 @@ class DevTensor {
   // Writes values converted (round-to-nearest-even) to the tensor's dtype.
   void upload(const std::vector<float>& values);
   void upload_i32(const std::vector<int32_t>& values);
+  // The tensor's bytes as they are (an FP8 tensor's e4m3 codes).
+  void upload_bytes(const std::vector<uint8_t>& bytes);
+  std::vector<uint8_t> download_bytes() const;
   void poison();  // every byte 0xFF
   std::vector<float> download() const;
   std::vector<int32_t> download_i32() const;

@@ -1,5 +1,9 @@
-// Paged KV cache ops: kv_write, paged_attention, copy_blocks.
+// Paged KV cache ops: kv_write, paged_attention, copy_blocks. The cache is
+// f32, or FP8 e4m3 (KvCacheView): written as float_to_e4m3(x / scale) and
+// read as e4m3_to_float(q) * scale in f32 -- the specification of the CUDA
+// FP8 cache.
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -7,6 +11,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_ops.h"
+#include "core/fp8.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::cpu {
@@ -42,23 +47,79 @@ std::vector<QueryRow> query_rows(const AttentionMetadata& meta, int64_t num_toke
   return rows;
 }
 
+// e4m3_to_float of every byte.
+const std::array<float, 256>& e4m3_table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b)
+      t[static_cast<size_t>(b)] = e4m3_to_float(static_cast<uint8_t>(b));
+    return t;
+  }();
+  return table;
+}
+
+// One layer's cache rows as f32: an f32 cache's rows in place, an FP8
+// cache's dequantised into a per-thread buffer.
+class CacheRows {
+ public:
+  // `scale`: the k or v scale of an FP8 cache (ignored for f32).
+  CacheRows(const Tensor& cache, float scale) : cache_(cache), scale_(scale) {
+    assert(cache.dtype == DType::kF32 || cache.dtype == DType::kF8E4M3);
+  }
+  // The n elements at element offset `at`; valid until the next call on
+  // this thread.
+  const float* get(int64_t at, int64_t n) const {
+    if (cache_.dtype == DType::kF32) return cache_.ptr<float>() + at;
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(n));
+    const uint8_t* q = static_cast<const uint8_t*>(cache_.data) + at;
+    const std::array<float, 256>& table = e4m3_table();
+    for (int64_t i = 0; i < n; ++i) row[static_cast<size_t>(i)] = table[q[i]] * scale_;
+    return row.data();
+  }
+
+ private:
+  const Tensor& cache_;
+  float scale_;
+};
+
+// Writes n values to element offset `at` of an f32 or FP8 cache (FP8:
+// float_to_e4m3(x / scale)).
+void store_row(Tensor& cache, int64_t at, const float* x, int64_t n, float scale) {
+  if (cache.dtype == DType::kF32) {
+    std::memcpy(cache.ptr<float>() + at, x, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  uint8_t* q = static_cast<uint8_t*>(cache.data) + at;
+  for (int64_t i = 0; i < n; ++i) q[i] = float_to_e4m3(x[i] / scale);
+}
+
+// (k_scale, v_scale) of an FP8 cache; (1, 1) for f32.
+std::array<float, 2> cache_scales(const KvCacheView& cache) {
+  if (cache.k.dtype != DType::kF8E4M3) return {1.0f, 1.0f};
+  assert(cache.scales.dtype == DType::kF32 && cache.scales.numel() == 2);
+  return {cache.scales.ptr<float>()[0], cache.scales.ptr<float>()[1]};
+}
+
 }  // namespace
 
 void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots, KvCacheView& cache) {
-  assert(qkv.dtype == DType::kF32 && cache.k.dtype == DType::kF32 && slots.dtype == DType::kI32);
+  assert(qkv.dtype == DType::kF32 && slots.dtype == DType::kI32);
+  assert(cache.k.dtype == DType::kF32 || cache.k.dtype == DType::kF8E4M3);
+  assert(cache.v.dtype == cache.k.dtype);
   assert(qkv.dim(1) == layout.row_width() && slots.numel() == qkv.dim(0));
   const int64_t kv_width = static_cast<int64_t>(layout.num_kv_heads) * layout.head_dim;
   const int64_t k_offset = static_cast<int64_t>(layout.num_q_heads) * layout.head_dim;
   const int64_t num_slots = cache.k.dim(0) * cache.block_size;
-  const size_t bytes = static_cast<size_t>(kv_width) * sizeof(float);
+  const std::array<float, 2> scales = cache_scales(cache);
   const int32_t* slot = slots.ptr<int32_t>();
   for (int64_t t = 0; t < qkv.dim(0); ++t) {
     if (slot[t] < 0) continue;
     assert(slot[t] < num_slots);
     (void)num_slots;
     const float* row = qkv.ptr<float>() + t * layout.row_width();
-    std::memcpy(cache.k.ptr<float>() + slot[t] * kv_width, row + k_offset, bytes);
-    std::memcpy(cache.v.ptr<float>() + slot[t] * kv_width, row + k_offset + kv_width, bytes);
+    store_row(cache.k, slot[t] * kv_width, row + k_offset, kv_width, scales[0]);
+    store_row(cache.v, slot[t] * kv_width, row + k_offset + kv_width, kv_width, scales[1]);
   }
 }
 
@@ -79,6 +140,9 @@ void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheVi
   const std::vector<QueryRow> rows = query_rows(meta, num_tokens);
   const int32_t* tables = meta.block_tables.ptr<int32_t>();
   const CpuKernels& kern = kernels();
+  const std::array<float, 2> scales = cache_scales(cache);
+  const CacheRows keys(cache.k, scales[0]);
+  const CacheRows values(cache.v, scales[1]);
 
   // One item = one query row and one kv head, with the `group` q heads that
   // read it, so each k/v row is loaded once per group. The row attends to
@@ -99,7 +163,7 @@ void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheVi
     };
 
     for (int64_t p = 0; p < ctx; ++p) {
-      const float* key = cache.k.ptr<float>() + slot_of(p) * kv_width + h * d;
+      const float* key = keys.get(slot_of(p) * kv_width + h * d, d);
       for (int64_t g = 0; g < group; ++g) scores[g * ctx + p] = kern.dot(q + g * d, key, d) * scale;
     }
     if (cap > 0.0f)
@@ -119,7 +183,7 @@ void paged_attention(const Tensor& qkv, const QkvLayout& layout, const KvCacheVi
     float* o = out.ptr<float>() + t * layout.num_q_heads * d + h * group * d;
     std::fill(o, o + group * d, 0.0f);
     for (int64_t p = 0; p < ctx; ++p) {
-      const float* value = cache.v.ptr<float>() + slot_of(p) * kv_width + h * d;
+      const float* value = values.get(slot_of(p) * kv_width + h * d, d);
       for (int64_t g = 0; g < group; ++g) kern.axpy(scores[g * ctx + p], value, o + g * d, d);
     }
     for (int64_t g = 0; g < group; ++g)

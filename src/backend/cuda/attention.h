@@ -67,6 +67,12 @@ struct AttentionParams {
   int head_dim = 0;              // multiple of 8, <= 256
   const void* k_cache = nullptr; // [num_blocks, block_size, Hkv, D]
   const void* v_cache = nullptr;
+  // The cache's element type: `dtype`, or kF8E4M3 (the FP8 cache, core/fp8.h):
+  // the kernels then copy 8-bit K/V tiles to shared memory (half the bytes),
+  // convert them exactly to `dtype` there, and apply the scales in f32:
+  // k_scale folded into the score scale, v_scale into the output.
+  DType kv_dtype = DType::kBF16;
+  const float* kv_scales = nullptr;  // [2] f32 on the device (k_scale, v_scale); FP8 only
   int block_size = 0;
   int64_t num_blocks = 0;
   const int32_t* query_start_loc = nullptr;  // [num_seqs + 1]

@@ -30,6 +30,17 @@
 // 256: 190; so 5 / 4 / 4 / 3 / 2 / 1 CTAs (20 / 16 / 16 / 12 / 8 / 4 warps)
 // per SM, whichever of registers and shared memory binds.
 //
+// An FP8 cache (KV = fp8_e4m3): the stages hold the 8-bit tiles instead,
+//   warp w region          [kStages][K, V][16, kD] bytes, then [K, V][16, kS] T
+// which cp.async fills with 8-byte chunks; when tile i has landed each lane
+// converts exactly the chunks it copied into the 16-bit K and V tiles after
+// the stages (fp8_convert.cuh, exact), then refills the stage before the
+// math (its reads are done), and __syncwarp precedes the ldmatrix. Half the
+// global bytes per key; k_scale is folded into the score scale and v_scale
+// into the output. Bytes per CTA: 32 kS + 4 * (64 kD + 64 kS) (kStages 2):
+//   kD  32:  19,712   64:  37,120   96:  54,528
+//   kD 128:  71,936  192: 106,752  256: 141,568
+//
 // Fragment layouts are the tile kernel's (attention_kernel.cuh): a thread
 // owns rows (lane / 4) and (lane / 4 + 8) of the 16 rows and, in every n8
 // tile of S or O, columns 2 (lane % 4) and 2 (lane % 4) + 1.
@@ -61,9 +72,10 @@ constexpr int kStages = 2;                       // K/V tiles in flight per warp
 static_assert(kBlockN == 16, "one k16 step of P V per tile");
 static_assert(kAttentionDecodeMaxGroup <= kRows);
 
-template <typename T, int kD>
+template <typename T, typename KV, int kD>
 struct DecodeShape {
   static_assert(kD % 16 == 0 && kD <= 256);
+  static constexpr bool kFp8 = kIsFp8<KV>;
   static constexpr int kStride = kD + 8;                     // smem row stride, elements
   static constexpr int kChunks = kD / 8;                     // 16-byte chunks per row
   static constexpr int kChunksPerLane = kBlockN * kChunks / 32;  // of one K (or V) tile
@@ -73,7 +85,13 @@ struct DecodeShape {
   static constexpr bool kQInRegs = kD <= 192;
   static constexpr int kTileElems = kBlockN * kStride;       // one K or V tile
   static constexpr size_t kQBytes = static_cast<size_t>(kRows) * kStride * sizeof(T);
-  static constexpr size_t kWarpRegionBytes = kStages * 2 * static_cast<size_t>(kTileElems) * sizeof(T);
+  // One stage's K (or V) tile in the cache's type: [16, kStride] T, or
+  // [16, kD] bytes for FP8, whose converted K and V tiles follow the stages.
+  static constexpr size_t kStageTileBytes =
+      kFp8 ? static_cast<size_t>(kBlockN) * kD : static_cast<size_t>(kTileElems) * sizeof(T);
+  static constexpr size_t kConvertedBytes =
+      kFp8 ? 2 * static_cast<size_t>(kTileElems) * sizeof(T) : 0;
+  static constexpr size_t kWarpRegionBytes = kStages * 2 * kStageTileBytes + kConvertedBytes;
   static constexpr size_t kSmemBytes = kQBytes + kWarps * kWarpRegionBytes;
   // The end-of-CTA merge reuses the warp's region: O [16, kStride] f32 + (m, l).
   static_assert(static_cast<size_t>(kRows) * kStride * sizeof(float) + kRows * 2 * sizeof(float) <=
@@ -130,13 +148,15 @@ __device__ __forceinline__ int64_t kv_row_offset(const AttentionParams& p, const
 
 // Issues cp.async for one K tile and one V tile (16 keys): lane r < 16 holds
 // the row offset of key r (row_off, -1: zero row); consecutive lanes copy
-// consecutive 16-byte chunks of a row, so one instruction reads whole rows.
-template <typename T, int kD>
+// consecutive chunks of 8 elements of a row (16 bytes, or 8 for FP8 into a
+// [16, kD] byte tile), so one instruction reads whole rows. Lane l copies
+// chunks l + 32 i.
+template <typename T, typename KV, int kD>
 __device__ __forceinline__ void issue_kv_tile(const AttentionParams& p, int64_t row_off, int lane,
-                                              T* k_dst, T* v_dst) {
-  using S = DecodeShape<T, kD>;
-  const T* k_base = static_cast<const T*>(p.k_cache);
-  const T* v_base = static_cast<const T*>(p.v_cache);
+                                              unsigned char* k_dst, unsigned char* v_dst) {
+  using S = DecodeShape<T, KV, kD>;
+  const KV* k_base = static_cast<const KV*>(p.k_cache);
+  const KV* v_base = static_cast<const KV*>(p.v_cache);
 #pragma unroll
   for (int i = 0; i < S::kChunksPerLane; ++i) {
     const int c = lane + 32 * i;
@@ -145,16 +165,36 @@ __device__ __forceinline__ void issue_kv_tile(const AttentionParams& p, int64_t 
     const long long off = __shfl_sync(0xffffffffu, static_cast<long long>(row_off), r);
     const bool valid = off >= 0 && col < p.head_dim;
     const int64_t src = valid ? off + col : 0;
-    cp_async_16(smem_addr(k_dst + r * S::kStride + col), k_base + src, valid);
-    cp_async_16(smem_addr(v_dst + r * S::kStride + col), v_base + src, valid);
+    if constexpr (S::kFp8) {
+      cp_async_8(smem_addr(k_dst + r * kD + col), k_base + src, valid);
+      cp_async_8(smem_addr(v_dst + r * kD + col), v_base + src, valid);
+    } else {
+      T* k = reinterpret_cast<T*>(k_dst);
+      T* v = reinterpret_cast<T*>(v_dst);
+      cp_async_16(smem_addr(k + r * S::kStride + col), k_base + src, valid);
+      cp_async_16(smem_addr(v + r * S::kStride + col), v_base + src, valid);
+    }
   }
 }
 
-template <typename T, int kD>
-__global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm))
+// FP8: converts the chunks lane `lane` copied (issue_kv_tile) of one stage's
+// 8-bit K and V tiles into the 16-bit tiles k_s, v_s [16, kStride].
+template <typename T, typename KV, int kD>
+__device__ __forceinline__ void convert_kv_tile(const unsigned char* k8, const unsigned char* v8,
+                                                int lane, T* k_s, T* v_s) {
+  using S = DecodeShape<T, KV, kD>;
+#pragma unroll
+  for (int i = 0; i < S::kChunksPerLane; ++i) {
+    attention_detail::convert_chunk<T, kD, S::kStride>(k8, k_s, lane + 32 * i);
+    attention_detail::convert_chunk<T, kD, S::kStride>(v8, v_s, lane + 32 * i);
+  }
+}
+
+template <typename T, typename KV, int kD>
+__global__ void __launch_bounds__(kThreads, (DecodeShape<T, KV, kD>::kMinBlocksPerSm))
     attention_decode_kernel(AttentionParams p) {
   pdl_enter();
-  using S = DecodeShape<T, kD>;
+  using S = DecodeShape<T, KV, kD>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);
 
@@ -163,8 +203,11 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   unsigned char* region = smem_raw + S::kQBytes + warp * S::kWarpRegionBytes;
-  T* k_stage = reinterpret_cast<T*>(region);       // [kStages][16, kStride]
-  T* v_stage = k_stage + kStages * S::kTileElems;
+  unsigned char* k_stage = region;  // [kStages] K tiles of kStageTileBytes
+  unsigned char* v_stage = k_stage + kStages * S::kStageTileBytes;
+  // FP8 only: the converted K and V tiles [16, kStride] T.
+  T* k_conv = reinterpret_cast<T*>(v_stage + kStages * S::kStageTileBytes);
+  T* v_conv = k_conv + S::kTileElems;
 
   // Q rows (zero past G and head_dim); group 0 of every thread.
   const T* qkv = static_cast<const T*>(p.qkv);
@@ -190,9 +233,8 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
   for (int s = 0; s < kStages; ++s) {  // one commit group per stage, even when empty
     if (s < n_tiles) {
       const int key = (first_tile + s * kWarps) * kBlockN + key_lane;
-      issue_kv_tile<T, kD>(p, kv_row_offset(p, table, w.kv_head, key, w.kv_end), lane,
-                           k_stage + s * S::kTileElems,
-                           v_stage + s * S::kTileElems);
+      issue_kv_tile<T, KV, kD>(p, kv_row_offset(p, table, w.kv_head, key, w.kv_end), lane,
+                               k_stage + s * S::kStageTileBytes, v_stage + s * S::kStageTileBytes);
     }
     cp_async_commit();
   }
@@ -218,7 +260,8 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
 #pragma unroll
     for (int e = 0; e < 4; ++e) o_acc[dt][e] = 0.0f;
   }
-  const ScoreParams sp = ScoreParams::from(p);
+  const float2 scales = attention_detail::kv_scales<KV>(p);  // (k_scale, v_scale)
+  const ScoreParams sp = ScoreParams::from(p, scales.x);
   // ldmatrix lane addresses within a stage (see compute_scores / accumulate_pv).
   const int k_lane_off = ((lane & 7) + ((lane >> 4) << 3)) * S::kStride + ((lane >> 3) & 1) * 8;
   const int v_lane_off = ((lane & 7) + ((lane >> 3) & 1) * 8) * S::kStride + (lane >> 4) * 8;
@@ -232,9 +275,20 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
                                (first_tile + (i + kStages) * kWarps) * kBlockN + key_lane, w.kv_end)
                : -1;
     cp_async_wait<kStages - 1>();  // tile i (this thread's chunks) landed
-    __syncwarp();                  // ... and every lane's
-    const T* k_s = k_stage + stage * S::kTileElems;
-    const T* v_s = v_stage + stage * S::kTileElems;
+    unsigned char* k_in = k_stage + stage * S::kStageTileBytes;
+    unsigned char* v_in = v_stage + stage * S::kStageTileBytes;
+    const T* k_s = reinterpret_cast<const T*>(k_in);
+    const T* v_s = reinterpret_cast<const T*>(v_in);
+    if constexpr (S::kFp8) {
+      // This lane's chunks to 16 bits (the previous tile's math is done:
+      // __syncwarp at the end of the loop), then the stage is free to refill.
+      convert_kv_tile<T, KV, kD>(k_in, v_in, lane, k_conv, v_conv);
+      if (refill) issue_kv_tile<T, KV, kD>(p, next_off, lane, k_in, v_in);
+      cp_async_commit();
+      k_s = k_conv;
+      v_s = v_conv;
+    }
+    __syncwarp();  // every lane's chunks landed (converted)
 
     // S = Q K^T (16 rows x 16 keys).
     float s_acc[kBlockN / 8][4];
@@ -273,12 +327,11 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
       mma_16816<T>(o_acc[2 * dn], a, b[0], b[1]);
       mma_16816<T>(o_acc[2 * dn + 1], a, b[2], b[3]);
     }
-    __syncwarp();  // every lane is done with this stage before it is refilled
-    if (refill) {
-      issue_kv_tile<T, kD>(p, next_off, lane, k_stage + stage * S::kTileElems,
-                           v_stage + stage * S::kTileElems);
+    __syncwarp();  // every lane is done with this stage (FP8: the converted tiles)
+    if constexpr (!S::kFp8) {
+      if (refill) issue_kv_tile<T, KV, kD>(p, next_off, lane, k_in, v_in);
+      cp_async_commit();
     }
-    cp_async_commit();
   }
   cp_async_wait<0>();
   __syncwarp();
@@ -333,12 +386,13 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
     const int64_t token = w.q_begin;
     const int64_t head = static_cast<int64_t>(w.kv_head) * w.group + r;
     if (p.num_splits == 1) {
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const float inv = l > 0.0f ? scales.y / l : 0.0f;
       T* out = static_cast<T*>(p.out) + (token * num_q_heads + head) * p.head_dim;
       *reinterpret_cast<uint32_t*>(out + d) = pack2<T>(o.x * inv, o.y * inv);
     } else {
       const int64_t slot = (token * num_q_heads + head) * p.num_splits + w.split;
-      *reinterpret_cast<float2*>(p.partial_out + slot * p.head_dim + d) = o;
+      *reinterpret_cast<float2*>(p.partial_out + slot * p.head_dim + d) =
+          make_float2(o.x * scales.y, o.y * scales.y);
       if (d == 0) *reinterpret_cast<float2*>(p.partial_ml + slot * 2) = make_float2(m_max, l);
     }
   }
@@ -346,21 +400,21 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, kD>::kMinBlocksPerSm
 
 }  // namespace attention_decode_detail
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t configure_attention_decode() {
-  using S = attention_decode_detail::DecodeShape<T, kHeadDim>;
-  return cudaFuncSetAttribute(attention_decode_detail::attention_decode_kernel<T, kHeadDim>,
+  using S = attention_decode_detail::DecodeShape<T, KV, kHeadDim>;
+  return cudaFuncSetAttribute(attention_decode_detail::attention_decode_kernel<T, KV, kHeadDim>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(S::kSmemBytes));
 }
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
-  using S = attention_decode_detail::DecodeShape<T, kHeadDim>;
+  using S = attention_decode_detail::DecodeShape<T, KV, kHeadDim>;
   // x: kv head fastest, so the CTAs reading one sequence's blocks start together.
   const dim3 grid(static_cast<unsigned>(p.num_kv_heads * p.num_splits), 1u,
                   static_cast<unsigned>(p.num_seqs));
-  return launch_kernel(attention_decode_detail::attention_decode_kernel<T, kHeadDim>, grid,
+  return launch_kernel(attention_decode_detail::attention_decode_kernel<T, KV, kHeadDim>, grid,
                        attention_decode_detail::kThreads, S::kSmemBytes, stream, p);
 }
 

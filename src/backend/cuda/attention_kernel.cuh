@@ -6,7 +6,12 @@
 //   k_s [kBlockN, kD + 8]   keys [n0, n0 + kBlockN), zero past kv_end
 //   v_s [kBlockN, kD + 8]
 // The 8-element row padding keeps ldmatrix's 8 row addresses in distinct
-// 16-byte bank groups. Warp w owns tile rows [16 w, 16 w + 16); a thread owns
+// 16-byte bank groups.
+// An FP8 cache (KV = fp8_e4m3) adds the 8-bit copies of the K and V tiles,
+//   k8_s, v8_s [kBlockN, kD] bytes,
+// which cp.async fills (8-byte chunks); each thread converts exactly the
+// chunks it copied into k_s / v_s (fp8_convert.cuh, exact), so only the
+// barrier before the math is needed. Warp w owns tile rows [16 w, 16 w + 16); a thread owns
 // rows (lane / 4) and (lane / 4 + 8) of that slab and, in every n8 tile of
 // S or O, columns 2 (lane % 4) and 2 (lane % 4) + 1.
 #pragma once
@@ -17,6 +22,7 @@
 
 #include "backend/cuda/attention_tiles.h"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/fp8_convert.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/mma_helpers.cuh"
 
@@ -40,11 +46,37 @@ struct TileShape {
   static constexpr int kStride = kD + 8;               // smem row stride, elements
   static constexpr int kChunks = kD / 8;               // 16-byte chunks per row
   static_assert(kD % 16 == 0 && kD <= 256);
-  template <typename T>
+  // The 8-bit K and V tiles of an FP8 cache, after the 16-bit tiles.
+  template <typename KV>
+  static constexpr size_t staging_bytes() {
+    return kIsFp8<KV> ? static_cast<size_t>(2 * kBlockN) * kD : 0;
+  }
+  template <typename T, typename KV = T>
   static constexpr size_t smem_bytes() {
-    return static_cast<size_t>(kBlockM + 2 * kBlockN) * kStride * sizeof(T);
+    return static_cast<size_t>(kBlockM + 2 * kBlockN) * kStride * sizeof(T) + staging_bytes<KV>();
   }
 };
+
+// (k_scale, v_scale) of an FP8 cache, read on the device; (1, 1) otherwise.
+template <typename KV>
+__device__ __forceinline__ float2 kv_scales(const AttentionParams& p) {
+  if constexpr (kIsFp8<KV>) {
+    return make_float2(p.kv_scales[0], p.kv_scales[1]);
+  } else {
+    return make_float2(1.0f, 1.0f);
+  }
+}
+
+// Converts the 8-element chunks `c` (row c / chunks, column 8 (c % chunks))
+// of an 8-bit tile src_s [rows, kD] into dst_s [rows, stride] of T.
+template <typename T, int kD, int kStride>
+__device__ __forceinline__ void convert_chunk(const uint8_t* src_s, T* dst_s, int c) {
+  constexpr int kChunks = kD / 8;
+  const int r = c / kChunks;
+  const int col = (c % kChunks) * 8;
+  const uint2 q = *reinterpret_cast<const uint2*>(src_s + r * kD + col);
+  *reinterpret_cast<uint4*>(dst_s + r * kStride + col) = e4m3x8_to<T>(q);
+}
 
 // What one CTA works on: sequence, kv head, row tile and its key range.
 struct CtaWork {
@@ -113,19 +145,23 @@ __device__ __forceinline__ void load_q_tile(const AttentionParams& p, const CtaW
 }
 
 // Issues cp.async for keys [n0, n0 + kBlockN) of `cache` (k or v) through the
-// block table; rows past kv_end or with a bad block id are zero.
-template <typename T, int kD>
+// block table; rows past kv_end or with a bad block id are zero. KV = T:
+// into dst_s [kBlockN, kStride] T; KV = fp8_e4m3: 8-byte chunks into
+// dst_s [kBlockN, kD] bytes, thread threadIdx.x taking chunks threadIdx.x +
+// kThreads i (the chunks it converts).
+template <typename KV, int kD>
 __device__ __forceinline__ void load_kv_tile(const AttentionParams& p, const CtaWork& w,
-                                             const void* cache, int n0, T* dst_s) {
+                                             const void* cache, int n0, KV* dst_s) {
   using S = TileShape<kD>;
-  const T* base = static_cast<const T*>(cache);
+  constexpr int kDstStride = kIsFp8<KV> ? kD : S::kStride;
+  const KV* base = static_cast<const KV*>(cache);
   const int32_t* table = p.block_tables + static_cast<int64_t>(w.seq) * p.max_blocks_per_seq;
   for (int c = threadIdx.x; c < S::kBlockN * S::kChunks; c += kThreads) {
     const int r = c / S::kChunks;
     const int col = (c % S::kChunks) * 8;
     const int key = n0 + r;
     bool valid = key < w.kv_end && col < p.head_dim;
-    const T* src = base;
+    const KV* src = base;
     if (valid) {
       const int logical = key / p.block_size;
       const int block = logical < p.max_blocks_per_seq ? table[logical] : -1;
@@ -135,7 +171,11 @@ __device__ __forceinline__ void load_kv_tile(const AttentionParams& p, const Cta
         src = base + (slot * p.num_kv_heads + w.kv_head) * p.head_dim + col;
       }
     }
-    cp_async_16(smem_addr(dst_s + r * S::kStride + col), src, valid);
+    if constexpr (kIsFp8<KV>) {
+      cp_async_8(smem_addr(dst_s + r * kDstStride + col), src, valid);
+    } else {
+      cp_async_16(smem_addr(dst_s + r * kDstStride + col), src, valid);
+    }
   }
 }
 
@@ -205,12 +245,15 @@ struct ScoreParams {
   float cap_log2 = 0.0f;        // softcap * log2 e
   int window = 0;               // > 0: sliding window
 
-  __host__ __device__ static ScoreParams from(const AttentionParams& p) {
+  // k_scale: an FP8 cache's, folded into the scale (q.(k8 * k_scale) =
+  // k_scale q.k8).
+  __host__ __device__ static ScoreParams from(const AttentionParams& p, float k_scale = 1.0f) {
     constexpr float kLog2e = 1.4426950408889634f;
     ScoreParams s;
-    s.scale_log2 = p.scale * kLog2e;
+    const float scale = p.scale * k_scale;
+    s.scale_log2 = scale * kLog2e;
     if (p.softcap > 0.0f) {
-      s.scale_over_cap = p.scale / p.softcap;
+      s.scale_over_cap = scale / p.softcap;
       s.cap_log2 = p.softcap * kLog2e;
     }
     s.window = p.window;
@@ -283,11 +326,11 @@ __device__ __forceinline__ void quad_row_sums(const SoftmaxState& st, float (&ro
 
 // Writes the thread's two rows of the m16 tile starting at row `tile_row`
 // of the CTA tile: normalised T output (one split) or f32 partials (several
-// splits).
+// splits), O times v_scale (an FP8 cache's; 1 otherwise).
 template <typename T, int kD>
 __device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWork& w, int tile_row,
                                            int lane, const SoftmaxState& st,
-                                           const float (&o_acc)[kD / 8][4]) {
+                                           const float (&o_acc)[kD / 8][4], float v_scale) {
   const int64_t num_q_heads = p.num_q_heads;
   float row_sum[2];
   quad_row_sums(st, row_sum);
@@ -299,7 +342,7 @@ __device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWo
     const int64_t token = w.q_begin + rr / w.group;
     const int64_t head = static_cast<int64_t>(w.kv_head) * w.group + rr % w.group;
     if (p.num_splits == 1) {
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const float inv = l > 0.0f ? v_scale / l : 0.0f;
       T* out = static_cast<T*>(p.out) + (token * num_q_heads + head) * p.head_dim;
 #pragma unroll
       for (int dt = 0; dt < kD / 8; ++dt) {
@@ -316,7 +359,8 @@ __device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWo
       for (int dt = 0; dt < kD / 8; ++dt) {
         const int d = dt * 8 + 2 * (lane & 3);
         if (d < p.head_dim) {
-          *reinterpret_cast<float2*>(out + d) = make_float2(o_acc[dt][2 * h], o_acc[dt][2 * h + 1]);
+          *reinterpret_cast<float2*>(out + d) =
+              make_float2(o_acc[dt][2 * h] * v_scale, o_acc[dt][2 * h + 1] * v_scale);
         }
       }
       if ((lane & 3) == 0) {
@@ -326,14 +370,18 @@ __device__ __forceinline__ void store_rows(const AttentionParams& p, const CtaWo
   }
 }
 
-template <typename T, int kD>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kD>) attention_tile_kernel(AttentionParams p) {
+template <typename T, typename KV, int kD>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kD>)
+    attention_tile_kernel(AttentionParams p) {
   pdl_enter();
   using S = TileShape<kD>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);
   T* k_s = q_s + kBlockM * S::kStride;
   T* v_s = k_s + S::kBlockN * S::kStride;
+  // FP8 only: the 8-bit K and V tiles [kBlockN, kD].
+  uint8_t* k8_s = reinterpret_cast<uint8_t*>(v_s + S::kBlockN * S::kStride);
+  uint8_t* v8_s = k8_s + S::kBlockN * kD;
 
   CtaWork w;
   if (!cta_work(p, S::kBlockN, w)) return;
@@ -353,12 +401,31 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kD>) attention_tile_
 #pragma unroll
     for (int e = 0; e < 4; ++e) o_acc[dt][e] = 0.0f;
   }
-  const ScoreParams sp = ScoreParams::from(p);
+  const float2 scales = kv_scales<KV>(p);
+  const ScoreParams sp = ScoreParams::from(p, scales.x);
 
   load_q_tile<T, kD>(p, w, q_s);
   cp_async_commit();
   for (int n0 = w.kv_begin; n0 < w.kv_end; n0 += S::kBlockN) {
     __syncthreads();  // the previous tile's k_s / v_s reads are done
+    if constexpr (kIsFp8<KV>) {
+      load_kv_tile<KV, kD>(p, w, p.k_cache, n0, reinterpret_cast<KV*>(k8_s));
+      load_kv_tile<KV, kD>(p, w, p.v_cache, n0, reinterpret_cast<KV*>(v8_s));
+      cp_async_commit();
+      cp_async_wait<0>();  // this thread's chunks (and Q) landed
+      for (int c = threadIdx.x; c < S::kBlockN * S::kChunks; c += kThreads) {
+        convert_chunk<T, kD, S::kStride>(k8_s, k_s, c);
+        convert_chunk<T, kD, S::kStride>(v8_s, v_s, c);
+      }
+      __syncthreads();
+      if (warp_active) {
+        float s_acc[S::kBlockN / 8][4];
+        compute_scores<T, kD>(q_s, k_s, warp, lane, s_acc);
+        online_softmax<S::kBlockN, kD>(s_acc, o_acc, st, n0, w.kv_end, lane, sp);
+        accumulate_pv<T, kD>(v_s, lane, s_acc, o_acc);
+      }
+      continue;
+    }
     load_kv_tile<T, kD>(p, w, p.k_cache, n0, k_s);
     cp_async_commit();
     load_kv_tile<T, kD>(p, w, p.v_cache, n0, v_s);
@@ -375,20 +442,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kD>) attention_tile_
     if (warp_active) accumulate_pv<T, kD>(v_s, lane, s_acc, o_acc);
   }
   cp_async_wait<0>();
-  store_rows<T, kD>(p, w, warp * 16, lane, st, o_acc);
+  store_rows<T, kD>(p, w, warp * 16, lane, st, o_acc, scales.y);
 }
 
 }  // namespace attention_detail
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t configure_attention_tiles() {
   using S = attention_detail::TileShape<kHeadDim>;
-  return cudaFuncSetAttribute(attention_detail::attention_tile_kernel<T, kHeadDim>,
+  return cudaFuncSetAttribute(attention_detail::attention_tile_kernel<T, KV, kHeadDim>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(S::template smem_bytes<T>()));
+                              static_cast<int>(S::template smem_bytes<T, KV>()));
 }
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t launch_attention_tiles(const AttentionParams& p, cudaStream_t stream) {
   using S = attention_detail::TileShape<kHeadDim>;
   const int64_t m_tiles =
@@ -397,8 +464,8 @@ cudaError_t launch_attention_tiles(const AttentionParams& p, cudaStream_t stream
   const dim3 grid(static_cast<unsigned>(m_tiles),
                   static_cast<unsigned>(p.num_kv_heads * p.num_splits),
                   static_cast<unsigned>(p.num_seqs));
-  return launch_kernel(attention_detail::attention_tile_kernel<T, kHeadDim>, grid,
-                       attention_detail::kThreads, S::template smem_bytes<T>(), stream, p);
+  return launch_kernel(attention_detail::attention_tile_kernel<T, KV, kHeadDim>, grid,
+                       attention_detail::kThreads, S::template smem_bytes<T, KV>(), stream, p);
 }
 
 }  // namespace pagoda::cuda

@@ -5,6 +5,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/attention_tiles.h"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/fp8_convert.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/mma_helpers.cuh"
 
@@ -78,53 +79,65 @@ __global__ void __launch_bounds__(kCombineThreads) attention_combine_kernel(Atte
 
 bool valid_shape(const AttentionParams& p) {
   if (p.dtype != DType::kBF16 && p.dtype != DType::kF16) return false;
+  const bool fp8 = p.kv_dtype == DType::kF8E4M3;
+  if (!fp8 && p.kv_dtype != p.dtype) return false;
+  if (fp8 && p.kv_scales == nullptr) return false;
   if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0) return false;
   if (p.num_kv_heads <= 0 || p.num_q_heads <= 0 || p.num_q_heads % p.num_kv_heads != 0) return false;
   if (p.block_size <= 0 || p.max_blocks_per_seq < 0 || p.num_seqs > 65535) return false;
   if (p.row_width != static_cast<int64_t>(p.num_q_heads + 2 * p.num_kv_heads) * p.head_dim) return false;
-  return is_aligned(p.qkv, 16) && is_aligned(p.k_cache, 16) && is_aligned(p.v_cache, 16) &&
-         is_aligned(p.out, 4);
+  const uintptr_t cache_align = fp8 ? 8 : 16;  // one chunk of 8 elements
+  return is_aligned(p.qkv, 16) && is_aligned(p.k_cache, cache_align) &&
+         is_aligned(p.v_cache, cache_align) && is_aligned(p.out, 4);
 }
 
-template <typename T>
+template <typename T, typename KV>
 cudaError_t launch_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
-  if (p.head_dim <= 32) return launch_attention_tiles<T, 32>(p, stream);
-  if (p.head_dim <= 64) return launch_attention_tiles<T, 64>(p, stream);
-  if (p.head_dim <= 96) return launch_attention_tiles<T, 96>(p, stream);
-  if (p.head_dim <= 128) return launch_attention_tiles<T, 128>(p, stream);
-  if (p.head_dim <= 192) return launch_attention_tiles<T, 192>(p, stream);
-  return launch_attention_tiles<T, 256>(p, stream);
+  if (p.head_dim <= 32) return launch_attention_tiles<T, KV, 32>(p, stream);
+  if (p.head_dim <= 64) return launch_attention_tiles<T, KV, 64>(p, stream);
+  if (p.head_dim <= 96) return launch_attention_tiles<T, KV, 96>(p, stream);
+  if (p.head_dim <= 128) return launch_attention_tiles<T, KV, 128>(p, stream);
+  if (p.head_dim <= 192) return launch_attention_tiles<T, KV, 192>(p, stream);
+  return launch_attention_tiles<T, KV, 256>(p, stream);
 }
 
-template <typename T>
+template <typename T, typename KV>
 cudaError_t launch_decode_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
-  if (p.head_dim <= 32) return launch_attention_decode<T, 32>(p, stream);
-  if (p.head_dim <= 64) return launch_attention_decode<T, 64>(p, stream);
-  if (p.head_dim <= 96) return launch_attention_decode<T, 96>(p, stream);
-  if (p.head_dim <= 128) return launch_attention_decode<T, 128>(p, stream);
-  if (p.head_dim <= 192) return launch_attention_decode<T, 192>(p, stream);
-  return launch_attention_decode<T, 256>(p, stream);
+  if (p.head_dim <= 32) return launch_attention_decode<T, KV, 32>(p, stream);
+  if (p.head_dim <= 64) return launch_attention_decode<T, KV, 64>(p, stream);
+  if (p.head_dim <= 96) return launch_attention_decode<T, KV, 96>(p, stream);
+  if (p.head_dim <= 128) return launch_attention_decode<T, KV, 128>(p, stream);
+  if (p.head_dim <= 192) return launch_attention_decode<T, KV, 192>(p, stream);
+  return launch_attention_decode<T, KV, 256>(p, stream);
 }
 
-template <typename T>
+template <typename T, typename KV>
 cudaError_t launch_prefill_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
-  if (p.head_dim <= 32) return launch_attention_prefill<T, 32>(p, stream);
-  if (p.head_dim <= 64) return launch_attention_prefill<T, 64>(p, stream);
-  if (p.head_dim <= 96) return launch_attention_prefill<T, 96>(p, stream);
-  return launch_attention_prefill<T, 128>(p, stream);
+  if (p.head_dim <= 32) return launch_attention_prefill<T, KV, 32>(p, stream);
+  if (p.head_dim <= 64) return launch_attention_prefill<T, KV, 64>(p, stream);
+  if (p.head_dim <= 96) return launch_attention_prefill<T, KV, 96>(p, stream);
+  return launch_attention_prefill<T, KV, 128>(p, stream);
 }
 
-template <typename T>
+// The kernel the host hints pick for p (attention.h), at p's head dim.
+template <typename T, typename KV>
+cudaError_t launch_for_kernel(const AttentionParams& p, cudaStream_t stream) {
+  if (attention_uses_decode_kernel(p)) return launch_decode_for_head_dim<T, KV>(p, stream);
+  if (attention_uses_prefill_kernel(p)) return launch_prefill_for_head_dim<T, KV>(p, stream);
+  return launch_for_head_dim<T, KV>(p, stream);
+}
+
+template <typename T, typename KV>
 cudaError_t configure_all() {
   const cudaError_t errors[] = {
-      configure_attention_tiles<T, 32>(),   configure_attention_tiles<T, 64>(),
-      configure_attention_tiles<T, 96>(),   configure_attention_tiles<T, 128>(),
-      configure_attention_tiles<T, 192>(),  configure_attention_tiles<T, 256>(),
-      configure_attention_decode<T, 32>(),  configure_attention_decode<T, 64>(),
-      configure_attention_decode<T, 96>(),  configure_attention_decode<T, 128>(),
-      configure_attention_decode<T, 192>(), configure_attention_decode<T, 256>(),
-      configure_attention_prefill<T, 32>(), configure_attention_prefill<T, 64>(),
-      configure_attention_prefill<T, 96>(), configure_attention_prefill<T, 128>()};
+      configure_attention_tiles<T, KV, 32>(),   configure_attention_tiles<T, KV, 64>(),
+      configure_attention_tiles<T, KV, 96>(),   configure_attention_tiles<T, KV, 128>(),
+      configure_attention_tiles<T, KV, 192>(),  configure_attention_tiles<T, KV, 256>(),
+      configure_attention_decode<T, KV, 32>(),  configure_attention_decode<T, KV, 64>(),
+      configure_attention_decode<T, KV, 96>(),  configure_attention_decode<T, KV, 128>(),
+      configure_attention_decode<T, KV, 192>(), configure_attention_decode<T, KV, 256>(),
+      configure_attention_prefill<T, KV, 32>(), configure_attention_prefill<T, KV, 64>(),
+      configure_attention_prefill<T, KV, 96>(), configure_attention_prefill<T, KV, 128>()};
   for (cudaError_t e : errors) {
     if (e != cudaSuccess) return e;
   }
@@ -223,9 +236,8 @@ cudaError_t launch_paged_attention(const AttentionParams& params, const Attentio
   }
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    cudaError_t e = attention_uses_decode_kernel(p)    ? launch_decode_for_head_dim<T>(p, stream)
-                    : attention_uses_prefill_kernel(p) ? launch_prefill_for_head_dim<T>(p, stream)
-                                                       : launch_for_head_dim<T>(p, stream);
+    cudaError_t e = p.kv_dtype == DType::kF8E4M3 ? launch_for_kernel<T, fp8_e4m3>(p, stream)
+                                                 : launch_for_kernel<T, T>(p, stream);
     if (e != cudaSuccess || p.num_splits == 1) return e;
     const int64_t items = p.num_tokens * p.num_q_heads;
     if (items > 0x7fffffff) return cudaErrorInvalidValue;
@@ -235,8 +247,12 @@ cudaError_t launch_paged_attention(const AttentionParams& params, const Attentio
 }
 
 cudaError_t init_attention_kernels() {
-  const cudaError_t e = configure_all<bf16>();
-  return e != cudaSuccess ? e : configure_all<f16>();
+  const cudaError_t errors[] = {configure_all<bf16, bf16>(), configure_all<f16, f16>(),
+                                configure_all<bf16, fp8_e4m3>(), configure_all<f16, fp8_e4m3>()};
+  for (cudaError_t e : errors) {
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace pagoda::cuda

@@ -40,6 +40,15 @@
 // is open: check on the device (ncu local-memory traffic) whether it costs.
 // So two CTAs (8 warps) per SM for every head dim.
 //
+// An FP8 cache (KV = fp8_e4m3): the double buffers hold the 8-bit tiles,
+//   k8_s [2][64, kD] bytes   v8_s [2][64, kD] bytes
+// (cp.async, 8-byte chunks), and one pair of 16-bit tiles k_s, v_s
+// [64, kStride] takes the converted tile: after the barrier that opens tile
+// t (and issues tile t + 1), each thread converts the chunks it copied, and
+// a second barrier precedes the math. Dynamic bytes: (128 + 128) kStride *
+// sizeof(T) + 256 kD: kD 128: 102,400. k_scale is folded into the score
+// scale, v_scale into the output.
+//
 // Contracts (the tile kernel's): keys >= kv_end are never read (zero
 // filled), a block id < 0 or >= num_blocks reads as a zero key/value (the key
 // still takes part in the softmax), rows outside the sequence's rows are
@@ -69,8 +78,9 @@ constexpr int kBlockN = kAttentionPrefillBlockN;  // keys per K/V tile
 constexpr int kMinBlocksPerSm = 2;
 static_assert(kWarpRows == 32 && kMTiles == 2 && kBlockN == 64);
 
-template <int kD>
+template <int kD, typename KV>
 struct PrefillShape {
+  static constexpr bool kFp8 = kIsFp8<KV>;
   static_assert(kD % 16 == 0 && kD <= 128);
   static constexpr int kStride = kD + 8;   // smem row stride, elements
   static constexpr int kChunks = kD / 8;   // 16-byte chunks per row
@@ -79,9 +89,13 @@ struct PrefillShape {
   // is row c / kChunks, column 8 (c % kChunks).
   static constexpr int kChunksPerThread = kBlockN * kChunks / kThreads;
   static_assert(kBlockN * kChunks % kThreads == 0);
+  // 16-bit K/V tiles: two double buffers, or one converted pair for FP8.
+  static constexpr int kKvTiles = kFp8 ? 2 : 4;
+  // FP8: the 8-bit double buffers, [2][K, V][kBlockN, kD] bytes.
+  static constexpr size_t kStagingBytes = kFp8 ? static_cast<size_t>(4 * kBlockN) * kD : 0;
   template <typename T>
   static constexpr size_t smem_bytes() {
-    return static_cast<size_t>(kBlockM + 4 * kBlockN) * kStride * sizeof(T);
+    return static_cast<size_t>(kBlockM + kKvTiles * kBlockN) * kStride * sizeof(T) + kStagingBytes;
   }
 };
 
@@ -122,13 +136,16 @@ __device__ __forceinline__ int key_slot(const AttentionParams& p, const CtaWork&
 }
 
 // Issues cp.async for the K and V tiles of the keys whose cache slots are in
-// slot_s[kBlockN].
-template <typename T, int kD>
+// slot_s[kBlockN]: 16-byte chunks into [kBlockN, kStride] T tiles, or for
+// FP8 8-byte chunks into [kBlockN, kD] byte tiles; thread tid copies chunks
+// tid + kThreads i (the ones it converts).
+template <typename T, typename KV, int kD>
 __device__ __forceinline__ void issue_kv(const AttentionParams& p, const CtaWork& w,
-                                         const int* slot_s, T* k_dst, T* v_dst) {
-  using S = PrefillShape<kD>;
-  const T* k_base = static_cast<const T*>(p.k_cache);
-  const T* v_base = static_cast<const T*>(p.v_cache);
+                                         const int* slot_s, unsigned char* k_dst,
+                                         unsigned char* v_dst) {
+  using S = PrefillShape<kD, KV>;
+  const KV* k_base = static_cast<const KV*>(p.k_cache);
+  const KV* v_base = static_cast<const KV*>(p.v_cache);
 #pragma unroll
   for (int i = 0; i < S::kChunksPerThread; ++i) {
     const int c = threadIdx.x + kThreads * i;
@@ -138,19 +155,39 @@ __device__ __forceinline__ void issue_kv(const AttentionParams& p, const CtaWork
     const bool valid = slot >= 0 && col < p.head_dim;
     const int64_t src =
         valid ? (static_cast<int64_t>(slot) * p.num_kv_heads + w.kv_head) * p.head_dim + col : 0;
-    cp_async_16(smem_addr(k_dst + r * S::kStride + col), k_base + src, valid);
-    cp_async_16(smem_addr(v_dst + r * S::kStride + col), v_base + src, valid);
+    if constexpr (S::kFp8) {
+      cp_async_8(smem_addr(k_dst + r * kD + col), k_base + src, valid);
+      cp_async_8(smem_addr(v_dst + r * kD + col), v_base + src, valid);
+    } else {
+      T* k = reinterpret_cast<T*>(k_dst);
+      T* v = reinterpret_cast<T*>(v_dst);
+      cp_async_16(smem_addr(k + r * S::kStride + col), k_base + src, valid);
+      cp_async_16(smem_addr(v + r * S::kStride + col), v_base + src, valid);
+    }
   }
 }
 
-template <typename T, int kD>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_kernel(AttentionParams p) {
+template <typename T, typename KV, int kD>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    attention_prefill_kernel(AttentionParams p) {
   pdl_enter();
-  using S = PrefillShape<kD>;
+  using S = PrefillShape<kD, KV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);
-  T* k_s = q_s + kBlockM * S::kStride;  // [2][kBlockN, kStride]
-  T* v_s = k_s + 2 * S::kTileElems;     // [2][kBlockN, kStride]
+  T* k_s = q_s + kBlockM * S::kStride;             // [2][kBlockN, kStride] (FP8: [1][...])
+  T* v_s = k_s + S::kKvTiles / 2 * S::kTileElems;  // the same
+  // FP8 only: the 8-bit double buffers [2][kBlockN, kD] each.
+  unsigned char* k8_s = reinterpret_cast<unsigned char*>(v_s + S::kKvTiles / 2 * S::kTileElems);
+  unsigned char* v8_s = k8_s + 2 * kBlockN * kD;
+  // Where tile buffer b is copied to.
+  auto k_dst = [&](int b) {
+    return S::kFp8 ? k8_s + b * kBlockN * kD
+                   : reinterpret_cast<unsigned char*>(k_s + b * S::kTileElems);
+  };
+  auto v_dst = [&](int b) {
+    return S::kFp8 ? v8_s + b * kBlockN * kD
+                   : reinterpret_cast<unsigned char*>(v_s + b * S::kTileElems);
+  };
 
   CtaWork w;
   if (!prefill_work(p, w)) return;
@@ -181,7 +218,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
       for (int e = 0; e < 4; ++e) o_acc[mt][dt][e] = 0.0f;
     }
   }
-  const ScoreParams sp = ScoreParams::from(p);
+  const float2 scales = attention_detail::kv_scales<KV>(p);  // (k_scale, v_scale)
+  const ScoreParams sp = ScoreParams::from(p, scales.x);
   const int32_t* table = p.block_tables + static_cast<int64_t>(w.seq) * p.max_blocks_per_seq;
 
   // Cache slots of the keys of the next two tiles, double buffered: threads
@@ -198,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
   // Prologue: Q and the first K/V tile in one group.
   attention_detail::load_q_tile<T, kD, kBlockM>(p, w, q_s);
   __syncthreads();
-  if (w.kv_begin < w.kv_end) issue_kv<T, kD>(p, w, slot_s[0], k_s, v_s);
+  if (w.kv_begin < w.kv_end) issue_kv<T, KV, kD>(p, w, slot_s[0], k_dst(0), v_dst(0));
   cp_async_commit();
 
   // ldmatrix row addresses (see attention_kernel.cuh's compute_scores and
@@ -213,9 +251,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
     __syncthreads();     // everyone's did; tile n0 - kBlockN's buffers are free;
                          // slot_s[buf ^ 1] holds tile n0 + kBlockN's slots
     if (n0 + kBlockN < w.kv_end) {
-      issue_kv<T, kD>(p, w, slot_s[buf ^ 1], k_s + (buf ^ 1) * S::kTileElems,
-                      v_s + (buf ^ 1) * S::kTileElems);
+      issue_kv<T, KV, kD>(p, w, slot_s[buf ^ 1], k_dst(buf ^ 1), v_dst(buf ^ 1));
       cp_async_commit();
+    }
+    // The 16-bit tiles this tile's math reads: buffer buf, or for FP8 the
+    // converted pair (this thread's chunks of tile n0 landed: the wait above).
+    int tile = buf;
+    if constexpr (S::kFp8) {
+#pragma unroll
+      for (int i = 0; i < S::kChunksPerThread; ++i) {
+        const int c = threadIdx.x + kThreads * i;
+        attention_detail::convert_chunk<T, kD, S::kStride>(k8_s + buf * kBlockN * kD, k_s, c);
+        attention_detail::convert_chunk<T, kD, S::kStride>(v8_s + buf * kBlockN * kD, v_s, c);
+      }
+      __syncthreads();  // every thread's chunks converted
+      tile = 0;
     }
     // Tile n0 + 2 kBlockN's slot; stored in slot_s[buf] (tile n0's, read
     // before the barrier above) at the end of this tile.
@@ -227,8 +277,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
     }
     // Shared-memory addresses of this lane's ldmatrix rows in Q, K, V.
     const uint32_t q_addr = smem_addr(q_row);
-    const uint32_t k_addr = smem_addr(k_s + buf * S::kTileElems + k_off);
-    const uint32_t v_addr = smem_addr(v_s + buf * S::kTileElems + v_off);
+    const uint32_t k_addr = smem_addr(k_s + tile * S::kTileElems + k_off);
+    const uint32_t v_addr = smem_addr(v_s + tile * S::kTileElems + v_off);
 
     // S = Q K^T for the warp's two m16 tiles.
     float s_acc[kMTiles][kBlockN / 8][4];
@@ -300,28 +350,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) attention_prefill_k
   cp_async_wait<0>();  // nothing may be in flight when the CTA exits
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
-    attention_detail::store_rows<T, kD>(p, w, warp * kWarpRows + mt * 16, lane, st[mt], o_acc[mt]);
+    attention_detail::store_rows<T, kD>(p, w, warp * kWarpRows + mt * 16, lane, st[mt], o_acc[mt],
+                                        scales.y);
   }
 }
 
 }  // namespace attention_prefill_detail
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t configure_attention_prefill() {
-  using S = attention_prefill_detail::PrefillShape<kHeadDim>;
-  return cudaFuncSetAttribute(attention_prefill_detail::attention_prefill_kernel<T, kHeadDim>,
+  using S = attention_prefill_detail::PrefillShape<kHeadDim, KV>;
+  return cudaFuncSetAttribute(attention_prefill_detail::attention_prefill_kernel<T, KV, kHeadDim>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(S::template smem_bytes<T>()));
 }
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
-  using S = attention_prefill_detail::PrefillShape<kHeadDim>;
+  using S = attention_prefill_detail::PrefillShape<kHeadDim, KV>;
   const int64_t m_tiles = attention_prefill_m_tiles(p);
   const int64_t x = static_cast<int64_t>(p.num_seqs) * p.num_kv_heads * p.num_splits;
   if (m_tiles <= 0 || m_tiles > 65535 || x > 0x7fffffff) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(m_tiles), 1);
-  return launch_kernel(attention_prefill_detail::attention_prefill_kernel<T, kHeadDim>, grid,
+  return launch_kernel(attention_prefill_detail::attention_prefill_kernel<T, KV, kHeadDim>, grid,
                        attention_prefill_detail::kThreads, S::template smem_bytes<T>(), stream, p);
 }
 

@@ -13,24 +13,26 @@
 namespace pagoda::cuda {
 
 // kHeadDim: padded head dim (32, 64, 96, 128, 192 or 256) >= p.head_dim.
-template <typename T, int kHeadDim>
+// T: the compute dtype (bf16 or f16); KV: the cache's element type, T or
+// fp8_e4m3 (p.kv_dtype kF8E4M3, fp8_convert.cuh).
+template <typename T, typename KV, int kHeadDim>
 cudaError_t launch_attention_tiles(const AttentionParams& p, cudaStream_t stream);
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t configure_attention_tiles();
 
 // The decode kernel: every sequence has one new token, Hq / Hkv <= 16.
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t launch_attention_decode(const AttentionParams& p, cudaStream_t stream);
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t configure_attention_decode();
 
 // The prefill kernel (kHeadDim <= 128): max_query_len > 1 batches.
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);
 
-template <typename T, int kHeadDim>
+template <typename T, typename KV, int kHeadDim>
 cudaError_t configure_attention_prefill();
 
 // Row tiles of kAttentionPrefillBlockM rows the prefill kernel's grid has

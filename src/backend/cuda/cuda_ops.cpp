@@ -33,6 +33,15 @@ std::string describe(const Tensor& t) {
 int64_t last_dim(const Tensor& t) { return t.ndim > 0 ? t.dim(-1) : 0; }
 int64_t num_rows(const Tensor& t) { return t.ndim > 0 && last_dim(t) > 0 ? t.numel() / last_dim(t) : 0; }
 
+// Whether a cache of qkv's dtype or an FP8 one (with its [2] f32 scales)
+// holds k and v.
+bool cache_dtype_ok(const KvCacheView& cache, DType compute) {
+  if (cache.k.dtype != cache.v.dtype) return false;
+  if (cache.k.dtype == compute) return true;
+  return cache.k.dtype == DType::kF8E4M3 && cache.scales.dtype == DType::kF32 &&
+         cache.scales.numel() == 2;
+}
+
 // Dtypes and sizes of paged_attention's arguments (shapes the kernel cannot
 // handle are reported by the launcher).
 bool attention_args_ok(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
@@ -45,8 +54,8 @@ bool attention_args_ok(const Tensor& qkv, const QkvLayout& layout, const KvCache
                        meta.seq_lens.numel() >= meta.num_seqs &&
                        meta.block_tables.numel() >=
                            static_cast<int64_t>(meta.num_seqs) * meta.max_blocks_per_seq;
-  const bool cache_ok = cache.k.dtype == qkv.dtype && cache.v.dtype == qkv.dtype && width > 0 &&
-                        cache.block_size > 0 && cache.k.numel() == cache.v.numel() &&
+  const bool cache_ok = cache_dtype_ok(cache, qkv.dtype) && width > 0 && cache.block_size > 0 &&
+                        cache.k.numel() == cache.v.numel() &&
                         cache.k.numel() % (width * cache.block_size) == 0;
   return is_half(qkv.dtype) && last_dim(qkv) == layout.row_width() && out.dtype == qkv.dtype &&
          out.numel() == num_rows(qkv) * layout.num_q_heads * layout.head_dim && meta_ok && cache_ok;
@@ -232,8 +241,8 @@ void CudaBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Ten
   const int64_t tokens = num_rows(qkv);
   const int64_t width = static_cast<int64_t>(layout.num_kv_heads) * layout.head_dim;
   if (!is_half(qkv.dtype) || last_dim(qkv) != layout.row_width() || slots.dtype != DType::kI32 ||
-      slots.numel() != tokens || cache.k.dtype != qkv.dtype || cache.v.dtype != qkv.dtype ||
-      width <= 0 || cache.k.numel() != cache.v.numel() || cache.k.numel() % width != 0) {
+      slots.numel() != tokens || !cache_dtype_ok(cache, qkv.dtype) || width <= 0 ||
+      cache.k.numel() != cache.v.numel() || cache.k.numel() % width != 0) {
     return fail(fmt::format("kv_write: qkv {} slots {} k {} v {}", describe(qkv), describe(slots),
                             describe(cache.k), describe(cache.v)));
   }
@@ -249,6 +258,8 @@ void CudaBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Ten
   p.k_cache = cache.k.data;
   p.v_cache = cache.v.data;
   p.num_slots = cache.k.numel() / width;
+  p.cache_dtype = cache.k.dtype;
+  p.scales = cache.k.dtype == DType::kF8E4M3 ? cache.scales.ptr<float>() : nullptr;
   check(cuda::launch_kv_write(p, stream_), "kv_write");
 }
 
@@ -274,6 +285,8 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   p.head_dim = layout.head_dim;
   p.k_cache = cache.k.data;
   p.v_cache = cache.v.data;
+  p.kv_dtype = cache.k.dtype;
+  p.kv_scales = cache.k.dtype == DType::kF8E4M3 ? cache.scales.ptr<float>() : nullptr;
   p.block_size = cache.block_size;
   p.num_blocks = cache.k.numel() / (width * cache.block_size);
   p.query_start_loc = meta.query_start_loc.ptr<int32_t>();
@@ -291,9 +304,11 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   const cuda::AttentionWorkspace ws{attention_workspace_, attention_workspace_bytes_, num_sms_};
   const cudaError_t e = cuda::launch_paged_attention(p, ws, stream_);
   if (e == cudaErrorInvalidValue) {
-    return fail(fmt::format("paged_attention: unsupported shape (head_dim {} must be a multiple of "
-                            "8 in [8, 256], Hq {} a multiple of Hkv {}, 16-byte aligned qkv/cache)",
-                            layout.head_dim, layout.num_q_heads, layout.num_kv_heads));
+    return fail(
+        fmt::format("paged_attention: unsupported shape (head_dim {} must be a multiple of "
+                    "8 in [8, 256], Hq {} a multiple of Hkv {}, 16-byte aligned qkv/cache, "
+                    "8-byte aligned for fp8)",
+                    layout.head_dim, layout.num_q_heads, layout.num_kv_heads));
   }
   check(e, "paged_attention");
 }

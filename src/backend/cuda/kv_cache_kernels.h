@@ -1,5 +1,5 @@
-// Paged KV cache writes: kv_write (new tokens' k/v into their slots) and
-// copy_blocks (copy-on-write of whole blocks).
+// Paged KV cache writes: kv_write (new tokens' k/v into their slots; an FP8
+// cache quantises them) and copy_blocks (copy-on-write of whole blocks).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,6 +22,11 @@ struct KvWriteParams {
   void* k_cache = nullptr;       // [num_slots, num_kv_heads, head_dim]
   void* v_cache = nullptr;
   int64_t num_slots = 0;         // num_blocks * block_size; slots >= this are skipped
+  // kF8E4M3: the cache holds e4m3(x / scale) (core/fp8.h rounding,
+  // saturating), scales [2] = (k_scale, v_scale) read on the device (graph
+  // replays see the current values); else `dtype` and scales unused.
+  DType cache_dtype = DType::kBF16;
+  const float* scales = nullptr;
 };
 
 cudaError_t launch_kv_write(const KvWriteParams& p, cudaStream_t stream);

@@ -59,8 +59,19 @@ def rope(x, positions, freqs):
     return x * cos + rotated * sin
 
 
-def forward(config, weights, ids):
-    """Logits [T, vocab] (float64) of the token ids `ids` from position 0."""
+def e4m3_round(x):
+    """x rounded to OCP float8 e4m3fn values (round half to even, saturating at +-448): what an
+    FP8 KV cache (--kv-cache-dtype fp8, scale 1) gives back. Normals have 3 mantissa bits
+    (quantum 2^(e-3) for |x| in [2^e, 2^(e+1)), e >= -6); below 2^-6 the quantum is 2^-9."""
+    a = np.minimum(np.abs(x), 448.0)
+    e = np.floor(np.log2(np.maximum(a, 2.0 ** -6)))
+    quantum = 2.0 ** (e - 3)
+    return np.sign(x) * np.minimum(np.rint(a / quantum) * quantum, 448.0)
+
+
+def forward(config, weights, ids, kv_round=None):
+    """Logits [T, vocab] (float64) of the token ids `ids` from position 0. kv_round: applied to
+    every layer's k (after rope) and v, as a KV cache of another element type stores them."""
     w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     gemma3 = config["model_type"] != "gemma2"
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
@@ -93,6 +104,8 @@ def forward(config, weights, ids):
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         freqs = local_freqs if sliding else global_freqs
         q, k = rope(q, pos, freqs), rope(k, pos, freqs)
+        if kv_round is not None:
+            k, v = kv_round(k), kv_round(v)
         group = heads // kv_heads
         k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
         scores = np.einsum("qhd,khd->hqk", q, k) * scale

@@ -2,7 +2,9 @@
 // prefixes mixed with decode tokens) over shuffled, non-contiguous block
 // tables, against a double-precision attention over each sequence's logical
 // k/v. Unused cache slots and table entries point at NaN so stray reads show.
-// Also with Gemma's scoring: attention-logit soft-capping and sliding windows.
+// Also with Gemma's scoring: attention-logit soft-capping and sliding windows,
+// and with an FP8 cache: the reference then attends over core/fp8.h's
+// e4m3_to_float(float_to_e4m3(x / scale)) * scale of the logical k/v.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <numeric>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/fp8.h"
 #include "test_util.h"
 
 namespace pagoda {
@@ -31,7 +34,47 @@ struct AttentionCase {
   float scale = 1.0f;
   float softcap = 0.0f;  // > 0: scores capped (Gemma 2)
   int window = 0;        // > 0: sliding window
+  bool fp8 = false;      // an FP8 e4m3 cache with these scales
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
   std::vector<SeqCase> seqs;
+};
+
+// What an FP8 cache gives back for x stored with `scale` (the specification).
+float fp8_round_trip(float x, float scale) {
+  return e4m3_to_float(float_to_e4m3(x / scale)) * scale;
+}
+
+// The k and v buffers of a test cache: f32, or FP8 bytes (NaN = 0x7f).
+struct TestCache {
+  std::vector<float> k32, v32;
+  std::vector<uint8_t> k8, v8;
+  std::vector<float> scales;
+
+  TestCache(const AttentionCase& c, size_t n) {
+    if (c.fp8) {
+      k8.assign(n, 0x7f);
+      v8.assign(n, 0x7f);
+    } else {
+      k32 = test::nan_filled(n);
+      v32 = k32;
+    }
+    scales = {c.k_scale, c.v_scale};
+  }
+  // Writes x to element i of k or v as kv_write would (the specification).
+  void put(bool is_v, size_t i, float x) {
+    if (!k8.empty()) {
+      (is_v ? v8 : k8)[i] = float_to_e4m3(x / scales[is_v ? 1 : 0]);
+    } else {
+      (is_v ? v32 : k32)[i] = x;
+    }
+  }
+  KvCacheView view(int num_blocks, int bs, const QkvLayout& l) {
+    const std::initializer_list<int64_t> dims = {num_blocks, bs, l.num_kv_heads, l.head_dim};
+    if (k8.empty()) return {f32(k32, dims), f32(v32, dims), bs, f32(scales, {2})};
+    return {Tensor(k8.data(), DType::kF8E4M3, dims), Tensor(v8.data(), DType::kF8E4M3, dims), bs,
+            f32(scales, {2})};
+  }
 };
 
 AttentionCase random_case(Rng& rng) {
@@ -88,16 +131,17 @@ void run_case(const AttentionCase& c, Rng& rng) {
 
   // Logical k/v per sequence [seq_len, Hkv, D]; cached ones go straight into
   // the cache, new ones through qkv rows and kv_write.
-  std::vector<float> k = test::nan_filled(static_cast<size_t>(num_blocks * bs * kvw)), v = k;
+  TestCache cache_data(c, static_cast<size_t>(num_blocks * bs * kvw));
   std::vector<std::vector<float>> kref(num_seqs), vref(num_seqs);
   std::vector<int32_t> qsl = {0}, seq_lens, slots, positions;
   for (int s = 0; s < num_seqs; ++s) {
     kref[s] = rng.floats(static_cast<size_t>(c.seqs[s].seq_len() * kvw));
     vref[s] = rng.floats(kref[s].size());
-    for (int p = 0; p < c.seqs[s].cached; ++p) {
-      std::copy_n(kref[s].begin() + p * kvw, kvw, k.begin() + slot(s, p) * kvw);
-      std::copy_n(vref[s].begin() + p * kvw, kvw, v.begin() + slot(s, p) * kvw);
-    }
+    for (int p = 0; p < c.seqs[s].cached; ++p)
+      for (int64_t i = 0; i < kvw; ++i) {
+        cache_data.put(false, slot(s, p) * kvw + i, kref[s][p * kvw + i]);
+        cache_data.put(true, slot(s, p) * kvw + i, vref[s][p * kvw + i]);
+      }
     qsl.push_back(qsl.back() + c.seqs[s].q_len);
     seq_lens.push_back(c.seqs[s].seq_len());
   }
@@ -112,9 +156,15 @@ void run_case(const AttentionCase& c, Rng& rng) {
       slots.push_back(slot(s, p));
     }
 
-  KvCacheView cache{f32(k, {num_blocks, bs, l.num_kv_heads, d}),
-                    f32(v, {num_blocks, bs, l.num_kv_heads, d}), bs};
+  KvCacheView cache = cache_data.view(num_blocks, bs, l);
   be.kv_write(f32(qkv, {t, width}), l, i32(slots, {t}), cache);
+  if (c.fp8) {  // the reference attends over what the cache holds
+    for (int s = 0; s < num_seqs; ++s)
+      for (size_t i = 0; i < kref[s].size(); ++i) {
+        kref[s][i] = fp8_round_trip(kref[s][i], c.k_scale);
+        vref[s][i] = fp8_round_trip(vref[s][i], c.v_scale);
+      }
+  }
   AttentionMetadata meta;
   meta.query_start_loc = i32(qsl, {num_seqs + 1});
   meta.seq_lens = i32(seq_lens, {num_seqs});
@@ -188,6 +238,62 @@ TEST(CpuAttention, SoftcapAndSlidingWindow) {
   }
 }
 
+// FP8 cache: kv_write stores float_to_e4m3(x / scale) and attention reads
+// e4m3 * scale, for scales that leave the values small, large, saturated
+// (|x / scale| > 448) and subnormal.
+TEST(CpuAttention, Fp8CacheMatchesTheRoundTripReference) {
+  Rng rng(104);
+  for (int iter = 0; iter < 80; ++iter) {
+    SCOPED_TRACE(iter);
+    AttentionCase c = random_case(rng);
+    c.fp8 = true;
+    c.k_scale = rng.pick(std::vector<float>{1.0f, 0.01f, 0.0017f, 3.0f, 200.0f});
+    c.v_scale = rng.pick(std::vector<float>{1.0f, 0.02f, 0.0013f, 0.5f, 150.0f});
+    if (iter % 3 == 0) {
+      c.softcap = rng.pick(std::vector<float>{0.0f, 2.0f});
+      c.window = rng.pick(std::vector<int>{0, 3, 11});
+    }
+    run_case(c, rng);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// kv_write's bytes are exactly float_to_e4m3(x / scale) for k and v, with
+// each its own scale; padding slots (< 0) write nothing.
+TEST(CpuAttention, Fp8KvWriteQuantisesWithEachScale) {
+  Rng rng(105);
+  CpuBackend be;
+  const QkvLayout l{4, 2, 8};
+  const int bs = 4, num_blocks = 3, t = 5;
+  const int64_t kvw = l.num_kv_heads * l.head_dim, width = l.row_width();
+  AttentionCase c;
+  c.fp8 = true;
+  c.k_scale = 0.004f;  // |k| / 0.004 up to 750: some saturate at 448
+  c.v_scale = 0.25f;
+  TestCache cache_data(c, static_cast<size_t>(num_blocks * bs * kvw));
+  KvCacheView cache = cache_data.view(num_blocks, bs, l);
+  std::vector<float> qkv = rng.floats(static_cast<size_t>(t * width), -3.0f, 3.0f);
+  std::vector<int32_t> slots = {7, -1, 0, 11, 3};
+  be.kv_write(f32(qkv, {t, width}), l, i32(slots, {t}), cache);
+  std::vector<bool> written(static_cast<size_t>(num_blocks * bs), false);
+  int saturated = 0;
+  for (int r = 0; r < t; ++r) {
+    if (slots[r] < 0) continue;
+    written[static_cast<size_t>(slots[r])] = true;
+    for (int64_t i = 0; i < kvw; ++i) {
+      const float k = qkv[r * width + l.num_q_heads * l.head_dim + i];
+      const float v = qkv[r * width + l.num_q_heads * l.head_dim + kvw + i];
+      ASSERT_EQ(cache_data.k8[slots[r] * kvw + i], float_to_e4m3(k / c.k_scale)) << r << " " << i;
+      ASSERT_EQ(cache_data.v8[slots[r] * kvw + i], float_to_e4m3(v / c.v_scale)) << r << " " << i;
+      saturated += std::fabs(k / c.k_scale) > kE4M3Max ? 1 : 0;
+    }
+  }
+  EXPECT_GT(saturated, 0);
+  for (size_t s = 0; s < written.size(); ++s)
+    if (!written[s])
+      for (int64_t i = 0; i < kvw; ++i) ASSERT_EQ(cache_data.k8[s * kvw + i], 0x7f) << s;
+}
+
 TEST(CpuAttention, DecodeOnlyAndSingleTokenContext) {
   Rng rng(101);
   for (int bs : {1, 7, 16}) {
@@ -208,7 +314,7 @@ TEST(CpuAttention, RowsIndependentOfBatchComposition) {
   const int bs = 4, ctx = 9;
   const int64_t kvw = l.num_kv_heads * l.head_dim, width = l.row_width();
   std::vector<float> k = rng.floats(static_cast<size_t>(8 * bs * kvw)), v = rng.floats(k.size());
-  KvCacheView cache{f32(k, {8, bs, 2, 16}), f32(v, {8, bs, 2, 16}), bs};
+  KvCacheView cache{f32(k, {8, bs, 2, 16}), f32(v, {8, bs, 2, 16}), bs, Tensor()};
   std::vector<float> qkv = rng.floats(static_cast<size_t>(3 * width));
   auto run = [&](std::vector<int32_t> qsl, std::vector<int32_t> lens, std::vector<int32_t> tables,
                  int rows) {

@@ -341,7 +341,7 @@ TEST(CpuOps, KvWriteSkipsNegativeSlotsAndCopyBlocks) {
       if (s >= 0) owner[s] = r;
     }
     KvCacheView cache{f32(k, {num_blocks, bs, l.num_kv_heads, l.head_dim}),
-                      f32(v, {num_blocks, bs, l.num_kv_heads, l.head_dim}), bs};
+                      f32(v, {num_blocks, bs, l.num_kv_heads, l.head_dim}), bs, Tensor()};
     be.kv_write(f32(qkv, {t, width}), l, i32(slots, {t}), cache);
     const int64_t koff = l.num_q_heads * l.head_dim;
     for (int64_t s = 0; s < num_slots; ++s)
@@ -353,9 +353,10 @@ TEST(CpuOps, KvWriteSkipsNegativeSlotsAndCopyBlocks) {
 
     // copy_blocks over two "layers": block src[i] -> dst[i] in k and v.
     std::vector<float> k2 = rng.floats(k.size()), v2 = rng.floats(k.size());
-    std::vector<KvCacheView> caches = {cache,
-                                       {f32(k2, {num_blocks, bs, l.num_kv_heads, l.head_dim}),
-                                        f32(v2, {num_blocks, bs, l.num_kv_heads, l.head_dim}), bs}};
+    std::vector<KvCacheView> caches = {
+        cache,
+        {f32(k2, {num_blocks, bs, l.num_kv_heads, l.head_dim}),
+         f32(v2, {num_blocks, bs, l.num_kv_heads, l.head_dim}), bs, Tensor()}};
     const std::vector<float> k_before = k, v2_before = v2;
     std::vector<int32_t> src = {0, num_blocks - 1}, dst = {1, 0};
     if (num_blocks == 2) src = {0}, dst = {1};

@@ -37,6 +37,8 @@ class FailingRank final : public Runner {
   int64_t num_sliding_kv_blocks() const override { return inner_->num_sliding_kv_blocks(); }
   int64_t kv_block_bytes() const override { return inner_->kv_block_bytes(); }
   int64_t sliding_kv_block_bytes() const override { return inner_->sliding_kv_block_bytes(); }
+  DType kv_cache_dtype() const override { return inner_->kv_cache_dtype(); }
+  const std::string& kv_scales_source() const override { return inner_->kv_scales_source(); }
   int block_size() const override { return inner_->block_size(); }
   int64_t max_model_len() const override { return inner_->max_model_len(); }
   int64_t max_num_batched_tokens() const override { return inner_->max_num_batched_tokens(); }

@@ -50,6 +50,8 @@ class FakeRank final : public Runner {
   int64_t num_sliding_kv_blocks() const override { return 0; }
   int64_t kv_block_bytes() const override { return 4096; }
   int64_t sliding_kv_block_bytes() const override { return 0; }
+  DType kv_cache_dtype() const override { return DType::kF32; }
+  const std::string& kv_scales_source() const override { return no_scales_; }
   int block_size() const override { return 16; }
   int64_t max_model_len() const override { return plan_.max_model_len; }
   int64_t max_num_batched_tokens() const override { return 64; }
@@ -99,6 +101,7 @@ class FakeRank final : public Runner {
   std::set<std::thread::id>* threads_;
   std::mutex* mu_;
   std::string sizing_ = "test";
+  std::string no_scales_;
   std::vector<int64_t> graphs_;
   std::array<bool, 2> active_{};
   std::array<int64_t, 2> rows_{};

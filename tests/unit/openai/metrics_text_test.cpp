@@ -49,7 +49,13 @@ TEST(MetricsText, ExposesEngineMetrics) {
   m.prefix_cache_queries = 1000;
   m.prefix_cache_hits = 250;
   m.time_to_first_token = Histogram{{0.01, 0.1, 1.0}, {1, 3, 4}, 0.9, 5};
-  const std::string text = format_prometheus(m, "my \"model\"", 2, 3);
+  ModelInfo info;
+  info.tensor_parallel_size = 2;
+  info.pipeline_parallel_size = 3;
+  info.kv_capacity_tokens = 4096;
+  info.kv_cache_dtype = "fp8_e4m3";
+  info.block_size = 16;
+  const std::string text = format_prometheus(m, "my \"model\"", info);
   auto s = parse_exposition(text);
   const std::string l = R"({model_name="my \"model\""})";
   EXPECT_EQ(s["pagoda:num_requests_running" + l], 3);
@@ -57,6 +63,10 @@ TEST(MetricsText, ExposesEngineMetrics) {
   EXPECT_EQ(s["pagoda:kv_cache_usage_perc" + l], 0.25);
   EXPECT_EQ(s["pagoda:tensor_parallel_size" + l], 2);
   EXPECT_EQ(s["pagoda:pipeline_parallel_size" + l], 3);
+  EXPECT_EQ(s["pagoda:kv_cache_capacity_tokens" + l], 4096);
+  EXPECT_EQ(
+      s[R"(pagoda:kv_cache_info{model_name="my \"model\"",cache_dtype="fp8_e4m3",block_size="16"})"],
+      1);
   EXPECT_EQ(s["pagoda:prefix_cache_queries_total" + l], 1000);
   EXPECT_EQ(s["pagoda:prefix_cache_hits_total" + l], 250);
   EXPECT_EQ(s["pagoda:num_preemptions_total" + l], 2);
@@ -88,7 +98,7 @@ TEST(MetricsText, ExposesStepTimes) {
   EngineMetrics m;
   m.steps.add(2.5, 1.5);
   m.detokenize_seconds = 0.25;
-  auto s = parse_exposition(format_prometheus(m, "m", 1));
+  auto s = parse_exposition(format_prometheus(m, "m", ModelInfo{}));
   const std::string l = R"({model_name="m"})";
   EXPECT_EQ(s["pagoda:engine_steps_total" + l], 1);
   EXPECT_EQ(s["pagoda:engine_step_seconds_total" + l], 2.5);
@@ -154,7 +164,7 @@ TEST(MetricsText, VllmFamiliesBesidePagodas) {
   observe(m.inter_token_latency, 0.02);
   observe(m.request_prompt_tokens, 7);
   observe(m.iteration_tokens, 40);
-  const std::string text = format_prometheus(m, "tiny", 1);
+  const std::string text = format_prometheus(m, "tiny", ModelInfo{});
   auto s = parse_exposition(text);
   const std::string l = R"({model_name="tiny",engine="0"})";
   EXPECT_EQ(s["vllm:num_requests_running" + l], 2);
@@ -210,7 +220,7 @@ TEST(MetricsText, VllmFamiliesBesidePagodas) {
 }
 
 TEST(MetricsText, EveryFamilyHasSamplesAndCountersEndInTotal) {
-  const auto f = families(format_prometheus(make_engine_metrics(128), "m", 1));
+  const auto f = families(format_prometheus(make_engine_metrics(128), "m", ModelInfo{}));
   EXPECT_GE(f.size(), 40u);
   for (const auto& [name, family] : f) {
     EXPECT_FALSE(family.samples.empty()) << name;
