@@ -304,8 +304,9 @@ Result<Tensor> WeightLoader::load_linear_rows(const std::string& name,
   const std::optional<DType> dt =
       allow_blocks ? kept_blocks({name}, {0, shape[1]}, shape[1]) : std::nullopt;
   PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, {padded_rows, shape[1]}, dt));
+  std::vector<uint8_t> perm;
   if (dt) {
-    PAGODA_RETURN_IF_ERROR(read_blocks_into(name, shape, rows, {0, shape[1]}, t.data));
+    PAGODA_RETURN_IF_ERROR(read_blocks_into(name, shape, rows, {0, shape[1]}, t.data, &perm));
   } else {
     PAGODA_RETURN_IF_ERROR(read_into(name, shape, rows, {0, shape[1]}, t.data));
   }
@@ -318,6 +319,7 @@ Result<Tensor> WeightLoader::load_linear_rows(const std::string& name,
         pad);
     backend_.synchronize();  // zeros must outlive the copy
   }
+  upload_k_perm(t, perm);  // after the padded rows, where a _perm format keeps it
   if (dt) PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
   return t;
 }
