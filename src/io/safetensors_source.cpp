@@ -31,8 +31,8 @@ class SafetensorsSource final : public IndexedWeightSource {
       if (!e.dtype) {
         return make_error(
             ErrorCode::kUnsupported,
-            fmt::format("safetensors {}: tensor '{}' has dtype {}; only F32, F16 and BF16 are "
-                        "supported",
+            fmt::format("safetensors {}: tensor '{}' has dtype {}; only F32, F16, BF16 and "
+                        "F8_E4M3 (FP8 linear weights) are supported",
                         path, e.name, e.dtype_name));
       }
       if (const std::optional<size_t> at = position(e.name)) {

@@ -59,9 +59,9 @@ void handle_metrics(ServiceContext& ctx, const http::HttpRequest&,
                     std::shared_ptr<http::Responder> responder) {
   http::HttpResponse response;
   response.content_type = kPrometheusContentType;
-  response.body = format_prometheus(ctx.engine.metrics(), ctx.model_name,
-                                    ctx.engine.info().tensor_parallel_size,
-                                    ctx.engine.info().pipeline_parallel_size);
+  response.body = format_prometheus(
+      ctx.engine.metrics(), ctx.model_name, ctx.engine.info().tensor_parallel_size,
+      ctx.engine.info().pipeline_parallel_size, ctx.engine.info().weight_precision);
   responder->send(std::move(response));
 }
 

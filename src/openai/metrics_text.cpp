@@ -15,7 +15,8 @@ std::vector<std::pair<std::string, double>> spec_positions(const EngineMetrics& 
 }
 
 std::string format_prometheus(const EngineMetrics& m, const std::string& model_name,
-                              int tensor_parallel_size, int pipeline_parallel_size) {
+                              int tensor_parallel_size, int pipeline_parallel_size,
+                              const std::string& weight_precision) {
   std::string out;
   PrometheusWriter e(out, fmt::format("model_name=\"{}\"", escape_label_value(model_name)));
   e.gauge("pagoda:num_requests_running", static_cast<double>(m.num_running),
@@ -28,6 +29,10 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
           "Ranks (GPUs, or cpu threads) the model is split over (--tensor-parallel-size).");
   e.gauge("pagoda:pipeline_parallel_size", static_cast<double>(pipeline_parallel_size),
           "Pipeline stages the model's layers are split into (--pipeline-parallel-size).");
+  if (!weight_precision.empty())
+    e.info("pagoda:weight_precision_info",
+           "The linear layers' weight precision (label precision), e.g. bf16 or fp8 (w8a8, ...).",
+           "precision", weight_precision);
   e.counter("pagoda:prefix_cache_queries", static_cast<double>(m.prefix_cache_queries),
             "Prompt tokens looked up in the prefix cache.");
   e.counter("pagoda:prefix_cache_hits", static_cast<double>(m.prefix_cache_hits),

@@ -19,10 +19,13 @@ inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4
 // the position ("0", "1", ...).
 std::vector<std::pair<std::string, double>> spec_positions(const EngineMetrics& m);
 
-// tensor_parallel_size, pipeline_parallel_size: ModelInfo's, the gauges
-// pagoda:tensor_parallel_size and pagoda:pipeline_parallel_size.
+// tensor_parallel_size, pipeline_parallel_size, weight_precision: ModelInfo's,
+// the gauges pagoda:tensor_parallel_size and pagoda:pipeline_parallel_size and
+// the info gauge pagoda:weight_precision_info{precision="..."} (left out when
+// empty).
 std::string format_prometheus(const EngineMetrics& metrics, const std::string& model_name,
-                              int tensor_parallel_size, int pipeline_parallel_size = 1);
+                              int tensor_parallel_size, int pipeline_parallel_size = 1,
+                              const std::string& weight_precision = "");
 
 // Appends vLLM's families (vllm_metrics_text.cpp).
 void append_vllm_metrics(std::string& out, const EngineMetrics& metrics, const std::string& model_name);

@@ -65,7 +65,7 @@ class CudaBackend final : public Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                     Tensor& out) override;
-  void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) override;
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) override;
   void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
                float eps) override;
   void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
@@ -126,6 +126,8 @@ class CudaBackend final : public Backend {
   // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
   // cuBLASLt on each chunk (cuda_quant_linear.cpp).
   Status prepare_block_weight(const Tensor& w) override;
+  // FP8 weights (backend/linear_weight.h) are not run on cuda yet: refused.
+  Status prepare_fp8_weight(const LinearWeight& w) override;
   // Makes the backend's device current on the calling thread.
   void make_current();
 
