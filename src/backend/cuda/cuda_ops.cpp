@@ -128,7 +128,7 @@ void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& 
 
 void CudaBackend::linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
   if (is_block_dtype(w.dtype)) return linear_blocks(x, w, bias, out);
-  if (w.is_fp8()) return fail("linear: FP8 weights are not implemented on cuda yet");
+  if (w.is_fp8()) return linear_fp8(x, w, bias, out);
   const int64_t k = last_dim(x);
   const int64_t rows = num_rows(x);
   const int64_t n = w.ndim == 2 ? w.dim(0) : 0;

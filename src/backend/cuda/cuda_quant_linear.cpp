@@ -40,11 +40,6 @@ std::string describe(const Tensor& t) {
 
 }  // namespace
 
-Status CudaBackend::prepare_fp8_weight(const LinearWeight&) {
-  return make_error(ErrorCode::kUnsupported,
-                    "FP8 linear weights are not implemented on cuda yet (run --device cpu)");
-}
-
 Status CudaBackend::prepare_block_weight(const Tensor& w) {
   if (!is_block_dtype(w.dtype) || w.ndim != 2 || w.dim(1) % dtype_block_elems(w.dtype) != 0)
     return make_error(ErrorCode::kInvalidArgument,
