@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
-#include <utility>
 
 #include "core/float_elements.h"
 #include "core/log.h"
@@ -232,10 +231,8 @@ Result<LinearWeight> WeightLoader::load_linear(const std::string& name,
   if (shape.size() != 2) return as_linear(load(name, shape));
   PAGODA_ASSIGN_OR_RETURN(const bool fp8, stored_fp8({name}));
   if (fp8) return load_fp8({name}, {shape[0]}, shape[1], {{0, shape[0]}}, {0, shape[1]});
-  const QuantizationConfig online = std::exchange(quant_, QuantizationConfig());  // no lm_head
-  Result<LinearWeight> w = load_fused_linear({name}, {shape[0]}, shape[1]);
-  quant_ = online;
-  return w;
+  // The lm_head is never quantised online (vLLM neither).
+  return load_fused_linear({name}, {shape[0]}, shape[1], {}, /*online=*/false);
 }
 
 Result<LinearWeight> WeightLoader::load_linear_columns(const std::string& name,
@@ -269,8 +266,15 @@ Result<LinearWeight> WeightLoader::load_linear_columns(const std::string& name,
 Result<LinearWeight> WeightLoader::load_fused_linear(const std::vector<std::string>& names,
                                                      const std::vector<int64_t>& rows, int64_t cols,
                                                      const std::vector<IndexRange>& take) {
+  return load_fused_linear(names, rows, cols, take, quant_.method == QuantMethod::kOnline);
+}
+
+Result<LinearWeight> WeightLoader::load_fused_linear(const std::vector<std::string>& names,
+                                                     const std::vector<int64_t>& rows, int64_t cols,
+                                                     const std::vector<IndexRange>& take,
+                                                     bool online) {
   PAGODA_ASSIGN_OR_RETURN(const bool fp8, stored_fp8(names));
-  if (fp8 || quant_.method == QuantMethod::kOnline) {
+  if (fp8 || online) {
     if (!take.empty() && take.size() != names.size())
       return make_error(ErrorCode::kInternal,
                         "load_fused " + names[0] + ": one row range per part");

@@ -120,6 +120,11 @@ class WeightLoader {
   // but not possible here) to dequantize it.
   std::optional<DType> kept_blocks(const std::vector<std::string>& names, IndexRange cols,
                                    int64_t k) const;
+  // load_fused_linear; `online`: quantise compute-dtype weights to FP8 (the
+  // online scheme's layer linears; false for the lm_head).
+  Result<LinearWeight> load_fused_linear(const std::vector<std::string>& names,
+                                         const std::vector<int64_t>& rows, int64_t cols,
+                                         const std::vector<IndexRange>& take, bool online);
   // FP8 (weight_loader_fp8.cpp). Whether the linear weight of `names` is
   // stored as F8_E4M3 (every part, else an error naming the odd one).
   Result<bool> stored_fp8(const std::vector<std::string>& names) const;
