@@ -108,12 +108,18 @@ Status parse_ct_activations(const Json* a, const std::string& where, Quantizatio
   return Status::Ok();
 }
 
+// compressed-tensors' formats that store FP8 weights as their e4m3 values
+// (the weights' num_bits / type say FP8; the tensors' dtype is checked at load).
+bool stores_fp8_values(const Json* format) {
+  return format == nullptr || *format == "float-quantized" || *format == "naive-quantized";
+}
+
 Result<QuantizationConfig> parse_compressed_tensors(const Json& j, const std::string& where) {
   QuantizationConfig q;
   q.method = QuantMethod::kCompressedTensors;
   const Json* format = find(j, "format");
-  if (format != nullptr && *format != "float-quantized")
-    return bad(where, "format", format, "must be \"float-quantized\" (FP8)");
+  if (!stores_fp8_values(format))
+    return bad(where, "format", format, "must be \"float-quantized\" or \"naive-quantized\" (FP8)");
   const Json* groups = find(j, "config_groups");
   if (groups == nullptr || !groups->is_object() || groups->empty())
     return bad(where, "config_groups", groups, "must be an object of quantisation groups");
@@ -122,8 +128,8 @@ Result<QuantizationConfig> parse_compressed_tensors(const Json& j, const std::st
     const std::string gw = where + ".config_groups." + name;
     if (!g.is_object()) return bad(where + ".config_groups", name, &g, "must be an object");
     const Json* gf = find(g, "format");
-    if (gf != nullptr && *gf != "float-quantized")
-      return bad(gw, "format", gf, "must be \"float-quantized\" (FP8)");
+    if (!stores_fp8_values(gf))
+      return bad(gw, "format", gf, "must be \"float-quantized\" or \"naive-quantized\" (FP8)");
     if (const Json* out = find(g, "output_activations"))
       return bad(gw, "output_activations", out, "must be null");
     const Json* w = find(g, "weights");

@@ -16,7 +16,7 @@ namespace pagoda {
 
 enum class QuantMethod {
   kNone,               // unquantised weights
-  kCompressedTensors,  // quant_method compressed-tensors, format float-quantized
+  kCompressedTensors,  // quant_method compressed-tensors, format float- / naive-quantized
   kModelOpt,           // quant_method modelopt / hf_quant_config.json, quant_algo FP8
   kFp8,                // quant_method fp8 (per-tensor, or weight_block_size blocks)
   kOnline,             // --quantization fp8: bf16/fp16/f32 weights quantised at load

@@ -55,7 +55,9 @@ TEST(QuantizationConfig, CompressedTensorsDynamicPerChannel) {
 }
 
 TEST(QuantizationConfig, CompressedTensorsStaticPerTensor) {
-  const QuantizationConfig q = ok(compressed(kTensorW, kStaticTensor));
+  std::string naive = compressed(kTensorW, kStaticTensor);
+  naive.replace(naive.find("float-quantized"), 15, "naive-quantized");
+  const QuantizationConfig q = ok(naive);
   EXPECT_EQ(q.weight_scales, Fp8WeightScales::kTensor);
   EXPECT_TRUE(q.static_activations);
 }
