@@ -390,12 +390,22 @@ Status write_json(const std::string& path, const nlohmann::json& j) {
 
 // The bandwidth ceiling, measured before the engine takes the device memory:
 // a device-to-device copy through the backend --device selects (cuda), or a
-// threaded memcpy (cpu). Also returns the backend's compute dtype size.
+// threaded memcpy (cpu). Also returns the bytes per weight a decode step
+// reads: the compute dtype's, or with FP8 linear layers (an FP8 checkpoint
+// or --quantization fp8) one byte for each layer matmul weight and the
+// compute dtype's for the rest (norms, lm_head), as one average; the FP8
+// scales are not counted (under 0.1% of the bytes).
 Status measure_ceiling(InprocFlags& f, const pagoda::ModelConfig& config,
                        pagoda::bench::LatencyReportInputs& in) {
   PAGODA_ASSIGN_OR_RETURN(auto backend, pagoda::create_backend(f.engine.device, config));
   double elem = static_cast<double>(pagoda::dtype_size(backend->compute_dtype()));
   in.bytes_per_weight = in.bytes_per_kv_elem = elem;
+  if (config.quantization.fp8() || f.engine.quantization == "fp8") {
+    const pagoda::bench::ModelCost cost = pagoda::bench::model_cost(config);
+    const auto matmul = static_cast<double>(cost.layer_matmul_params);
+    const auto all = static_cast<double>(cost.decode_weight_params);
+    if (all > 0) in.bytes_per_weight = (matmul + (all - matmul) * elem) / all;
+  }
   if (f.ceiling_gbps > 0) {
     in.bandwidth = pagoda::bench::BandwidthCeiling{f.ceiling_gbps * 1e9, "given by --ceiling-gbps"};
   } else if (backend->kind() == pagoda::DeviceKind::kCuda) {

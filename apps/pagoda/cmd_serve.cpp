@@ -195,9 +195,11 @@ int run_serve(int argc, char** argv) {
   }
   const pagoda::ModelInfo& info = loaded.info();
   pagoda::log_info(
-      "serving '{}' ({}, {}) on {}: context {} tokens, KV cache {} tokens ({} blocks of {})",
+      "serving '{}' ({}, {}) on {}: weights {}; context {} tokens, KV cache {} tokens ({} blocks "
+      "of {})",
       info.served_model_name, info.architecture, engine_options.model, info.device,
-      info.max_model_len, info.kv_capacity_tokens, info.num_kv_blocks, info.block_size);
+      info.weight_precision, info.max_model_len, info.kv_capacity_tokens, info.num_kv_blocks,
+      info.block_size);
   pagoda::log_info("listening at {} (OpenAI API under /v1; open-file limit {})",
                    server.value()->url(), fd_limit);
   server.value()->wait_for_signal();

@@ -103,6 +103,18 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
                "staying in their blocks on the device, where the linear layers compute from "
                "them; about 3.5x the weight memory of Q4_K_M. Embeddings and norms are "
                "dequantized either way");
+  app.add_option("--quantization,-q", o.quantization,
+                 "fp8: quantise a f32/f16/bf16 checkpoint's linear layers (attention qkv and "
+                 "output, MLP gate/up and down; not the embeddings or lm_head) to FP8 e4m3 at "
+                 "load, with one scale per output channel, and run them W8A8 with dynamic "
+                 "per-token activation scales (about half of bf16's weight memory; vLLM's "
+                 "--quantization fp8). FP8 checkpoints (compressed-tensors, ModelOpt, block-wise "
+                 "fp8) load as they are without this flag; the startup log says which precision "
+                 "runs. Any other value is refused")
+      ->check([](const std::string& v) {
+        const Status st = check_quantization_flag(v);
+        return st.ok() ? std::string() : st.error().message;
+      });
   app.add_option("--chat-template", o.chat_template,
                  "the chat template to use instead of the model's default: a Jinja file, a name "
                  "of the model's own templates (e.g. tool_use), or the template itself (a value "

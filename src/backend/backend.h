@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/linear_weight.h"
 #include "batch/sampling_batch.h"
 #include "core/result.h"
 #include "core/tensor.h"
@@ -133,14 +134,21 @@ class Backend {
   // out may be f32 while x and w are in the compute dtype (logits). w may
   // instead be in a block dtype (core/dtype.h: GGUF quantization blocks, K a
   // multiple of the block), after prepare_block_weight(w); the result is then
-  // x @ dequantize(w)^T, dequantize as core/block_dequant.h.
-  virtual void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) = 0;
+  // x @ dequantize(w)^T, dequantize as core/block_dequant.h. Or w is an FP8
+  // weight with its scales, after prepare_fp8_weight(w): the W8A8 product of
+  // linear_weight.h.
+  virtual void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) = 0;
 
   // Called by the weight loader once for each block-dtype weight [N, K] it
   // uploads, before any op reads it and before graphs are captured: the
   // backend sizes what linear() needs for it (cuda: the dequantization
   // scratch of the larger-batch path). Errors: out of device memory.
   virtual Status prepare_block_weight(const Tensor& w) { return Status::Ok(); }
+
+  // Called by the weight loader once for each FP8 weight (linear_weight.h)
+  // it uploads, before any op reads it and before graphs are captured.
+  // Errors: the backend cannot run this FP8 weight (naming why).
+  virtual Status prepare_fp8_weight(const LinearWeight& w) { return Status::Ok(); }
 
   // Per-head RMSNorm (Qwen3) in place on the q heads with q_w [D] and the k
   // heads with k_w [D] of qkv [T, row_width].

@@ -39,6 +39,10 @@ struct EngineOptions {
   // dequantized to the compute dtype at load (bf16 on cuda) instead of staying
   // in their blocks (RunnerOptions::keep_weight_blocks).
   bool gguf_dequantize = false;
+  // --quantization: "fp8" quantises a f32/f16/bf16 checkpoint's layer linear
+  // weights at load (io/quantization_config.h, online_fp8_config); an FP8
+  // checkpoint keeps its own scheme. Empty: the checkpoint as it is.
+  std::string quantization;
   // Overrides the model's default chat template: a file, a name of the
   // model's templates, or the template itself (engine/chat_template_source.h).
   std::string chat_template;
@@ -166,6 +170,9 @@ struct ModelInfo {
   int64_t max_num_batched_tokens = 0;
   int64_t max_num_seqs = 0;        // sequences running at once (--max-num-seqs)
   std::string device;              // e.g. "cpu (2 threads)"; with tensor parallelism rank 0's
+  // The linear layers' precision: the compute dtype ("bf16") or
+  // describe_quantization()'s "fp8 (w8a8, dynamic per-token; ...)".
+  std::string weight_precision;
   int tensor_parallel_size = 1;    // ranks the model is split over (--tensor-parallel-size)
   int pipeline_parallel_size = 1;  // stages the layers are split into (--pipeline-parallel-size)
   // Speculative decoding's method ("" when off) and tokens drafted per step.

@@ -95,6 +95,23 @@ std::string describe_kv_groups(const ModelInfo& info, const Runner& runner,
           : 0.0);
 }
 
+// The weights' quantisation: the checkpoint's, or with --quantization fp8 the
+// online scheme for an unquantised one. Dummy weights are random compute-dtype
+// tensors, so an FP8 checkpoint's config runs them through the online scheme.
+void choose_quantization(const EngineOptions& o, QuantizationConfig* q) {
+  if (q->fp8() && o.load_format == "dummy") {
+    log_info(
+        "--load-format dummy: the checkpoint's {} becomes the online scheme (random weights "
+        "quantised at load)",
+        describe_quantization(*q, ""));
+    *q = online_fp8_config();
+  } else if (o.quantization == "fp8" && q->fp8()) {
+    log_info("--quantization fp8: the checkpoint is FP8 already; it runs as stored");
+  } else if (o.quantization == "fp8") {
+    *q = online_fp8_config();
+  }
+}
+
 Status check_options(const EngineOptions& o) {
   auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
   if (o.block_size < 1 || o.block_size > 256) return bad(fmt::format("--block-size must be in [1, 256], got {}", o.block_size));
@@ -106,6 +123,7 @@ Status check_options(const EngineOptions& o) {
   }
   PAGODA_RETURN_IF_ERROR(check_load_format(o.load_format));
   if (Result<KvCacheDtype> kv = parse_kv_cache_dtype(o.kv_cache_dtype); !kv.ok()) return kv.error();
+  PAGODA_RETURN_IF_ERROR(check_quantization_flag(o.quantization));
   if (o.num_kv_blocks < 0) return bad("--num-kv-blocks must be >= 0");
   if (o.max_waiting_requests < 1) return bad("--max-waiting-requests must be >= 1");
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
@@ -129,6 +147,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   PAGODA_RETURN_IF_ERROR(check_options(options));
   PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_model(options.model, HubOptions::from_env(options.revision, options.download_dir)));
   PAGODA_ASSIGN_OR_RETURN(OpenedModel opened, open_model_as(location, options.load_format));
+  choose_quantization(options, &opened.config.quantization);
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
                           tokenizer_path.empty() ? Tokenizer::load(opened) : Tokenizer::load(tokenizer_path));
   log_info("tokenizer: {}", tokenizer->description());
@@ -170,6 +189,7 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   parts.info.max_num_batched_tokens = options.max_num_batched_tokens;
   parts.info.max_num_seqs = options.max_num_seqs;
   parts.info.device = loaded.device;
+  parts.info.weight_precision = loaded.weight_precision;
   parts.info.tensor_parallel_size = options.tensor_parallel_size;
   parts.info.pipeline_parallel_size = options.pipeline_parallel_size;
   parts.info.speculative_method = spec_method_name(options.speculative.method);

@@ -77,6 +77,8 @@ Result<LoadedRunner> load_runner(const EngineOptions& options, const ModelConfig
                           create_backends(options.device, config, n, parallel_flags(tp, pp)));
   LoadedRunner loaded;
   loaded.device = backends[0]->name();
+  loaded.weight_precision =
+      describe_quantization(config.quantization, dtype_name(backends[0]->compute_dtype()));
   if (n == 1) {
     log_info("backend: {}", loaded.device);
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,

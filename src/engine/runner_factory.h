@@ -23,6 +23,8 @@ struct LoadedRunner {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Runner> runner;
   std::string device;  // the backend's name (rank 0's), e.g. "cpu (2 threads)"
+  // The linear layers' precision (ModelInfo::weight_precision).
+  std::string weight_precision;
   // "" for N = M = 1, else e.g. "tensor parallel 2 (nccl 2.28.9)", "tensor
   // parallel 4 (cpu threads)", "pipeline parallel 2 (layers 0-2 | 3-4) (cpu
   // threads)", "tensor parallel 2 x pipeline parallel 2 (layers ...) (...)".

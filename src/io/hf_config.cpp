@@ -599,6 +599,10 @@ Result<ModelConfig> parse_hf_config(std::string_view json_text, const std::strin
   PAGODA_RETURN_IF_ERROR(parse_shapes(tf, &c));
   PAGODA_RETURN_IF_ERROR(parse_rope(tf, &c));
   PAGODA_RETURN_IF_ERROR(parse_dtype(f, &c));
+  if (const Json* q = f.find("quantization_config")) {
+    PAGODA_ASSIGN_OR_RETURN(c.quantization,
+                            parse_quantization_config(q->dump(), path + ": quantization_config"));
+  }
   PAGODA_RETURN_IF_ERROR(parse_family_flags(tf, &c));
   PAGODA_RETURN_IF_ERROR(parse_moe(tf, &c));
   std::vector<int32_t> bos;  // an id, or (rarely) a list whose first entry is used

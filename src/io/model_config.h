@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "io/quantization_config.h"
 
 namespace pagoda {
 
@@ -80,6 +81,9 @@ struct ModelConfig {
   // to the full-attention layers only. 0: every layer uses rope_theta.
   double rope_local_base_freq = 0;
   DType dtype = DType::kBF16;   // torch_dtype of the stored weights
+  // How the linear weights are quantised (config.json quantization_config or
+  // hf_quant_config.json; --quantization fp8 sets the online scheme).
+  QuantizationConfig quantization;
   // Mixture of experts (mixtral, qwen2_moe, qwen3_moe); num_experts 0: a
   // dense MLP in every layer.
   int64_t num_experts = 0;

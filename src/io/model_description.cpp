@@ -6,6 +6,7 @@
 #include "io/generation_defaults.h"
 #include "io/gguf_model.h"
 #include "io/hf_config.h"
+#include "io/mapped_file.h"
 
 namespace pagoda {
 
@@ -15,6 +16,13 @@ namespace fs = std::filesystem;
 
 Status describe_hf(const fs::path& dir, ModelDescription* d) {
   PAGODA_ASSIGN_OR_RETURN(d->config, load_hf_config((dir / "config.json").string()));
+  // ModelOpt checkpoints may describe their quantisation only here.
+  const fs::path modelopt = dir / "hf_quant_config.json";
+  std::error_code ec;
+  if (!d->config.quantization.fp8() && fs::is_regular_file(modelopt, ec)) {
+    PAGODA_ASSIGN_OR_RETURN(std::string text, read_file_text(modelopt.string()));
+    PAGODA_ASSIGN_OR_RETURN(d->config.quantization, parse_hf_quant_config(text, modelopt.string()));
+  }
   PAGODA_ASSIGN_OR_RETURN(d->generation, load_folder_generation_config(dir.string()));
   if (has_sampling(d->generation)) d->generation_source = (dir / "generation_config.json").string();
   PAGODA_ASSIGN_OR_RETURN(d->tokenizer_files, read_hf_tokenizer_config(dir));

@@ -23,7 +23,7 @@ namespace pagoda {
 struct SafetensorsEntry {
   std::string name;
   std::string dtype_name;      // as written: "F32", "BF16", "I64", ...
-  std::optional<DType> dtype;  // set for the dtypes a WeightSource returns: F32, F16, BF16, I32
+  std::optional<DType> dtype;  // set for the dtypes a WeightSource returns: F32, F16, BF16, I32, F8_E4M3
   std::vector<int64_t> shape;
   uint64_t begin = 0;  // absolute byte offsets in the file: [begin, end)
   uint64_t end = 0;

@@ -16,7 +16,7 @@ Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelCon
                                         PpStage stage, bool keep_blocks) {
   const auto start = std::chrono::steady_clock::now();
   ModelWeights w;
-  WeightLoader loader(backend, source, &w, shard, stage, keep_blocks);
+  WeightLoader loader(backend, source, &w, shard, stage, keep_blocks, config.quantization);
   PAGODA_RETURN_IF_ERROR(arch.load(config, loader, &w));
   loader.finish();
   const double secs =
@@ -40,7 +40,8 @@ Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelCon
            to_gib(static_cast<double>(loader.num_bytes_read())),
            to_gib(static_cast<double>(w.num_bytes)), backend.name(), secs,
            parallel.empty() ? "" : " (" + parallel + ")");
-  log_info("weights on {} by format: {}", backend.name(), formats);
+  log_info("weights on {} by format: {}; linear layers: {}", backend.name(), formats,
+           describe_quantization(config.quantization, dtype_name(backend.compute_dtype())));
   return w;
 }
 

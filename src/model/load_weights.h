@@ -21,7 +21,9 @@ namespace pagoda {
 // each from its own source or all from one: WeightSource::read is safe to
 // call from several threads (the sources only read their memory maps).
 // `keep_blocks`: linear weights stored in quantization blocks stay in them
-// (WeightLoader); the log line lists the device bytes of each weight dtype.
+// (WeightLoader); config.quantization: FP8 linear weights (WeightLoader);
+// the log line lists the device bytes of each weight dtype and the linear
+// layers' precision.
 Result<ModelWeights> load_model_weights(const Architecture& arch, const ModelConfig& config,
                                         Backend& backend, WeightSource& source, TpShard shard = {},
                                         PpStage stage = {}, bool keep_blocks = true);

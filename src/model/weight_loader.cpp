@@ -50,6 +50,12 @@ int64_t row_elems(const std::vector<int64_t>& shape) {
   return shape.empty() ? 1 : numel(shape) / std::max<int64_t>(shape[0], 1);
 }
 
+// A weight without scales as a LinearWeight.
+Result<LinearWeight> as_linear(Result<Tensor> t) {
+  if (!t.ok()) return t.error();
+  return LinearWeight(t.value());
+}
+
 bool within(IndexRange r, int64_t n) {
   return 0 <= r.begin && r.begin <= r.end && r.end <= n;
 }
@@ -57,13 +63,14 @@ bool within(IndexRange r, int64_t n) {
 }  // namespace
 
 WeightLoader::WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights,
-                           TpShard shard, PpStage stage, bool keep_blocks)
+                           TpShard shard, PpStage stage, bool keep_blocks, QuantizationConfig quant)
     : backend_(backend),
       source_(source),
       weights_(weights),
       shard_(shard),
       stage_(stage),
       keep_blocks_(keep_blocks),
+      quant_(std::move(quant)),
       total_bytes_(total_file_bytes(source)),
       progress_("loading weights", total_bytes_, shard.rank == 0 && stage.first()) {}
 
@@ -100,6 +107,11 @@ Result<HostTensor> WeightLoader::fetch(const std::string& name, const std::vecto
     return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": expected " +
                                                        shape_string(shape) + ", found " +
                                                        shape_string(info->shape));
+  if (info->dtype == DType::kF8E4M3)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor " + name +
+                          " is stored as F8_E4M3; pagoda loads FP8 only for the linear weights of "
+                          "attention (q/k/v, o) and dense MLPs (gate/up, down) and the lm_head");
   PAGODA_ASSIGN_OR_RETURN(HostTensor host, source_.read(name));
   if (host.shape != shape || !is_float_dtype(host.dtype))
     return make_error(ErrorCode::kInvalidArgument, "tensor " + name + ": read " +
@@ -244,18 +256,33 @@ void WeightLoader::upload_k_perm(const Tensor& t, const std::vector<uint8_t>& pe
   backend_.synchronize();  // `perm` must outlive the copy
 }
 
-Result<Tensor> WeightLoader::load_linear(const std::string& name,
-                                         const std::vector<int64_t>& shape) {
-  if (shape.size() != 2) return load(name, shape);
-  return load_fused_linear({name}, {shape[0]}, shape[1]);  // one part: load() when dequantized
+Result<LinearWeight> WeightLoader::load_linear(const std::string& name,
+                                               const std::vector<int64_t>& shape) {
+  if (shape.size() != 2) return as_linear(load(name, shape));
+  PAGODA_ASSIGN_OR_RETURN(const bool fp8, stored_fp8({name}));
+  if (fp8) return load_fp8({name}, {shape[0]}, shape[1], {{0, shape[0]}}, {0, shape[1]});
+  // The lm_head is never quantised online (vLLM neither).
+  return load_fused_linear({name}, {shape[0]}, shape[1], {}, /*online=*/false);
 }
 
-Result<Tensor> WeightLoader::load_linear_columns(const std::string& name,
-                                                 const std::vector<int64_t>& shape,
-                                                 IndexRange cols) {
+Result<LinearWeight> WeightLoader::load_linear_columns(const std::string& name,
+                                                       const std::vector<int64_t>& shape,
+                                                       IndexRange cols) {
+  if (shape.size() == 2) {
+    PAGODA_ASSIGN_OR_RETURN(const bool fp8, stored_fp8({name}));
+    if (fp8 || quant_.method == QuantMethod::kOnline) {
+      if (!within(cols, shape[1]))
+        return make_error(ErrorCode::kInternal,
+                          fmt::format("tensor {}: no column slice [{}, {}) of {}", name, cols.begin,
+                                      cols.end, shape_string(shape)));
+      const std::vector<IndexRange> all = {{0, shape[0]}};
+      return fp8 ? load_fp8({name}, {shape[0]}, shape[1], all, cols)
+                 : quantize_fp8({name}, {shape[0]}, shape[1], all, cols);
+    }
+  }
   const std::optional<DType> dt =
       shape.size() == 2 ? kept_blocks({name}, cols, shape[1]) : std::nullopt;
-  if (!dt) return load_columns(name, shape, cols);
+  if (!dt) return as_linear(load_columns(name, shape, cols));
   if (!within(cols, shape[1]))
     return make_error(ErrorCode::kInternal,
                       fmt::format("tensor {}: no column slice [{}, {}) of {}", name, cols.begin,
@@ -265,14 +292,37 @@ Result<Tensor> WeightLoader::load_linear_columns(const std::string& name,
   PAGODA_RETURN_IF_ERROR(read_blocks_into(name, shape, {0, shape[0]}, cols, t.data, &perm));
   upload_k_perm(t, perm);
   PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
-  return t;
+  return LinearWeight(t);
 }
 
-Result<Tensor> WeightLoader::load_fused_linear(const std::vector<std::string>& names,
-                                               const std::vector<int64_t>& rows, int64_t cols,
-                                               const std::vector<IndexRange>& take) {
+Result<LinearWeight> WeightLoader::load_fused_linear(const std::vector<std::string>& names,
+                                                     const std::vector<int64_t>& rows, int64_t cols,
+                                                     const std::vector<IndexRange>& take) {
+  return load_fused_linear(names, rows, cols, take, quant_.method == QuantMethod::kOnline);
+}
+
+Result<LinearWeight> WeightLoader::load_fused_linear(const std::vector<std::string>& names,
+                                                     const std::vector<int64_t>& rows, int64_t cols,
+                                                     const std::vector<IndexRange>& take,
+                                                     bool online) {
+  PAGODA_ASSIGN_OR_RETURN(const bool fp8, stored_fp8(names));
+  if (fp8 || online) {
+    if (!take.empty() && take.size() != names.size())
+      return make_error(ErrorCode::kInternal,
+                        "load_fused " + names[0] + ": one row range per part");
+    std::vector<IndexRange> kept(names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      kept[i] = take.empty() ? IndexRange{0, rows[i]} : take[i];
+      if (!within(kept[i], rows[i]))
+        return make_error(ErrorCode::kInternal,
+                          fmt::format("tensor {}: no row slice [{}, {}) of {}", names[i],
+                                      kept[i].begin, kept[i].end, rows[i]));
+    }
+    return fp8 ? load_fp8(names, rows, cols, kept, {0, cols})
+               : quantize_fp8(names, rows, cols, kept, {0, cols});
+  }
   const std::optional<DType> dt = kept_blocks(names, {0, cols}, cols);
-  if (!dt) return load_fused(names, rows, {cols}, take);
+  if (!dt) return as_linear(load_fused(names, rows, {cols}, take));
   if (!take.empty() && take.size() != names.size())
     return make_error(ErrorCode::kInternal, "load_fused " + names[0] + ": one row range per part");
   std::vector<IndexRange> kept(names.size());
@@ -291,7 +341,7 @@ Result<Tensor> WeightLoader::load_fused_linear(const std::vector<std::string>& n
   }
   upload_k_perm(t, perm);
   PAGODA_RETURN_IF_ERROR(backend_.prepare_block_weight(t));
-  return t;
+  return LinearWeight(t);
 }
 
 Result<Tensor> WeightLoader::load_linear_rows(const std::string& name,

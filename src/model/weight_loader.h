@@ -15,6 +15,21 @@
 // v), or when a row-parallel column slice does not fall on block boundaries
 // or would split an act-order (GPTQ desc_act) permutation of K. AWQ / GPTQ
 // modules come as blocks the same way (io/int_quant_source.h).
+//
+// FP8 (weight_loader_fp8.cpp; the arithmetic: backend/linear_weight.h). A
+// linear weight stored as F8_E4M3 loads as an FP8 LinearWeight with its
+// scales, as the QuantizationConfig describes them: `<module>.weight_scale`
+// (per tensor or per channel: every row gets its part's scale, so fused
+// q/k/v or gate/up parts keep their own scales, exact; vLLM instead
+// requantises the parts to their largest scale), `<module>.weight_scale_inv`
+// (blocks; every fused part and column slice must start on a block), and with
+// static activations `<module>.input_scale` (fused parts: the largest, as
+// vLLM). Missing or mis-shaped scales, or F8 weights without a quantization
+// config, are errors naming the tensor. With the online scheme
+// (--quantization fp8) the compute-dtype linear weights of the layers
+// (load_fused_linear, load_linear_columns; not the lm_head) are quantised
+// here, per output row of the rank's slice: scale = fp8_token_scale(row amax),
+// codes = e4m3(w / scale) (core/fp8_quant.h).
 #pragma once
 
 #include <cstdint>
@@ -42,8 +57,9 @@ class WeightLoader {
   // for (they ask shard() and stage()).
   // `keep_blocks`: upload block-format linear weights as their blocks (see
   // above); false dequantizes every tensor (--gguf-dequantize).
+  // `quant`: how the checkpoint's linear weights are quantised (FP8 above).
   WeightLoader(Backend& backend, WeightSource& source, ModelWeights* weights, TpShard shard = {},
-               PpStage stage = {}, bool keep_blocks = true);
+               PpStage stage = {}, bool keep_blocks = true, QuantizationConfig quant = {});
 
   const TpShard& shard() const { return shard_; }
   const PpStage& stage() const { return stage_; }
@@ -79,12 +95,12 @@ class WeightLoader {
   // their blocks where possible (see above): load_linear (lm_head),
   // load_fused_linear (qkv, gate_up: every part's rows, cols = {K}),
   // load_linear_columns (o_proj, down: a slice of K).
-  Result<Tensor> load_linear(const std::string& name, const std::vector<int64_t>& shape);
-  Result<Tensor> load_fused_linear(const std::vector<std::string>& names,
-                                   const std::vector<int64_t>& rows, int64_t cols,
-                                   const std::vector<IndexRange>& take = {});
-  Result<Tensor> load_linear_columns(const std::string& name, const std::vector<int64_t>& shape,
-                                     IndexRange cols);
+  Result<LinearWeight> load_linear(const std::string& name, const std::vector<int64_t>& shape);
+  Result<LinearWeight> load_fused_linear(const std::vector<std::string>& names,
+                                         const std::vector<int64_t>& rows, int64_t cols,
+                                         const std::vector<IndexRange>& take = {});
+  Result<LinearWeight> load_linear_columns(const std::string& name,
+                                           const std::vector<int64_t>& shape, IndexRange cols);
   // Rows `rows` of a linear weight of exactly `shape` [N, K], followed by
   // zero rows up to `padded_rows` (>= rows.size()): [padded_rows, K], kept
   // in blocks where possible unless `allow_blocks` is false (zero bytes are
@@ -117,6 +133,30 @@ class WeightLoader {
   // but not possible here) to dequantize it.
   std::optional<DType> kept_blocks(const std::vector<std::string>& names, IndexRange cols,
                                    int64_t k) const;
+  // load_fused_linear; `online`: quantise compute-dtype weights to FP8 (the
+  // online scheme's layer linears; false for the lm_head).
+  Result<LinearWeight> load_fused_linear(const std::vector<std::string>& names,
+                                         const std::vector<int64_t>& rows, int64_t cols,
+                                         const std::vector<IndexRange>& take, bool online);
+  // FP8 (weight_loader_fp8.cpp). Whether the linear weight of `names` is
+  // stored as F8_E4M3 (every part, else an error naming the odd one).
+  Result<bool> stored_fp8(const std::vector<std::string>& names) const;
+  // Rows kept[i] of part i ([rows[i], k]) and columns `cols` of every part,
+  // stacked: from F8_E4M3 tensors and their scales (load_fp8), or quantised
+  // from the compute dtype (quantize_fp8, the online scheme).
+  Result<LinearWeight> load_fp8(const std::vector<std::string>& names,
+                                const std::vector<int64_t>& rows, int64_t k,
+                                const std::vector<IndexRange>& kept, IndexRange cols);
+  Result<LinearWeight> quantize_fp8(const std::vector<std::string>& names,
+                                    const std::vector<int64_t>& rows, int64_t k,
+                                    const std::vector<IndexRange>& kept, IndexRange cols);
+  // A scale tensor of `module` read as f32, checked to hold `numel` finite,
+  // non-negative values and to have one of `shapes`.
+  Result<std::vector<float>> read_scales(const std::string& name,
+                                         const std::vector<std::vector<int64_t>>& shapes);
+  // Copies `values` into a new device tensor of `shape` (f32 or kF8E4M3).
+  Result<Tensor> upload(const std::string& name, const std::vector<int64_t>& shape, DType dtype,
+                        const void* values);
   // Counts one uploaded tensor and reports progress.
   void count_read(const TensorInfo& info);
   // Device memory for a tensor of `shape` in `dtype` (the compute dtype
@@ -136,6 +176,7 @@ class WeightLoader {
   TpShard shard_;
   PpStage stage_;
   bool keep_blocks_;
+  QuantizationConfig quant_;
   uint64_t total_bytes_;  // file bytes of every tensor of the source
   Progress progress_;
   std::vector<uint8_t> staging_;  // host conversion buffer

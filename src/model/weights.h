@@ -18,21 +18,21 @@ namespace pagoda {
 
 // Linear weights (qkv, o_proj, gate_up, down, lm_head) may instead be in a
 // block dtype (core/dtype.h: GGUF quantization blocks, byte for byte), the
-// same logical shape; Backend::linear computes from them (weight_loader.h
-// says when).
+// same logical shape, or FP8 with their scales (backend/linear_weight.h);
+// Backend::linear computes from them (weight_loader.h says when).
 struct LayerWeights {
   Tensor input_norm;      // [H] cd: RMSNorm before attention
-  Tensor qkv;             // [Q, H] cd: q rows, then k rows, then v rows
+  LinearWeight qkv;       // [Q, H] cd: q rows, then k rows, then v rows
   Tensor qkv_bias;        // [Q] cd, same order; empty without attention bias
   Tensor q_norm;          // [D] cd: per-head RMSNorm of q (Qwen3); empty otherwise
   Tensor k_norm;          // [D] cd: per-head RMSNorm of k (Qwen3); empty otherwise
-  Tensor o_proj;          // [H, Hq * D] cd
+  LinearWeight o_proj;    // [H, Hq * D] cd
   Tensor post_attn_norm;  // [H] cd: RMSNorm before the MLP; with sandwich norms (Gemma)
                           // the norm of the attention output instead
   Tensor pre_ff_norm;     // [H] cd: sandwich norms only: RMSNorm before the MLP
   Tensor post_ff_norm;    // [H] cd: sandwich norms only: RMSNorm of the MLP output
-  Tensor gate_up;         // [2I, H] cd: gate rows first, then up rows (SwiGLU or GeGLU)
-  Tensor down;            // [H, I] cd
+  LinearWeight gate_up;   // [2I, H] cd: gate rows first, then up rows (SwiGLU or GeGLU)
+  LinearWeight down;      // [H, I] cd
   // A mixture-of-experts layer (moe_decoder.h) has these instead of
   // gate_up / down: E experts of intermediate Im, a shared expert of Is.
   Tensor router;           // [E, H] cd: router logits = x @ router^T
@@ -52,7 +52,7 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // layers[i] is the model's layer first_layer + i
   int64_t first_layer = 0;
   Tensor final_norm;  // [H] cd
-  Tensor lm_head;     // [V, H] cd; the same memory as `embed` when embeddings are tied
+  LinearWeight lm_head;  // [V, H] cd; the same memory as `embed` when embeddings are tied
   std::vector<DeviceBuffer> buffers;  // owns every tensor above
   size_t num_bytes = 0;               // device bytes held by `buffers`
   // Tensors and device bytes of each dtype in `buffers` (the startup summary).

@@ -35,6 +35,10 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
          "The KV cache's configuration: element type (--kv-cache-dtype) and block size.",
          fmt::format("cache_dtype=\"{}\",block_size=\"{}\"",
                      escape_label_value(info.kv_cache_dtype), info.block_size));
+  if (!info.weight_precision.empty())
+    e.info("pagoda:weight_precision_info",
+           "The linear layers' weight precision (label precision), e.g. bf16 or fp8 (w8a8, ...).",
+           "precision", info.weight_precision);
   e.counter("pagoda:prefix_cache_queries", static_cast<double>(m.prefix_cache_queries),
             "Prompt tokens looked up in the prefix cache.");
   e.counter("pagoda:prefix_cache_hits", static_cast<double>(m.prefix_cache_hits),

@@ -21,8 +21,9 @@ std::vector<std::pair<std::string, double>> spec_positions(const EngineMetrics& 
 
 // `info` gives the gauges of the engine's configuration:
 // pagoda:tensor_parallel_size, pagoda:pipeline_parallel_size,
-// pagoda:kv_cache_capacity_tokens and pagoda:kv_cache_info (1, labelled
-// with the cache's dtype and block size).
+// pagoda:kv_cache_capacity_tokens, pagoda:kv_cache_info (1, labelled
+// with the cache's dtype and block size) and, when info.weight_precision is
+// set, pagoda:weight_precision_info{precision="..."}.
 std::string format_prometheus(const EngineMetrics& metrics, const std::string& model_name,
                               const ModelInfo& info);
 

@@ -77,6 +77,12 @@ void PrometheusWriter::labelled_counter(
   }
 }
 
+void PrometheusWriter::info(std::string_view name, std::string_view help, std::string_view label,
+                            std::string_view value) {
+  header(name, "gauge", help);
+  sample(name, 1.0, fmt::format("{}=\"{}\"", label, escape_label_value(value)));
+}
+
 void PrometheusWriter::histogram(std::string_view name, const Histogram& h, std::string_view help) {
   header(name, "histogram", help);
   const std::string bucket = fmt::format("{}_bucket", name);

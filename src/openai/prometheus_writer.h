@@ -38,6 +38,9 @@ class PrometheusWriter {
   // (value of `label`, count).
   void labelled_counter(std::string_view name, std::string_view help, std::string_view label,
                         const std::vector<std::pair<std::string, double>>& samples);
+  // An info gauge: one sample of value 1 whose `label` carries `value`.
+  void info(std::string_view name, std::string_view help, std::string_view label,
+            std::string_view value);
   // _bucket (one per bound, then +Inf), _sum and _count.
   void histogram(std::string_view name, const Histogram& h, std::string_view help);
 

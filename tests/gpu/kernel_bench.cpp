@@ -19,6 +19,8 @@
 //        kernel_bench --moe                   (moe_experts only)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
 //                                              KV then FP8 KV: GB/s of the cache bytes read)
+//        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
+//                                              cuBLASLt e4m3 8192^3 ceiling)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
 #include "core/fp8.h"
 #include "core/half.h"
@@ -488,6 +491,94 @@ void bench_moe(CudaBackend& gpu, const Ceilings& c) {
   std::printf("\n");
 }
 
+// The FP8 matrix ceiling: cuBLASLt's e4m3 x e4m3 GEMM (f32 accumulate and
+// out, no scaling) at 8192^3.
+double fp8_gemm_ceiling(CudaBackend& gpu) {
+  Result<std::unique_ptr<cuda::CublasLtLinear>> lt = cuda::CublasLtLinear::create(size_t{32} << 20);
+  if (!lt.ok()) {
+    g_ok = false;
+    return NAN;
+  }
+  const int64_t n = 8192;
+  DeviceBuffer x(&gpu, n * n), w(&gpu, n * n), out(&gpu, n * n * 4);
+  fill_random(gpu, x.data(), n * n);
+  fill_random(gpu, w.data(), n * n);
+  cuda::LinearArgs a;
+  a.x = x.data();
+  a.w = w.data();
+  a.out = out.data();
+  a.rows = a.n = a.k = n;
+  a.in_dtype = DType::kF8E4M3;
+  a.bias_dtype = a.out_dtype = DType::kF32;
+  const double ms = time_op(gpu, [&](int) {
+    if (!lt.value()->run(a, gpu.stream()).ok()) g_ok = false;
+  });
+  return 2.0 * n * n * n / (ms * 1e-3) / 1e12;
+}
+
+// FP8 W8A8 linear (per-channel and 128x128 block scales, dynamic per-token
+// activations) beside bf16 on the Llama-3.1-8B shapes at T 1, 8, 64, 512:
+// microseconds of both, the FP8 call's GB/s (weight codes + x + out) against
+// the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. The FP8 time
+// includes the activation quantisation (and for > 8 rows the epilogue).
+// Weight codes are random bytes (timing only).
+void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
+  const double fp8_tflops = fp8_gemm_ceiling(gpu);
+  std::printf("ceiling: FP8 e4m3 GEMM 8192^3 (cuBLASLt, f32 out) %.0f TFLOP/s\n\n", fp8_tflops);
+  const GemmShape shapes[] = {{"qkv 4096->6144", 6144, 4096, false},
+                              {"o_proj 4096x4096", 4096, 4096, false},
+                              {"gate_up 4096->28672", 28672, 4096, false},
+                              {"down 14336->4096", 4096, 14336, false}};
+  std::printf(
+      "fp8 linear (bf16 x and out; bytes = codes + x + out)\n%-22s %-7s %4s %9s %9s %8s %7s %8s "
+      "%7s\n",
+      "shape (N x K)", "scales", "T", "bf16 us", "fp8 us", "GB/s", "%copy", "TFLOP/s", "%fp8");
+  for (const GemmShape& s : shapes) {
+    const size_t codes_bytes = static_cast<size_t>(s.n * s.k), bf16_bytes = codes_bytes * 2;
+    const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / codes_bytes, 1, 4));
+    DeviceBuffer codes(&gpu, codes_bytes * sets), w16(&gpu, bf16_bytes * 2);
+    fill_random(gpu, codes.data(), codes.size());
+    fill_random(gpu, w16.data(), w16.size());
+    for (int32_t block : {0, 128}) {
+      const int64_t num_scales = block > 0 ? ((s.n + 127) / 128) * ((s.k + 127) / 128) : s.n;
+      std::vector<float> host_scales(static_cast<size_t>(num_scales), 1e-3f);
+      DeviceBuffer scales(&gpu, host_scales.size() * 4);
+      gpu.copy_to_device(scales.data(), host_scales.data(), scales.size());
+      auto weight = [&](int i) {
+        LinearWeight w(Tensor(static_cast<char*>(codes.data()) + (i % sets) * codes_bytes,
+                              DType::kF8E4M3, {s.n, s.k}));
+        w.block = block;
+        w.weight_scale = block > 0
+                             ? scales.tensor(DType::kF32, {(s.n + 127) / 128, (s.k + 127) / 128})
+                             : scales.tensor(DType::kF32, {s.n});
+        return w;
+      };
+      if (!gpu.prepare_fp8_weight(weight(0)).ok()) g_ok = false;
+      for (int64_t t : {1, 8, 64, 512}) {
+        const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
+        DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
+        fill_random(gpu, x.data(), x.size());
+        const Tensor tx = x.tensor(DType::kBF16, {t, s.k});
+        Tensor to = out.tensor(DType::kBF16, {t, s.n});
+        const double bf16_ms = time_op(gpu, [&](int i) {
+          const Tensor tw(static_cast<char*>(w16.data()) + (i % 2) * bf16_bytes, DType::kBF16,
+                          {s.n, s.k});
+          gpu.linear(tx, tw, Tensor(), to);
+        });
+        const double ms = time_op(gpu, [&](int i) { gpu.linear(tx, weight(i), Tensor(), to); });
+        const double gbps =
+            static_cast<double>(codes_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
+        const double tflops = 2.0 * t * s.n * s.k / (ms * 1e-3) / 1e12;
+        std::printf("%-22s %-7s %4lld %9.1f %9.1f %8.0f %6.0f%% %8.1f %6.0f%%\n", s.name,
+                    block > 0 ? "128x128" : "channel", static_cast<long long>(t), bf16_ms * 1e3,
+                    ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps, tflops,
+                    100.0 * tflops / fp8_tflops);
+      }
+    }
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 }  // namespace pagoda
 
@@ -522,6 +613,10 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], "--moe") == 0) {
     bench_moe(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--fp8") == 0) {
+    bench_fp8_linear(gpu, c);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--prefill") == 0) {

@@ -80,7 +80,7 @@ void CpuBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w
   cpu::add_rms_norm(residual, x, w, eps, out);
 }
 
-void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+void CpuBackend::linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
   cpu::linear(x, w, bias, out);
 }
 

@@ -44,7 +44,7 @@ class CpuBackend final : public Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                     Tensor& out) override;
-  void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) override;
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) override;
   void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
                float eps) override;
   void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,

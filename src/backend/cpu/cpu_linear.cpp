@@ -54,7 +54,8 @@ void linear_blocks(const Tensor& x, const Tensor& w, const float* bp, Tensor& ou
 
 }  // namespace
 
-void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
+  if (w.is_fp8()) return linear_fp8(x, w, bias, out);
   assert(x.dtype == DType::kF32 && out.dtype == DType::kF32);
   assert(w.dtype == DType::kF32 || is_block_dtype(w.dtype));
   const int64_t num_rows = x.dim(0);

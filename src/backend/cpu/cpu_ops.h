@@ -23,8 +23,10 @@ void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out);
 void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out);
 void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w, float eps);
 
-// cpu_linear.cpp
-void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
+// cpu_linear.cpp (an FP8 w: linear_fp8)
+void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out);
+// cpu_fp8_linear.cpp
+void linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out);
 
 // cpu_moe.cpp
 void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights);

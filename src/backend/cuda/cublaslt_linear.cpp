@@ -19,6 +19,7 @@ cudaDataType_t cuda_type(DType t) {
   switch (t) {
     case DType::kBF16: return CUDA_R_16BF;
     case DType::kF16: return CUDA_R_16F;
+    case DType::kF8E4M3: return CUDA_R_8F_E4M3;
     default: return CUDA_R_32F;
   }
 }

@@ -35,7 +35,9 @@ struct LinearArgs {
   int64_t rows = 0;
   int64_t n = 0;
   int64_t k = 0;
-  DType in_dtype = DType::kBF16;   // x and w: bf16 or f16
+  // x and w: bf16 or f16; or e4m3 (kF8E4M3: unscaled, out f32, no bias, k and
+  // n multiples of 16, 16-byte aligned: cuBLASLt's FP8 GEMM, TN layout)
+  DType in_dtype = DType::kBF16;
   DType bias_dtype = DType::kBF16; // must equal out_dtype (callers add other biases apart)
   DType out_dtype = DType::kBF16;  // in_dtype or f32
 };

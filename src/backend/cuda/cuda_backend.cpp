@@ -120,6 +120,8 @@ CudaBackend::~CudaBackend() {
   if (attention_workspace_ != nullptr) cudaFree(attention_workspace_);
   if (dequant_scratch_.ptr != nullptr) cudaFree(dequant_scratch_.ptr);
   if (gather_scratch_.ptr != nullptr) cudaFree(gather_scratch_.ptr);
+  for (Buffer* b : {&fp8_codes_, &fp8_scales_, &fp8_acc_})
+    if (b->ptr != nullptr) cudaFree(b->ptr);
   if (stream_ != nullptr) cudaStreamDestroy(as_stream(stream_));
 }
 

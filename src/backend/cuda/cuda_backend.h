@@ -65,7 +65,7 @@ class CudaBackend final : public Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                     Tensor& out) override;
-  void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) override;
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) override;
   void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
                float eps) override;
   void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
@@ -127,6 +127,11 @@ class CudaBackend final : public Backend {
   // cuBLASLt on each chunk (cuda_quant_linear.cpp); a _perm group format
   // (GPTQ act order) also grows the scratch its decode gathers x into.
   Status prepare_block_weight(const Tensor& w) override;
+  // Checks an FP8 weight (backend/linear_weight.h) and grows the FP8
+  // scratch it needs: activation codes and scales for a chunk of rows, and
+  // for cuBLASLt's FP8 GEMM its f32 product (cuda_fp8_linear.cpp). Errors: a
+  // block that is not a multiple of 16, out of device memory.
+  Status prepare_fp8_weight(const LinearWeight& w) override;
   // Makes the backend's device current on the calling thread.
   void make_current();
 
@@ -150,6 +155,10 @@ class CudaBackend final : public Backend {
   void scale_or_cap(Tensor& x, float s, float cap);
   // linear() with a block-dtype w (cuda_quant_linear.cpp).
   void linear_blocks(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
+  // linear() with an FP8 w (cuda_fp8_linear.cpp).
+  void linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out);
+  // Reallocates b to `bytes` when it is smaller (contents lost).
+  static Status grow(Buffer& b, size_t bytes, const char* what);
 
   // Sampling helpers (cuda_sample.cpp).
   bool ensure_device(Buffer& b, size_t bytes);
@@ -164,11 +173,15 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CublasLtLinear> linear_;
   Buffer dequant_scratch_;  // [chunk rows, K] compute dtype (prepare_block_weight)
   Buffer gather_scratch_;   // [kQuantGemvMaxRows, K] 16-bit: x gathered by a K permutation
+  Buffer fp8_codes_;        // [chunk rows, K] e4m3 activation codes (prepare_fp8_weight)
+  Buffer fp8_scales_;       // [chunk rows, groups] f32 activation scales
+  Buffer fp8_acc_;          // [chunk rows, N] f32 unscaled FP8 GEMM product
   void* attention_workspace_ = nullptr;
   size_t attention_workspace_bytes_ = 0;
   std::vector<CUgraphExec_st*> graphs_;
   bool capturing_ = false;
   bool skinny_linear_ = true;
+  bool fp8_gemm_refused_ = false;  // cuBLASLt refused the FP8 GEMM once (cuda_fp8_linear.cpp)
   Status status_;
   int num_errors_logged_ = 0;
 

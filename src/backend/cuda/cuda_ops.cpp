@@ -135,8 +135,9 @@ void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& 
   check(cuda::launch_rms_norm(p, stream_), "add_rms_norm");
 }
 
-void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
+void CudaBackend::linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
   if (is_block_dtype(w.dtype)) return linear_blocks(x, w, bias, out);
+  if (w.is_fp8()) return linear_fp8(x, w, bias, out);
   const int64_t k = last_dim(x);
   const int64_t rows = num_rows(x);
   const int64_t n = w.ndim == 2 ? w.dim(0) : 0;

@@ -24,6 +24,7 @@ bool contains(const std::vector<std::string>& files, const std::string& name) {
 std::vector<std::string> select_metadata_files(const std::vector<std::string>& repo_files) {
   static const char* const kNames[] = {"config.json",
                                        "generation_config.json",
+                                       "hf_quant_config.json",
                                        "tokenizer.json",
                                        "tokenizer.model",
                                        "tokenizer_config.json",

@@ -90,3 +90,17 @@ def test_tensor_parallel_slices_blocks(name, tmp_path):
 def test_help_describes_the_flag():
     out = subprocess.run([str(PAGODA_BIN), "generate", "--help"], capture_output=True, text=True, timeout=60).stdout
     assert "--gguf-dequantize" in out and "Q4_K" in out
+
+
+def test_online_fp8_refuses_block_weights(tmp_path):
+    """--quantization fp8 quantises f32/f16/bf16 weights only: a linear weight stored in
+    blocks is refused, naming the tensor and its format."""
+    if not (STORIES / "tokenizer.model").exists():
+        pytest.skip(f"{STORIES} not present")
+    path = tmp_path / "tiny-Q4_0.gguf"
+    write_model(path, MODELS["Q4_0"], seed=7)
+    out = subprocess.run([str(PAGODA_BIN), "generate", str(path), *ENGINE, "--prompt", "x",
+                          "--quantization", "fp8"], capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert re.search(r"tensor \S+ is stored in q4_0 blocks; --quantization fp8 quantises f32, f16 "
+                     r"and bf16 weights only", out.stderr), out.stderr

@@ -77,10 +77,12 @@ TEST(ModelFilesSelect, MetadataAndSafetensorsOnly) {
                                           "onnx/model.onnx",
                                           "original/consolidated.safetensors",
                                           "additional_chat_templates/rag.jinja",
-                                          "generation_config.json"};
-  EXPECT_EQ(select_metadata_files(files),
-            (std::vector<std::string>{"config.json", "generation_config.json", "tokenizer.json",
-                                      "additional_chat_templates/rag.jinja"}));
+                                          "generation_config.json",
+                                          "hf_quant_config.json"};
+  EXPECT_EQ(
+      select_metadata_files(files),
+      (std::vector<std::string>{"config.json", "generation_config.json", "hf_quant_config.json",
+                                "tokenizer.json", "additional_chat_templates/rag.jinja"}));
   auto w = select_weight_files(files, "");
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(*w, std::vector<std::string>{"model.safetensors"});

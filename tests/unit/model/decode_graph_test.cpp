@@ -58,7 +58,7 @@ class GraphEmulatingBackend final : public Backend {
   void add_rms_norm(Tensor& r, const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
     cpu_.add_rms_norm(r, x, w, eps, out);
   }
-  void linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& out) override {
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor& b, Tensor& out) override {
     cpu_.linear(x, w, b, out);
   }
   void qk_norm(Tensor& qkv, const QkvLayout& l, const Tensor& q, const Tensor& k,

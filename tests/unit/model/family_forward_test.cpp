@@ -56,7 +56,7 @@ class RecordingBackend final : public Backend {
     ops.push_back("add_rms_norm");
     cpu_.add_rms_norm(r, x, w, eps, out);
   }
-  void linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& out) override {
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor& b, Tensor& out) override {
     ops.push_back(b.empty() ? "linear" : "linear+bias");
     cpu_.linear(x, w, b, out);
   }

@@ -31,6 +31,13 @@ class MemorySource final : public WeightSource {
     infos_.push_back({name, dtype, shape, bytes.size(), std::nullopt});
     data_[name] = std::move(bytes);
   }
+  // Stores `bytes` as they are (F8_E4M3 codes: one byte per element).
+  void add_raw(const std::string& name, std::vector<int64_t> shape, DType dtype,
+               std::vector<uint8_t> bytes) {
+    remove(name);
+    infos_.push_back({name, dtype, shape, bytes.size(), std::nullopt});
+    data_[name] = std::move(bytes);
+  }
   void remove(const std::string& name) {
     infos_.erase(std::remove_if(infos_.begin(), infos_.end(),
                                 [&](const TensorInfo& t) { return t.name == name; }),

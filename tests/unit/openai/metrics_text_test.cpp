@@ -106,6 +106,17 @@ TEST(MetricsText, ExposesStepTimes) {
   EXPECT_EQ(s["pagoda:engine_detokenize_seconds_total" + l], 0.25);
 }
 
+TEST(MetricsText, WeightPrecisionInfo) {
+  EngineMetrics m;
+  const std::string precision = "fp8 (w8a8, dynamic per-token; per-channel weight scales; x)";
+  ModelInfo info;
+  info.weight_precision = precision;
+  auto s = parse_exposition(format_prometheus(m, "m", info));
+  EXPECT_EQ(s[R"(pagoda:weight_precision_info{model_name="m",precision=")" + precision + "\"}"], 1);
+  const std::string plain = format_prometheus(m, "m", ModelInfo{});
+  EXPECT_EQ(plain.find("weight_precision"), std::string::npos);
+}
+
 TEST(MetricsText, NumbersAsPrometheusPythonClientWritesThem) {
   EXPECT_EQ(prometheus_number(1.0), "1.0");
   EXPECT_EQ(prometheus_number(0.0), "0.0");

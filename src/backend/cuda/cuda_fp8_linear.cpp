@@ -1,0 +1,194 @@
+// CudaBackend::linear with an FP8 weight (backend/linear_weight.h). The
+// activations are quantised (launch_fp8_quantize) in chunks of fp8_chunk_rows
+// rows into fp8_codes_ / fp8_scales_. Each chunk of up to
+// cuda::kFp8GemvMaxRows rows runs the decode kernel (fp8_gemv.cu), which
+// streams the e4m3 weight once. Larger chunks with per-row weight scales run
+// cuBLASLt's FP8 GEMM (e4m3 x e4m3, f32 accumulation, unscaled f32 result in
+// fp8_acc_) and the scaling epilogue (launch_fp8_scale_rows). Block-wise
+// weights, and shapes cuBLASLt's FP8 GEMM does not take (k or n not a
+// multiple of 16), run the decode kernel on every 8 rows: correct, but it
+// reads the weight once per 8 rows (a tiled block-scaled kernel is to replace
+// it). The GEMM's row count is rounded up to a multiple of 16 (cuBLASLt's
+// FP8 rule; the padding rows' products are never read). Should cuBLASLt
+// refuse the FP8 GEMM, the backend logs it once and runs the decode kernel
+// instead. Nothing allocates or waits: graph-capturable.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cublaslt_linear.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/fp8_linear_kernels.h"
+#include "core/log.h"
+
+namespace pagoda {
+namespace {
+
+// The f32 product of one GEMM chunk: 16 Mi elements (64 MiB).
+constexpr int64_t kAccElems = int64_t{16} << 20;
+
+bool is_half(DType t) {
+  return t == DType::kBF16 || t == DType::kF16;
+}
+
+// Rows of x per chunk for a weight of n rows: a multiple of 64 in [64, 4096].
+int64_t fp8_chunk_rows(int64_t n) {
+  return std::clamp<int64_t>(kAccElems / std::max<int64_t>(n, 1) / 64 * 64, 64, 4096);
+}
+
+int64_t num_groups(const LinearWeight& w) {
+  return w.block > 0 ? (w.dim(1) + w.block - 1) / w.block : 1;
+}
+
+std::string describe(const Tensor& t) {
+  std::string s = "[";
+  for (int i = 0; i < t.ndim; ++i) s += fmt::format("{}{}", i ? ", " : "", t.shape[i]);
+  return fmt::format("{}] {}", s, dtype_name(t.dtype));
+}
+
+// cuBLASLt's FP8 GEMM takes the weight: k and n multiples of 16, rows of 16-byte alignment.
+bool lt_takes(const LinearWeight& w) {
+  return w.block == 0 && w.dim(1) % 16 == 0 && w.dim(0) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
+}
+
+}  // namespace
+
+Status CudaBackend::grow(Buffer& b, size_t bytes, const char* what) {
+  if (bytes <= b.bytes) return Status::Ok();
+  if (b.ptr != nullptr) cudaFree(b.ptr);
+  b = Buffer{};
+  if (cudaMalloc(&b.ptr, bytes) != cudaSuccess) {
+    b.ptr = nullptr;
+    cudaGetLastError();
+    return make_error(ErrorCode::kResourceExhausted,
+                      fmt::format("out of device memory for the {}-byte {}", bytes, what));
+  }
+  b.bytes = bytes;
+  return Status::Ok();
+}
+
+Status CudaBackend::prepare_fp8_weight(const LinearWeight& w) {
+  const bool block_ok = w.block == 0 || (w.block > 0 && w.block % 16 == 0);
+  const int64_t n = w.ndim == 2 ? w.dim(0) : 0, k = w.ndim == 2 ? w.dim(1) : 0;
+  const int64_t scales = w.block > 0 ? ((n + w.block - 1) / w.block) * num_groups(w) : n;
+  if (!w.is_fp8() || n == 0 || k == 0 || w.weight_scale.dtype != DType::kF32 ||
+      w.weight_scale.numel() != scales ||
+      (!w.input_scale.empty() &&
+       (w.input_scale.dtype != DType::kF32 || w.input_scale.numel() != 1 || w.block > 0)))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("prepare_fp8_weight: not an FP8 weight with its scales: {}, "
+                                  "weight_scale {}, block {}",
+                                  describe(w), describe(w.weight_scale), w.block));
+  if (!block_ok)
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("FP8 weight {}: block {} is not a multiple of 16 (the cuda "
+                                  "kernels' unit)",
+                                  describe(w), w.block));
+  const int64_t chunk = fp8_chunk_rows(n);
+  PAGODA_RETURN_IF_ERROR(
+      grow(fp8_codes_, static_cast<size_t>(chunk * k), "FP8 activation scratch"));
+  PAGODA_RETURN_IF_ERROR(grow(fp8_scales_, static_cast<size_t>(chunk * num_groups(w)) * 4,
+                              "FP8 activation-scale scratch"));
+  if (lt_takes(w))
+    PAGODA_RETURN_IF_ERROR(
+        grow(fp8_acc_, static_cast<size_t>(chunk * n) * sizeof(float), "FP8 GEMM scratch"));
+  return Status::Ok();
+}
+
+void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias,
+                             Tensor& out) {
+  const int64_t k = x.ndim > 0 ? x.dim(-1) : 0;
+  const int64_t rows = k > 0 ? x.numel() / k : 0;
+  const int64_t n = w.ndim == 2 ? w.dim(0) : 0;
+  const bool out_ok = out.dtype == x.dtype || out.dtype == DType::kF32;
+  const bool bias_ok =
+      bias.empty() || (bias.numel() == n && (is_half(bias.dtype) || bias.dtype == DType::kF32));
+  if (!is_half(x.dtype) || !out_ok || !bias_ok || k == 0 || w.ndim != 2 || w.dim(1) != k ||
+      out.numel() != rows * n) {
+    return fail(fmt::format("linear: x {} w {} bias {} out {}", describe(x), describe(w),
+                            bias.empty() ? std::string("none") : describe(bias), describe(out)));
+  }
+  if (rows == 0) return;
+  const int64_t chunk = fp8_chunk_rows(n), groups = num_groups(w);
+  const bool lt = lt_takes(w) && !fp8_gemm_refused_;
+  if (fp8_codes_.bytes < static_cast<size_t>(std::min(chunk, rows) * k) ||
+      fp8_scales_.bytes < static_cast<size_t>(std::min(chunk, rows) * groups) * 4 ||
+      (lt && rows > cuda::kFp8GemvMaxRows &&
+       fp8_acc_.bytes < static_cast<size_t>(std::min(chunk, rows) * n) * sizeof(float))) {
+    return fail(
+        fmt::format("linear: FP8 weight {} was not prepared (prepare_fp8_weight)", describe(w)));
+  }
+  auto* codes = static_cast<uint8_t*>(fp8_codes_.ptr);
+  auto* scales = static_cast<float*>(fp8_scales_.ptr);
+  const size_t x_es = dtype_size(x.dtype), out_es = dtype_size(out.dtype);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t nr = std::min(chunk, rows - r0);
+    cuda::Fp8QuantizeParams q;
+    q.dtype = x.dtype;
+    q.x = static_cast<const char*>(x.data) + static_cast<size_t>(r0 * k) * x_es;
+    q.rows = nr;
+    q.k = k;
+    q.group = w.block;
+    q.input_scale = w.input_scale.empty() ? nullptr : w.input_scale.ptr<float>();
+    q.codes = codes;
+    q.scales = scales;
+    if (!check(cuda::launch_fp8_quantize(q, stream_), "linear (fp8 quantize)")) return;
+    char* out_rows = static_cast<char*>(out.data) + static_cast<size_t>(r0 * n) * out_es;
+    bool gemv = !lt || nr <= cuda::kFp8GemvMaxRows;
+    if (!gemv) {
+      cuda::LinearArgs a;
+      a.x = codes;
+      a.w = w.data;
+      a.out = fp8_acc_.ptr;
+      a.rows = (nr + 15) / 16 * 16;  // within the chunk (a multiple of 64)
+      a.n = n;
+      a.k = k;
+      a.in_dtype = DType::kF8E4M3;
+      a.bias_dtype = DType::kF32;
+      a.out_dtype = DType::kF32;
+      const Status st = linear_->run(a, stream_);
+      if (!st.ok()) {
+        log_warn(
+            "cuBLASLt's FP8 GEMM is unavailable ({}); FP8 linears of more than {} rows run "
+            "the decode kernel per {} rows",
+            st.error().message, cuda::kFp8GemvMaxRows, cuda::kFp8GemvMaxRows);
+        fp8_gemm_refused_ = true;
+        gemv = true;
+      }
+    }
+    if (gemv) {
+      for (int64_t m0 = 0; m0 < nr; m0 += cuda::kFp8GemvMaxRows) {
+        cuda::Fp8GemvParams g;
+        g.x_codes = codes + m0 * k;
+        g.x_scales = scales + m0 * groups;
+        g.w = static_cast<const uint8_t*>(w.data);
+        g.w_scales = w.weight_scale.ptr<float>();
+        g.block = w.block;
+        g.bias = bias.empty() ? nullptr : bias.data;
+        g.bias_dtype = bias.dtype;
+        g.out = out_rows + static_cast<size_t>(m0 * n) * out_es;
+        g.out_dtype = out.dtype;
+        g.rows = static_cast<int>(std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0));
+        g.n = n;
+        g.k = k;
+        if (!check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv)")) return;
+      }
+      continue;
+    }
+    cuda::Fp8ScaleRowsParams e;
+    e.acc = static_cast<const float*>(fp8_acc_.ptr);
+    e.x_scales = scales;
+    e.w_scales = w.weight_scale.ptr<float>();
+    e.bias = bias.empty() ? nullptr : bias.data;
+    e.bias_dtype = bias.dtype;
+    e.out = out_rows;
+    e.out_dtype = out.dtype;
+    e.rows = nr;
+    e.n = n;
+    if (!check(cuda::launch_fp8_scale_rows(e, stream_), "linear (fp8 scale)")) return;
+  }
+}
+
+}  // namespace pagoda

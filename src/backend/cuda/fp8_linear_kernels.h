@@ -1,0 +1,77 @@
+// The kernels of the FP8 W8A8 linear (backend/linear_weight.h gives the
+// arithmetic; the CPU backend is the specification):
+//
+//  - launch_fp8_quantize: activations x [rows, k] (bf16 / f16) to e4m3 codes
+//    [rows, k] and their scales [rows, num_groups] f32: per token (one group
+//    of k columns; dynamic, or the static input_scale repeated per row) or
+//    per token and group of `group` columns (block-wise weights). The scale
+//    rules of core/fp8_quant.h; codes = e4m3(x / s) with an IEEE division and
+//    the saturating round-to-nearest-even conversion (__NV_SATFINITE), so the
+//    codes equal the CPU's for the same x.
+//  - launch_fp8_gemv: out = the FP8 product from the codes, for 1 ..
+//    kFp8GemvMaxRows rows: one warp per output feature streams its weight row
+//    once with 16-byte loads (when k % 16 == 0; else byte loads), converts
+//    codes to f32 in registers (exact) and dots them with every row's
+//    activation codes, f32 accumulation; the scales are applied per warp
+//    partial (per row) or per 16-column lane partial (blocks), then the bias.
+//  - launch_fp8_scale_rows: the epilogue of the unscaled FP8 GEMM (cuBLASLt,
+//    f32 out): out[r, j] = acc[r, j] * x_scales[r] * w_scales[j] (+ bias).
+// All are graph-capturable: no allocation, no host synchronization.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace pagoda::cuda {
+
+constexpr int kFp8GemvMaxRows = 8;
+
+struct Fp8QuantizeParams {
+  DType dtype = DType::kBF16;  // x: bf16 or f16
+  const void* x = nullptr;     // [rows, k]
+  int64_t rows = 0;
+  int64_t k = 0;
+  int64_t group = 0;                   // 0: one group per row; else the group's columns
+  const float* input_scale = nullptr;  // [1] static scale (group 0 only), or null: dynamic
+  uint8_t* codes = nullptr;            // [rows, k]
+  float* scales = nullptr;             // [rows, num_groups], num_groups = ceil(k / group) or 1
+};
+
+cudaError_t launch_fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream);
+
+struct Fp8GemvParams {
+  const uint8_t* x_codes = nullptr;  // [rows, k] (launch_fp8_quantize)
+  const float* x_scales = nullptr;   // [rows, num_groups]
+  const uint8_t* w = nullptr;        // [n, k] e4m3 codes
+  const float* w_scales = nullptr;   // [n] (block 0) or [ceil(n / block), ceil(k / block)]
+  int block = 0;                     // 0 or the weight's block, a multiple of 16
+  const void* bias = nullptr;        // [n] or null
+  DType bias_dtype = DType::kBF16;   // f32, bf16 or f16
+  void* out = nullptr;               // [rows, n]
+  DType out_dtype = DType::kBF16;    // f32, bf16 or f16
+  int rows = 0;                      // 1 .. kFp8GemvMaxRows
+  int64_t n = 0;
+  int64_t k = 0;
+};
+
+bool fp8_gemv_supports(const Fp8GemvParams& p);
+cudaError_t launch_fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+
+struct Fp8ScaleRowsParams {
+  const float* acc = nullptr;       // [rows, n] the unscaled sums
+  const float* x_scales = nullptr;  // [rows]
+  const float* w_scales = nullptr;  // [n]
+  const void* bias = nullptr;       // [n] or null
+  DType bias_dtype = DType::kBF16;
+  void* out = nullptr;             // [rows, n]
+  DType out_dtype = DType::kBF16;  // f32, bf16 or f16
+  int64_t rows = 0;
+  int64_t n = 0;
+};
+
+cudaError_t launch_fp8_scale_rows(const Fp8ScaleRowsParams& p, cudaStream_t stream);
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,93 @@
+// Activation quantisation of the FP8 linear (fp8_linear_kernels.h).
+//
+// Per token: one CTA per row reduces max|x| over the row, then every thread
+// writes its elements' codes. Per group: one warp per (row, group).
+#include <cuda_fp8.h>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/fp8_linear_kernels.h"
+#include "backend/cuda/kernel_launch.cuh"
+
+namespace pagoda::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+constexpr int kGroupWarps = 8;
+constexpr float kE4M3Max = 448.0f;
+constexpr float kMinTokenScale = 1.0f / (448.0f * 512.0f);  // core/fp8_quant.h
+constexpr float kMinGroupAmax = 1e-10f;
+
+__device__ __forceinline__ uint8_t to_e4m3(float x, float s) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fdiv_rn(x, s), __NV_SATFINITE, __NV_E4M3));
+}
+
+__device__ __forceinline__ float block_max(float x) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  x = warp_max(x);
+  __syncthreads();
+  if (lane == 0) partial[warp] = x;
+  __syncthreads();
+  x = lane < static_cast<int>(blockDim.x >> 5) ? partial[lane] : 0.0f;
+  return warp_max(x);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads) quantize_rows_kernel(Fp8QuantizeParams p) {
+  pdl_enter();
+  const int64_t row = blockIdx.x;
+  const T* x = static_cast<const T*>(p.x) + row * p.k;
+  float s = 0.0f;
+  if (p.input_scale != nullptr) {
+    s = *p.input_scale;
+  } else {
+    float amax = 0.0f;
+    for (int64_t i = threadIdx.x; i < p.k; i += blockDim.x)
+      amax = fmaxf(amax, fabsf(to_float(x[i])));
+    s = fmaxf(__fdiv_rn(block_max(amax), kE4M3Max), kMinTokenScale);
+  }
+  if (threadIdx.x == 0) p.scales[row] = s;
+  uint8_t* out = p.codes + row * p.k;
+  for (int64_t i = threadIdx.x; i < p.k; i += blockDim.x) out[i] = to_e4m3(to_float(x[i]), s);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kGroupWarps * 32) quantize_groups_kernel(Fp8QuantizeParams p) {
+  pdl_enter();
+  const int lane = threadIdx.x & 31;
+  const int64_t num_groups = (p.k + p.group - 1) / p.group;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kGroupWarps + (threadIdx.x >> 5);
+  if (item >= p.rows * num_groups) return;
+  const int64_t row = item / num_groups, g = item % num_groups;
+  const int64_t c0 = g * p.group, c1 = c0 + p.group < p.k ? c0 + p.group : p.k;
+  const T* x = static_cast<const T*>(p.x) + row * p.k;
+  float amax = 0.0f;
+  for (int64_t i = c0 + lane; i < c1; i += 32) amax = fmaxf(amax, fabsf(to_float(x[i])));
+  const float s = __fdiv_rn(fmaxf(warp_max(amax), kMinGroupAmax), kE4M3Max);
+  if (lane == 0) p.scales[item] = s;
+  uint8_t* out = p.codes + row * p.k;
+  for (int64_t i = c0 + lane; i < c1; i += 32) out[i] = to_e4m3(to_float(x[i]), s);
+}
+
+}  // namespace
+
+cudaError_t launch_fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
+  if (p.rows == 0) return cudaSuccess;
+  if (p.k <= 0 || p.group < 0 || (p.group > 0 && p.input_scale != nullptr) || p.rows > 0x7fffffff)
+    return cudaErrorInvalidValue;
+  return dispatch_half(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    if (p.group == 0) {
+      launch_kernel(quantize_rows_kernel<T>, dim3(static_cast<unsigned>(p.rows)), kRowThreads, 0,
+                    stream, p);
+    } else {
+      const int64_t blocks = ceil_div(p.rows * ceil_div(p.k, p.group), kGroupWarps);
+      if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+      launch_kernel(quantize_groups_kernel<T>, dim3(static_cast<unsigned>(blocks)),
+                    kGroupWarps * 32, 0, stream, p);
+    }
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace pagoda::cuda
