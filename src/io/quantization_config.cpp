@@ -204,9 +204,11 @@ Result<QuantizationConfig> parse_quantization_config(std::string_view json_text,
     return parse_modelopt(inner != nullptr && inner->is_object() ? *inner : j, where);
   }
   if (method == "fp8") return parse_fp8(j, where);
+  // Integer weight formats: io/int_quant_config.h reads them (no FP8 scheme).
+  if (method == "awq" || method == "gptq") return QuantizationConfig{};
   return bad(where, "quant_method", find(j, "quant_method"),
              "is not supported: pagoda runs FP8 checkpoints (\"compressed-tensors\" "
-             "float-quantized, \"modelopt\" FP8, \"fp8\")");
+             "float-quantized, \"modelopt\" FP8, \"fp8\") and \"awq\" / \"gptq\"");
 }
 
 Result<QuantizationConfig> parse_hf_quant_config(std::string_view json_text,

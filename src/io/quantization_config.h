@@ -49,7 +49,8 @@ struct QuantizationConfig {
 };
 
 // `quantization_config` of config.json (its JSON text); `where` names it in
-// errors, e.g. "/m/config.json: quantization_config".
+// errors, e.g. "/m/config.json: quantization_config". quant_method awq / gptq
+// gives method kNone: those are io/int_quant_config.h's.
 Result<QuantizationConfig> parse_quantization_config(std::string_view json_text,
                                                      const std::string& where);
 // ModelOpt's hf_quant_config.json text ({"quantization": {"quant_algo": ...}}).

@@ -153,9 +153,18 @@ TEST(QuantizationConfig, Fp8BlockAndPerTensor) {
 }
 
 TEST(QuantizationConfig, OtherMethodsRefused) {
-  for (const char* m : {"awq", "gptq", "bitsandbytes", "mxfp4"})
+  for (const char* m : {"bitsandbytes", "mxfp4", "awq_marlin"})
     refused(std::string(R"({"quant_method": ")") + m + R"(", "bits": 4})", "quant_method");
   refused(R"({"bits": 4})", "quant_method");
+}
+
+TEST(QuantizationConfig, IntegerFormatsAreLeftToTheirParser) {
+  for (const char* m : {"awq", "gptq"}) {
+    Result<QuantizationConfig> q =
+        parse_quantization_config(std::string(R"({"quant_method": ")") + m + R"(", "bits": 4})", "q");
+    ASSERT_TRUE(q.ok()) << m << ": " << q.error().message;
+    EXPECT_FALSE(q->fp8()) << m;
+  }
 }
 
 TEST(QuantizationConfig, OnlineAndFlag) {
@@ -182,7 +191,7 @@ TEST(QuantizationConfig, ReadFromConfigJson) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->quantization.method, QuantMethod::kFp8);
   std::string bad = config;
-  bad.replace(bad.find("\"fp8\""), 5, "\"awq\"");
+  bad.replace(bad.find("\"fp8\""), 5, "\"int4\"");
   Result<ModelConfig> r = parse_hf_config(bad, "m/config.json");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("m/config.json: quantization_config"), std::string::npos)
