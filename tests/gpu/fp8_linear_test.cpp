@@ -97,7 +97,11 @@ void run_case(DType dt, const Fp8Case& c) {
   DevTensor cx(cpu, DType::kF32, {c.rows, c.k}, x), cb(cpu, DType::kF32, {c.n}, b);
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
   cpu.linear(cx.t(), cw.w, c.bias ? cb.t() : Tensor(), cout.t());
-  expect_close(gout.download(), cout.download(), dt, "fp8 linear", 1.0, c.f32_out ? 0.5 : 1.0);
+  // f32 output is held to the input dtype's tolerance too: above 8 rows the
+  // product is cuBLASLt's e4m3 GEMM, whose tensor-core accumulation on Hopper
+  // is not exact f32 (an H200 run saw 2 of 409,600 f32 outputs 0.002 x rms
+  // off at f16 rows=100 n=4096 k=512, past half the f16 tolerance).
+  expect_close(gout.download(), cout.download(), dt, "fp8 linear", 1.0, 1.0);
 }
 
 TEST(CudaFp8LinearTest, EveryScaleLayoutMatchesCpu) {

@@ -142,12 +142,14 @@ class NcclCommunicator final : public Communicator {
   }
 
   Status status() const override {
-    if (!status_.ok()) return status_;
     const Group& g = *group_;
+    // The abort first: an NCCL call that was in flight when the group was
+    // aborted fails with NCCL's own (internal) error, which says less.
     if (g.aborted.load()) {
       std::lock_guard lock(group_->abort_mu);
       return make_error(ErrorCode::kInternal, "aborted: " + g.abort_reason);
     }
+    if (!status_.ok()) return status_;
     if (g.control != nullptr &&
         reinterpret_cast<const volatile uint32_t*>(&g.control->timed_out)[0] != 0) {
       return make_error(ErrorCode::kInternal,

@@ -61,8 +61,11 @@ __device__ __forceinline__ T norm_apply(float x, float inv, T w) {
 // choice depends on hidden only, so every rank runs the same arithmetic);
 // kAligned: x, residual, weight and out are 16-byte aligned (vector
 // accesses; slot rows always are).
+// Up to 1024 threads (launch_typed: rms_norm's layout), so registers are
+// capped for that block size (the f32 accumulators of kVec elements would
+// otherwise exceed 64 a thread: cudaErrorLaunchOutOfResources at hidden 8200).
 template <typename T, int kVec, bool kAligned>
-__global__ void oneshot_all_reduce_norm_kernel(OneShotNormParams p) {
+__global__ void __launch_bounds__(1024) oneshot_all_reduce_norm_kernel(OneShotNormParams p) {
   pdl_enter();  // the partial x is written; the previous launch is complete
   const OneShotParams& g = p.group;
   const uint32_t epoch = next_epoch(g.buffers[g.rank], kNormCounters);
