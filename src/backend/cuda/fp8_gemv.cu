@@ -12,6 +12,7 @@
 #include <cuda_fp8.h>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/fp8_linear_kernels.h"
 #include "backend/cuda/kernel_launch.cuh"
 
@@ -48,16 +49,6 @@ __device__ __forceinline__ void unpack16(const uint4& v, float (&f)[16]) {
   }
 }
 
-__device__ __forceinline__ float load_as_float(const void* p, DType dt, int64_t i) {
-  switch (dt) {
-    case DType::kF32:
-      return static_cast<const float*>(p)[i];
-    case DType::kBF16:
-      return to_float(static_cast<const bf16*>(p)[i]);
-    default:
-      return to_float(static_cast<const f16*>(p)[i]);
-  }
-}
 
 __device__ __forceinline__ void store_as(void* p, DType dt, int64_t i, float v) {
   switch (dt) {

@@ -1,6 +1,7 @@
 // The epilogue of the unscaled FP8 GEMM (fp8_linear_kernels.h): one thread
 // per output element, out = acc * x_scale[row] * w_scale[col] (+ bias).
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/fp8_linear_kernels.h"
 #include "backend/cuda/kernel_launch.cuh"
 
@@ -9,16 +10,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float load_as_float(const void* p, DType dt, int64_t i) {
-  switch (dt) {
-    case DType::kF32:
-      return static_cast<const float*>(p)[i];
-    case DType::kBF16:
-      return to_float(static_cast<const bf16*>(p)[i]);
-    default:
-      return to_float(static_cast<const f16*>(p)[i]);
-  }
-}
 
 template <typename O>
 __global__ void __launch_bounds__(kThreads) scale_rows_kernel(Fp8ScaleRowsParams p) {

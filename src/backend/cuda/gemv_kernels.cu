@@ -8,6 +8,7 @@
 #include "backend/cuda/gemv_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
@@ -54,13 +55,6 @@ __device__ __forceinline__ float dot8(const uint4& w, const float (&x)[8], float
   return acc;
 }
 
-__device__ __forceinline__ float load_as_float(const void* p, DType dt, int64_t i) {
-  switch (dt) {
-    case DType::kF32: return static_cast<const float*>(p)[i];
-    case DType::kBF16: return to_float(static_cast<const bf16*>(p)[i]);
-    default: return to_float(static_cast<const f16*>(p)[i]);
-  }
-}
 
 template <typename T, int kRows>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p) {

@@ -15,6 +15,7 @@
 // dotted with the same columns of every x row, whose one vector load serves
 // all the warp's rows. f32 accumulation, a warp reduction at the end.
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/quant_linear_kernels.h"
 
@@ -79,16 +80,6 @@ __device__ __forceinline__ void load_x(const f16* p, float (&f)[E]) {
   }
 }
 
-__device__ __forceinline__ float load_as_float(const void* p, DType dt, int64_t i) {
-  switch (dt) {
-    case DType::kF32:
-      return static_cast<const float*>(p)[i];
-    case DType::kBF16:
-      return to_float(static_cast<const bf16*>(p)[i]);
-    default:
-      return to_float(static_cast<const f16*>(p)[i]);
-  }
-}
 
 template <typename T, int kBits, int kGroup>
 __global__ void __launch_bounds__(kThreads) group_gemv_kernel(QuantGemvParams p) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/oneshot_protocol.cuh"
 
@@ -42,28 +43,6 @@ __device__ __forceinline__ Vec<T, kVec> sum_ranks(const OneShotParams& p, uint32
   return out;
 }
 
-template <typename T, int kVec, bool kAligned>
-__device__ __forceinline__ Vec<T, kVec> load_x(const T* p) {
-  if constexpr (kAligned) {
-    return load_vec<T, kVec>(p);
-  } else {
-    Vec<T, kVec> v;
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) v.v[k] = p[k];
-    return v;
-  }
-}
-
-template <typename T, int kVec, bool kAligned>
-__device__ __forceinline__ void store_x(T* p, const Vec<T, kVec>& v) {
-  if constexpr (kAligned) {
-    store_vec<T, kVec>(p, v);
-  } else {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) p[k] = v.v[k];
-  }
-}
-
 // Work is split in units of one 16-byte vector (kVec elements), plus one
 // last unit for the elements past the last whole vector, the same way on
 // every rank whatever x's alignment (kAligned: x is 16-byte aligned, so its
@@ -84,7 +63,7 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_all_reduce_kernel(One
   const bool has_tail = p.n % kVec != 0;
   const int64_t start = static_cast<int64_t>(blockIdx.x) * kOneShotThreads + threadIdx.x;
   for (int64_t i = start; i < num_vec; i += kStride) {
-    store_vec<T, kVec>(own + i * kVec, load_x<T, kVec, kAligned>(x + i * kVec));
+    store_vec<T, kVec>(own + i * kVec, load_vec_any<T, kVec, kAligned>(x + i * kVec));
   }
   const bool tail_here = has_tail && start <= num_vec && (num_vec - start) % kStride == 0;
   if (tail_here) {
@@ -94,7 +73,7 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_all_reduce_kernel(One
   block_barrier(p.buffers, p.size, p.rank, kAllReduceFlags, epoch, p.control);
 
   for (int64_t i = start; i < num_vec; i += kStride) {
-    store_x<T, kVec, kAligned>(x + i * kVec, sum_ranks<T, kVec>(p, epoch, i));
+    store_vec_any<T, kVec, kAligned>(x + i * kVec, sum_ranks<T, kVec>(p, epoch, i));
   }
   if (tail_here) {
     for (int64_t e = num_vec * kVec; e < p.n; ++e) x[e] = sum_ranks<T, 1>(p, epoch, e).v[0];

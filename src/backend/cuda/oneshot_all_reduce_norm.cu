@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/oneshot_all_reduce.h"
 #include "backend/cuda/oneshot_protocol.cuh"
@@ -26,28 +27,6 @@ __device__ __forceinline__ T* slot_row(void* buffer, const OneShotParams& g, uin
   char* base = static_cast<char*>(buffer) + kDataOffset + 2 * g.capacity + (epoch & 1u) * half +
                static_cast<size_t>(src) * g.capacity + blockIdx.x * region_bytes(g.capacity);
   return reinterpret_cast<T*>(base) + k * hidden;
-}
-
-template <typename T, int kVec, bool kAligned>
-__device__ __forceinline__ Vec<T, kVec> load_any(const T* p) {
-  if constexpr (kAligned) {
-    return load_vec<T, kVec>(p);
-  } else {
-    Vec<T, kVec> v;
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) v.v[k] = p[k];
-    return v;
-  }
-}
-
-template <typename T, int kVec, bool kAligned>
-__device__ __forceinline__ void store_any(T* p, const Vec<T, kVec>& v) {
-  if constexpr (kAligned) {
-    store_vec<T, kVec>(p, v);
-  } else {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) p[k] = v.v[k];
-  }
 }
 
 // As norm_kernels.cu: y = round(x * inv), then round(y * w).
@@ -76,7 +55,7 @@ __global__ void __launch_bounds__(1024) oneshot_all_reduce_norm_kernel(OneShotNo
   for (int64_t row = blockIdx.x, k = 0; row < p.rows; row += grid, ++k) {
     const T* x = static_cast<const T*>(p.x) + row * p.hidden;
     for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-      const Vec<T, kVec> v = load_any<T, kVec, kAligned>(x + i * kVec);
+      const Vec<T, kVec> v = load_vec_any<T, kVec, kAligned>(x + i * kVec);
 #pragma unroll
       for (int j = 0; j < kOneShotMaxRanks; ++j) {
         if (j < g.size)
@@ -116,11 +95,11 @@ __global__ void __launch_bounds__(1024) oneshot_all_reduce_norm_kernel(OneShotNo
       Vec<T, kVec> s;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) s.v[e] = from_float<T>(acc[e]);
-      store_any<T, kVec, kAligned>(x + i * kVec, s);
-      Vec<T, kVec> r = load_any<T, kVec, kAligned>(res + i * kVec);
+      store_vec_any<T, kVec, kAligned>(x + i * kVec, s);
+      Vec<T, kVec> r = load_vec_any<T, kVec, kAligned>(res + i * kVec);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) r.v[e] = from_float<T>(to_float(r.v[e]) + to_float(s.v[e]));
-      store_any<T, kVec, kAligned>(res + i * kVec, r);
+      store_vec_any<T, kVec, kAligned>(res + i * kVec, r);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const float f = to_float(r.v[e]);
@@ -130,12 +109,12 @@ __global__ void __launch_bounds__(1024) oneshot_all_reduce_norm_kernel(OneShotNo
     sum_sq = block_sum(sum_sq);
     const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(p.hidden) + p.eps);
     for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-      const Vec<T, kVec> r = load_any<T, kVec, kAligned>(res + i * kVec);
-      const Vec<T, kVec> wv = load_any<T, kVec, kAligned>(w + i * kVec);
+      const Vec<T, kVec> r = load_vec_any<T, kVec, kAligned>(res + i * kVec);
+      const Vec<T, kVec> wv = load_vec_any<T, kVec, kAligned>(w + i * kVec);
       Vec<T, kVec> o;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) o.v[e] = norm_apply<T>(to_float(r.v[e]), inv, wv.v[e]);
-      store_any<T, kVec, kAligned>(out + i * kVec, o);
+      store_vec_any<T, kVec, kAligned>(out + i * kVec, o);
     }
   }
 }

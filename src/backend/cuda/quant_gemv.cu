@@ -10,6 +10,7 @@
 // sums are reduced across the warp at the end. x rows (at most 8) stay in
 // L1/L2, shared by all warps.
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/quant_blocks.cuh"
 #include "backend/cuda/quant_linear_kernels.h"
@@ -57,16 +58,6 @@ __device__ __forceinline__ void unpack8(const uint4& v, f16, float (&f)[8]) {
   }
 }
 
-__device__ __forceinline__ float load_as_float(const void* p, DType dt, int64_t i) {
-  switch (dt) {
-    case DType::kF32:
-      return static_cast<const float*>(p)[i];
-    case DType::kBF16:
-      return to_float(static_cast<const bf16*>(p)[i]);
-    default:
-      return to_float(static_cast<const f16*>(p)[i]);
-  }
-}
 
 template <typename T, DType F, bool kVector>
 __global__ void __launch_bounds__(kThreads) quant_gemv_kernel(QuantGemvParams p) {
