@@ -21,8 +21,12 @@ TEST(CudaMoeTest, RouteMatchesCpu) {
   PAGODA_REQUIRE_GPU();
   CudaBackend& gpu = *cuda_backend(DType::kBF16);
   Backend& cpu = cpu_backend();
+  // E <= 256 takes the kernel that keeps p in registers; 257 and 300 the one
+  // that recomputes it per pick.
   for (RouteShape s : {RouteShape{1, 8, 2, true}, RouteShape{37, 60, 4, false},
-                       RouteShape{300, 128, 8, true}, RouteShape{5, 4, 4, false}}) {
+                       RouteShape{300, 128, 8, true}, RouteShape{5, 4, 4, false},
+                       RouteShape{9, 256, 8, false}, RouteShape{2, 257, 3, true},
+                       RouteShape{33, 300, 6, true}}) {
     SCOPED_TRACE("T=" + std::to_string(s.tokens) + " E=" + std::to_string(s.experts));
     std::vector<float> logits = normal(static_cast<size_t>(s.tokens * s.experts), 0.0f, 2.0f);
     if (s.tokens == 5) std::fill(logits.begin(), logits.begin() + 4, 1.0f);  // a tied row
