@@ -27,20 +27,7 @@ __device__ __forceinline__ Vec<T, kVec> sum_ranks(const OneShotParams& p, uint32
   for (int r = 0; r < kOneShotMaxRanks; ++r) {
     if (r < p.size) v[r] = load_vec<T, kVec>(data_half<T>(p.buffers[r], p.capacity, epoch) + i * kVec);
   }
-  float acc[kVec];
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) acc[k] = 0.0f;
-#pragma unroll
-  for (int r = 0; r < kOneShotMaxRanks; ++r) {
-    if (r < p.size) {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) acc[k] += to_float(v[r].v[k]);
-    }
-  }
-  Vec<T, kVec> out;
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) out.v[k] = from_float<T>(acc[k]);
-  return out;
+  return sum_in_rank_order<T, kVec>(v, p.size);
 }
 
 // Work is split in units of one 16-byte vector (kVec elements), plus one

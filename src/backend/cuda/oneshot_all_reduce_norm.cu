@@ -82,19 +82,7 @@ __global__ void __launch_bounds__(1024) oneshot_all_reduce_norm_kernel(OneShotNo
           v[j] = load_vec<T, kVec>(slot_row<T>(g.buffers[g.rank], g, epoch, j, k, p.hidden) +
                                    i * kVec);
       }
-      float acc[kVec];
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) acc[e] = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kOneShotMaxRanks; ++j) {
-        if (j < g.size) {
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) acc[e] += to_float(v[j].v[e]);
-        }
-      }
-      Vec<T, kVec> s;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) s.v[e] = from_float<T>(acc[e]);
+      const Vec<T, kVec> s = sum_in_rank_order<T, kVec>(v, g.size);
       store_vec_any<T, kVec, kAligned>(x + i * kVec, s);
       Vec<T, kVec> r = load_vec_any<T, kVec, kAligned>(res + i * kVec);
 #pragma unroll

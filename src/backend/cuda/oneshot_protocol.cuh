@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/oneshot_all_reduce.h"
 
 namespace pagoda::cuda::oneshot {
@@ -111,6 +112,29 @@ __device__ __forceinline__ void block_barrier(void* const* buffers, int size, in
     wait_for_epoch(static_cast<uint32_t*>(buffers[rank]) + block_flags + j, epoch, control);
   }
   __syncthreads();
+}
+
+// The sum of the ranks' vectors v[0 .. size) in rank order with f32
+// accumulation, rounded once: every rank, and both the plain and the fused
+// all-reduce, compute the same bits. v holds kOneShotMaxRanks entries (loaded
+// before the first add); those from `size` on are not read.
+template <typename T, int kVec>
+__device__ __forceinline__ Vec<T, kVec> sum_in_rank_order(const Vec<T, kVec> (&v)[kOneShotMaxRanks],
+                                                          int size) {
+  float acc[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) acc[e] = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kOneShotMaxRanks; ++r) {
+    if (r < size) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[e] += to_float(v[r].v[e]);
+    }
+  }
+  Vec<T, kVec> out;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) out.v[e] = from_float<T>(acc[e]);
+  return out;
 }
 
 }  // namespace pagoda::cuda::oneshot
