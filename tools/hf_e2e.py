@@ -30,8 +30,11 @@ factors with its attention factor, window 64 on every layer), gemma2 (8/4, D 128
 query_pre_attn_scalar 96, soft-capping, window 64 on even layers), gemma3 (8/2,
 D 256, q/k norms, five sliding layers of window 64 to one global with linear rope
 scaling), mixtral / qwen2_moe / qwen3_moe (mixtures of
-experts, see SPECS), llama8b (the Llama-3.1-8B shape), or NAME=FOLDER for an
-existing Hugging Face folder (e.g. stories260K). Random weights: transformers'
+experts, see SPECS), llama8b (the Llama-3.1-8B shape), NAME=FOLDER for an
+existing Hugging Face folder (e.g. stories260K), or NAME=FILE.gguf for a GGUF
+file (e.g. SmolLM2-135M-Instruct Q4_1, Gemma 3 270M Q4_K_M): transformers loads
+it itself (gguf-py dequantizes it to float32, which is exactly the weights
+pagoda's quantized kernels multiply by) and pagoda runs the file as users do. Random weights: transformers'
 init (std 0.02), then condition_weights(): embeddings std 1, o_proj/down_proj
 scaled by 1/sqrt(2 layers), so bf16 inference tracks float32; the small
 models also get random norm weights (1 + 0.2 N) and biases (0.5 N) so that
@@ -138,7 +141,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pagoda", required=True, help="the pagoda binary")
     p.add_argument("--models", required=True,
-                   help="comma-separated: %s, or NAME=FOLDER for a Hugging Face folder" % ", ".join(SPECS))
+                   help="comma-separated: %s, NAME=FOLDER for a Hugging Face folder, or NAME=FILE.gguf"
+                        % ", ".join(SPECS))
     p.add_argument("--work", required=True, help="scratch folder for models, prompts and outputs")
     p.add_argument("--details", help="write per-model, per-prompt results here (JSON)")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="where both sides run")
@@ -522,7 +526,13 @@ def print_table(results):
 def load_folder(path, args, torch, transformers):
     """A Hugging Face folder in float32; on cuda its weights rounded to bf16
     first (what pagoda's CUDA backend runs), so the reference is exact for
-    that model and only activation rounding is compared."""
+    that model and only activation rounding is compared. A .gguf file is
+    loaded by transformers' GGUF support and kept in float32: its dequantized
+    weights are the ones pagoda's block kernels use (f32 math on the blocks)."""
+    if path.endswith(".gguf"):
+        folder, name = os.path.split(os.path.abspath(path))
+        return transformers.AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=name, dtype=torch.float32).to(args.device).eval()
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(args.device).eval()
     if args.device == "cuda":
         with torch.no_grad():
