@@ -54,7 +54,8 @@ def random_blocks(rng: np.random.Generator, fmt: str, rows: int, cols: int) -> n
 
 def write_model(out: pathlib.Path, formats: dict[str, str], seed: int, tokenizer_model: pathlib.Path,
                 preset: str = "tiny") -> None:
-    """formats: GGUF tensor stem (attn_q, ..., output, token_embd) -> type name or F32."""
+    """formats: GGUF tensor stem (attn_q, ..., output, token_embd) -> type name or F32;
+    output "TIED" writes no output.weight (the head is tied to token_embd)."""
     hidden, layers, heads, kv_heads, head_dim, inter, rope_base = PRESETS[preset]
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(out), "llama")
@@ -106,7 +107,8 @@ def write_model(out: pathlib.Path, formats: dict[str, str], seed: int, tokenizer
         add(f"blk.{i}.ffn_up.weight", "ffn_up", inter, hidden)
         add(f"blk.{i}.ffn_down.weight", "ffn_down", hidden, inter)
     w.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
-    add("output.weight", "output", vocab, hidden)
+    if formats.get("output") != "TIED":
+        add("output.weight", "output", vocab, hidden)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -100,17 +100,26 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
     const bool tied = c.tie_word_embeddings || !loader.has(g.lm_head);
     if (tied && !c.tie_word_embeddings)
       log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
-    // A tied head is the embedding's rows as the embedding loads them
-    // (converted, never kept in blocks), as without tp.
+    // A tied head is the rank's rows of the embedding, kept in its blocks
+    // when the embedding is stored in a kept block format (as without tp).
     PAGODA_ASSIGN_OR_RETURN(
         w->lm_head,
         loader.load_linear_rows(tied ? g.embed : g.lm_head, {c.vocab_size, c.hidden_size},
-                                tp_vocab(c, shard), tp_vocab_block(c, shard.size), !tied));
+                                tp_vocab(c, shard), tp_vocab_block(c, shard.size), true));
     return {};
   }
   if (c.tie_word_embeddings || !loader.has(g.lm_head)) {
     if (!c.tie_word_embeddings)
       log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
+    // An embedding stored in a kept block format (GGUF's token_embd as Q6_K,
+    // Q8_0, ...) is also loaded as the head in its blocks: the lookup needs
+    // converted rows, but the head reads all V x H every step, so its blocks
+    // cost a fraction of the bytes (e.g. Gemma 3's 262,144-row vocabulary).
+    if (loader.keeps_blocks(g.embed, c.hidden_size)) {
+      PAGODA_ASSIGN_OR_RETURN(w->lm_head,
+                              loader.load_linear(g.embed, {c.vocab_size, c.hidden_size}));
+      return {};
+    }
     if (w->embed.empty()) {  // a last stage that is not also the first
       PAGODA_ASSIGN_OR_RETURN(w->embed, loader.load(g.embed, {c.vocab_size, c.hidden_size}));
     }

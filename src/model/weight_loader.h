@@ -113,6 +113,13 @@ class WeightLoader {
   uint64_t num_bytes_read() const { return bytes_read_; }  // file bytes
   void finish() { progress_.finish(); }
 
+  // True when `name` ([N, k]) would be uploaded in its block format by
+  // load_linear (a kept GGUF / AWQ / GPTQ block dtype; not with
+  // --gguf-dequantize).
+  bool keeps_blocks(const std::string& name, int64_t k) const {
+    return kept_blocks({name}, {0, k}, k).has_value();
+  }
+
  private:
   // Reads `name`, checks it against `shape`, and copies rows `rows` (of
   // dim 0) and, for a 2-D tensor, columns `cols`, converted and contiguous,

@@ -52,7 +52,7 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // layers[i] is the model's layer first_layer + i
   int64_t first_layer = 0;
   Tensor final_norm;  // [H] cd
-  LinearWeight lm_head;  // [V, H] cd; the same memory as `embed` when embeddings are tied
+  LinearWeight lm_head;  // [V, H]; when tied, `embed`'s memory, or the embedding in its blocks
   std::vector<DeviceBuffer> buffers;  // owns every tensor above
   size_t num_bytes = 0;               // device bytes held by `buffers`
   // Tensors and device bytes of each dtype in `buffers` (the startup summary).

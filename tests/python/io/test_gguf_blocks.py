@@ -87,6 +87,21 @@ def test_tensor_parallel_slices_blocks(name, tmp_path):
     assert ("not whole" in kept.stderr) == (name != "Q4_0"), kept.stderr
 
 
+def test_tied_head_keeps_the_embedding_blocks(tmp_path):
+    """No output.weight: the head is token_embd. Stored as Q8_0 it is loaded twice, as the
+    embedding (dequantized rows for the lookup) and as the head in its blocks, which the
+    per-format line counts: 4 fused linears (qkv, o, gate_up, down) x 2 layers + the head = 9
+    q8_0 tensors."""
+    if not (STORIES / "tokenizer.model").exists():
+        pytest.skip(f"{STORIES} not present")
+    path = tmp_path / "tiny-tied-Q8_0.gguf"
+    write_model(path, {**{stem: "Q8_0" for stem in LINEAR}, "token_embd": "Q8_0", "output": "TIED"}, seed=5)
+    kept = generate(path)
+    assert kept.stdout.strip() and kept.stdout == generate(path, "--gguf-dequantize").stdout
+    assert re.search(r"\bq8_0 9 tensors", formats_line(kept.stderr)), formats_line(kept.stderr)
+    assert kept.stdout == generate(path, "-tp", "2").stdout
+
+
 def test_help_describes_the_flag():
     out = subprocess.run([str(PAGODA_BIN), "generate", "--help"], capture_output=True, text=True, timeout=60).stdout
     assert "--gguf-dequantize" in out and "Q4_K" in out
