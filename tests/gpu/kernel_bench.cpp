@@ -396,7 +396,7 @@ void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
                              perm.size() * 4);
         gpu.synchronize();
       }
-      for (int64_t t : {1, 8, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 64, 512}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -517,7 +517,7 @@ double fp8_gemm_ceiling(CudaBackend& gpu) {
 }
 
 // FP8 W8A8 linear (per-channel and 128x128 block scales, dynamic per-token
-// activations) beside bf16 on the Llama-3.1-8B shapes at T 1, 8, 64, 512:
+// activations) beside bf16 on the Llama-3.1-8B shapes at T 1, 2, 4, 8, 64, 512:
 // microseconds of both, the FP8 call's GB/s (weight codes + x + out) against
 // the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. The FP8 time
 // includes the activation quantisation (and for > 8 rows the epilogue).
@@ -554,7 +554,7 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
         return w;
       };
       if (!gpu.prepare_fp8_weight(weight(0)).ok()) g_ok = false;
-      for (int64_t t : {1, 8, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 64, 512}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());

@@ -9,11 +9,15 @@
 //    the saturating round-to-nearest-even conversion (__NV_SATFINITE), so the
 //    codes equal the CPU's for the same x.
 //  - launch_fp8_gemv: out = the FP8 product from the codes, for 1 ..
-//    kFp8GemvMaxRows rows: one warp per output feature streams its weight row
-//    once with 16-byte loads (when k % 16 == 0; else byte loads), converts
-//    codes to f32 in registers (exact) and dots them with every row's
-//    activation codes, f32 accumulation; the scales are applied per warp
-//    partial (per row) or per 16-column lane partial (blocks), then the bias.
+//    kFp8GemvMaxRows rows, reading the weight once. Where k % 16 == 0, the
+//    codes are 16-byte aligned and the block is 0 or a multiple of 64
+//    (fp8_gemv_tc_supports): on tensor cores (fp8_gemv_tc.cu), mma.sync
+//    m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
+//    promoted to f32 every 64 columns and scaled there (blocks) or at the
+//    end (per-row). Else (fp8_gemv.cu) one warp per output feature converts
+//    codes to f32 (exact) and dots them with every row in f32 FMA; the
+//    scales are applied per warp partial (per row) or per 16-column lane
+//    partial (blocks), then the bias.
 //  - launch_fp8_scale_rows: the epilogue of the unscaled FP8 GEMM (cuBLASLt,
 //    f32 out): out[r, j] = acc[r, j] * x_scales[r] * w_scales[j] (+ bias).
 // All are graph-capturable: no allocation, no host synchronization.
@@ -59,6 +63,9 @@ struct Fp8GemvParams {
 
 bool fp8_gemv_supports(const Fp8GemvParams& p);
 cudaError_t launch_fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+// The tensor-core decode kernel alone (launch_fp8_gemv picks it when supported).
+bool fp8_gemv_tc_supports(const Fp8GemvParams& p);
+cudaError_t launch_fp8_gemv_tc(const Fp8GemvParams& p, cudaStream_t stream);
 
 struct Fp8ScaleRowsParams {
   const float* acc = nullptr;       // [rows, n] the unscaled sums
