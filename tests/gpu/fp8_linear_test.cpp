@@ -1,11 +1,14 @@
 // linear with an FP8 W8A8 weight (backend/linear_weight.h) on CUDA against
 // the CPU backend on the same codes and scales: per-tensor / per-channel
-// (every row its scale) and block-wise scales, dynamic and static
-// activations, the decode kernels (1..8 rows: on tensor cores where k % 16
-// == 0, else in f32), cuBLASLt's FP8 GEMM with the scaling epilogue (more
-// rows, k and n multiples of 16) and the decode kernel per 8 rows (blocks,
-// odd k or n), with and without bias, bf16 / f16 / f32 out; then a captured
-// graph against eager execution.
+// (every row its scale) and block-wise scales (128, and 16 / 64 / 256),
+// dynamic and static activations, with and without bias, bf16 / f16 / f32
+// out, through every path of cuda_fp8_linear.cpp: the tensor-core decode
+// kernel (1..8 rows, k % 16 == 0, block 0 or % 64 == 0) and the f32 one
+// (odd k, block 16), cuBLASLt's FP8 GEMM with the scaling epilogue (> 8
+// rows, per-row scales, k and n multiples of 16), the tensor-core FP8 GEMM
+// (> 8 rows: blocks % 128 == 0, per-row scales with n % 16 != 0; k tails of
+// 16 columns) and the decode kernel per 8 rows (odd k, block 16 / 64); then
+// a captured graph against eager execution.
 //
 // Both backends quantise the same 16-bit activations with the same rules,
 // so the codes agree exactly; the sums differ in order only (and in the
@@ -29,6 +32,7 @@ struct Fp8Case {
   int64_t rows, n, k;
   Scales scales;
   bool static_act, bias, f32_out;
+  int32_t block = 128;  // Scales::kBlock's
 };
 
 std::string describe(const Fp8Case& c) {
@@ -36,7 +40,8 @@ std::string describe(const Fp8Case& c) {
   return "rows=" + std::to_string(c.rows) + " n=" + std::to_string(c.n) +
          " k=" + std::to_string(c.k) + " " + s[static_cast<int>(c.scales)] +
          (c.static_act ? " static" : " dynamic") + (c.bias ? " bias" : "") +
-         (c.f32_out ? " f32-out" : "");
+         (c.f32_out ? " f32-out" : "") +
+         (c.scales == Scales::kBlock ? " block=" + std::to_string(c.block) : "");
 }
 
 // An FP8 weight (codes, scales, input scale) on one backend, prepared.
@@ -76,7 +81,7 @@ std::vector<uint8_t> random_codes(size_t n) {
 void run_case(DType dt, const Fp8Case& c) {
   CudaBackend& gpu = *cuda_backend(dt);
   Backend& cpu = cpu_backend();
-  const int32_t block = c.scales == Scales::kBlock ? 128 : 0;
+  const int32_t block = c.scales == Scales::kBlock ? c.block : 0;
   const std::vector<uint8_t> codes = random_codes(static_cast<size_t>(c.n * c.k));
   const int64_t num_scales =
       block > 0 ? ((c.n + block - 1) / block) * ((c.k + block - 1) / block) : c.n;
@@ -100,7 +105,7 @@ void run_case(DType dt, const Fp8Case& c) {
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
   cpu.linear(cx.t(), cw.w, c.bias ? cb.t() : Tensor(), cout.t());
   // f32 output is held to the input dtype's tolerance too: the products run
-  // on tensor cores (cuBLASLt's e4m3 GEMM, the mma decode kernel), whose
+  // on tensor cores (cuBLASLt's e4m3 GEMM, the mma kernels), whose
   // accumulation on Hopper is not exact f32 (an H200 run saw 2 of 409,600
   // f32 outputs of cuBLASLt 0.002 x rms off at f16 rows=100 n=4096 k=512,
   // past half the f16 tolerance).
@@ -109,11 +114,13 @@ void run_case(DType dt, const Fp8Case& c) {
 
 TEST(CudaFp8LinearTest, EveryScaleLayoutMatchesCpu) {
   PAGODA_REQUIRE_GPU();
-  const int64_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 100, 333};
-  // (n, k): multiples of 16 (cuBLASLt for > 8 rows), odd n, odd k (the byte
-  // path of the decode kernel), k of one and several 512-column sweeps.
-  const std::pair<int64_t, int64_t> shapes[] = {{64, 256},   {4096, 512}, {33, 512},
-                                                {257, 1280}, {96, 100},   {130, 4096}};
+  const int64_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64, 100, 333, 512};
+  // (n, k): multiples of 16 and of 128 (cuBLASLt for > 8 rows), odd n (the
+  // FP8 GEMM with per-row scales), odd k (the f32 decode kernel's byte
+  // path), k % 128 == 16 (the tensor-core kernels' tails), k of one and
+  // several 512-column sweeps.
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 256}, {4096, 512}, {33, 512}, {257, 1280},
+                                                {96, 100}, {130, 4096}, {200, 400}};
   for (DType dt : kHalfTypes) {
     for (int64_t rows : batches) {
       for (size_t s = 0; s < std::size(shapes); ++s) {
@@ -121,6 +128,28 @@ TEST(CudaFp8LinearTest, EveryScaleLayoutMatchesCpu) {
           const auto [n, k] = shapes[s];
           const bool static_act = sc != Scales::kBlock && (rows + s) % 2 == 0;
           const Fp8Case c{rows, n, k, sc, static_act, (rows + s) % 3 == 0, (rows + s) % 4 == 1};
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
+          run_case(dt, c);
+        }
+      }
+    }
+    expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// Blocks other than 128: 16 (the f32 decode kernel, per 8 rows above 8), 64
+// (the tensor-core decode kernel, per 8 rows above 8), 256 (both tensor-core
+// kernels: two GEMM steps per group).
+TEST(CudaFp8LinearTest, OtherBlockSizesMatchCpu) {
+  PAGODA_REQUIRE_GPU();
+  const std::pair<int64_t, int64_t> shapes[] = {{320, 768}, {200, 400}, {48, 1040}};
+  for (DType dt : kHalfTypes) {
+    for (int32_t block : {16, 64, 256}) {
+      for (int64_t rows : {1, 5, 8, 9, 64, 333}) {
+        for (size_t s = 0; s < std::size(shapes); ++s) {
+          const auto [n, k] = shapes[s];
+          Fp8Case c{rows, n, k, Scales::kBlock, false, (rows + s) % 2 == 0, (rows + s) % 3 == 1};
+          c.block = block;
           SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
           run_case(dt, c);
         }
