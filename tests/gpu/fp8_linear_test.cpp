@@ -177,11 +177,12 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
     CudaBackend& gpu = *cuda_backend(dt);
-    for (int32_t block : {0, 128}) {
+    // n 200 with per-row scales: the FP8 GEMM (cuBLASLt takes n 320).
+    for (const auto& [n, block] : {std::pair<int64_t, int32_t>{320, 0}, {200, 0}, {320, 128}}) {
       for (int64_t rows : {3, 8, 64}) {
-        SCOPED_TRACE(std::string(dtype_name(dt)) + " block " + std::to_string(block) +
-                     " rows=" + std::to_string(rows));
-        const int64_t n = 320, k = 1024;
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n) + " block " +
+                     std::to_string(block) + " rows=" + std::to_string(rows));
+        const int64_t k = 1024;
         const int64_t num_scales = block > 0 ? 3 * 8 : n;
         DevFp8 w(gpu, n, k, block, random_codes(static_cast<size_t>(n * k)),
                  uniform(static_cast<size_t>(num_scales), 1e-4f, 4e-3f), {});
