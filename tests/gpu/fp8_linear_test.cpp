@@ -7,8 +7,9 @@
 // (odd k, block 16), cuBLASLt's FP8 GEMM with the scaling epilogue (> 8
 // rows, per-row scales, k and n multiples of 16), the tensor-core FP8 GEMM
 // (> 8 rows: blocks % 128 == 0, per-row scales with n % 16 != 0; k tails of
-// 16 columns) and the decode kernel per 8 rows (odd k, block 16 / 64); then
-// a captured graph against eager execution.
+// 16 columns) and the decode kernel per 8 rows (odd k, block 16 / 64); the
+// batch-1 decode kernel quantising its own row; then a captured graph
+// against eager execution.
 //
 // Both backends quantise the same 16-bit activations with the same rules,
 // so the codes agree exactly; the sums differ in order only (and in the
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/fp8_linear_kernels.h"
 #include "core/fp8.h"
 #include "test_util.h"
 
@@ -156,6 +158,73 @@ TEST(CudaFp8LinearTest, OtherBlockSizesMatchCpu) {
       }
     }
     expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// Batch-1 decode: the tensor-core kernel quantising its own 16-bit row gives
+// the bits of launch_fp8_quantize followed by the same kernel on the codes
+// (the same codes and scales, the same sums): per-row scales (dynamic and
+// static) and blocks of 64 and 128, k with a 16-column tail. A row longer
+// than kFp8GemvFusedMaxK takes the quantise kernel instead (against the CPU).
+TEST(CudaFp8LinearTest, OwnQuantisationMatchesQuantiseKernel) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    for (int32_t block : {0, 64, 128}) {
+      for (bool static_act : {false, true}) {
+        if (block > 0 && static_act) continue;
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " block " + std::to_string(block) +
+                     (static_act ? " static" : " dynamic"));
+        const int64_t n = 200, k = 1040;
+        const int64_t groups = block > 0 ? (k + block - 1) / block : 1;
+        const int64_t num_scales = block > 0 ? ((n + block - 1) / block) * groups : n;
+        DevFp8 w(gpu, n, k, block, random_codes(static_cast<size_t>(n * k)),
+                 uniform(static_cast<size_t>(num_scales), 1e-4f, 4e-3f),
+                 static_act ? std::vector<float>{1.5f / 448.0f} : std::vector<float>{});
+        DevTensor x(gpu, dt, {1, k}, uniform(static_cast<size_t>(k), -2, 2));
+        DevTensor own(gpu, dt, {1, n}), split(gpu, dt, {1, n});
+        DeviceBuffer codes(&gpu, static_cast<size_t>(k)), scales(&gpu, groups * 4);
+        const float* input_scale = static_act ? w.w.input_scale.ptr<float>() : nullptr;
+        cuda::Fp8QuantizeParams q;
+        q.dtype = dt;
+        q.x = x.t().data;
+        q.rows = 1;
+        q.k = k;
+        q.group = block;
+        q.input_scale = input_scale;
+        q.codes = static_cast<uint8_t*>(codes.data());
+        q.scales = static_cast<float*>(scales.data());
+        cuda::Fp8GemvParams g;
+        g.x_codes = q.codes;
+        g.x_scales = q.scales;
+        g.w = static_cast<const uint8_t*>(w.w.data);
+        g.w_scales = w.w.weight_scale.ptr<float>();
+        g.block = block;
+        g.out = split.t().data;
+        g.out_dtype = dt;
+        g.rows = 1;
+        g.n = n;
+        g.k = k;
+        own.poison();
+        split.poison();
+        ASSERT_EQ(cuda::launch_fp8_quantize(q, gpu.stream()), cudaSuccess);
+        ASSERT_EQ(cuda::launch_fp8_gemv(g, gpu.stream()), cudaSuccess);
+        g.x = x.t().data;
+        g.x_dtype = dt;
+        g.input_scale = input_scale;
+        g.out = own.t().data;
+        ASSERT_TRUE(cuda::fp8_gemv_tc_supports(g));
+        ASSERT_EQ(cuda::launch_fp8_gemv(g, gpu.stream()), cudaSuccess);
+        gpu.synchronize();
+        expect_equal(own.download(), split.download(), "own quantisation vs quantise kernel");
+      }
+    }
+    for (Scales sc : {Scales::kPerChannel, Scales::kBlock}) {
+      const Fp8Case c{1, 24, cuda::kFp8GemvFusedMaxK + 16, sc, false, true, false};
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
+      run_case(dt, c);
+    }
+    expect_status_ok(gpu);
   }
 }
 

@@ -522,8 +522,9 @@ double fp8_gemm_ceiling(CudaBackend& gpu) {
 // microseconds of both, the FP8 call's GB/s (weight codes + x + out) against
 // the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. The FP8 time
 // includes the activation quantisation (and for cuBLASLt the epilogue);
-// "quant us" times that quantisation alone (the share a fused producer would
-// save).
+// "quant us" times launch_fp8_quantize alone: the share a fused producer
+// would save (at T = 1 the decode kernel quantises its own row: what that
+// saved).
 // Weight codes are random bytes (timing only).
 void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
   const double fp8_tflops = fp8_gemm_ceiling(gpu);

@@ -1,4 +1,6 @@
-// CudaBackend::linear with an FP8 weight (backend/linear_weight.h). The
+// CudaBackend::linear with an FP8 weight (backend/linear_weight.h). One row
+// (batch-1 decode) goes to the tensor-core decode kernel with its 16-bit
+// values, which it quantises itself, where that kernel applies. Else the
 // activations are quantised (launch_fp8_quantize) in chunks of fp8_chunk_rows
 // rows into fp8_codes_ / fp8_scales_. A chunk of up to cuda::kFp8GemvMaxRows
 // rows runs the decode kernel (launch_fp8_gemv), which streams the e4m3
@@ -123,6 +125,34 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
   auto* codes = static_cast<uint8_t*>(fp8_codes_.ptr);
   auto* scales = static_cast<float*>(fp8_scales_.ptr);
   const size_t x_es = dtype_size(x.dtype), out_es = dtype_size(out.dtype);
+  // The decode kernel's operands for m rows from row m0 of the chunk's codes.
+  auto gemv_params = [&](int64_t m0, int64_t m, char* out_rows) {
+    cuda::Fp8GemvParams g;
+    g.x_codes = codes + m0 * k;
+    g.x_scales = scales + m0 * groups;
+    g.w = static_cast<const uint8_t*>(w.data);
+    g.w_scales = w.weight_scale.ptr<float>();
+    g.block = w.block;
+    g.bias = bias.empty() ? nullptr : bias.data;
+    g.bias_dtype = bias.dtype;
+    g.out = out_rows + static_cast<size_t>(m0 * n) * out_es;
+    g.out_dtype = out.dtype;
+    g.rows = static_cast<int>(m);
+    g.n = n;
+    g.k = k;
+    return g;
+  };
+  if (rows == 1) {
+    // Batch-1 decode: the tensor-core kernel quantises the row itself.
+    cuda::Fp8GemvParams g = gemv_params(0, 1, static_cast<char*>(out.data));
+    g.x = x.data;
+    g.x_dtype = x.dtype;
+    g.input_scale = w.input_scale.empty() ? nullptr : w.input_scale.ptr<float>();
+    if (cuda::fp8_gemv_tc_supports(g)) {
+      check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv, own quantisation)");
+      return;
+    }
+  }
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t nr = std::min(chunk, rows - r0);
     cuda::Fp8QuantizeParams q;
@@ -180,19 +210,8 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
     }
     if (!lt_ran) {
       for (int64_t m0 = 0; m0 < nr; m0 += cuda::kFp8GemvMaxRows) {
-        cuda::Fp8GemvParams g;
-        g.x_codes = codes + m0 * k;
-        g.x_scales = scales + m0 * groups;
-        g.w = static_cast<const uint8_t*>(w.data);
-        g.w_scales = w.weight_scale.ptr<float>();
-        g.block = w.block;
-        g.bias = bias.empty() ? nullptr : bias.data;
-        g.bias_dtype = bias.dtype;
-        g.out = out_rows + static_cast<size_t>(m0 * n) * out_es;
-        g.out_dtype = out.dtype;
-        g.rows = static_cast<int>(std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0));
-        g.n = n;
-        g.k = k;
+        const cuda::Fp8GemvParams g =
+            gemv_params(m0, std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0), out_rows);
         if (!check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv)")) return;
       }
       continue;

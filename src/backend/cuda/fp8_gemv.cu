@@ -124,6 +124,7 @@ bool fp8_gemv_supports(const Fp8GemvParams& p) {
 cudaError_t launch_fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   if (!fp8_gemv_supports(p)) return cudaErrorInvalidValue;
   if (fp8_gemv_tc_supports(p)) return launch_fp8_gemv_tc(p, stream);
+  if (p.x != nullptr) return cudaErrorInvalidValue;  // only the tensor-core kernel quantises
   const int64_t blocks = ceil_div(p.n, kWarps);
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(blocks));

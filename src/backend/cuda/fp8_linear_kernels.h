@@ -14,7 +14,10 @@
 //    (fp8_gemv_tc_supports): on tensor cores (fp8_gemv_tc.cu), mma.sync
 //    m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
 //    promoted to f32 every 64 columns and scaled there (blocks) or at the
-//    end (per-row). Else (fp8_gemv.cu) one warp per output feature converts
+//    end (per-row). Given the 16-bit row itself (Fp8GemvParams::x; one
+//    row, k <= kFp8GemvFusedMaxK) it quantises that row in shared memory
+//    while its first weight loads are in flight, replacing
+//    launch_fp8_quantize. Else (fp8_gemv.cu) one warp per output feature converts
 //    codes to f32 (exact) and dots them with every row in f32 FMA; the
 //    scales are applied per warp partial (per row) or per 16-column lane
 //    partial (blocks), then the bias.
@@ -41,6 +44,8 @@
 namespace pagoda::cuda {
 
 constexpr int kFp8GemvMaxRows = 8;
+// The longest activation row the decode kernel quantises itself (shared memory).
+constexpr int64_t kFp8GemvFusedMaxK = 32768;
 
 struct Fp8QuantizeParams {
   DType dtype = DType::kBF16;  // x: bf16 or f16
@@ -68,6 +73,12 @@ struct Fp8GemvParams {
   int rows = 0;                      // 1 .. kFp8GemvMaxRows
   int64_t n = 0;
   int64_t k = 0;
+  // Optional, the tensor-core kernel only (rows == 1, k <= kFp8GemvFusedMaxK):
+  // the 16-bit activation row [1, k], which the kernel quantises itself
+  // (launch_fp8_quantize's rules and results; x_codes / x_scales unread).
+  const void* x = nullptr;
+  DType x_dtype = DType::kBF16;        // bf16 or f16
+  const float* input_scale = nullptr;  // [1] static scale (block 0 only), or null: dynamic
 };
 
 bool fp8_gemv_supports(const Fp8GemvParams& p);
