@@ -248,7 +248,7 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
     CudaBackend& gpu = *cuda_backend(dt);
     // n 200 with per-row scales: the FP8 GEMM (cuBLASLt takes n 320).
     for (const auto& [n, block] : {std::pair<int64_t, int32_t>{320, 0}, {200, 0}, {320, 128}}) {
-      for (int64_t rows : {3, 8, 64}) {
+      for (int64_t rows : {1, 3, 8, 64}) {  // 1: the kernel quantising its own row
         SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n) + " block " +
                      std::to_string(block) + " rows=" + std::to_string(rows));
         const int64_t k = 1024;
