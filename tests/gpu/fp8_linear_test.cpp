@@ -1,20 +1,27 @@
 // linear with an FP8 W8A8 weight (backend/linear_weight.h) on CUDA against
 // the CPU backend on the same codes and scales: per-tensor / per-channel
-// (every row its scale) and block-wise scales, dynamic and static
-// activations, the decode kernel (1..8 rows), cuBLASLt's FP8 GEMM with the
-// scaling epilogue (more rows, k and n multiples of 16) and the decode
-// kernel per 8 rows (blocks, odd k or n), with and without bias, bf16 / f16
-// / f32 out; then a captured graph against eager execution.
+// (every row its scale) and block-wise scales (128, and 16 / 64 / 256),
+// dynamic and static activations, with and without bias, bf16 / f16 / f32
+// out, through every path of cuda_fp8_linear.cpp: the tensor-core decode
+// kernel (1..8 rows, k % 16 == 0, block 0 or % 64 == 0) and the f32 one
+// (odd k, block 16), cuBLASLt's FP8 GEMM with the scaling epilogue (> 8
+// rows, per-row scales, k and n multiples of 16), the tensor-core FP8 GEMM
+// (> 8 rows: blocks % 128 == 0, per-row scales with n % 16 != 0; k tails of
+// 16 columns) and the decode kernel per 8 rows (odd k, block 16 / 64); the
+// batch-1 decode kernel quantising its own row; then a captured graph
+// against eager execution.
 //
 // Both backends quantise the same 16-bit activations with the same rules,
-// so the codes agree exactly; the sums differ in order only. Tolerance: the
-// compute dtype's (expect_close), half of it for an f32 output.
+// so the codes agree exactly; the sums differ in order only (and in the
+// tensor cores' accumulation inside each mma). Tolerance: the compute
+// dtype's (expect_close), for an f32 output too.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "backend/cuda/fp8_linear_kernels.h"
 #include "core/fp8.h"
 #include "test_util.h"
 
@@ -27,6 +34,7 @@ struct Fp8Case {
   int64_t rows, n, k;
   Scales scales;
   bool static_act, bias, f32_out;
+  int32_t block = 128;  // Scales::kBlock's
 };
 
 std::string describe(const Fp8Case& c) {
@@ -34,7 +42,8 @@ std::string describe(const Fp8Case& c) {
   return "rows=" + std::to_string(c.rows) + " n=" + std::to_string(c.n) +
          " k=" + std::to_string(c.k) + " " + s[static_cast<int>(c.scales)] +
          (c.static_act ? " static" : " dynamic") + (c.bias ? " bias" : "") +
-         (c.f32_out ? " f32-out" : "");
+         (c.f32_out ? " f32-out" : "") +
+         (c.scales == Scales::kBlock ? " block=" + std::to_string(c.block) : "");
 }
 
 // An FP8 weight (codes, scales, input scale) on one backend, prepared.
@@ -74,7 +83,7 @@ std::vector<uint8_t> random_codes(size_t n) {
 void run_case(DType dt, const Fp8Case& c) {
   CudaBackend& gpu = *cuda_backend(dt);
   Backend& cpu = cpu_backend();
-  const int32_t block = c.scales == Scales::kBlock ? 128 : 0;
+  const int32_t block = c.scales == Scales::kBlock ? c.block : 0;
   const std::vector<uint8_t> codes = random_codes(static_cast<size_t>(c.n * c.k));
   const int64_t num_scales =
       block > 0 ? ((c.n + block - 1) / block) * ((c.k + block - 1) / block) : c.n;
@@ -97,20 +106,23 @@ void run_case(DType dt, const Fp8Case& c) {
   DevTensor cx(cpu, DType::kF32, {c.rows, c.k}, x), cb(cpu, DType::kF32, {c.n}, b);
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
   cpu.linear(cx.t(), cw.w, c.bias ? cb.t() : Tensor(), cout.t());
-  // f32 output is held to the input dtype's tolerance too: above 8 rows the
-  // product is cuBLASLt's e4m3 GEMM, whose tensor-core accumulation on Hopper
-  // is not exact f32 (an H200 run saw 2 of 409,600 f32 outputs 0.002 x rms
-  // off at f16 rows=100 n=4096 k=512, past half the f16 tolerance).
+  // f32 output is held to the input dtype's tolerance too: the products run
+  // on tensor cores (cuBLASLt's e4m3 GEMM, the mma kernels), whose
+  // accumulation on Hopper is not exact f32 (an H200 run saw 2 of 409,600
+  // f32 outputs of cuBLASLt 0.002 x rms off at f16 rows=100 n=4096 k=512,
+  // past half the f16 tolerance).
   expect_close(gout.download(), cout.download(), dt, "fp8 linear", 1.0, 1.0);
 }
 
 TEST(CudaFp8LinearTest, EveryScaleLayoutMatchesCpu) {
   PAGODA_REQUIRE_GPU();
-  const int64_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 100, 333};
-  // (n, k): multiples of 16 (cuBLASLt for > 8 rows), odd n, odd k (the byte
-  // path of the decode kernel), k of one and several 512-column sweeps.
-  const std::pair<int64_t, int64_t> shapes[] = {{64, 256},   {4096, 512}, {33, 512},
-                                                {257, 1280}, {96, 100},   {130, 4096}};
+  const int64_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64, 100, 333, 512};
+  // (n, k): multiples of 16 and of 128 (cuBLASLt for > 8 rows), odd n (the
+  // FP8 GEMM with per-row scales), odd k (the f32 decode kernel's byte
+  // path), k % 128 == 16 (the tensor-core kernels' tails), k of one and
+  // several 512-column sweeps.
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 256}, {4096, 512}, {33, 512}, {257, 1280},
+                                                {96, 100}, {130, 4096}, {200, 400}};
   for (DType dt : kHalfTypes) {
     for (int64_t rows : batches) {
       for (size_t s = 0; s < std::size(shapes); ++s) {
@@ -127,10 +139,99 @@ TEST(CudaFp8LinearTest, EveryScaleLayoutMatchesCpu) {
   }
 }
 
-// The 8B model's decode and prefill shapes once each (large k and n).
+// Blocks other than 128: 16 (the f32 decode kernel, per 8 rows above 8), 64
+// (the tensor-core decode kernel, per 8 rows above 8), 256 (both tensor-core
+// kernels: two GEMM steps per group).
+TEST(CudaFp8LinearTest, OtherBlockSizesMatchCpu) {
+  PAGODA_REQUIRE_GPU();
+  const std::pair<int64_t, int64_t> shapes[] = {{320, 768}, {200, 400}, {48, 1040}};
+  for (DType dt : kHalfTypes) {
+    for (int32_t block : {16, 64, 256}) {
+      for (int64_t rows : {1, 5, 8, 9, 64, 333}) {
+        for (size_t s = 0; s < std::size(shapes); ++s) {
+          const auto [n, k] = shapes[s];
+          Fp8Case c{rows, n, k, Scales::kBlock, false, (rows + s) % 2 == 0, (rows + s) % 3 == 1};
+          c.block = block;
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
+          run_case(dt, c);
+        }
+      }
+    }
+    expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// Batch-1 decode: the tensor-core kernel quantising its own 16-bit row gives
+// the bits of launch_fp8_quantize followed by the same kernel on the codes
+// (the same codes and scales, the same sums): per-row scales (dynamic and
+// static) and blocks of 64 and 128, k with a 16-column tail. A row longer
+// than kFp8GemvFusedMaxK takes the quantise kernel instead (against the CPU).
+TEST(CudaFp8LinearTest, OwnQuantisationMatchesQuantiseKernel) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    for (int32_t block : {0, 64, 128}) {
+      for (bool static_act : {false, true}) {
+        if (block > 0 && static_act) continue;
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " block " + std::to_string(block) +
+                     (static_act ? " static" : " dynamic"));
+        const int64_t n = 200, k = 1040;
+        const int64_t groups = block > 0 ? (k + block - 1) / block : 1;
+        const int64_t num_scales = block > 0 ? ((n + block - 1) / block) * groups : n;
+        DevFp8 w(gpu, n, k, block, random_codes(static_cast<size_t>(n * k)),
+                 uniform(static_cast<size_t>(num_scales), 1e-4f, 4e-3f),
+                 static_act ? std::vector<float>{1.5f / 448.0f} : std::vector<float>{});
+        DevTensor x(gpu, dt, {1, k}, uniform(static_cast<size_t>(k), -2, 2));
+        DevTensor own(gpu, dt, {1, n}), split(gpu, dt, {1, n});
+        DeviceBuffer codes(&gpu, static_cast<size_t>(k)), scales(&gpu, groups * 4);
+        const float* input_scale = static_act ? w.w.input_scale.ptr<float>() : nullptr;
+        cuda::Fp8QuantizeParams q;
+        q.dtype = dt;
+        q.x = x.t().data;
+        q.rows = 1;
+        q.k = k;
+        q.group = block;
+        q.input_scale = input_scale;
+        q.codes = static_cast<uint8_t*>(codes.data());
+        q.scales = static_cast<float*>(scales.data());
+        cuda::Fp8GemvParams g;
+        g.x_codes = q.codes;
+        g.x_scales = q.scales;
+        g.w = static_cast<const uint8_t*>(w.w.data);
+        g.w_scales = w.w.weight_scale.ptr<float>();
+        g.block = block;
+        g.out = split.t().data;
+        g.out_dtype = dt;
+        g.rows = 1;
+        g.n = n;
+        g.k = k;
+        own.poison();
+        split.poison();
+        ASSERT_EQ(cuda::launch_fp8_quantize(q, gpu.stream()), cudaSuccess);
+        ASSERT_EQ(cuda::launch_fp8_gemv(g, gpu.stream()), cudaSuccess);
+        g.x = x.t().data;
+        g.x_dtype = dt;
+        g.input_scale = input_scale;
+        g.out = own.t().data;
+        ASSERT_TRUE(cuda::fp8_gemv_tc_supports(g));
+        ASSERT_EQ(cuda::launch_fp8_gemv(g, gpu.stream()), cudaSuccess);
+        gpu.synchronize();
+        expect_equal(own.download(), split.download(), "own quantisation vs quantise kernel");
+      }
+    }
+    for (Scales sc : {Scales::kPerChannel, Scales::kBlock}) {
+      const Fp8Case c{1, 24, cuda::kFp8GemvFusedMaxK + 16, sc, false, true, false};
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
+      run_case(dt, c);
+    }
+    expect_status_ok(gpu);
+  }
+}
+
+// The 8B model's decode and prefill shapes (large k and n).
 TEST(CudaFp8LinearTest, LargeShapes) {
   PAGODA_REQUIRE_GPU();
-  for (int64_t rows : {1, 8, 512}) {
+  for (int64_t rows : {1, 2, 4, 8, 64, 512}) {
     for (Scales sc : {Scales::kPerChannel, Scales::kBlock}) {
       const Fp8Case c{rows, 4096, 14336, sc, false, false, false};
       SCOPED_TRACE(describe(c));
@@ -145,11 +246,12 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
     CudaBackend& gpu = *cuda_backend(dt);
-    for (int32_t block : {0, 128}) {
-      for (int64_t rows : {3, 8, 64}) {
-        SCOPED_TRACE(std::string(dtype_name(dt)) + " block " + std::to_string(block) +
-                     " rows=" + std::to_string(rows));
-        const int64_t n = 320, k = 1024;
+    // n 200 with per-row scales: the FP8 GEMM (cuBLASLt takes n 320).
+    for (const auto& [n, block] : {std::pair<int64_t, int32_t>{320, 0}, {200, 0}, {320, 128}}) {
+      for (int64_t rows : {1, 3, 8, 64}) {  // 1: the kernel quantising its own row
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n) + " block " +
+                     std::to_string(block) + " rows=" + std::to_string(rows));
+        const int64_t k = 1024;
         const int64_t num_scales = block > 0 ? 3 * 8 : n;
         DevFp8 w(gpu, n, k, block, random_codes(static_cast<size_t>(n * k)),
                  uniform(static_cast<size_t>(num_scales), 1e-4f, 4e-3f), {});

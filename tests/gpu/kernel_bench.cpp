@@ -38,6 +38,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/fp8_linear_kernels.h"
 #include "core/fp8.h"
 #include "core/half.h"
 
@@ -396,7 +397,7 @@ void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
                              perm.size() * 4);
         gpu.synchronize();
       }
-      for (int64_t t : {1, 8, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 64, 512}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -517,10 +518,13 @@ double fp8_gemm_ceiling(CudaBackend& gpu) {
 }
 
 // FP8 W8A8 linear (per-channel and 128x128 block scales, dynamic per-token
-// activations) beside bf16 on the Llama-3.1-8B shapes at T 1, 8, 64, 512:
+// activations) beside bf16 on the Llama-3.1-8B shapes at T 1, 2, 4, 8, 64, 512:
 // microseconds of both, the FP8 call's GB/s (weight codes + x + out) against
 // the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. The FP8 time
-// includes the activation quantisation (and for > 8 rows the epilogue).
+// includes the activation quantisation (and for cuBLASLt the epilogue);
+// "quant us" times launch_fp8_quantize alone: the share a fused producer
+// would save (at T = 1 the decode kernel quantises its own row: what that
+// saved).
 // Weight codes are random bytes (timing only).
 void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
   const double fp8_tflops = fp8_gemm_ceiling(gpu);
@@ -530,9 +534,10 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
                               {"gate_up 4096->28672", 28672, 4096, false},
                               {"down 14336->4096", 4096, 14336, false}};
   std::printf(
-      "fp8 linear (bf16 x and out; bytes = codes + x + out)\n%-22s %-7s %4s %9s %9s %8s %7s %8s "
-      "%7s\n",
-      "shape (N x K)", "scales", "T", "bf16 us", "fp8 us", "GB/s", "%copy", "TFLOP/s", "%fp8");
+      "fp8 linear (bf16 x and out; bytes = codes + x + out)\n%-22s %-7s %4s %9s %9s %9s %8s %7s "
+      "%8s %7s\n",
+      "shape (N x K)", "scales", "T", "bf16 us", "fp8 us", "quant us", "GB/s", "%copy", "TFLOP/s",
+      "%fp8");
   for (const GemmShape& s : shapes) {
     const size_t codes_bytes = static_cast<size_t>(s.n * s.k), bf16_bytes = codes_bytes * 2;
     const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / codes_bytes, 1, 4));
@@ -554,7 +559,7 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
         return w;
       };
       if (!gpu.prepare_fp8_weight(weight(0)).ok()) g_ok = false;
-      for (int64_t t : {1, 8, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 64, 512}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -566,12 +571,26 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
           gpu.linear(tx, tw, Tensor(), to);
         });
         const double ms = time_op(gpu, [&](int i) { gpu.linear(tx, weight(i), Tensor(), to); });
+        const int64_t groups = block > 0 ? (s.k + block - 1) / block : 1;
+        DeviceBuffer q_codes(&gpu, static_cast<size_t>(t * s.k)),
+            q_scales(&gpu, static_cast<size_t>(t * groups) * 4);
+        cuda::Fp8QuantizeParams qp;
+        qp.dtype = DType::kBF16;
+        qp.x = x.data();
+        qp.rows = t;
+        qp.k = s.k;
+        qp.group = block;
+        qp.codes = static_cast<uint8_t*>(q_codes.data());
+        qp.scales = static_cast<float*>(q_scales.data());
+        const double quant_ms = time_op(gpu, [&](int) {
+          if (cuda::launch_fp8_quantize(qp, gpu.stream()) != cudaSuccess) g_ok = false;
+        });
         const double gbps =
             static_cast<double>(codes_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
         const double tflops = 2.0 * t * s.n * s.k / (ms * 1e-3) / 1e12;
-        std::printf("%-22s %-7s %4lld %9.1f %9.1f %8.0f %6.0f%% %8.1f %6.0f%%\n", s.name,
+        std::printf("%-22s %-7s %4lld %9.1f %9.1f %9.1f %8.0f %6.0f%% %8.1f %6.0f%%\n", s.name,
                     block > 0 ? "128x128" : "channel", static_cast<long long>(t), bf16_ms * 1e3,
-                    ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps, tflops,
+                    ms * 1e3, quant_ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps, tflops,
                     100.0 * tflops / fp8_tflops);
       }
     }

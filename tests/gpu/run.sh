@@ -12,7 +12,8 @@
 #   2. kernel tests (GoogleTest)                  -> $OUT/kernel_test.log
 #   3. compute-sanitizer memcheck, test subset    -> $OUT/memcheck.log
 #      and racecheck on attention (prefill, split decode, the decode
-#      kernel's warp merge)                           -> $OUT/racecheck.log
+#      kernel's warp merge) and the FP8 linear's tensor-core kernels
+#      (shared-memory pipeline / warp merge)          -> $OUT/racecheck.log
 #   4. hooks: every tests/gpu/hooks/*.sh, run as `hook BUILD_DIR` (end-to-end
 #      tests, benchmarks; comm.sh: the NCCL communicators on every GPU;
 #      skipped when there are none) -> $OUT/<hook>.log;
@@ -93,7 +94,7 @@ if [ -x "$bin/kernel_test" ]; then
     # kernel's stages and the MoE kernels' groups and GEMM stages (a missing barrier).
     stage racecheck 90 "$out/racecheck.log" compute-sanitizer --tool racecheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no \
-      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay:CudaQuantLinearTest.GraphReplayMatchesEager:CudaMoeTest.RouteAndExpertsReplayInAGraphWithNewRouting:CudaAttentionFp8Test.SmallBatchesOfEveryKernel'
+      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay:CudaQuantLinearTest.GraphReplayMatchesEager:CudaMoeTest.RouteAndExpertsReplayInAGraphWithNewRouting:CudaAttentionFp8Test.SmallBatchesOfEveryKernel:CudaFp8LinearTest.GraphReplayMatchesEager'
   else
     echo "compute-sanitizer not found"
     record memcheck FAIL 0

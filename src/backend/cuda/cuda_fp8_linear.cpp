@@ -1,17 +1,19 @@
-// CudaBackend::linear with an FP8 weight (backend/linear_weight.h). The
+// CudaBackend::linear with an FP8 weight (backend/linear_weight.h). One row
+// (batch-1 decode) goes to the tensor-core decode kernel with its 16-bit
+// values, which it quantises itself, where that kernel applies. Else the
 // activations are quantised (launch_fp8_quantize) in chunks of fp8_chunk_rows
-// rows into fp8_codes_ / fp8_scales_. Each chunk of up to
-// cuda::kFp8GemvMaxRows rows runs the decode kernel (fp8_gemv.cu), which
-// streams the e4m3 weight once. Larger chunks with per-row weight scales run
-// cuBLASLt's FP8 GEMM (e4m3 x e4m3, f32 accumulation, unscaled f32 result in
-// fp8_acc_) and the scaling epilogue (launch_fp8_scale_rows). Block-wise
-// weights, and shapes cuBLASLt's FP8 GEMM does not take (k or n not a
-// multiple of 16), run the decode kernel on every 8 rows: correct, but it
-// reads the weight once per 8 rows (a tiled block-scaled kernel is to replace
-// it). The GEMM's row count is rounded up to a multiple of 16 (cuBLASLt's
-// FP8 rule; the padding rows' products are never read). Should cuBLASLt
-// refuse the FP8 GEMM, the backend logs it once and runs the decode kernel
-// instead. Nothing allocates or waits: graph-capturable.
+// rows into fp8_codes_ / fp8_scales_. A chunk of up to cuda::kFp8GemvMaxRows
+// rows runs the decode kernel (launch_fp8_gemv), which streams the e4m3
+// weight once. Larger chunks with per-row weight scales run cuBLASLt's FP8
+// GEMM (e4m3 x e4m3, f32 accumulation, unscaled f32 result in fp8_acc_) and
+// the scaling epilogue (launch_fp8_scale_rows); its row count is rounded up
+// to a multiple of 16 (cuBLASLt's FP8 rule; the padding rows' products are
+// never read). Block-wise weights (block % 128 == 0), and per-row weights
+// cuBLASLt does not take (n not a multiple of 16, or cuBLASLt refused the
+// FP8 GEMM: logged once), run the tiled tensor-core GEMM (launch_fp8_gemm)
+// where k % 16 == 0; what remains (odd k, other blocks) runs the decode
+// kernel on every 8 rows: correct, but it reads the weight once per 8 rows.
+// Nothing allocates or waits: graph-capturable.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -123,6 +125,34 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
   auto* codes = static_cast<uint8_t*>(fp8_codes_.ptr);
   auto* scales = static_cast<float*>(fp8_scales_.ptr);
   const size_t x_es = dtype_size(x.dtype), out_es = dtype_size(out.dtype);
+  // The decode kernel's operands for m rows from row m0 of the chunk's codes.
+  auto gemv_params = [&](int64_t m0, int64_t m, char* out_rows) {
+    cuda::Fp8GemvParams g;
+    g.x_codes = codes + m0 * k;
+    g.x_scales = scales + m0 * groups;
+    g.w = static_cast<const uint8_t*>(w.data);
+    g.w_scales = w.weight_scale.ptr<float>();
+    g.block = w.block;
+    g.bias = bias.empty() ? nullptr : bias.data;
+    g.bias_dtype = bias.dtype;
+    g.out = out_rows + static_cast<size_t>(m0 * n) * out_es;
+    g.out_dtype = out.dtype;
+    g.rows = static_cast<int>(m);
+    g.n = n;
+    g.k = k;
+    return g;
+  };
+  if (rows == 1) {
+    // Batch-1 decode: the tensor-core kernel quantises the row itself.
+    cuda::Fp8GemvParams g = gemv_params(0, 1, static_cast<char*>(out.data));
+    g.x = x.data;
+    g.x_dtype = x.dtype;
+    g.input_scale = w.input_scale.empty() ? nullptr : w.input_scale.ptr<float>();
+    if (cuda::fp8_gemv_tc_supports(g)) {
+      check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv, own quantisation)");
+      return;
+    }
+  }
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t nr = std::min(chunk, rows - r0);
     cuda::Fp8QuantizeParams q;
@@ -136,8 +166,9 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
     q.scales = scales;
     if (!check(cuda::launch_fp8_quantize(q, stream_), "linear (fp8 quantize)")) return;
     char* out_rows = static_cast<char*>(out.data) + static_cast<size_t>(r0 * n) * out_es;
-    bool gemv = !lt || nr <= cuda::kFp8GemvMaxRows;
-    if (!gemv) {
+    const bool many = nr > cuda::kFp8GemvMaxRows;
+    bool lt_ran = false;
+    if (many && lt) {
       cuda::LinearArgs a;
       a.x = codes;
       a.w = w.data;
@@ -149,30 +180,38 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
       a.bias_dtype = DType::kF32;
       a.out_dtype = DType::kF32;
       const Status st = linear_->run(a, stream_);
+      lt_ran = st.ok();
       if (!st.ok()) {
         log_warn(
             "cuBLASLt's FP8 GEMM is unavailable ({}); FP8 linears of more than {} rows run "
-            "the decode kernel per {} rows",
+            "pagoda's FP8 GEMM (or the decode kernel per {} rows where it does not apply)",
             st.error().message, cuda::kFp8GemvMaxRows, cuda::kFp8GemvMaxRows);
         fp8_gemm_refused_ = true;
-        gemv = true;
       }
     }
-    if (gemv) {
+    if (many && !lt_ran) {
+      cuda::Fp8GemmParams m;
+      m.x_codes = codes;
+      m.x_scales = scales;
+      m.w = static_cast<const uint8_t*>(w.data);
+      m.w_scales = w.weight_scale.ptr<float>();
+      m.block = w.block;
+      m.bias = bias.empty() ? nullptr : bias.data;
+      m.bias_dtype = bias.dtype;
+      m.out = out_rows;
+      m.out_dtype = out.dtype;
+      m.rows = nr;
+      m.n = n;
+      m.k = k;
+      if (cuda::fp8_gemm_supports(m)) {
+        if (!check(cuda::launch_fp8_gemm(m, stream_), "linear (fp8 gemm)")) return;
+        continue;
+      }
+    }
+    if (!lt_ran) {
       for (int64_t m0 = 0; m0 < nr; m0 += cuda::kFp8GemvMaxRows) {
-        cuda::Fp8GemvParams g;
-        g.x_codes = codes + m0 * k;
-        g.x_scales = scales + m0 * groups;
-        g.w = static_cast<const uint8_t*>(w.data);
-        g.w_scales = w.weight_scale.ptr<float>();
-        g.block = w.block;
-        g.bias = bias.empty() ? nullptr : bias.data;
-        g.bias_dtype = bias.dtype;
-        g.out = out_rows + static_cast<size_t>(m0 * n) * out_es;
-        g.out_dtype = out.dtype;
-        g.rows = static_cast<int>(std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0));
-        g.n = n;
-        g.k = k;
+        const cuda::Fp8GemvParams g =
+            gemv_params(m0, std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0), out_rows);
         if (!check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv)")) return;
       }
       continue;

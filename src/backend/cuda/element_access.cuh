@@ -42,4 +42,19 @@ __device__ __forceinline__ float load_as_float(const void* p, DType dt, int64_t 
   }
 }
 
+// Writes v rounded to an f32, bf16 or f16 (any other dtype) array's element i.
+__device__ __forceinline__ void store_as_float(void* p, DType dt, int64_t i, float v) {
+  switch (dt) {
+    case DType::kF32:
+      static_cast<float*>(p)[i] = v;
+      break;
+    case DType::kBF16:
+      static_cast<bf16*>(p)[i] = from_float<bf16>(v);
+      break;
+    default:
+      static_cast<f16*>(p)[i] = from_float<f16>(v);
+      break;
+  }
+}
+
 }  // namespace pagoda::cuda

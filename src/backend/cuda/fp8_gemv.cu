@@ -1,4 +1,5 @@
-// Decode products with an FP8 weight (fp8_linear_kernels.h).
+// Decode products with an FP8 weight (fp8_linear_kernels.h): the tensor-core
+// kernel (fp8_gemv_tc.cu) where it applies, else this f32 kernel.
 //
 // A CTA of kWarps warps owns kWarps output features (one weight row each).
 // Lane l of a warp reads 16 codes at columns 16 l + 512 i of its row with a
@@ -14,6 +15,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/element_access.cuh"
 #include "backend/cuda/fp8_linear_kernels.h"
+#include "backend/cuda/fp8_mma.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
@@ -21,14 +23,6 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-
-__device__ __forceinline__ uint4 load_stream(const void* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
 
 __device__ __forceinline__ float e4m3_value(uint8_t c) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));
@@ -46,21 +40,6 @@ __device__ __forceinline__ void unpack16(const uint4& v, float (&f)[16]) {
       f[4 * i + 2 * j] = t.x;
       f[4 * i + 2 * j + 1] = t.y;
     }
-  }
-}
-
-
-__device__ __forceinline__ void store_as(void* p, DType dt, int64_t i, float v) {
-  switch (dt) {
-    case DType::kF32:
-      static_cast<float*>(p)[i] = v;
-      break;
-    case DType::kBF16:
-      static_cast<bf16*>(p)[i] = from_float<bf16>(v);
-      break;
-    default:
-      static_cast<f16*>(p)[i] = from_float<f16>(v);
-      break;
   }
 }
 
@@ -115,7 +94,7 @@ __global__ void __launch_bounds__(kThreads) fp8_gemv_kernel(Fp8GemvParams p) {
     if (lane == 0) {
       if (!kBlock) v = v * p.x_scales[m] * p.w_scales[row];
       if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
-      store_as(p.out, p.out_dtype, m * p.n + row, v);
+      store_as_float(p.out, p.out_dtype, m * p.n + row, v);
     }
   }
 }
@@ -144,6 +123,8 @@ bool fp8_gemv_supports(const Fp8GemvParams& p) {
 
 cudaError_t launch_fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   if (!fp8_gemv_supports(p)) return cudaErrorInvalidValue;
+  if (fp8_gemv_tc_supports(p)) return launch_fp8_gemv_tc(p, stream);
+  if (p.x != nullptr) return cudaErrorInvalidValue;  // only the tensor-core kernel quantises
   const int64_t blocks = ceil_div(p.n, kWarps);
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(blocks));

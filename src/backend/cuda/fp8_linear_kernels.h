@@ -9,11 +9,27 @@
 //    the saturating round-to-nearest-even conversion (__NV_SATFINITE), so the
 //    codes equal the CPU's for the same x.
 //  - launch_fp8_gemv: out = the FP8 product from the codes, for 1 ..
-//    kFp8GemvMaxRows rows: one warp per output feature streams its weight row
-//    once with 16-byte loads (when k % 16 == 0; else byte loads), converts
-//    codes to f32 in registers (exact) and dots them with every row's
-//    activation codes, f32 accumulation; the scales are applied per warp
-//    partial (per row) or per 16-column lane partial (blocks), then the bias.
+//    kFp8GemvMaxRows rows, reading the weight once. Where k % 16 == 0, the
+//    codes are 16-byte aligned and the block is 0 or a multiple of 64
+//    (fp8_gemv_tc_supports): on tensor cores (fp8_gemv_tc.cu), mma.sync
+//    m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
+//    promoted to f32 every 64 columns and scaled there (blocks) or at the
+//    end (per-row). Given the 16-bit row itself (Fp8GemvParams::x; one
+//    row, k <= kFp8GemvFusedMaxK) it quantises that row in shared memory
+//    while its first weight loads are in flight, replacing
+//    launch_fp8_quantize. Else (fp8_gemv.cu) one warp per output feature converts
+//    codes to f32 (exact) and dots them with every row in f32 FMA; the
+//    scales are applied per warp partial (per row) or per 16-column lane
+//    partial (blocks), then the bias.
+//  - launch_fp8_gemm: out = the FP8 product for any number of rows on tensor
+//    cores (fp8_gemm.cu; k % 16 == 0, 16-byte aligned codes, block 0 or a
+//    multiple of 128, n <= 65535 * 64): tiles of 64 weight rows x 64
+//    activation rows x 128 columns staged in shared memory by a cp.async
+//    pipeline, mma.sync m16n8k32 e4m3, each 128-column step's sums promoted
+//    to f32 and, with block scales, multiplied by s[t, kb] *
+//    w_scale[n / B, kb] there (DeepSeek-V3 / vLLM "w8a8 block fp8"
+//    numerics, as backend/linear_weight.h defines them); per-row scales and
+//    the bias are applied once at the end.
 //  - launch_fp8_scale_rows: the epilogue of the unscaled FP8 GEMM (cuBLASLt,
 //    f32 out): out[r, j] = acc[r, j] * x_scales[r] * w_scales[j] (+ bias).
 // All are graph-capturable: no allocation, no host synchronization.
@@ -28,6 +44,8 @@
 namespace pagoda::cuda {
 
 constexpr int kFp8GemvMaxRows = 8;
+// The longest activation row the decode kernel quantises itself (shared memory).
+constexpr int64_t kFp8GemvFusedMaxK = 32768;
 
 struct Fp8QuantizeParams {
   DType dtype = DType::kBF16;  // x: bf16 or f16
@@ -55,10 +73,38 @@ struct Fp8GemvParams {
   int rows = 0;                      // 1 .. kFp8GemvMaxRows
   int64_t n = 0;
   int64_t k = 0;
+  // Optional, the tensor-core kernel only (rows == 1, k <= kFp8GemvFusedMaxK):
+  // the 16-bit activation row [1, k], which the kernel quantises itself
+  // (launch_fp8_quantize's rules and results; x_codes / x_scales unread).
+  const void* x = nullptr;
+  DType x_dtype = DType::kBF16;        // bf16 or f16
+  const float* input_scale = nullptr;  // [1] static scale (block 0 only), or null: dynamic
 };
 
 bool fp8_gemv_supports(const Fp8GemvParams& p);
 cudaError_t launch_fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+// The tensor-core decode kernel alone (launch_fp8_gemv picks it when supported).
+bool fp8_gemv_tc_supports(const Fp8GemvParams& p);
+cudaError_t launch_fp8_gemv_tc(const Fp8GemvParams& p, cudaStream_t stream);
+
+// The operands of launch_fp8_gemv with any number of rows.
+struct Fp8GemmParams {
+  const uint8_t* x_codes = nullptr;  // [rows, k] (launch_fp8_quantize)
+  const float* x_scales = nullptr;   // [rows, num_groups]
+  const uint8_t* w = nullptr;        // [n, k] e4m3 codes
+  const float* w_scales = nullptr;   // [n] (block 0) or [ceil(n / block), ceil(k / block)]
+  int block = 0;                     // 0 or the weight's block, a multiple of 128
+  const void* bias = nullptr;        // [n] or null
+  DType bias_dtype = DType::kBF16;   // f32, bf16 or f16
+  void* out = nullptr;               // [rows, n]
+  DType out_dtype = DType::kBF16;    // f32, bf16 or f16
+  int64_t rows = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+};
+
+bool fp8_gemm_supports(const Fp8GemmParams& p);
+cudaError_t launch_fp8_gemm(const Fp8GemmParams& p, cudaStream_t stream);
 
 struct Fp8ScaleRowsParams {
   const float* acc = nullptr;       // [rows, n] the unscaled sums

@@ -2,10 +2,9 @@
 //
 // Per token: one CTA per row reduces max|x| over the row, then every thread
 // writes its elements' codes. Per group: one warp per (row, group).
-#include <cuda_fp8.h>
-
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/fp8_linear_kernels.h"
+#include "backend/cuda/fp8_quant.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
@@ -13,24 +12,6 @@ namespace {
 
 constexpr int kRowThreads = 256;
 constexpr int kGroupWarps = 8;
-constexpr float kE4M3Max = 448.0f;
-constexpr float kMinTokenScale = 1.0f / (448.0f * 512.0f);  // core/fp8_quant.h
-constexpr float kMinGroupAmax = 1e-10f;
-
-__device__ __forceinline__ uint8_t to_e4m3(float x, float s) {
-  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fdiv_rn(x, s), __NV_SATFINITE, __NV_E4M3));
-}
-
-__device__ __forceinline__ float block_max(float x) {
-  __shared__ float partial[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  x = warp_max(x);
-  __syncthreads();
-  if (lane == 0) partial[warp] = x;
-  __syncthreads();
-  x = lane < static_cast<int>(blockDim.x >> 5) ? partial[lane] : 0.0f;
-  return warp_max(x);
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kRowThreads) quantize_rows_kernel(Fp8QuantizeParams p) {
@@ -44,11 +25,11 @@ __global__ void __launch_bounds__(kRowThreads) quantize_rows_kernel(Fp8QuantizeP
     float amax = 0.0f;
     for (int64_t i = threadIdx.x; i < p.k; i += blockDim.x)
       amax = fmaxf(amax, fabsf(to_float(x[i])));
-    s = fmaxf(__fdiv_rn(block_max(amax), kE4M3Max), kMinTokenScale);
+    s = fp8_token_scale_dev(block_max(amax));
   }
   if (threadIdx.x == 0) p.scales[row] = s;
   uint8_t* out = p.codes + row * p.k;
-  for (int64_t i = threadIdx.x; i < p.k; i += blockDim.x) out[i] = to_e4m3(to_float(x[i]), s);
+  for (int64_t i = threadIdx.x; i < p.k; i += blockDim.x) out[i] = fp8_code(to_float(x[i]), s);
 }
 
 template <typename T>
@@ -63,10 +44,10 @@ __global__ void __launch_bounds__(kGroupWarps * 32) quantize_groups_kernel(Fp8Qu
   const T* x = static_cast<const T*>(p.x) + row * p.k;
   float amax = 0.0f;
   for (int64_t i = c0 + lane; i < c1; i += 32) amax = fmaxf(amax, fabsf(to_float(x[i])));
-  const float s = __fdiv_rn(fmaxf(warp_max(amax), kMinGroupAmax), kE4M3Max);
+  const float s = fp8_group_scale_dev(warp_max(amax));
   if (lane == 0) p.scales[item] = s;
   uint8_t* out = p.codes + row * p.k;
-  for (int64_t i = c0 + lane; i < c1; i += 32) out[i] = to_e4m3(to_float(x[i]), s);
+  for (int64_t i = c0 + lane; i < c1; i += 32) out[i] = fp8_code(to_float(x[i]), s);
 }
 
 }  // namespace
