@@ -181,9 +181,8 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
       ctx.sliding_meta != nullptr &&
       ctx.config.sliding_layers[static_cast<size_t>(ctx.first_layer) + layer];
   be.linear(ctx.normed, l.qkv, l.qkv_bias, ctx.qkv);
-  if (!l.q_norm.empty()) be.qk_norm(ctx.qkv, ctx.layout, l.q_norm, l.k_norm, ctx.eps);
-  be.rope(ctx.qkv, ctx.layout, ctx.positions, cos_sin);
-  be.kv_write(ctx.qkv, ctx.layout, sliding_group ? ctx.sliding_slots : ctx.slots, cache);
+  be.qk_norm_rope_kv_write(ctx.qkv, ctx.layout, l.q_norm, l.k_norm, ctx.eps, ctx.positions, cos_sin,
+                           sliding_group ? ctx.sliding_slots : ctx.slots, cache);
   be.paged_attention(ctx.qkv, ctx.layout, cache, sliding_group ? *ctx.sliding_meta : ctx.meta,
                      scoring, ctx.attn);
   be.linear(ctx.attn, l.o_proj, Tensor(), ctx.proj);
@@ -193,16 +192,14 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   Backend& be = ctx.backend;
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
-  be.silu_mul(ctx.gate_up, ctx.act);
-  be.linear(ctx.act, l.down, Tensor(), ctx.proj);
+  be.glu_linear(ctx.gate_up, GluKind::kSilu, l.down, ctx.act, ctx.proj);
   mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   Backend& be = ctx.backend;
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
-  be.gelu_tanh_mul(ctx.gate_up, ctx.act);
-  be.linear(ctx.act, l.down, Tensor(), ctx.proj);
+  be.glu_linear(ctx.gate_up, GluKind::kGeluTanh, l.down, ctx.act, ctx.proj);
   mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 

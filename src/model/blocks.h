@@ -116,9 +116,10 @@ void norm(ForwardContext& ctx, const Tensor& w);
 // with a partial proj, the tp all-reduce fused in too).
 void add_and_norm(ForwardContext& ctx, const Tensor& w);
 // proj = o_proj(paged_attention(rope(qk_norm(qkv(normed))))) for `layer`:
-// the fused q/k/v projection (+ bias when l.qkv_bias is set), per-head q/k
-// RMSNorm when l.q_norm is set, RoPE at ctx.positions, the new k/v written
-// to ctx.caches[layer] at ctx.slots, attention over each sequence's cache,
+// the fused q/k/v projection (+ bias when l.qkv_bias is set), then one
+// qk_norm_rope_kv_write: per-head q/k RMSNorm when l.q_norm is set, RoPE
+// at ctx.positions, the new k/v written to ctx.caches[layer] at ctx.slots;
+// attention over each sequence's cache,
 // and the output projection (under tp the rank's partial sum: ctx.proj_partial). A layer that
 // config.sliding_layers marks sliding uses ctx.sliding_slots and
 // ctx.sliding_meta instead when ctx.sliding_meta is set (its cache is in the
@@ -128,8 +129,9 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
 // window) and rope table (ctx.cos_sin or ctx.cos_sin_local).
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
                const AttentionScoring& scoring, const Tensor& cos_sin);
-// proj = down(silu(gate(normed)) * up(normed)) (under tp the rank's partial
-// sum: ctx.proj_partial).
+// proj = down(silu(gate(normed)) * up(normed)): the gate_up linear, then
+// glu_linear (the activation and down in one op; under tp the rank's
+// partial sum: ctx.proj_partial).
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l);
 // proj = down(gelu_tanh(gate(normed)) * up(normed)) (under tp the rank's
 // partial sum): Gemma's GeGLU.

@@ -16,6 +16,8 @@
 //        kernel_bench --attention BATCH CTX [fp8]  (one decode-attention shape, e.g. under
 //                                                   ncu; fp8: over an FP8 e4m3 KV cache)
 //        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
+//        kernel_bench --fused                 (the fused decode ops beside their unfused
+//                                              calls: bench_fused_decode)
 //        kernel_bench --moe                   (moe_experts only)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
 //                                              KV then FP8 KV: GB/s of the cache bytes read)
@@ -176,6 +178,86 @@ void bench_rms_norm(CudaBackend& gpu, const Ceilings& c, bool quick) {
     const double gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
     std::printf("%8lld %10.2f %10.0f %7.0f%%\n", static_cast<long long>(rows), ms * 1e3, gbps,
                 100.0 * gbps / c.copy_gbps);
+  }
+  std::printf("\n");
+}
+
+// The fused decode ops beside the unfused calls they replace (the Backend
+// defaults, each op its own kernel), in one graph each: qk_norm_rope_kv_write
+// at the Llama-3.1-8B (32 q / 8 kv heads, no qk_norm) and Qwen3-30B-A3B
+// (32 / 4, qk_norm) attention shapes, and glu_linear at the 8B down
+// projection (silu, 4096 x 14336) and Gemma-3-12B's (gelu_tanh, 3840 x
+// 15360), T = 1 and 8 (glu_linear fuses at T = 1 only: T = 8 shows both
+// paths equal).
+void bench_fused_decode(CudaBackend& gpu, const Ceilings& c) {
+  std::printf("fused decode ops (bf16): us per call, fused vs unfused\n%-34s %4s %9s %9s %7s\n",
+              "op / shape", "T", "fused", "unfused", "saved");
+  struct RopeShape {
+    const char* name;
+    int hq, hkv;
+    bool norm;
+  };
+  const int64_t d = 128, num_blocks = 1024, block_size = 16, num_positions = 4096;
+  DeviceBuffer table(&gpu, num_positions * d * 4), norm_w(&gpu, d * 2);
+  fill_random(gpu, table.data(), num_positions * d * 4);  // any finite f32 bits: timing only
+  fill_random(gpu, norm_w.data(), d * 2);
+  for (const RopeShape& r : {RopeShape{"qk_norm_rope_kv_write 8B", 32, 8, false},
+                             RopeShape{"qk_norm_rope_kv_write 30B-A3B", 32, 4, true}}) {
+    const QkvLayout layout{r.hq, r.hkv, static_cast<int>(d)};
+    const int64_t cache_bytes = num_blocks * block_size * r.hkv * d * 2;
+    DeviceBuffer k(&gpu, cache_bytes), v(&gpu, cache_bytes);
+    for (int64_t tokens : {int64_t{1}, int64_t{8}}) {
+      DeviceBuffer qkv(&gpu, tokens * layout.row_width() * 2), pos(&gpu, tokens * 4),
+          slots(&gpu, tokens * 4);
+      fill_random(gpu, qkv.data(), tokens * layout.row_width() * 2);
+      std::vector<int32_t> host(static_cast<size_t>(tokens));
+      std::iota(host.begin(), host.end(), 100);
+      check(cudaMemcpy(pos.data(), host.data(), tokens * 4, cudaMemcpyHostToDevice), "pos");
+      for (int32_t& s : host) s *= 37;
+      check(cudaMemcpy(slots.data(), host.data(), tokens * 4, cudaMemcpyHostToDevice), "slots");
+      Tensor tq = qkv.tensor(DType::kBF16, {tokens, layout.row_width()});
+      const Tensor tp = pos.tensor(DType::kI32, {tokens}), ts = slots.tensor(DType::kI32, {tokens});
+      const Tensor tt = table.tensor(DType::kF32, {num_positions, d});
+      const Tensor tw = r.norm ? norm_w.tensor(DType::kBF16, {d}) : Tensor();
+      KvCacheView cache{k.tensor(DType::kBF16, {num_blocks, block_size, r.hkv, d}),
+                        v.tensor(DType::kBF16, {num_blocks, block_size, r.hkv, d}), 16, Tensor()};
+      const double fused = time_op(gpu, [&](int) {
+        gpu.qk_norm_rope_kv_write(tq, layout, tw, tw, 1e-6f, tp, tt, ts, cache);
+      });
+      const double unfused = time_op(gpu, [&](int) {
+        gpu.Backend::qk_norm_rope_kv_write(tq, layout, tw, tw, 1e-6f, tp, tt, ts, cache);
+      });
+      std::printf("%-34s %4lld %9.2f %9.2f %7.2f\n", r.name, static_cast<long long>(tokens),
+                  fused * 1e3, unfused * 1e3, (unfused - fused) * 1e3);
+    }
+  }
+  struct GluShape {
+    const char* name;
+    int64_t n, inter;
+    GluKind kind;
+  };
+  for (const GluShape& g :
+       {GluShape{"glu_linear silu 8B down", 4096, 14336, GluKind::kSilu},
+        GluShape{"glu_linear gelu Gemma-3-12B down", 3840, 15360, GluKind::kGeluTanh}}) {
+    const int64_t w_bytes = g.n * g.inter * 2;
+    DeviceBuffer w(&gpu, w_bytes);
+    fill_random(gpu, w.data(), w_bytes);
+    const Tensor tw = w.tensor(DType::kBF16, {g.n, g.inter});
+    for (int64_t tokens : {int64_t{1}, int64_t{8}}) {
+      DeviceBuffer gu(&gpu, tokens * 2 * g.inter * 2), act(&gpu, tokens * g.inter * 2),
+          out(&gpu, tokens * g.n * 2);
+      fill_random(gpu, gu.data(), tokens * 2 * g.inter * 2);
+      const Tensor tgu = gu.tensor(DType::kBF16, {tokens, 2 * g.inter});
+      Tensor ta = act.tensor(DType::kBF16, {tokens, g.inter});
+      Tensor to = out.tensor(DType::kBF16, {tokens, g.n});
+      const double fused = time_op(gpu, [&](int) { gpu.glu_linear(tgu, g.kind, tw, ta, to); });
+      const double unfused =
+          time_op(gpu, [&](int) { gpu.Backend::glu_linear(tgu, g.kind, tw, ta, to); });
+      const double gbps = static_cast<double>(w_bytes) / (fused * 1e-3) / 1e9;
+      std::printf("%-34s %4lld %9.2f %9.2f %7.2f  (fused %.0f GB/s of w, %.0f%% of copy)\n", g.name,
+                  static_cast<long long>(tokens), fused * 1e3, unfused * 1e3,
+                  (unfused - fused) * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
+    }
   }
   std::printf("\n");
 }
@@ -636,6 +718,10 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], "--fp8") == 0) {
     bench_fp8_linear(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--fused") == 0) {
+    bench_fused_decode(gpu, c);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--prefill") == 0) {

@@ -88,13 +88,15 @@ if [ -x "$bin/kernel_test" ]; then
     filter+=':CudaSamplingTest.TwoSlotsOutstandingAndSampledTokensOnTheDevice'
     filter+=':CudaMoeTest.RouteAndExpertsReplayInAGraphWithNewRouting'
     filter+=':CudaAttentionFp8Test.SmallBatchesOfEveryKernel:CudaAttentionFp8Test.KvWriteBytes'
+    filter+=':CudaFusedDecodeTest.GraphReplayMatchesEager'
     stage memcheck 100 "$out/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no --gtest_filter="$filter"
     # Shared-memory hazards of the attention tiles, the quantized decode
-    # kernel's stages and the MoE kernels' groups and GEMM stages (a missing barrier).
+    # kernel's stages, the MoE kernels' groups and GEMM stages and the fused
+    # decode kernels' shared rows (a missing barrier).
     stage racecheck 90 "$out/racecheck.log" compute-sanitizer --tool racecheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no \
-      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay:CudaQuantLinearTest.GraphReplayMatchesEager:CudaMoeTest.RouteAndExpertsReplayInAGraphWithNewRouting:CudaAttentionFp8Test.SmallBatchesOfEveryKernel:CudaFp8LinearTest.GraphReplayMatchesEager'
+      --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay:CudaQuantLinearTest.GraphReplayMatchesEager:CudaMoeTest.RouteAndExpertsReplayInAGraphWithNewRouting:CudaAttentionFp8Test.SmallBatchesOfEveryKernel:CudaFp8LinearTest.GraphReplayMatchesEager:CudaFusedDecodeTest.GraphReplayMatchesEager'
   else
     echo "compute-sanitizer not found"
     record memcheck FAIL 0

@@ -1,6 +1,7 @@
 #include "backend/cuda/activation_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
@@ -11,19 +12,6 @@ constexpr int kThreads = 256;
 unsigned grid_for(int64_t work) {
   const int64_t blocks = ceil_div(work, kThreads);
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
-}
-
-template <typename T, GluActivation kAct>
-__device__ __forceinline__ T glu_one(T g, T u) {
-  const float gf = to_float(g);
-  float a;
-  if constexpr (kAct == GluActivation::kSilu) {
-    a = gf / (1.0f + expf(-gf));
-  } else {
-    constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
-    a = 0.5f * gf * (1.0f + tanhf(kBeta * (gf + 0.044715f * (gf * gf * gf))));
-  }
-  return from_float<T>(to_float(from_float<T>(a)) * to_float(u));
 }
 
 // Grid-stride over (row, kVec-wide column group).

@@ -5,6 +5,9 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cublaslt_linear.h"
 #include "core/log.h"
@@ -81,6 +84,8 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   }
   name_ = prop.name;
   num_sms_ = prop.multiProcessorCount;
+  const char* fused = std::getenv("PAGODA_FUSED_DECODE");
+  fused_decode_ = fused == nullptr || std::strcmp(fused, "0") != 0;
   cudaStream_t stream = nullptr;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));

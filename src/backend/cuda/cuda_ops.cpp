@@ -15,6 +15,7 @@
 #include "backend/cuda/moe_kernels.h"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/rope_kernels.h"
+#include "backend/cuda/rope_kv_kernels.h"
 
 namespace pagoda {
 namespace {
@@ -264,6 +265,52 @@ void CudaBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Ten
   check(cuda::launch_kv_write(p, stream_), "kv_write");
 }
 
+void CudaBackend::qk_norm_rope_kv_write(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w,
+                                        const Tensor& k_w, float eps, const Tensor& positions,
+                                        const Tensor& cos_sin, const Tensor& slots,
+                                        KvCacheView& cache) {
+  const int64_t tokens = num_rows(qkv), d = layout.head_dim;
+  const int64_t width = static_cast<int64_t>(layout.num_kv_heads) * d;
+  const bool norm_ok = q_w.empty() ? k_w.empty()
+                                   : q_w.dtype == qkv.dtype && k_w.dtype == qkv.dtype &&
+                                         q_w.numel() == d && k_w.numel() == d;
+  // Arguments the three ops would accept; anything else takes the three
+  // calls, which report it.
+  const bool args_ok = fused_decode_ && is_half(qkv.dtype) && last_dim(qkv) == layout.row_width() &&
+                       norm_ok && positions.dtype == DType::kI32 && positions.numel() == tokens &&
+                       cos_sin.dtype == DType::kF32 && cos_sin.ndim == 2 && cos_sin.dim(1) == d &&
+                       slots.dtype == DType::kI32 && slots.numel() == tokens &&
+                       cache_dtype_ok(cache, qkv.dtype) && width > 0 &&
+                       cache.k.numel() == cache.v.numel() && cache.k.numel() % width == 0;
+  cuda::QkNormRopeKvWriteParams p;
+  if (args_ok) {
+    p.dtype = qkv.dtype;
+    p.qkv = qkv.data;
+    p.num_tokens = tokens;
+    p.row_width = layout.row_width();
+    p.num_q_heads = layout.num_q_heads;
+    p.num_kv_heads = layout.num_kv_heads;
+    p.head_dim = layout.head_dim;
+    p.q_weight = q_w.data;
+    p.k_weight = k_w.data;
+    p.eps = eps;
+    p.positions = positions.ptr<int32_t>();
+    p.cos_sin = cos_sin.ptr<float>();
+    p.num_positions = cos_sin.dim(0);
+    p.slots = slots.ptr<int32_t>();
+    p.k_cache = cache.k.data;
+    p.v_cache = cache.v.data;
+    p.num_slots = cache.k.numel() / width;
+    p.cache_dtype = cache.k.dtype;
+    p.scales = cache.k.dtype == DType::kF8E4M3 ? cache.scales.ptr<float>() : nullptr;
+  }
+  if (!args_ok || !cuda::qk_norm_rope_kv_write_supports(p)) {
+    return Backend::qk_norm_rope_kv_write(qkv, layout, q_w, k_w, eps, positions, cos_sin, slots,
+                                          cache);
+  }
+  check(cuda::launch_qk_norm_rope_kv_write(p, stream_), "qk_norm_rope_kv_write");
+}
+
 void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
                                   const KvCacheView& cache, const AttentionMetadata& meta,
                                   const AttentionScoring& scoring, Tensor& out) {
@@ -337,6 +384,33 @@ void CudaBackend::silu_mul(const Tensor& gate_up, Tensor& out) {
 
 void CudaBackend::gelu_tanh_mul(const Tensor& gate_up, Tensor& out) {
   glu(gate_up, out, true);
+}
+
+void CudaBackend::glu_linear(const Tensor& gate_up, GluKind kind, const LinearWeight& w,
+                             Tensor& act, Tensor& out) {
+  // Where linear(act, w) would run the skinny-product kernel (a compute-dtype
+  // w, <= kGemvMaxRows rows): the variant that forms act itself.
+  const int64_t inter = last_dim(gate_up) / 2;
+  const int64_t rows = num_rows(gate_up);
+  const int64_t n = w.ndim == 2 ? w.dim(0) : 0;
+  const bool args_ok = fused_decode_ && skinny_linear_ && rows <= cuda::kGemvMaxRows &&
+                       is_half(gate_up.dtype) && last_dim(gate_up) % 2 == 0 &&
+                       w.dtype == gate_up.dtype && w.ndim == 2 && w.dim(1) == inter &&
+                       out.dtype == gate_up.dtype && out.numel() == rows * n &&
+                       act.dtype == gate_up.dtype && act.numel() == rows * inter;
+  cuda::GluGemvParams p;
+  p.dtype = gate_up.dtype;
+  p.act = kind == GluKind::kSilu ? cuda::GluActivation::kSilu : cuda::GluActivation::kGeluTanh;
+  p.gate_up = gate_up.data;
+  p.w = w.data;
+  p.out = out.data;
+  p.rows = static_cast<int>(rows);
+  p.n = n;
+  p.k = inter;
+  p.num_sms = num_sms_;
+  if (!args_ok || !cuda::glu_gemv_supports(p))
+    return Backend::glu_linear(gate_up, kind, w, act, out);
+  check(cuda::launch_glu_gemv(p, stream_), "glu_linear");
 }
 
 void CudaBackend::scale_or_cap(Tensor& x, float s, float cap) {

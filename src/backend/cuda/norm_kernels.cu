@@ -1,16 +1,11 @@
 #include "backend/cuda/norm_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
 namespace {
-
-template <typename T>
-__device__ __forceinline__ T norm_apply(float x, float inv, T w) {
-  const T y = from_float<T>(x * inv);
-  return from_float<T>(to_float(y) * to_float(w));
-}
 
 // One block per row; each thread handles kVec consecutive elements per step.
 // Pass 1 (optionally) updates the residual and sums squares; pass 2 re-reads
@@ -70,15 +65,12 @@ __global__ void qk_norm_kernel(QkNormParams p) {
   const T* w = static_cast<const T*>(h < p.num_q_heads ? p.q_weight : p.k_weight);
 
   float vals[kMaxPerLane];
-  float sum_sq = 0.0f;
 #pragma unroll
   for (int k = 0; k < kMaxPerLane; ++k) {
     const int d = lane + 32 * k;
     vals[k] = d < p.head_dim ? to_float(head[d]) : 0.0f;
-    sum_sq += vals[k] * vals[k];
   }
-  sum_sq = warp_sum(sum_sq);
-  const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(p.head_dim) + p.eps);
+  const float inv = head_rms_inv(vals, p.head_dim, p.eps);
 #pragma unroll
   for (int k = 0; k < kMaxPerLane; ++k) {
     const int d = lane + 32 * k;

@@ -1,6 +1,7 @@
 #include "backend/cuda/rope_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
@@ -26,8 +27,8 @@ __global__ void rope_kernel(RopeParams p) {
     T* x = static_cast<T*>(p.qkv) + t * p.row_width + static_cast<int64_t>(h) * p.head_dim;
     const float x1 = to_float(x[i]);
     const float x2 = to_float(x[i + half]);
-    x[i] = from_float<T>(x1 * c - x2 * s);
-    x[i + half] = from_float<T>(x2 * c + x1 * s);
+    x[i] = from_float<T>(rope_first(x1, x2, c, s));
+    x[i + half] = from_float<T>(rope_second(x1, x2, c, s));
   }
 }
 

@@ -21,9 +21,9 @@ struct RopeParams {
   int64_t num_positions = 0;
 };
 
-// x[i], x[i + D/2] <- x1 cos - x2 sin, x2 cos + x1 sin, computed in f32 and
-// rounded once. A token whose position is outside [0, num_positions) is left
-// unchanged.
+// x[i], x[i + D/2] <- x1 cos - x2 sin, x2 cos + x1 sin, computed in f32
+// (each product and sum rounded, no FMA: head_ops.cuh) and rounded once to T. A token whose
+// position is outside [0, num_positions) is left unchanged.
 cudaError_t launch_rope(const RopeParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda
