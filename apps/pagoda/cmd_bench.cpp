@@ -445,8 +445,10 @@ Status run_speculative_comparison(const InprocFlags& f, const std::string& sourc
   const bool replay = f.spec_replay > 0 || forced;
   const int k = forced ? f.spec_replay_forced : replay ? f.spec_replay : f.spec_random;
   const std::string method = forced ? "replay-forced" : replay ? "replay" : "random";
-  PAGODA_ASSIGN_OR_RETURN(auto parts, pagoda::load_engine_parts(f.engine));
-  parts.options.speculative.num_speculative_tokens = k;
+  // k before the runner is created: it captures the verification graphs.
+  pagoda::EngineOptions options = f.engine;
+  options.speculative.num_speculative_tokens = k;
+  PAGODA_ASSIGN_OR_RETURN(auto parts, pagoda::load_engine_parts(options));
   parts.info.speculative_method = method;
   parts.info.num_speculative_tokens = k;
   if (replay) {

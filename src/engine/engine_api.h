@@ -89,7 +89,9 @@ struct EngineOptions {
   // append its tokens without sampling them (engine/jump_forward.h).
   bool jump_forward = true;
   // Speculative decoding (--speculative-config, docs/speculative-decoding.md):
-  // off unless a method is set.
+  // off unless a method is set. num_speculative_tokens > 0 also sizes the
+  // runner's verification graphs (model/verify_graphs.h), with a method or
+  // for a proposer the caller puts into EngineParts (bench, tests).
   SpeculativeConfig speculative;
   uint64_t seed = 0;  // base for requests without a seed (0: random per process)
   // Seconds between engine stats lines in the log (engine/stats_logger.h),
@@ -221,7 +223,7 @@ struct EngineMetrics {
   uint64_t prefix_cache_queries = 0;  // tokens looked up
   uint64_t prefix_cache_hits = 0;     // tokens found
   StepTimes steps;                    // every step that ran the model
-  StepTimes graph_steps;              // the subset that replayed a decode graph
+  StepTimes graph_steps;              // the subset that replayed a decode or verification graph
   // Steps during whose device time the next step was planned and launched
   // (async scheduling); the others waited for their samples first.
   uint64_t overlapped_steps = 0;

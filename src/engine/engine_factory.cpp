@@ -52,6 +52,10 @@ RunnerOptions to_runner_options(const EngineOptions& o) {
   r.kv_cache_memory_fraction = o.gpu_memory_utilization;
   r.kv_cache_bytes = o.kv_cache_memory_bytes;
   r.enforce_eager = o.enforce_eager;
+  // Verification steps (k drafts + 1 per sequence) replay graphs too: with a
+  // method, or with a proposer the caller supplies (EngineOptions::speculative).
+  if (o.speculative.num_speculative_tokens > 0)
+    r.verify_graph_query_len = o.speculative.num_speculative_tokens + 1;
   r.keep_weight_blocks = !o.gguf_dequantize;
   r.sliding_kv_group = !o.disable_hybrid_kv_cache_manager;
   return r;

@@ -42,8 +42,8 @@ class MetricsRecorder {
   void on_launch(int64_t num_tokens);
   // One model step: its wall time, the part spent waiting for the device,
   // the part spent detokenizing and checking stops, whether it replayed a
-  // decode graph and whether the next step was launched before its samples
-  // were read.
+  // (decode or verification) graph and whether the next step was launched
+  // before its samples were read.
   void on_step(double seconds, double device_wait_seconds, double detokenize_seconds, bool graph,
                bool overlapped);
   // A drafted sequence was verified: num_accepted of its num_drafted drafts

@@ -21,6 +21,7 @@
 #include "model/memory_profile.h"
 #include "model/rope.h"
 #include "model/step_validation.h"
+#include "model/verify_graphs.h"
 
 namespace pagoda {
 namespace {
@@ -285,7 +286,7 @@ Status ModelRunner::resolve_kv_cache(WeightSource& weights) {
 
 // Scratch activations, the rope table and the index arrays for contexts up
 // to max_len; on a device, the memory profile; then the KV pool from what is
-// left, then the decode graphs.
+// left, then the decode and verification graphs.
 Status ModelRunner::allocate(int64_t max_len) {
   const size_t es = dtype_size(backend_.compute_dtype());
   const int64_t t = options_.max_num_batched_tokens, h = config_.hidden_size;
@@ -336,7 +337,15 @@ Status ModelRunner::allocate(int64_t max_len) {
   backend_.synchronize();  // kv_scales_ may not move while the copy is queued
   if (backend_.kind() != DeviceKind::kCpu) PAGODA_RETURN_IF_ERROR(profile_memory(max_len));
   PAGODA_RETURN_IF_ERROR(allocate_kv(max_len));
-  if (use_graphs_) capture_decode_graphs();
+  if (use_graphs_) {
+    capture_graphs(
+        decode_graph_batch_sizes(std::min(options_.max_num_seqs, options_.max_num_batched_tokens)),
+        1, "decode", &graph_sizes_, &graph_ids_);
+    capture_graphs(verify_graph_batch_sizes(options_.max_num_seqs, options_.max_num_batched_tokens,
+                                            options_.verify_graph_query_len, max_model_len_),
+                   options_.verify_graph_query_len, "verification", &verify_graph_sizes_,
+                   &verify_graph_ids_);
+  }
   return {};
 }
 
@@ -593,27 +602,55 @@ void ModelRunner::upload_staged(int64_t offset, int64_t n) {
                           static_cast<size_t>(n) * sizeof(int32_t));
 }
 
-void ModelRunner::fill_pending_tokens(const StepBatch& step) {
-  const auto n = static_cast<int64_t>(step.pending_rows.size());
+void ModelRunner::fill_pending_tokens(const std::vector<int32_t>& rows,
+                                      const std::vector<int32_t>& sources, int64_t num_tokens) {
+  const auto n = static_cast<int64_t>(rows.size());
   if (n == 0) return;
   const IndexLayout& at = buf_->layout;
-  upload_index(at.pending_rows, step.pending_rows.data(), n);
-  upload_index(at.pending_sources, step.pending_sources.data(), n);
-  Tensor ids = buf_->i32(at.ids, static_cast<int64_t>(step.token_ids.size()));
+  upload_index(at.pending_rows, rows.data(), n);
+  upload_index(at.pending_sources, sources.data(), n);
+  Tensor ids = buf_->i32(at.ids, num_tokens);
   backend_.copy_sampled_tokens(buf_->i32(at.pending_rows, n), buf_->i32(at.pending_sources, n), ids);
 }
 
-void ModelRunner::run_forward(const StepBatch& step) {
-  const int graph = is_decode_only(step)
-                        ? pick_decode_graph(graph_sizes_, static_cast<int64_t>(step.seq_lens.size()))
-                        : -1;
-  if (graph >= 0) {
-    prepare_and_replay(step, graph);
-    last_graph_batch_ = graph_sizes_[static_cast<size_t>(graph)];
-  } else {
-    prepare_and_forward(step);
-    last_graph_batch_ = 0;
+ModelRunner::ForwardRows ModelRunner::run_forward(const StepBatch& step) {
+  const auto num_seqs = static_cast<int64_t>(step.seq_lens.size());
+  const int32_t verify_len = options_.verify_graph_query_len;
+  last_graph_batch_ = 0;
+  if (is_decode_only(step)) {
+    const int graph = pick_decode_graph(graph_sizes_, num_seqs);
+    if (graph >= 0) {
+      // Real rows keep their numbers: padding rows come after them.
+      const int64_t batch = graph_sizes_[static_cast<size_t>(graph)];
+      upload_padded_index(step, batch, 1);
+      fill_pending_tokens(step.pending_rows, step.pending_sources, batch);
+      apply_block_copies(step);
+      backend_.replay_graph(graph_ids_[static_cast<size_t>(graph)]);
+      last_graph_batch_ = batch;
+      return {step.num_tokens(), step.logits_rows.data()};
+    }
+  } else if (!verify_graph_sizes_.empty() &&
+             fits_verify_graph(step, verify_len, /*left_padding=*/!sliding_group_)) {
+    const int graph = pick_decode_graph(verify_graph_sizes_, num_seqs);
+    if (graph >= 0) {
+      const int64_t batch = verify_graph_sizes_[static_cast<size_t>(graph)];
+      const std::vector<int32_t> row_map = verify_row_map(step, verify_len);
+      auto renumber = [&row_map](const std::vector<int32_t>& rows, std::vector<int32_t>* out) {
+        out->clear();
+        for (const int32_t r : rows) out->push_back(row_map[static_cast<size_t>(r)]);
+      };
+      renumber(step.logits_rows, &padded_logits_rows_);
+      renumber(step.pending_rows, &padded_pending_rows_);
+      upload_padded_index(step, batch, verify_len);
+      fill_pending_tokens(padded_pending_rows_, step.pending_sources, batch * verify_len);
+      apply_block_copies(step);
+      backend_.replay_graph(verify_graph_ids_[static_cast<size_t>(graph)]);
+      last_graph_batch_ = batch;
+      return {batch * verify_len, padded_logits_rows_.data()};
+    }
   }
+  prepare_and_forward(step);
+  return {step.num_tokens(), step.logits_rows.data()};
 }
 
 void ModelRunner::prepare_and_forward(const StepBatch& step) {
@@ -632,7 +669,7 @@ void ModelRunner::prepare_and_forward(const StepBatch& step) {
     upload_index(at.sliding_tables, step.sliding_block_tables.data(),
                  num_seqs * step.max_blocks_per_seq);
   }
-  fill_pending_tokens(step);
+  fill_pending_tokens(step.pending_rows, step.pending_sources, t);
   apply_block_copies(step);
 
   AttentionMetadata meta;
@@ -662,14 +699,7 @@ void ModelRunner::apply_block_copies(const StepBatch& step) {
     backend_.copy_blocks(buf_->group_caches[1], step.sliding_copy_src, step.sliding_copy_dst);
 }
 
-void ModelRunner::prepare_and_replay(const StepBatch& step, int graph) {
-  upload_decode_index(step, graph_sizes_[static_cast<size_t>(graph)]);
-  fill_pending_tokens(step);
-  apply_block_copies(step);
-  backend_.replay_graph(graph_ids_[static_cast<size_t>(graph)]);
-}
-
-void ModelRunner::upload_decode_index(const StepBatch& step, int64_t batch) {
+void ModelRunner::upload_padded_index(const StepBatch& step, int64_t batch, int32_t query_len) {
   Buffers& b = *buf_;
   const IndexLayout& at = b.layout;
   int32_t* h = staging();
@@ -679,15 +709,23 @@ void ModelRunner::upload_decode_index(const StepBatch& step, int64_t batch) {
     views.sliding_slots = h + at.sliding_slots;
     views.sliding_block_tables = h + at.sliding_tables;
   }
-  write_padded_decode_index(step, batch, max_blocks_per_seq_, scratch_block_,
-                            sliding_scratch_block_, views);
+  if (query_len == 1) {
+    write_padded_decode_index(step, batch, max_blocks_per_seq_, scratch_block_,
+                              sliding_scratch_block_, views);
+  } else {
+    write_padded_verify_index(step, batch, query_len, max_blocks_per_seq_, options_.block_size,
+                              scratch_block_, sliding_scratch_block_, views);
+  }
   // ids, positions, slots, qsl and seq_lens are consecutive regions: one
-  // upload covers their first `batch` (+1) entries. The tables keep the
-  // graph's row stride (max_blocks_per_seq_, 8192 at a 128k context), but
-  // only the columns this step uses travel (the kernels never read past a
-  // sequence's own blocks): batch 256 at 1k context moves 64 KB, not 8 MB.
+  // upload covers them up to seq_lens' first `batch` entries. The tables
+  // keep the graph's row stride (max_blocks_per_seq_, 8192 at a 128k
+  // context), but only the columns this step (or a padding sequence of
+  // query_len tokens) uses travel (the kernels never read past a sequence's
+  // own blocks): batch 256 at 1k context moves 64 KB, not 8 MB.
   upload_staged(at.ids, at.seq_lens + batch - at.ids);
-  const int64_t width = std::clamp<int64_t>(step.max_blocks_per_seq, 1, max_blocks_per_seq_);
+  const int64_t padding_width = (query_len + options_.block_size - 1) / options_.block_size;
+  const int64_t width = std::clamp<int64_t>(
+      std::max<int64_t>(step.max_blocks_per_seq, padding_width), 1, max_blocks_per_seq_);
   const size_t pitch = static_cast<size_t>(max_blocks_per_seq_) * sizeof(int32_t);
   auto upload_tables = [&](int64_t tables) {
     backend_.copy_to_device_2d(static_cast<int32_t*>(b.index.data()) + tables, pitch, h + tables,
@@ -697,11 +735,12 @@ void ModelRunner::upload_decode_index(const StepBatch& step, int64_t batch) {
   upload_tables(at.tables);
   if (sliding_group_) {
     upload_tables(at.sliding_tables);
-    upload_staged(at.sliding_slots, batch);
+    upload_staged(at.sliding_slots, batch * query_len);
   }
 }
 
-AttentionMetadata ModelRunner::decode_graph_metadata(int64_t batch, bool sliding) const {
+AttentionMetadata ModelRunner::graph_metadata(int64_t batch, int32_t query_len,
+                                              bool sliding) const {
   const Buffers& b = *buf_;
   const IndexLayout& at = b.layout;
   AttentionMetadata m;
@@ -710,16 +749,16 @@ AttentionMetadata ModelRunner::decode_graph_metadata(int64_t batch, bool sliding
   m.block_tables = b.i32(sliding ? at.sliding_tables : at.tables, batch * max_blocks_per_seq_)
                        .reshape({batch, max_blocks_per_seq_});
   m.num_seqs = static_cast<int>(batch);
-  m.max_query_len = 1;
+  m.max_query_len = query_len;
   m.max_seq_len = static_cast<int>(max_model_len_);
   m.max_blocks_per_seq = static_cast<int>(max_blocks_per_seq_);
-  m.num_decode_seqs = static_cast<int>(batch);
+  m.num_decode_seqs = query_len == 1 ? static_cast<int>(batch) : 0;
   return m;
 }
 
-void ModelRunner::capture_decode_graphs() {
-  const std::vector<int64_t> sizes = decode_graph_batch_sizes(
-      std::min(options_.max_num_seqs, options_.max_num_batched_tokens));
+void ModelRunner::capture_graphs(const std::vector<int64_t>& sizes, int32_t query_len,
+                                 const char* what, std::vector<int64_t>* out_sizes,
+                                 std::vector<int>* out_ids) {
   size_t free_before = 0, free_after = 0, total = 0;
   backend_.memory_info(&free_before, &total);
   const Clock::time_point start = Clock::now();
@@ -729,33 +768,38 @@ void ModelRunner::capture_decode_graphs() {
     // runs its collectives and stage hand-offs on the padded batch, so all
     // must have the same graphs).
     if (!all_ranks(seconds_since(start) <= kGraphCaptureBudgetSeconds)) {
-      log_warn("decode graphs: capture stopped at batch {} after {:.1f}s; larger decode "
-               "batches run eagerly", batch, seconds_since(start));
+      log_warn(
+          "{} graphs: capture stopped at batch {} after {:.1f}s; larger {} batches run "
+          "eagerly",
+          what, batch, seconds_since(start), what);
       break;
     }
-    upload_decode_index(no_seqs, batch);
-    const AttentionMetadata meta = decode_graph_metadata(batch, false);
-    const AttentionMetadata sliding_meta = decode_graph_metadata(batch, sliding_group_);
+    upload_padded_index(no_seqs, batch, query_len);
+    const AttentionMetadata meta = graph_metadata(batch, query_len, false);
+    const AttentionMetadata sliding_meta = graph_metadata(batch, query_len, sliding_group_);
+    const int64_t rows = batch * query_len;
     // Eager warm-up: per-shape library plans (cuBLASLt) are built outside
     // the capture; the sync also frees the staging buffer for the next size.
-    forward(batch, meta, sliding_meta);
+    forward(rows, meta, sliding_meta);
     backend_.synchronize();
     const int id = backend_.capture_graph(
-        [this, batch, meta, sliding_meta] { forward(batch, meta, sliding_meta); });
+        [this, rows, meta, sliding_meta] { forward(rows, meta, sliding_meta); });
     if (!all_ranks(id >= 0)) {
-      log_warn("decode graphs: capture failed at batch {}{}; every step runs eagerly", batch,
+      log_warn("{} graphs: capture failed at batch {}{}; those steps run eagerly", what, batch,
                id >= 0 ? " on another tensor- or pipeline-parallel rank" : "");
-      graph_sizes_.clear();
-      graph_ids_.clear();
+      out_sizes->clear();
+      out_ids->clear();
       return;
     }
-    graph_sizes_.push_back(batch);
-    graph_ids_.push_back(id);
+    out_sizes->push_back(batch);
+    out_ids->push_back(id);
   }
-  if (graph_sizes_.empty()) return;
+  if (out_sizes->empty()) return;
   backend_.memory_info(&free_after, &total);
-  log_info("decode graphs: {} batch sizes ({}..{}) captured in {:.2f}s, {:.0f} MiB of device memory",
-           graph_sizes_.size(), graph_sizes_.front(), graph_sizes_.back(), seconds_since(start),
+  log_info("{} graphs: {} batch sizes ({}..{}){} captured in {:.2f}s, {:.0f} MiB of device memory",
+           what, out_sizes->size(), out_sizes->front(), out_sizes->back(),
+           query_len == 1 ? "" : fmt::format(" of {} tokens per sequence", query_len),
+           seconds_since(start),
            (static_cast<double>(free_before) - static_cast<double>(free_after)) / kMiB);
 }
 
@@ -819,13 +863,13 @@ void ModelRunner::set_moe_scratch(int64_t t, ForwardContext* ctx) const {
   ctx->shared_act = b.act.tensor(cd, {t, is});
 }
 
-Tensor ModelRunner::compute_logits(const StepBatch& step, int64_t r0, int64_t r1) {
+Tensor ModelRunner::compute_logits(const ForwardRows& rows, int64_t r0, int64_t r1) {
   Buffers& b = *buf_;
   const DType cd = backend_.compute_dtype();
-  const int64_t t = static_cast<int64_t>(step.token_ids.size());
+  const int64_t t = rows.num_tokens;
   const int64_t n = r1 - r0;
   // The previous chunk's upload has run: its sample() / copy_to_host waited.
-  upload_index(b.layout.rows, step.logits_rows.data() + r0, n);
+  upload_index(b.layout.rows, rows.logits_rows + r0, n);
   Tensor normed = b.normed.tensor(cd, {t, config_.hidden_size});
   Tensor gathered = b.gathered.tensor(cd, {n, config_.hidden_size});
   Tensor logits = b.logits.tensor(DType::kF32, {n, config_.vocab_size});
@@ -894,14 +938,14 @@ Status ModelRunner::launch(const StepBatch& step, int slot) {
   // The slot's previous step was collected, so its uploads have run; this
   // returns at once unless the caller skipped collect().
   backend_.wait_fence(slot);
-  run_forward(step);
+  const ForwardRows rows = run_forward(step);
   st.graph_batch = last_graph_batch_;
   // Only the last pipeline stage has the lm_head: the others sample nothing.
   const int64_t num_rows = stage_.last() ? static_cast<int64_t>(step.logits_rows.size()) : 0;
   const int64_t chunk = options_.max_num_seqs;
   for (int64_t r0 = 0; r0 < num_rows; r0 += chunk) {
     const int64_t r1 = std::min(num_rows, r0 + chunk);
-    const Tensor logits = compute_logits(step, r0, r1);
+    const Tensor logits = compute_logits(rows, r0, r1);
     if (r1 == num_rows) {
       backend_.sample_async(logits, r0 == 0 ? step.sampling : slice_sampling_batch(step.sampling, r0, r1), slot);
       st.has_last_chunk = true;
@@ -954,7 +998,7 @@ Status ModelRunner::execute_logits(const StepBatch& step, std::vector<float>* lo
   }
   slot_ = 0;
   backend_.wait_fence(0);
-  run_forward(step);
+  const ForwardRows rows = run_forward(step);
   if (!stage_.last()) {  // no lm_head here: the forward's part only
     logits->clear();
     backend_.synchronize();
@@ -965,7 +1009,7 @@ Status ModelRunner::execute_logits(const StepBatch& step, std::vector<float>* lo
   logits->resize(static_cast<size_t>(num_rows * v));
   for (int64_t r0 = 0; r0 < num_rows; r0 += options_.max_num_seqs) {
     const int64_t r1 = std::min(num_rows, r0 + options_.max_num_seqs);
-    const Tensor chunk = compute_logits(step, r0, r1);
+    const Tensor chunk = compute_logits(rows, r0, r1);
     backend_.copy_to_host(logits->data() + r0 * v, chunk.data, chunk.nbytes());
   }
   return device_status();

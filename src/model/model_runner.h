@@ -36,7 +36,9 @@ class ModelRunner final : public Runner {
   // scratch for max_num_batched_tokens. On a device backend (not cpu) it then
   // runs one profile step at that size (memory_profile.h) so every lazy
   // allocation has happened, sizes the KV pool (budget_kv_blocks) and, unless enforce_eager or the
-  // backend has no graphs, captures the decode graphs. The engine logs the KV capacity.
+  // backend has no graphs, captures the decode graphs and, with
+  // options.verify_graph_query_len > 1, the verification graphs
+  // (verify_graphs.h). The engine logs the KV capacity.
   //
   // KV groups (options.sliding_kv_group, a model with both sliding-window and
   // full-attention layers): the sliding layers' KV lives in a second pool of
@@ -108,8 +110,12 @@ class ModelRunner final : public Runner {
   Backend& backend() const { return backend_; }
   // Batch sizes with a captured decode graph, ascending (empty: all eager).
   const std::vector<int64_t>& decode_graph_sizes() const override { return graph_sizes_; }
-  // The padded batch size of the graph the last collected step replayed; 0
-  // when it ran eagerly.
+  // Batch sizes (sequences) with a captured verification graph of
+  // verify_graph_query_len() rows per sequence, ascending (empty: none).
+  const std::vector<int64_t>& verify_graph_sizes() const { return verify_graph_sizes_; }
+  int32_t verify_graph_query_len() const { return options_.verify_graph_query_len; }
+  // The padded batch size (sequences) of the graph the last collected step
+  // replayed, decode or verification graph; 0 when it ran eagerly.
   int64_t last_graph_batch_size() const override { return last_graph_batch_; }
   // Seconds the last launch() + collect() spent waiting for the device (the
   // lm_head chunks' samples and the collect).
@@ -124,11 +130,13 @@ class ModelRunner final : public Runner {
   // staging and enqueues the forward and the sampling, and returns without
   // waiting for the device (except between lm_head chunks when R >
   // max_num_seqs). A decode-only step whose S fits a captured size replays
-  // that graph; the lm_head and sampling always run eagerly. collect(slot)
+  // that decode graph; another step that fits a verification graph
+  // (fits_verify_graph, S within its sizes) replays that one; the lm_head
+  // and sampling always run eagerly. collect(slot)
   // waits for that step and returns its samples. slot is 0 or 1; a slot is
   // collected before it is launched again (a launch that returned an error
-  // is not collected), and steps are collected in launch order. While step N runs the caller may launch step N + 1 on the
-  // other slot (the device runs them in order). On a pipeline stage other
+  // is not collected), and steps are collected in launch order. While step N runs the caller may
+  // launch step N + 1 on the other slot (the device runs them in order). On a pipeline stage other
   // than the last, launch() enqueues the forward only and collect() waits
   // for it and returns no samples; a step with pending rows is an internal
   // error on every stage of a pipeline (M > 1).
@@ -168,9 +176,13 @@ class ModelRunner final : public Runner {
   // `num_sliding_blocks` blocks starting at `base` and `sliding_base`.
   void map_kv_caches(void* base, int64_t num_blocks, void* sliding_base,
                      int64_t num_sliding_blocks);
-  // Warm-up run and capture for every decode_graph_batch_sizes() entry;
-  // on a failed capture all graphs are dropped (eager from then on).
-  void capture_decode_graphs();
+  // Warm-up run and capture of the forward over every size of `sizes`
+  // (sequences) at `query_len` rows each (1: decode graphs, decode_graphs.h;
+  // more: verification graphs, verify_graphs.h), into *out_sizes and
+  // *out_ids; on a failed capture every graph of that kind is dropped (those
+  // steps run eagerly from then on). `what` names the kind in the log.
+  void capture_graphs(const std::vector<int64_t>& sizes, int32_t query_len, const char* what,
+                      std::vector<int64_t>* out_sizes, std::vector<int>* out_ids);
   StepLimits limits() const;  // of validate_step, without the pending-source bound
   // The backend's sticky status as this step's result: once an op has failed
   // (a CUDA error, a rejected shape) every later step fails with its message;
@@ -184,22 +196,30 @@ class ModelRunner final : public Runner {
   bool all_ranks(bool ok);
   // The smallest `value` over the same ranks (tp_min over tp, then over pp).
   int64_t min_over_ranks(int64_t value);
-  // The forward of a validated step: graph replay or eager.
-  void run_forward(const StepBatch& step);
+  // The rows of an enqueued forward: T (padded for a graph) and the step's
+  // logits rows [R] as rows of it.
+  struct ForwardRows {
+    int64_t num_tokens = 0;
+    const int32_t* logits_rows = nullptr;
+  };
+  // The forward of a validated step: graph replay (decode or verification)
+  // or eager.
+  ForwardRows run_forward(const StepBatch& step);
   // Uploads the index arrays, fills the pending tokens, applies block copies
   // and runs the forward.
   void prepare_and_forward(const StepBatch& step);
-  // Uploads `step` padded to graph_sizes_[graph] rows, fills the pending
-  // tokens, applies block copies and replays that graph.
-  void prepare_and_replay(const StepBatch& step, int graph);
-  // write_padded_decode_index into the staging buffer, then two uploads.
-  void upload_decode_index(const StepBatch& step, int64_t batch);
-  // Uploads step.pending_rows / pending_sources and enqueues
-  // copy_sampled_tokens into the ids array.
-  void fill_pending_tokens(const StepBatch& step);
-  // The metadata a decode graph of `batch` rows is captured with, of the
-  // full group's tables and of the sliding group's.
-  AttentionMetadata decode_graph_metadata(int64_t batch, bool sliding) const;
+  // write_padded_decode_index (query_len 1) or write_padded_verify_index
+  // into the staging buffer for a graph of `batch` sequences, then the
+  // uploads.
+  void upload_padded_index(const StepBatch& step, int64_t batch, int32_t query_len);
+  // Uploads `rows` / `sources` (pending_rows / pending_sources, the rows
+  // renumbered for a padded batch) and enqueues copy_sampled_tokens into
+  // the first `num_tokens` ids.
+  void fill_pending_tokens(const std::vector<int32_t>& rows, const std::vector<int32_t>& sources,
+                           int64_t num_tokens);
+  // The metadata a graph of `batch` sequences of `query_len` rows is
+  // captured with, of the full group's tables or of the sliding group's.
+  AttentionMetadata graph_metadata(int64_t batch, int32_t query_len, bool sliding) const;
   // Block copies of both groups.
   void apply_block_copies(const StepBatch& step);
   // The family's forward (Architecture::forward) over the first `num_tokens`
@@ -210,8 +230,8 @@ class ModelRunner final : public Runner {
                const AttentionMetadata& sliding_meta);
   // Views of the mixture-of-experts scratch for a step of t tokens.
   void set_moe_scratch(int64_t t, ForwardContext* ctx) const;
-  // Logits [r1 - r0, V] f32 of step.logits_rows[r0, r1) (at most max_num_seqs rows).
-  Tensor compute_logits(const StepBatch& step, int64_t r0, int64_t r1);
+  // Logits [r1 - r0, V] f32 of rows.logits_rows[r0, r1) (at most max_num_seqs rows).
+  Tensor compute_logits(const ForwardRows& rows, int64_t r0, int64_t r1);
   // Host staging of slot_ -> device index buffer at `offset` (i32 elements).
   void upload_index(int64_t offset, const int32_t* data, int64_t n);
   // Staging of slot_ -> device index buffer for elements [offset, offset + n).
@@ -245,6 +265,13 @@ class ModelRunner final : public Runner {
   int32_t sliding_scratch_block_ = -1;  // = num_sliding_kv_blocks_ likewise, with the group
   std::vector<int64_t> graph_sizes_;
   std::vector<int> graph_ids_;  // backend graph id per graph_sizes_ entry
+  // Verification graphs (options_.verify_graph_query_len rows per sequence).
+  std::vector<int64_t> verify_graph_sizes_;
+  std::vector<int> verify_graph_ids_;
+  // A verification replay's renumbered rows (verify_row_map), kept for the
+  // lm_head chunks and the pending-token fill of the step being launched.
+  std::vector<int32_t> padded_logits_rows_;
+  std::vector<int32_t> padded_pending_rows_;
   int64_t last_graph_batch_ = 0;
   double last_wait_seconds_ = 0.0;
   // Pipelining state: the slot whose staging the current launch writes, the

@@ -44,8 +44,13 @@ struct RunnerOptions {
   // derived as above.
   int64_t kv_cache_bytes = 0;
   // Backends with graphs (cuda): true runs every step eagerly; false captures
-  // decode graphs at startup (see decode_graphs.h).
+  // decode graphs at startup (see decode_graphs.h; verification graphs below).
   bool enforce_eager = false;
+  // With graphs (not enforce_eager): > 1 also captures verification graphs
+  // for steps whose sequences have at most this many new tokens each
+  // (verify_graphs.h; speculative decoding sets num_speculative_tokens + 1).
+  // 0 or 1: none.
+  int32_t verify_graph_query_len = 0;
   // Linear weights stored in quantization blocks (GGUF Q4_0..Q6_K, AWQ / GPTQ
   // modules as group formats) stay in
   // their blocks on the device and Backend::linear computes from them; false

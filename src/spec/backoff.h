@@ -1,10 +1,11 @@
 // Speculative decoding's back-off: after a step in which none of a sample's
 // drafts was accepted (or the proposer had none), the sample waits before it
 // is drafted again; the wait doubles with each miss up to kMaxBackoff steps
-// and an accepted draft resets it. Rejected drafts cost a wider step, which
-// runs eagerly (no captured graph fits a verification step); asking for
-// drafts at all ends async scheduling's overlap for that step; the wait
-// keeps both small while nothing is accepted.
+// and an accepted draft resets it. Rejected drafts cost a wider step (k + 1
+// rows per verifying sequence, replayed from a verification graph when it
+// fits one, model/verify_graphs.h); asking for drafts at all ends async
+// scheduling's overlap for that step; the wait keeps both small while
+// nothing is accepted.
 #pragma once
 
 #include <algorithm>

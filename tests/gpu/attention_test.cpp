@@ -494,6 +494,41 @@ TEST(CudaAttentionTest, PrefillKernelGraphReplay) {
   }
 }
 
+// Speculative decoding's verification graphs (model/verify_graphs.h): every
+// sequence slot holds Q = k + 1 query rows (a shorter draft left-padded in
+// front of its rows), captured with the hints Q, B slots and a long context
+// and replayed with other contexts per slot (down to Q): the prefill kernel
+// at the 8B shape's heads (G = 4) for k = 1..4 and B = 1, 8, 64, every row
+// against the CPU on the replayed batch.
+TEST(CudaAttentionTest, VerificationGraphReplay) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    for (int q = 2; q <= 5; ++q) {
+      for (int batch : {1, 8, 64}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " Q=" + std::to_string(q) +
+                     " B=" + std::to_string(batch));
+        const int max_len = batch > 8 ? 1200 : 3000;
+        AttnBatch b = make_batch(
+            dt, {32, 8, 128, 16,
+                 std::vector<SeqShape>(static_cast<size_t>(batch), SeqShape{q, max_len})});
+        AttnTensors g(gpu, dt, b);
+        const float scale = 1.0f / std::sqrt(128.0f);
+        const int id = gpu.capture_graph(
+            [&] { gpu.paged_attention(g.qkv.t(), b.layout, g.cache, g.meta, scale, g.out.t()); });
+        ASSERT_GE(id, 0);
+        b.seq_lens = uniform_ints(static_cast<size_t>(batch), q, max_len);
+        b.seq_lens[0] = q;  // a padding slot's length
+        g.seq_lens.upload_i32(b.seq_lens);
+        g.out.poison();
+        gpu.replay_graph(id);
+        expect_close(g.out.download(), cpu_attention(b), dt, "verification graph replay");
+        expect_status_ok(gpu);
+      }
+    }
+  }
+}
+
 // Captured once with hints covering the largest batch, replayed after the
 // device metadata changed to a smaller one (shorter contexts, fewer tokens
 // per sequence): the kernel must read the real lengths on the device.

@@ -194,6 +194,46 @@ TEST_F(StoriesSpeculative, SeededOutputsEqualTheReferenceWhateverTheDrafts) {
   check_everywhere(true);
 }
 
+// Verification steps replay the runner's verification graphs on cuda
+// (model/verify_graphs.h) for k = 1..4 at 1, 3 and 32 sequences a step:
+// random drafts (nothing accepted: samples back off at different phases, so
+// verifying and plain sequences share steps) and noisy ones (partly
+// accepted: drafts of every length) give the reference's greedy tokens. On
+// cuda only the steps with a prompt run eagerly: at most one per request
+// (each prompt fits one step), where eager verification steps would add
+// several per request. On cpu (no graphs) the outputs alone.
+TEST_F(StoriesSpeculative, VerificationStepsReplayGraphsWithTheReferenceTokens) {
+  ASSERT_NE(ref_, nullptr);
+  const std::vector<TestRequest> reqs = requests(false);
+  const std::vector<RefSample> want = reference(reqs);
+  ReferenceCheck check(ref_, "verification graphs");
+  for (int32_t k = 1; k <= 4; ++k) {
+    for (int64_t seqs : {1, 3, 32}) {
+      for (Drafts kind : {Drafts::kRandom, Drafts::kNoisy}) {
+        const std::string what = std::string(drafts_name(kind)) + " k=" + std::to_string(k) +
+                                 " max_num_seqs=" + std::to_string(seqs);
+        EngineSetup s{.model = stories_dir()};
+        s.max_num_seqs = seqs;
+        s.speculative.num_speculative_tokens = k;
+        s.proposer = proposer(kind, reqs, want);
+        auto engine = start_engine(s);
+        ASSERT_NE(engine, nullptr);
+        auto logs = run_all(*engine, reqs);
+        ASSERT_EQ(logs.size(), want.size());
+        for (size_t i = 0; i < logs.size(); ++i) {
+          check.expect_tokens(logs[i]->samples[0].tokens, want[i],
+                              what + ": request " + std::to_string(i));
+        }
+        const EngineMetrics m = engine->metrics();
+        EXPECT_GT(m.spec_num_draft_tokens, 0u) << what;
+        if (on_cuda() && kind == Drafts::kRandom) {
+          EXPECT_LE(m.steps.steps - m.graph_steps.steps, reqs.size()) << what;
+        }
+      }
+    }
+  }
+}
+
 // The methods of --speculative-config, built by the engine: n-gram lookup,
 // suffix decoding, and stories260K as its own draft model (its greedy drafts
 // are the greedy output: all accepted). Greedy and seeded outputs equal the

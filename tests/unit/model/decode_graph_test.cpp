@@ -1,5 +1,5 @@
-// Decode graphs and the memory profile without a GPU: the host-side helpers
-// (ladder, padding, profile step), and a ModelRunner on a backend that
+// Decode and verification graphs and the memory profile without a GPU: the
+// host-side helpers (ladders, padding, profile step), and a ModelRunner on a backend that
 // emulates graphs over the CPU backend (capture records the closure without
 // running it; replay runs it, and any wait, read-back, sampling or
 // allocation inside a replay fails the test, as it would break a CUDA
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -17,6 +18,7 @@
 #include "model/memory_profile.h"
 #include "model/model_runner.h"
 #include "model/step_validation.h"
+#include "model/verify_graphs.h"
 
 namespace pagoda {
 namespace {
@@ -76,9 +78,7 @@ class GraphEmulatingBackend final : public Backend {
                        const AttentionMetadata& m, const AttentionScoring& scoring,
                        Tensor& out) override {
     // A real graph freezes these hints: they must bound every replay.
-    if (replaying_) {
-      EXPECT_EQ(m.max_query_len, 1);
-    }
+    if (replaying_) check_hints(m);
     cpu_.paged_attention(qkv, l, c, m, scoring, out);
   }
   void silu_mul(const Tensor& gu, Tensor& out) override { cpu_.silu_mul(gu, out); }
@@ -132,6 +132,20 @@ class GraphEmulatingBackend final : public Backend {
   int num_replays() const { return num_replays_; }
 
  private:
+  // The hints a CUDA kernel sizes its grid from bound the arrays it reads:
+  // every query length and context, and num_decode_seqs exact.
+  static void check_hints(const AttentionMetadata& m) {
+    const auto* qsl = static_cast<const int32_t*>(m.query_start_loc.data);
+    const auto* lens = static_cast<const int32_t*>(m.seq_lens.data);
+    for (int s = 0; s < m.num_seqs; ++s) {
+      const int32_t q = qsl[s + 1] - qsl[s];
+      EXPECT_GE(q, 1);
+      EXPECT_LE(q, m.max_query_len);
+      EXPECT_GE(lens[s], q);
+      EXPECT_LE(lens[s], m.max_seq_len);
+      if (s < m.num_decode_seqs) EXPECT_EQ(q, 1);
+    }
+  }
   void forbid_in_replay(const char* what) const {
     if (replaying_) ADD_FAILURE() << what << " inside a graph replay";
   }
@@ -154,8 +168,10 @@ struct Seq {
 // One step: each listed sequence feeds tokens [num_cached, num_cached + n).
 // The table width is the widest need in the step (like the scheduler).
 // `window` > 0: with the sliding group's tables and slots too.
+// `all_rows`: every row is a logits row (a verification step), else each
+// sequence's last.
 StepBatch make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& num_new, int bs,
-                    int window = 0) {
+                    int window = 0, bool all_rows = false) {
   StepBatch in;
   in.query_start_loc = {0};
   int32_t width = 1;
@@ -180,11 +196,15 @@ StepBatch make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& n
     for (int32_t b = 0; window > 0 && b < width; ++b)
       in.sliding_block_tables.push_back(b < first_block ? -1
                                                         : s.sliding_table[static_cast<size_t>(b)]);
-    in.logits_rows.push_back(in.query_start_loc.back() - 1);
-    SamplingRow row;
-    row.temperature = 0.0f;
-    row.num_top_logprobs = 3;
-    in.sampling.rows.push_back(row);
+    for (int32_t r = all_rows ? in.query_start_loc.back() - num_new[i]
+                              : in.query_start_loc.back() - 1;
+         r < in.query_start_loc.back(); ++r) {
+      in.logits_rows.push_back(r);
+      SamplingRow row;
+      row.temperature = 0.0f;
+      row.num_top_logprobs = 3;
+      in.sampling.rows.push_back(row);
+    }
   }
   in.sampling.max_top_logprobs = 3;
   return in;
@@ -193,6 +213,8 @@ StepBatch make_step(const std::vector<Seq*>& seqs, const std::vector<int32_t>& n
 class DecodeGraphRunnerTest : public ::testing::Test {
  protected:
   static constexpr int kBlockSize = 4;
+  // Verification graphs of 3 drafts + 1 rows per sequence.
+  static constexpr int32_t kVerifyLen = 4;
 
   // The model both runners load.
   virtual ModelConfig model_config() const { return test::tiny_config(); }
@@ -209,6 +231,7 @@ class DecodeGraphRunnerTest : public ::testing::Test {
     o.max_num_seqs = 8;
     o.max_num_batched_tokens = 64;
     o.sliding_kv_group = sliding_group();
+    o.verify_graph_query_len = kVerifyLen;
     auto g = ModelRunner::create(graphs_, config_, src_, o);
     ASSERT_TRUE(g.ok()) << g.error().message;
     graph_runner_ = std::move(g).value();
@@ -261,6 +284,32 @@ class DecodeGraphRunnerTest : public ::testing::Test {
     for (size_t i = 0; i < seqs.size(); ++i) {
       seqs[i]->num_cached += num_new[i];
       seqs[i]->tokens.push_back(next[i]);
+    }
+  }
+
+  // A verification step: sequence ids[i] feeds its next num_new[i] tokens
+  // (its pending token and num_new[i] - 1 drafts, appended when it has
+  // fewer), every row's logits are compared, then it keeps accepted[i] <
+  // num_new[i] drafts and the greedy token after them; the rejected
+  // positions are fed again later (their KV rewritten).
+  void verify(const std::vector<int>& ids, const std::vector<int32_t>& num_new,
+              const std::vector<int32_t>& accepted, int64_t want_graph_batch) {
+    std::vector<Seq*> seqs;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      Seq& s = seqs_[static_cast<size_t>(ids[i])];
+      while (static_cast<int32_t>(s.tokens.size()) < s.num_cached + num_new[i])
+        s.tokens.push_back((s.num_cached * 31 + static_cast<int32_t>(s.tokens.size())) % 97);
+      seqs.push_back(&s);
+    }
+    const StepBatch in = make_step(seqs, num_new, kBlockSize, window(), /*all_rows=*/true);
+    const std::vector<int32_t> next = run_both(in, want_graph_batch);
+    ASSERT_EQ(next.size(), in.token_ids.size());
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Seq& s = *seqs[i];
+      ASSERT_LT(accepted[i], num_new[i]);
+      s.num_cached += accepted[i] + 1;
+      s.tokens.resize(static_cast<size_t>(s.num_cached));
+      s.tokens.push_back(next[static_cast<size_t>(in.query_start_loc[i] + accepted[i])]);
     }
   }
 
@@ -324,6 +373,91 @@ TEST(DecodeGraphIndex, PadsRowsOntoTheScratchBlockAndRelaysTables) {
   EXPECT_FALSE(is_decode_only(s));
 }
 
+TEST(VerifyGraphSizes, LadderBoundedBySeqsTokensAndTheCap) {
+  const std::vector<int64_t> l = verify_graph_batch_sizes(256, 2048, 5, 4096);
+  ASSERT_EQ(l.size(), 19u);  // 1, 2, 4, 8 .. 128
+  EXPECT_EQ(l.back(), kMaxVerifyGraphBatch);
+  // 64 tokens hold 12 sequences of 5 rows.
+  EXPECT_EQ(verify_graph_batch_sizes(256, 64, 5, 4096), (std::vector<int64_t>{1, 2, 4, 8, 12}));
+  EXPECT_EQ(verify_graph_batch_sizes(3, 2048, 2, 4096), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_TRUE(verify_graph_batch_sizes(256, 2048, 1, 4096).empty());  // no drafts
+  EXPECT_TRUE(verify_graph_batch_sizes(256, 2048, 0, 4096).empty());
+  EXPECT_TRUE(verify_graph_batch_sizes(256, 4, 5, 4096).empty());  // not one sequence's rows
+  EXPECT_TRUE(verify_graph_batch_sizes(256, 2048, 5, 4).empty());  // longer than any sequence
+}
+
+// Three sequences of 4, 1 and 2 new tokens padded to 4 slots of Q = 4 rows.
+StepBatch ragged_verification_step() {
+  StepBatch s;
+  s.token_ids = {1, 2, 3, 4, 5, 6, 7};
+  s.positions = {6, 7, 8, 9, 6, 3, 4};
+  s.slot_mapping = {20, 21, 22, 23, 30, 40, 41};
+  s.query_start_loc = {0, 4, 5, 7};
+  s.seq_lens = {10, 7, 5};
+  s.max_blocks_per_seq = 3;
+  s.block_tables = {3, 10, 7, 4, 9, 0, 5, 6, 8};
+  s.logits_rows = {0, 1, 2, 3, 4, 5, 6};
+  return s;
+}
+
+TEST(VerifyGraphIndex, FitsWhenEveryShortSequenceCanBeLeftPadded) {
+  StepBatch s = ragged_verification_step();
+  EXPECT_TRUE(fits_verify_graph(s, 4, /*left_padding=*/true));
+  EXPECT_FALSE(fits_verify_graph(s, 4, /*left_padding=*/false));  // a sliding-window KV group
+  EXPECT_FALSE(fits_verify_graph(s, 3, true));                    // 4 new tokens > Q
+  EXPECT_TRUE(fits_verify_graph(s, 5, true));
+  EXPECT_FALSE(fits_verify_graph(s, 6, true));  // sequence 2's padding would reach position -1
+  // Every sequence at Q rows needs no left padding.
+  StepBatch full = s;
+  full.token_ids = {1, 2, 3, 4, 5, 6, 7, 8};
+  full.positions = {6, 7, 8, 9, 0, 1, 2, 3};
+  full.slot_mapping = {20, 21, 22, 23, 30, 31, 32, 33};
+  full.query_start_loc = {0, 4, 8};
+  full.seq_lens = {10, 4};
+  full.block_tables.resize(6);
+  EXPECT_TRUE(fits_verify_graph(full, 4, /*left_padding=*/false));
+  EXPECT_FALSE(fits_verify_graph(StepBatch{}, 4, true));
+}
+
+TEST(VerifyGraphIndex, LeftPadsEachSequenceAndPadsSlotsOntoTheScratchBlock) {
+  const StepBatch s = ragged_verification_step();
+  EXPECT_EQ(verify_row_map(s, 4), (std::vector<int32_t>{0, 1, 2, 3, 7, 10, 11}));
+  const int64_t batch = 4, width = 5, rows = batch * 4;
+  std::vector<int32_t> ids(rows, 99), pos(rows, 99), slots(rows, 99), qsl(batch + 1, 99),
+      lens(batch, 99), tables(batch * width, 99), sliding_slots(rows, 99),
+      sliding_tables(batch * width, 99);
+  StepBatch w = s;  // with a sliding-window group's slots and tables
+  w.sliding_slot_mapping = {120, 121, 122, 123, 130, 140, 141};
+  w.sliding_block_tables = {-1, 11, 12, 13, 14, 15, 16, 17, 18};
+  write_padded_verify_index(w, batch, /*query_len=*/4, width, /*block_size=*/2,
+                            /*scratch_block=*/77, /*sliding_scratch_block=*/55,
+                            {ids.data(), pos.data(), slots.data(), qsl.data(), lens.data(),
+                             tables.data(), sliding_slots.data(), sliding_tables.data()});
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 2, 3, 4, 0, 0, 0, 5, 0, 0, 6, 7, 0, 0, 0, 0}));
+  // Left padding at the positions the attention gives it (seq_len - Q + i).
+  EXPECT_EQ(pos, (std::vector<int32_t>{6, 7, 8, 9, 3, 4, 5, 6, 1, 2, 3, 4, 0, 1, 2, 3}));
+  EXPECT_EQ(slots,
+            (std::vector<int32_t>{20, 21, 22, 23, -1, -1, -1, 30, -1, -1, 40, 41, -1, -1, -1, -1}));
+  EXPECT_EQ(sliding_slots, (std::vector<int32_t>{120, 121, 122, 123, -1, -1, -1, 130, -1, -1, 140,
+                                                 141, -1, -1, -1, -1}));
+  EXPECT_EQ(qsl, (std::vector<int32_t>{0, 4, 8, 12, 16}));
+  EXPECT_EQ(lens, (std::vector<int32_t>{10, 7, 5, 4}));
+  EXPECT_EQ(tables, (std::vector<int32_t>{
+                        3, 10, 7, 99, 99, 4,  9,  0,  99, 99,
+                        5, 6,  8, 99, 99, 77, 77, 99, 99, 99}));  // Q = 4 tokens: 2 blocks of 2
+  EXPECT_EQ(sliding_tables, (std::vector<int32_t>{-1, 11, 12, 99, 99, 13, 14, 15, 99, 99,
+                                                  16, 17, 18, 99, 99, 55, 55, 99, 99, 99}));
+
+  // Capture's all-padding batch: every slot on the scratch block.
+  write_padded_verify_index(
+      StepBatch{}, 2, 4, width, 4, 77, -1,
+      {ids.data(), pos.data(), slots.data(), qsl.data(), lens.data(), tables.data()});
+  EXPECT_EQ((std::vector<int32_t>(slots.begin(), slots.begin() + 8)), std::vector<int32_t>(8, -1));
+  EXPECT_EQ((std::vector<int32_t>(qsl.begin(), qsl.begin() + 3)), (std::vector<int32_t>{0, 4, 8}));
+  EXPECT_EQ(tables[0], 77);
+  EXPECT_EQ(tables[width], 77);
+}
+
 // gpu_memory_utilization is per process: memory others held at start does
 // not count, what this process took since does, and free memory caps it.
 TEST(DeviceKvBudget, CountsOnlyThisProcessAndStaysUnderFreeMemory) {
@@ -382,9 +516,11 @@ TEST(MemoryProfileStep, IsAValidStepOfTheLargestBatch) {
 
 TEST_F(DecodeGraphRunnerTest, CapturesTheLadderAndKeepsTheRequestedPool) {
   EXPECT_EQ(graph_runner_->decode_graph_sizes(), (std::vector<int64_t>{1, 2, 4, 8}));
-  EXPECT_EQ(graphs_.num_graphs(), 4);
+  EXPECT_EQ(graph_runner_->verify_graph_sizes(), (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(graphs_.num_graphs(), 8);
   EXPECT_EQ(graph_runner_->num_kv_blocks(), 64);  // the scratch block is extra
   EXPECT_TRUE(eager_runner_->decode_graph_sizes().empty());
+  EXPECT_TRUE(eager_runner_->verify_graph_sizes().empty());
 
   RunnerOptions o;
   o.block_size = kBlockSize;
@@ -392,11 +528,28 @@ TEST_F(DecodeGraphRunnerTest, CapturesTheLadderAndKeepsTheRequestedPool) {
   o.max_num_seqs = 8;
   o.max_num_batched_tokens = 64;
   o.enforce_eager = true;
+  o.verify_graph_query_len = kVerifyLen;
   GraphEmulatingBackend other;
   auto r = ModelRunner::create(other, config_, src_, o);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE((*r)->decode_graph_sizes().empty());
+  EXPECT_TRUE((*r)->verify_graph_sizes().empty());
   EXPECT_EQ(other.num_graphs(), 0);
+
+  // Without speculation: decode graphs only. 16 tokens hold 4 verification slots of 4.
+  o.enforce_eager = false;
+  o.verify_graph_query_len = 0;
+  GraphEmulatingBackend plain;
+  auto p = ModelRunner::create(plain, config_, src_, o);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_TRUE((*p)->verify_graph_sizes().empty());
+  EXPECT_EQ(plain.num_graphs(), 4);
+  o.verify_graph_query_len = kVerifyLen;
+  o.max_num_batched_tokens = 16;
+  GraphEmulatingBackend small;
+  auto q = ModelRunner::create(small, config_, src_, o);
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ((*q)->verify_graph_sizes(), (std::vector<int64_t>{1, 2, 4}));
 }
 
 TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
@@ -405,7 +558,8 @@ TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   step({1, 3, 4}, true, 4);                                       // 3 padded to 4
   step({2}, true, 1);
   step({0, 2}, true, 2);
-  seqs_[4].tokens.insert(seqs_[4].tokens.end(), {11, 12, 13});  // a prefill chunk joins: eager
+  // A prefill chunk longer than a verification slot joins: eager.
+  seqs_[4].tokens.insert(seqs_[4].tokens.end(), {11, 12, 13, 14, 15});
   {
     std::vector<Seq*> seqs = {&seqs_[0], &seqs_[4]};
     const int32_t chunk = static_cast<int32_t>(seqs_[4].tokens.size()) - seqs_[4].num_cached;
@@ -420,6 +574,58 @@ TEST_F(DecodeGraphRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   EXPECT_GT(graphs_.num_replays(), 10);
 }
 
+// Verification steps (up to kVerifyLen rows per sequence, ragged) replay the
+// verification graphs with left padding and padding slots, and give the
+// eager logits on every row; steps that do not fit run eagerly.
+TEST_F(DecodeGraphRunnerTest, ReplayedVerificationStepsMatchEagerLogits) {
+  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
+  // Sequence 2 holds 2 tokens: left padding to 4 rows would reach position
+  // -2, so this step runs eagerly.
+  verify({0, 1, 2, 3, 4}, {4, 1, 1, 3, 4}, {3, 0, 0, 1, 2}, 0);
+  const int before = graphs_.num_replays();
+  verify({0, 1, 2, 3, 4}, {4, 4, 2, 1, 4}, {3, 1, 1, 0, 0}, 8);  // 5 padded to 8
+  verify({1, 3}, {4, 4}, {0, 3}, 2);
+  verify({4}, {2}, {1}, 1);
+  verify({0, 2, 4}, {3, 4, 4}, {2, 3, 0}, 4);  // 3 padded to 4
+  EXPECT_EQ(graphs_.num_replays(), before + 4);
+  step({0, 1, 2, 3, 4}, /*decode=*/true, 8);  // decode steps keep their graphs
+  verify({0, 1}, {5, 2}, {4, 1}, 0);          // 5 rows > kVerifyLen: eager
+  verify({0, 1, 2, 3, 4}, {2, 3, 4, 1, 1}, {1, 2, 0, 0, 0}, 8);
+}
+
+// Async scheduling: a verification step's first token is the step before's
+// sample (pending on the device); the replay fills it into its padded row.
+TEST_F(DecodeGraphRunnerTest, PendingTokensReachAVerificationReplay) {
+  step({0, 1, 2}, false, 0);
+  for (int i = 0; i < 3; ++i) step({0, 1, 2}, true, 4);
+  std::vector<Seq*> seqs = {&seqs_[0], &seqs_[1], &seqs_[2]};
+  const StepBatch a = make_step(seqs, {1, 1, 1}, kBlockSize);
+  // The next step feeds each sequence's sample from `a` (unknown: 0 here)
+  // and then 1, 3 and 0 drafts.
+  for (Seq* s : seqs) {
+    s->num_cached += 1;
+    s->tokens.resize(static_cast<size_t>(s->num_cached));
+    s->tokens.insert(s->tokens.end(), {0, 17, 18, 19});
+  }
+  StepBatch b = make_step(seqs, {2, 4, 1}, kBlockSize, 0, /*all_rows=*/true);
+  b.pending_rows = {0, 2, 6};
+  b.pending_sources = {0, 1, 2};
+  SampleOutput ga, gb, ea, eb;
+  for (auto [runner, out_a, out_b] :
+       {std::tuple{graph_runner_.get(), &ga, &gb}, std::tuple{eager_runner_.get(), &ea, &eb}}) {
+    ASSERT_TRUE(runner->launch(a, 0).ok());
+    ASSERT_TRUE(runner->launch(b, 1).ok());
+    ASSERT_TRUE(runner->collect(0, out_a).ok());
+    ASSERT_TRUE(runner->collect(1, out_b).ok());
+  }
+  EXPECT_EQ(graph_runner_->last_graph_batch_size(), 4);  // 3 sequences padded to 4
+  EXPECT_EQ(ga.token_ids, ea.token_ids);
+  ASSERT_EQ(gb.token_ids.size(), 7u);
+  EXPECT_EQ(gb.token_ids, eb.token_ids);
+  EXPECT_EQ(gb.logprobs, eb.logprobs);
+  EXPECT_EQ(gb.top_logprobs, eb.top_logprobs);
+}
+
 // A mixture of experts (the gated shared expert included): routing stays on
 // the device, so replayed decode steps give the eager logits too.
 class DecodeGraphMoeRunnerTest : public DecodeGraphRunnerTest {
@@ -432,7 +638,9 @@ TEST_F(DecodeGraphMoeRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   for (int i = 0; i < 4; ++i) step({0, 1, 2, 3, 4}, true, 8);
   step({1, 3, 4}, true, 4);
   step({2}, true, 1);
-  EXPECT_GT(graphs_.num_replays(), 5);
+  verify({0, 1, 2, 3, 4}, {4, 4, 2, 1, 4}, {3, 1, 1, 0, 0}, 8);
+  verify({1, 3}, {3, 4}, {0, 3}, 2);
+  EXPECT_GT(graphs_.num_replays(), 7);
 }
 
 // Gemma 3 with the sliding-window KV group: replays read the group's slots
@@ -453,6 +661,18 @@ TEST_F(DecodeGraphSlidingRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
   step({1, 3, 4}, true, 4);
   step({2}, true, 1);
   EXPECT_GT(graphs_.num_replays(), 7);
+}
+
+// With the sliding-window group left padding could read keys released
+// before a window: only steps whose every sequence has kVerifyLen rows
+// replay a verification graph (padding slots on the group's scratch block).
+TEST_F(DecodeGraphSlidingRunnerTest, VerificationStepsReplayOnlyWithoutLeftPadding) {
+  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
+  for (int i = 0; i < 3; ++i) step({0, 1, 2, 3, 4}, true, 8);
+  verify({0, 1, 2, 3, 4}, {4, 4, 4, 4, 4}, {3, 0, 1, 2, 3}, 8);
+  verify({0, 1, 2, 3, 4}, {4, 1, 4, 2, 4}, {1, 0, 3, 1, 0}, 0);
+  verify({1, 3}, {4, 4}, {1, 2}, 2);
+  verify({0, 2, 4}, {4, 4, 4}, {0, 3, 2}, 4);
 }
 
 TEST_F(DecodeGraphRunnerTest, SamplingAndBlockCopiesWorkAroundAReplay) {
