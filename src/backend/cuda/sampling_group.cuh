@@ -10,7 +10,8 @@
 //
 // Co-residency: the CTAs of a row wait for each other (a spin barrier on a
 // per-row counter), so a launch with G > 1 must have all its CTAs resident
-// at once (launch_sample keeps rows * G within the device's occupancy).
+// at once (launch_sample keeps rows * G within the device's occupancy); a
+// barrier still waiting after 10 s traps rather than hang.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,6 +42,16 @@ struct RowGroup {
   uint2* top = nullptr;          // the row's [kMaxTopLogprobs]
 };
 
+// A barrier that waits this long has lost the co-residency it relies on;
+// the kernel traps (a launch error the backend reports) instead of hanging.
+constexpr uint64_t kBarrierTimeoutNs = 10'000'000'000ull;
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Waits until every CTA of the row has arrived (all their earlier global
 // writes visible). Call from all threads of every CTA of the row, the same
 // number of times.
@@ -51,7 +62,9 @@ __device__ __forceinline__ void group_barrier(RowGroup& rg) {
     const unsigned target = rg.epoch * static_cast<unsigned>(rg.size);
     __threadfence();
     atomicAdd(&rg.counters[0], 1u);
+    const uint64_t start = global_timer_ns();
     while (*static_cast<volatile unsigned*>(&rg.counters[0]) < target) {
+      if (global_timer_ns() - start > kBarrierTimeoutNs) __trap();
     }
     __threadfence();
   }
