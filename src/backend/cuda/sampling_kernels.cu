@@ -58,16 +58,53 @@ __device__ RowGroup make_group(const GroupLaunch& gl, int r, int g, int64_t voca
   return rg;
 }
 
-// log-sum-exp of a raw row: max in f32, sum of exp in f64 (like the CPU).
-__device__ double row_log_sum_exp(const float* x, RowGroup& rg) {
-  float m = -INFINITY;
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) m = fmaxf(m, x[t]);
-  m = row_reduce(rg, m, MaxOp{});
-  double s = 0.0;
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads)
+// The row's statistics: the raw log-sum-exp (max in f32, sum of exp in f64,
+// like the CPU) and, for a sampled row, the max of y = proc / T and the f64
+// sum of f32 exp(y - y_max). The two maxima share one exchange between the
+// row's CTAs, and so do the two sums.
+struct RowStats {
+  double lse = 0.0;
+  float y_max = -INFINITY;
+  double y_sum = 0.0;
+};
+
+struct Max2Op {
+  __device__ __forceinline__ float2 operator()(float2 a, float2 b) const {
+    return make_float2(MaxOp{}(a.x, b.x), MaxOp{}(a.y, b.y));
+  }
+};
+struct Sum2Op {
+  __device__ __forceinline__ double2 operator()(double2 a, double2 b) const {
+    return make_double2(a.x + b.x, a.y + b.y);
+  }
+};
+
+__device__ RowStats row_stats(const float* x, const float* proc, float temperature, bool sampled,
+                              RowGroup& rg) {
+  float m = -INFINITY, y_max = -INFINITY;
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
+    m = fmaxf(m, x[t]);
+    if (sampled) y_max = fmaxf(y_max, __fdiv_rn(proc[t], temperature));
+  }
+  const float2 maxima = sampling::group_reduce(
+      rg, make_float2(sampling::block_reduce(m, MaxOp{}), sampling::block_reduce(y_max, MaxOp{})),
+      Max2Op{});
+  m = maxima.x;
+  y_max = maxima.y;
+  double s = 0.0, y_sum = 0.0;
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
     s += exp(static_cast<double>(x[t]) - m);
-  s = row_reduce(rg, s, SumOp{});
-  return static_cast<double>(m) + log(s);
+    if (sampled)
+      y_sum += static_cast<double>(expf(__fsub_rn(__fdiv_rn(proc[t], temperature), y_max)));
+  }
+  const double2 sums = sampling::group_reduce(
+      rg, make_double2(sampling::block_reduce(s, SumOp{}), sampling::block_reduce(y_sum, SumOp{})),
+      Sum2Op{});
+  RowStats st;
+  st.lse = static_cast<double>(m) + log(sums.x);
+  st.y_max = y_max;
+  st.y_sum = sums.y;
+  return st;
 }
 
 __device__ __forceinline__ float raw_logprob(const float* x, double lse, int64_t t) {
@@ -123,17 +160,11 @@ __device__ int32_t row_argmax(F f, RowGroup& rg) {
 
 // Step 4: temperature, min_p, top_k, top_p and the exponential race.
 __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int64_t vocab,
-                              RowGroup& rg, sampling::SelectShared& sh) {
+                              const RowStats& st, RowGroup& rg, sampling::SelectShared& sh) {
   const float temperature = rp.temperature;
   auto scaled = [&](int64_t t) { return __fdiv_rn(proc[t], temperature); };
-  float y_max = -INFINITY;
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) y_max = fmaxf(y_max, scaled(t));
-  y_max = row_reduce(rg, y_max, MaxOp{});
-  double y_sum = 0.0;
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-    y_sum += static_cast<double>(expf(__fsub_rn(scaled(t), y_max)));
-  }
-  y_sum = row_reduce(rg, y_sum, SumOp{});
+  const float y_max = st.y_max;
+  const double y_sum = st.y_sum;
   auto prob = [&](float y) {
     return static_cast<float>(static_cast<double>(expf(__fsub_rn(y, y_max))) / y_sum);
   };
@@ -271,12 +302,13 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
   RowGroup rg = make_group(gl, r, static_cast<int>(blockIdx.x) % gl.groups, p.vocab);
   const SampleRowParams rp = p.rows[r];
   const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
-  const double lse = row_log_sum_exp(x, rg);
   const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab, rg);
+  const bool greedy = rp.temperature < kGreedyTemperature;
+  const RowStats st = row_stats(x, proc, rp.temperature, !greedy, rg);
+  const double lse = st.lse;
 
-  const int32_t token = rp.temperature < kGreedyTemperature
-                            ? row_argmax([&](int64_t t) { return proc[t]; }, rg)
-                            : draw_token(rp, proc, p.vocab, rg, sh);
+  const int32_t token = greedy ? row_argmax([&](int64_t t) { return proc[t]; }, rg)
+                               : draw_token(rp, proc, p.vocab, st, rg, sh);
   const int32_t rank = raw_rank(x, lse, rg, token);
   const bool has_target = rp.target_token >= 0 && rp.target_token < p.vocab;
   const int32_t target_rank = has_target ? raw_rank(x, lse, rg, rp.target_token) : 0;
