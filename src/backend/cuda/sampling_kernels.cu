@@ -59,18 +59,24 @@ __device__ RowGroup make_group(const GroupLaunch& gl, int r, int g, int64_t voca
 }
 
 // The row's statistics: the raw log-sum-exp (max in f32, sum of exp in f64,
-// like the CPU) and, for a sampled row, the max of y = proc / T and the f64
-// sum of f32 exp(y - y_max). The two maxima share one exchange between the
-// row's CTAs, and so do the two sums.
+// like the CPU); for a greedy row the first index of the maximum of proc
+// (lowest id on ties); for a sampled row the max of y = proc / T and the f64
+// sum of f32 exp(y - y_max). The maxima (and the greedy pick) share one
+// exchange between the row's CTAs, and so do the two sums.
 struct RowStats {
   double lse = 0.0;
+  int32_t greedy_token = -1;
   float y_max = -INFINITY;
   double y_sum = 0.0;
 };
 
-struct Max2Op {
-  __device__ __forceinline__ float2 operator()(float2 a, float2 b) const {
-    return make_float2(MaxOp{}(a.x, b.x), MaxOp{}(a.y, b.y));
+struct Maxima {
+  float raw, y;
+  Candidate best;
+};
+struct MaximaOp {
+  __device__ __forceinline__ Maxima operator()(Maxima a, Maxima b) const {
+    return Maxima{MaxOp{}(a.raw, b.raw), MaxOp{}(a.y, b.y), sampling::better(a.best, b.best)};
   }
 };
 struct Sum2Op {
@@ -79,30 +85,38 @@ struct Sum2Op {
   }
 };
 
-__device__ RowStats row_stats(const float* x, const float* proc, float temperature, bool sampled,
+__device__ RowStats row_stats(const float* x, const float* proc, float temperature, bool greedy,
                               RowGroup& rg) {
-  float m = -INFINITY, y_max = -INFINITY;
+  Maxima mx{-INFINITY, -INFINITY, Candidate{-INFINITY, -1}};
   for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-    m = fmaxf(m, x[t]);
-    if (sampled) y_max = fmaxf(y_max, __fdiv_rn(proc[t], temperature));
+    mx.raw = fmaxf(mx.raw, x[t]);
+    if (greedy) {
+      const float v = proc[t];
+      if (mx.best.id < 0 || v > mx.best.score) mx.best = Candidate{v, static_cast<int32_t>(t)};
+    } else {
+      mx.y = fmaxf(mx.y, __fdiv_rn(proc[t], temperature));
+    }
   }
-  const float2 maxima = sampling::group_reduce(
-      rg, make_float2(sampling::block_reduce(m, MaxOp{}), sampling::block_reduce(y_max, MaxOp{})),
-      Max2Op{});
-  m = maxima.x;
-  y_max = maxima.y;
+  mx.raw = sampling::block_reduce(mx.raw, MaxOp{});
+  if (greedy) {
+    mx.best = sampling::block_best(mx.best);
+  } else {
+    mx.y = sampling::block_reduce(mx.y, MaxOp{});
+  }
+  mx = sampling::group_reduce(rg, mx, MaximaOp{});
   double s = 0.0, y_sum = 0.0;
   for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-    s += exp(static_cast<double>(x[t]) - m);
-    if (sampled)
-      y_sum += static_cast<double>(expf(__fsub_rn(__fdiv_rn(proc[t], temperature), y_max)));
+    s += exp(static_cast<double>(x[t]) - mx.raw);
+    if (!greedy)
+      y_sum += static_cast<double>(expf(__fsub_rn(__fdiv_rn(proc[t], temperature), mx.y)));
   }
   const double2 sums = sampling::group_reduce(
       rg, make_double2(sampling::block_reduce(s, SumOp{}), sampling::block_reduce(y_sum, SumOp{})),
       Sum2Op{});
   RowStats st;
-  st.lse = static_cast<double>(m) + log(sums.x);
-  st.y_max = y_max;
+  st.lse = static_cast<double>(mx.raw) + log(sums.x);
+  st.greedy_token = mx.best.id;
+  st.y_max = mx.y;
   st.y_sum = sums.y;
   return st;
 }
@@ -304,11 +318,10 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
   const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
   const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab, rg);
   const bool greedy = rp.temperature < kGreedyTemperature;
-  const RowStats st = row_stats(x, proc, rp.temperature, !greedy, rg);
+  const RowStats st = row_stats(x, proc, rp.temperature, greedy, rg);
   const double lse = st.lse;
 
-  const int32_t token = greedy ? row_argmax([&](int64_t t) { return proc[t]; }, rg)
-                               : draw_token(rp, proc, p.vocab, st, rg, sh);
+  const int32_t token = greedy ? st.greedy_token : draw_token(rp, proc, p.vocab, st, rg, sh);
   const int32_t rank = raw_rank(x, lse, rg, token);
   const bool has_target = rp.target_token >= 0 && rp.target_token < p.vocab;
   const int32_t target_rank = has_target ? raw_rank(x, lse, rg, rp.target_token) : 0;
