@@ -83,8 +83,9 @@ size_t sample_group_scratch_bytes();
 // and by chunks of at least 32 tokens) - for A/B timing and tests.
 int sample_groups(int num_rows, int64_t vocab);
 
-// Samples every row (sample_groups() CTAs per row; G > 1 needs
-// p.group_scratch).
+// Samples every row: sample_groups() CTAs per row when p.group_scratch is
+// set (cudaErrorInvalidValue if it is smaller than
+// sample_group_scratch_bytes() and G > 1), else one.
 cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream);
 
 // ids[rows[i]] = results[src_rows[i]].token for i < n, skipping entries with
