@@ -585,7 +585,8 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
 // The sampling kernel at rows 1..256 x vocabularies 32k..152k, greedy and
 // temperature 0.8 with top_p 0.95 or top_k 50 (no lists, masks or top-K):
 // microseconds with one CTA per row (PAGODA_SAMPLE_GROUPS=1) and with the
-// automatic split (G CTAs per row), in the same process on the same data.
+// automatic split (G CTAs per row), in the same process on the same data;
+// at 152k tokens, rows 1 and 8, top_p, also G forced to 4..64 (as capped).
 void bench_sample(CudaBackend& gpu) {
   std::printf("sample (f32 logits ~ N(0, 3); us per call)\n%6s %7s %-18s %9s %4s %9s %8s\n", "rows",
               "vocab", "mode", "1 CTA", "G", "split", "speedup");
@@ -634,6 +635,17 @@ void bench_sample(CudaBackend& gpu) {
         const char* names[] = {"greedy", "T0.8 top_p 0.95", "T0.8 top_k 50"};
         std::printf("%6d %7lld %-18s %9.1f %4d %9.1f %7.2fx\n", rows, static_cast<long long>(vocab),
                     names[mode], one, groups, split, one / split);
+        if (vocab == 151936 && rows <= 8 && mode == 1) {  // other G (the automatic choice's tuning)
+          std::printf("%33s", "forced G:");
+          for (const char* forced : {"4", "8", "16", "32", "64"}) {
+            const double us = time_with(forced);
+            setenv("PAGODA_SAMPLE_GROUPS", forced, 1);
+            const int g = cuda::sample_groups(rows, vocab);
+            unsetenv("PAGODA_SAMPLE_GROUPS");
+            std::printf("  %d: %.1f", g, us);
+          }
+          std::printf("\n");
+        }
       }
     }
   }
