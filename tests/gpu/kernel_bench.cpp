@@ -23,6 +23,8 @@
 //                                              KV then FP8 KV: GB/s of the cache bytes read)
 //        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
 //                                              cuBLASLt e4m3 8192^3 ceiling)
+//        kernel_bench --sample                (the sampling kernel, one CTA per row beside
+//                                              rows split over several CTAs)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/fp8_linear_kernels.h"
+#include "backend/cuda/sampling_kernels.h"
 #include "core/fp8.h"
 #include "core/half.h"
 
@@ -680,6 +683,76 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
   std::printf("\n");
 }
 
+// The sampling kernel at rows 1..256 x vocabularies 32k..152k, greedy and
+// temperature 0.8 with top_p 0.95 or top_k 50 (no lists, masks or top-K):
+// microseconds with one CTA per row (PAGODA_SAMPLE_GROUPS=1) and with the
+// automatic split (G CTAs per row), in the same process on the same data;
+// at 152k tokens, rows 1 and 8, top_p, also G forced to 4..64 (as capped).
+void bench_sample(CudaBackend& gpu) {
+  std::printf("sample (f32 logits ~ N(0, 3); us per call)\n%6s %7s %-18s %9s %4s %9s %8s\n", "rows",
+              "vocab", "mode", "1 CTA", "G", "split", "speedup");
+  DeviceBuffer group(&gpu, cuda::sample_group_scratch_bytes());
+  check(cudaMemset(group.data(), 0, group.size()), "cudaMemset");
+  std::mt19937 gen(7);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  for (int64_t vocab : {32000, 128256, 151936}) {
+    for (int rows : {1, 8, 64, 256}) {
+      std::vector<float> host(static_cast<size_t>(rows) * static_cast<size_t>(vocab));
+      for (float& x : host) x = d(gen);
+      DeviceBuffer logits(&gpu, host.size() * 4),
+          params(&gpu, rows * sizeof(cuda::SampleRowParams)),
+          results(&gpu, rows * sizeof(cuda::SampleRowResult));
+      check(cudaMemcpy(logits.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+      for (int mode = 0; mode < 3; ++mode) {
+        cuda::SampleRowParams rp;
+        rp.temperature = mode == 0 ? 0.0f : 0.8f;
+        rp.top_p = mode == 1 ? 0.95f : 1.0f;
+        rp.top_k = mode == 2 ? 50 : 0;
+        std::vector<cuda::SampleRowParams> rps(static_cast<size_t>(rows), rp);
+        for (int r = 0; r < rows; ++r)
+          rps[static_cast<size_t>(r)].seed = static_cast<uint64_t>(r) + 1;
+        check(
+            cudaMemcpy(params.data(), rps.data(), rps.size() * sizeof(rp), cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+        cuda::SampleParams p;
+        p.logits = static_cast<const float*>(logits.data());
+        p.vocab = vocab;
+        p.num_rows = rows;
+        p.rows = static_cast<const cuda::SampleRowParams*>(params.data());
+        p.results = static_cast<cuda::SampleRowResult*>(results.data());
+        p.group_scratch = group.data();
+        p.group_scratch_bytes = group.size();
+        auto time_with = [&](const char* groups) {
+          setenv("PAGODA_SAMPLE_GROUPS", groups, 1);
+          const double ms = time_op(
+              gpu, [&](int) { check(cuda::launch_sample(p, gpu.stream()), "launch_sample"); });
+          unsetenv("PAGODA_SAMPLE_GROUPS");
+          return ms * 1e3;
+        };
+        const double one = time_with("1");
+        const double split = time_with("");
+        const int groups = cuda::sample_groups(rows, vocab);
+        const char* names[] = {"greedy", "T0.8 top_p 0.95", "T0.8 top_k 50"};
+        std::printf("%6d %7lld %-18s %9.1f %4d %9.1f %7.2fx\n", rows, static_cast<long long>(vocab),
+                    names[mode], one, groups, split, one / split);
+        if (vocab == 151936 && rows <= 8 && mode == 1) {  // other G (the automatic choice's tuning)
+          std::printf("%33s", "forced G:");
+          for (const char* forced : {"4", "8", "16", "32", "64"}) {
+            const double us = time_with(forced);
+            setenv("PAGODA_SAMPLE_GROUPS", forced, 1);
+            const int g = cuda::sample_groups(rows, vocab);
+            unsetenv("PAGODA_SAMPLE_GROUPS");
+            std::printf("  %d: %.1f", g, us);
+          }
+          std::printf("\n");
+        }
+      }
+    }
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 }  // namespace pagoda
 
@@ -722,6 +795,10 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], "--fused") == 0) {
     bench_fused_decode(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--sample") == 0) {
+    bench_sample(gpu);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--prefill") == 0) {

@@ -4,16 +4,23 @@
 // continuous logits and logits quantised into exact ties (which both
 // backends must break towards the lower id), allowed-token masks (mixed
 // masked and unmasked rows, shared masks, vocabularies not a multiple of
-// 32), and invariance to row order.
+// 32), and invariance to row order. Rows split over several CTAs
+// (PAGODA_SAMPLE_GROUPS forcing G from 1 to 64; vocabularies from 1 to 200k,
+// not multiples of the chunk; 1 to 300 rows) against the CPU, and the split's
+// run-to-run determinism.
 //
 // Expectations: token ids, ranks and top-K ids equal; logprobs within 1e-5
 // (both compute log_softmax with an f64 sum). Seeded draws are compared
 // exactly: with these inputs the kept sets are unambiguous except with
 // negligible probability (a near-tie of two race scores within ~1e-7).
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
+#include "backend/cuda/sampling_kernels.h"
 #include "test_util.h"
 
 namespace pagoda::gpu_test {
@@ -375,6 +382,215 @@ TEST(CudaSamplingTest, MasksAcrossScratchChunks) {
   expect_allowed(g, batch);
   expect_same_output(g, c, batch, "1024 masked rows");
   expect_status_ok(gpu);
+}
+
+// PAGODA_SAMPLE_GROUPS set for the scope (nullptr: unset), restored after.
+class ScopedGroups {
+ public:
+  explicit ScopedGroups(const char* value) {
+    const char* old = std::getenv(kName);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    set(value);
+  }
+  ~ScopedGroups() { set(had_ ? old_.c_str() : nullptr); }
+  ScopedGroups(const ScopedGroups&) = delete;
+  ScopedGroups& operator=(const ScopedGroups&) = delete;
+
+ private:
+  static constexpr const char* kName = "PAGODA_SAMPLE_GROUPS";
+  static void set(const char* value) {
+    if (value == nullptr) {
+      unsetenv(kName);
+    } else {
+      setenv(kName, value, 1);
+    }
+  }
+  bool had_ = false;
+  std::string old_;
+};
+
+// Row settings without token lists, valid for any vocabulary (even 1).
+std::vector<SamplingRow> small_vocab_mix(int64_t vocab) {
+  std::vector<SamplingRow> rows;
+  auto seeded = [&](SamplingRow r) {
+    r.seed = static_cast<uint64_t>(rng()());
+    r.step = static_cast<uint64_t>(uniform_ints(1, 0, 1000)[0]);
+    r.target_token = uniform_ints(1, 0, static_cast<int32_t>(vocab - 1))[0];
+    return r;
+  };
+  const int32_t v = static_cast<int32_t>(vocab);
+  SamplingRow r;
+  r.temperature = 0.0f;
+  r.num_top_logprobs = 5;
+  rows.push_back(seeded(r));
+  r = SamplingRow{};
+  r.temperature = 0.8f;
+  rows.push_back(seeded(r));
+  r = SamplingRow{};
+  r.top_k = std::max(1, v / 2);
+  r.top_p = 0.9f;
+  r.num_top_logprobs = 20;
+  rows.push_back(seeded(r));
+  r = SamplingRow{};
+  r.top_k = std::max(1, v - 1);
+  r.min_p = 0.1f;
+  rows.push_back(seeded(r));
+  r = SamplingRow{};
+  r.temperature = 1.3f;
+  r.top_p = 0.5f;
+  r.num_top_logprobs = 1;
+  rows.push_back(seeded(r));
+  return rows;
+}
+
+// `num_rows` rows cycling through the settings mixes (row_mix's lists need
+// a vocabulary of a few hundred tokens), every fourth repeat masked.
+SamplingBatch mixed_batch(const std::vector<float>& logits, int64_t num_rows, int64_t vocab,
+                          bool masks) {
+  SamplingBatch batch;
+  batch.max_top_logprobs = 20;
+  while (static_cast<int64_t>(batch.rows.size()) < num_rows) {
+    const int64_t first = static_cast<int64_t>(batch.rows.size());
+    if (vocab < 512) {
+      for (const SamplingRow& row : small_vocab_mix(vocab)) {
+        if (static_cast<int64_t>(batch.rows.size()) == num_rows) break;
+        add_row(batch, row, {});
+      }
+      continue;
+    }
+    for (auto& [row, lists] : row_mix(vocab, logits, first)) {
+      if (static_cast<int64_t>(batch.rows.size()) == num_rows) break;
+      add_row(batch, row, lists);
+    }
+  }
+  if (masks && vocab >= 512) add_random_masks(batch, logits, vocab);
+  return batch;
+}
+
+// One batch per (vocab, rows, G) sampled on the GPU with
+// PAGODA_SAMPLE_GROUPS = G ("" for the automatic choice): equal to the CPU.
+// `want_split` checks that the launch really splits the rows.
+void run_split(int64_t vocab, int64_t num_rows, const char* groups, bool want_split, bool masks) {
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const std::string what = "V=" + std::to_string(vocab) + " rows=" + std::to_string(num_rows) +
+                           " G=" + (*groups != 0 ? groups : "auto") + (masks ? " masked" : "");
+  SCOPED_TRACE(what);
+  ScopedGroups env(*groups != 0 ? groups : nullptr);
+  if (want_split) {
+    EXPECT_GT(cuda::sample_groups(static_cast<int>(num_rows), vocab), 1)
+        << "the rows are not split";
+  }
+  std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+  const SamplingBatch batch = mixed_batch(logits, num_rows, vocab, masks);
+  const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
+  const SampleOutput g = run_sample(gpu, logits, num_rows, vocab, batch);
+  if (masks && vocab >= 512) expect_allowed(g, batch);
+  expect_same_output(g, c, batch, what);
+  expect_status_ok(gpu);
+}
+
+TEST(CudaSamplingTest, SplitRowsMatchCpuOnTinyAndOddVocabularies) {
+  PAGODA_REQUIRE_GPU();
+  run_split(1, 1, "2", false, false);  // one token: one chunk whatever G asks
+  run_split(31, 3, "2", false, false);
+  run_split(33, 2, "2", true, false);  // chunks of 32 and 1 tokens
+  run_split(100, 5, "3", true, false);
+  run_split(1000, 5, "7", true, false);
+  run_split(1001, 1, "64", true, false);
+  run_split(4097, 2, "5", true, true);
+}
+
+TEST(CudaSamplingTest, SplitRowsMatchCpuOverVocabulariesAndRows) {
+  PAGODA_REQUIRE_GPU();
+  run_split(32000, 1, "", true, false);
+  run_split(32000, 8, "", true, true);
+  run_split(50257, 3, "13", true, true);
+  run_split(128256, 2, "", true, false);
+  run_split(151936, 1, "", true, true);
+  run_split(151936, 8, "", true, false);
+  run_split(151936, 14, "64", true, false);  // G capped by what fits at once
+  run_split(200000, 3, "", true, true);
+  run_split(65536, 64, "", false, false);   // G = 2 where 128 CTAs fit at once
+  run_split(32000, 300, "", false, false);  // one CTA per row
+  run_split(32000, 9, "1", false, true);    // the unsplit kernel on few rows
+}
+
+// The split kernel on tied logits (exact ties broken towards the lower id
+// across chunk boundaries) at several G.
+TEST(CudaSamplingTest, SplitRowsMatchCpuOnTiedLogits) {
+  PAGODA_REQUIRE_GPU();
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const int64_t vocab = 20000, num_rows = 14;
+  for (const char* groups : {"2", "5", "16", "40"}) {
+    SCOPED_TRACE(std::string("G=") + groups);
+    ScopedGroups env(groups);
+    std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+    for (float& x : logits) x = std::round(x * 2.0f) / 2.0f;
+    const SamplingBatch batch = mixed_batch(logits, num_rows, vocab, false);
+    const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
+    const SampleOutput g = run_sample(gpu, logits, num_rows, vocab, batch);
+    expect_same_output(g, c, batch, "tied");
+    expect_status_ok(gpu);
+  }
+}
+
+// Same inputs and G: the same bits every run (cross-CTA sums in chunk
+// order), and the same tokens as one CTA per row.
+TEST(CudaSamplingTest, SplitRowsAreDeterministic) {
+  PAGODA_REQUIRE_GPU();
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const int64_t vocab = 151936, num_rows = 6;
+  std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+  const SamplingBatch batch = mixed_batch(logits, num_rows, vocab, true);
+  SampleOutput first, one_cta;
+  {
+    ScopedGroups env("");
+    ASSERT_GT(cuda::sample_groups(static_cast<int>(num_rows), vocab), 1);
+    first = run_sample(gpu, logits, num_rows, vocab, batch);
+    for (int rep = 0; rep < 5; ++rep) {
+      const SampleOutput again = run_sample(gpu, logits, num_rows, vocab, batch);
+      EXPECT_EQ(again.token_ids, first.token_ids);
+      EXPECT_EQ(again.ranks, first.ranks);
+      EXPECT_EQ(again.top_ids, first.top_ids);
+      EXPECT_EQ(
+          std::memcmp(again.logprobs.data(), first.logprobs.data(), first.logprobs.size() * 4), 0);
+      EXPECT_EQ(std::memcmp(again.top_logprobs.data(), first.top_logprobs.data(),
+                            first.top_logprobs.size() * 4),
+                0);
+    }
+  }
+  {
+    ScopedGroups env("1");
+    ASSERT_EQ(cuda::sample_groups(static_cast<int>(num_rows), vocab), 1);
+    one_cta = run_sample(gpu, logits, num_rows, vocab, batch);
+  }
+  EXPECT_EQ(first.token_ids, one_cta.token_ids);
+  EXPECT_EQ(first.top_ids, one_cta.top_ids);
+  expect_status_ok(gpu);
+}
+
+// sample_groups(): split at small batches with large vocabularies, one CTA
+// per row at large batches or small vocabularies, PAGODA_SAMPLE_GROUPS obeyed
+// within what fits.
+TEST(CudaSamplingTest, SampleGroupsPolicy) {
+  PAGODA_REQUIRE_GPU();
+  (void)cuda_backend(DType::kBF16);  // selects the device
+  ScopedGroups env(nullptr);
+  EXPECT_GT(cuda::sample_groups(1, 151936), 8);
+  EXPECT_GT(cuda::sample_groups(8, 151936), 1);
+  EXPECT_EQ(cuda::sample_groups(300, 151936), 1);
+  EXPECT_EQ(cuda::sample_groups(1, 4096), 1);  // one chunk of kMinChunk
+  EXPECT_LE(cuda::sample_groups(1, 1 << 24), cuda::kMaxSampleGroups);
+  {
+    ScopedGroups forced("1");
+    EXPECT_EQ(cuda::sample_groups(1, 151936), 1);
+  }
+  {
+    ScopedGroups forced("3");
+    EXPECT_EQ(cuda::sample_groups(2, 1000), 3);
+    EXPECT_EQ(cuda::sample_groups(2, 33), 2);  // chunks of >= 32 tokens
+  }
 }
 
 // Two samplings outstanding on slots 0 and 1 (pipelined steps): each

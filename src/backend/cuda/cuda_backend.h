@@ -203,14 +203,15 @@ class CudaBackend final : public Backend {
   int num_errors_logged_ = 0;
 
   // Sampling: device inputs / results / scratch rows (stream-ordered, so one
-  // of each serves both slots), and per slot the pinned mirrors, the shape
-  // finish_sample unpacks and the fence event.
+  // of each serves both slots), the cross-CTA scratch of rows split over
+  // several CTAs (sized for the device, zeroed once), and per slot the pinned
+  // mirrors, the shape finish_sample unpacks and the fence event.
   struct SampleSlot {
     Buffer in_host, out_host;
     size_t num_rows = 0, width = 0;
     bool downloaded = false;  // the results' download was enqueued
   };
-  Buffer sample_in_dev_, sample_out_dev_, sample_scratch_;
+  Buffer sample_in_dev_, sample_out_dev_, sample_scratch_, sample_group_;
   std::array<SampleSlot, kNumStepSlots> sample_slots_;
   int last_sample_rows_ = 0;  // rows of the latest enqueued sampling (copy_sampled_tokens)
   std::array<CUevent_st*, kNumStepSlots> fences_{};

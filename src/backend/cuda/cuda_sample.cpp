@@ -4,6 +4,8 @@
 // sampling kernel over chunks of rows (bounded scratch for processed rows),
 // and copies back only the per-row results and the top-K block, into the
 // slot's pinned buffer; finish_sample waits for the slot's fence and unpacks.
+// Small batches split each row over several CTAs (sampling_kernels.h), whose
+// cross-CTA scratch is allocated and zeroed on the first call.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -154,8 +156,9 @@ void fill_inputs(char* host, const InputLayout& in, const SamplingBatch& batch) 
 
 // Kernel parameters for rows [begin, begin + n).
 cuda::SampleParams chunk_params(const Tensor& logits, size_t begin, size_t n, size_t width,
-                                const InputLayout& in, const OutputLayout& res,
-                                const char* dev_in, char* dev_out, float* scratch) {
+                                const InputLayout& in, const OutputLayout& res, const char* dev_in,
+                                char* dev_out, float* scratch, void* group_scratch,
+                                size_t group_scratch_bytes) {
   const int64_t vocab = logits.dim(1);
   cuda::SampleParams p;
   p.logits = logits.ptr<float>() + static_cast<int64_t>(begin) * vocab;
@@ -173,6 +176,8 @@ cuda::SampleParams chunk_params(const Tensor& logits, size_t begin, size_t n, si
   p.results = reinterpret_cast<cuda::SampleRowResult*>(dev_out) + begin;
   p.top_ids = reinterpret_cast<int32_t*>(dev_out + res.top_ids) + begin * width;
   p.top_logprobs = reinterpret_cast<float*>(dev_out + res.top_logprobs) + begin * width;
+  p.group_scratch = group_scratch;
+  p.group_scratch_bytes = group_scratch_bytes;
   return p;
 }
 
@@ -221,7 +226,7 @@ bool CudaBackend::ensure_pinned(Buffer& b, size_t bytes) {
 }
 
 void CudaBackend::free_sample_buffers() {
-  for (Buffer* b : {&sample_in_dev_, &sample_out_dev_, &sample_scratch_}) {
+  for (Buffer* b : {&sample_in_dev_, &sample_out_dev_, &sample_scratch_, &sample_group_}) {
     if (b->ptr != nullptr) cudaFree(b->ptr);
     *b = Buffer{};
   }
@@ -264,6 +269,15 @@ void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch,
       (any_processed && !ensure_device(sample_scratch_, chunk * row_bytes))) {
     return;
   }
+  // Once: sized for the device, zero (launch_sample's contract).
+  if (sample_group_.ptr == nullptr) {
+    const size_t bytes = cuda::sample_group_scratch_bytes();
+    if (!ensure_device(sample_group_, bytes) ||
+        !check(cudaMemsetAsync(sample_group_.ptr, 0, sample_group_.bytes, stream),
+               "sample: memset")) {
+      return;
+    }
+  }
   fill_inputs(static_cast<char*>(slot.in_host.ptr), in, batch);
   if (!check(cudaMemcpyAsync(sample_in_dev_.ptr, slot.in_host.ptr, in.total,
                              cudaMemcpyHostToDevice, stream),
@@ -271,10 +285,10 @@ void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch,
     return;
   }
   for (size_t begin = 0; begin < num_rows; begin += chunk) {
-    const cuda::SampleParams p =
-        chunk_params(logits, begin, std::min(chunk, num_rows - begin), width, in, res,
-                     static_cast<const char*>(sample_in_dev_.ptr),
-                     static_cast<char*>(sample_out_dev_.ptr), static_cast<float*>(sample_scratch_.ptr));
+    const cuda::SampleParams p = chunk_params(
+        logits, begin, std::min(chunk, num_rows - begin), width, in, res,
+        static_cast<const char*>(sample_in_dev_.ptr), static_cast<char*>(sample_out_dev_.ptr),
+        static_cast<float*>(sample_scratch_.ptr), sample_group_.ptr, sample_group_.bytes);
     if (!check(cuda::launch_sample(p, stream), "sample: kernel")) return;
   }
   last_sample_rows_ = static_cast<int>(num_rows);

@@ -1,7 +1,7 @@
-// Block-wide building blocks of the sampling kernel (one CTA per row):
-// reductions, an inclusive scan, and a radix select that finds the
-// threshold of the "first n" tokens in (value descending, id ascending)
-// order, by count or by probability mass.
+// Block-wide building blocks of the sampling kernel: reductions, an
+// inclusive scan, and the bin pick of the radix select (sampling_group.cuh)
+// that finds the threshold of the "first n" tokens in (value descending, id
+// ascending) order, by count or by probability mass.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -161,62 +161,6 @@ __device__ __forceinline__ void pick_bin(SelectShared& sh, double target) {
   sh.bin = 255 - 8 * lane - last;
   sh.above = last_above;
   sh.found = true;
-}
-
-// Finds the threshold of the first tokens, in (value desc, id asc) order
-// among eligible tokens, whose summed weight reaches `target` (> 0).
-// fn(t, &key, &weight) returns whether token t is eligible and sets its
-// order key and weight (1 for counting). When the eligible total stays below
-// target every eligible token is selected. Call from all threads; fn must
-// give every thread the same answer for the same token.
-template <typename Fn>
-__device__ Threshold block_select(Fn fn, int64_t vocab, double target, SelectShared& sh) {
-  uint32_t prefix = 0, mask = 0;
-  double remaining = target;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hist[i] = 0.0;
-    __syncthreads();
-    for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
-      uint32_t key;
-      double w;
-      if (fn(t, key, w) && (key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
-    }
-    __syncthreads();
-    if (threadIdx.x < 32) pick_bin(sh, remaining);
-    __syncthreads();
-    if (!sh.found) {  // (rounding) the target is not reached: every key >= prefix
-      Threshold all;
-      all.key = prefix;
-      __syncthreads();
-      return all;
-    }
-    remaining -= sh.above;
-    prefix |= static_cast<uint32_t>(sh.bin) << shift;
-    mask |= 255u << shift;
-    __syncthreads();  // sh.* read by all before the next pass rewrites it
-  }
-  // Ties at the threshold key: the first of them in id order until the
-  // remaining weight is reached.
-  if (threadIdx.x == 0) sh.cutoff = kNoCutoff;
-  double run = 0.0;
-  for (int64_t base = 0; base < vocab; base += kThreads) {
-    const int64_t t = base + threadIdx.x;
-    double w = 0.0;
-    uint32_t key;
-    double tw;
-    if (t < vocab && fn(t, key, tw) && key == prefix) w = tw;
-    double total;
-    const double incl = block_inclusive_scan(w, total);
-    if (w > 0.0 && run + incl >= remaining) atomicMin(&sh.cutoff, static_cast<int32_t>(t));
-    __syncthreads();
-    if (sh.cutoff != kNoCutoff) break;
-    run += total;
-  }
-  Threshold th;
-  th.key = prefix;
-  th.cutoff = sh.cutoff;
-  __syncthreads();
-  return th;
 }
 
 }  // namespace pagoda::cuda::sampling

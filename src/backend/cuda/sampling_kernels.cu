@@ -1,12 +1,16 @@
-// The sampling kernel: one CTA of sampling::kThreads per logits row. Every
+// The sampling kernel: a group of G CTAs of sampling::kThreads per logits
+// row (sampling_group.cuh), each CTA over its chunk of the vocabulary. Every
 // step mirrors the CPU reference (cpu_sampling.cpp) operation by operation,
 // including its f64 sums and its rounding points (no FMA contraction in the
 // penalty arithmetic), so that unambiguous draws agree exactly.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/sampling_block.cuh"
+#include "backend/cuda/sampling_group.cuh"
 #include "backend/cuda/sampling_kernels.h"
 #include "core/philox.h"
 
@@ -16,49 +20,134 @@ namespace {
 using sampling::Candidate;
 using sampling::kThreads;
 using sampling::MaxOp;
+using sampling::order_key;
+using sampling::row_reduce;
+using sampling::RowGroup;
 using sampling::SumOp;
 using sampling::Threshold;
-using sampling::order_key;
 
 constexpr float kGreedyTemperature = 1e-5f;
+// Smallest chunk of the automatic split (tokens per CTA).
+constexpr int64_t kMinChunk = 4096;
+static_assert(kMaxSampleGroups <= sampling::kMaxGroupSize);
 
-// log-sum-exp of a raw row: max in f32, sum of exp in f64 (like the CPU).
-__device__ double row_log_sum_exp(const float* x, int64_t vocab) {
-  float m = -INFINITY;
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) m = fmaxf(m, x[t]);
-  m = sampling::block_reduce(m, MaxOp{});
-  double s = 0.0;
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) s += exp(static_cast<double>(x[t]) - m);
-  s = sampling::block_reduce(s, SumOp{});
-  return static_cast<double>(m) + log(s);
+// How a launch splits rows: `groups` CTAs per row over chunks of `chunk`
+// tokens (the last chunk shorter), and the group scratch (null when
+// groups == 1).
+struct GroupLaunch {
+  int groups = 1;
+  int64_t chunk = 0;
+  unsigned* counters = nullptr;  // [rows][2]
+  uint4* values = nullptr;       // [rows * groups][2]
+  double* hist = nullptr;        // [rows * groups][2][256]
+  uint2* top = nullptr;          // [rows][kMaxTopLogprobs]
+};
+
+__device__ RowGroup make_group(const GroupLaunch& gl, int r, int g, int64_t vocab) {
+  RowGroup rg;
+  rg.g = g;
+  rg.size = gl.groups;
+  rg.lo = static_cast<int64_t>(g) * gl.chunk;
+  rg.hi = min(vocab, rg.lo + gl.chunk);
+  if (gl.groups > 1) {
+    rg.counters = gl.counters + 2 * static_cast<int64_t>(r);
+    rg.values = gl.values + 2 * static_cast<int64_t>(r) * gl.groups;
+    rg.hist = gl.hist + 512 * static_cast<int64_t>(r) * gl.groups;
+    rg.top = gl.top + static_cast<int64_t>(r) * kMaxTopLogprobs;
+  }
+  return rg;
+}
+
+// The row's statistics: the raw log-sum-exp (max in f32, sum of exp in f64,
+// like the CPU); for a greedy row the first index of the maximum of proc
+// (lowest id on ties); for a sampled row the max of y = proc / T and the f64
+// sum of f32 exp(y - y_max). The maxima (and the greedy pick) share one
+// exchange between the row's CTAs, and so do the two sums.
+struct RowStats {
+  double lse = 0.0;
+  int32_t greedy_token = -1;
+  float y_max = -INFINITY;
+  double y_sum = 0.0;
+};
+
+struct Maxima {
+  float raw, y;
+  Candidate best;
+};
+struct MaximaOp {
+  __device__ __forceinline__ Maxima operator()(Maxima a, Maxima b) const {
+    return Maxima{MaxOp{}(a.raw, b.raw), MaxOp{}(a.y, b.y), sampling::better(a.best, b.best)};
+  }
+};
+struct Sum2Op {
+  __device__ __forceinline__ double2 operator()(double2 a, double2 b) const {
+    return make_double2(a.x + b.x, a.y + b.y);
+  }
+};
+
+__device__ RowStats row_stats(const float* x, const float* proc, float temperature, bool greedy,
+                              RowGroup& rg) {
+  Maxima mx{-INFINITY, -INFINITY, Candidate{-INFINITY, -1}};
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
+    mx.raw = fmaxf(mx.raw, x[t]);
+    if (greedy) {
+      const float v = proc[t];
+      if (mx.best.id < 0 || v > mx.best.score) mx.best = Candidate{v, static_cast<int32_t>(t)};
+    } else {
+      mx.y = fmaxf(mx.y, __fdiv_rn(proc[t], temperature));
+    }
+  }
+  mx.raw = sampling::block_reduce(mx.raw, MaxOp{});
+  if (greedy) {
+    mx.best = sampling::block_best(mx.best);
+  } else {
+    mx.y = sampling::block_reduce(mx.y, MaxOp{});
+  }
+  mx = sampling::group_reduce(rg, mx, MaximaOp{});
+  double s = 0.0, y_sum = 0.0;
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
+    s += exp(static_cast<double>(x[t]) - mx.raw);
+    if (!greedy)
+      y_sum += static_cast<double>(expf(__fsub_rn(__fdiv_rn(proc[t], temperature), mx.y)));
+  }
+  const double2 sums = sampling::group_reduce(
+      rg, make_double2(sampling::block_reduce(s, SumOp{}), sampling::block_reduce(y_sum, SumOp{})),
+      Sum2Op{});
+  RowStats st;
+  st.lse = static_cast<double>(mx.raw) + log(sums.x);
+  st.greedy_token = mx.best.id;
+  st.y_max = mx.y;
+  st.y_sum = sums.y;
+  return st;
 }
 
 __device__ __forceinline__ float raw_logprob(const float* x, double lse, int64_t t) {
   return static_cast<float>(static_cast<double>(x[t]) - lse);
 }
 
-// Steps 0-2 (mask, bias, then penalties) into `scratch` when the row has
-// any; returns the row to sample from. Tokens must be unique within each list.
+// Steps 0-2 (mask, bias, then penalties) of the CTA's chunk into `scratch`
+// (the row's) when the row has any; returns the row to sample from (valid
+// over the chunk). Tokens must be unique within each list.
 __device__ const float* processed_row(const SampleParams& p, const SampleRowParams& rp,
-                                      const float* x, float* scratch) {
+                                      const float* x, float* scratch, const RowGroup& rg) {
   const bool masked = rp.mask_begin >= 0;
   if (!masked && rp.bias_end <= rp.bias_begin && rp.penalty_end <= rp.penalty_begin) return x;
   if (masked) {
     const uint32_t* words = p.allowed_words + rp.mask_begin;
-    for (int64_t t = threadIdx.x; t < p.vocab; t += kThreads)
+    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads)
       scratch[t] = ((words[t >> 5] >> (t & 31)) & 1u) != 0 ? x[t] : -INFINITY;
   } else {
-    for (int64_t t = threadIdx.x; t < p.vocab; t += kThreads) scratch[t] = x[t];
+    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) scratch[t] = x[t];
   }
   __syncthreads();
   for (int i = rp.bias_begin + threadIdx.x; i < rp.bias_end; i += kThreads) {
     const int32_t tok = p.bias_tokens[i];
-    if (tok >= 0 && tok < p.vocab) scratch[tok] = __fadd_rn(scratch[tok], p.bias_values[i]);
+    if (tok >= rg.lo && tok < rg.hi) scratch[tok] = __fadd_rn(scratch[tok], p.bias_values[i]);
   }
   __syncthreads();
   for (int i = rp.penalty_begin + threadIdx.x; i < rp.penalty_end; i += kThreads) {
     const int32_t tok = p.penalty_tokens[i];
-    if (tok < 0 || tok >= p.vocab) continue;
+    if (tok < rg.lo || tok >= rg.hi) continue;
     const int32_t c = p.penalty_counts[i];
     float v = scratch[tok];
     if (rp.repetition_penalty != 1.0f && (c > 0 || p.penalty_in_prompt[i] != 0)) {
@@ -72,30 +161,24 @@ __device__ const float* processed_row(const SampleParams& p, const SampleRowPara
   return scratch;
 }
 
-// First index of the maximum of f(t) (lowest id on ties).
+// First index of the maximum of f(t) over the row (lowest id on ties).
 template <typename F>
-__device__ int32_t block_argmax(F f, int64_t vocab) {
+__device__ int32_t row_argmax(F f, RowGroup& rg) {
   Candidate best{-INFINITY, -1};
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
     const float v = f(t);
     if (best.id < 0 || v > best.score) best = Candidate{v, static_cast<int32_t>(t)};
   }
-  return sampling::block_best(best).id;
+  return sampling::group_best(rg, best).id;
 }
 
 // Step 4: temperature, min_p, top_k, top_p and the exponential race.
 __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int64_t vocab,
-                              sampling::SelectShared& sh) {
+                              const RowStats& st, RowGroup& rg, sampling::SelectShared& sh) {
   const float temperature = rp.temperature;
   auto scaled = [&](int64_t t) { return __fdiv_rn(proc[t], temperature); };
-  float y_max = -INFINITY;
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) y_max = fmaxf(y_max, scaled(t));
-  y_max = sampling::block_reduce(y_max, MaxOp{});
-  double y_sum = 0.0;
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
-    y_sum += static_cast<double>(expf(__fsub_rn(scaled(t), y_max)));
-  }
-  y_sum = sampling::block_reduce(y_sum, SumOp{});
+  const float y_max = st.y_max;
+  const double y_sum = st.y_sum;
   auto prob = [&](float y) {
     return static_cast<float>(static_cast<double>(expf(__fsub_rn(y, y_max))) / y_sum);
   };
@@ -104,14 +187,14 @@ __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int6
 
   Threshold top_k;  // selects everything unless top_k is active
   if (rp.top_k > 0 && rp.top_k < vocab) {
-    top_k = sampling::block_select(
+    top_k = sampling::group_select(
         [&](int64_t t, uint32_t& key, double& w) {
           const float y = scaled(t);
           key = order_key(y);
           w = 1.0;
           return keep_min_p(prob(y));
         },
-        vocab, static_cast<double>(rp.top_k), sh);
+        rg, static_cast<double>(rp.top_k), sh);
   }
   // kept(t) after min_p and top_k; sets y and p of the token.
   auto kept_k = [&](int64_t t, float& y, float& pr) {
@@ -122,13 +205,13 @@ __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int6
   Threshold top_p;
   if (rp.top_p < 1.0f) {
     double total = 0.0;
-    for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
       float y, pr;
       if (kept_k(t, y, pr)) total += pr;
     }
-    total = sampling::block_reduce(total, SumOp{});
+    total = row_reduce(rg, total, SumOp{});
     const double target = fmax(static_cast<double>(rp.top_p) * total, 1e-300);
-    top_p = sampling::block_select(
+    top_p = sampling::group_select(
         [&](int64_t t, uint32_t& key, double& w) {
           float y, pr;
           const bool keep = kept_k(t, y, pr);
@@ -136,53 +219,58 @@ __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int6
           w = pr;
           return keep;
         },
-        vocab, target, sh);
+        rg, target, sh);
   }
   Candidate best{-1.0f, -1};
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
     float y, pr;
     if (!kept_k(t, y, pr) || !top_p.selects(order_key(pr), static_cast<int32_t>(t))) continue;
     const float e = -logf(philox_uniform(rp.seed, rp.step, static_cast<uint64_t>(t)));
     const float score = pr / e;
     if (score > best.score) best = Candidate{score, static_cast<int32_t>(t)};
   }
-  const int32_t token = sampling::block_best(best).id;
-  return token >= 0 ? token : block_argmax(scaled, vocab);
+  const int32_t token = sampling::group_best(rg, best).id;
+  return token >= 0 ? token : row_argmax(scaled, rg);
 }
 
 // 1 + number of tokens whose raw logprob is strictly larger than token's.
-__device__ int32_t raw_rank(const float* x, double lse, int64_t vocab, int32_t token) {
+__device__ int32_t raw_rank(const float* x, double lse, RowGroup& rg, int32_t token) {
   const float lp = raw_logprob(x, lse, token);
   int count = 0;
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) count += raw_logprob(x, lse, t) > lp ? 1 : 0;
-  return 1 + sampling::block_reduce(count, SumOp{});
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads)
+    count += raw_logprob(x, lse, t) > lp ? 1 : 0;
+  return 1 + row_reduce(rg, count, SumOp{});
 }
 
 // The row's top-n tokens by raw logprob (lower id first on ties) into
-// ids/lps [width]; entries past n hold -1 / NaN.
+// ids/lps [width]; entries past n hold -1 / NaN. The first CTA of the row
+// writes them.
 __device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, int n, int width,
-                                   int32_t* ids, float* lps, sampling::SelectShared& sh) {
+                                   int32_t* ids, float* lps, RowGroup& rg,
+                                   sampling::SelectShared& sh) {
   __shared__ uint32_t keys_s[kMaxTopLogprobs];
   __shared__ int32_t ids_s[kMaxTopLogprobs];
   __shared__ int count_s;
   n = static_cast<int>(min(static_cast<int64_t>(min(n, width)), vocab));
-  for (int i = threadIdx.x; i < width; i += kThreads) {
-    if (i >= n) {
-      ids[i] = -1;
-      lps[i] = NAN;
+  if (rg.g == 0) {
+    for (int i = threadIdx.x; i < width; i += kThreads) {
+      if (i >= n) {
+        ids[i] = -1;
+        lps[i] = NAN;
+      }
     }
   }
   if (n <= 0) return;
-  const Threshold th = sampling::block_select(
+  const Threshold th = sampling::group_select(
       [&](int64_t t, uint32_t& key, double& w) {
         key = order_key(raw_logprob(x, lse, t));
         w = 1.0;
         return true;
       },
-      vocab, static_cast<double>(n), sh);
+      rg, static_cast<double>(n), sh);
   if (threadIdx.x == 0) count_s = 0;
   __syncthreads();
-  for (int64_t t = threadIdx.x; t < vocab; t += kThreads) {
+  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
     const uint32_t key = order_key(raw_logprob(x, lse, t));
     if (!th.selects(key, static_cast<int32_t>(t))) continue;
     const int i = atomicAdd(&count_s, 1);
@@ -192,7 +280,23 @@ __device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, in
     }
   }
   __syncthreads();
-  const int found = min(count_s, n);
+  int found = min(count_s, n);
+  if (rg.size > 1) {  // gather the chunks' selections into the first CTA
+    const int before =
+        static_cast<int>(sampling::group_exclusive_sum(rg, static_cast<double>(found)));
+    for (int i = threadIdx.x; i < found && before + i < n; i += kThreads) {
+      rg.top[before + i] = make_uint2(keys_s[i], static_cast<uint32_t>(ids_s[i]));
+    }
+    const int total = sampling::group_reduce(rg, found, SumOp{});
+    if (rg.g != 0) return;
+    found = min(total, n);
+    for (int i = threadIdx.x; i < found; i += kThreads) {
+      const uint2 e = __ldcg(&rg.top[i]);
+      keys_s[i] = e.x;
+      ids_s[i] = static_cast<int32_t>(e.y);
+    }
+    __syncthreads();
+  }
   for (int i = threadIdx.x; i < found; i += kThreads) {
     int rank = 0;
     for (int j = 0; j < found; ++j) {
@@ -204,22 +308,24 @@ __device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, in
   __syncthreads();
 }
 
-__global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p) {
+// Grid: num_rows * gl.groups CTAs; CTA b serves row b / groups, chunk b % groups.
+__global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, GroupLaunch gl) {
   pdl_enter();
   __shared__ sampling::SelectShared sh;
-  const int r = blockIdx.x;
+  const int r = static_cast<int>(blockIdx.x) / gl.groups;
+  RowGroup rg = make_group(gl, r, static_cast<int>(blockIdx.x) % gl.groups, p.vocab);
   const SampleRowParams rp = p.rows[r];
   const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
-  const double lse = row_log_sum_exp(x, p.vocab);
-  const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab);
+  const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab, rg);
+  const bool greedy = rp.temperature < kGreedyTemperature;
+  const RowStats st = row_stats(x, proc, rp.temperature, greedy, rg);
+  const double lse = st.lse;
 
-  const int32_t token = rp.temperature < kGreedyTemperature
-                            ? block_argmax([&](int64_t t) { return proc[t]; }, p.vocab)
-                            : draw_token(rp, proc, p.vocab, sh);
-  const int32_t rank = raw_rank(x, lse, p.vocab, token);
+  const int32_t token = greedy ? st.greedy_token : draw_token(rp, proc, p.vocab, st, rg, sh);
+  const int32_t rank = raw_rank(x, lse, rg, token);
   const bool has_target = rp.target_token >= 0 && rp.target_token < p.vocab;
-  const int32_t target_rank = has_target ? raw_rank(x, lse, p.vocab, rp.target_token) : 0;
-  if (threadIdx.x == 0) {
+  const int32_t target_rank = has_target ? raw_rank(x, lse, rg, rp.target_token) : 0;
+  if (rg.g == 0 && threadIdx.x == 0) {
     SampleRowResult res;
     res.token = token;
     res.rank = rank;
@@ -231,9 +337,63 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p) {
   if (p.top_width > 0) {
     const int64_t off = static_cast<int64_t>(r) * p.top_width;
     write_top_logprobs(x, lse, p.vocab, rp.num_top_logprobs, p.top_width, p.top_ids + off,
-                       p.top_logprobs + off, sh);
+                       p.top_logprobs + off, rg, sh);
   }
+  sampling::group_finish(rg);
 }
+
+// CTAs of sample_kernel the current device holds at once (cached per thread
+// and device).
+int device_capacity() {
+  thread_local int cached_device = -1, cached_capacity = 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (device != cached_device) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sample_kernel, kThreads, 0) !=
+            cudaSuccess) {
+      return 0;
+    }
+    cached_device = device;
+    cached_capacity = sms * per_sm;
+  }
+  return cached_capacity;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The split of sample_groups() (groups and chunk).
+GroupLaunch split_for(int num_rows, int64_t vocab) {
+  GroupLaunch gl;
+  gl.chunk = vocab;
+  if (num_rows <= 0 || vocab <= 0) return gl;
+  int64_t want = kMaxSampleGroups, min_chunk = kMinChunk;
+  if (const char* env = std::getenv("PAGODA_SAMPLE_GROUPS"); env != nullptr && *env != '\0') {
+    want = std::atoi(env);
+    min_chunk = 32;
+  }
+  const int64_t groups =
+      std::min({want, static_cast<int64_t>(kMaxSampleGroups),
+                static_cast<int64_t>(device_capacity() / num_rows), ceil_div(vocab, min_chunk)});
+  if (groups <= 1) return gl;
+  gl.chunk = ceil_div(ceil_div(vocab, groups), 32) * 32;
+  gl.groups = static_cast<int>(ceil_div(vocab, gl.chunk));
+  return gl;
+}
+
+// Byte offsets of the group scratch sections for `capacity` CTAs.
+struct GroupLayout {
+  size_t values = 0, hist = 0, top = 0, total = 0;
+  explicit GroupLayout(size_t capacity) {
+    values = (capacity * 2 * sizeof(unsigned) + 255) & ~size_t{255};
+    hist = values + capacity * 2 * sizeof(uint4);
+    top = hist + capacity * 2 * 256 * sizeof(double);
+    total = top + capacity * kMaxTopLogprobs * sizeof(uint2);
+  }
+};
 
 }  // namespace
 
@@ -249,12 +409,33 @@ __global__ void copy_sampled_tokens_kernel(const SampleRowResult* results, int n
   ids[dst] = results[src].token;
 }
 
+size_t sample_group_scratch_bytes() {
+  return GroupLayout(static_cast<size_t>(std::max(device_capacity(), 0))).total;
+}
+
+int sample_groups(int num_rows, int64_t vocab) {
+  return split_for(num_rows, vocab).groups;
+}
+
 cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return cudaSuccess;
   if (p.vocab <= 0 || p.top_width > kMaxTopLogprobs || p.top_width < 0) {
     return cudaErrorInvalidValue;
   }
-  return launch_kernel(sample_kernel, static_cast<unsigned>(p.num_rows), kThreads, 0, stream, p);
+  GroupLaunch gl =
+      p.group_scratch != nullptr ? split_for(p.num_rows, p.vocab) : GroupLaunch{1, p.vocab};
+  if (gl.groups > 1) {
+    const GroupLayout layout(static_cast<size_t>(device_capacity()));
+    if (p.group_scratch == nullptr || p.group_scratch_bytes < layout.total)
+      return cudaErrorInvalidValue;
+    char* base = static_cast<char*>(p.group_scratch);
+    gl.counters = reinterpret_cast<unsigned*>(base);
+    gl.values = reinterpret_cast<uint4*>(base + layout.values);
+    gl.hist = reinterpret_cast<double*>(base + layout.hist);
+    gl.top = reinterpret_cast<uint2*>(base + layout.top);
+  }
+  const unsigned grid = static_cast<unsigned>(p.num_rows) * static_cast<unsigned>(gl.groups);
+  return launch_kernel(sample_kernel, grid, kThreads, 0, stream, p, gl);
 }
 
 cudaError_t launch_copy_sampled_tokens(const SampleRowResult* results, int num_results,

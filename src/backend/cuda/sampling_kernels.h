@@ -1,13 +1,14 @@
 // Logits processing and sampling on the GPU, exactly per
-// batch/sampling_batch.h: one CTA per logits row computes the raw
-// log-softmax statistics, applies the allowed-token mask, bias and penalties
-// (into a scratch copy of the row, only when the row has any), then greedy
-// argmax or
-// temperature / min_p / top_k / top_p and the philox exponential race, and
-// the sampled token's logprob and rank, the target token's, and the top-K.
-// top_k, top_p and top-K use a 4-pass 8-bit radix select over the row (counts
-// or probability mass per bin) and a block scan for ties, which go to the
-// lower id.
+// batch/sampling_batch.h: each logits row is handled by a group of G CTAs
+// (G = 1 at large batches; up to kMaxSampleGroups when rows are few and the
+// vocabulary large, each CTA owning a contiguous chunk of the vocabulary).
+// The group computes the raw log-softmax statistics, applies the
+// allowed-token mask, bias and penalties (into a scratch copy of the row,
+// only when the row has any), then greedy argmax or temperature / min_p /
+// top_k / top_p and the philox exponential race, and the sampled token's
+// logprob and rank, the target token's, and the top-K. top_k, top_p and
+// top-K use a 4-pass 8-bit radix select over the row (counts or probability
+// mass per bin) and a scan for ties, which go to the lower id.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +19,8 @@ namespace pagoda::cuda {
 
 // Largest SamplingBatch::max_top_logprobs the kernel supports.
 constexpr int kMaxTopLogprobs = 1024;
+// Most CTAs per row.
+constexpr int kMaxSampleGroups = 64;
 
 // One row's settings; list ranges index the flat arrays of SampleParams.
 struct SampleRowParams {
@@ -63,8 +66,26 @@ struct SampleParams {
   SampleRowResult* results = nullptr;  // [num_rows]
   int32_t* top_ids = nullptr;     // [num_rows, K]; past a row's num_top_logprobs: -1
   float* top_logprobs = nullptr;  // [num_rows, K]; past a row's num_top_logprobs: NaN
+  // Cross-CTA scratch for G > 1: sample_group_scratch_bytes() bytes, zeroed
+  // once by the owner (every launch leaves it as it found it). Null: G = 1.
+  void* group_scratch = nullptr;
+  size_t group_scratch_bytes = 0;
 };
 
+// Bytes of SampleParams::group_scratch for any launch on the current device.
+size_t sample_group_scratch_bytes();
+
+// G, the CTAs per row that launch_sample uses for num_rows rows of `vocab`
+// on the current device: 1 when rows * 2 exceed the CTAs the device holds at
+// once, else as many chunks of at least 4096 tokens as fit (at most
+// kMaxSampleGroups). PAGODA_SAMPLE_GROUPS=N in the environment asks for N
+// instead (1: one CTA per row; larger N still capped by what fits at once
+// and by chunks of at least 32 tokens) - for A/B timing and tests.
+int sample_groups(int num_rows, int64_t vocab);
+
+// Samples every row: sample_groups() CTAs per row when p.group_scratch is
+// set (cudaErrorInvalidValue if it is smaller than
+// sample_group_scratch_bytes() and G > 1), else one.
 cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream);
 
 // ids[rows[i]] = results[src_rows[i]].token for i < n, skipping entries with

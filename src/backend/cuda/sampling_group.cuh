@@ -1,0 +1,266 @@
+// The CTAs of one logits row (a "group" of G CTAs, each owning a contiguous
+// chunk of the vocabulary) and the row-wide operations built on them:
+// reductions combined in group order, an exclusive prefix over the chunks,
+// and the radix select of sampling_block.cuh over the whole row.
+//
+// Determinism: every cross-CTA combination reads the G published values in
+// the order g = 0..G-1, in every CTA, so all CTAs of a row get the same bits
+// and a launch with the same inputs and G repeats them. With G == 1 no
+// global memory is touched and the operations reduce to the block ones.
+//
+// Co-residency: the CTAs of a row wait for each other (a spin barrier on a
+// per-row counter), so a launch with G > 1 must have all its CTAs resident
+// at once (launch_sample keeps rows * G within the device's occupancy); a
+// barrier still waiting after 10 s traps rather than hang.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cuda/sampling_block.cuh"
+
+namespace pagoda::cuda::sampling {
+
+// Global scratch of a launch with G > 1 (SampleParams::group_*): counters
+// [rows][2] (arrivals, departures; zero before and after every launch),
+// values [rows * G][2] (one 16-byte value per CTA per barrier parity),
+// hist [rows * G][2][256] f64 and top [rows][kMaxTopLogprobs] (key, id).
+// Most CTAs in a row's group (sampling_kernels.h's kMaxSampleGroups).
+constexpr int kMaxGroupSize = 64;
+
+struct RowGroup {
+  int g = 0;       // this CTA's chunk
+  int size = 1;    // G
+  int64_t lo = 0;  // the chunk: tokens [lo, hi)
+  int64_t hi = 0;
+  unsigned epoch = 0;            // barriers passed
+  unsigned* counters = nullptr;  // the row's [2]
+  uint4* values = nullptr;       // the row's [G][2]
+  double* hist = nullptr;        // the row's [G][2][256]
+  uint2* top = nullptr;          // the row's [kMaxTopLogprobs]
+};
+
+// A barrier that waits this long has lost the co-residency it relies on;
+// the kernel traps (a launch error the backend reports) instead of hanging.
+constexpr uint64_t kBarrierTimeoutNs = 10'000'000'000ull;
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Waits until every CTA of the row has arrived (all their earlier global
+// writes visible). Call from all threads of every CTA of the row, the same
+// number of times.
+__device__ __forceinline__ void group_barrier(RowGroup& rg) {
+  ++rg.epoch;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned target = rg.epoch * static_cast<unsigned>(rg.size);
+    __threadfence();
+    atomicAdd(&rg.counters[0], 1u);
+    const uint64_t start = global_timer_ns();
+    while (*static_cast<volatile unsigned*>(&rg.counters[0]) < target) {
+      if (global_timer_ns() - start > kBarrierTimeoutNs) __trap();
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// End of the kernel: the last CTA of the row to leave zeroes the counters
+// (every other CTA has passed its last barrier by then).
+__device__ __forceinline__ void group_finish(RowGroup& rg) {
+  if (rg.size == 1) return;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&rg.counters[1], 1u) == static_cast<unsigned>(rg.size) - 1) {
+      rg.counters[0] = 0;
+      rg.counters[1] = 0;
+      __threadfence();
+    }
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 to_slot(T v) {
+  static_assert(sizeof(T) <= sizeof(uint4));
+  uint4 s = make_uint4(0, 0, 0, 0);
+  memcpy(&s, &v, sizeof(T));
+  return s;
+}
+
+template <typename T>
+__device__ __forceinline__ T from_slot(uint4 s) {
+  T v;
+  memcpy(&v, &s, sizeof(T));
+  return v;
+}
+
+// Block-shared staging of the G published values of one exchange.
+__device__ __forceinline__ uint4* group_staging() {
+  __shared__ uint4 staged[kMaxGroupSize];
+  return staged;
+}
+
+// Publishes this CTA's v (the same in all its threads), waits for the row
+// and stages the G values of the exchange in shared memory (loaded in
+// parallel).
+template <typename T>
+__device__ __forceinline__ uint4* group_exchange(RowGroup& rg, T v) {
+  const unsigned parity = rg.epoch & 1u;
+  if (threadIdx.x == 0) rg.values[2 * rg.g + parity] = to_slot(v);
+  group_barrier(rg);
+  uint4* staged = group_staging();
+  if (threadIdx.x < rg.size) staged[threadIdx.x] = __ldcg(&rg.values[2 * threadIdx.x + parity]);
+  __syncthreads();  // the next writer of `staged` passes a barrier first
+  return staged;
+}
+
+// Publishes this CTA's value v (the same in all its threads) and returns
+// v_0 op v_1 op ... op v_{G-1} (left to right) in every thread of the row.
+template <typename T, typename Op>
+__device__ __forceinline__ T group_reduce(RowGroup& rg, T v, Op op) {
+  if (rg.size == 1) return v;
+  const uint4* staged = group_exchange(rg, v);
+  T r = from_slot<T>(staged[0]);
+  for (int j = 1; j < rg.size; ++j) r = op(r, from_slot<T>(staged[j]));
+  return r;
+}
+
+// Publishes this CTA's v and returns the sum of the values of the chunks
+// before it (0 for the first), added in chunk order.
+__device__ __forceinline__ double group_exclusive_sum(RowGroup& rg, double v) {
+  if (rg.size == 1) return 0.0;
+  const uint4* staged = group_exchange(rg, v);
+  double before = 0.0;
+  for (int j = 0; j < rg.g; ++j) before += from_slot<double>(staged[j]);
+  return before;
+}
+
+// sh.hist holds this CTA's histogram; afterwards it holds the row's (each
+// bin summed in chunk order; the loads batched 8 at a time).
+__device__ __forceinline__ void group_histogram(RowGroup& rg, SelectShared& sh) {
+  if (rg.size == 1) return;
+  const unsigned parity = rg.epoch & 1u;
+  double* mine = rg.hist + (2 * rg.g + parity) * 256;
+  for (int i = threadIdx.x; i < 256; i += kThreads) mine[i] = sh.hist[i];
+  group_barrier(rg);
+  for (int i = threadIdx.x; i < 256; i += kThreads) {
+    double s = 0.0;
+    for (int j0 = 0; j0 < rg.size; j0 += 8) {
+      double v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int j = j0 + k;
+        v[k] = j < rg.size ? __ldcg(&rg.hist[(2 * j + parity) * 256 + i]) : 0.0;
+      }
+#pragma unroll
+      for (int k = 0; k < 8; ++k) s += v[k];  // + 0.0 past G: exact (weights are >= 0)
+    }
+    sh.hist[i] = s;
+  }
+  __syncthreads();
+}
+
+struct BestOp {
+  __device__ __forceinline__ Candidate operator()(Candidate a, Candidate b) const {
+    return better(a, b);
+  }
+};
+struct MinOp {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+
+// The row's best candidate (higher score, then lower id) given each thread's.
+__device__ __forceinline__ Candidate group_best(RowGroup& rg, Candidate c) {
+  return group_reduce(rg, block_best(c), BestOp{});
+}
+
+// op over the row given each thread's value.
+template <typename T, typename Op>
+__device__ __forceinline__ T row_reduce(RowGroup& rg, T v, Op op) {
+  return group_reduce(rg, block_reduce(v, op), op);
+}
+
+// Finds the threshold of the first tokens, in (value desc, id asc) order
+// among the row's eligible tokens, whose summed weight reaches `target`
+// (> 0). fn(t, &key, &weight) returns whether token t is eligible and sets
+// its order key and weight (1 for counting); it is called for the CTA's own
+// chunk only. When the eligible total stays below target every eligible
+// token is selected. Call from all threads of the row; fn must give every
+// thread the same answer for the same token.
+template <typename Fn>
+__device__ Threshold group_select(Fn fn, RowGroup& rg, double target, SelectShared& sh) {
+  uint32_t prefix = 0, mask = 0;
+  double remaining = target;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hist[i] = 0.0;
+    __syncthreads();
+    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
+      uint32_t key;
+      double w;
+      if (fn(t, key, w) && (key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
+    }
+    __syncthreads();
+    group_histogram(rg, sh);
+    if (threadIdx.x < 32) pick_bin(sh, remaining);
+    __syncthreads();
+    if (!sh.found) {  // (rounding) the target is not reached: every key >= prefix
+      Threshold all;
+      all.key = prefix;
+      __syncthreads();
+      return all;
+    }
+    remaining -= sh.above;
+    prefix |= static_cast<uint32_t>(sh.bin) << shift;
+    mask |= 255u << shift;
+    __syncthreads();  // sh.* read by all before the next pass rewrites it
+  }
+  // Ties at the threshold key: the first of them in id order until the
+  // remaining weight is reached. Each chunk scans its own ties starting from
+  // the weight of the earlier chunks' ties; the lowest crossing id wins.
+  double chunk_weight = 1.0;  // G == 1: the scan alone decides
+  if (rg.size > 1) {
+    double w = 0.0;
+    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
+      uint32_t key;
+      double tw;
+      if (fn(t, key, tw) && key == prefix) w += tw;
+    }
+    chunk_weight = block_reduce(w, SumOp{});
+  }
+  double run = group_exclusive_sum(rg, chunk_weight);
+  if (threadIdx.x == 0) sh.cutoff = kNoCutoff;
+  __syncthreads();
+  if (chunk_weight > 0.0) {
+    for (int64_t base = rg.lo; base < rg.hi; base += kThreads) {
+      const int64_t t = base + threadIdx.x;
+      double w = 0.0;
+      uint32_t key;
+      double tw;
+      if (t < rg.hi && fn(t, key, tw) && key == prefix) w = tw;
+      double total;
+      const double incl = block_inclusive_scan(w, total);
+      if (w > 0.0 && run + incl >= remaining) atomicMin(&sh.cutoff, static_cast<int32_t>(t));
+      __syncthreads();
+      if (sh.cutoff != kNoCutoff) break;
+      run += total;
+    }
+  }
+  const int32_t cutoff = sh.cutoff;
+  __syncthreads();
+  Threshold th;
+  th.key = prefix;
+  th.cutoff = group_reduce(rg, cutoff, MinOp{});
+  return th;
+}
+
+}  // namespace pagoda::cuda::sampling
