@@ -3,12 +3,15 @@
 // the file, or the group formats w4g32..w8g128 AWQ / GPTQ are repacked
 // into): w [n, k] is n rows of k / block elements' blocks.
 //
-//  - launch_quant_gemv (GGUF formats) / launch_group_gemv (group formats):
-//    decode, 1..kQuantGemvMaxRows rows of x. A weight
-//    stream: one warp per output feature copies its row's blocks through
-//    shared memory with 16-byte loads, then each lane dequantizes 32-element
-//    units in registers (quant_blocks.cuh) and dots them with every x row,
-//    f32 accumulation.
+//  - launch_quant_mma_gemv: decode, 1..kQuantGemvMaxRows rows of x, for
+//    q4_0, q4_1, q8_0, q4_K, q5_K, q6_K and the group formats: the integer
+//    quants are mma A operands, x the B operand, scales applied in f32 per
+//    16 / 32 elements (quant_mma_gemv.cu).
+//  - launch_quant_gemv (the other GGUF formats) / launch_group_gemv: the
+//    same product on the CUDA cores (all formats; what the formats above
+//    used before, kept for the rest and for A/B runs): a weight stream
+//    dequantized in f32 registers (quant_blocks.cuh) and dotted with every
+//    x row, f32 accumulation.
 //  - launch_dequantize_blocks: rows [n0, n0 + num_rows) of w to bf16 / f16
 //    (the larger-batch path: the backend dequantizes a weight in chunks into
 //    a scratch buffer and runs the cuBLASLt GEMM on each chunk).
@@ -38,6 +41,15 @@ struct QuantGemvParams {
   int64_t n = 0;
   int64_t k = 0;  // a multiple of the block's elements
 };
+
+// True when launch_quant_mma_gemv handles p: a format listed above (group
+// formats without _perm), w aligned to the format's loads (2 bytes for
+// q4_0 / q8_0 / q6_K, else 4), x 16-byte aligned.
+bool quant_mma_gemv_supports(const QuantGemvParams& p);
+
+// out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32
+// accumulation in a fixed order.
+cudaError_t launch_quant_mma_gemv(const QuantGemvParams& p, cudaStream_t stream);
 
 // True when launch_quant_gemv handles p (the GGUF formats).
 bool quant_gemv_supports(const QuantGemvParams& p);

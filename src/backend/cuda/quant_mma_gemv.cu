@@ -1,0 +1,273 @@
+// Decode products (T = 1..8 rows of x) with a block-format weight on the
+// tensor cores: launch_quant_mma_gemv (quant_linear_kernels.h), for q4_0,
+// q4_1, q8_0, q4_K, q5_K, q6_K and the group formats w4g* / w8g*.
+//
+// Why: the CUDA-core kernels (quant_gemv.cu, group_gemv.cu) spend per weight
+// element a byte load from shared memory or a shift, an int -> f32
+// conversion, the scale multiply, an x bf16 -> f32 unpack and an FMA per x
+// row; at T = 1 on an H200 that held q4_K and w4g128 at 22..37% of the copy
+// ceiling. Here the integer quants become exact bf16 / f16 mma A operands
+// (quant_fragments.cuh: ~1 integer op + half a packed subtract per element
+// for nibbles), x is the B operand (its 8 columns are the T <= 8 rows, so
+// T = 2..8 cost what T = 1 does), and the scales are applied in f32 once per
+// 16 or 32 elements to the f32 mma partial sums:
+//   out[t, r] = sum over k-steps of dl(r) * (q(r) . x(t)) - ml(r) * sum x(t),
+// where sum x(t) is one more mma with A = ones (formats with a min only).
+//
+// Layout: a CTA of kWarps warps owns 16 output features (one m16 tile);
+// warp w takes steps w, w + kWarps, ... of 256 elements of K (split-K inside
+// the CTA, so N = 4096 already gives 256 CTAs), its lanes reading their
+// share of the 16 rows' blocks (u32 / u16 read-only loads; the next step's
+// are issued before the current step's math) and of x (L1).
+// The warps' f32 tiles are summed in shared memory in warp order, then the
+// bias is added and the 16 x T outputs are stored.
+//
+// Numerics: every product q * x is exact and summed in f32 by the tensor
+// core; dl, ml are the f32 values core/block_dequant.cpp uses. The result
+// differs from the CPU backend (sum of rounded dl * q - ml times x) only in
+// f32 rounding and summation order. Deterministic (fixed order, no
+// atomics), graph-capturable.
+//
+// Estimate at T = 1, q4_K (0.5625 B / element; 4.8 TB/s is ~33 elements
+// per clock per SM on an H200): per element ~0.9 integer ops for the
+// nibbles, ~0.4 for the scale decode (done by each lane of a quad) and 0.25
+// for the x pairing, so ~1.5 of the 64 integer ops / clock / SM: ~75% of
+// the integer pipe at memory speed, against ~6 integer + 4 f32 ops per
+// element in the CUDA-core kernels. The f16x2 / f32 work (~1.5 / element)
+// and the mma (2 per 16 x 16 tile, ~25% of the tensor pipe) are below
+// their ceilings. w4g128: ~1.1 integer ops / element. Not yet measured.
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/mma_helpers.cuh"
+#include "backend/cuda/quant_fragments.cuh"
+#include "backend/cuda/quant_linear_kernels.h"
+
+namespace pagoda::cuda {
+namespace {
+
+using qfrag::Chunk;
+using qfrag::XMode;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileRows = 16;
+constexpr int kStepElems = 256;
+constexpr int kChunks = kStepElems / 32;
+
+// Lane (g, c)'s x elements of one step for token g (quant_fragments.cuh):
+// kSplit: x[16s + 4c .. + 3] of each chunk as (x0, x1), (x2, x3);
+// kContig: x[8c .. 8c + 7] of each chunk.
+struct XRaw {
+  uint32_t v[kChunks][4];
+};
+
+// Chunks [valid, kChunks) (past the row's end) are not read.
+template <XMode kX, typename T>
+__device__ __forceinline__ void load_x(XRaw& xr, const T* x, int valid, int c) {
+#pragma unroll
+  for (int h = 0; h < kChunks; ++h) {
+    if (h >= valid) break;
+    if constexpr (kX == XMode::kSplit) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2*>(x + 32 * h + 16 * s + 4 * c));
+        xr.v[h][2 * s] = v.x;
+        xr.v[h][2 * s + 1] = v.y;
+      }
+    } else {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + 32 * h + 8 * c));
+      xr.v[h][0] = v.x;
+      xr.v[h][1] = v.y;
+      xr.v[h][2] = v.z;
+      xr.v[h][3] = v.w;
+    }
+  }
+}
+
+// The B pairs of k-step s of chunk h, paired as the A side.
+template <XMode kX>
+__device__ __forceinline__ void x_pairs(const XRaw& xr, int h, int s, uint32_t* lo, uint32_t* hi) {
+  // kSplit: (x0, x2), (x1, x3) of k-step s's 4 elements; kContig: (e_2s,
+  // e_2s+4), (e_2s+1, e_2s+5) of the chunk's 8 (words s and s + 2).
+  const uint32_t a = kX == XMode::kSplit ? xr.v[h][2 * s] : xr.v[h][s];
+  const uint32_t b = kX == XMode::kSplit ? xr.v[h][2 * s + 1] : xr.v[h][s + 2];
+  *lo = __byte_perm(a, b, 0x5410u);
+  *hi = __byte_perm(a, b, 0x7632u);
+}
+
+template <typename T, class F>
+__global__ void __launch_bounds__(kThreads) quant_mma_gemv_kernel(QuantGemvParams p) {
+  __shared__ float partial[kWarps][4][32];
+  pdl_enter();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTileRows;
+  // Rows past n read row n - 1 (never written).
+  const int64_t ra = row0 + g < p.n ? row0 + g : p.n - 1;
+  const int64_t rb = row0 + g + 8 < p.n ? row0 + g + 8 : p.n - 1;
+  const int64_t num_blocks = p.k / F::kElems;
+  const size_t row_bytes = static_cast<size_t>(num_blocks) * F::kBytes;
+  const uint8_t* wa = static_cast<const uint8_t*>(p.w) + static_cast<size_t>(ra) * row_bytes;
+  const uint8_t* wb = static_cast<const uint8_t*>(p.w) + static_cast<size_t>(rb) * row_bytes;
+  const bool has_x = g < p.rows;  // token g; lanes of absent tokens give B = 0
+  const T* xg = static_cast<const T*>(p.x) + static_cast<int64_t>(has_x ? g : 0) * p.k;
+  const int64_t num_steps = (num_blocks + F::kStepBlocks - 1) / F::kStepBlocks;
+  auto valid_blocks = [&](int64_t step) {
+    const int64_t left = num_blocks - step * F::kStepBlocks;
+    return static_cast<int>(left < F::kStepBlocks ? left : F::kStepBlocks);
+  };
+  const uint32_t kOnes[4] = {qfrag::Half2<T>::kOne, qfrag::Half2<T>::kOne, qfrag::Half2<T>::kOne,
+                             qfrag::Half2<T>::kOne};
+
+  float acc[4] = {};  // (row g, token 2c), (g, 2c + 1), (g + 8, 2c), (g + 8, 2c + 1)
+  typename F::Raw cur_a, cur_b;
+  int64_t step = warp;
+  if (step < num_steps) {
+    const size_t off = static_cast<size_t>(step) * F::kStepBlocks * F::kBytes;
+    F::load(cur_a, wa + off, valid_blocks(step), c);
+    F::load(cur_b, wb + off, valid_blocks(step), c);
+  }
+  for (; step < num_steps; step += kWarps) {
+    typename F::Raw next_a, next_b;
+    const int64_t next = step + kWarps;
+    if (next < num_steps) {  // in flight during this step's math
+      const size_t off = static_cast<size_t>(next) * F::kStepBlocks * F::kBytes;
+      F::load(next_a, wa + off, valid_blocks(next), c);
+      F::load(next_b, wb + off, valid_blocks(next), c);
+    }
+    const int valid_chunks = valid_blocks(step) * F::kElems / 32;
+    XRaw xr = {};
+    if (has_x) load_x<F::kX>(xr, xg + step * kStepElems, valid_chunks, c);
+#pragma unroll
+    for (int h = 0; h < kChunks; ++h) {
+      if (h >= valid_chunks) break;
+      const Chunk ka = F::template chunk<T>(cur_a, h);
+      const Chunk kb = F::template chunk<T>(cur_b, h);
+      float d[4] = {}, sx[4] = {};
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        uint32_t blo, bhi;
+        x_pairs<F::kX>(xr, h, s, &blo, &bhi);
+        const uint32_t a[4] = {ka.lo[s], kb.lo[s], ka.hi[s], kb.hi[s]};
+        mma_16816<T>(d, a, blo, bhi);
+        if constexpr (F::kHasMin) mma_16816<T>(sx, kOnes, blo, bhi);
+        if (F::kStepScales || s == 1) {  // fold this k-step (or both) into acc
+          acc[0] = fmaf(ka.dl[s], d[0], acc[0]);
+          acc[1] = fmaf(ka.dl[s], d[1], acc[1]);
+          acc[2] = fmaf(kb.dl[s], d[2], acc[2]);
+          acc[3] = fmaf(kb.dl[s], d[3], acc[3]);
+          if constexpr (F::kHasMin) {
+            acc[0] = fmaf(-ka.ml[s], sx[0], acc[0]);
+            acc[1] = fmaf(-ka.ml[s], sx[1], acc[1]);
+            acc[2] = fmaf(-kb.ml[s], sx[0], acc[2]);
+            acc[3] = fmaf(-kb.ml[s], sx[1], acc[3]);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) d[i] = sx[i] = 0.0f;
+        }
+      }
+    }
+    cur_a = next_a;
+    cur_b = next_b;
+  }
+
+#pragma unroll
+  for (int i = 0; i < 4; ++i) partial[warp][i][lane] = acc[i];
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float v = partial[0][i][lane];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) v += partial[w][i][lane];
+    const int64_t row = row0 + g + (i >= 2 ? 8 : 0);
+    const int token = 2 * c + (i & 1);
+    if (row >= p.n || token >= p.rows) continue;
+    if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
+    const int64_t o = token * p.n + row;
+    if (p.out_dtype == DType::kF32) {
+      static_cast<float*>(p.out)[o] = v;
+    } else {
+      static_cast<T*>(p.out)[o] = from_float<T>(v);
+    }
+  }
+}
+
+// Calls f(F{}) with the traits of w_dtype (a group format as its format
+// without the permutation); false when the format has none here.
+template <typename Fn>
+bool dispatch_format(DType t, Fn&& f) {
+  switch (without_k_perm(t)) {
+    case DType::kQ4_0:
+      f(qfrag::FmtQ4_0{});
+      return true;
+    case DType::kQ4_1:
+      f(qfrag::FmtQ4_1{});
+      return true;
+    case DType::kQ8_0:
+      f(qfrag::FmtQ8_0{});
+      return true;
+    case DType::kQ4_K:
+      f(qfrag::FmtQ45K<false>{});
+      return true;
+    case DType::kQ5_K:
+      f(qfrag::FmtQ45K<true>{});
+      return true;
+    case DType::kQ6_K:
+      f(qfrag::FmtQ6K{});
+      return true;
+    case DType::kW4G32:
+      f(qfrag::FmtGroup<4, 32>{});
+      return true;
+    case DType::kW4G64:
+      f(qfrag::FmtGroup<4, 64>{});
+      return true;
+    case DType::kW4G128:
+      f(qfrag::FmtGroup<4, 128>{});
+      return true;
+    case DType::kW8G32:
+      f(qfrag::FmtGroup<8, 32>{});
+      return true;
+    case DType::kW8G64:
+      f(qfrag::FmtGroup<8, 64>{});
+      return true;
+    case DType::kW8G128:
+      f(qfrag::FmtGroup<8, 128>{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool quant_mma_gemv_supports(const QuantGemvParams& p) {
+  const bool in_ok = p.dtype == DType::kBF16 || p.dtype == DType::kF16;
+  const bool out_ok = p.out_dtype == p.dtype || p.out_dtype == DType::kF32;
+  const bool bias_ok = p.bias == nullptr || p.bias_dtype == DType::kF32 ||
+                       p.bias_dtype == DType::kBF16 || p.bias_dtype == DType::kF16;
+  if (!in_ok || !out_ok || !bias_ok || !is_block_dtype(p.w_dtype) || has_k_perm(p.w_dtype) ||
+      p.rows < 1 || p.rows > kQuantGemvMaxRows || p.n <= 0 || p.k <= 0 ||
+      p.k % dtype_block_elems(p.w_dtype) != 0 || !is_aligned(p.x, 16))
+    return false;
+  int align = 0;
+  if (!dispatch_format(p.w_dtype, [&](auto f) { align = decltype(f)::kAlign; })) return false;
+  return is_aligned(p.w, static_cast<uintptr_t>(align));  // row bytes are multiples of align
+}
+
+cudaError_t launch_quant_mma_gemv(const QuantGemvParams& p, cudaStream_t stream) {
+  if (!quant_mma_gemv_supports(p)) return cudaErrorInvalidValue;
+  const int64_t blocks = ceil_div(p.n, kTileRows);
+  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  return dispatch_half(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    dispatch_format(p.w_dtype, [&](auto f) {
+      launch_kernel(quant_mma_gemv_kernel<T, decltype(f)>, dim3(static_cast<unsigned>(blocks)),
+                    kThreads, 0, stream, p);
+    });
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace pagoda::cuda
