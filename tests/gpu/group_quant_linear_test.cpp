@@ -1,7 +1,7 @@
 // linear with an AWQ / GPTQ group-format weight (core/dtype.h: w4g32 ..
 // w8g128, and the _perm formats of GPTQ act order) on CUDA against the CPU
-// backend on the same bytes: the decode kernel (T 1..8, quant_gemv.cu; a
-// _perm format gathers x through the permutation) and the dequantize-then-
+// backend on the same bytes: the decode kernel (T 1..8, quant_mma_gemv.cu;
+// a _perm format gathers x through the permutation) and the dequantize-then-
 // cuBLASLt path (T 16, 100, 333; the dequantization scatters the columns
 // back to logical order), N and K odd multiples of the group, 4 and 8 bits,
 // with and without the permutation, random zero points over [0, 2^bits]

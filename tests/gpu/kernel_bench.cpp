@@ -19,6 +19,9 @@
 //        kernel_bench --fused                 (the fused decode ops beside their unfused
 //                                              calls: bench_fused_decode)
 //        kernel_bench --moe                   (moe_experts only)
+//        kernel_bench --quant                 (block-format linear at T 1, 2, 4, 8, 64, 512
+//                                              beside bf16; PAGODA_QUANT_GEMV=legacy: the
+//                                              CUDA-core decode kernels)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
 //                                              KV then FP8 KV: GB/s of the cache bytes read)
 //        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
@@ -448,9 +451,10 @@ void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
 // Block-format weights (GGUF quantization blocks, and the group formats AWQ
 // / GPTQ are repacked into: w4g128, w8g128, w4g128_perm = GPTQ act order) on
 // the Llama-3.1-8B decode shapes, beside the bf16 weight (cuBLASLt / skinny
-// linear): T 1 and 8 run the decode kernel (quant_gemv.cu), T 64 and 512 the
-// dequantize-then-cuBLASLt path. Weights are random bytes (timing only; a
-// _perm format gets a random permutation). GB/s counts the weight bytes + x
+// linear): T 1, 2, 4 and 8 run a decode kernel (quant_mma_gemv.cu for the
+// formats it has, else quant_gemv.cu / group_gemv.cu; all of them with
+// PAGODA_QUANT_GEMV=legacy), T 64 and 512 the dequantize-then-cuBLASLt path. Weights are random
+// bytes (timing only; a _perm format gets a random permutation). GB/s counts the weight bytes + x
 // + out, against the copy ceiling.
 void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
   const GemmShape shapes[] = {{"qkv 4096->6144", 6144, 4096, false},
@@ -461,9 +465,13 @@ void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
                            DType::kQ5_1,   DType::kQ8_0,      DType::kQ2_K, DType::kQ3_K,
                            DType::kQ4_K,   DType::kQ5_K,      DType::kQ6_K, DType::kW4G128,
                            DType::kW8G128, DType::kW4G128Perm};
+  const char* legacy = std::getenv("PAGODA_QUANT_GEMV");
   std::printf(
-      "quantized linear (bf16 x, block weights; bytes = weight + x + out)\n"
+      "quantized linear (bf16 x, block weights; bytes = weight + x + out)%s\n"
       "%-11s %-24s %4s %10s %9s %8s\n",
+      legacy != nullptr && std::strcmp(legacy, "legacy") == 0
+          ? " [PAGODA_QUANT_GEMV=legacy: CUDA-core decode kernels]"
+          : "",
       "format", "shape (N x K)", "T", "us", "GB/s", "%copy");
   std::mt19937 gen(7);
   for (DType f : formats) {

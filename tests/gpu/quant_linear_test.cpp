@@ -1,6 +1,7 @@
 // linear with a block-dtype weight (GGUF quantization blocks) on CUDA against
-// the CPU backend on the same blocks, for every format: the decode kernel
-// (1..8 rows, quant_gemv.cu) and the dequantize-then-cuBLASLt path (more
+// the CPU backend on the same blocks, for every format: the decode kernels
+// (1..8 rows: quant_mma_gemv.cu, else quant_gemv.cu) and the
+// dequantize-then-cuBLASLt path (more
 // rows, cuda_quant_linear.cpp), over odd N, several K, with and without bias
 // and f32 output, on fresh random blocks (random_blocks.h: random quant
 // bytes, finite f16 scales over 2^-16..2^-2 with random signs, some zero).
@@ -26,11 +27,14 @@ std::string name_of(DType t) {
   return std::string(dtype_name(t));
 }
 
-// Block bytes of `t` on a device, prepared for linear().
+// Block bytes of `t` on a device, prepared for linear(), `offset` bytes
+// into the allocation (2: rows only 2-byte aligned).
 struct DevBlocks {
-  DevBlocks(Backend& backend, DType t, int64_t n, int64_t k, const std::vector<uint8_t>& host)
-      : buffer(&backend, host.size()), tensor(buffer.data(), t, {n, k}) {
-    backend.copy_to_device(buffer.data(), host.data(), host.size());
+  DevBlocks(Backend& backend, DType t, int64_t n, int64_t k, const std::vector<uint8_t>& host,
+            size_t offset = 0)
+      : buffer(&backend, host.size() + offset),
+        tensor(static_cast<char*>(buffer.data()) + offset, t, {n, k}) {
+    backend.copy_to_device(tensor.data, host.data(), host.size());
     backend.synchronize();
     const Status st = backend.prepare_block_weight(tensor);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
@@ -42,6 +46,7 @@ struct DevBlocks {
 struct QuantCase {
   int64_t rows, n, k;
   bool bias, f32_out;
+  size_t w_offset = 0;  // DevBlocks offset of the GPU weight
 };
 
 void run_case(DType dt, DType wt, const QuantCase& c) {
@@ -54,7 +59,7 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   round_all(dt, x);
   round_all(dt, b);
   const DType out_dt = c.f32_out ? DType::kF32 : dt;
-  DevBlocks gw(gpu, wt, c.n, c.k, blocks);
+  DevBlocks gw(gpu, wt, c.n, c.k, blocks, c.w_offset);
   DevTensor gx(gpu, dt, {c.rows, c.k}, x), gb(gpu, dt, {c.n}, b);
   DevTensor gout(gpu, out_dt, {c.rows, c.n});
   gout.poison();
@@ -115,6 +120,58 @@ TEST(CudaQuantLinearTest, ShortRowsAndLargeShapes) {
     }
     expect_status_ok(*cuda_backend(dt));
   }
+}
+
+// The decode kernels (quant_mma_gemv.cu for q4_0, q4_1, q8_0, q4_K, q5_K,
+// q6_K and the group formats; quant_gemv.cu / group_gemv.cu for the rest)
+// at every T 1..8 over N around the 16-row tile (1, 15, 17, 100) and K of
+// 1 block, an odd count that leaves a partial 256-element step (32-element
+// formats) or an uneven split over the CTA's 4 warps, and a long row; then
+// GGUF rows only 2-byte aligned (q4_0 / q8_0 / q6_K keep the mma kernel,
+// the 4-byte formats fall back to the CUDA-core one; group weights are
+// always 4-byte aligned).
+TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
+  PAGODA_REQUIRE_GPU();
+  for (DType dt : kHalfTypes) {
+    for (DType wt : test::block_dtypes()) {
+      const int64_t block = dtype_block_elems(wt);
+      const int64_t ks[] = {block, block == 32 ? 9 * block : 17 * block,
+                            block == 256 ? 4352 : 4096 + 3 * block};
+      const int64_t ns[] = {1, 15, 17, 100};
+      for (int64_t rows = 1; rows <= 8; ++rows) {
+        for (size_t i = 0; i < std::size(ks); ++i) {
+          for (size_t j = 0; j < std::size(ns); ++j) {
+            const bool bias = (rows + i + j) % 3 == 0, f32_out = (rows + j) % 4 == 1;
+            const size_t offset = !is_group_dtype(wt) && (rows + i + j) % 5 == 0 ? 2 : 0;
+            const QuantCase c{rows, ns[j], ks[i], bias, f32_out, offset};
+            SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows) +
+                         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+                         (c.bias ? " bias" : "") + (c.f32_out ? " f32-out" : "") +
+                         (c.w_offset ? " w+2" : ""));
+            run_case(dt, wt, c);
+          }
+        }
+      }
+    }
+    expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// The Llama-3.1-8B decode shapes (qkv, gate_up, down) at T 1 and 8 for the
+// formats of a Q4_K_M / Q8_0 file and AWQ / GPTQ 4-bit.
+TEST(CudaQuantLinearTest, DecodeKernels8BShapes) {
+  PAGODA_REQUIRE_GPU();
+  const std::pair<int64_t, int64_t> shapes[] = {{6144, 4096}, {28672, 4096}, {4096, 14336}};
+  for (DType wt : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kW4G128}) {
+    for (const auto& [n, k] : shapes) {
+      for (int64_t rows : {1, 8}) {
+        SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
+                     " k=" + std::to_string(k));
+        run_case(DType::kBF16, wt, {rows, n, k, false, true});
+      }
+    }
+  }
+  expect_status_ok(*cuda_backend(DType::kBF16));
 }
 
 // Both paths captured into a graph and replayed give the eager result.
