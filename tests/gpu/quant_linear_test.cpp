@@ -124,9 +124,10 @@ TEST(CudaQuantLinearTest, ShortRowsAndLargeShapes) {
 
 // The decode kernels (quant_mma_gemv.cu for q4_0, q4_1, q8_0, q4_K, q5_K,
 // q6_K and the group formats; quant_gemv.cu / group_gemv.cu for the rest)
-// at every T 1..8 over N around the 16-row tile (1, 15, 17, 100) and K of
-// 1 block, an odd count that leaves a partial 256-element step (32-element
-// formats) or an uneven split over the CTA's 4 warps, and a long row; then
+// at every T 1..8 over N around the 16-row tile (1, 15, 17, 100: 8-warp
+// CTAs; 16400 = 1025 tiles: 4-warp CTAs, K of one block only) and K of 1
+// block, an odd count that leaves a partial 256-element step (32-element
+// formats) or an uneven split over the CTA's warps, and a long row; then
 // GGUF rows only 2-byte aligned (q4_0 / q8_0 / q6_K keep the mma kernel,
 // the 4-byte formats fall back to the CUDA-core one; group weights are
 // always 4-byte aligned).
@@ -137,10 +138,11 @@ TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
       const int64_t block = dtype_block_elems(wt);
       const int64_t ks[] = {block, block == 32 ? 9 * block : 17 * block,
                             block == 256 ? 4352 : 4096 + 3 * block};
-      const int64_t ns[] = {1, 15, 17, 100};
+      const int64_t ns[] = {1, 15, 17, 100, 16400};
       for (int64_t rows = 1; rows <= 8; ++rows) {
         for (size_t i = 0; i < std::size(ks); ++i) {
           for (size_t j = 0; j < std::size(ns); ++j) {
+            if (ns[j] == 16400 && i != 0) continue;  // 1025 tiles: 4-warp CTAs, one K
             const bool bias = (rows + i + j) % 3 == 0, f32_out = (rows + j) % 4 == 1;
             const size_t offset = !is_group_dtype(wt) && (rows + i + j) % 5 == 0 ? 2 : 0;
             const QuantCase c{rows, ns[j], ks[i], bias, f32_out, offset};

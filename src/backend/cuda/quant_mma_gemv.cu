@@ -16,11 +16,14 @@
 //
 // Layout: a CTA of kWarps warps owns 16 output features (one m16 tile);
 // warp w takes steps w, w + kWarps, ... of 256 elements of K (split-K inside
-// the CTA, so N = 4096 already gives 256 CTAs), its lanes reading their
-// share of the 16 rows' blocks (u32 / u16 read-only loads; the next step's
-// are issued before the current step's math) and of x (L1).
-// The warps' f32 tiles are summed in shared memory in warp order, then the
-// bias is added and the 16 x T outputs are stored.
+// the CTA), its lanes reading their share of the 16 rows' blocks (u32 / u16
+// read-only loads; the next step's are issued before the current step's
+// math) and of x (L1). The warps' f32 tiles are summed in shared memory in warp order, then the
+// bias is added and the 16 x T outputs are stored. A warp has one step's
+// loads in flight while it computes, so the bytes in flight per SM scale
+// with its resident warps: under 1024 tiles (N < 16384: the 8B model's qkv,
+// o_proj, down) a CTA has 8 warps (N = 4096: 2048 warps, ~15 per SM of 132),
+// else 4 (more CTAs fit an SM when the registers bound it).
 //
 // Numerics: every product q * x is exact and summed in f32 by the tensor
 // core; dl, ml are the f32 values core/block_dequant.cpp uses. The result
@@ -49,9 +52,8 @@ namespace {
 using qfrag::Chunk;
 using qfrag::XMode;
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = 16;
+constexpr int64_t kManyTiles = 1024;  // from here on 4 warps a CTA, else 8
 constexpr int kStepElems = 256;
 constexpr int kChunks = kStepElems / 32;
 
@@ -96,8 +98,8 @@ __device__ __forceinline__ void x_pairs(const XRaw& xr, int h, int s, uint32_t* 
   *hi = __byte_perm(a, b, 0x7632u);
 }
 
-template <typename T, class F>
-__global__ void __launch_bounds__(kThreads) quant_mma_gemv_kernel(QuantGemvParams p) {
+template <typename T, class F, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32) quant_mma_gemv_kernel(QuantGemvParams p) {
   __shared__ float partial[kWarps][4][32];
   pdl_enter();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -258,13 +260,18 @@ bool quant_mma_gemv_supports(const QuantGemvParams& p) {
 
 cudaError_t launch_quant_mma_gemv(const QuantGemvParams& p, cudaStream_t stream) {
   if (!quant_mma_gemv_supports(p)) return cudaErrorInvalidValue;
-  const int64_t blocks = ceil_div(p.n, kTileRows);
-  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  const int64_t tiles = ceil_div(p.n, kTileRows);
+  if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(tiles));
   return dispatch_half(p.dtype, [&](auto t) {
     using T = decltype(t);
     dispatch_format(p.w_dtype, [&](auto f) {
-      launch_kernel(quant_mma_gemv_kernel<T, decltype(f)>, dim3(static_cast<unsigned>(blocks)),
-                    kThreads, 0, stream, p);
+      using F = decltype(f);
+      if (tiles >= kManyTiles) {
+        launch_kernel(quant_mma_gemv_kernel<T, F, 4>, grid, 4 * 32, 0, stream, p);
+      } else {
+        launch_kernel(quant_mma_gemv_kernel<T, F, 8>, grid, 8 * 32, 0, stream, p);
+      }
     });
     return cudaGetLastError();
   });
