@@ -129,7 +129,7 @@ TEST(CudaQuantLinearTest, ShortRowsAndLargeShapes) {
 // block, an odd count that leaves a partial 256-element step (32-element
 // formats) or an uneven split over the CTA's warps, and a long row; then
 // GGUF rows only 2-byte aligned (q4_0 / q8_0 / q6_K keep the mma kernel,
-// the 4-byte formats fall back to the CUDA-core one; group weights are
+// q4_1 / q4_K / q5_K fall back to the CUDA-core one; group weights are
 // always 4-byte aligned).
 TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
   PAGODA_REQUIRE_GPU();

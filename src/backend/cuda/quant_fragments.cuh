@@ -13,6 +13,11 @@
 //    (1, 3)): one k-step = 16 consecutive elements, so a 16-element
 //    sub-block (q6_K) has one scale per k-step; byte i of a u32 of quants
 //    is element i, and w & 0x000F000F is the pair (0, 2) directly.
+//  - XMode::kRun8: elements 8 c + 4 s + {0, 2} and {1, 3}: as kSplit
+//    within a k-step, but a lane's 8 elements are consecutive, so with one
+//    quant per byte position (q4_K / q5_K) its bytes are one 8-byte load
+//    and the quad's load is one whole 32-byte sector of the row (32-element
+//    sub-blocks only: a k-step spans the chunk).
 //  - XMode::kContig: elements 8 c + 2 s + {0, 4} and {1, 5}: the 8
 //    consecutive nibbles of one u32 of the group formats, nibble pairs
 //    (n, n + 4) being w >> 4n & 0x000F000F.
@@ -26,12 +31,13 @@
 // go through f32 (2^23 | q) - (2^23 + offset), exact, and keep the top
 // halves of the two f32 (exact: the value fits bf16).
 //
-// Loads: a lane reads u32 words (u16 pairs for the 2-byte aligned q4_0 /
-// q8_0 / q6_K blocks) through the read-only path. The quad of lanes of one
-// row reads 16 contiguous bytes per load (8 with u16), so two or more loads
-// of a warp touch each 32-byte sector: the loads allocate in L1 (not
-// L1::no_allocate) so a sector comes from L2 once, not once per load. The
-// block headers (one address for the quad) are broadcast.
+// Loads, through the read-only path: q4_K / q5_K read a 16-byte header and
+// 8-byte quant words (the quad of lanes of a row: one whole 32-byte
+// sector); the others u32 words (u16 pairs for the 2-byte aligned q4_0 /
+// q8_0 / q6_K blocks), the quad reading 16 contiguous bytes per load (8
+// with u16), so two or more loads touch each sector: the loads allocate in
+// L1 (not L1::no_allocate) so a sector comes from L2 once, not once per
+// load. The block headers (one address for the quad) are broadcast.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -44,7 +50,7 @@
 
 namespace pagoda::cuda::qfrag {
 
-enum class XMode { kSplit, kContig };
+enum class XMode { kSplit, kRun8, kContig };
 
 // ---- loads: read-only path, allocated in L1 (see above) ----
 __device__ __forceinline__ uint32_t ld_u32(const uint8_t* p) {
@@ -52,6 +58,12 @@ __device__ __forceinline__ uint32_t ld_u32(const uint8_t* p) {
 }
 __device__ __forceinline__ uint32_t ld_u16(const uint8_t* p) {
   return __ldg(reinterpret_cast<const unsigned short*>(p));
+}
+__device__ __forceinline__ uint2 ld_u64(const uint8_t* p) {  // 8-byte aligned
+  return __ldg(reinterpret_cast<const uint2*>(p));
+}
+__device__ __forceinline__ uint4 ld_u128(const uint8_t* p) {  // 16-byte aligned
+  return __ldg(reinterpret_cast<const uint4*>(p));
 }
 // 4 bytes at a 2-byte aligned address, little-endian.
 __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t* p) {
@@ -240,12 +252,14 @@ struct FmtQ8_0 {
 
 // q4_K / q5_K (kFive): d | dmin | scales[12] | (q5_K: qh[32] |) qs[128].
 // Unit u (a chunk) is nibble u % 2 of qs[(u / 2) * 32 + l] (q5_K: bit 4 is
-// bit u of qh[l]); (d * sc[u]) * q - dmin * m[u]. Lane c: qs[32j + 16s +
-// 4c ..] (and qh[16s + 4c ..]) = elements 16s + 4c + i of units 2j, 2j + 1.
+// bit u of qh[l]); (d * sc[u]) * q - dmin * m[u]. Lane c: the 8 bytes
+// qs[32j + 8c ..] (and qh[8c ..]) = elements 8c + i of units 2j, 2j + 1
+// (XMode::kRun8; blocks of 144 / 176 bytes keep a 16-byte aligned weight's
+// header and quants 16- and 8-byte aligned).
 template <bool kFive>
 struct FmtQ45K {
-  static constexpr int kElems = 256, kBytes = kFive ? 176 : 144, kAlign = 4;
-  static constexpr XMode kX = XMode::kSplit;
+  static constexpr int kElems = 256, kBytes = kFive ? 176 : 144, kAlign = 16;
+  static constexpr XMode kX = XMode::kRun8;
   static constexpr bool kHasMin = true, kStepScales = false;
   static constexpr int kStepBlocks = 1;
   static constexpr int kQs = kFive ? 48 : 16;
@@ -253,15 +267,21 @@ struct FmtQ45K {
     uint32_t hdr[4], q[4][2], qh[2];
   };
   __device__ static void load(Raw& r, const uint8_t* b, int, int c) {
+    const uint4 h = ld_u128(b);
+    r.hdr[0] = h.x;
+    r.hdr[1] = h.y;
+    r.hdr[2] = h.z;
+    r.hdr[3] = h.w;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) r.hdr[i] = ld_u32(b + 4 * i);
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int s = 0; s < 2; ++s) r.q[j][s] = ld_u32(b + kQs + 32 * j + 16 * s + 4 * c);
+    for (int j = 0; j < 4; ++j) {
+      const uint2 q = ld_u64(b + kQs + 32 * j + 8 * c);  // k-step 0: q.x, 1: q.y
+      r.q[j][0] = q.x;
+      r.q[j][1] = q.y;
+    }
     if constexpr (kFive) {
-#pragma unroll
-      for (int s = 0; s < 2; ++s) r.qh[s] = ld_u32(b + 16 + 16 * s + 4 * c);
+      const uint2 q = ld_u64(b + 16 + 8 * c);
+      r.qh[0] = q.x;
+      r.qh[1] = q.y;
     }
   }
   template <typename T>

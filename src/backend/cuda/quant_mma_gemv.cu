@@ -38,7 +38,12 @@
 // the integer pipe at memory speed, against ~6 integer + 4 f32 ops per
 // element in the CUDA-core kernels. The f16x2 / f32 work (~1.5 / element)
 // and the mma (2 per 16 x 16 tile, ~25% of the tensor pipe) are below
-// their ceilings. w4g128: ~1.1 integer ops / element. Not yet measured.
+// their ceilings. w4g128: ~1.1 integer ops / element. L1: a warp load
+// touches 8 rows (8 wavefronts, ~1 per clock per SM): q4_K's 10 loads per
+// lane and step (16-byte header, 8-byte quants) are ~80 wavefronts against
+// ~125 clocks of DRAM time per warp-step; w4g128's 20 u32 loads ~160
+// against ~118, and the u16-loaded q4_0 / q8_0 / q6_K more: those are
+// likely bound by L1 wavefronts before DRAM. Not yet measured.
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
@@ -59,7 +64,7 @@ constexpr int kChunks = kStepElems / 32;
 
 // Lane (g, c)'s x elements of one step for token g (quant_fragments.cuh):
 // kSplit: x[16s + 4c .. + 3] of each chunk as (x0, x1), (x2, x3);
-// kContig: x[8c .. 8c + 7] of each chunk.
+// kRun8, kContig: x[8c .. 8c + 7] of each chunk.
 struct XRaw {
   uint32_t v[kChunks][4];
 };
@@ -90,10 +95,11 @@ __device__ __forceinline__ void load_x(XRaw& xr, const T* x, int valid, int c) {
 // The B pairs of k-step s of chunk h, paired as the A side.
 template <XMode kX>
 __device__ __forceinline__ void x_pairs(const XRaw& xr, int h, int s, uint32_t* lo, uint32_t* hi) {
-  // kSplit: (x0, x2), (x1, x3) of k-step s's 4 elements; kContig: (e_2s,
-  // e_2s+4), (e_2s+1, e_2s+5) of the chunk's 8 (words s and s + 2).
-  const uint32_t a = kX == XMode::kSplit ? xr.v[h][2 * s] : xr.v[h][s];
-  const uint32_t b = kX == XMode::kSplit ? xr.v[h][2 * s + 1] : xr.v[h][s + 2];
+  // kSplit, kRun8: (x0, x2), (x1, x3) of k-step s's 4 elements (words 2s,
+  // 2s + 1); kContig: (e_2s, e_2s+4), (e_2s+1, e_2s+5) of the chunk's 8
+  // (words s and s + 2).
+  const uint32_t a = kX == XMode::kContig ? xr.v[h][s] : xr.v[h][2 * s];
+  const uint32_t b = kX == XMode::kContig ? xr.v[h][s + 2] : xr.v[h][2 * s + 1];
   *lo = __byte_perm(a, b, 0x5410u);
   *hi = __byte_perm(a, b, 0x7632u);
 }
