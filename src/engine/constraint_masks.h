@@ -5,8 +5,8 @@
 // them together -- on the CPU thread pool (core/thread_pool.h) when there are
 // many -- and hands each row its mask (sampling_rows.h then stores equal
 // masks once). Masks are built on the engine thread before the step's
-// launch: a step with a constrained row is never planned ahead (its masks
-// need the previous step's tokens; RowPlanner::can_run_ahead).
+// sampler is launched: for a step planned ahead, after the previous step's
+// tokens are applied, while the step's forward runs (engine_step.cpp).
 #pragma once
 
 #include <cstddef>
