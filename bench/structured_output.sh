@@ -4,7 +4,8 @@
 #  1. mask overhead: `bench throughput` with 256 requests (128 in / 512 out,
 #     batch 256) and `bench latency` at batch 1 (128 in / 256 out), each
 #     constrained by bench/structured/nested_objects.json and unconstrained,
-#     alternated ROUNDS times (default 2) so drift shows;
+#     alternated ROUNDS times (default 2) so drift shows; batch 256 also
+#     constrained with --no-jump-forward;
 #  2. schema compile time over tests/data/structured/schemas through /v1
 #     (bench/structured_compile_time.py against `pagoda serve`);
 #  3. jump-forward: batch-1 output tok/s (1 / TPOT) with
@@ -47,6 +48,11 @@ for r in $(seq "$rounds"); do
     run "b1_${variant}_$r" "$pagoda" bench latency "$model" --device cuda --batch-size 1 --input-len 128 \
       --output-len 256 --num-iters 3 --warmup 1 "${flags[@]}"
   done
+  # The same batch-256 run without jump-forward: the masks' cost alone
+  # (jump-forward changes the steps' shapes: multi-token chunks, dropped rows).
+  run "b256_nested_nojf_$r" "$pagoda" bench throughput "$model" --device cuda --num-prompts 256 \
+    --max-num-seqs 256 --input-len 128 --output-len 512 --response-format-schema "$nested" \
+    --no-jump-forward
   run "jf_long_keys_$r" "$pagoda" bench latency "$model" --device cuda --batch-size 1 --input-len 128 \
     --output-len 256 --num-iters 3 --warmup 1 --response-format-schema "$long_keys"
 done
@@ -87,6 +93,11 @@ for r in range(1, rounds + 1):
     toks = None if not n else n["total_output_tokens"] / max(n["num_requests"], 1)
     print(f"| {r} | 256 | {fmt(sp)} | {fmt(sn)} | {fmt(pct(sn, sp), '.1f')} | "
           f"{fmt(p and p['output_tok_s'], '.0f')} / {fmt(n and n['output_tok_s'], '.0f')} | {fmt(toks, '.0f')} | ≤ 5 % |")
+    nj = load(f"b256_nested_nojf_{r}")
+    sj = step_ms(nj)
+    print(f"| {r} | 256, no jump-forward | {fmt(sp)} | {fmt(sj)} | {fmt(pct(sj, sp), '.1f')} | "
+          f"{fmt(p and p['output_tok_s'], '.0f')} / {fmt(nj and nj['output_tok_s'], '.0f')} | "
+          f"{fmt(nj and nj['total_output_tokens'] / max(nj['num_requests'], 1), '.0f')} | ≤ 5 % |")
     p, n = load(f"b1_plain_{r}"), load(f"b1_nested_{r}")
     tp, tn = p and p.get("tpot_mean_ms"), n and n.get("tpot_mean_ms")
     print(f"| {r} | 1 | {fmt(tp)} (TPOT) | {fmt(tn)} (TPOT) | {fmt(pct(tn, tp), '.1f')} | "

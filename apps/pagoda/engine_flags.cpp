@@ -197,7 +197,8 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
   add_switch(app, "async-scheduling", o.async_scheduling,
              "plan and launch the next engine step while the GPU runs the current one, so host "
              "work hides behind device work (steps of beam search, n > 1 forks and penalties "
-             "wait for their tokens)");
+             "wait for their tokens; structured-output steps launch their forward ahead and "
+             "their sampler once the next masks are built)");
   add_switch(
       app, "jump-forward", o.jump_forward,
       "structured output: where the grammar admits a single continuation (a JSON key, a "

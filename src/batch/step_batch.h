@@ -28,6 +28,11 @@ struct StepBatch {
   // [R] batch row whose logits feed sampling row r (repeats allowed).
   std::vector<int32_t> logits_rows;
   SamplingBatch sampling;  // R rows (ModelRunner::launch / execute only)
+  // launch() runs the forward and the lm_head but not the sampler, which waits
+  // for Runner::launch_sampling (its batch replaces `sampling`, ignored
+  // then): the host builds the rows' masks while the device runs the
+  // forward. Needs R <= max_num_seqs (one lm_head chunk).
+  bool defer_sampling = false;
   // Copy-on-write block copies, applied before the forward.
   std::vector<int32_t> copy_src;
   std::vector<int32_t> copy_dst;
@@ -58,6 +63,7 @@ struct StepBatch {
     max_blocks_per_seq = 0;
     logits_rows.clear();
     sampling.clear();
+    defer_sampling = false;
     copy_src.clear();
     copy_dst.clear();
     sliding_block_tables.clear();

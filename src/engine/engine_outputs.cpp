@@ -40,8 +40,15 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
           plan_jump_forward(*parts_.tokenizer, *before, *sample.constraint, token, kJumpForwardMaxBytes,
                             req.max_tokens - sample.stop.num_tokens());
       // The scheduler refuses when the KV pool lacks the jump's blocks: the
-      // sampled token then stands and decoding goes on token by token.
-      if (jump && scheduler_.replace_last_token(seq, jump->tokens).ok()) {
+      // sampled token then stands and decoding goes on token by token. While
+      // a step planned ahead computes the token, the token is replaced there
+      // (its row's work and sample in that step are dropped).
+      bool jumped = jump && scheduler_.replace_last_token(seq, jump->tokens).ok();
+      if (jump && !jumped) {
+        jumped = scheduler_.replace_in_flight(seq, jump->tokens).ok();
+        if (jumped) jumped_in_flight_.insert(seq);
+      }
+      if (jumped) {
         tokens = std::move(jump->tokens);
         sample.constraint = std::move(jump->state);
       }

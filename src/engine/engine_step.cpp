@@ -3,7 +3,11 @@
 // tokens back to the scheduler and the per-request state. With async
 // scheduling the next step is planned and launched before the current one's
 // samples are read (Scheduler::schedule_ahead), its placeholder tokens fed
-// on the device from the current step's samples.
+// on the device from the current step's samples. If that step has
+// structured-output rows, their masks need the current step's tokens: its
+// forward is launched ahead with the sampler deferred, and once the tokens
+// are applied its masks are built (on the thread pool, while the device
+// runs the forward) and its sampler launched (finish_launch).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,7 +50,8 @@ void LlmEngine::step() {
   LaunchedStep current = std::move(*running_step_);
   running_step_.reset();
   const bool ahead = parts_.options.async_scheduling &&
-                     planner_.can_run_ahead(current.refs, requests_, num_launched_);
+                     planner_.can_run_ahead(current.refs, requests_, num_launched_) &&
+                     !has_jump_forward_rows(current.refs);
   bool next_failed = false;
   bool overlapped = false;
   if (ahead) {
@@ -59,8 +64,8 @@ void LlmEngine::step() {
     if (!next.empty()) {
       LaunchedStep launched{};
       if (launch(std::move(next), &current, launched)) {
+        overlapped = launched.stage != LaunchedStep::Stage::kNotLaunched;
         running_step_ = std::move(launched);
-        overlapped = true;
       } else {
         next_failed = true;
       }
@@ -79,6 +84,13 @@ void LlmEngine::step() {
   }
   // A failed ahead launch aborted its requests; its scheduler step is empty now.
   if (next_failed) (void)scheduler_.update({});
+  // Constrained rows of the step planned ahead: masks from the tokens just applied.
+  if (running_step_ && running_step_->stage != LaunchedStep::Stage::kLaunched) {
+    if (!finish_launch(*running_step_)) running_step_.reset();
+  } else if (running_step_) {
+    drop_jumped_rows(running_step_->refs);
+  }
+  jumped_in_flight_.clear();
   // The step was collected: its buffers become a later step's.
   scheduler_.recycle(std::move(current.out));
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
@@ -89,18 +101,62 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
   step.out = std::move(out);
   mark_scheduled(step.out);
   recount_preempted(step.out);
-  planner_.plan(step.out, requests_, scheduler_, step.refs);
+  // Planned ahead (prev set), a constrained sample's state lacks prev's token.
+  const bool constrained =
+      planner_.plan(step.out, requests_, scheduler_, step.refs, /*defer_masks=*/prev != nullptr);
+  step.stage = LaunchedStep::Stage::kLaunched;
+  if (prev != nullptr && constrained) {
+    step.stage = static_cast<int64_t>(step.out.logits_rows.size()) <= parts_.runner->max_num_seqs()
+                     ? LaunchedStep::Stage::kSamplingDeferred
+                     : LaunchedStep::Stage::kNotLaunched;
+  }
+  step.out.defer_sampling = step.stage == LaunchedStep::Stage::kSamplingDeferred;
   if (prev != nullptr) RowPlanner::link_pending_tokens(prev->refs, step.out);
   step.slot = next_slot_;
-  const Status st = parts_.runner->launch(step.out, step.slot);
-  if (!st.ok()) {
-    fail_batch(step.out, st.error().message);
-    return false;
+  if (step.stage != LaunchedStep::Stage::kNotLaunched) {
+    const Status st = parts_.runner->launch(step.out, step.slot);
+    if (!st.ok()) {
+      fail_batch(step.out, st.error().message);
+      return false;
+    }
   }
   metrics_.on_launch(static_cast<int64_t>(step.out.token_ids.size()));
   ++num_launched_;
   next_slot_ = (next_slot_ + 1) % kNumStepSlots;
   return true;
+}
+
+bool LlmEngine::finish_launch(LaunchedStep& step) {
+  planner_.plan_sampling(step.out, requests_, scheduler_, step.refs);
+  drop_jumped_rows(step.refs);
+  const bool deferred = step.stage == LaunchedStep::Stage::kSamplingDeferred;
+  step.out.defer_sampling = false;
+  const Status st = deferred ? parts_.runner->launch_sampling(step.slot, step.out.sampling)
+                             : parts_.runner->launch(step.out, step.slot);
+  step.stage = LaunchedStep::Stage::kLaunched;
+  if (st.ok()) return true;
+  fail_batch(step.out, st.error().message);
+  (void)scheduler_.update({});
+  scheduler_.recycle(std::move(step.out));
+  return false;
+}
+
+void LlmEngine::drop_jumped_rows(std::vector<RowRef>& refs) const {
+  if (jumped_in_flight_.empty()) return;
+  for (RowRef& ref : refs) {
+    if (ref.kind == RowKind::kSample && jumped_in_flight_.contains(ref.seq))
+      ref.kind = RowKind::kDiscard;
+  }
+}
+
+bool LlmEngine::has_jump_forward_rows(std::span<const RowRef> refs) const {
+  if (static_cast<int64_t>(refs.size()) >= kMinRowsToPipelineJumps) return false;
+  for (const RowRef& ref : refs) {
+    if (ref.kind != RowKind::kSample) continue;
+    auto it = requests_.find(ref.req);
+    if (it != requests_.end() && jumps_forward(*it->second)) return true;
+  }
+  return false;
 }
 
 void LlmEngine::propose_drafts() {
@@ -283,6 +339,8 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
       case RowKind::kVerify:
         if (ref.arg == 0) verifies.push_back({ref.req, ref.seq, {}});
         verifies.back().rows.push_back(r);
+        break;
+      case RowKind::kDiscard:
         break;
       case RowKind::kBeam:
         req->beam->add_candidates(ref.seq, so, r);

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.h"
@@ -105,6 +106,12 @@ class LlmEngine final : public Engine {
     ScheduleOutput out;
     std::vector<RowRef> refs;  // one per sampling row
     int slot;                  // the runner's step slot
+    // A step planned ahead with constrained rows: their masks need the
+    // running step's tokens. kSamplingDeferred: the forward is launched
+    // (StepBatch::defer_sampling), the sampler waits; kNotLaunched: too many
+    // rows to defer (more than one lm_head chunk), the whole launch waits.
+    // finish_launch() completes either once the tokens are applied.
+    enum class Stage { kLaunched, kSamplingDeferred, kNotLaunched } stage;
   };
   struct Command {
     std::unique_ptr<RequestState> add;  // set for an add
@@ -138,6 +145,27 @@ class LlmEngine final : public Engine {
   // slot; on failure fails its batch (returns false).
   // `prev`: the step still running, whose samples feed the placeholders.
   bool launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step);
+  // The rest of a launch that waited for the previous step's tokens
+  // (LaunchedStep::Stage): builds the sampling rows and masks from the
+  // samples' current states and launches the sampler (or the whole step).
+  // On failure fails its batch, ends its scheduler step and drops it
+  // (returns false).
+  bool finish_launch(LaunchedStep& step);
+  // Turns the kSample rows of sequences in jumped_in_flight_ into kDiscard.
+  void drop_jumped_rows(std::vector<RowRef>& refs) const;
+  // Whether the step after one with rows `refs` must wait for their tokens
+  // because of jump-forward: a row samples for a request that jumps forward
+  // and the step has fewer than kMinRowsToPipelineJumps rows. Planned
+  // ahead, a jump after token x replaces x while the step in flight
+  // computes it (Scheduler::replace_in_flight): that row's work and sample
+  // are dropped (RowKind::kDiscard), one step more for the row; the tokens
+  // are the same either way. In a small batch that step costs more than the
+  // host time that planning ahead hides.
+  bool has_jump_forward_rows(std::span<const RowRef> refs) const;
+  // Rows from which jump-forward rows are planned ahead (a heuristic: the
+  // host step that overlap hides grows with the rows, ~2 ms at 256 rows of
+  // the 8B shape on an H200, while a jump's extra step costs its own row only).
+  static constexpr int64_t kMinRowsToPipelineJumps = 8;
   // Speculative decoding, before a step is scheduled: drafts from the
   // proposer for every sample of a speculating request whose last token is
   // sampled and uncomputed (Scheduler::set_draft).
@@ -228,6 +256,10 @@ class LlmEngine final : public Engine {
   // Engine thread only.
   RequestMap requests_;
   std::optional<LaunchedStep> running_step_;  // launched, samples not applied yet
+  // Sequences whose last token jump-forward replaced while running_step_
+  // computes it (on_token): their rows' samples are dropped
+  // (drop_jumped_rows); emptied at the end of every step().
+  std::unordered_set<SeqId> jumped_in_flight_;
   int next_slot_ = 0;
   int64_t num_launched_ = 0;         // steps launched so far: the index of the next one
   double detokenize_seconds_ = 0.0;  // of the current step (EngineMetrics::detokenize_seconds)

@@ -8,9 +8,9 @@
 
 namespace pagoda {
 
-void RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
-                      std::vector<RowRef>& refs) {
-  compute_masks(out, requests, scheduler);
+bool RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
+                      std::vector<RowRef>& refs, bool defer_masks) {
+  const bool constrained = compute_masks(out, requests, scheduler, defer_masks);
   // The scheduler's logits rows (one per sampling sequence, its last new
   // token) become the planner's: one per sampling row.
   out.logits_rows.clear();
@@ -18,14 +18,49 @@ void RowPlanner::plan(ScheduleOutput& out, const RequestMap& requests, const Sch
     auto it = requests.find(out.seqs[i].request_id);
     if (it != requests.end()) plan_seq(out, i, *it->second, scheduler, refs);
   }
+  return constrained;
 }
 
-void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requests,
+void RowPlanner::plan_sampling(ScheduleOutput& out, const RequestMap& requests,
+                               const Scheduler& scheduler, std::vector<RowRef>& refs) {
+  const std::vector<RowRef> launched = std::move(refs);
+  const std::vector<int32_t> launched_rows = std::move(out.logits_rows);
+  refs.clear();
+  out.logits_rows.clear();
+  out.sampling.clear();
+  compute_masks(out, requests, scheduler);
+  size_t next = 0;  // the first launched row of sequence i
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    const ScheduledSeq& s = out.seqs[i];
+    size_t count = 0;
+    while (next + count < launched.size() && launched[next + count].seq == s.seq_id) ++count;
+    auto it = requests.find(s.request_id);
+    if (it != requests.end() && still_planned(s, *it->second, scheduler)) {
+      plan_seq(out, i, *it->second, scheduler, refs);
+    } else {
+      for (size_t k = 0; k < count; ++k) {
+        out.logits_rows.push_back(launched_rows[next + k]);
+        append_prompt_logprob_row(out.sampling, SamplingParams{}, 0);
+        refs.push_back(launched[next + k]);
+      }
+    }
+    next += count;
+  }
+}
+
+bool RowPlanner::still_planned(const ScheduledSeq& s, const RequestState& req,
                                const Scheduler& scheduler) {
+  if (s.logits_index < 0 || req.beam || (req.num_seqs > 1 && !req.branched)) return true;
+  return req.samples.contains(s.seq_id) && scheduler.sequence(s.seq_id) != nullptr;
+}
+
+bool RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requests,
+                               const Scheduler& scheduler, bool skip) {
   masks_.clear();
   draft_states_.clear();
   row_mask_.clear();
   seq_mask_.assign(out.seqs.size(), -1);
+  bool constrained = false;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& s = out.seqs[i];
     if (s.logits_index < 0) continue;
@@ -35,6 +70,8 @@ void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requ
     // Before the fork, sample 0 holds the start state every fork begins from.
     auto sit = req.num_seqs > 1 && !req.branched ? req.samples.begin() : req.samples.find(s.seq_id);
     if (sit == req.samples.end() || !sit->second->constraint) continue;
+    constrained = true;
+    if (skip) continue;
     seq_mask_[i] = static_cast<int32_t>(row_mask_.size());
     const TokenConstraint& state = *sit->second->constraint;
     row_mask_.push_back(masks_.add(state, req.allowed_mask));
@@ -57,6 +94,7 @@ void RowPlanner::compute_masks(const ScheduleOutput& out, const RequestMap& requ
     }
   }
   masks_.compute();
+  return constrained;
 }
 
 void RowPlanner::plan_seq(ScheduleOutput& out, size_t i, const RequestState& req,
@@ -123,7 +161,10 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
                                int64_t next_step) const {
   if (static_cast<int64_t>(refs.size()) > max_rows_per_chunk_) return false;
   for (const RowRef& ref : refs) {
-    if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob) return false;
+    if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob &&
+        ref.kind != RowKind::kDiscard) {
+      return false;
+    }
     auto it = requests.find(ref.req);
     if (it == requests.end()) continue;
     if (ref.kind == RowKind::kSample && it->second->speculates) {
@@ -133,7 +174,6 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
     }
     const SamplingParams& params = it->second->params;
     if (uses_penalties(params) || has_multi_token_word(params.bad_words_token_ids)) return false;
-    if (ref.kind == RowKind::kSample && it->second->constraint) return false;
   }
   return true;
 }

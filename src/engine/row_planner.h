@@ -36,8 +36,10 @@ namespace pagoda {
 
 using RequestMap = std::unordered_map<RequestId, std::unique_ptr<RequestState>>;
 
-// Why a logits row is sampled.
-enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob, kVerify };
+// Why a logits row is sampled. kDiscard: a kSample row whose sample is
+// dropped, because jump-forward replaced the row's token while the step was
+// in flight (Scheduler::replace_in_flight).
+enum class RowKind { kSample, kFirstSamples, kBeam, kPromptLogprob, kVerify, kDiscard };
 
 struct RowRef {
   RowKind kind;
@@ -65,16 +67,27 @@ class RowPlanner {
   // to out.sampling and their refs to `refs` (same order). Sequences of
   // requests not in `requests` get no rows. Computes the step's structured-
   // output masks first (reads the samples' constraints, changes none).
-  void plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
-            std::vector<RowRef>& refs);
+  // With `defer_masks` (a step planned ahead, whose constrained samples'
+  // states still lack the previous step's tokens) the masks are left out and
+  // the result says whether a row needed one: out.sampling is then a
+  // placeholder, and plan_sampling() builds the real one once the tokens
+  // are applied (StepBatch::defer_sampling).
+  bool plan(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
+            std::vector<RowRef>& refs, bool defer_masks = false);
+  // Rebuilds out.sampling and `refs` (the rows plan() gave `out`, in the same
+  // order and number) from the samples' current states, masks included. A
+  // sequence whose request, sample or scheduler sequence ended since plan()
+  // keeps its refs and gets unmasked greedy rows whose results are dropped.
+  void plan_sampling(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
+                     std::vector<RowRef>& refs);
   // Whether the step after one with rows `refs` may be planned before their
   // tokens are known: every row is a plain sample or a prompt logprob (no
   // beam, no fork), no request has penalties or a multi-token bad word (both
-  // read the last sampled tokens), no sampled row is constrained (its next
-  // mask depends on its token), and all fit one lm_head chunk (their ids
+  // read the last sampled tokens), and all fit one lm_head chunk (their ids
   // stay on the device), and no row verifies drafts or samples for a sample
   // to be drafted in step `next_step` (SampleState::spec_next_step: its
-  // drafts need this step's tokens on the host).
+  // drafts need this step's tokens on the host). Constrained rows may run
+  // ahead: the next step's masks wait for their tokens (plan's defer_masks).
   bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
                      int64_t next_step) const;
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples
@@ -86,8 +99,10 @@ class RowPlanner {
   // in masks_ and computes them; seq_mask_[i]: -1 for an unconstrained
   // sequence i, else the offset in row_mask_ of its rows' entries (k + 1 of
   // them for a sequence with k drafts, in row order).
-  void compute_masks(const ScheduleOutput& out, const RequestMap& requests,
-                     const Scheduler& scheduler);
+  // Returns whether a sampling row is constrained; with `skip` it only says
+  // so and computes nothing (seq_mask_ all -1).
+  bool compute_masks(const ScheduleOutput& out, const RequestMap& requests,
+                     const Scheduler& scheduler, bool skip = false);
   // Row j's mask of sampling sequence i after compute_masks: allowed_token_ids,
   // or the constraint's mask within them; second: no token is left
   // (RowRef::no_allowed_token; the mask is then empty).
@@ -95,6 +110,10 @@ class RowPlanner {
                                                       const RequestState& req) const;
   void plan_seq(ScheduleOutput& out, size_t i, const RequestState& req, const Scheduler& scheduler,
                 std::vector<RowRef>& refs) const;
+  // Whether plan_seq can still plan sequence i of `out` for `req` (its
+  // sample and scheduler sequence live on) -- plan_sampling's test.
+  static bool still_planned(const ScheduledSeq& s, const RequestState& req,
+                            const Scheduler& scheduler);
 
   std::vector<int32_t> eos_token_ids_;
   int64_t max_rows_per_chunk_;

@@ -79,6 +79,12 @@ void GrammarConstraint::fill_next_mask(std::span<uint32_t> words) const {
   }
 }
 
+TokenConstraint::SharedMask GrammarConstraint::shared_next_mask() const {
+  if (ended_) return {};
+  return {compiled_->mask_of(matcher_),
+          matcher_.can_end() ? &compiled_->vocab().eos_ids() : nullptr};
+}
+
 bool GrammarConstraint::accept(int32_t token) {
   if (ended_) return false;
   const GrammarVocabulary& vocab = compiled_->vocab();

@@ -51,6 +51,9 @@ class GrammarConstraint final : public TokenConstraint {
   explicit GrammarConstraint(std::shared_ptr<const CompiledGrammar> compiled);
 
   void fill_next_mask(std::span<uint32_t> words) const override;
+  // The matcher state's cached mask, plus the eos ids where the output may
+  // end; null once an eos token was accepted.
+  SharedMask shared_next_mask() const override;
   bool accept(int32_t token) override;
   bool is_finished() const override;
   std::unique_ptr<TokenConstraint> clone() const override;

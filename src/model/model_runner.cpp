@@ -926,10 +926,21 @@ Status ModelRunner::launch(const StepBatch& step, int slot) {
                       "pipeline parallelism: a step with pending rows (sampled ids kept on the "
                       "device) cannot run on a pipeline stage; async scheduling must be off");
   }
+  for (const Launched& l : launched_) {
+    if (l.sampling_deferred)
+      return make_error(ErrorCode::kInternal,
+                        "launch while a step's deferred sampling is not launched");
+  }
+  if (step.defer_sampling &&
+      (stage_.size > 1 || static_cast<int64_t>(step.logits_rows.size()) > options_.max_num_seqs)) {
+    return make_error(
+        ErrorCode::kInternal,
+        "defer_sampling: needs one lm_head chunk (rows <= max_num_seqs) and no pipeline");
+  }
   {
     StepLimits l = limits();
     l.num_pending_sources = last_launched_rows_;
-    PAGODA_RETURN_IF_ERROR(validate_step(step, l, /*sampling=*/true));
+    PAGODA_RETURN_IF_ERROR(validate_step(step, l, /*sampling=*/!step.defer_sampling));
   }
   Launched& st = launched_[static_cast<size_t>(slot)];
   st = Launched{};
@@ -946,7 +957,10 @@ Status ModelRunner::launch(const StepBatch& step, int slot) {
   for (int64_t r0 = 0; r0 < num_rows; r0 += chunk) {
     const int64_t r1 = std::min(num_rows, r0 + chunk);
     const Tensor logits = compute_logits(rows, r0, r1);
-    if (r1 == num_rows) {
+    if (step.defer_sampling) {
+      st.logits = logits;
+      st.sampling_deferred = true;
+    } else if (r1 == num_rows) {
       backend_.sample_async(logits, r0 == 0 ? step.sampling : slice_sampling_batch(step.sampling, r0, r1), slot);
       st.has_last_chunk = true;
     } else {
@@ -959,11 +973,40 @@ Status ModelRunner::launch(const StepBatch& step, int slot) {
       st.wait_seconds += seconds_since(wait_start);
     }
   }
-  backend_.record_fence(slot);
+  // A deferred sampling records the fence when it is launched.
+  if (!st.sampling_deferred) backend_.record_fence(slot);
   // The device keeps the latest sampling's ids: the whole step's when it had one chunk.
   last_launched_rows_ = num_rows <= chunk ? num_rows : 0;
   const Status status = device_status();
   if (!status.ok()) st = Launched{};  // a failed launch is not collected; the slot stays free
+  return status;
+}
+
+Status ModelRunner::launch_sampling(int slot, const SamplingBatch& batch) {
+  if (slot < 0 || slot >= kNumStepSlots ||
+      !launched_[static_cast<size_t>(slot)].sampling_deferred) {
+    return make_error(
+        ErrorCode::kInternal,
+        fmt::format("launch_sampling on slot {}: no step waits for its sampling there", slot));
+  }
+  Launched& st = launched_[static_cast<size_t>(slot)];
+  const int64_t num_rows = st.logits.dim(0);
+  const Status valid = validate_sampling(batch, num_rows, config_.vocab_size);
+  if (!valid.ok()) {
+    // The step cannot sample: it is dropped (not collected), its slot freed,
+    // and no later step may take pending tokens from it.
+    backend_.record_fence(slot);
+    st = Launched{};
+    last_launched_rows_ = 0;
+    return valid;
+  }
+  backend_.sample_async(st.logits, batch, slot);
+  backend_.record_fence(slot);
+  st.sampling_deferred = false;
+  st.logits = Tensor();
+  st.has_last_chunk = true;
+  const Status status = device_status();
+  if (!status.ok()) st = Launched{};
   return status;
 }
 
@@ -972,6 +1015,11 @@ Status ModelRunner::collect(int slot, SampleOutput* out) {
     return make_error(ErrorCode::kInternal, fmt::format("collect on slot {}: nothing launched there", slot));
   }
   Launched& st = launched_[static_cast<size_t>(slot)];
+  if (st.sampling_deferred) {
+    return make_error(
+        ErrorCode::kInternal,
+        fmt::format("collect on slot {}: its deferred sampling was not launched", slot));
+  }
   st.active = false;
   const Clock::time_point wait_start = Clock::now();
   *out = std::move(st.earlier_chunks);

@@ -140,7 +140,13 @@ class ModelRunner final : public Runner {
   // than the last, launch() enqueues the forward only and collect() waits
   // for it and returns no samples; a step with pending rows is an internal
   // error on every stage of a pipeline (M > 1).
+  // With step.defer_sampling the launch stops after the lm_head (R <=
+  // max_num_seqs, no pipeline); launch_sampling(slot, batch) then checks
+  // `batch` as launch() checks step.sampling and enqueues the sampler on the
+  // logits kept for it. Until then collect(slot) and any other launch() are
+  // refused (the logits buffer and the device's sampled ids are the slot's).
   Status launch(const StepBatch& step, int slot) override;
+  Status launch_sampling(int slot, const SamplingBatch& batch) override;
   Status collect(int slot, SampleOutput* out) override;
   // The same forward, returning the f32 logits [R, V] instead of sampling
   // (tests, prompt-logprob tools). step.sampling is ignored. A pipeline
@@ -283,6 +289,8 @@ class ModelRunner final : public Runner {
     bool active = false;
     SampleOutput earlier_chunks;  // samples of all chunks but the last (R > max_num_seqs)
     bool has_last_chunk = false;  // the last chunk's sampling is outstanding
+    bool sampling_deferred = false;  // launch_sampling is still to come
+    Tensor logits;                   // [R, V] f32 while sampling_deferred
     int64_t graph_batch = 0;
     double wait_seconds = 0.0;
   };

@@ -82,6 +82,8 @@ struct ParallelRunner::Worker {
           return runner->launch(*j.step, j.slot);
         case Op::kCollect:
           return runner->collect(j.slot, &samples);
+        case Op::kLaunchSampling:
+          return runner->launch_sampling(j.slot, *j.sampling);
         case Op::kExecute:
           return runner->execute(*j.step, &samples);
         case Op::kExecuteLogits:
@@ -320,6 +322,16 @@ Status ParallelRunner::launch(const StepBatch& step, int slot) {
   Job job;
   job.op = Op::kLaunch;
   job.step = &step;
+  job.slot = slot;
+  run_on_all(job);
+  return first_error(/*name_rank_always=*/false);
+}
+
+Status ParallelRunner::launch_sampling(int slot, const SamplingBatch& batch) {
+  PAGODA_RETURN_IF_ERROR(broken_);
+  Job job;
+  job.op = Op::kLaunchSampling;
+  job.sampling = &batch;
   job.slot = slot;
   run_on_all(job);
   return first_error(/*name_rank_always=*/false);

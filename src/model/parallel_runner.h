@@ -104,15 +104,26 @@ class ParallelRunner final : public Runner {
   // bitwise against every rank's.
   Status execute(const StepBatch& step, SampleOutput* out) override;
   Status launch(const StepBatch& step, int slot) override;
+  Status launch_sampling(int slot, const SamplingBatch& batch) override;
   Status collect(int slot, SampleOutput* out) override;
   Status execute_logits(const StepBatch& step, std::vector<float>* logits) override;
 
  private:
   struct Worker;  // parallel_runner.cpp
-  enum class Op { kCreate, kLaunch, kCollect, kExecute, kExecuteLogits, kDestroy, kStop };
+  enum class Op {
+    kCreate,
+    kLaunch,
+    kLaunchSampling,
+    kCollect,
+    kExecute,
+    kExecuteLogits,
+    kDestroy,
+    kStop
+  };
   struct Job {
     Op op = Op::kStop;
     const StepBatch* step = nullptr;
+    const SamplingBatch* sampling = nullptr;  // kLaunchSampling
     int slot = 0;
     const RankFactory* make_rank = nullptr;
   };

@@ -60,6 +60,10 @@ class Runner {
   // returned an error is not collected; steps are collected in launch order.
   virtual Status launch(const StepBatch& step, int slot) = 0;
   virtual Status collect(int slot, SampleOutput* out) = 0;
+  // The sampler of a step launched with StepBatch::defer_sampling, on
+  // `batch` (one row per logits row); required before that slot's collect()
+  // and before the next launch().
+  virtual Status launch_sampling(int slot, const SamplingBatch& batch) = 0;
   // The forward returning the f32 logits [R, V] instead of sampling.
   virtual Status execute_logits(const StepBatch& step, std::vector<float>* logits) = 0;
 };

@@ -206,6 +206,10 @@ Status check_sampling(const SamplingBatch& b, int64_t num_rows, int64_t vocab) {
 
 }  // namespace
 
+Status validate_sampling(const SamplingBatch& sampling, int64_t num_rows, int64_t vocab_size) {
+  return check_sampling(sampling, num_rows, vocab_size);
+}
+
 Status validate_step(const StepBatch& s, const StepLimits& l, bool sampling) {
   const int64_t num_tokens = static_cast<int64_t>(s.token_ids.size());
   if (num_tokens < 1 || num_tokens > l.max_tokens)

@@ -30,5 +30,8 @@ struct StepLimits {
 // `sampling`: also check step.sampling (one row per logits row, CSR offsets,
 // token ids, allowed-token masks, top-logprob widths).
 Status validate_step(const StepBatch& step, const StepLimits& limits, bool sampling);
+// The sampling checks of validate_step alone, for `num_rows` logits rows of
+// `vocab_size` tokens (a step launched with StepBatch::defer_sampling).
+Status validate_sampling(const SamplingBatch& sampling, int64_t num_rows, int64_t vocab_size);
 
 }  // namespace pagoda

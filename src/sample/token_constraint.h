@@ -5,11 +5,12 @@
 // engine knows only this interface.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace pagoda {
 
@@ -33,6 +34,18 @@ class TokenConstraint {
   virtual bool is_finished() const = 0;
   // An independent copy of the state (n > 1 samples fork from one prompt).
   virtual std::unique_ptr<TokenConstraint> clone() const = 0;
+  // fill_next_mask's words as an immutable mask shared by every state that
+  // has it (a grammar's mask cached per state), so that the engine builds
+  // each distinct mask of a step once: the words are exactly `base`'s (at
+  // most ceil(V / 32) words; words past its end are 0) with the ids of
+  // `extra` (if set) added. States with equal (base pointer, extra pointer)
+  // have equal masks. A null base (this default): not shared, the engine
+  // calls fill_next_mask.
+  struct SharedMask {
+    std::shared_ptr<const std::vector<uint32_t>> base;
+    const std::vector<int32_t>* extra = nullptr;
+  };
+  virtual SharedMask shared_next_mask() const { return {}; }
   // The bytes every continuation of the output so far must start with, at
   // most max_bytes of them: "" when the next byte is not forced, when the
   // output may end here, or when the constraint cannot tell (this default).

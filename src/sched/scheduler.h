@@ -109,6 +109,21 @@ class Scheduler {
   // placeholder, `tokens` is empty or holds a negative id, or they would
   // pass max_model_len or the request's max_new_tokens.
   Status replace_last_token(SeqId seq, std::span<const int32_t> tokens);
+  // Jump-forward under async scheduling: the sequence's last token is being
+  // computed by the step in flight (planned ahead, its placeholder
+  // resolved). It is replaced by `tokens` as replace_last_token does, and
+  // the in-flight work on it is voided: that step still writes its KV and
+  // samples after it, but the commit does not count it computed, and a
+  // later step computes `tokens` from its position (overwriting that KV).
+  // The caller drops the in-flight step's sample for the sequence (never
+  // passes it to resolve() or update(), nor lists the sequence as pending
+  // in schedule_ahead()). Errors leave everything unchanged:
+  // kResourceExhausted as replace_last_token; kInvalidArgument when the
+  // sequence has a placeholder or drafts, is not running, its tokens do not
+  // end with the in-flight step's work, its last token is not an output,
+  // `tokens` is empty or holds a negative id, or they would pass
+  // max_model_len or max_new_tokens; kNotFound for an unknown sequence.
+  Status replace_in_flight(SeqId seq, std::span<const int32_t> tokens);
 
   // Speculative decoding. set_draft appends `draft` (real ids) after the
   // sequence's last token -- an output that update() just appended, not yet
@@ -216,6 +231,13 @@ class Scheduler {
     int32_t num_new_tokens = 0;
   };
   std::vector<InFlight> in_flight_;  // the last schedule()'s work, until update()
+  // Checks of replace_last_token / replace_in_flight: growing `seq` by `tokens`
+  // to num_tokens stays within max_model_len, max_new_tokens and the KV pool.
+  Status check_growth(const Sequence& seq, std::span<const int32_t> tokens,
+                      int64_t num_tokens) const;
+  // Allocates seq's blocks for num_tokens (copy-on-write copies go with the
+  // next step).
+  void grow(SeqId seq, int64_t num_tokens);
   // Of the last schedule_ahead(), until resolve(): sequence -> index of its
   // kPendingToken in the sequence's tokens.
   std::unordered_map<SeqId, int32_t> placeholders_;

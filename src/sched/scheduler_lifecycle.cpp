@@ -179,11 +179,47 @@ Status Scheduler::replace_last_token(SeqId id, std::span<const int32_t> tokens) 
         fmt::format("sequence {}: its last token is not an uncomputed output ({} of {} computed)",
                     id, seq.num_computed_tokens, seq.num_tokens()));
   }
-  if (tokens.empty() ||
-      std::any_of(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; })) {
-    return invalid(fmt::format("sequence {}: replacement tokens must be real ids", id));
+  const int64_t num_tokens = seq.num_tokens() - 1 + static_cast<int64_t>(tokens.size());
+  PAGODA_RETURN_IF_ERROR(check_growth(seq, tokens, num_tokens));
+  grow(id, num_tokens);
+  seq.tokens.pop_back();
+  seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
+  return Status::Ok();
+}
+
+Status Scheduler::replace_in_flight(SeqId id, std::span<const int32_t> tokens) {
+  if (placeholders_.contains(id))
+    return invalid(fmt::format("sequence {}: its last token is a placeholder", id));
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", id));
+  Sequence& seq = it->second;
+  const auto f = std::find_if(in_flight_.begin(), in_flight_.end(),
+                              [id](const InFlight& e) { return e.seq == id; });
+  if (!requests_.at(seq.request_id).running || f == in_flight_.end() || f->num_new_tokens < 1 ||
+      seq.num_draft_tokens != 0 ||
+      seq.num_computed_tokens + f->num_new_tokens != seq.num_tokens() ||
+      seq.num_output_tokens() < 1) {
+    return invalid(fmt::format(
+        "sequence {}: its last token is not an output that the step in flight computes", id));
   }
   const int64_t num_tokens = seq.num_tokens() - 1 + static_cast<int64_t>(tokens.size());
+  PAGODA_RETURN_IF_ERROR(check_growth(seq, tokens, num_tokens));
+  grow(id, num_tokens);
+  --f->num_new_tokens;  // the replaced token's KV is written, never counted
+  seq.tokens.pop_back();
+  seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
+  return Status::Ok();
+}
+
+Status Scheduler::check_growth(const Sequence& seq, std::span<const int32_t> tokens,
+                               int64_t num_tokens) const {
+  const SeqId id = seq.id;
+  if (tokens.empty() ||
+      std::any_of(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; })) {
+    return invalid(fmt::format("sequence {}: jump-forward tokens must be real ids", id));
+  }
+  const Request& req = requests_.at(seq.request_id);
   const int64_t num_outputs = num_tokens - seq.num_prompt_tokens;
   if (num_tokens > config_.max_model_len ||
       (req.spec.max_new_tokens > 0 && num_outputs > req.spec.max_new_tokens)) {
@@ -199,12 +235,13 @@ Status Scheduler::replace_last_token(SeqId id, std::span<const int32_t> tokens) 
                                   "sliding) allocatable",
                                   id, needed.full, needed.sliding, have.full, have.sliding));
   }
-  std::vector<BlockCopy> copies;
-  kv_.grow(id, num_slots, copies);
-  for (const BlockCopy& c : copies) pending_copies_.push_back({id, c});
-  seq.tokens.pop_back();
-  seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
   return Status::Ok();
+}
+
+void Scheduler::grow(SeqId id, int64_t num_tokens) {
+  std::vector<BlockCopy> copies;
+  kv_.grow(id, static_cast<int32_t>(num_tokens), copies);
+  for (const BlockCopy& c : copies) pending_copies_.push_back({id, c});
 }
 
 Result<int32_t> Scheduler::set_draft(SeqId id, std::span<const int32_t> draft) {

@@ -271,6 +271,33 @@ def test_json_schema_corpus_random_weights(random_servers):
     assert 15 * len(SCHEMAS) >= 990
 
 
+def test_constrained_and_free_requests_mixed_concurrently(random_servers):
+    """48 constrained (a nested-object schema) and 16 free requests at once:
+    the steps mix both kinds, planned ahead with the constrained rows'
+    sampling deferred and jump-forward taken in flight. Every constrained
+    output validates; every free output is exactly what the same seeded
+    request gives alone (constrained rows never leak into free ones)."""
+    real_only()
+    server = random_servers("llama2")
+    name = "character_sheet_nested"
+    schema = SCHEMAS[name]
+    route, make = JSON_SPELLINGS["chat.response_format"]
+    constrained = [Job(f"{name} {k}", route, _body(server, route, 7000 + k, make(name, schema)))
+                   for k in range(48)]
+
+    def free_job(k):
+        return Job(f"free {k}", "completions", {"model": MODEL, "prompt": "Once upon a time",
+                                                "max_tokens": 40, "temperature": 1, "seed": 8000 + k})
+    free = [free_job(k) for k in range(16)]
+    mixed = [job for pair in zip(constrained[:16], free) for job in pair] + constrained[16:]
+    run_jobs(server.url, mixed)
+    check_all(constrained, lambda job, *out: _json_check(schema)(job, *out), 48)
+    for k, job in enumerate(free):
+        alone = _run_one(server.url, free_job(k))
+        assert job.error is None and alone.error is None, (job.error, alone.error)
+        assert job.outputs == alone.outputs, f"free {k}: mixed {job.outputs} vs alone {alone.outputs}"
+
+
 def _has_string_rules(schema):
     """Whether a schema holds a pattern or a format anywhere: strings that must
     contain characters such as `@` or `/`, which few of a 49,152-token

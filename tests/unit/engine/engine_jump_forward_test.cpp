@@ -74,6 +74,7 @@ class EngineJumpForward : public StoriesGrammarTest {
     uint64_t steps = 0;
     uint64_t generation_tokens = 0;
     uint64_t preemptions = 0;
+    uint64_t overlapped_steps = 0;
   };
   static Run run(EngineSetup setup, const std::vector<TestRequest>& requests) {
     auto engine = start_engine(setup);
@@ -84,6 +85,7 @@ class EngineJumpForward : public StoriesGrammarTest {
     r.steps = m.steps.steps;
     r.generation_tokens = m.generation_tokens;
     r.preemptions = m.num_preemptions;
+    r.overlapped_steps = m.overlapped_steps;
     return r;
   }
   static std::vector<std::vector<int32_t>> tokens_of(const Run& r) {
@@ -121,7 +123,24 @@ TEST_F(EngineJumpForward, OutputsFollowTheGrammarInFewerSteps) {
     EXPECT_EQ(on.generation_tokens, num_tokens);
     EXPECT_LT(on.steps * 3, off.steps * 2)
         << "jump-forward: " << on.steps << " steps, without: " << off.steps;
+    // Async: 9 rows, so the steps are planned ahead over the jumps, which then
+    // replace the token in flight (Scheduler::replace_in_flight).
+    if (async) EXPECT_GT(on.overlapped_steps * 2, on.steps) << on.overlapped_steps;
   }
+}
+
+// Fewer rows than LlmEngine::kMinRowsToPipelineJumps: a step with a
+// jump-forward row is not followed by one planned ahead, so every jump
+// replaces its token (as without async scheduling): the same outputs.
+TEST_F(EngineJumpForward, SmallBatchesJumpWithoutPlanningAhead) {
+  auto c = compile(kPerson);
+  ASSERT_NE(c, nullptr);
+  std::vector<TestRequest> requests = person_requests(c);
+  requests.resize(3);
+  Run async = run({.model = stories_dir()}, requests);
+  Run sync = run({.model = stories_dir(), .async_scheduling = false}, requests);
+  ASSERT_EQ(async.logs.size(), requests.size());
+  EXPECT_EQ(tokens_of(async), tokens_of(sync));
 }
 
 // max_tokens cuts a jump: exactly max_tokens tokens, finish length, and the

@@ -57,6 +57,9 @@ class FailingRank final : public Runner {
     return inner_->launch(step, slot);
   }
   Status collect(int slot, SampleOutput* out) override { return inner_->collect(slot, out); }
+  Status launch_sampling(int slot, const SamplingBatch& batch) override {
+    return inner_->launch_sampling(slot, batch);
+  }
   Status execute_logits(const StepBatch& step, std::vector<float>* logits) override {
     return inner_->execute_logits(step, logits);
   }

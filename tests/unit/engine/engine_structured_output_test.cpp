@@ -1,7 +1,8 @@
 // Structured output inside the engine, on stories260K with test-double
 // constraints (constraint_doubles.h): every sample follows its constraint
 // token by token, greedy and seeded, alone and batched, n > 1 forks and
-// best_of, under preemption and chunking, with async scheduling on and off;
+// best_of, under preemption and chunking, with async scheduling on and off
+// and constrained steps planned ahead (sampling deferred) or not;
 // a finished constraint ends the sample with "stop"; a refused token or a
 // constraint that allows none of allowed_token_ids ends it with an error
 // event; beam search with a constraint is refused up front.
@@ -94,8 +95,17 @@ const std::vector<EngineSetup>& setups() {
       {.model = stories_dir(), .async_scheduling = false},
       // A small pool: groups are preempted and recomputed; chunks of 7.
       {.model = stories_dir(), .num_kv_blocks = 12, .max_chunk_tokens = 7},
+      // Without jump-forward, constrained steps are planned ahead with their
+      // sampling deferred (masks built from the tokens of the step before).
+      {.model = stories_dir(), .jump_forward = false},
+      {.model = stories_dir(), .num_kv_blocks = 12, .max_chunk_tokens = 7, .jump_forward = false},
   };
   return s;
+}
+
+// Whether setup `s` plans constrained steps ahead.
+bool overlaps_constrained(const EngineSetup& s) {
+  return s.async_scheduling && !s.jump_forward;
 }
 
 // Greedy and 24 seeded samples, batched with an unconstrained request, give
@@ -132,6 +142,9 @@ TEST_F(EngineStructuredOutput, GreedyAndSeededSamplesFollowTheConstraintInEveryS
     if (s.num_kv_blocks < 20) {
       EXPECT_GT(engine->metrics().num_preemptions, 0u) << "the small pool must preempt";
     }
+    if (overlaps_constrained(s)) {
+      EXPECT_GT(engine->metrics().overlapped_steps, 10u) << "constrained steps run ahead";
+    }
   }
   for (size_t k = 1; k < outputs.size(); ++k) EXPECT_EQ(outputs[k], outputs[0]) << "setup " << k;
 }
@@ -145,6 +158,7 @@ TEST_F(EngineStructuredOutput, ForksOfNAndBestOfEachFollowTheConstraint) {
   SamplingParams best = seeded(8);
   best.n = 2;
   best.best_of = 4;
+  std::vector<std::vector<std::vector<int32_t>>> outputs;  // per setup, the samples' tokens
   for (const EngineSetup& s : setups()) {
     auto engine = start_engine(s);
     ASSERT_NE(engine, nullptr);
@@ -152,9 +166,16 @@ TEST_F(EngineStructuredOutput, ForksOfNAndBestOfEachFollowTheConstraint) {
     ASSERT_EQ(logs.size(), 2u);
     for (const auto& log : logs) expect_follows(*log, *c, 30);
     std::set<std::vector<int32_t>> distinct;
+    outputs.emplace_back();
+    for (const auto& log : logs) {
+      for (const SampleLog& sample : log->samples) outputs.back().push_back(sample.tokens);
+    }
     for (const SampleLog& sample : logs[0]->samples) distinct.insert(sample.tokens);
     EXPECT_GT(distinct.size(), 1u) << "the forks sample with their own seeds";
+    if (overlaps_constrained(s)) EXPECT_GT(engine->metrics().overlapped_steps, 10u);
   }
+  // The same samples whether the forks' steps are planned ahead or not.
+  for (size_t k = 1; k < outputs.size(); ++k) EXPECT_EQ(outputs[k], outputs[0]) << "setup " << k;
 }
 
 // A choice among phrases: the output is one of them exactly, and the
@@ -244,17 +265,28 @@ TEST_F(EngineStructuredOutput, AllowedTokenIdsIntersectTheConstraintsMask) {
 }
 
 // Async scheduling plans a step before the previous one's tokens are known;
-// a constrained sample's next mask needs its token, so steps with a
-// constrained sample row are never planned ahead.
-TEST_F(EngineStructuredOutput, ConstrainedStepsAreNotPlannedAhead) {
-  auto engine = start_engine({.model = stories_dir()});
-  ASSERT_NE(engine, nullptr);
-  const uint64_t before = engine->metrics().overlapped_steps;
-  auto logs = run_all(*engine, {{"c", *prompt_, greedy(), 0, alternating()}});
-  ASSERT_EQ(logs.size(), 1u);
-  EXPECT_EQ(engine->metrics().overlapped_steps, before);
-  run_all(*engine, {{"plain", *prompt_, greedy()}});
-  EXPECT_GT(engine->metrics().overlapped_steps, before);
+// a constrained sample's next mask needs its token, so such a step's
+// forward runs ahead and its sampler waits for the masks. Jump-forward
+// replaces a sampled token before the next step is planned: a step with a
+// row of a request that jumps forward is not planned ahead.
+TEST_F(EngineStructuredOutput, ConstrainedStepsArePlannedAheadUnlessTheyJumpForward) {
+  for (const bool jump_forward : {false, true}) {
+    auto engine = start_engine({.model = stories_dir(), .jump_forward = jump_forward});
+    ASSERT_NE(engine, nullptr);
+    const uint64_t before = engine->metrics().overlapped_steps;
+    auto logs = run_all(*engine, {{"c", *prompt_, greedy(), 0, alternating()}});
+    ASSERT_EQ(logs.size(), 1u);
+    expect_follows(*logs[0], *alternating(), 30);
+    const uint64_t constrained = engine->metrics().overlapped_steps - before;
+    if (jump_forward) {
+      EXPECT_EQ(constrained, 0u);
+    } else {
+      // Every decode step but the first and the last.
+      EXPECT_GE(constrained, logs[0]->samples[0].tokens.size() - 2);
+    }
+    run_all(*engine, {{"plain", *prompt_, greedy()}});
+    EXPECT_GT(engine->metrics().overlapped_steps, before + constrained);
+  }
 }
 
 // One mask per constraint state and step: the n first-sample rows of a

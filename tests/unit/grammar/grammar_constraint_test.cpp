@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 
@@ -97,6 +98,16 @@ void check_random_walks(const std::shared_ptr<const GrammarVocabulary>& vocab, c
       c->fill_next_mask(words);
       const auto expected = brute_force_mask(*vocab, gc.matcher());
       ASSERT_EQ(allowed_ids(words), allowed_ids(expected)) << "walk " << walk << " step " << step;
+      // The shared form (the state's cached mask + eos ids) spells the same mask.
+      const TokenConstraint::SharedMask shared = c->shared_next_mask();
+      ASSERT_NE(shared.base, nullptr);
+      std::vector<uint32_t> from_shared(words.size(), 0);
+      std::copy_n(shared.base->begin(), std::min(shared.base->size(), words.size()),
+                  from_shared.begin());
+      if (shared.extra != nullptr) {
+        for (int32_t id : *shared.extra) from_shared[id >> 5] |= 1u << (id & 31);
+      }
+      ASSERT_EQ(from_shared, words) << "walk " << walk << " step " << step;
       auto ids = allowed_ids(words);
       ASSERT_FALSE(ids.empty());
       for (int32_t id : ids) ASSERT_LT(id, vocab->num_tokens());

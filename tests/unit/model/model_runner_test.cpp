@@ -365,6 +365,49 @@ TEST_F(RunnerTest, PipelinedStepTakesPendingTokensFromThePreviousSamples) {
   ASSERT_TRUE(r->collect(0, &out).ok());
 }
 
+// Deferred sampling (structured output planned ahead): launch() runs the
+// forward and lm_head only; launch_sampling() then samples with the batch it
+// is given, equal to a step launched with that batch. Until then collect()
+// and further launches are refused; a bad batch is refused by name and the
+// step dropped.
+TEST_F(RunnerTest, DeferredSamplingEqualsSamplingAtLaunch) {
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 16;
+  auto r = make(o);
+  ASSERT_NE(r, nullptr);
+  auto prefill = [](int32_t b0, int32_t b1, uint64_t seed) {
+    StepBatch in = make_step({{{5, 6, 7}, 0, {b0}}, {{10, 11}, 0, {b1}}}, 4, 1);
+    for (int i = 0; i < 2; ++i) in.sampling.rows[i].seed = seed + static_cast<uint64_t>(i);
+    return in;
+  };
+  SampleOutput want;
+  ASSERT_TRUE(r->execute(prefill(0, 1, 40), &want).ok());
+
+  StepBatch deferred = prefill(2, 3, 1);  // sampling rows with other seeds: ignored
+  deferred.defer_sampling = true;
+  ASSERT_TRUE(r->launch(deferred, 0).ok());
+  SampleOutput out;
+  EXPECT_FALSE(r->collect(0, &out).ok());             // its sampler is not launched
+  EXPECT_FALSE(r->launch(prefill(4, 5, 1), 1).ok());  // nor may another step start
+  ASSERT_TRUE(r->launch_sampling(0, prefill(0, 1, 40).sampling).ok());
+  EXPECT_FALSE(r->launch_sampling(0, prefill(0, 1, 40).sampling).ok());  // once
+  ASSERT_TRUE(r->collect(0, &out).ok());
+  EXPECT_EQ(out.token_ids, want.token_ids);
+  EXPECT_EQ(out.logprobs, want.logprobs);
+
+  // A batch of the wrong size is refused by name; the slot is free again.
+  ASSERT_TRUE(r->launch(deferred, 0).ok());
+  SamplingBatch one_row = prefill(0, 1, 40).sampling;
+  one_row.rows.pop_back();
+  const Status st = r->launch_sampling(0, one_row);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("sampling.rows"), std::string::npos) << st.error().message;
+  EXPECT_FALSE(r->collect(0, &out).ok());
+  ASSERT_TRUE(r->launch(prefill(4, 5, 1), 0).ok());
+  ASSERT_TRUE(r->collect(0, &out).ok());
+}
+
 TEST_F(RunnerTest, ExecuteRejectsBadSteps) {
   RunnerOptions o;
   o.block_size = 4;

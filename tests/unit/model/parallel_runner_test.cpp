@@ -85,6 +85,13 @@ class FakeRank final : public Runner {
     }
     return {};
   }
+  Status launch_sampling(int slot, const SamplingBatch& batch) override {
+    note_thread();
+    if (!active_[static_cast<size_t>(slot)])
+      return make_error(ErrorCode::kInternal, "nothing launched");
+    rows_[static_cast<size_t>(slot)] = static_cast<int64_t>(batch.rows.size());
+    return {};
+  }
   Status execute_logits(const StepBatch& step, std::vector<float>* logits) override {
     note_thread();
     logits->assign(step.logits_rows.size() * 4, 1.0f + plan_.logit_offset);

@@ -3,7 +3,8 @@
 // allocated at once (copy-on-write copies go with the next step), the next
 // step computes them as one chunk and samples after the last, the prefix
 // cache hashes only the tokens that were computed, and every refusal leaves
-// the scheduler unchanged.
+// the scheduler unchanged. Under async scheduling (replace_in_flight) the
+// last token that the step in flight computes is replaced there.
 #include <gtest/gtest.h>
 
 #include "sched_harness.h"
@@ -172,6 +173,67 @@ TEST(SchedulerJump, FinishedOrPreemptedAfterAJump) {
   EXPECT_EQ(a->num_computed_tokens, a->num_tokens() - 1);
   EXPECT_EQ(a->num_tokens(), 11);
   expect_invariants(g.s);
+}
+
+// A refusal's code (kInternal stands for "accepted").
+ErrorCode code_of(const Status& st) {
+  return st.ok() ? ErrorCode::kInternal : st.error().code;
+}
+
+// Async scheduling: the step planned ahead computes y (its placeholder
+// resolved); the jump replaces y there, that step's work on y is voided, and
+// the next step planned ahead, where the sequence is not pending, computes
+// the jump's tokens from y's position as one chunk.
+TEST(SchedulerJump, ReplaceInFlightVoidsTheTokenInFlight) {
+  Harness h(small_config(16, 4, 64));
+  SeqId seq = h.add(1, tokens_from(1, 6));
+  h.step();  // prefill; x sampled at position 6
+  const Sequence* q = h.s.sequence(seq);
+  ScheduleOutput first = h.s.schedule();                               // computes x, samples y
+  ScheduleOutput ahead = h.s.schedule_ahead(std::vector<SeqId>{seq});  // computes y's placeholder
+  ASSERT_EQ(ahead.seqs.size(), 1u);
+  EXPECT_EQ(code_of(h.s.replace_in_flight(seq, Ids{700})), ErrorCode::kInvalidArgument)
+      << "the placeholder of y is still open";
+  ASSERT_TRUE(h.s.resolve(std::vector<SampledToken>{{seq, 555}}).ok());
+  ASSERT_EQ(q->num_tokens(), 8);  // prompt 6, x, y = 555
+  const Ids jump = {700, 701, 702};
+  ASSERT_TRUE(h.s.replace_in_flight(seq, jump).ok());
+  expect_invariants(h.s);
+  EXPECT_EQ(q->num_tokens(), 10);
+  EXPECT_EQ(h.s.kv().block_table(seq).size(), 3u);  // positions 0..9
+  // The sample of the step in flight is dropped: the sequence is not pending.
+  ScheduleOutput after = h.s.schedule_ahead({});
+  EXPECT_EQ(q->num_computed_tokens, 7);  // y's position was not counted
+  ASSERT_EQ(after.seqs.size(), 1u);
+  EXPECT_EQ(after.seqs[0].start_position, 7);
+  EXPECT_EQ(after.seqs[0].num_new_tokens, 3);
+  EXPECT_EQ(Ids(after.token_ids.begin(), after.token_ids.end()), jump);
+  ASSERT_TRUE(h.s.resolve({}).ok());
+  ASSERT_TRUE(h.s.update(std::vector<SampledToken>{{seq, 800}}).ok());
+  EXPECT_EQ(q->num_computed_tokens, 10);
+  EXPECT_EQ(q->tokens.back(), 800);
+  expect_invariants(h.s);
+}
+
+TEST(SchedulerJump, ReplaceInFlightRefusals) {
+  Harness h(small_config(16, 4, 64));
+  SeqId seq = h.add(1, tokens_from(1, 6), 0, 1, /*max_new_tokens=*/4);
+  EXPECT_EQ(code_of(h.s.replace_in_flight(seq, Ids{5})), ErrorCode::kInvalidArgument);  // waiting
+  EXPECT_EQ(code_of(h.s.replace_in_flight(999, Ids{5})), ErrorCode::kNotFound);
+  h.step();
+  // Nothing in flight: replace_last_token's case.
+  EXPECT_EQ(code_of(h.s.replace_in_flight(seq, Ids{5})), ErrorCode::kInvalidArgument);
+  ScheduleOutput first = h.s.schedule();
+  ScheduleOutput ahead = h.s.schedule_ahead(std::vector<SeqId>{seq});
+  ASSERT_TRUE(h.s.resolve(std::vector<SampledToken>{{seq, 555}}).ok());
+  const Ids before = h.s.sequence(seq)->tokens;
+  EXPECT_EQ(code_of(h.s.replace_in_flight(seq, Ids{})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(h.s.replace_in_flight(seq, Ids{5, -1})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(h.s.replace_in_flight(seq, Ids{5, 6, 7, 8})),
+            ErrorCode::kInvalidArgument);  // 5 outputs > max_new_tokens 4
+  EXPECT_EQ(h.s.sequence(seq)->tokens, before);
+  EXPECT_TRUE(h.s.replace_in_flight(seq, Ids{5, 6}).ok());
+  expect_invariants(h.s);
 }
 
 }  // namespace
