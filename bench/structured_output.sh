@@ -14,6 +14,8 @@
 # MODEL_DIR defaults to /tmp/llama3-8b (created when absent; the tokenizer as
 # in run_device.sh: PAGODA_TOKENIZER_DIR, ../shared or .devcarry). Writes
 # $OUT/structured_output.md (the tables) and the raw JSON and logs beside it.
+# Env: ROUNDS (2), PAGODA_FLAGS (added to every pagoda run, e.g. "--load-format
+# dummy" with a MODEL_DIR from make_random_model.py --config-only).
 set -u
 pagoda=${1:?usage: structured_output.sh PAGODA_BINARY [MODEL_DIR]}
 model=${2:-/tmp/llama3-8b}
@@ -35,8 +37,10 @@ fi
 run() {  # run TAG COMMAND...: runs a bench step with a timeout, logging it
   local tag=$1
   shift
-  echo "[$(date +%T)] $tag: $*"
-  timeout 300 "$@" --result-json "$out/$tag.json" >"$out/$tag.log" 2>&1 || echo "  $tag failed (see $tag.log)"
+  echo "[$(date +%T)] $tag: $* ${PAGODA_FLAGS:-}"
+  # shellcheck disable=SC2086  # PAGODA_FLAGS is a list of flags
+  timeout 300 "$@" ${PAGODA_FLAGS:-} --result-json "$out/$tag.json" >"$out/$tag.log" 2>&1 ||
+    echo "  $tag failed (see $tag.log)"
 }
 
 for r in $(seq "$rounds"); do
@@ -57,7 +61,9 @@ for r in $(seq "$rounds"); do
     --output-len 256 --num-iters 3 --warmup 1 --response-format-schema "$long_keys"
 done
 
-"$pagoda" serve "$model" --device cuda --port "$port" --no-enable-prefix-caching >"$out/serve.log" 2>&1 &
+# shellcheck disable=SC2086
+"$pagoda" serve "$model" --device cuda --port "$port" --no-enable-prefix-caching ${PAGODA_FLAGS:-} \
+  >"$out/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
   python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=1)" \
