@@ -44,7 +44,8 @@ struct QuantGemvParams {
 
 // True when launch_quant_mma_gemv handles p: a format listed above (group
 // formats without _perm), w aligned to the format's loads (2 bytes for
-// q4_0 / q8_0 / q6_K, 16 for q4_K / q5_K, else 4), x 16-byte aligned.
+// q4_0 / q8_0 / q6_K, 16 for q4_K / q5_K, else 4), x 16-byte aligned; q4_0,
+// q4_1 and q8_0 from 2 rows on (one row is faster on the CUDA-core kernel).
 bool quant_mma_gemv_supports(const QuantGemvParams& p);
 
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32

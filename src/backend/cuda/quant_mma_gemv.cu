@@ -259,6 +259,13 @@ bool quant_mma_gemv_supports(const QuantGemvParams& p) {
       p.rows < 1 || p.rows > kQuantGemvMaxRows || p.n <= 0 || p.k <= 0 ||
       p.k % dtype_block_elems(p.w_dtype) != 0 || !is_aligned(p.x, 16))
     return false;
+  // One row of q4_0 / q4_1 / q8_0 (2- and 4-byte aligned blocks, read in
+  // narrow loads): the CUDA-core kernel is faster there (H200, kernel_bench
+  // --quant, 8B down at T = 1: q8_0 65.7 vs 40.5 us, q4_0 38.0 vs 30.9, q4_1
+  // 37.0 vs 27.2); from two rows on this one is (q8_0 down at T = 8: 67.7
+  // vs 154.1 us).
+  const DType f = without_k_perm(p.w_dtype);
+  if (p.rows == 1 && (f == DType::kQ4_0 || f == DType::kQ4_1 || f == DType::kQ8_0)) return false;
   int align = 0;
   if (!dispatch_format(p.w_dtype, [&](auto f) { align = decltype(f)::kAlign; })) return false;
   return is_aligned(p.w, static_cast<uintptr_t>(align));  // row bytes are multiples of align
