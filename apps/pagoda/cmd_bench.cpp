@@ -22,12 +22,14 @@
 #include "bench/inproc/inproc_report.h"
 #include "bench/inproc/model_cost.h"
 #include "bench/inproc/spec_comparison.h"
+#include "bench/inproc/stored_weight_bytes.h"
 #include "bench/inproc/w7_editing.h"
 #include "bench/package_source.h"
 #include "engine/backend_factory.h"
 #include "engine/engine_api.h"
 #include "engine/llm_engine.h"
 #include "io/model_description.h"
+#include "io/model_files.h"
 #include "pagoda/engine_flags.h"
 #include "spec/random_proposer.h"
 #include "spec/replay_proposer.h"
@@ -394,17 +396,27 @@ Status write_json(const std::string& path, const nlohmann::json& j) {
 // reads: the compute dtype's, or with FP8 linear layers (an FP8 checkpoint
 // or --quantization fp8) one byte for each layer matmul weight and the
 // compute dtype's for the rest (norms, lm_head), as one average; the FP8
-// scales are not counted (under 0.1% of the bytes).
-Status measure_ceiling(InprocFlags& f, const pagoda::ModelConfig& config,
-                       pagoda::bench::LatencyReportInputs& in) {
+// scales are not counted (under 0.1% of the bytes). Weights kept in
+// quantization blocks (a GGUF file's, an AWQ / GPTQ checkpoint's, unless
+// --gguf-dequantize) count their block bytes per parameter as the files
+// store them (stored_weight_bytes.h: a fused product the loader dequantizes
+// because its parts' formats differ is still counted in blocks).
+Status measure_ceiling(InprocFlags& f, const pagoda::ModelLocation& location,
+                       const pagoda::ModelConfig& config, pagoda::bench::LatencyReportInputs& in) {
   PAGODA_ASSIGN_OR_RETURN(auto backend, pagoda::create_backend(f.engine.device, config));
   double elem = static_cast<double>(pagoda::dtype_size(backend->compute_dtype()));
   in.bytes_per_weight = in.bytes_per_kv_elem = elem;
+  const pagoda::bench::ModelCost cost = pagoda::bench::model_cost(config);
+  const auto matmul = static_cast<double>(cost.layer_matmul_params);
+  const auto head = static_cast<double>(cost.lm_head_params);
+  const auto all = static_cast<double>(cost.decode_weight_params);
   if (config.quantization.fp8() || f.engine.quantization == "fp8") {
-    const pagoda::bench::ModelCost cost = pagoda::bench::model_cost(config);
-    const auto matmul = static_cast<double>(cost.layer_matmul_params);
-    const auto all = static_cast<double>(cost.decode_weight_params);
     if (all > 0) in.bytes_per_weight = (matmul + (all - matmul) * elem) / all;
+  } else if (f.engine.load_format == "auto" && !f.engine.gguf_dequantize && all > 0) {
+    PAGODA_ASSIGN_OR_RETURN(pagoda::OpenedModel opened, pagoda::open_model(location));
+    if (const auto stored = pagoda::bench::stored_weight_bytes(opened.weights->tensors(), elem))
+      in.bytes_per_weight =
+          (matmul * stored->matmul + head * stored->head + (all - matmul - head) * elem) / all;
   }
   if (f.ceiling_gbps > 0) {
     in.bandwidth = pagoda::bench::BandwidthCeiling{f.ceiling_gbps * 1e9, "given by --ceiling-gbps"};
@@ -500,7 +512,7 @@ Status run_latency(InprocFlags& f) {
   // Only the config: the engine loads the weights (as --load-format says).
   PAGODA_ASSIGN_OR_RETURN(auto model, pagoda::describe_model(location));
   pagoda::bench::LatencyReportInputs in;
-  PAGODA_RETURN_IF_ERROR(measure_ceiling(f, model.config, in));
+  PAGODA_RETURN_IF_ERROR(measure_ceiling(f, location, model.config, in));
   in.cost = pagoda::bench::model_cost(model.config);
   in.tensor_parallel_size = f.engine.tensor_parallel_size;
   in.pipeline_parallel_size = f.engine.pipeline_parallel_size;
