@@ -36,16 +36,6 @@ void Backend::qk_norm_rope_kv_write(Tensor& qkv, const QkvLayout& layout, const 
   kv_write(qkv, layout, slots, cache);
 }
 
-void Backend::glu_linear(const Tensor& gate_up, GluKind kind, const LinearWeight& w, Tensor& act,
-                         Tensor& out) {
-  if (kind == GluKind::kSilu) {
-    silu_mul(gate_up, act);
-  } else {
-    gelu_tanh_mul(gate_up, act);
-  }
-  linear(act, w, Tensor(), out);
-}
-
 int64_t moe_experts_scratch_bytes(int64_t tokens, int64_t top_k, int64_t hidden) {
   // Per slot: the f32 row, its place in the order and at most two 16-byte
   // tiles (one per 64 slots plus one per distinct expert); 64 bytes of

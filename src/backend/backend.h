@@ -81,9 +81,6 @@ struct AttentionScoring {
   int32_t sliding_window;  // > 0: the query at position p attends to (p - window, p] only
 };
 
-// The gated activation of an MLP (silu_mul or gelu_tanh_mul).
-enum class GluKind { kSilu, kGeluTanh };
-
 // Bytes of moe_experts' gate_up_scratch for T tokens routed to k experts
 // each, hidden size H: every backend fits (the CUDA grouped path keeps an
 // f32 row [H] per routed slot, the expert-sorted slot order and its tile list).
@@ -201,14 +198,6 @@ class Backend {
   // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) in f32
   // (PyTorch's gelu(approximate="tanh")).
   virtual void gelu_tanh_mul(const Tensor& gate_up, Tensor& out) = 0;
-
-  // An MLP's activation and down projection as one op: out = linear(act, w)
-  // with act = silu_mul(gate_up) (kind kSilu) or gelu_tanh_mul(gate_up)
-  // (kGeluTanh). gate_up [T, 2I], act [T, I] and out [T, N] as in those ops;
-  // w [N, I] any LinearWeight. out ends exactly as after the two calls, which
-  // the default makes; a fused backend may leave act unwritten (it is scratch).
-  virtual void glu_linear(const Tensor& gate_up, GluKind kind, const LinearWeight& w, Tensor& act,
-                          Tensor& out);
 
   // x *= s in place, each element in f32 then rounded to x's dtype. x is in
   // the compute dtype or f32.

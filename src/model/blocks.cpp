@@ -192,14 +192,16 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   Backend& be = ctx.backend;
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
-  be.glu_linear(ctx.gate_up, GluKind::kSilu, l.down, ctx.act, ctx.proj);
+  be.silu_mul(ctx.gate_up, ctx.act);
+  be.linear(ctx.act, l.down, Tensor(), ctx.proj);
   mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   Backend& be = ctx.backend;
   be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
-  be.glu_linear(ctx.gate_up, GluKind::kGeluTanh, l.down, ctx.act, ctx.proj);
+  be.gelu_tanh_mul(ctx.gate_up, ctx.act);
+  be.linear(ctx.act, l.down, Tensor(), ctx.proj);
   mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 

@@ -129,9 +129,8 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
 // window) and rope table (ctx.cos_sin or ctx.cos_sin_local).
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
                const AttentionScoring& scoring, const Tensor& cos_sin);
-// proj = down(silu(gate(normed)) * up(normed)): the gate_up linear, then
-// glu_linear (the activation and down in one op; under tp the rank's
-// partial sum: ctx.proj_partial).
+// proj = down(silu(gate(normed)) * up(normed)) (under tp the rank's partial
+// sum: ctx.proj_partial).
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l);
 // proj = down(gelu_tanh(gate(normed)) * up(normed)) (under tp the rank's
 // partial sum): Gemma's GeGLU.

@@ -49,7 +49,7 @@ Status validate_gemma_config(const ModelConfig& config, const char* family);
 // by config.attn_logit_softcapping. The ops per layer: [add_]rms_norm, qkv
 // linear, qk_norm_rope_kv_write ([qk_norm], rope, kv_write),
 // paged_attention, o_proj, rms_norm, add_rms_norm, gate_up linear,
-// glu_linear (gelu_tanh_mul, down linear), rms_norm.
+// gelu_tanh_mul, down linear, rms_norm.
 void gemma_forward(const ModelWeights& weights, ForwardContext& ctx);
 
 }  // namespace pagoda

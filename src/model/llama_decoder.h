@@ -38,7 +38,7 @@ Status load_llama_decoder(const ModelConfig& config, LayerNamesFn names, WeightL
 // instead of the embedding and the final norm). Each residual add is fused into the following norm
 // (add_and_norm), so per layer the ops are: [add_]rms_norm, qkv linear,
 // qk_norm_rope_kv_write ([qk_norm], rope, kv_write), paged_attention,
-// o_proj, add_rms_norm, gate_up linear, glu_linear (silu_mul, down linear).
+// o_proj, add_rms_norm, gate_up linear, silu_mul, down linear.
 // The optional steps (bias, qk_norm)
 // follow the loaded weights. A layer marked in config.sliding_layers (Phi-3)
 // attends only within config.sliding_window.

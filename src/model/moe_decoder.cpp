@@ -77,7 +77,8 @@ void moe_mlp(ForwardContext& ctx, const LayerWeights& l) {
                  ctx.expert_gate_up, ctx.expert_act, ctx.proj);
   if (l.shared_gate_up.empty()) return;
   be.linear(ctx.normed, l.shared_gate_up, Tensor(), ctx.shared_gate_up);
-  be.glu_linear(ctx.shared_gate_up, GluKind::kSilu, l.shared_down, ctx.shared_act, ctx.shared_out);
+  be.silu_mul(ctx.shared_gate_up, ctx.shared_act);
+  be.linear(ctx.shared_act, l.shared_down, Tensor(), ctx.shared_out);
   be.add_sigmoid_gated(ctx.proj, ctx.shared_out, ctx.normed, l.shared_gate);
 }
 

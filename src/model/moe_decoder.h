@@ -60,8 +60,7 @@ Status load_moe_decoder(const ModelConfig& c, MoeFamilyNames names, WeightLoader
 
 // proj = the sparse MLP of `normed` for a layer with l.router set. Ops:
 // linear (router, f32 out), moe_route, moe_experts, and with a shared
-// expert: linear (gate_up), glu_linear (silu_mul, linear (down)),
-// add_sigmoid_gated.
+// expert: linear (gate_up), silu_mul, linear (down), add_sigmoid_gated.
 void moe_mlp(ForwardContext& ctx, const LayerWeights& l);
 
 // llama_forward's pre-norm layers with moe_mlp in the layers that have a

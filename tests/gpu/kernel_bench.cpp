@@ -16,7 +16,7 @@
 //        kernel_bench --attention BATCH CTX [fp8]  (one decode-attention shape, e.g. under
 //                                                   ncu; fp8: over an FP8 e4m3 KV cache)
 //        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
-//        kernel_bench --fused                 (the fused decode ops beside their unfused
+//        kernel_bench --fused                 (the fused decode op beside its unfused
 //                                              calls: bench_fused_decode)
 //        kernel_bench --moe                   (moe_experts only)
 //        kernel_bench --quant                 (block-format linear at T 1, 2, 4, 8, 64, 512
@@ -188,15 +188,13 @@ void bench_rms_norm(CudaBackend& gpu, const Ceilings& c, bool quick) {
   std::printf("\n");
 }
 
-// The fused decode ops beside the unfused calls they replace (the Backend
-// defaults, each op its own kernel), in one graph each: qk_norm_rope_kv_write
-// at the Llama-3.1-8B (32 q / 8 kv heads, no qk_norm) and Qwen3-30B-A3B
-// (32 / 4, qk_norm) attention shapes, and glu_linear at the 8B down
-// projection (silu, 4096 x 14336) and Gemma-3-12B's (gelu_tanh, 3840 x
-// 15360), T = 1 and 8 (glu_linear fuses at T = 1 only: T = 8 shows both
-// paths equal).
-void bench_fused_decode(CudaBackend& gpu, const Ceilings& c) {
-  std::printf("fused decode ops (bf16): us per call, fused vs unfused\n%-34s %4s %9s %9s %7s\n",
+// The fused decode op beside the unfused calls it replaces (the Backend
+// default, each op its own kernel), in one graph each: qk_norm_rope_kv_write
+// at the Llama-3.1-8B (32 q / 8 kv heads, no qk_norm: the op makes the calls,
+// so both columns time them) and Qwen3-30B-A3B (32 / 4, qk_norm) attention
+// shapes, T = 1 and 8.
+void bench_fused_decode(CudaBackend& gpu) {
+  std::printf("fused decode op (bf16): us per call, fused vs unfused\n%-34s %4s %9s %9s %7s\n",
               "op / shape", "T", "fused", "unfused", "saved");
   struct RopeShape {
     const char* name;
@@ -235,34 +233,6 @@ void bench_fused_decode(CudaBackend& gpu, const Ceilings& c) {
       });
       std::printf("%-34s %4lld %9.2f %9.2f %7.2f\n", r.name, static_cast<long long>(tokens),
                   fused * 1e3, unfused * 1e3, (unfused - fused) * 1e3);
-    }
-  }
-  struct GluShape {
-    const char* name;
-    int64_t n, inter;
-    GluKind kind;
-  };
-  for (const GluShape& g :
-       {GluShape{"glu_linear silu 8B down", 4096, 14336, GluKind::kSilu},
-        GluShape{"glu_linear gelu Gemma-3-12B down", 3840, 15360, GluKind::kGeluTanh}}) {
-    const int64_t w_bytes = g.n * g.inter * 2;
-    DeviceBuffer w(&gpu, w_bytes);
-    fill_random(gpu, w.data(), w_bytes);
-    const Tensor tw = w.tensor(DType::kBF16, {g.n, g.inter});
-    for (int64_t tokens : {int64_t{1}, int64_t{8}}) {
-      DeviceBuffer gu(&gpu, tokens * 2 * g.inter * 2), act(&gpu, tokens * g.inter * 2),
-          out(&gpu, tokens * g.n * 2);
-      fill_random(gpu, gu.data(), tokens * 2 * g.inter * 2);
-      const Tensor tgu = gu.tensor(DType::kBF16, {tokens, 2 * g.inter});
-      Tensor ta = act.tensor(DType::kBF16, {tokens, g.inter});
-      Tensor to = out.tensor(DType::kBF16, {tokens, g.n});
-      const double fused = time_op(gpu, [&](int) { gpu.glu_linear(tgu, g.kind, tw, ta, to); });
-      const double unfused =
-          time_op(gpu, [&](int) { gpu.Backend::glu_linear(tgu, g.kind, tw, ta, to); });
-      const double gbps = static_cast<double>(w_bytes) / (fused * 1e-3) / 1e9;
-      std::printf("%-34s %4lld %9.2f %9.2f %7.2f  (fused %.0f GB/s of w, %.0f%% of copy)\n", g.name,
-                  static_cast<long long>(tokens), fused * 1e3, unfused * 1e3,
-                  (unfused - fused) * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
     }
   }
   std::printf("\n");
@@ -802,7 +772,7 @@ int main(int argc, char** argv) {
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--fused") == 0) {
-    bench_fused_decode(gpu, c);
+    bench_fused_decode(gpu);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--sample") == 0) {

@@ -94,7 +94,7 @@ if [ -x "$bin/kernel_test" ]; then
       --print-limit 20 "$bin/kernel_test" --gtest_color=no --gtest_filter="$filter"
     # Shared-memory hazards of the attention tiles, the quantized decode
     # kernel's stages, the MoE kernels' groups and GEMM stages and the fused
-    # decode kernels' shared rows (a missing barrier).
+    # decode kernel's shared rows (a missing barrier).
     stage racecheck 90 "$out/racecheck.log" compute-sanitizer --tool racecheck --error-exitcode 1 \
       --print-limit 20 "$bin/kernel_test" --gtest_color=no \
       --gtest_filter='CudaAttentionTest.PrefillOnly:CudaAttentionTest.GraphReplayWithinCapturedHints:CudaAttentionTest.DecodeKernelGraphReplay:CudaQuantLinearTest.GraphReplayMatchesEager:CudaMoeTest.RouteAndExpertsReplayInAGraphWithNewRouting:CudaAttentionFp8Test.SmallBatchesOfEveryKernel:CudaFp8LinearTest.GraphReplayMatchesEager:CudaFusedDecodeTest.GraphReplayMatchesEager'

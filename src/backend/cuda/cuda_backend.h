@@ -72,8 +72,9 @@ class CudaBackend final : public Backend {
             const Tensor& cos_sin) override;
   void kv_write(const Tensor& qkv, const QkvLayout& layout, const Tensor& slots,
                 KvCacheView& cache) override;
-  // One kernel (rope_kv_kernels.h) for every head_dim <= 256; the three
-  // calls otherwise or with the fused decode ops off.
+  // One kernel (rope_kv_kernels.h) with q/k norms and head_dim <= 256; the
+  // calls (Backend's default) otherwise, without norms (rope + kv_write are
+  // faster there) or with fused decode turned off (set_fused_decode).
   void qk_norm_rope_kv_write(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w,
                              const Tensor& k_w, float eps, const Tensor& positions,
                              const Tensor& cos_sin, const Tensor& slots,
@@ -83,11 +84,6 @@ class CudaBackend final : public Backend {
                        Tensor& out) override;
   void silu_mul(const Tensor& gate_up, Tensor& out) override;
   void gelu_tanh_mul(const Tensor& gate_up, Tensor& out) override;
-  // One kernel (gemv_kernels.h launch_glu_gemv) where linear would take the
-  // skinny-product path; the two calls otherwise or with the fused decode
-  // ops off. act is then left unwritten.
-  void glu_linear(const Tensor& gate_up, GluKind kind, const LinearWeight& w, Tensor& act,
-                  Tensor& out) override;
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
   void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights) override;
@@ -132,10 +128,10 @@ class CudaBackend final : public Backend {
   // kernel (gemv_kernels.h) unless turned off here (benchmarks and tests
   // compare it with cuBLASLt). On by default.
   void set_skinny_linear(bool on) { skinny_linear_ = on; }
-  // The fused ops qk_norm_rope_kv_write and glu_linear run their own
-  // kernels unless turned off here (then they make the unfused calls, the
-  // Backend defaults). On by default; the environment variable
-  // PAGODA_FUSED_DECODE=0 turns them off at creation (an A/B in one call).
+  // The fused op qk_norm_rope_kv_write runs its own kernel unless turned off
+  // here (then it makes the unfused calls, the Backend default). On by
+  // default; the environment variable PAGODA_FUSED_DECODE=0 turns it off at
+  // creation (an A/B in one call).
   void set_fused_decode(bool on) { fused_decode_ = on; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantGemvMaxRows rows dequantizes w in chunks of rows

@@ -7,11 +7,8 @@
 // across the warp at the end.
 #include "backend/cuda/gemv_kernels.h"
 
-#include <algorithm>
-
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/element_access.cuh"
-#include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
 namespace pagoda::cuda {
@@ -129,103 +126,6 @@ cudaError_t launch_rows(const GemvParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// The glu variant's block: up to kGluMaxWarps warps (more than gemv's) so
-// that few blocks each form the activations once; the grid is at most one
-// block per SM, and a block has fewer warps when that still covers n.
-constexpr int kGluMaxWarps = 16;
-constexpr int kGluMinWarps = 4;
-
-// Lane `lane`'s kUnroll chunk loads for rows n0, n0 + 1 from chunk c0 on
-// (zeros past the end), as gemv_kernel issues them.
-template <typename T>
-__device__ __forceinline__ void load_weights(const GluGemvParams& p, int64_t n0, int64_t c0,
-                                             uint4 (&wv)[kUnroll][kRowsPerWarp]) {
-  const int64_t chunks = p.k / 8;
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const int64_t c = c0 + 32 * u;
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const bool ok = n0 + r < p.n && c < chunks;
-      wv[u][r] = ok ? load_stream(static_cast<const T*>(p.w) + (n0 + r) * p.k + c * 8)
-                    : make_uint4(0, 0, 0, 0);
-    }
-  }
-}
-
-// Each output row is one warp's, its lanes taking the same chunks in the
-// same order with the same FMAs as gemv_kernel, so the sums are bit-identical.
-template <typename T, int kRows, GluActivation kAct>
-__global__ void __launch_bounds__(kGluMaxWarps * 32) glu_gemv_kernel(GluGemvParams p) {
-  extern __shared__ uint4 act[];  // [kRows, k / 8] chunks of 8 T values
-  const int lane = threadIdx.x & 31;
-  const int warps = blockDim.x >> 5;
-  const int64_t chunks = p.k / 8;
-  const int64_t n_step = static_cast<int64_t>(gridDim.x) * warps * kRowsPerWarp;
-  int64_t n0 = (static_cast<int64_t>(blockIdx.x) * warps + (threadIdx.x >> 5)) * kRowsPerWarp;
-  uint4 wv[kUnroll][kRowsPerWarp];
-  load_weights<T>(p, n0, lane, wv);  // weights are constant: before waiting on gate_up's producer
-  pdl_enter();
-  for (int64_t i = threadIdx.x; i < kRows * chunks; i += blockDim.x) {
-    const int64_t m = i / chunks, c = i % chunks;
-    const T* gate = static_cast<const T*>(p.gate_up) + m * 2 * p.k + c * 8;
-    const Vec<T, 8> g = load_vec<T, 8>(gate);
-    const Vec<T, 8> u = load_vec<T, 8>(gate + p.k);
-    Vec<T, 8> a;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) a.v[j] = glu_one<T, kAct>(g.v[j], u.v[j]);
-    act[i] = *reinterpret_cast<const uint4*>(&a);
-  }
-  __syncthreads();
-  for (; n0 < p.n; n0 += n_step) {
-    float acc[kRows][kRowsPerWarp] = {};
-    for (int64_t c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
-      if (c0 != lane) load_weights<T>(p, n0, c0, wv);  // the first batch is already loaded
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t c = c0 + 32 * u;
-        if (c >= chunks) break;
-#pragma unroll
-        for (int m = 0; m < kRows; ++m) {
-          float xf[8];
-          unpack8<T>(act[m * chunks + c], xf);
-#pragma unroll
-          for (int r = 0; r < kRowsPerWarp; ++r) acc[m][r] = dot8<T>(wv[u][r], xf, acc[m][r]);
-        }
-      }
-    }
-#pragma unroll
-    for (int m = 0; m < kRows; ++m) {
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const float v = warp_sum(acc[m][r]);
-        if (lane == m * kRowsPerWarp + r && n0 + r < p.n) {
-          static_cast<T*>(p.out)[m * p.n + n0 + r] = from_float<T>(v);
-        }
-      }
-    }
-    if (n0 + n_step < p.n) load_weights<T>(p, n0 + n_step, lane, wv);
-  }
-}
-
-template <typename T, GluActivation kAct>
-cudaError_t launch_glu_rows(const GluGemvParams& p, cudaStream_t stream) {
-  const int64_t warps = std::clamp<int64_t>(ceil_div(ceil_div(p.n, kRowsPerWarp), p.num_sms),
-                                            kGluMinWarps, kGluMaxWarps);
-  const int64_t blocks = std::min<int64_t>(ceil_div(p.n, warps * kRowsPerWarp), p.num_sms);
-  const unsigned threads = static_cast<unsigned>(warps * 32);
-  const size_t smem = static_cast<size_t>(p.rows * p.k) * sizeof(T);
-  switch (p.rows) {
-    case 1:
-      launch_kernel(glu_gemv_kernel<T, 1, kAct>, dim3(static_cast<unsigned>(blocks)), threads, smem,
-                    stream, p);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 static_assert(kGemvMaxRows * kRowsPerWarp <= 32, "one writing lane per output");
@@ -242,22 +142,6 @@ bool gemv_supports(const GemvParams& p) {
 cudaError_t launch_gemv(const GemvParams& p, cudaStream_t stream) {
   if (!gemv_supports(p)) return cudaErrorInvalidValue;
   return dispatch_half(p.dtype, [&](auto tag) { return launch_rows<decltype(tag)>(p, stream); });
-}
-
-bool glu_gemv_supports(const GluGemvParams& p) {
-  const bool dtype_ok = p.dtype == DType::kBF16 || p.dtype == DType::kF16;
-  return dtype_ok && p.rows >= 1 && p.rows <= kGemvMaxRows && p.n > 0 && p.k > 0 && p.k % 8 == 0 &&
-         p.rows * p.k * 2 <= kGluGemvMaxActBytes && p.num_sms > 0 && is_aligned(p.gate_up, 16) &&
-         is_aligned(p.w, 16);
-}
-
-cudaError_t launch_glu_gemv(const GluGemvParams& p, cudaStream_t stream) {
-  if (!glu_gemv_supports(p)) return cudaErrorInvalidValue;
-  return dispatch_half(p.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    return p.act == GluActivation::kSilu ? launch_glu_rows<T, GluActivation::kSilu>(p, stream)
-                                         : launch_glu_rows<T, GluActivation::kGeluTanh>(p, stream);
-  });
 }
 
 }  // namespace pagoda::cuda

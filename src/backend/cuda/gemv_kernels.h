@@ -18,7 +18,6 @@
 
 #include <cstdint>
 
-#include "backend/cuda/activation_kernels.h"
 #include "core/dtype.h"
 
 namespace pagoda::cuda {
@@ -43,31 +42,5 @@ bool gemv_supports(const GemvParams& p);
 
 // out[r, j] = round(sum_i x[r, i] * w[j, i] + bias[j]), f32 accumulation.
 cudaError_t launch_gemv(const GemvParams& p, cudaStream_t stream);
-
-// The MLP's down projection with its activation formed on the fly:
-// out[r, j] = round(sum_i act[r, i] * w[j, i]) with act = glu(gate_up) as
-// launch_silu_mul rounds it (activation_kernels.h), bit-identical to
-// launch_silu_mul followed by launch_gemv. A block computes act once into
-// shared memory (after prefetching its first weights, which do not depend
-// on the previous kernel) and then walks rows of w as gemv does.
-struct GluGemvParams {
-  DType dtype = DType::kBF16;  // gate_up, w and out: bf16 or f16
-  GluActivation act = GluActivation::kSilu;
-  const void* gate_up = nullptr;  // [rows, 2 k]: gate columns, then up; 16-byte aligned
-  const void* w = nullptr;        // [n, k], 16-byte aligned
-  void* out = nullptr;            // [rows, n]
-  int rows = 0;                   // 1 .. kGemvMaxRows
-  int64_t n = 0;
-  int64_t k = 0;    // multiple of 8; k * rows * sizeof(T) <= kGluGemvMaxActBytes
-  int num_sms = 0;  // the grid is at most one block per SM
-};
-
-// Shared memory the activations may take (the default limit of a block).
-constexpr int64_t kGluGemvMaxActBytes = 48 * 1024;
-
-// True when launch_glu_gemv handles p (rows, dtypes, k, alignments).
-bool glu_gemv_supports(const GluGemvParams& p);
-
-cudaError_t launch_glu_gemv(const GluGemvParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

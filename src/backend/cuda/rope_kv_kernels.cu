@@ -48,14 +48,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const int d = lane + 32 * k;
     vals[k] = d < d_model ? to_float(head[d]) : 0.0f;
   }
-  if (p.q_weight != nullptr) {
-    const float inv = head_rms_inv(vals, d_model, p.eps);
-    const T* w = static_cast<const T*>(h < p.num_q_heads ? p.q_weight : p.k_weight);
+  const float inv = head_rms_inv(vals, d_model, p.eps);
+  const T* w = static_cast<const T*>(h < p.num_q_heads ? p.q_weight : p.k_weight);
 #pragma unroll
-    for (int k = 0; k < kPerLane; ++k) {
-      const int d = lane + 32 * k;
-      if (d < d_model) vals[k] = to_float(norm_apply<T>(vals[k], inv, w[d]));
-    }
+  for (int k = 0; k < kPerLane; ++k) {
+    const int d = lane + 32 * k;
+    if (d < d_model) vals[k] = to_float(norm_apply<T>(vals[k], inv, w[d]));
   }
   const int32_t pos = p.positions[t];
   if (pos >= 0 && pos < p.num_positions) {
@@ -119,7 +117,7 @@ bool qk_norm_rope_kv_write_supports(const QkNormRopeKvWriteParams& p) {
   const bool half = p.dtype == DType::kBF16 || p.dtype == DType::kF16;
   const bool fp8 = p.cache_dtype == DType::kF8E4M3;
   const bool cache_ok = fp8 ? p.scales != nullptr : p.cache_dtype == p.dtype;
-  const bool norm_ok = (p.q_weight == nullptr) == (p.k_weight == nullptr);
+  const bool norm_ok = p.q_weight != nullptr && p.k_weight != nullptr;
   return half && cache_ok && norm_ok && p.head_dim > 0 && p.head_dim <= kMaxHeadDim &&
          p.head_dim % 2 == 0 && p.num_tokens >= 0 && p.num_q_heads >= 0 && p.num_kv_heads > 0 &&
          num_blocks(p) <= 0x7fffffff;

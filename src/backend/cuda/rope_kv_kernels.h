@@ -1,7 +1,7 @@
 // The attention block's steps between the qkv projection and attention in
-// one kernel: per-head q/k RMSNorm (optional), rotate-half rotary embedding
-// and the paged KV write (Backend::qk_norm_rope_kv_write). Bit-exact with
-// launch_qk_norm, launch_rope and launch_kv_write run in turn.
+// one kernel: per-head q/k RMSNorm, rotate-half rotary embedding and the
+// paged KV write (Backend::qk_norm_rope_kv_write of a model with q/k norms).
+// Bit-exact with launch_qk_norm, launch_rope and launch_kv_write run in turn.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,7 +20,8 @@ struct QkNormRopeKvWriteParams {
   int num_q_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;  // even, <= 256
-  // Both [head_dim] in dtype, or both null: no norm (as launch_qk_norm).
+  // Both [head_dim] in dtype (as launch_qk_norm); without norms the rope
+  // and kv_write kernels are faster (CudaBackend::qk_norm_rope_kv_write).
   const void* q_weight = nullptr;
   const void* k_weight = nullptr;
   float eps = 1e-6f;
@@ -40,8 +41,8 @@ struct QkNormRopeKvWriteParams {
   const float* scales = nullptr;
 };
 
-// True when launch_qk_norm_rope_kv_write handles p (head_dim even and
-// <= 256, the cache dtype, the grid size).
+// True when launch_qk_norm_rope_kv_write handles p (both norm weights set,
+// head_dim even and <= 256, the cache dtype, the grid size).
 bool qk_norm_rope_kv_write_supports(const QkNormRopeKvWriteParams& p);
 
 // One warp per (token, q or k head): loads the head, norms it, rotates it,

@@ -1,10 +1,7 @@
-// The fused ops' specification (Backend's defaults, which the CPU backend
+// The fused op's specification (Backend's default, which the CPU backend
 // runs): qk_norm_rope_kv_write leaves qkv and the cache exactly as qk_norm
-// (when q_w is set), rope and kv_write in turn; glu_linear leaves out (and
-// act) exactly as silu_mul or gelu_tanh_mul followed by linear.
+// (when q_w is set), rope and kv_write in turn.
 #include <gtest/gtest.h>
-
-#include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
 #include "test_util.h"
@@ -56,33 +53,6 @@ TEST(CpuFusedOps, QkNormRopeKvWriteEqualsItsThreeCalls) {
     ASSERT_EQ(qkv, qkv2) << "iter " << iter;
     ASSERT_EQ(k, k2) << "iter " << iter;
     ASSERT_EQ(v, v2) << "iter " << iter;
-  }
-}
-
-TEST(CpuFusedOps, GluLinearEqualsActivationThenLinear) {
-  CpuBackend be;
-  Rng rng(24);
-  for (GluKind kind : {GluKind::kSilu, GluKind::kGeluTanh}) {
-    for (int iter = 0; iter < 10; ++iter) {
-      const int t = rng.randint(1, 9), inter = rng.randint(1, 70), n = rng.randint(1, 40);
-      std::vector<float> gu = rng.floats(static_cast<size_t>(t * 2 * inter), -4, 4);
-      std::vector<float> w = rng.floats(static_cast<size_t>(n * inter));
-      std::vector<float> act = test::nan_filled(static_cast<size_t>(t * inter));
-      std::vector<float> out = test::nan_filled(static_cast<size_t>(t * n));
-      std::vector<float> act2 = act, out2 = out;
-      Tensor a = f32(act, {t, inter}), o = f32(out, {t, n});
-      be.glu_linear(f32(gu, {t, 2 * inter}), kind, f32(w, {n, inter}), a, o);
-      Tensor a2 = f32(act2, {t, inter}), o2 = f32(out2, {t, n});
-      if (kind == GluKind::kSilu) {
-        be.silu_mul(f32(gu, {t, 2 * inter}), a2);
-      } else {
-        be.gelu_tanh_mul(f32(gu, {t, 2 * inter}), a2);
-      }
-      be.linear(a2, f32(w, {n, inter}), Tensor(), o2);
-      for (float x : out) ASSERT_TRUE(std::isfinite(x));
-      ASSERT_EQ(out, out2);
-      ASSERT_EQ(act, act2);
-    }
   }
 }
 

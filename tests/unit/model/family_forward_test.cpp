@@ -74,17 +74,12 @@ class RecordingBackend final : public Backend {
     ops.push_back("kv_write");
     cpu_.kv_write(qkv, l, slots, c);
   }
-  // The fused ops record what they fuse, joined by '+'.
+  // The fused op records what it fuses, joined by '+'.
   void qk_norm_rope_kv_write(Tensor& qkv, const QkvLayout& l, const Tensor& q, const Tensor& k,
                              float eps, const Tensor& pos, const Tensor& cs, const Tensor& slots,
                              KvCacheView& c) override {
     ops.push_back(q.empty() ? "rope+kv_write" : "qk_norm+rope+kv_write");
     cpu_.qk_norm_rope_kv_write(qkv, l, q, k, eps, pos, cs, slots, c);
-  }
-  void glu_linear(const Tensor& gu, GluKind kind, const LinearWeight& w, Tensor& act,
-                  Tensor& out) override {
-    ops.push_back(kind == GluKind::kSilu ? "silu_mul+linear" : "gelu_tanh_mul+linear");
-    cpu_.glu_linear(gu, kind, w, act, out);
   }
   void paged_attention(const Tensor& qkv, const QkvLayout& l, const KvCacheView& c,
                        const AttentionMetadata& m, const AttentionScoring& scoring,
@@ -154,7 +149,7 @@ std::vector<std::string> llama_decoder_ops(int64_t num_layers, bool qkv_bias, bo
     ops.push_back(qkv_bias ? "linear+bias" : "linear");
     ops.push_back(qk_norm ? "qk_norm+rope+kv_write" : "rope+kv_write");
     for (const char* op :
-         {"paged_attention", "linear", "add_rms_norm", "linear", "silu_mul+linear"})
+         {"paged_attention", "linear", "add_rms_norm", "linear", "silu_mul", "linear"})
       ops.push_back(op);
   }
   for (const char* op : {"add_rms_norm", "gather_rows", "linear"}) ops.push_back(op);
@@ -232,7 +227,7 @@ TEST(FamilyForward, GemmaAddsSandwichNormsGegluAndSoftcapping) {
       want.push_back("linear");
       want.push_back(c.qk_norm ? "qk_norm+rope+kv_write" : "rope+kv_write");
       for (const char* op : {"paged_attention", "linear", "rms_norm", "add_rms_norm", "linear",
-                             "gelu_tanh_mul+linear", "rms_norm"})
+                             "gelu_tanh_mul", "linear", "rms_norm"})
         want.push_back(op);
     }
     for (const char* op : {"add_rms_norm", "gather_rows", "linear"}) want.push_back(op);
@@ -252,11 +247,12 @@ std::vector<std::string> moe_decoder_ops(const ModelConfig& c, bool qkv_bias, bo
     ops.push_back(qkv_bias ? "linear+bias" : "linear");
     ops.push_back(qk_norm ? "qk_norm+rope+kv_write" : "rope+kv_write");
     for (const char* op : {"paged_attention", "linear", "add_rms_norm"}) ops.push_back(op);
-    std::vector<const char*> mlp = {"linear", "silu_mul+linear"};
+    std::vector<const char*> mlp = {"linear", "silu_mul", "linear"};
     if (c.is_moe_layer(i)) {
       mlp = {"linear", "moe_route", "moe_experts"};
       if (shared)
-        for (const char* op : {"linear", "silu_mul+linear", "add_sigmoid_gated"}) mlp.push_back(op);
+        for (const char* op : {"linear", "silu_mul", "linear", "add_sigmoid_gated"})
+          mlp.push_back(op);
     }
     ops.insert(ops.end(), mlp.begin(), mlp.end());
   }
