@@ -6,16 +6,9 @@
 
 #include <cstdint>
 
-namespace pagoda::cuda {
+#include "backend/cuda/stream_load.cuh"
 
-// 16 bytes read once (weights): not kept in L1.
-__device__ __forceinline__ uint4 load_stream(const void* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
+namespace pagoda::cuda {
 
 // d += a (16 x 32 e4m3, row-major) * b (32 x 8 e4m3, column-major), f32.
 // Fragments (PTX ISA, mma.m16n8k32, 8-bit types), lane = 4 g + q: a0 holds

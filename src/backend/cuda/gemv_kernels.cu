@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/stream_load.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -18,15 +19,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRowsPerWarp = 2;
 constexpr int kUnroll = 4;
-
-// 16 bytes read once: not allocated in L1.
-__device__ __forceinline__ uint4 load_stream(const void* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
 
 __device__ __forceinline__ float2 unpack2(uint32_t v, bf16) {
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));

@@ -18,6 +18,7 @@
 #include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/quant_linear_kernels.h"
+#include "backend/cuda/stream_load.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -26,13 +27,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRowsPerWarp = 4;
 constexpr int kUnroll = 4;
-
-// 4 bytes read once: not allocated in L1.
-__device__ __forceinline__ uint32_t load_stream_u32(const uint32_t* p) {
-  uint32_t v;
-  asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
 
 // E consecutive x elements (E = 8: 16 bytes, E = 4: 8 bytes) as floats.
 template <int E>

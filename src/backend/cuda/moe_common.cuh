@@ -4,6 +4,7 @@
 #pragma once
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/stream_load.cuh"
 
 namespace pagoda::cuda {
 
@@ -15,15 +16,6 @@ __device__ __forceinline__ T moe_silu_mul(float gate, float up) {
   const float u = to_float(from_float<T>(up));
   const float s = to_float(from_float<T>(g / (1.0f + expf(-g))));
   return from_float<T>(s * u);
-}
-
-// 16 bytes read once (expert weights): not allocated in L1.
-__device__ __forceinline__ uint4 moe_load_stream(const void* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
 }
 
 __device__ __forceinline__ float2 moe_unpack2(uint32_t v, bf16) {

@@ -103,7 +103,7 @@ __device__ __forceinline__ void warp_dots(const T* const (&w)[kRows], int64_t k,
         const int64_t c = c0 + 32 * u;
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
-          wv[u][r] = c < chunks ? moe_load_stream(w[r] + c * 8) : make_uint4(0, 0, 0, 0);
+          wv[u][r] = c < chunks ? load_stream(w[r] + c * 8) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {

@@ -14,6 +14,7 @@
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/quant_blocks.cuh"
 #include "backend/cuda/quant_linear_kernels.h"
+#include "backend/cuda/stream_load.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -29,15 +30,6 @@ struct Stage {
   static constexpr int kBytes = kBlocks * BlockFormat<F>::kBytes;
   static_assert(kBytes % 16 == 0, "a stage is whole 16-byte chunks");
 };
-
-// 16 bytes read once: not allocated in L1.
-__device__ __forceinline__ uint4 load_stream(const void* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
 
 __device__ __forceinline__ void unpack8(const uint4& v, bf16, float (&f)[8]) {
   const uint32_t u[4] = {v.x, v.y, v.z, v.w};
