@@ -24,6 +24,16 @@ int pick_decode_graph(const std::vector<int64_t>& sizes, int64_t num_seqs) {
   return it == sizes.end() ? -1 : static_cast<int>(it - sizes.begin());
 }
 
+void copy_block_table_row(const StepBatch& step, int64_t s, int64_t table_width,
+                          const DecodeIndexViews& dst) {
+  const int64_t width = step.max_blocks_per_seq;
+  const size_t bytes = static_cast<size_t>(width) * sizeof(int32_t);
+  std::memcpy(dst.block_tables + s * table_width, step.block_tables.data() + s * width, bytes);
+  if (dst.sliding_slots != nullptr)
+    std::memcpy(dst.sliding_block_tables + s * table_width,
+                step.sliding_block_tables.data() + s * width, bytes);
+}
+
 void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t table_width,
                                int32_t scratch_block, int32_t sliding_scratch_block,
                                const DecodeIndexViews& dst) {
@@ -37,15 +47,7 @@ void write_padded_decode_index(const StepBatch& step, int64_t batch, int64_t tab
     std::memcpy(dst.seq_lens, step.seq_lens.data(), real);
     if (sliding) std::memcpy(dst.sliding_slots, step.sliding_slot_mapping.data(), real);
   }
-  const int64_t width = step.max_blocks_per_seq;
-  for (int64_t s = 0; s < num_seqs; ++s) {
-    std::memcpy(dst.block_tables + s * table_width, step.block_tables.data() + s * width,
-                static_cast<size_t>(width) * sizeof(int32_t));
-    if (sliding)
-      std::memcpy(dst.sliding_block_tables + s * table_width,
-                  step.sliding_block_tables.data() + s * width,
-                  static_cast<size_t>(width) * sizeof(int32_t));
-  }
+  for (int64_t s = 0; s < num_seqs; ++s) copy_block_table_row(step, s, table_width, dst);
   for (int64_t r = num_seqs; r < batch; ++r) {
     dst.ids[r] = 0;
     dst.positions[r] = 0;

@@ -52,6 +52,12 @@ struct DecodeIndexViews {
   int32_t* sliding_block_tables = nullptr;  // [batch, table_width]
 };
 
+// Copies sequence s's block table row(s) of `step` (step.max_blocks_per_seq
+// columns) into row s of dst.block_tables (and of dst.sliding_block_tables
+// when dst.sliding_slots is set), rows `table_width` columns apart.
+void copy_block_table_row(const StepBatch& step, int64_t s, int64_t table_width,
+                          const DecodeIndexViews& dst);
+
 // Writes the decode-only `step` (S sequences; S = 0 gives an all-padding
 // batch, used at capture) padded to `batch` rows: real rows copied, block
 // table rows re-laid from step.max_blocks_per_seq to `table_width` columns

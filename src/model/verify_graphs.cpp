@@ -60,13 +60,7 @@ void write_padded_verify_index(const StepBatch& step, int64_t batch, int32_t que
     if (sliding)
       std::memcpy(dst.sliding_slots + first, step.sliding_slot_mapping.data() + begin, bytes);
     dst.seq_lens[s] = seq_len;
-    const int64_t width = step.max_blocks_per_seq;
-    std::memcpy(dst.block_tables + s * table_width, step.block_tables.data() + s * width,
-                static_cast<size_t>(width) * sizeof(int32_t));
-    if (sliding)
-      std::memcpy(dst.sliding_block_tables + s * table_width,
-                  step.sliding_block_tables.data() + s * width,
-                  static_cast<size_t>(width) * sizeof(int32_t));
+    copy_block_table_row(step, s, table_width, dst);
   }
   // Padding slots: Q rows at positions [0, Q) on the scratch blocks.
   const int64_t pad_blocks = (q + block_size - 1) / block_size;
