@@ -105,7 +105,7 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
     PAGODA_ASSIGN_OR_RETURN(
         w->lm_head,
         loader.load_linear_rows(tied ? g.embed : g.lm_head, {c.vocab_size, c.hidden_size},
-                                tp_vocab(c, shard), tp_vocab_block(c, shard.size), true));
+                                tp_vocab(c, shard), tp_vocab_block(c, shard.size)));
     return {};
   }
   if (c.tie_word_embeddings || !loader.has(g.lm_head)) {

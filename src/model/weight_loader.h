@@ -103,11 +103,10 @@ class WeightLoader {
                                            const std::vector<int64_t>& shape, IndexRange cols);
   // Rows `rows` of a linear weight of exactly `shape` [N, K], followed by
   // zero rows up to `padded_rows` (>= rows.size()): [padded_rows, K], kept
-  // in blocks where possible unless `allow_blocks` is false (zero bytes are
-  // zero in every block format). The vocab-parallel lm_head's block
-  // (tensor_parallel.h).
+  // in blocks where possible (zero bytes are zero in every block format).
+  // The vocab-parallel lm_head's block (tensor_parallel.h).
   Result<Tensor> load_linear_rows(const std::string& name, const std::vector<int64_t>& shape,
-                                  IndexRange rows, int64_t padded_rows, bool allow_blocks = true);
+                                  IndexRange rows, int64_t padded_rows);
 
   int64_t num_tensors_read() const { return num_read_; }
   uint64_t num_bytes_read() const { return bytes_read_; }  // file bytes
