@@ -194,7 +194,7 @@ TEST(CudaFp8LinearTest, OwnQuantisationMatchesQuantiseKernel) {
         q.input_scale = input_scale;
         q.codes = static_cast<uint8_t*>(codes.data());
         q.scales = static_cast<float*>(scales.data());
-        cuda::Fp8GemvParams g;
+        cuda::Fp8LinearParams g;
         g.x_codes = q.codes;
         g.x_scales = q.scales;
         g.w = static_cast<const uint8_t*>(w.w.data);

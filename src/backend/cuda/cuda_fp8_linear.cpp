@@ -125,9 +125,9 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
   auto* codes = static_cast<uint8_t*>(fp8_codes_.ptr);
   auto* scales = static_cast<float*>(fp8_scales_.ptr);
   const size_t x_es = dtype_size(x.dtype), out_es = dtype_size(out.dtype);
-  // The decode kernel's operands for m rows from row m0 of the chunk's codes.
-  auto gemv_params = [&](int64_t m0, int64_t m, char* out_rows) {
-    cuda::Fp8GemvParams g;
+  // The FP8 product's operands for m rows from row m0 of the chunk's codes.
+  auto fp8_params = [&](int64_t m0, int64_t m, char* out_rows) {
+    cuda::Fp8LinearParams g;
     g.x_codes = codes + m0 * k;
     g.x_scales = scales + m0 * groups;
     g.w = static_cast<const uint8_t*>(w.data);
@@ -144,7 +144,7 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
   };
   if (rows == 1) {
     // Batch-1 decode: the tensor-core kernel quantises the row itself.
-    cuda::Fp8GemvParams g = gemv_params(0, 1, static_cast<char*>(out.data));
+    cuda::Fp8LinearParams g = fp8_params(0, 1, static_cast<char*>(out.data));
     g.x = x.data;
     g.x_dtype = x.dtype;
     g.input_scale = w.input_scale.empty() ? nullptr : w.input_scale.ptr<float>();
@@ -190,19 +190,7 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
       }
     }
     if (many && !lt_ran) {
-      cuda::Fp8GemmParams m;
-      m.x_codes = codes;
-      m.x_scales = scales;
-      m.w = static_cast<const uint8_t*>(w.data);
-      m.w_scales = w.weight_scale.ptr<float>();
-      m.block = w.block;
-      m.bias = bias.empty() ? nullptr : bias.data;
-      m.bias_dtype = bias.dtype;
-      m.out = out_rows;
-      m.out_dtype = out.dtype;
-      m.rows = nr;
-      m.n = n;
-      m.k = k;
+      const cuda::Fp8LinearParams m = fp8_params(0, nr, out_rows);
       if (cuda::fp8_gemm_supports(m)) {
         if (!check(cuda::launch_fp8_gemm(m, stream_), "linear (fp8 gemm)")) return;
         continue;
@@ -210,8 +198,8 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
     }
     if (!lt_ran) {
       for (int64_t m0 = 0; m0 < nr; m0 += cuda::kFp8GemvMaxRows) {
-        const cuda::Fp8GemvParams g =
-            gemv_params(m0, std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0), out_rows);
+        const cuda::Fp8LinearParams g =
+            fp8_params(m0, std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0), out_rows);
         if (!check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv)")) return;
       }
       continue;

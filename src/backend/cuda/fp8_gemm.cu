@@ -44,7 +44,7 @@ __device__ __forceinline__ uint4 load_tile16(const uint8_t* tile, int r, int u) 
 }
 
 template <bool kBlock>
-__global__ void __launch_bounds__(kThreads) fp8_gemm_kernel(Fp8GemmParams p) {
+__global__ void __launch_bounds__(kThreads) fp8_gemm_kernel(Fp8LinearParams p) {
   // [stage][0: weight rows, 1: activation rows]
   __shared__ __align__(16) uint8_t smem[kStages][2][kTileBytes];
   pdl_enter();
@@ -151,8 +151,8 @@ bool float_dtype(DType t) {
 
 }  // namespace
 
-bool fp8_gemm_supports(const Fp8GemmParams& p) {
-  return p.rows >= 1 && p.rows <= int64_t{0x7fffffff} * kTileT && p.n > 0 &&
+bool fp8_gemm_supports(const Fp8LinearParams& p) {
+  return p.rows >= 1 && p.n > 0 &&
          (p.n + kTileN - 1) / kTileN <= 65535 && p.k > 0 && p.k % 16 == 0 &&
          (p.block == 0 || (p.block > 0 && p.block % kTileK == 0)) && float_dtype(p.out_dtype) &&
          (p.bias == nullptr || float_dtype(p.bias_dtype)) && p.x_codes != nullptr &&
@@ -160,7 +160,7 @@ bool fp8_gemm_supports(const Fp8GemmParams& p) {
          is_aligned(p.w, 16) && is_aligned(p.x_codes, 16);
 }
 
-cudaError_t launch_fp8_gemm(const Fp8GemmParams& p, cudaStream_t stream) {
+cudaError_t launch_fp8_gemm(const Fp8LinearParams& p, cudaStream_t stream) {
   if (!fp8_gemm_supports(p)) return cudaErrorInvalidValue;
   const int64_t t_tiles = ceil_div(p.rows, kTileT), n_tiles = ceil_div(p.n, kTileN);
   // Activation tiles vary fastest: the CTAs resident together share weight tiles.

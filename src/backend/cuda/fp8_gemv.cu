@@ -44,7 +44,7 @@ __device__ __forceinline__ void unpack16(const uint4& v, float (&f)[16]) {
 }
 
 template <bool kVector, bool kBlock>
-__global__ void __launch_bounds__(kThreads) fp8_gemv_kernel(Fp8GemvParams p) {
+__global__ void __launch_bounds__(kThreads) fp8_gemv_kernel(Fp8LinearParams p) {
   pdl_enter();
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kThreads) fp8_gemv_kernel(Fp8GemvParams p) {
 }
 
 template <bool kVector>
-void launch_mode(const Fp8GemvParams& p, dim3 grid, cudaStream_t stream) {
+void launch_mode(const Fp8LinearParams& p, dim3 grid, cudaStream_t stream) {
   if (p.block > 0) {
     launch_kernel(fp8_gemv_kernel<kVector, true>, grid, kThreads, 0, stream, p);
   } else {
@@ -114,14 +114,14 @@ bool float_dtype(DType t) {
 
 }  // namespace
 
-bool fp8_gemv_supports(const Fp8GemvParams& p) {
+bool fp8_gemv_supports(const Fp8LinearParams& p) {
   return p.rows >= 1 && p.rows <= kFp8GemvMaxRows && p.n > 0 && p.k > 0 &&
          (p.block == 0 || (p.block > 0 && p.block % 16 == 0)) && float_dtype(p.out_dtype) &&
          (p.bias == nullptr || float_dtype(p.bias_dtype)) && p.x_codes != nullptr &&
          p.x_scales != nullptr && p.w != nullptr && p.w_scales != nullptr && p.out != nullptr;
 }
 
-cudaError_t launch_fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
+cudaError_t launch_fp8_gemv(const Fp8LinearParams& p, cudaStream_t stream) {
   if (!fp8_gemv_supports(p)) return cudaErrorInvalidValue;
   if (fp8_gemv_tc_supports(p)) return launch_fp8_gemv_tc(p, stream);
   if (p.x != nullptr) return cudaErrorInvalidValue;  // only the tensor-core kernel quantises

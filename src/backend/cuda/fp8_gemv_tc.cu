@@ -37,7 +37,7 @@ static_assert(kFp8GemvMaxRows == 8, "the mma's n = 8 holds every activation row"
 // The one activation row quantised by the kernel itself (kFused): codes and
 // scales exactly as launch_fp8_quantize writes them (fp8_quant.cuh).
 template <typename T, bool kBlock>
-__device__ __forceinline__ void quantize_own_row(const Fp8GemvParams& p, uint8_t* codes,
+__device__ __forceinline__ void quantize_own_row(const Fp8LinearParams& p, uint8_t* codes,
                                                  float* scales) {
   const T* x = static_cast<const T*>(p.x);
   if (!kBlock) {
@@ -72,7 +72,7 @@ __device__ __forceinline__ void quantize_own_row(const Fp8GemvParams& p, uint8_t
 // (rows == 1): the first weight loads are issued before the kernel quantises
 // its activation row into shared memory, so the quantisation overlaps them.
 template <bool kBlock, bool kFused, typename T>
-__global__ void __launch_bounds__(kThreads, 2) fp8_gemv_tc_kernel(Fp8GemvParams p) {
+__global__ void __launch_bounds__(kThreads, 2) fp8_gemv_tc_kernel(Fp8LinearParams p) {
   __shared__ float4 partial[kWarps][32];
   pdl_enter();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, 2) fp8_gemv_tc_kernel(Fp8GemvParams 
 }
 
 template <bool kFused, typename T>
-void launch_blocked(const Fp8GemvParams& p, dim3 grid, cudaStream_t stream) {
+void launch_blocked(const Fp8LinearParams& p, dim3 grid, cudaStream_t stream) {
   if (p.block > 0) {
     launch_kernel(fp8_gemv_tc_kernel<true, kFused, T>, grid, kThreads, 0, stream, p);
   } else {
@@ -177,7 +177,7 @@ void launch_blocked(const Fp8GemvParams& p, dim3 grid, cudaStream_t stream) {
 
 }  // namespace
 
-bool fp8_gemv_tc_supports(const Fp8GemvParams& p) {
+bool fp8_gemv_tc_supports(const Fp8LinearParams& p) {
   const bool fused_ok =
       p.x == nullptr || (p.rows == 1 && p.k <= kFp8GemvFusedMaxK &&
                          (p.x_dtype == DType::kBF16 || p.x_dtype == DType::kF16) &&
@@ -186,7 +186,7 @@ bool fp8_gemv_tc_supports(const Fp8GemvParams& p) {
          is_aligned(p.x_codes, 16) && (p.block == 0 || p.block % 64 == 0) && fused_ok;
 }
 
-cudaError_t launch_fp8_gemv_tc(const Fp8GemvParams& p, cudaStream_t stream) {
+cudaError_t launch_fp8_gemv_tc(const Fp8LinearParams& p, cudaStream_t stream) {
   if (!fp8_gemv_tc_supports(p)) return cudaErrorInvalidValue;
   const int64_t blocks = ceil_div(p.n, kTileRows);
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;

@@ -14,7 +14,7 @@
 //    (fp8_gemv_tc_supports): on tensor cores (fp8_gemv_tc.cu), mma.sync
 //    m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
 //    promoted to f32 every 64 columns and scaled there (blocks) or at the
-//    end (per-row). Given the 16-bit row itself (Fp8GemvParams::x; one
+//    end (per-row). Given the 16-bit row itself (Fp8LinearParams::x; one
 //    row, k <= kFp8GemvFusedMaxK) it quantises that row in shared memory
 //    while its first weight loads are in flight, replacing
 //    launch_fp8_quantize. Else (fp8_gemv.cu) one warp per output feature converts
@@ -60,7 +60,10 @@ struct Fp8QuantizeParams {
 
 cudaError_t launch_fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream);
 
-struct Fp8GemvParams {
+// The operands of an FP8 product: the decode kernels (launch_fp8_gemv, 1 ..
+// kFp8GemvMaxRows rows) and launch_fp8_gemm (any number of rows; block 0 or
+// a multiple of 128; x / x_dtype / input_scale unread).
+struct Fp8LinearParams {
   const uint8_t* x_codes = nullptr;  // [rows, k] (launch_fp8_quantize)
   const float* x_scales = nullptr;   // [rows, num_groups]
   const uint8_t* w = nullptr;        // [n, k] e4m3 codes
@@ -70,7 +73,7 @@ struct Fp8GemvParams {
   DType bias_dtype = DType::kBF16;   // f32, bf16 or f16
   void* out = nullptr;               // [rows, n]
   DType out_dtype = DType::kBF16;    // f32, bf16 or f16
-  int rows = 0;                      // 1 .. kFp8GemvMaxRows
+  int rows = 0;                      // >= 1; at most kFp8GemvMaxRows for launch_fp8_gemv
   int64_t n = 0;
   int64_t k = 0;
   // Optional, the tensor-core kernel only (rows == 1, k <= kFp8GemvFusedMaxK):
@@ -81,30 +84,14 @@ struct Fp8GemvParams {
   const float* input_scale = nullptr;  // [1] static scale (block 0 only), or null: dynamic
 };
 
-bool fp8_gemv_supports(const Fp8GemvParams& p);
-cudaError_t launch_fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+bool fp8_gemv_supports(const Fp8LinearParams& p);
+cudaError_t launch_fp8_gemv(const Fp8LinearParams& p, cudaStream_t stream);
 // The tensor-core decode kernel alone (launch_fp8_gemv picks it when supported).
-bool fp8_gemv_tc_supports(const Fp8GemvParams& p);
-cudaError_t launch_fp8_gemv_tc(const Fp8GemvParams& p, cudaStream_t stream);
+bool fp8_gemv_tc_supports(const Fp8LinearParams& p);
+cudaError_t launch_fp8_gemv_tc(const Fp8LinearParams& p, cudaStream_t stream);
 
-// The operands of launch_fp8_gemv with any number of rows.
-struct Fp8GemmParams {
-  const uint8_t* x_codes = nullptr;  // [rows, k] (launch_fp8_quantize)
-  const float* x_scales = nullptr;   // [rows, num_groups]
-  const uint8_t* w = nullptr;        // [n, k] e4m3 codes
-  const float* w_scales = nullptr;   // [n] (block 0) or [ceil(n / block), ceil(k / block)]
-  int block = 0;                     // 0 or the weight's block, a multiple of 128
-  const void* bias = nullptr;        // [n] or null
-  DType bias_dtype = DType::kBF16;   // f32, bf16 or f16
-  void* out = nullptr;               // [rows, n]
-  DType out_dtype = DType::kBF16;    // f32, bf16 or f16
-  int64_t rows = 0;
-  int64_t n = 0;
-  int64_t k = 0;
-};
-
-bool fp8_gemm_supports(const Fp8GemmParams& p);
-cudaError_t launch_fp8_gemm(const Fp8GemmParams& p, cudaStream_t stream);
+bool fp8_gemm_supports(const Fp8LinearParams& p);
+cudaError_t launch_fp8_gemm(const Fp8LinearParams& p, cudaStream_t stream);
 
 struct Fp8ScaleRowsParams {
   const float* acc = nullptr;       // [rows, n] the unscaled sums
