@@ -34,6 +34,19 @@ std::string describe(const Tensor& t) {
 int64_t last_dim(const Tensor& t) { return t.ndim > 0 ? t.dim(-1) : 0; }
 int64_t num_rows(const Tensor& t) { return t.ndim > 0 && last_dim(t) > 0 ? t.numel() / last_dim(t) : 0; }
 
+// Sets the KV write's destination in launch_kv_write's or
+// launch_qk_norm_rope_kv_write's params: `slots` and the layer's caches of
+// `width` (kv heads x head_dim) elements per slot.
+template <typename Params>
+void set_kv_destination(Params& p, const Tensor& slots, const KvCacheView& cache, int64_t width) {
+  p.slots = slots.ptr<int32_t>();
+  p.k_cache = cache.k.data;
+  p.v_cache = cache.v.data;
+  p.num_slots = cache.k.numel() / width;
+  p.cache_dtype = cache.k.dtype;
+  p.scales = cache.k.dtype == DType::kF8E4M3 ? cache.scales.ptr<float>() : nullptr;
+}
+
 // Whether a cache of qkv's dtype or an FP8 one (with its [2] f32 scales)
 // holds k and v.
 bool cache_dtype_ok(const KvCacheView& cache, DType compute) {
@@ -256,12 +269,7 @@ void CudaBackend::kv_write(const Tensor& qkv, const QkvLayout& layout, const Ten
   p.num_q_heads = layout.num_q_heads;
   p.num_kv_heads = layout.num_kv_heads;
   p.head_dim = layout.head_dim;
-  p.slots = slots.ptr<int32_t>();
-  p.k_cache = cache.k.data;
-  p.v_cache = cache.v.data;
-  p.num_slots = cache.k.numel() / width;
-  p.cache_dtype = cache.k.dtype;
-  p.scales = cache.k.dtype == DType::kF8E4M3 ? cache.scales.ptr<float>() : nullptr;
+  set_kv_destination(p, slots, cache, width);
   check(cuda::launch_kv_write(p, stream_), "kv_write");
 }
 
@@ -299,12 +307,7 @@ void CudaBackend::qk_norm_rope_kv_write(Tensor& qkv, const QkvLayout& layout, co
     p.positions = positions.ptr<int32_t>();
     p.cos_sin = cos_sin.ptr<float>();
     p.num_positions = cos_sin.dim(0);
-    p.slots = slots.ptr<int32_t>();
-    p.k_cache = cache.k.data;
-    p.v_cache = cache.v.data;
-    p.num_slots = cache.k.numel() / width;
-    p.cache_dtype = cache.k.dtype;
-    p.scales = cache.k.dtype == DType::kF8E4M3 ? cache.scales.ptr<float>() : nullptr;
+    set_kv_destination(p, slots, cache, width);
   }
   if (!args_ok || !cuda::qk_norm_rope_kv_write_supports(p)) {
     return Backend::qk_norm_rope_kv_write(qkv, layout, q_w, k_w, eps, positions, cos_sin, slots,
