@@ -28,7 +28,8 @@ Presets: llama3-8b (Llama-3.1-8B shape, the default), llama3-70b
 (Llama-3.1-70B shape), llama3-1b (Llama-3.2-1B shape with the same
 vocabulary and tokenizer: a draft model for llama3-8b), qwen2.5-0.5b, qwen3-0.6b, qwen3-30b-a3b
 (the Qwen3-30B-A3B mixture of experts: 128 experts, top 8; 61 GB in bf16, so normally
---config-only), tiny (a 2-layer Llama with the Llama 3.1 tokenizer). --arch and the shape flags
+--config-only), gemma3-12b (the Gemma-3-12B text decoder, 23.5 GB in bf16, with the Llama 3.1
+tokenizer), tiny (a 2-layer Llama with the Llama 3.1 tokenizer). --arch and the shape flags
 override a preset's fields (--arch qwen3_moe only from the qwen3-30b-a3b preset, which has the
 expert fields).
 """
@@ -81,6 +82,17 @@ PRESETS = {
                           rope_theta=1000000.0, rope_scaling=None, max_position_embeddings=40960,
                           rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=151643,
                           eos_token_id=151645, tokenizer="qwen3"),
+    # The Gemma-3-12B text decoder (Gemma3ForCausalLM: five sliding-window layers of 1024 to one
+    # global, q/k norms, sandwich norms, GeGLU, tied embeddings, 11.77B parameters). ../shared has
+    # no Gemma tokenizer.json, so it carries the Llama 3.1 tokenizer and its special ids: every id
+    # stays below the 262,208-row vocabulary.
+    "gemma3-12b": dict(arch="gemma3", hidden_size=3840, num_hidden_layers=48, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=256, intermediate_size=15360, vocab_size=262208,
+                       rope_theta=1000000.0, rope_scaling={"rope_type": "linear", "factor": 8.0},
+                       max_position_embeddings=131072, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                       bos_token_id=128000, eos_token_id=[128001, 128008, 128009], tokenizer="llama3_1",
+                       sliding_window=1024, sliding_window_pattern=6, rope_local_base_freq=10000.0,
+                       query_pre_attn_scalar=256),
     "tiny": dict(arch="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=16, intermediate_size=172, vocab_size=128256,
                  rope_theta=500000.0, rope_scaling=LLAMA3_ROPE, max_position_embeddings=131072,
@@ -89,7 +101,9 @@ PRESETS = {
 }
 
 ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-         "qwen3_moe": "Qwen3MoeForCausalLM"}
+         "qwen3_moe": "Qwen3MoeForCausalLM", "gemma3": "Gemma3ForCausalLM"}
+# model_type in config.json where it is not the arch key.
+MODEL_TYPES = {"gemma3": "gemma3_text"}
 MOE_FIELDS = ["num_experts", "num_experts_per_tok", "moe_intermediate_size"]
 SHAPE_FLAGS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
                "intermediate_size", "vocab_size"]
@@ -121,6 +135,8 @@ def model_spec(args):
         spec["arch"] = args.arch
     if spec["arch"] == "qwen3_moe" and any(k not in spec for k in MOE_FIELDS):
         sys.exit("make_random_model: --arch qwen3_moe needs the expert fields of the qwen3-30b-a3b preset")
+    if spec["arch"] == "gemma3" and "sliding_window" not in spec:
+        sys.exit("make_random_model: --arch gemma3 needs the Gemma fields of the gemma3-12b preset")
     for name in SHAPE_FLAGS:
         if getattr(args, name) is not None:
             spec[name] = getattr(args, name)
@@ -144,8 +160,12 @@ def tensor_shapes(spec):
                     (p + "self_attn.v_proj.bias", (kv,), "zeros")]
         if spec["arch"] in ("qwen3", "qwen3_moe"):
             out += [(p + "self_attn.q_norm.weight", (d,), "ones"), (p + "self_attn.k_norm.weight", (d,), "ones")]
+        if spec["arch"] == "gemma3":  # RMSNorm scales by 1 + w: w = 0 is the identity
+            out += [(p + "self_attn.q_norm.weight", (d,), "zeros"), (p + "self_attn.k_norm.weight", (d,), "zeros"),
+                    (p + "pre_feedforward_layernorm.weight", (h,), "zeros"),
+                    (p + "post_feedforward_layernorm.weight", (h,), "zeros")]
         out += [(p + "self_attn.o_proj.weight", (h, q), "normal"),
-                (p + "post_attention_layernorm.weight", (h,), "ones")]
+                (p + "post_attention_layernorm.weight", (h,), "zeros" if spec["arch"] == "gemma3" else "ones")]
         if spec["arch"] == "qwen3_moe":
             e, mi = spec["num_experts"], spec["moe_intermediate_size"]
             out.append((p + "mlp.gate.weight", (e, h), "normal"))
@@ -157,7 +177,9 @@ def tensor_shapes(spec):
             out += [(p + "mlp.gate_proj.weight", (inter, h), "normal"),
                     (p + "mlp.up_proj.weight", (inter, h), "normal"),
                     (p + "mlp.down_proj.weight", (h, inter), "normal")]
-    out.append(("model.norm.weight", (h,), "ones"))
+    if spec["arch"] == "gemma3":
+        out = [(n, shape, "zeros" if n.endswith("layernorm.weight") else kind) for n, shape, kind in out]
+    out.append(("model.norm.weight", (h,), "zeros" if spec["arch"] == "gemma3" else "ones"))
     if not spec["tie_word_embeddings"]:
         out.append(("lm_head.weight", (spec["vocab_size"], h), "normal"))
     return out
@@ -180,7 +202,7 @@ def plan_shards(shapes, elem_bytes, shard_bytes):
 def write_config(spec, out, dtype):
     """config.json and generation_config.json with the fields transformers'
     LlamaConfig / Qwen2Config / Qwen3Config write for `spec`."""
-    config = {"architectures": [ARCHS[spec["arch"]]], "model_type": spec["arch"]}
+    config = {"architectures": [ARCHS[spec["arch"]]], "model_type": MODEL_TYPES.get(spec["arch"], spec["arch"])}
     config.update({k: spec[k] for k in SHAPE_FLAGS})
     config.update({k: spec[k] for k in ["rope_theta", "max_position_embeddings", "rms_norm_eps",
                                         "tie_word_embeddings", "bos_token_id", "eos_token_id"]})
@@ -189,6 +211,15 @@ def write_config(spec, out, dtype):
                   torch_dtype=dtype)
     if spec["arch"] == "llama":
         config.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
+    elif spec["arch"] == "gemma3":
+        pattern, layers = spec["sliding_window_pattern"], spec["num_hidden_layers"]
+        del config["hidden_act"]
+        config.update(hidden_activation="gelu_pytorch_tanh", attention_bias=False,
+                      sliding_window=spec["sliding_window"], rope_local_base_freq=spec["rope_local_base_freq"],
+                      query_pre_attn_scalar=spec["query_pre_attn_scalar"], attn_logit_softcapping=None,
+                      final_logit_softcapping=None, pad_token_id=0,
+                      layer_types=["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+                                   for i in range(layers)])
     else:  # qwen2 (biases implied by the family), qwen3, qwen3_moe
         config.update(use_sliding_window=False, sliding_window=None,
                       max_window_layers=spec["num_hidden_layers"])

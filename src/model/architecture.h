@@ -30,8 +30,9 @@ struct Architecture {
   // leaves the final normed hidden states [T, H] in ctx.normed. A fixed
   // sequence of backend ops (graph-capturable); called once per step.
   void (*forward)(const ModelWeights& weights, ForwardContext& ctx);
-  // A family built on the llama decoder (llama_decoder.h) or the MoE decoder
-  // (moe_decoder.h): the names its load reads for one layer (the globals are llama_global_names()), which
+  // A family built on the llama decoder (llama_decoder.h), the Gemma decoder
+  // (gemma_decoder.h) or the MoE decoder (moe_decoder.h): the names its load
+  // reads for one layer (the globals are llama_global_names()), which
   // --load-format dummy (dummy_weights.h) lists. Null for other families.
   LayerTensorNames (*layer_names)(const ModelConfig& config, int64_t layer);
   // A mixture-of-experts family (moe_decoder.h): the sparse-MLP names of a

@@ -117,6 +117,8 @@ class DummyWeightSource final : public IndexedWeightSource {
       add(n.k_norm, {d}, Fill::kOnes);
       add(n.o_proj, {h, q}, Fill::kRandom);
       add(n.post_attn_norm, {h}, Fill::kOnes);
+      add(n.pre_ff_norm, {h}, Fill::kOnes);
+      add(n.post_ff_norm, {h}, Fill::kOnes);
       if (arch.moe_names != nullptr && c.is_moe_layer(layer)) {
         add_moe(c, arch.moe_names(c, layer));
         continue;
@@ -207,7 +209,7 @@ Result<std::unique_ptr<WeightSource>> make_dummy_weights(const ModelConfig& conf
   if (arch->layer_names == nullptr)
     return make_error(ErrorCode::kUnsupported,
                       fmt::format("--load-format dummy: model family \"{}\" is not built on the "
-                                  "llama or MoE decoder, whose tensors dummy weights know; load its "
+                                  "llama, Gemma or MoE decoder, whose tensors dummy weights know; load its "
                                   "files (--load-format auto)",
                                   arch->name));
   return std::unique_ptr<WeightSource>(new DummyWeightSource(config, *arch));

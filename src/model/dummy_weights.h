@@ -17,7 +17,8 @@ inline constexpr int64_t kDummyTableElements = (int64_t{1} << 24) - 3;
 
 // A WeightSource holding exactly the tensors the family of `config` loads
 // (Architecture::layer_names and llama_global_names(): q/k/v/o, gate/up/down,
-// the norms, q/k/v biases when the family has them, q/k norms for qwen3,
+// the norms (with Gemma's sandwich norms), q/k/v biases when the family has
+// them, q/k norms for qwen3 and gemma3,
 // lm_head unless config.tie_word_embeddings; in the MoE layers of a
 // mixture-of-experts family, Architecture::moe_names' router, per-expert
 // projections and shared expert instead of gate/up/down), with the shapes a Hugging Face

@@ -20,7 +20,7 @@ Status validate_gemma2(const ModelConfig& c) {
 
 const Architecture& gemma2_architecture() {
   static const Architecture a{"gemma2", validate_gemma2, load_gemma_decoder, gemma_forward,
-                              nullptr};
+                              gemma_causal_lm_layer_names};
   return a;
 }
 

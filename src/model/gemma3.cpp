@@ -25,7 +25,7 @@ Status validate_gemma3(const ModelConfig& c) {
 
 const Architecture& gemma3_architecture() {
   static const Architecture a{"gemma3", validate_gemma3, load_gemma_decoder, gemma_forward,
-                              nullptr};
+                              gemma_causal_lm_layer_names};
   return a;
 }
 

@@ -38,6 +38,10 @@ LayerTensorNames gemma_layer_names(const ModelConfig& config, int64_t layer,
   return n;
 }
 
+LayerTensorNames gemma_causal_lm_layer_names(const ModelConfig& config, int64_t layer) {
+  return gemma_layer_names(config, layer, "model.");
+}
+
 Status load_gemma_decoder(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) {
   const std::string base = tensor_base(loader);
   const GlobalTensorNames g{base + "embed_tokens.weight", base + "norm.weight", "lm_head.weight"};

@@ -26,6 +26,10 @@ namespace pagoda {
 LayerTensorNames gemma_layer_names(const ModelConfig& config, int64_t layer,
                                    const std::string& base);
 
+// gemma_layer_names under "model." (Gemma2/3ForCausalLM): the names
+// Architecture::layer_names gives --load-format dummy.
+LayerTensorNames gemma_causal_lm_layer_names(const ModelConfig& config, int64_t layer);
+
 // The embedding, every layer of the stage (the four norms, attention with
 // optional q/k norms, the gate / up / down MLP), the final norm and the tied
 // (or explicit) lm_head; norms get 1 + w when config.norm_weight_offset. The

@@ -1,5 +1,6 @@
 #include "bench/inproc/model_cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pagoda::bench {
@@ -11,7 +12,7 @@ ModelCost model_cost(const ModelConfig& c) {
   int64_t attn = h * q + 2 * h * kv + q * h;
   if (c.attention_bias) attn += q + 2 * kv;
   const int64_t dense_mlp = 3 * h * c.intermediate_size;
-  const int64_t norms = 2 * h + (c.qk_norm ? 2 * d : 0);
+  const int64_t norms = (c.sandwich_norms ? 4 : 2) * h + (c.qk_norm ? 2 * d : 0);
   for (int64_t l = 0; l < c.num_layers; ++l) m.moe_layers += c.is_moe_layer(l) ? 1 : 0;
   const int64_t dense_layers = c.num_layers - m.moe_layers;
   m.num_experts = c.num_experts;
@@ -33,7 +34,12 @@ ModelCost model_cost(const ModelConfig& c) {
   m.num_params = embedding + layers + m.moe_layers * m.num_experts * m.expert_params + h +
                  (c.tie_word_embeddings ? 0 : m.lm_head_params);
   m.decode_weight_params = layers + h + m.lm_head_params;
-  m.kv_elems_per_token = 2 * c.num_layers * kv;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const bool sliding = c.sliding_window > 0 && static_cast<size_t>(l) < c.sliding_layers.size() &&
+                         c.sliding_layers[static_cast<size_t>(l)];
+    (sliding ? m.sliding_kv_elems_per_token : m.kv_elems_per_token) += 2 * kv;
+  }
+  m.sliding_window = c.sliding_window;
   m.num_layers = c.num_layers;
   m.num_heads = c.num_heads;
   m.num_kv_heads = c.num_kv_heads;
@@ -52,11 +58,16 @@ double decode_weight_params_at(const ModelCost& cost, int64_t batch) {
   return params;
 }
 
+double kv_elems_read(const ModelCost& cost, double context_len) {
+  const double window = std::min(context_len, static_cast<double>(cost.sliding_window));
+  return context_len * static_cast<double>(cost.kv_elems_per_token) +
+         window * static_cast<double>(cost.sliding_kv_elems_per_token);
+}
+
 double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
                              double bytes_per_kv_elem, int64_t batch, double context_len) {
   return decode_weight_params_at(cost, batch) * bytes_per_weight +
-         static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
-             bytes_per_kv_elem;
+         static_cast<double>(batch) * kv_elems_read(cost, context_len) * bytes_per_kv_elem;
 }
 
 double decode_bytes_per_rank(const ModelCost& cost, double bytes_per_weight,
@@ -72,8 +83,8 @@ double decode_bytes_per_rank(const ModelCost& cost, double bytes_per_weight,
                                       static_cast<double>((cost.vocab_size + tp - 1) / tp)
                                 : lm_head / tp;
   return (layers / tp + head_block) * bytes_per_weight +
-         static_cast<double>(batch) * context_len * static_cast<double>(cost.kv_elems_per_token) *
-             kv_share * bytes_per_kv_elem;
+         static_cast<double>(batch) * kv_elems_read(cost, context_len) * kv_share *
+             bytes_per_kv_elem;
 }
 
 double prefill_flops(const ModelCost& cost, int64_t tokens) {

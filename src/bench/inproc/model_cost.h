@@ -20,7 +20,12 @@ struct ModelCost {
                                     // experts and the shared expert) weights one token uses
   int64_t lm_head_params = 0;       // vocab * hidden
   int64_t vocab_size = 0;
-  int64_t kv_elems_per_token = 0;   // 2 (k, v) * layers * kv_heads * head_dim
+  // KV elements one cached token holds: 2 (k, v) * kv_heads * head_dim per
+  // layer, over the full-attention layers and, apart, the sliding-window
+  // layers, which read at most sliding_window positions back.
+  int64_t kv_elems_per_token = 0;
+  int64_t sliding_kv_elems_per_token = 0;
+  int64_t sliding_window = 0;
   int64_t num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
   // Mixtures of experts: the layers with routed experts, E, top-k and one
   // expert's gate + up + down weights (0 for dense models).
@@ -36,9 +41,14 @@ ModelCost model_cost(const ModelConfig& config);
 // batch 1 (the active-weight speed of light), all E for large batches.
 double decode_weight_params_at(const ModelCost& cost, int64_t batch);
 
+// KV elements one sequence's decode step reads at `context_len` cached
+// tokens: every full-attention layer's context_len positions and every
+// sliding layer's min(context_len, sliding_window).
+double kv_elems_read(const ModelCost& cost, double context_len);
+
 // Bytes one decode step of `batch` sequences reads at `context_len` cached
 // tokens each: decode weights (decode_weight_params_at) + the KV cache of
-// every sequence.
+// every sequence (kv_elems_read).
 double decode_bytes_per_step(const ModelCost& cost, double bytes_per_weight,
                              double bytes_per_kv_elem, int64_t batch, double context_len);
 

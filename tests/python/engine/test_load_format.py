@@ -18,10 +18,11 @@ SHARED = pathlib.Path(os.environ.get("PAGODA_SHARED_DIR", ROOT.parent / "shared"
 PAGODA_BIN = pathlib.Path(os.environ.get("PAGODA_BIN", ROOT / "build" / "pagoda"))
 MAKE_RANDOM_MODEL = ROOT / "tools" / "make_random_model.py"
 
-# Tiny shapes of each preset's family (llama, qwen2 with biases, qwen3 with q/k norms).
+# Tiny shapes of each preset's family (llama, qwen2 with biases, qwen3 with q/k norms, gemma3
+# with sandwich norms and sliding layers).
 TINY = ["--hidden-size", "64", "--num-hidden-layers", "2", "--num-attention-heads", "4",
         "--num-key-value-heads", "2", "--head-dim", "16", "--intermediate-size", "96"]
-PRESETS = ["tiny", "qwen2.5-0.5b", "qwen3-0.6b"]
+PRESETS = ["tiny", "qwen2.5-0.5b", "qwen3-0.6b", "gemma3-12b"]
 # Small enough for a CPU: no KV pool sized from memory.
 ENGINE = ["--device", "cpu", "--max-model-len", "64", "--num-kv-blocks", "16", "--max-num-seqs", "4",
           "--max-num-batched-tokens", "64"]
@@ -125,3 +126,22 @@ def test_llama3_1b_preset_is_a_draft_for_the_8b_vocabulary(tmp_path):
               "--output-len", "6", "--num-iters", "1", "--warmup", "0", "--speculative-config", spec)
     assert out.returncode == 0, out.stderr
     assert "mean accepted length" in out.stdout, out.stdout
+
+
+def test_gemma3_12b_preset(tmp_path):
+    model = config_only(tmp_path / "12b", "gemma3-12b")
+    c = json.loads((model / "config.json").read_text())
+    assert c["model_type"] == "gemma3_text" and c["architectures"] == ["Gemma3ForCausalLM"]
+    assert (c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"],
+            c["head_dim"], c["intermediate_size"], c["vocab_size"]) == (3840, 48, 16, 8, 256, 15360, 262208)
+    # Five sliding-window layers of 1024 to one global layer.
+    assert c["layer_types"][:6] == ["sliding_attention"] * 5 + ["full_attention"]
+    assert c["layer_types"].count("full_attention") == 8 and c["sliding_window"] == 1024
+    assert c["hidden_activation"] == "gelu_pytorch_tanh" and "hidden_act" not in c
+    assert c["tie_word_embeddings"] is True and c["query_pre_attn_scalar"] == 256
+    # The startup log names the family, and a bench runs on dummy weights of a CPU-sized copy.
+    tiny = config_only(tmp_path / "tiny", "gemma3-12b", *TINY)
+    out = run("bench", "latency", tiny, *ENGINE, "--load-format", "dummy", "--input-len", "8", "--output-len", "2",
+              "--num-iters", "1", "--warmup", "0")
+    assert out.returncode == 0, out.stderr
+    assert "gemma3" in out.stderr and "dummy weights" in out.stderr, out.stderr

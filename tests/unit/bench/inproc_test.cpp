@@ -302,6 +302,37 @@ TEST(ModelCost, MixtureOfExpertsCountsTheActiveExperts) {
                    static_cast<double>(model_cost(llama31_8b()).decode_weight_params));
 }
 
+TEST(ModelCost, SlidingLayersReadOnlyTheirWindow) {
+  // Gemma-3-12B's text decoder: 11,766,034,176 parameters (tied embeddings,
+  // four norms per layer, q/k norms); 40 of its 48 layers slide over 1024.
+  ModelConfig c;
+  c.vocab_size = 262208;
+  c.hidden_size = 3840;
+  c.intermediate_size = 15360;
+  c.num_layers = 48;
+  c.num_heads = 16;
+  c.num_kv_heads = 8;
+  c.head_dim = 256;
+  c.qk_norm = true;
+  c.sandwich_norms = true;
+  c.tie_word_embeddings = true;
+  c.sliding_window = 1024;
+  for (int64_t l = 0; l < 48; ++l) c.sliding_layers.push_back((l + 1) % 6 != 0);
+  const auto m = model_cost(c);
+  EXPECT_EQ(m.num_params, 11766034176);
+  const int64_t per_layer = 2 * 8 * 256;
+  EXPECT_EQ(m.kv_elems_per_token, 8 * per_layer);
+  EXPECT_EQ(m.sliding_kv_elems_per_token, 40 * per_layer);
+  const double weights = static_cast<double>(m.decode_weight_params) * 2.0;
+  // Inside the window every layer reads the whole context; past it the
+  // sliding layers read 1024 positions.
+  EXPECT_DOUBLE_EQ(decode_bytes_per_step(m, 2.0, 2.0, 1, 500.0), weights + 500.0 * 48 * per_layer * 2);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_step(m, 2.0, 2.0, 2, 32768.0),
+                   weights + 2 * (32768.0 * 8 + 1024.0 * 40) * per_layer * 2);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_rank(m, 2.0, 2.0, 2, 32768.0, 2) - decode_bytes_per_rank(m, 2.0, 2.0, 1, 32768.0, 2),
+                   (32768.0 * 8 + 1024.0 * 40) * per_layer * 2 / 2);
+}
+
 TEST(ModelCost, BytesAndFlops) {
   auto c = model_cost(llama31_8b());
   double weights = static_cast<double>(c.decode_weight_params) * 2.0;
