@@ -19,8 +19,9 @@
 //        kernel_bench --fused                 (the fused decode op beside its unfused
 //                                              calls: bench_fused_decode)
 //        kernel_bench --moe                   (moe_experts only)
-//        kernel_bench --quant                 (block-format linear at T 1, 2, 4, 8, 64, 512
-//                                              beside bf16; PAGODA_QUANT_GEMV=legacy: the
+//        kernel_bench --quant [FORMAT...]     (block-format linear at T 1, 2, 4, 8, 64, 512
+//                                              beside bf16, or only the named formats, e.g.
+//                                              q5_0 q2_K; PAGODA_QUANT_GEMV=legacy: the
 //                                              CUDA-core decode kernels)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
 //                                              KV then FP8 KV: GB/s of the cache bytes read)
@@ -425,8 +426,9 @@ void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
 // formats it has, else quant_gemv.cu / group_gemv.cu; all of them with
 // PAGODA_QUANT_GEMV=legacy), T 64 and 512 the dequantize-then-cuBLASLt path. Weights are random
 // bytes (timing only; a _perm format gets a random permutation). GB/s counts the weight bytes + x
-// + out, against the copy ceiling.
-void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
+// + out, against the copy ceiling. `names`: the formats to run (dtype_name
+// spellings), all when empty; false (nothing run) when one is not listed.
+bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<std::string>& names) {
   const GemmShape shapes[] = {{"qkv 4096->6144", 6144, 4096, false},
                               {"o_proj 4096x4096", 4096, 4096, false},
                               {"gate_up 4096->28672", 28672, 4096, false},
@@ -435,6 +437,18 @@ void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
                            DType::kQ5_1,   DType::kQ8_0,      DType::kQ2_K, DType::kQ3_K,
                            DType::kQ4_K,   DType::kQ5_K,      DType::kQ6_K, DType::kW4G128,
                            DType::kW8G128, DType::kW4G128Perm};
+  std::vector<DType> selected;
+  for (DType f : formats) {
+    if (names.empty() || std::find(names.begin(), names.end(), dtype_name(f)) != names.end())
+      selected.push_back(f);
+  }
+  for (const std::string& name : names) {
+    if (std::none_of(std::begin(formats), std::end(formats),
+                     [&](DType f) { return dtype_name(f) == name; })) {
+      std::fprintf(stderr, "kernel_bench --quant: no format %s\n", name.c_str());
+      return false;
+    }
+  }
   const char* legacy = std::getenv("PAGODA_QUANT_GEMV");
   std::printf(
       "quantized linear (bf16 x, block weights; bytes = weight + x + out)%s\n"
@@ -444,7 +458,7 @@ void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
           : "",
       "format", "shape (N x K)", "T", "us", "GB/s", "%copy");
   std::mt19937 gen(7);
-  for (DType f : formats) {
+  for (DType f : selected) {
     for (const GemmShape& s : shapes) {
       const size_t rows_bytes = dtype_nbytes(f, s.n * s.k);
       const size_t w_bytes = rows_bytes + dtype_k_perm_bytes(f, s.k);
@@ -479,6 +493,7 @@ void bench_quant_linear(CudaBackend& gpu, const Ceilings& c) {
     }
   }
   std::printf("\n");
+  return true;
 }
 
 // moe_experts (both fused paths, moe_kernels.h) on one layer of
@@ -759,8 +774,8 @@ int main(int argc, char** argv) {
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   // The block-format linear (not in the default run, which run.sh gives 90 s).
-  if (argc == 2 && std::strcmp(argv[1], "--quant") == 0) {
-    bench_quant_linear(gpu, c);
+  if (argc >= 2 && std::strcmp(argv[1], "--quant") == 0) {
+    if (!bench_quant_linear(gpu, c, std::vector<std::string>(argv + 2, argv + argc))) return 2;
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--moe") == 0) {

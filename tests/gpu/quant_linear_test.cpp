@@ -14,9 +14,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "backend/cuda/quant_linear_kernels.h"
 #include "random_blocks.h"
 #include "test_util.h"
 
@@ -47,7 +49,29 @@ struct QuantCase {
   int64_t rows, n, k;
   bool bias, f32_out;
   size_t w_offset = 0;  // DevBlocks offset of the GPU weight
+  // Launch cuda::launch_quant_mma_gemv itself instead of linear() (which
+  // may pick another kernel): the case must be one it supports.
+  bool direct_mma = false;
 };
+
+// out = x w^T (+ bias) by the tensor-core decode kernel alone.
+void launch_mma_directly(CudaBackend& gpu, const Tensor& x, const Tensor& w, const Tensor& bias,
+                         Tensor& out) {
+  cuda::QuantGemvParams p;
+  p.dtype = x.dtype;
+  p.w_dtype = w.dtype;
+  p.x = x.data;
+  p.w = w.data;
+  p.bias = bias.empty() ? nullptr : bias.data;
+  p.bias_dtype = bias.dtype;
+  p.out = out.data;
+  p.out_dtype = out.dtype;
+  p.rows = static_cast<int>(x.dim(0));
+  p.n = w.dim(0);
+  p.k = w.dim(1);
+  ASSERT_TRUE(cuda::quant_mma_gemv_supports(p));
+  ASSERT_EQ(cuda::launch_quant_mma_gemv(p, gpu.stream()), cudaSuccess);
+}
 
 void run_case(DType dt, DType wt, const QuantCase& c) {
   CudaBackend& gpu = *cuda_backend(dt);
@@ -63,7 +87,12 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   DevTensor gx(gpu, dt, {c.rows, c.k}, x), gb(gpu, dt, {c.n}, b);
   DevTensor gout(gpu, out_dt, {c.rows, c.n});
   gout.poison();
-  gpu.linear(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), gout.t());
+  Tensor out_t = gout.t();
+  if (c.direct_mma) {
+    launch_mma_directly(gpu, gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
+  } else {
+    gpu.linear(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
+  }
   DevBlocks cw(cpu, wt, c.n, c.k, blocks);
   DevTensor cx(cpu, DType::kF32, {c.rows, c.k}, x), cb(cpu, DType::kF32, {c.n}, b);
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
@@ -122,15 +151,15 @@ TEST(CudaQuantLinearTest, ShortRowsAndLargeShapes) {
   }
 }
 
-// The decode kernels (quant_mma_gemv.cu for q4_0, q4_1, q8_0, q4_K, q5_K,
-// q6_K and the group formats; quant_gemv.cu / group_gemv.cu for the rest)
+// The decode kernels (quant_mma_gemv.cu for every format but one row of
+// q4_0 / q4_1 / q5_0 / q8_0; quant_gemv.cu / group_gemv.cu for those)
 // at every T 1..8 over N around the 16-row tile (1, 15, 17, 100: 8-warp
 // CTAs; 16400 = 1025 tiles: 4-warp CTAs, K of one block only) and K of 1
 // block, an odd count that leaves a partial 256-element step (32-element
 // formats) or an uneven split over the CTA's warps, and a long row; then
-// GGUF rows only 2-byte aligned (q4_0 / q8_0 / q6_K keep the mma kernel,
-// q4_1 / q4_K / q5_K fall back to the CUDA-core one; group weights are
-// always 4-byte aligned).
+// GGUF rows only 2-byte aligned (q4_0 / q5_0 / q8_0 / q3_K / q6_K keep the
+// mma kernel, q4_1 / q5_1 / q2_K / q4_K / q5_K fall back to the CUDA-core
+// one; group weights are always 4-byte aligned).
 TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
@@ -159,12 +188,74 @@ TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
   }
 }
 
+// Which (format, rows) the tensor-core decode kernel takes: every block
+// format without _perm (aligned weight and x) at 1..8 rows, except one row
+// of q4_0 / q4_1 / q5_0 / q8_0 (quant_mma_gemv_supports); none past 8 rows.
+bool mma_kernel_expected(DType wt, int64_t rows) {
+  const bool narrow = wt == DType::kQ4_0 || wt == DType::kQ4_1 || wt == DType::kQ5_0 ||
+                      wt == DType::kQ8_0;
+  return rows >= 1 && rows <= cuda::kQuantGemvMaxRows && !(rows == 1 && narrow);
+}
+
+TEST(CudaQuantLinearTest, MmaKernelSupportsEveryFormat) {
+  for (DType dt : kHalfTypes) {
+    for (DType wt : test::block_dtypes()) {
+      for (int rows = 0; rows <= cuda::kQuantGemvMaxRows + 1; ++rows) {
+        cuda::QuantGemvParams p;
+        p.dtype = p.out_dtype = dt;
+        p.w_dtype = wt;
+        p.x = p.w = p.out = reinterpret_cast<void*>(uintptr_t{256});  // aligned, never read
+        p.rows = rows;
+        p.n = 17;
+        p.k = 9 * dtype_block_elems(wt);
+        EXPECT_EQ(cuda::quant_mma_gemv_supports(p), mma_kernel_expected(wt, rows))
+            << name_of(dt) << " " << name_of(wt) << " rows=" << rows;
+      }
+    }
+  }
+}
+
+// The tensor-core decode kernel launched directly (linear() could hide a
+// format falling back to the CUDA-core kernel) for every format it takes, at
+// every row count it takes, over odd N (1 / 15 / 17 around the 16-row tile,
+// 333 = 21 tiles) and K of 1, 3, 9 and 33 blocks (odd multiples of 32 for
+// the 32-element formats: partial 256-element steps; 256-element formats:
+// uneven splits over the CTA's warps), bias on / off, f32 / dtype output, on
+// fresh random blocks (every 4- / 6-bit sub-scale and min value, f16 scales
+// over 2^-16..2^-2 of both signs and zero: random_blocks.h).
+TEST(CudaQuantLinearTest, MmaKernelEveryFormatMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  const int64_t ns[] = {1, 15, 17, 333};
+  const int64_t block_counts[] = {1, 3, 9, 33};
+  for (DType dt : kHalfTypes) {
+    for (DType wt : test::block_dtypes()) {
+      for (int64_t rows = 1; rows <= cuda::kQuantGemvMaxRows; ++rows) {
+        if (!mma_kernel_expected(wt, rows)) continue;
+        for (size_t i = 0; i < std::size(block_counts); ++i) {
+          for (size_t j = 0; j < std::size(ns); ++j) {
+            QuantCase c{rows, ns[j], block_counts[i] * dtype_block_elems(wt),
+                        (rows + i + j) % 2 == 0, (rows + 2 * i + j) % 3 == 0};
+            c.direct_mma = true;
+            SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows) +
+                         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+                         (c.bias ? " bias" : "") + (c.f32_out ? " f32-out" : ""));
+            run_case(dt, wt, c);
+          }
+        }
+      }
+    }
+    expect_status_ok(*cuda_backend(dt));
+  }
+}
+
 // The Llama-3.1-8B decode shapes (qkv, gate_up, down) at T 1 and 8 for the
-// formats of a Q4_K_M / Q8_0 file and AWQ / GPTQ 4-bit.
+// formats of Q2_K / Q3_K_M / Q4_K_M / Q5_0 / Q5_1 / Q8_0 files and AWQ /
+// GPTQ 4-bit.
 TEST(CudaQuantLinearTest, DecodeKernels8BShapes) {
   PAGODA_REQUIRE_GPU();
   const std::pair<int64_t, int64_t> shapes[] = {{6144, 4096}, {28672, 4096}, {4096, 14336}};
-  for (DType wt : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kW4G128}) {
+  for (DType wt : {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ6_K, DType::kQ5_0,
+                   DType::kQ5_1, DType::kQ8_0, DType::kW4G128}) {
     for (const auto& [n, k] : shapes) {
       for (int64_t rows : {1, 8}) {
         SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +

@@ -1,6 +1,8 @@
 // Decode products (T = 1..8 rows of x) with a block-format weight on the
 // tensor cores: launch_quant_mma_gemv (quant_linear_kernels.h), for q4_0,
-// q4_1, q8_0, q4_K, q5_K, q6_K and the group formats w4g* / w8g*.
+// q4_1, q5_0, q5_1, q8_0, q2_K..q6_K and the group formats w4g* / w8g*
+// (loaders: quant_fragments.cuh, quant_fragments_q5.cuh,
+// quant_fragments_q23k.cuh).
 //
 // Why: the CUDA-core kernels (quant_gemv.cu, group_gemv.cu) spend per weight
 // element a byte load from shared memory or a shift, an int -> f32
@@ -42,13 +44,15 @@
 // touches 8 rows (8 wavefronts, ~1 per clock per SM): q4_K's 10 loads per
 // lane and step (16-byte header, 8-byte quants) are ~80 wavefronts against
 // ~125 clocks of DRAM time per warp-step; w4g128's 20 u32 loads ~160
-// against ~118, and the u16-loaded q4_0 / q8_0 / q6_K more: those are
+// against ~118, and the u16-loaded q4_0 / q5_0 / q8_0 / q3_K / q6_K more: those are
 // likely bound by L1 wavefronts before DRAM. Not yet measured.
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/mma_helpers.cuh"
 #include "backend/cuda/quant_fragments.cuh"
+#include "backend/cuda/quant_fragments_q23k.cuh"
+#include "backend/cuda/quant_fragments_q5.cuh"
 #include "backend/cuda/quant_linear_kernels.h"
 
 namespace pagoda::cuda {
@@ -216,6 +220,18 @@ bool dispatch_format(DType t, Fn&& f) {
     case DType::kQ8_0:
       f(qfrag::FmtQ8_0{});
       return true;
+    case DType::kQ5_0:
+      f(qfrag::FmtQ5_0{});
+      return true;
+    case DType::kQ5_1:
+      f(qfrag::FmtQ5_1{});
+      return true;
+    case DType::kQ2_K:
+      f(qfrag::FmtQ2K{});
+      return true;
+    case DType::kQ3_K:
+      f(qfrag::FmtQ3K{});
+      return true;
     case DType::kQ4_K:
       f(qfrag::FmtQ45K<false>{});
       return true;
@@ -266,6 +282,9 @@ bool quant_mma_gemv_supports(const QuantGemvParams& p) {
   // vs 154.1 us).
   const DType f = without_k_perm(p.w_dtype);
   if (p.rows == 1 && (f == DType::kQ4_0 || f == DType::kQ4_1 || f == DType::kQ8_0)) return false;
+  // One row of q5_0 likewise: five u16 loads per 22-byte block (4.4 bytes a
+  // load, fewer than q4_0's 6; quant_fragments_q5.cuh).
+  if (p.rows == 1 && f == DType::kQ5_0) return false;
   int align = 0;
   if (!dispatch_format(p.w_dtype, [&](auto f) { align = decltype(f)::kAlign; })) return false;
   return is_aligned(p.w, static_cast<uintptr_t>(align));  // row bytes are multiples of align
