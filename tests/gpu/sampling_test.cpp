@@ -7,7 +7,8 @@
 // 32), and invariance to row order. Rows split over several CTAs
 // (PAGODA_SAMPLE_GROUPS forcing G from 1 to 64; vocabularies from 1 to 200k,
 // not multiples of the chunk; 1 to 300 rows) against the CPU, and the split's
-// run-to-run determinism.
+// run-to-run determinism. Large batches (1 to 512 rows, vocabularies to 256k,
+// -inf logits, ties, greedy rows beside top_p rows) against the CPU.
 //
 // Expectations: token ids, ranks and top-K ids equal; logprobs within 1e-5
 // (both compute log_softmax with an f64 sum). Seeded draws are compared
@@ -591,6 +592,66 @@ TEST(CudaSamplingTest, SampleGroupsPolicy) {
     EXPECT_EQ(cuda::sample_groups(2, 1000), 3);
     EXPECT_EQ(cuda::sample_groups(2, 33), 2);  // chunks of >= 32 tokens
   }
+}
+
+// Large batches (the serving shape: one CTA per row, issue 22): rows 1..512
+// at vocabularies 32k..256k (odd sizes), the row mix (greedy rows beside
+// sampled ones; temperature, top_k, top_p, min_p alone and combined;
+// penalties, bias, bans, top-K), plus rows of the decode default (T 0.8,
+// top_p 0.9, own seeds) interleaved with greedy rows; logits with scattered
+// -inf, or quantised into exact ties. Equal to the CPU, and the automatic
+// split equal to one CTA per row.
+void run_wide(int64_t vocab, int64_t num_rows, bool ties) {
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const std::string what = "V=" + std::to_string(vocab) + " rows=" + std::to_string(num_rows) +
+                           (ties ? " ties" : " -inf");
+  SCOPED_TRACE(what);
+  std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+  if (ties) {
+    for (float& x : logits) x = std::round(x * 2.0f) / 2.0f;
+  } else {  // ~1% of the tokens of every row impossible (never all of a row)
+    for (int32_t i : uniform_ints(logits.size() / 100, 0, static_cast<int32_t>(logits.size() - 1))) {
+      if (static_cast<int64_t>(i) % vocab != 0) logits[static_cast<size_t>(i)] = -INFINITY;
+    }
+  }
+  SamplingBatch batch = mixed_batch(logits, num_rows, vocab, false);
+  for (size_t r = 1; r < batch.rows.size(); r += 3) {  // the decode default beside greedy rows
+    SamplingRow row;
+    row.temperature = r % 2 == 0 ? 0.0f : 0.8f;
+    row.top_p = 0.9f;
+    row.seed = static_cast<uint64_t>(rng()());
+    row.step = static_cast<uint64_t>(r);
+    row.num_top_logprobs = batch.rows[r].num_top_logprobs;
+    batch.rows[r] = row;
+  }
+  const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
+  SampleOutput g, one;
+  {
+    ScopedGroups env(nullptr);
+    g = run_sample(gpu, logits, num_rows, vocab, batch);
+  }
+  {
+    ScopedGroups env("1");
+    one = run_sample(gpu, logits, num_rows, vocab, batch);
+  }
+  expect_same_output(g, c, batch, what);
+  EXPECT_EQ(one.token_ids, g.token_ids);
+  EXPECT_EQ(one.top_ids, g.top_ids);
+  expect_status_ok(gpu);
+}
+
+TEST(CudaSamplingTest, WideBatchesMatchCpu) {
+  PAGODA_REQUIRE_GPU();
+  run_wide(32003, 1, false);
+  run_wide(128257, 7, true);
+  run_wide(151936, 64, false);
+  run_wide(65537, 100, true);
+  run_wide(151936, 256, false);
+  run_wide(151936, 256, true);
+  run_wide(99991, 300, false);
+  run_wide(256000, 33, false);
+  run_wide(32011, 512, false);
+  run_wide(50021, 512, true);
 }
 
 // Two samplings outstanding on slots 0 and 1 (pipelined steps): each

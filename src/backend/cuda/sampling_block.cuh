@@ -113,11 +113,46 @@ __device__ __forceinline__ double block_inclusive_scan(double v, double& total) 
 
 struct SelectShared {
   double hist[256];
+  double warp_hist[kWarps][256];  // one private histogram per warp (no atomics)
   int bin;
   double above;
   bool found;
   int32_t cutoff;
 };
+
+// Adds w to bin `bin` of the calling warp's histogram for every lane where
+// `add` holds. Call from all 32 lanes of the warp. Lanes of one bin are
+// summed by a fixed shuffle tree (the others contribute +0.0, exact), so the
+// histogram is the same bits whatever the warp's timing; one pass of the
+// loop per distinct bin among the warp's lanes.
+__device__ __forceinline__ void warp_hist_add(double* hist, bool add, uint32_t bin, double w) {
+  const int lane = threadIdx.x & 31;
+  unsigned pending = __ballot_sync(0xffffffffu, add);
+  while (pending != 0) {
+    const int leader = __ffs(pending) - 1;
+    const uint32_t b = __shfl_sync(0xffffffffu, bin, leader);
+    const bool mine = add && bin == b;
+    double s = mine ? w : 0.0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == leader) hist[b] += s;
+    pending &= ~__ballot_sync(0xffffffffu, mine);
+  }
+}
+
+// sh.hist = the warps' histograms summed in warp order; clears them.
+__device__ __forceinline__ void merge_warp_hists(SelectShared& sh) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < 256; i += kThreads) {
+    double s = 0.0;
+    for (int w = 0; w < kWarps; ++w) {
+      s += sh.warp_hist[w][i];
+      sh.warp_hist[w][i] = 0.0;
+    }
+    sh.hist[i] = s;
+  }
+  __syncthreads();
+}
 
 // Warp 0: scanning bins 255 -> 0, finds the first non-empty bin where the
 // weight of the higher bins plus its own reaches `target`; writes bin,

@@ -179,6 +179,70 @@ struct MinOp {
   }
 };
 
+// Tokens per thread whose loads a sweep issues together (memory-level
+// parallelism: one CTA per SM holds too few warps to cover DRAM latency with
+// one load per thread in flight).
+constexpr int kSweepUnroll = 8;
+
+// Calls f(t, a[t]) for every token t of the CTA's chunk, in each thread the
+// order of the plain stride loop (t = lo + tid, then + kThreads, ...), so
+// per-thread sums are the same bits; the loads of kSweepUnroll tokens are
+// issued before the first call. Not warp-uniform at the chunk's end.
+template <typename F>
+__device__ __forceinline__ void sweep(const RowGroup& rg, const float* a, F f) {
+  constexpr int64_t kStep = static_cast<int64_t>(kSweepUnroll) * kThreads;
+  int64_t t = rg.lo + threadIdx.x;
+  for (; t + (kSweepUnroll - 1) * kThreads < rg.hi; t += kStep) {
+    float v[kSweepUnroll];
+#pragma unroll
+    for (int k = 0; k < kSweepUnroll; ++k) v[k] = a[t + k * kThreads];
+#pragma unroll
+    for (int k = 0; k < kSweepUnroll; ++k) f(t + k * kThreads, v[k]);
+  }
+  for (; t < rg.hi; t += kThreads) f(t, a[t]);
+}
+
+// sweep() over two rows of the same tokens: f(t, a[t], b[t]).
+template <typename F>
+__device__ __forceinline__ void sweep2(const RowGroup& rg, const float* a, const float* b, F f) {
+  constexpr int kUnroll = kSweepUnroll / 2;
+  constexpr int64_t kStep = static_cast<int64_t>(kUnroll) * kThreads;
+  int64_t t = rg.lo + threadIdx.x;
+  for (; t + (kUnroll - 1) * kThreads < rg.hi; t += kStep) {
+    float va[kUnroll], vb[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      va[k] = a[t + k * kThreads];
+      vb[k] = b[t + k * kThreads];
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) f(t + k * kThreads, va[k], vb[k]);
+  }
+  for (; t < rg.hi; t += kThreads) f(t, a[t], b[t]);
+}
+
+// Warp-uniform sweep: f(t, valid, a[t]) over slabs of kThreads tokens from
+// rg.lo, every thread of the block the same number of calls (valid false,
+// value 0, past rg.hi); kSweepUnroll slabs' loads issued together. f may use
+// warp collectives (not block barriers).
+template <typename F>
+__device__ __forceinline__ void sweep_uniform(const RowGroup& rg, const float* a, F f) {
+  constexpr int64_t kStep = static_cast<int64_t>(kSweepUnroll) * kThreads;
+  for (int64_t base = rg.lo; base < rg.hi; base += kStep) {
+    float v[kSweepUnroll];
+#pragma unroll
+    for (int k = 0; k < kSweepUnroll; ++k) {
+      const int64_t t = base + k * kThreads + threadIdx.x;
+      v[k] = t < rg.hi ? a[t] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kSweepUnroll; ++k) {
+      const int64_t t = base + k * kThreads + threadIdx.x;
+      f(t, t < rg.hi, v[k]);
+    }
+  }
+}
+
 // The row's best candidate (higher score, then lower id) given each thread's.
 __device__ __forceinline__ Candidate group_best(RowGroup& rg, Candidate c) {
   return group_reduce(rg, block_best(c), BestOp{});
@@ -192,24 +256,29 @@ __device__ __forceinline__ T row_reduce(RowGroup& rg, T v, Op op) {
 
 // Finds the threshold of the first tokens, in (value desc, id asc) order
 // among the row's eligible tokens, whose summed weight reaches `target`
-// (> 0). fn(t, &key, &weight) returns whether token t is eligible and sets
-// its order key and weight (1 for counting); it is called for the CTA's own
-// chunk only. When the eligible total stays below target every eligible
-// token is selected. Call from all threads of the row; fn must give every
-// thread the same answer for the same token.
+// (> 0). fn(t, a_t, &key, &weight), given token t and a[t], returns whether
+// t is eligible and sets its order key and weight (1 for counting); it is
+// called for the CTA's own chunk only. When the eligible total stays below
+// target every eligible token is selected. Call from all threads of the row;
+// fn must give every thread the same answer for the same token. Histograms
+// are per warp (sampling_block.cuh's warp_hist_add), merged in warp order,
+// so a launch repeats its bits.
 template <typename Fn>
-__device__ Threshold group_select(Fn fn, RowGroup& rg, double target, SelectShared& sh) {
+__device__ Threshold group_select(Fn fn, const float* a, RowGroup& rg, double target,
+                                  SelectShared& sh) {
   uint32_t prefix = 0, mask = 0;
   double remaining = target;
+  double* const my_hist = sh.warp_hist[threadIdx.x >> 5];
+  for (int i = threadIdx.x; i < kWarps * 256; i += kThreads) (&sh.warp_hist[0][0])[i] = 0.0;
+  __syncthreads();
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hist[i] = 0.0;
-    __syncthreads();
-    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-      uint32_t key;
-      double w;
-      if (fn(t, key, w) && (key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
-    }
-    __syncthreads();
+    sweep_uniform(rg, a, [&](int64_t t, bool valid, float v) {
+      uint32_t key = 0;
+      double w = 0.0;
+      const bool add = valid && fn(t, v, key, w) && (key & mask) == prefix;
+      warp_hist_add(my_hist, add, (key >> shift) & 255u, w);
+    });
+    merge_warp_hists(sh);
     group_histogram(rg, sh);
     if (threadIdx.x < 32) pick_bin(sh, remaining);
     __syncthreads();
@@ -230,29 +299,42 @@ __device__ Threshold group_select(Fn fn, RowGroup& rg, double target, SelectShar
   double chunk_weight = 1.0;  // G == 1: the scan alone decides
   if (rg.size > 1) {
     double w = 0.0;
-    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
+    sweep(rg, a, [&](int64_t t, float v) {
       uint32_t key;
       double tw;
-      if (fn(t, key, tw) && key == prefix) w += tw;
-    }
+      if (fn(t, v, key, tw) && key == prefix) w += tw;
+    });
     chunk_weight = block_reduce(w, SumOp{});
   }
   double run = group_exclusive_sum(rg, chunk_weight);
   if (threadIdx.x == 0) sh.cutoff = kNoCutoff;
   __syncthreads();
   if (chunk_weight > 0.0) {
-    for (int64_t base = rg.lo; base < rg.hi; base += kThreads) {
-      const int64_t t = base + threadIdx.x;
-      double w = 0.0;
-      uint32_t key;
-      double tw;
-      if (t < rg.hi && fn(t, key, tw) && key == prefix) w = tw;
-      double total;
-      const double incl = block_inclusive_scan(w, total);
-      if (w > 0.0 && run + incl >= remaining) atomicMin(&sh.cutoff, static_cast<int32_t>(t));
-      __syncthreads();
-      if (sh.cutoff != kNoCutoff) break;
-      run += total;
+    // Slabs of kThreads tokens in id order; the loads of kSweepUnroll slabs
+    // together, and a slab without ties skipped (its weight, 0, is exact).
+    constexpr int64_t kStep = static_cast<int64_t>(kSweepUnroll) * kThreads;
+    for (int64_t base = rg.lo; base < rg.hi && sh.cutoff == kNoCutoff; base += kStep) {
+      double w[kSweepUnroll];
+      bool any = false;
+#pragma unroll
+      for (int k = 0; k < kSweepUnroll; ++k) {
+        const int64_t t = base + k * kThreads + threadIdx.x;
+        w[k] = 0.0;
+        uint32_t key;
+        double tw;
+        if (t < rg.hi && fn(t, a[t], key, tw) && key == prefix) w[k] = tw;
+        any |= w[k] > 0.0;
+      }
+      if (__syncthreads_or(any) == 0) continue;
+      for (int k = 0; k < kSweepUnroll; ++k) {
+        double total;
+        const double incl = block_inclusive_scan(w[k], total);
+        if (w[k] > 0.0 && run + incl >= remaining)
+          atomicMin(&sh.cutoff, static_cast<int32_t>(base + k * kThreads + threadIdx.x));
+        __syncthreads();
+        if (sh.cutoff != kNoCutoff) break;
+        run += total;
+      }
     }
   }
   const int32_t cutoff = sh.cutoff;

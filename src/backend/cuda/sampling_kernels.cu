@@ -88,15 +88,14 @@ struct Sum2Op {
 __device__ RowStats row_stats(const float* x, const float* proc, float temperature, bool greedy,
                               RowGroup& rg) {
   Maxima mx{-INFINITY, -INFINITY, Candidate{-INFINITY, -1}};
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-    mx.raw = fmaxf(mx.raw, x[t]);
+  sampling::sweep2(rg, x, proc, [&](int64_t t, float xt, float v) {
+    mx.raw = fmaxf(mx.raw, xt);
     if (greedy) {
-      const float v = proc[t];
       if (mx.best.id < 0 || v > mx.best.score) mx.best = Candidate{v, static_cast<int32_t>(t)};
     } else {
-      mx.y = fmaxf(mx.y, __fdiv_rn(proc[t], temperature));
+      mx.y = fmaxf(mx.y, __fdiv_rn(v, temperature));
     }
-  }
+  });
   mx.raw = sampling::block_reduce(mx.raw, MaxOp{});
   if (greedy) {
     mx.best = sampling::block_best(mx.best);
@@ -105,11 +104,10 @@ __device__ RowStats row_stats(const float* x, const float* proc, float temperatu
   }
   mx = sampling::group_reduce(rg, mx, MaximaOp{});
   double s = 0.0, y_sum = 0.0;
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-    s += exp(static_cast<double>(x[t]) - mx.raw);
-    if (!greedy)
-      y_sum += static_cast<double>(expf(__fsub_rn(__fdiv_rn(proc[t], temperature), mx.y)));
-  }
+  sampling::sweep2(rg, x, proc, [&](int64_t, float xt, float v) {
+    s += exp(static_cast<double>(xt) - mx.raw);
+    if (!greedy) y_sum += static_cast<double>(expf(__fsub_rn(__fdiv_rn(v, temperature), mx.y)));
+  });
   const double2 sums = sampling::group_reduce(
       rg, make_double2(sampling::block_reduce(s, SumOp{}), sampling::block_reduce(y_sum, SumOp{})),
       Sum2Op{});
@@ -121,8 +119,8 @@ __device__ RowStats row_stats(const float* x, const float* proc, float temperatu
   return st;
 }
 
-__device__ __forceinline__ float raw_logprob(const float* x, double lse, int64_t t) {
-  return static_cast<float>(static_cast<double>(x[t]) - lse);
+__device__ __forceinline__ float raw_logprob(float xt, double lse) {
+  return static_cast<float>(static_cast<double>(xt) - lse);
 }
 
 // Steps 0-2 (mask, bias, then penalties) of the CTA's chunk into `scratch`
@@ -176,7 +174,7 @@ __device__ int32_t row_argmax(F f, RowGroup& rg) {
 __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int64_t vocab,
                               const RowStats& st, RowGroup& rg, sampling::SelectShared& sh) {
   const float temperature = rp.temperature;
-  auto scaled = [&](int64_t t) { return __fdiv_rn(proc[t], temperature); };
+  auto scaled = [&](float v) { return __fdiv_rn(v, temperature); };
   const float y_max = st.y_max;
   const double y_sum = st.y_sum;
   auto prob = [&](float y) {
@@ -188,57 +186,56 @@ __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int6
   Threshold top_k;  // selects everything unless top_k is active
   if (rp.top_k > 0 && rp.top_k < vocab) {
     top_k = sampling::group_select(
-        [&](int64_t t, uint32_t& key, double& w) {
-          const float y = scaled(t);
+        [&](int64_t, float v, uint32_t& key, double& w) {
+          const float y = scaled(v);
           key = order_key(y);
           w = 1.0;
           return keep_min_p(prob(y));
         },
-        rg, static_cast<double>(rp.top_k), sh);
+        proc, rg, static_cast<double>(rp.top_k), sh);
   }
-  // kept(t) after min_p and top_k; sets y and p of the token.
-  auto kept_k = [&](int64_t t, float& y, float& pr) {
-    y = scaled(t);
+  // kept(t) after min_p and top_k, given v = proc[t]; sets p of the token.
+  auto kept_k = [&](int64_t t, float v, float& pr) {
+    const float y = scaled(v);
     pr = prob(y);
     return keep_min_p(pr) && top_k.selects(order_key(y), static_cast<int32_t>(t));
   };
   Threshold top_p;
   if (rp.top_p < 1.0f) {
     double total = 0.0;
-    for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-      float y, pr;
-      if (kept_k(t, y, pr)) total += pr;
-    }
+    sampling::sweep(rg, proc, [&](int64_t t, float v) {
+      float pr;
+      if (kept_k(t, v, pr)) total += pr;
+    });
     total = row_reduce(rg, total, SumOp{});
     const double target = fmax(static_cast<double>(rp.top_p) * total, 1e-300);
     top_p = sampling::group_select(
-        [&](int64_t t, uint32_t& key, double& w) {
-          float y, pr;
-          const bool keep = kept_k(t, y, pr);
+        [&](int64_t t, float v, uint32_t& key, double& w) {
+          float pr;
+          const bool keep = kept_k(t, v, pr);
           key = order_key(pr);
           w = pr;
           return keep;
         },
-        rg, target, sh);
+        proc, rg, target, sh);
   }
   Candidate best{-1.0f, -1};
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-    float y, pr;
-    if (!kept_k(t, y, pr) || !top_p.selects(order_key(pr), static_cast<int32_t>(t))) continue;
+  sampling::sweep(rg, proc, [&](int64_t t, float v) {
+    float pr;
+    if (!kept_k(t, v, pr) || !top_p.selects(order_key(pr), static_cast<int32_t>(t))) return;
     const float e = -logf(philox_uniform(rp.seed, rp.step, static_cast<uint64_t>(t)));
     const float score = pr / e;
     if (score > best.score) best = Candidate{score, static_cast<int32_t>(t)};
-  }
+  });
   const int32_t token = sampling::group_best(rg, best).id;
-  return token >= 0 ? token : row_argmax(scaled, rg);
+  return token >= 0 ? token : row_argmax([&](int64_t t) { return scaled(proc[t]); }, rg);
 }
 
 // 1 + number of tokens whose raw logprob is strictly larger than token's.
 __device__ int32_t raw_rank(const float* x, double lse, RowGroup& rg, int32_t token) {
-  const float lp = raw_logprob(x, lse, token);
+  const float lp = raw_logprob(x[token], lse);
   int count = 0;
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads)
-    count += raw_logprob(x, lse, t) > lp ? 1 : 0;
+  sampling::sweep(rg, x, [&](int64_t, float xt) { count += raw_logprob(xt, lse) > lp ? 1 : 0; });
   return 1 + row_reduce(rg, count, SumOp{});
 }
 
@@ -262,23 +259,23 @@ __device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, in
   }
   if (n <= 0) return;
   const Threshold th = sampling::group_select(
-      [&](int64_t t, uint32_t& key, double& w) {
-        key = order_key(raw_logprob(x, lse, t));
+      [&](int64_t, float xt, uint32_t& key, double& w) {
+        key = order_key(raw_logprob(xt, lse));
         w = 1.0;
         return true;
       },
-      rg, static_cast<double>(n), sh);
+      x, rg, static_cast<double>(n), sh);
   if (threadIdx.x == 0) count_s = 0;
   __syncthreads();
-  for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads) {
-    const uint32_t key = order_key(raw_logprob(x, lse, t));
-    if (!th.selects(key, static_cast<int32_t>(t))) continue;
+  sampling::sweep(rg, x, [&](int64_t t, float xt) {
+    const uint32_t key = order_key(raw_logprob(xt, lse));
+    if (!th.selects(key, static_cast<int32_t>(t))) return;
     const int i = atomicAdd(&count_s, 1);
     if (i < n) {
       keys_s[i] = key;
       ids_s[i] = static_cast<int32_t>(t);
     }
-  }
+  });
   __syncthreads();
   int found = min(count_s, n);
   if (rg.size > 1) {  // gather the chunks' selections into the first CTA
@@ -303,7 +300,7 @@ __device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, in
       rank += (keys_s[j] > keys_s[i] || (keys_s[j] == keys_s[i] && ids_s[j] < ids_s[i])) ? 1 : 0;
     }
     ids[rank] = ids_s[i];
-    lps[rank] = raw_logprob(x, lse, ids_s[i]);
+    lps[rank] = raw_logprob(x[ids_s[i]], lse);
   }
   __syncthreads();
 }
@@ -329,9 +326,9 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
     SampleRowResult res;
     res.token = token;
     res.rank = rank;
-    res.logprob = raw_logprob(x, lse, token);
+    res.logprob = raw_logprob(x[token], lse);
     res.target_rank = target_rank;
-    res.target_logprob = has_target ? raw_logprob(x, lse, rp.target_token) : NAN;
+    res.target_logprob = has_target ? raw_logprob(x[rp.target_token], lse) : NAN;
     p.results[r] = res;
   }
   if (p.top_width > 0) {
