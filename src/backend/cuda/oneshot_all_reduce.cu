@@ -81,8 +81,8 @@ cudaError_t launch_typed(const OneShotParams& p, cudaStream_t stream) {
 
 // Fills `words` u32 words of a push region of `words_per_width` words per
 // [family][width] block with the width's sentinels (widths alternate: 2, 4).
+// Launched plainly (no PDL) on the allocation's stream.
 __global__ void fill_push_sentinels_kernel(uint32_t* region, size_t words, size_t words_per_width) {
-  pdl_enter();
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const bool two_byte = (i / words_per_width) % 2 == 0;
@@ -107,9 +107,9 @@ cudaError_t init_oneshot_buffer(void* buffer, size_t capacity, int ranks, cudaSt
   const size_t words = push_region_bytes(capacity, ranks) / 4;
   const size_t words_per_width = words / 4;  // [family 2][width 2]
   if (words == 0) return cudaSuccess;
-  return launch_kernel(fill_push_sentinels_kernel, dim3(256), dim3(256), 0, stream,
-                       reinterpret_cast<uint32_t*>(static_cast<char*>(buffer) + offset), words,
-                       words_per_width);
+  fill_push_sentinels_kernel<<<256, 256, 0, stream>>>(
+      reinterpret_cast<uint32_t*>(static_cast<char*>(buffer) + offset), words, words_per_width);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_oneshot_all_reduce(const OneShotParams& p, cudaStream_t stream) {

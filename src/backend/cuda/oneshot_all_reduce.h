@@ -72,7 +72,8 @@ struct OneShotControl {
 };
 
 // The largest message of the push protocol: each rank's buffer holds 12
-// slots of this size per rank (oneshot_push.cuh), 6 MiB a rank at 2 ranks.
+// slots of this size per rank of the group (oneshot_push.cuh), 12 MiB a GPU
+// with 2 ranks.
 constexpr size_t kOneShotPushMaxBytes = size_t{512} << 10;
 
 enum class OneShotProtocol {
