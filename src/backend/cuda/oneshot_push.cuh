@@ -10,8 +10,10 @@
 //   [family 2][width 2][stage 3][slot size][push_capacity bytes]
 // Every element of every stage holds the width's sentinel, -0.0 (bf16 and
 // f16 0x8000, f32 0x80000000), except while an epoch that uses it is in
-// flight. Epoch e of a block (its per-block counter, advanced by the kernel
-// itself so graph replays keep counting) uses stage e % 3.
+// flight. Epoch e of a block (the block's e-th launch of the family) uses
+// stage e % 3; the per-block counter in the buffer holds that stage itself,
+// advanced modulo 3 by the kernel (so graph replays keep counting, and no
+// 2^32 wrap breaks the rotation).
 //
 // One epoch of block b on rank A (every byte offset of a stage is always
 // handled by the same block index, whatever the message size, as in the
@@ -75,34 +77,59 @@ __host__ __device__ inline size_t push_region_bytes(size_t capacity, int size) {
   return size_t{2} * 2 * kPushStages * static_cast<size_t>(size) * push_capacity(capacity);
 }
 
-// Slot `src` of the stage of `epoch` for family `family` and T's width in
+// This block's stage for its next launch of the family whose counters start
+// at word `counters` of the own buffer: (last stage + 1) % kPushStages,
+// stored back. Call from every thread of the block.
+__device__ __forceinline__ uint32_t next_stage(void* own_buffer, uint32_t counters) {
+  __shared__ uint32_t shared_stage;
+  uint32_t* counter = static_cast<uint32_t*>(own_buffer) + counters + blockIdx.x;
+  if (threadIdx.x == 0) {
+    shared_stage = (*counter + 1) % kPushStages;
+    *counter = shared_stage;
+  }
+  __syncthreads();
+  return shared_stage;
+}
+
+// Slot `src` of stage `stage` (0..2) for family `family` and T's width in
 // `buffer` (a rank's peer buffer; g gives capacity and size).
 template <typename T>
 __device__ __forceinline__ T* push_slot(void* buffer, const OneShotParams& g, int family,
-                                        uint32_t epoch, int src) {
+                                        uint32_t stage, int src) {
   constexpr int kWidth = sizeof(T) == 2 ? 0 : 1;
   const size_t slot = push_capacity(g.capacity);
-  const size_t index =
-      ((static_cast<size_t>(family) * 2 + kWidth) * kPushStages + epoch % kPushStages) *
-          static_cast<size_t>(g.size) +
-      static_cast<size_t>(src);
+  const size_t index = ((static_cast<size_t>(family) * 2 + kWidth) * kPushStages + stage) *
+                           static_cast<size_t>(g.size) +
+                       static_cast<size_t>(src);
   return reinterpret_cast<T*>(static_cast<char*>(buffer) + push_offset(g.capacity, g.size) +
                               index * slot);
 }
 
 // The element type's sentinel, -0.0 (bf16 and f16 0x8000, f32 0x80000000).
-__device__ __forceinline__ bool is_sentinel(bf16 v) { return __bfloat16_as_ushort(v) == 0x8000; }
-__device__ __forceinline__ bool is_sentinel(f16 v) { return __half_as_ushort(v) == 0x8000; }
-__device__ __forceinline__ bool is_sentinel(float v) { return __float_as_uint(v) == 0x80000000u; }
+__device__ __forceinline__ bool is_sentinel(bf16 v) {
+  return __bfloat16_as_ushort(v) == 0x8000;
+}
+__device__ __forceinline__ bool is_sentinel(f16 v) {
+  return __half_as_ushort(v) == 0x8000;
+}
+__device__ __forceinline__ bool is_sentinel(float v) {
+  return __float_as_uint(v) == 0x80000000u;
+}
 
 template <typename T>
 __device__ __forceinline__ T sentinel();
 template <>
-__device__ __forceinline__ bf16 sentinel<bf16>() { return __ushort_as_bfloat16(0x8000); }
+__device__ __forceinline__ bf16 sentinel<bf16>() {
+  return __ushort_as_bfloat16(0x8000);
+}
 template <>
-__device__ __forceinline__ f16 sentinel<f16>() { return __ushort_as_half(0x8000); }
+__device__ __forceinline__ f16 sentinel<f16>() {
+  return __ushort_as_half(0x8000);
+}
 template <>
-__device__ __forceinline__ float sentinel<float>() { return __uint_as_float(0x80000000u); }
+__device__ __forceinline__ float sentinel<float>() {
+  return __uint_as_float(0x80000000u);
+}
 
 // v with every -0.0 replaced by +0.0 (what a writer pushes).
 template <typename T, int N>
@@ -177,12 +204,13 @@ __device__ __forceinline__ void store_volatile(T* p, const Vec<T, N>& v) {
 // Step 1 for one vector: v (sentinels replaced) into slot `src` = g.rank at
 // element offset `at` of every rank's stage.
 template <typename T, int N>
-__device__ __forceinline__ void push_vec(const OneShotParams& g, int family, uint32_t epoch,
+__device__ __forceinline__ void push_vec(const OneShotParams& g, int family, uint32_t stage,
                                          size_t at, const Vec<T, N>& v) {
   const Vec<T, N> clean = without_sentinels(v);
 #pragma unroll
   for (int j = 0; j < kOneShotMaxRanks; ++j) {
-    if (j < g.size) store_volatile<T, N>(push_slot<T>(g.buffers[j], g, family, epoch, g.rank) + at, clean);
+    if (j < g.size)
+      store_volatile<T, N>(push_slot<T>(g.buffers[j], g, family, stage, g.rank) + at, clean);
   }
 }
 
@@ -191,8 +219,8 @@ __device__ __forceinline__ void push_vec(const OneShotParams& g, int family, uin
 // sentinel and returns their sum in rank order. When the budget runs out it
 // returns an unspecified vector at once (and leaves the slots as they are).
 template <typename T, int N>
-__device__ __forceinline__ Vec<T, N> collect_vec(const OneShotParams& g, int family,
-                                                 uint32_t epoch, size_t at, PollBudget& budget) {
+__device__ __forceinline__ Vec<T, N> collect_vec(const OneShotParams& g, int family, uint32_t stage,
+                                                 size_t at, PollBudget& budget) {
   void* own = g.buffers[g.rank];
   // Every poll reloads every rank's vector (local loads, issued together),
   // so nothing but the budget lives across polls.
@@ -201,7 +229,7 @@ __device__ __forceinline__ Vec<T, N> collect_vec(const OneShotParams& g, int fam
     bool all = true;
 #pragma unroll
     for (int r = 0; r < kOneShotMaxRanks; ++r) {
-      if (r < g.size) v[r] = load_volatile<T, N>(push_slot<T>(own, g, family, epoch, r) + at);
+      if (r < g.size) v[r] = load_volatile<T, N>(push_slot<T>(own, g, family, stage, r) + at);
     }
 #pragma unroll
     for (int r = 0; r < kOneShotMaxRanks; ++r) {
@@ -211,7 +239,7 @@ __device__ __forceinline__ Vec<T, N> collect_vec(const OneShotParams& g, int fam
       const Vec<T, N> empty = sentinel_vec<T, N>();
 #pragma unroll
       for (int r = 0; r < kOneShotMaxRanks; ++r) {
-        if (r < g.size) store_volatile<T, N>(push_slot<T>(own, g, family, epoch, r) + at, empty);
+        if (r < g.size) store_volatile<T, N>(push_slot<T>(own, g, family, stage, r) + at, empty);
       }
       return sum_in_rank_order<T, N>(v, g.size);
     }

@@ -41,19 +41,19 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_push_all_reduce_kerne
   constexpr int kVec = 16 / sizeof(T);
   constexpr int64_t kStride = int64_t{kOneShotBlocks} * kOneShotThreads;
   pdl_enter();  // the previous kernel on the stream (e.g. the last launch) is complete
-  const uint32_t epoch = next_epoch(p.buffers[p.rank], kPushCounters);
+  const uint32_t stage = next_stage(p.buffers[p.rank], kPushCounters);
 
   T* x = static_cast<T*>(p.x);
   const int64_t num_units = (p.n + kVec - 1) / kVec;
   const int64_t start = static_cast<int64_t>(blockIdx.x) * kOneShotThreads + threadIdx.x;
   for (int64_t u = start; u < num_units; u += kStride) {
-    push_vec<T, kVec>(p, kPushAllReduce, epoch, static_cast<size_t>(u) * kVec,
+    push_vec<T, kVec>(p, kPushAllReduce, stage, static_cast<size_t>(u) * kVec,
                       load_unit<T, kVec, kAligned>(x, u, p.n));
   }
   PollBudget budget(p.control);
   for (int64_t u = start; u < num_units; u += kStride) {
     const Vec<T, kVec> s =
-        collect_vec<T, kVec>(p, kPushAllReduce, epoch, static_cast<size_t>(u) * kVec, budget);
+        collect_vec<T, kVec>(p, kPushAllReduce, stage, static_cast<size_t>(u) * kVec, budget);
     if (budget.gave_up) return;  // x unspecified; the host reports the failure
     store_unit<T, kVec, kAligned>(x, u, p.n, s);
   }

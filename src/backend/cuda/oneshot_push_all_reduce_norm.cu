@@ -30,7 +30,7 @@ template <typename T, int kVec, bool kAligned>
 __global__ void __launch_bounds__(1024) oneshot_push_all_reduce_norm_kernel(OneShotNormParams p) {
   pdl_enter();  // the partial x is written; the previous launch is complete
   const OneShotParams& g = p.group;
-  const uint32_t epoch = next_epoch(g.buffers[g.rank], kPushNormCounters);
+  const uint32_t stage = next_stage(g.buffers[g.rank], kPushNormCounters);
   const int64_t num_vec = p.hidden / kVec;
   const int64_t grid = gridDim.x;
 
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(1024) oneshot_push_all_reduce_norm_kernel(OneS
     const T* x = static_cast<const T*>(p.x) + row * p.hidden;
     const size_t base = region_row(g, sizeof(T), k, p.hidden);
     for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-      push_vec<T, kVec>(g, kPushNorm, epoch, base + i * kVec,
+      push_vec<T, kVec>(g, kPushNorm, stage, base + i * kVec,
                         load_vec_any<T, kVec, kAligned>(x + i * kVec));
     }
   }
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(1024) oneshot_push_all_reduce_norm_kernel(OneS
     const size_t base = region_row(g, sizeof(T), k, p.hidden);
     float sum_sq = 0.0f;
     for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-      const Vec<T, kVec> s = collect_vec<T, kVec>(g, kPushNorm, epoch, base + i * kVec, budget);
+      const Vec<T, kVec> s = collect_vec<T, kVec>(g, kPushNorm, stage, base + i * kVec, budget);
       store_vec_any<T, kVec, kAligned>(x + i * kVec, s);
       Vec<T, kVec> r = load_vec_any<T, kVec, kAligned>(res + i * kVec);
 #pragma unroll
@@ -95,8 +95,8 @@ cudaError_t launch_typed(const OneShotNormParams& p, cudaStream_t stream) {
   if (vec)
     return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, kVec, false>, blocks, threads, 0,
                          stream, p);
-  return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, 1, false>, blocks, threads, 0,
-                       stream, p);
+  return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, 1, false>, blocks, threads, 0, stream,
+                       p);
 }
 
 }  // namespace
