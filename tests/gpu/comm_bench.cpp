@@ -1,13 +1,16 @@
-// Latency of all_reduce_sum (bf16) per message size on every GPU of the
-// machine: NCCL vs the one-shot peer-memory kernel, each launched eagerly
-// and replayed from a CUDA graph (as the engine's decode steps run). The
-// table's crossover is what default_oneshot_max_bytes
+// Latency of all_reduce_sum (bf16) per message size (2 B to 64 MiB) on every
+// GPU of the machine: NCCL vs the one-shot peer-memory kernel on its two
+// protocols (push + Lamport, which takes messages up to
+// oneshot_push_capacity and the barrier protocol above; barrier alone), each
+// launched eagerly and replayed from a CUDA graph (as the engine's decode
+// steps run). The table's crossover is what default_oneshot_max_bytes
 // (backend/cuda/nccl_communicator.h) is set from. A second table times what
 // a decoder runs after each row-parallel projection, the message seen as
 // [rows, 4096] bf16 (rows = 1 below 8 KiB: [1, size / 2]), from a graph:
-// all_reduce_add_rms_norm on the one-shot path (one fused kernel), the same
-// unfused (one-shot all_reduce_sum, then CudaBackend::add_rms_norm), and
-// through NCCL (all_reduce_sum, then add_rms_norm).
+// all_reduce_add_rms_norm on the one-shot path (one fused kernel) on either
+// protocol, the same unfused (one-shot all_reduce_sum on the push protocol,
+// then CudaBackend::add_rms_norm), and through NCCL (all_reduce_sum, then
+// add_rms_norm).
 //
 // Timing, per size and path, on one thread per rank: eager: kWarmup calls,
 // a host barrier, then kEagerCalls calls between CUDA events on rank 0's
@@ -82,8 +85,8 @@ void on_ranks(const std::vector<CudaBackend*>& gpus, const std::function<void(in
 // Times one path at every size on fresh backends (destroyed, with their
 // graphs, before the communicators); rank 0's numbers.
 std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes,
-                               const std::vector<size_t>& sizes, std::string* gpu_name,
-                               Op op = Op::kAllReduce) {
+                               cuda::OneShotProtocol protocol, const std::vector<size_t>& sizes,
+                               std::string* gpu_name, Op op = Op::kAllReduce) {
   std::vector<std::unique_ptr<Communicator>> comms;  // destroyed after the backends
   std::vector<std::unique_ptr<Backend>> owned;
   std::vector<CudaBackend*> gpus;
@@ -99,6 +102,7 @@ std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes,
   *gpu_name = gpus[0]->name();
   NcclCommunicatorOptions options;
   options.oneshot_max_bytes = oneshot_max_bytes;
+  options.oneshot_protocol = protocol;
   auto created = create_nccl_communicators(gpus, options);
   if (!created.ok()) {
     std::fprintf(stderr, "create_nccl_communicators: %s\n", created.error().message.c_str());
@@ -203,8 +207,10 @@ std::string human(size_t bytes) {
   char b[32];
   if (bytes >= (size_t{1} << 20)) {
     std::snprintf(b, sizeof b, "%zu MiB", bytes >> 20);
-  } else {
+  } else if (bytes >= 1024) {
     std::snprintf(b, sizeof b, "%zu KiB", bytes >> 10);
+  } else {
+    std::snprintf(b, sizeof b, "%zu B", bytes);
   }
   return b;
 }
@@ -221,54 +227,64 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::vector<size_t> sizes;
-  for (size_t b = 1024; b <= (static_cast<size_t>(quick ? 4 : 64) << 20); b *= 2) sizes.push_back(b);
+  for (size_t b = 2; b <= (static_cast<size_t>(quick ? 4 : 64) << 20); b *= 2) sizes.push_back(b);
 
+  constexpr auto kPush = cuda::OneShotProtocol::kPush;
+  constexpr auto kBarrier = cuda::OneShotProtocol::kBarrier;
   std::string gpu_name;
-  const std::vector<Timing> nccl = bench_path(count, 0, sizes, &gpu_name);
-  const std::vector<Timing> oneshot = bench_path(count, kMaxOneShotBytes, sizes, &gpu_name);
+  const std::vector<Timing> nccl = bench_path(count, 0, kPush, sizes, &gpu_name);
+  const std::vector<Timing> push = bench_path(count, kMaxOneShotBytes, kPush, sizes, &gpu_name);
+  const std::vector<Timing> barrier =
+      bench_path(count, kMaxOneShotBytes, kBarrier, sizes, &gpu_name);
 
-  std::printf("\nall_reduce_sum bf16 on %d x %s: microseconds per call (rank 0)\n", count,
-              gpu_name.c_str());
-  std::printf("%10s %12s %12s %12s %12s %9s %12s\n", "size", "nccl eager", "1shot eager",
-              "nccl graph", "1shot graph", "faster", "busbw GB/s");
+  std::printf(
+      "\nall_reduce_sum bf16 on %d x %s: microseconds per call (rank 0); push = push + Lamport up "
+      "to %zu bytes, barrier above\n",
+      count, gpu_name.c_str(), cuda::oneshot_push_capacity(kMaxOneShotBytes));
+  std::printf("%10s %8s %8s %8s %8s %8s %8s %8s %11s\n", "size", "nccl e", "push e", "barr e",
+              "nccl g", "push g", "barr g", "faster", "busbw GB/s");
   size_t crossover = 0;
   bool oneshot_still_ahead = true;
   for (size_t s = 0; s < sizes.size(); ++s) {
-    const bool one = oneshot[s].graph_us > 0 && oneshot[s].graph_us < nccl[s].graph_us;
+    const double oneshot = std::min(push[s].graph_us, barrier[s].graph_us);
+    const bool one = oneshot > 0 && oneshot < nccl[s].graph_us;
     if (one && oneshot_still_ahead) crossover = sizes[s];
     if (!one) oneshot_still_ahead = false;
-    const double best = std::min(oneshot[s].graph_us, nccl[s].graph_us);
+    const double best = std::min(oneshot, nccl[s].graph_us);
+    const char* faster = !one ? "nccl" : push[s].graph_us <= barrier[s].graph_us ? "push" : "barrier";
     // Bus bandwidth as nccl-tests define it: bytes * 2 (n - 1) / n / time.
     const double busbw = static_cast<double>(sizes[s]) * 2.0 * (count - 1) / count / (best * 1e-6) / 1e9;
-    std::printf("%10s %12.1f %12.1f %12.1f %12.1f %9s %12.1f\n", human(sizes[s]).c_str(),
-                nccl[s].eager_us, oneshot[s].eager_us, nccl[s].graph_us, oneshot[s].graph_us,
-                one ? "1shot" : "nccl", busbw);
+    std::printf("%10s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8s %11.2f\n", human(sizes[s]).c_str(),
+                nccl[s].eager_us, push[s].eager_us, barrier[s].eager_us, nccl[s].graph_us,
+                push[s].graph_us, barrier[s].graph_us, faster, busbw);
   }
   std::printf("\none-shot ahead (graph replay) up to %s; default threshold in code: %s (%s overrides)\n",
               crossover > 0 ? human(crossover).c_str() : "never",
               human(static_cast<size_t>(default_oneshot_max_bytes(count))).c_str(), kOneShotMaxBytesEnv);
 
-  // The decoder's all-reduce + residual add + RMSNorm, up to the default threshold.
+  // The decoder's all-reduce + residual add + RMSNorm, 1 KiB up to the default threshold.
   std::vector<size_t> norm_sizes;
   for (size_t b : sizes) {
-    if (static_cast<int64_t>(b) <= default_oneshot_max_bytes(count)) norm_sizes.push_back(b);
+    if (b >= 1024 && static_cast<int64_t>(b) <= default_oneshot_max_bytes(count)) norm_sizes.push_back(b);
   }
-  const std::vector<Timing> fused =
-      bench_path(count, kMaxOneShotBytes, norm_sizes, &gpu_name, Op::kFused);
+  const std::vector<Timing> fused_push =
+      bench_path(count, kMaxOneShotBytes, kPush, norm_sizes, &gpu_name, Op::kFused);
+  const std::vector<Timing> fused_barrier =
+      bench_path(count, kMaxOneShotBytes, kBarrier, norm_sizes, &gpu_name, Op::kFused);
   const std::vector<Timing> unfused =
-      bench_path(count, kMaxOneShotBytes, norm_sizes, &gpu_name, Op::kUnfused);
-  const std::vector<Timing> nccl_norm = bench_path(count, 0, norm_sizes, &gpu_name, Op::kUnfused);
+      bench_path(count, kMaxOneShotBytes, kPush, norm_sizes, &gpu_name, Op::kUnfused);
+  const std::vector<Timing> nccl_norm = bench_path(count, 0, kPush, norm_sizes, &gpu_name, Op::kUnfused);
   std::printf(
       "\nall-reduce + residual add + rms_norm, bf16 [rows, 4096], graph replay: microseconds per "
       "call (rank 0)\n");
-  std::printf("%10s %8s %14s %16s %16s\n", "size", "rows", "1shot fused", "1shot unfused",
-              "nccl unfused");
+  std::printf("%10s %6s %12s %14s %14s %14s\n", "size", "rows", "fused push", "fused barrier",
+              "unfused push", "nccl unfused");
   for (size_t s = 0; s < norm_sizes.size(); ++s) {
     int64_t rows = 0, hidden = 0;
     norm_shape(norm_sizes[s], &rows, &hidden);
-    std::printf("%10s %8lld %14.1f %16.1f %16.1f\n", human(norm_sizes[s]).c_str(),
-                static_cast<long long>(rows), fused[s].graph_us, unfused[s].graph_us,
-                nccl_norm[s].graph_us);
+    std::printf("%10s %6lld %12.1f %14.1f %14.1f %14.1f\n", human(norm_sizes[s]).c_str(),
+                static_cast<long long>(rows), fused_push[s].graph_us, fused_barrier[s].graph_us,
+                unfused[s].graph_us, nccl_norm[s].graph_us);
   }
   return g_ok ? 0 : 1;
 }

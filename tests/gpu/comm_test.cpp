@@ -12,7 +12,10 @@
 // and every rank's result must be bitwise equal to rank 0's. The paths are
 // forced with NcclCommunicatorOptions::oneshot_max_bytes (0: NCCL only;
 // kMaxOneShotBytes: one-shot for every size tested) and also run at the
-// default threshold. Needs at least 2 GPUs: with fewer, the tests that need
+// default threshold; the one-shot path runs on both protocols
+// (NcclCommunicatorOptions::oneshot_protocol: push + Lamport, which takes
+// messages up to oneshot_push_capacity and the barrier protocol above, and
+// barrier alone). Needs at least 2 GPUs: with fewer, the tests that need
 // them are skipped with a message saying so.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -24,6 +27,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -68,7 +72,9 @@ uint64_t seed() {
 // (and their graphs) first.
 class Ranks {
  public:
-  explicit Ranks(int64_t oneshot_max_bytes, int count = gpu_count()) {
+  explicit Ranks(int64_t oneshot_max_bytes,
+                 std::optional<cuda::OneShotProtocol> protocol = std::nullopt,
+                 int count = gpu_count()) {
     for (int d = 0; d < count; ++d) {
       owned_.push_back(create_cuda_backend(d, DType::kBF16));
       if (owned_.back() == nullptr) {
@@ -79,6 +85,7 @@ class Ranks {
     }
     NcclCommunicatorOptions options;
     options.oneshot_max_bytes = oneshot_max_bytes;
+    options.oneshot_protocol = protocol;
     auto created = create_nccl_communicators(gpus, options);
     if (!created.ok()) {
       ADD_FAILURE() << "create_nccl_communicators: " << created.error().message;
@@ -147,15 +154,19 @@ std::vector<uint8_t> encode(DType t, const std::vector<float>& v) {
   }
   return out;
 }
-float decode(DType t, const std::vector<uint8_t>& bytes, size_t i) {
+// The value of the dtype's bytes at p.
+float decode_at(DType t, const uint8_t* p) {
   if (t == DType::kF32) {
     float f;
-    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    std::memcpy(&f, p, 4);
     return f;
   }
   uint16_t b;
-  std::memcpy(&b, bytes.data() + 2 * i, 2);
+  std::memcpy(&b, p, 2);
   return from_half_bits(t, b);
+}
+float decode(DType t, const std::vector<uint8_t>& bytes, size_t i) {
+  return decode_at(t, bytes.data() + i * dtype_size(t));
 }
 
 // Per-rank device memory of `bytes` (+ 16 for misaligned views).
@@ -230,8 +241,10 @@ const DType kTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 std::vector<int64_t> sizes_for(DType t, int ranks) {
   const int64_t es = static_cast<int64_t>(dtype_size(t));
   const int64_t limit = default_oneshot_max_bytes(ranks);
+  const auto push = static_cast<int64_t>(cuda::kOneShotPushMaxBytes);
   std::vector<int64_t> v = {1, 2, 3, 7, 8, 9, 31, 127, 1000, 4095, 4096, 4097, 12345, 65537};
-  for (int64_t bytes : {limit - 16, limit, limit + 16, int64_t{3} << 20, int64_t{64} << 20}) {
+  for (int64_t bytes : {push - 16, push, push + 16, limit - 16, limit, limit + 16, int64_t{3} << 20,
+                        int64_t{64} << 20}) {
     v.push_back(bytes / es);
   }
   v.push_back((int64_t{5} << 20) / es + 3);
@@ -240,9 +253,16 @@ std::vector<int64_t> sizes_for(DType t, int ranks) {
 
 struct PathCase {
   const char* name;
-  int64_t oneshot_max_bytes;  // NcclCommunicatorOptions
+  int64_t oneshot_max_bytes;                      // NcclCommunicatorOptions
+  std::optional<cuda::OneShotProtocol> protocol;  // NcclCommunicatorOptions
 };
-const PathCase kPaths[] = {{"nccl", 0}, {"one-shot", kMaxOneShotBytes}, {"default", -1}};
+constexpr auto kPush = cuda::OneShotProtocol::kPush;
+constexpr auto kBarrier = cuda::OneShotProtocol::kBarrier;
+// nccl, the two one-shot protocols for every size, the defaults.
+const PathCase kPaths[] = {{"nccl", 0, std::nullopt},
+                           {"one-shot push", kMaxOneShotBytes, kPush},
+                           {"one-shot barrier", kMaxOneShotBytes, kBarrier},
+                           {"default", -1, std::nullopt}};
 
 bool expect_exact(const PathCase& path, size_t bytes, int ranks) {
   const int64_t limit =
@@ -295,11 +315,31 @@ TEST(OneShotThresholdTest, EnvironmentOverridesDefault) {
   unsetenv(kOneShotMaxBytesEnv);
 }
 
+TEST(OneShotProtocolTest, EnvironmentPicksProtocol) {
+  NcclCommunicatorOptions options;
+  unsetenv(kOneShotProtocolEnv);
+  EXPECT_EQ(*resolve_oneshot_protocol(options), kPush);
+  setenv(kOneShotProtocolEnv, "barrier", 1);
+  EXPECT_EQ(*resolve_oneshot_protocol(options), kBarrier);
+  setenv(kOneShotProtocolEnv, "push", 1);
+  EXPECT_EQ(*resolve_oneshot_protocol(options), kPush);
+  options.oneshot_protocol = kBarrier;  // an explicit option wins over the environment
+  EXPECT_EQ(*resolve_oneshot_protocol(options), kBarrier);
+  options.oneshot_protocol.reset();
+  setenv(kOneShotProtocolEnv, "lamport", 1);
+  auto r = resolve_oneshot_protocol(options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("PAGODA_ONESHOT=lamport"), std::string::npos) << r.error().message;
+  unsetenv(kOneShotProtocolEnv);
+  EXPECT_EQ(cuda::oneshot_push_capacity(4096), 4096u);
+  EXPECT_EQ(cuda::oneshot_push_capacity(size_t{4} << 20), cuda::kOneShotPushMaxBytes);
+}
+
 TEST(NcclCommunicatorTest, AllReduceMatchesHostSumOnEveryRank) {
   REQUIRE_TWO_GPUS();
   uint64_t salt = 1;
   for (const PathCase& path : kPaths) {
-    Ranks ranks(path.oneshot_max_bytes);
+    Ranks ranks(path.oneshot_max_bytes, path.protocol);
     ASSERT_TRUE(ranks.ok());
     const int n = ranks.size();
     std::printf("%s: %s\n", path.name, ranks.comm(0).name().c_str());
@@ -337,7 +377,7 @@ TEST(NcclCommunicatorTest, AllReduceInsideCudaGraphReplays) {
   constexpr int kReplays = 5;
   uint64_t salt = 1000;
   for (const PathCase& path : kPaths) {
-    Ranks ranks(path.oneshot_max_bytes);
+    Ranks ranks(path.oneshot_max_bytes, path.protocol);
     ASSERT_TRUE(ranks.ok());
     const int n = ranks.size();
     for (DType t : kTypes) {
@@ -476,12 +516,13 @@ TEST(NcclCommunicatorTest, SameGpuTwiceIsRefused) {
 
 // Rank 0 enters an all-reduce that no other rank joins (a peer failed); the
 // group's abort from another thread must end its kernel: the one-shot path's
-// wait and NCCL's (threshold 0). Every rank's status then names the abort.
+// waits (both protocols) and NCCL's (threshold 0). Every rank's status then
+// names the abort.
 TEST(NcclCommunicatorTest, AbortEndsAnAllReduceThatNoPeerJoins) {
   REQUIRE_TWO_GPUS();
-  for (int64_t threshold : {int64_t{-1}, int64_t{0}}) {
-    SCOPED_TRACE(threshold == 0 ? "nccl" : "one-shot");
-    auto ranks = std::make_shared<Ranks>(threshold);
+  for (const PathCase& path : {kPaths[0], kPaths[1], kPaths[2]}) {
+    SCOPED_TRACE(path.name);
+    auto ranks = std::make_shared<Ranks>(path.oneshot_max_bytes, path.protocol);
     ASSERT_TRUE(ranks->ok());
     auto buf = std::make_shared<RankBuffers>(*ranks, 1024);
     EXPECT_TRUE(test::finishes_within(std::chrono::seconds(60), [ranks, buf] {
@@ -502,6 +543,173 @@ TEST(NcclCommunicatorTest, AbortEndsAnAllReduceThatNoPeerJoins) {
       ranks->comm(0).all_reduce_sum(t);  // does nothing now
       ranks->gpu(0).synchronize();
     }));
+  }
+}
+
+// ---- stress: many back-to-back all-reduces, skewed ranks ----------------------
+//
+// kStressOps all-reduces back to back on one stream per rank, each of its own
+// dtype, size (1 element to twice the push stages' limit, most of them small)
+// and place in a per-rank buffer (some one element past 16-byte alignment),
+// with inputs full of -0.0 (the push protocol's sentinel, which a writer
+// must send as +0.0), +0.0, whole messages of -0.0 on every rank, and in f32
+// the bits 0x80008000 (a pair of 16-bit sentinels; a negative denormal).
+// Now and then a host function sleeping 0.1-2 ms holds up one rank's stream
+// (in the graph too, as a host node), so one rank runs that far ahead of
+// the other. Run eagerly, then captured in one graph per rank and replayed
+// with new data, on both one-shot protocols; every result must be bitwise
+// the host's f32 rank-order sum rounded to the dtype, on every rank.
+
+constexpr int kStressOps = 2000;
+
+struct StressOp {
+  DType dtype;
+  int64_t numel;
+  size_t offset;  // bytes into the rank's buffer
+};
+
+// The ops' shapes (the same on every rank) and the buffer bytes they need.
+std::vector<StressOp> stress_plan(uint64_t salt, size_t* total) {
+  std::mt19937_64 gen(seed() ^ (salt * 0x9e3779b97f4a7c15ull));
+  const auto push = static_cast<int64_t>(cuda::kOneShotPushMaxBytes);
+  std::vector<StressOp> ops;
+  size_t at = 0;
+  for (int i = 0; i < kStressOps; ++i) {
+    const DType t = kTypes[gen() % 3];
+    const auto es = static_cast<int64_t>(dtype_size(t));
+    const uint64_t kind = gen() % 1000;
+    int64_t n = 0;
+    if (kind < 600) {
+      n = 1 + static_cast<int64_t>(gen() % 64);
+    } else if (kind < 850) {
+      n = 65 + static_cast<int64_t>(gen() % 5000);
+    } else if (kind < 980) {
+      n = (gen() % 2 == 0 ? 8192 : 4096) / es * 2;  // decoder-sized
+    } else if (kind < 995) {
+      n = push / es - 8 + static_cast<int64_t>(gen() % 17);  // around the push limit
+    } else {
+      n = 2 * push / es + 1;  // the barrier protocol in a push group
+    }
+    const size_t offset = at + (gen() % 8 == 0 ? static_cast<size_t>(es) : 0);
+    ops.push_back({t, n, offset});
+    at = (offset + static_cast<size_t>(n * es) + 255) / 256 * 256;
+  }
+  *total = at;
+  return ops;
+}
+
+// Every rank's inputs for the plan: bytes of the whole buffer.
+std::vector<std::vector<uint8_t>> stress_inputs(const std::vector<StressOp>& ops, int ranks,
+                                                size_t total, uint64_t salt) {
+  std::mt19937_64 gen(seed() ^ (salt * 0x9e3779b97f4a7c15ull));
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<std::vector<uint8_t>> in(static_cast<size_t>(ranks), std::vector<uint8_t>(total));
+  for (const StressOp& op : ops) {
+    const bool all_negative_zero = gen() % 50 == 0;
+    for (auto& bytes : in) {
+      std::vector<float> v(static_cast<size_t>(op.numel));
+      for (float& x : v) {
+        const uint64_t k = gen() % 16;
+        if (all_negative_zero || k < 2) {
+          x = -0.0f;
+        } else if (k == 2) {
+          x = 0.0f;
+        } else if (k == 3 && op.dtype == DType::kF32) {
+          const uint32_t bits = 0x80008000u;
+          std::memcpy(&x, &bits, 4);
+        } else {
+          x = d(gen);
+        }
+      }
+      const std::vector<uint8_t> e = encode(op.dtype, v);
+      std::memcpy(bytes.data() + op.offset, e.data(), e.size());
+    }
+  }
+  return in;
+}
+
+// Checks every op's result on rank 0 against the host sum (bitwise), and
+// every rank's buffer against rank 0's.
+void check_stress(const std::vector<StressOp>& ops, const std::vector<std::vector<uint8_t>>& in,
+                  const std::vector<std::vector<uint8_t>>& out, const std::string& what) {
+  int bad = 0;
+  for (size_t i = 0; i < ops.size() && bad < 5; ++i) {
+    const StressOp& op = ops[i];
+    const size_t es = dtype_size(op.dtype);
+    for (int64_t e = 0; e < op.numel && bad < 5; ++e) {
+      const size_t at = op.offset + static_cast<size_t>(e) * es;
+      float sum = 0.0f;
+      for (const auto& bytes : in) sum += decode_at(op.dtype, bytes.data() + at);
+      uint8_t want[4];
+      if (op.dtype == DType::kF32) {
+        std::memcpy(want, &sum, 4);
+      } else {
+        const uint16_t b = to_half_bits(op.dtype, sum);
+        std::memcpy(want, &b, 2);
+      }
+      if (std::memcmp(want, out[0].data() + at, es) != 0) {
+        ADD_FAILURE() << what << ": op " << i << " (" << dtype_name(op.dtype) << ", n=" << op.numel
+                      << ") element " << e << " = " << decode_at(op.dtype, out[0].data() + at)
+                      << ", expected " << sum << " (bitwise)";
+        ++bad;
+      }
+    }
+  }
+  for (size_t r = 1; r < out.size(); ++r) {
+    EXPECT_TRUE(out[r] == out[0]) << what << ": rank " << r << " differs bitwise from rank 0";
+  }
+}
+
+void CUDART_CB sleep_microseconds(void* us) {
+  std::this_thread::sleep_for(std::chrono::microseconds(reinterpret_cast<uintptr_t>(us)));
+}
+
+TEST(NcclCommunicatorTest, StressManySizesSkewedRanksEagerAndGraph) {
+  REQUIRE_TWO_GPUS();
+  for (const PathCase& path : {kPaths[1], kPaths[2]}) {
+    Ranks ranks(path.oneshot_max_bytes, path.protocol);
+    ASSERT_TRUE(ranks.ok());
+    const int n = ranks.size();
+    size_t total = 0;
+    const std::vector<StressOp> ops = stress_plan(20000, &total);
+    RankBuffers buf(ranks, total);
+    std::vector<int> graphs(static_cast<size_t>(n), -1);
+    for (int round = 0; round < 3; ++round) {  // 0: eager, then capture; 1, 2: graph replays
+      const auto in = stress_inputs(ops, n, total, 20001 + static_cast<uint64_t>(round));
+      std::vector<std::vector<uint8_t>> out(static_cast<size_t>(n), std::vector<uint8_t>(total));
+      ranks.on_ranks([&](int r) {
+        const auto ri = static_cast<size_t>(r);
+        CudaBackend& gpu = ranks.gpu(r);
+        Communicator& comm = ranks.comm(r);
+        char* base = static_cast<char*>(buf.ptrs[ri]);
+        gpu.copy_to_device(base, in[ri].data(), total);
+        gpu.synchronize();
+        auto run_all = [&] {
+          for (size_t i = 0; i < ops.size(); ++i) {
+            const uint64_t h = (i * 0x9e3779b97f4a7c15ull) ^ (static_cast<uint64_t>(r) << 40);
+            if ((h >> 7) % 97 == static_cast<uint64_t>(r)) {  // ~1% of ops, per rank
+              const uintptr_t us = 100 + (h >> 20) % 1900;
+              cudaLaunchHostFunc(gpu.stream(), sleep_microseconds, reinterpret_cast<void*>(us));
+            }
+            Tensor x(base + ops[i].offset, ops[i].dtype, {ops[i].numel});
+            comm.all_reduce_sum(x);
+          }
+        };
+        if (round == 0) {
+          run_all();
+          gpu.synchronize();
+        } else {
+          gpu.replay_graph(graphs[ri]);
+        }
+        gpu.copy_to_host(out[ri].data(), base, total);
+        if (round == 0) graphs[ri] = gpu.capture_graph(run_all);
+      });
+      const std::string what =
+          std::string(path.name) + " stress " + (round == 0 ? "eager" : "graph replay");
+      for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
+      ASSERT_TRUE(ranks.healthy()) << what;
+      check_stress(ops, in, out, what);
+    }
   }
 }
 
@@ -636,8 +844,8 @@ TEST(NcclCommunicatorTest, AllReduceAddRmsNormMatchesHostReferenceOnEveryRank) {
   REQUIRE_TWO_GPUS();
   uint64_t salt = 7000;
   for (int n : group_sizes()) {
-    for (const PathCase& path : {kPaths[0], kPaths[1]}) {
-      Ranks ranks(path.oneshot_max_bytes, n);
+    for (const PathCase& path : {kPaths[0], kPaths[1], kPaths[2]}) {
+      Ranks ranks(path.oneshot_max_bytes, path.protocol, n);
       ASSERT_TRUE(ranks.ok());
       for (DType t : kTypes) {
         if (t == DType::kF32 && path.oneshot_max_bytes == 0)
@@ -690,79 +898,83 @@ TEST(NcclCommunicatorTest, AllReduceAddRmsNormInsideCudaGraphReplays) {
   constexpr int kReplays = 4;
   uint64_t salt = 9000;
   for (int n : group_sizes()) {
-    Ranks ranks(-1, n);
-    ASSERT_TRUE(ranks.ok());
-    for (DType t : {DType::kBF16, DType::kF16}) {
-      for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{64}}) {
-        const int64_t hidden = 4096;
-        const size_t case_bytes = static_cast<size_t>(rows * hidden) * dtype_size(t);
-        const size_t bytes = NormViews::bytes_for(case_bytes, hidden);
-        RankBuffers a(ranks, bytes), b(ranks, bytes), m(ranks, 4096 * 4);
-        std::vector<int> graphs(static_cast<size_t>(n), -1);
-        std::vector<void*> host_in(static_cast<size_t>(n));
-        std::vector<uint8_t> wa, wb;
-        for (int replay = -1; replay < kReplays; ++replay) {
-          NormCase ca(n, t, rows, hidden, salt++), cb(n, t, rows, hidden, salt++);
-          Case mid(n, t, 3001, salt++);
-          ranks.on_ranks([&](int r) {
-            const auto ri = static_cast<size_t>(r);
-            CudaBackend& gpu = ranks.gpu(r);
-            Communicator& comm = ranks.comm(r);
-            NormViews va(a.ptrs[ri], ca), vb(b.ptrs[ri], cb);
-            Tensor xm(m.ptrs[ri], t, {3001});
-            // Pinned staging (graphs re-read it): parts, residuals, mid input.
-            const size_t mid_bytes = xm.nbytes();
-            if (host_in[ri] == nullptr) host_in[ri] = gpu.allocate_host(4 * case_bytes + mid_bytes);
-            char* h = static_cast<char*>(host_in[ri]);
-            std::memcpy(h, ca.parts[ri].data(), case_bytes);
-            std::memcpy(h + case_bytes, ca.residual.data(), case_bytes);
-            std::memcpy(h + 2 * case_bytes, cb.parts[ri].data(), case_bytes);
-            std::memcpy(h + 3 * case_bytes, cb.residual.data(), case_bytes);
-            std::memcpy(h + 4 * case_bytes, mid.inputs[ri].data(), mid_bytes);
-            if (replay < 0) {  // weights stay put: uploaded once
-              va.upload(gpu, ca, r);
-              vb.upload(gpu, cb, r);
-              gpu.synchronize();
+    for (const cuda::OneShotProtocol protocol : {kPush, kBarrier}) {
+      Ranks ranks(-1, protocol, n);
+      ASSERT_TRUE(ranks.ok());
+      for (DType t : {DType::kBF16, DType::kF16}) {
+        for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{64}}) {
+          const int64_t hidden = 4096;
+          const size_t case_bytes = static_cast<size_t>(rows * hidden) * dtype_size(t);
+          const size_t bytes = NormViews::bytes_for(case_bytes, hidden);
+          RankBuffers a(ranks, bytes), b(ranks, bytes), m(ranks, 4096 * 4);
+          std::vector<int> graphs(static_cast<size_t>(n), -1);
+          std::vector<void*> host_in(static_cast<size_t>(n));
+          std::vector<uint8_t> wa, wb;
+          for (int replay = -1; replay < kReplays; ++replay) {
+            NormCase ca(n, t, rows, hidden, salt++), cb(n, t, rows, hidden, salt++);
+            Case mid(n, t, 3001, salt++);
+            ranks.on_ranks([&](int r) {
+              const auto ri = static_cast<size_t>(r);
+              CudaBackend& gpu = ranks.gpu(r);
+              Communicator& comm = ranks.comm(r);
+              NormViews va(a.ptrs[ri], ca), vb(b.ptrs[ri], cb);
+              Tensor xm(m.ptrs[ri], t, {3001});
+              // Pinned staging (graphs re-read it): parts, residuals, mid input.
+              const size_t mid_bytes = xm.nbytes();
+              if (host_in[ri] == nullptr)
+                host_in[ri] = gpu.allocate_host(4 * case_bytes + mid_bytes);
+              char* h = static_cast<char*>(host_in[ri]);
+              std::memcpy(h, ca.parts[ri].data(), case_bytes);
+              std::memcpy(h + case_bytes, ca.residual.data(), case_bytes);
+              std::memcpy(h + 2 * case_bytes, cb.parts[ri].data(), case_bytes);
+              std::memcpy(h + 3 * case_bytes, cb.residual.data(), case_bytes);
+              std::memcpy(h + 4 * case_bytes, mid.inputs[ri].data(), mid_bytes);
+              if (replay < 0) {  // weights stay put: uploaded once
+                va.upload(gpu, ca, r);
+                vb.upload(gpu, cb, r);
+                gpu.synchronize();
+              }
+              auto step = [&] {
+                gpu.copy_to_device(va.x.data, h, case_bytes);
+                gpu.copy_to_device(va.residual.data, h + case_bytes, case_bytes);
+                gpu.copy_to_device(vb.x.data, h + 2 * case_bytes, case_bytes);
+                gpu.copy_to_device(vb.residual.data, h + 3 * case_bytes, case_bytes);
+                gpu.copy_to_device(xm.data, h + 4 * case_bytes, mid_bytes);
+                comm.all_reduce_add_rms_norm(gpu, va.x, va.residual, va.w, NormCase::kEps, va.out);
+                comm.all_reduce_sum(xm);
+                comm.all_reduce_add_rms_norm(gpu, vb.x, vb.residual, vb.w, NormCase::kEps, vb.out);
+              };
+              if (replay < 0) {
+                step();
+                gpu.synchronize();
+                graphs[ri] = gpu.capture_graph(step);
+                return;
+              }
+              gpu.replay_graph(graphs[ri]);
+              ca.results[ri] = va.download(gpu, ca);
+              cb.results[ri] = vb.download(gpu, cb);
+              mid.results[ri].resize(mid_bytes);
+              gpu.copy_to_host(mid.results[ri].data(), xm.data, mid_bytes);
+            });
+            const std::string what = std::string(protocol == kPush ? "push" : "barrier") +
+                                     " fused graph " + std::to_string(n) + " ranks " +
+                                     std::string(dtype_name(t)) + " rows=" + std::to_string(rows) +
+                                     " replay " + std::to_string(replay);
+            for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
+            ASSERT_TRUE(ranks.healthy()) << what;
+            if (replay < 0) {  // the weights uploaded once, from these cases
+              wa = ca.weight;
+              wb = cb.weight;
+              continue;
             }
-            auto step = [&] {
-              gpu.copy_to_device(va.x.data, h, case_bytes);
-              gpu.copy_to_device(va.residual.data, h + case_bytes, case_bytes);
-              gpu.copy_to_device(vb.x.data, h + 2 * case_bytes, case_bytes);
-              gpu.copy_to_device(vb.residual.data, h + 3 * case_bytes, case_bytes);
-              gpu.copy_to_device(xm.data, h + 4 * case_bytes, mid_bytes);
-              comm.all_reduce_add_rms_norm(gpu, va.x, va.residual, va.w, NormCase::kEps, va.out);
-              comm.all_reduce_sum(xm);
-              comm.all_reduce_add_rms_norm(gpu, vb.x, vb.residual, vb.w, NormCase::kEps, vb.out);
-            };
-            if (replay < 0) {
-              step();
-              gpu.synchronize();
-              graphs[ri] = gpu.capture_graph(step);
-              return;
-            }
-            gpu.replay_graph(graphs[ri]);
-            ca.results[ri] = va.download(gpu, ca);
-            cb.results[ri] = vb.download(gpu, cb);
-            mid.results[ri].resize(mid_bytes);
-            gpu.copy_to_host(mid.results[ri].data(), xm.data, mid_bytes);
-          });
-          const std::string what = "fused graph " + std::to_string(n) + " ranks " +
-                                   std::string(dtype_name(t)) + " rows=" + std::to_string(rows) +
-                                   " replay " + std::to_string(replay);
-          for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
-          ASSERT_TRUE(ranks.healthy()) << what;
-          if (replay < 0) {  // the weights uploaded once, from these cases
-            wa = ca.weight;
-            wb = cb.weight;
-            continue;
+            ca.weight = wa;
+            cb.weight = wb;
+            ca.check(true, what + " (first)");
+            cb.check(true, what + " (second)");
+            mid.check(true, what + " (all-reduce between)");
           }
-          ca.weight = wa;
-          cb.weight = wb;
-          ca.check(true, what + " (first)");
-          cb.check(true, what + " (second)");
-          mid.check(true, what + " (all-reduce between)");
+          for (int r = 0; r < n; ++r) ranks.gpu(r).deallocate_host(host_in[static_cast<size_t>(r)]);
         }
-        for (int r = 0; r < n; ++r) ranks.gpu(r).deallocate_host(host_in[static_cast<size_t>(r)]);
       }
     }
   }
@@ -775,7 +987,7 @@ TEST(NcclCommunicatorTest, AllGatherColumnsPlacesEveryRanksBlock) {
   uint64_t salt = 11000;
   for (int n : group_sizes()) {
     for (const PathCase& path : kPaths) {
-      Ranks ranks(path.oneshot_max_bytes, n);
+      Ranks ranks(path.oneshot_max_bytes, path.protocol, n);
       ASSERT_TRUE(ranks.ok());
       for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{17}}) {
         for (int64_t cols : {int64_t{1}, int64_t{1000}, int64_t{64128}}) {

@@ -72,6 +72,7 @@ struct Group {
   std::vector<void*> peer_buffers;
   size_t oneshot_max_bytes = 0;
   size_t oneshot_capacity = 0;
+  cuda::OneShotProtocol protocol = cuda::OneShotProtocol::kPush;
   // The one-shot kernels' control words (pinned, mapped into every GPU;
   // null when the path is off).
   cuda::OneShotControl* control = nullptr;
@@ -266,6 +267,7 @@ class NcclCommunicator final : public Communicator {
     p.rank = rank_;
     p.capacity = g.oneshot_capacity;
     p.control = g.control;
+    p.protocol = g.protocol;
     return p;
   }
 
@@ -326,14 +328,16 @@ bool enable_peer_access(const std::vector<int>& devices, std::string* why) {
   return true;
 }
 
-// Each rank's zeroed peer buffer of `capacity`-byte halves.
+// Each rank's peer buffer of `capacity`-byte halves, initialised
+// (init_oneshot_buffer).
 Status allocate_peer_buffers(Group& g, size_t capacity) {
-  const size_t bytes = cuda::oneshot_buffer_bytes(capacity, static_cast<int>(g.devices.size()));
+  const int n = static_cast<int>(g.devices.size());
+  const size_t bytes = cuda::oneshot_buffer_bytes(capacity, n);
   g.peer_buffers.assign(g.devices.size(), nullptr);
   for (size_t r = 0; r < g.devices.size(); ++r) {
     cudaError_t e = cudaSetDevice(g.devices[r]);
     if (e == cudaSuccess) e = cudaMalloc(&g.peer_buffers[r], bytes);
-    if (e == cudaSuccess) e = cudaMemset(g.peer_buffers[r], 0, bytes);
+    if (e == cudaSuccess) e = cuda::init_oneshot_buffer(g.peer_buffers[r], capacity, n, nullptr);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
       cudaGetLastError();
@@ -389,6 +393,17 @@ Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options
   return v;
 }
 
+Result<cuda::OneShotProtocol> resolve_oneshot_protocol(const NcclCommunicatorOptions& options) {
+  if (options.oneshot_protocol.has_value()) return *options.oneshot_protocol;
+  const char* env = std::getenv(kOneShotProtocolEnv);
+  if (env == nullptr || env[0] == '\0' || std::strcmp(env, "push") == 0) {
+    return cuda::OneShotProtocol::kPush;
+  }
+  if (std::strcmp(env, "barrier") == 0) return cuda::OneShotProtocol::kBarrier;
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}={}: expected push or barrier", kOneShotProtocolEnv, env));
+}
+
 Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
     const std::vector<CudaBackend*>& backends, const NcclCommunicatorOptions& options) {
   if (backends.empty()) return make_error(ErrorCode::kInvalidArgument, "nccl: no backends");
@@ -404,6 +419,9 @@ Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
   }
   auto threshold = resolve_oneshot_max_bytes(options, static_cast<int>(backends.size()));
   if (!threshold.ok()) return threshold.error();
+  auto protocol = resolve_oneshot_protocol(options);
+  if (!protocol.ok()) return protocol.error();
+  group->protocol = *protocol;
 
   // Before NCCL reads its environment (at the first communicator's init).
   setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);

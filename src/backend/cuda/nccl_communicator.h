@@ -4,7 +4,9 @@
 // all_reduce_sum (f32, bf16, f16) takes one of two paths, chosen by the
 // message's size alone, so every rank of a group takes the same one:
 //  - at most oneshot_max_bytes: the one-shot all-reduce over peer memory
-//    (oneshot_all_reduce.h): one kernel, f32 accumulation in rank order;
+//    (oneshot_all_reduce.h): one kernel, f32 accumulation in rank order, on
+//    the push protocol up to oneshot_push_capacity (unless the group's
+//    protocol is kBarrier), the barrier protocol above;
 //  - larger (or when peer access is missing between some pair of GPUs, or
 //    the group has more than 8 ranks): ncclAllReduce (sum, in the dtype).
 // Both leave bitwise-identical results on every rank.
@@ -30,9 +32,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/communicator.h"
+#include "backend/cuda/oneshot_all_reduce.h"
 #include "core/result.h"
 
 namespace pagoda {
@@ -54,11 +58,17 @@ constexpr int64_t kMaxOneShotBytes = int64_t{64} << 20;
 // unless this variable is "0" (then: the one-shot all-reduce, then
 // add_rms_norm; the same bits), for A/B timing.
 constexpr const char* kFuseNormEnv = "PAGODA_FUSED_ALLREDUCE_NORM";
+// The one-shot kernels' protocol (oneshot_all_reduce.h): "push" (the
+// default: push + Lamport up to oneshot_push_capacity, barrier above) or
+// "barrier" (every size), for A/B timing; both give the same bits.
+constexpr const char* kOneShotProtocolEnv = "PAGODA_ONESHOT";
 
 struct NcclCommunicatorOptions {
   // Threshold of the one-shot path in bytes: -1 takes $PAGODA_ONESHOT_ALLREDUCE_BYTES
   // or else default_oneshot_max_bytes; 0 sends everything through NCCL.
   int64_t oneshot_max_bytes = -1;
+  // The one-shot protocol; unset takes $PAGODA_ONESHOT, else kPush.
+  std::optional<cuda::OneShotProtocol> oneshot_protocol;
 };
 
 // One communicator per backend: rank i runs on backends[i], whose GPUs must
@@ -89,5 +99,8 @@ Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
 // The one-shot threshold that options resolve to in a group of `ranks`
 // (validating the environment variable's value).
 Result<int64_t> resolve_oneshot_max_bytes(const NcclCommunicatorOptions& options, int ranks);
+
+// The one-shot protocol that options resolve to (validating $PAGODA_ONESHOT).
+Result<cuda::OneShotProtocol> resolve_oneshot_protocol(const NcclCommunicatorOptions& options);
 
 }  // namespace pagoda

@@ -6,6 +6,7 @@
 #include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/oneshot_protocol.cuh"
+#include "backend/cuda/oneshot_push.cuh"
 
 namespace pagoda::cuda {
 namespace {
@@ -78,11 +79,37 @@ cudaError_t launch_typed(const OneShotParams& p, cudaStream_t stream) {
   return launch_kernel(kernel, dim3(blocks), dim3(kOneShotThreads), 0, stream, p);
 }
 
+// Fills `words` u32 words of a push region of `words_per_width` words per
+// [family][width] block with the width's sentinels (widths alternate: 2, 4).
+// Launched plainly (no PDL) on the allocation's stream.
+__global__ void fill_push_sentinels_kernel(uint32_t* region, size_t words, size_t words_per_width) {
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const bool two_byte = (i / words_per_width) % 2 == 0;
+    region[i] = two_byte ? 0x80008000u : 0x80000000u;  // -0.0 in bf16 / f16 pairs, f32
+  }
+}
+
 }  // namespace
 
 size_t oneshot_buffer_bytes(size_t capacity, int ranks) {
   capacity = (capacity + 15) / 16 * 16;
-  return kDataOffset + 2 * capacity + 2 * static_cast<size_t>(ranks) * capacity;
+  return push_offset(capacity, ranks) + push_region_bytes(capacity, ranks);
+}
+
+size_t oneshot_push_capacity(size_t capacity) { return push_capacity((capacity + 15) / 16 * 16); }
+
+cudaError_t init_oneshot_buffer(void* buffer, size_t capacity, int ranks, cudaStream_t stream) {
+  capacity = (capacity + 15) / 16 * 16;
+  const size_t offset = push_offset(capacity, ranks);
+  cudaError_t e = cudaMemsetAsync(buffer, 0, offset, stream);
+  if (e != cudaSuccess) return e;
+  const size_t words = push_region_bytes(capacity, ranks) / 4;
+  const size_t words_per_width = words / 4;  // [family 2][width 2]
+  if (words == 0) return cudaSuccess;
+  fill_push_sentinels_kernel<<<256, 256, 0, stream>>>(
+      reinterpret_cast<uint32_t*>(static_cast<char*>(buffer) + offset), words, words_per_width);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_oneshot_all_reduce(const OneShotParams& p, cudaStream_t stream) {
@@ -92,6 +119,10 @@ cudaError_t launch_oneshot_all_reduce(const OneShotParams& p, cudaStream_t strea
     return cudaErrorInvalidValue;
   }
   if (p.n == 0) return cudaSuccess;
+  if (p.protocol == OneShotProtocol::kPush &&
+      static_cast<size_t>(p.n) * dtype_size(p.dtype) <= push_capacity(p.capacity)) {
+    return launch_push_all_reduce(p, stream);
+  }
   switch (p.dtype) {
     case DType::kF32:
       return launch_typed<float>(p, stream);

@@ -7,16 +7,12 @@
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/oneshot_all_reduce.h"
 #include "backend/cuda/oneshot_protocol.cuh"
+#include "backend/cuda/oneshot_push.cuh"
 
 namespace pagoda::cuda {
 namespace {
 
 using namespace oneshot;
-
-// Bytes of one block's region in a source rank's slot (16-byte multiple).
-__host__ __device__ inline size_t region_bytes(size_t capacity) {
-  return capacity / kOneShotBlocks / 16 * 16;
-}
 
 // Row k (the block's k-th row) of source rank `src`'s slot, block
 // blockIdx.x's region, in data half (epoch & 1) of `buffer`.
@@ -27,13 +23,6 @@ __device__ __forceinline__ T* slot_row(void* buffer, const OneShotParams& g, uin
   char* base = static_cast<char*>(buffer) + kDataOffset + 2 * g.capacity + (epoch & 1u) * half +
                static_cast<size_t>(src) * g.capacity + blockIdx.x * region_bytes(g.capacity);
   return reinterpret_cast<T*>(base) + k * hidden;
-}
-
-// As norm_kernels.cu: y = round(x * inv), then round(y * w).
-template <typename T>
-__device__ __forceinline__ T norm_apply(float x, float inv, T w) {
-  const T y = from_float<T>(x * inv);
-  return from_float<T>(to_float(y) * to_float(w));
 }
 
 // kVec: elements per thread step (16 bytes when hidden allows, else 1: the
@@ -142,6 +131,10 @@ cudaError_t launch_oneshot_all_reduce_norm(const OneShotNormParams& p, cudaStrea
       p.weight == nullptr || p.out == nullptr || p.rows > 0x7fffffff ||
       !oneshot_norm_fits(p.rows, p.hidden, p.dtype, g.capacity)) {
     return cudaErrorInvalidValue;
+  }
+  if (g.protocol == OneShotProtocol::kPush &&
+      oneshot_norm_fits(p.rows, p.hidden, p.dtype, push_capacity(g.capacity))) {
+    return launch_push_all_reduce_norm(p, stream);
   }
   switch (p.dtype) {
     case DType::kF32:

@@ -8,9 +8,13 @@
 //   [256, 288)  all-reduce counters [kOneShotBlocks]
 //   [288, 544)  fused-norm flags   [kOneShotBlocks][kOneShotMaxRanks]
 //   [544, 576)  fused-norm counters [kOneShotBlocks]
+//   [576, 608)  push all-reduce counters [kOneShotBlocks]
+//   [608, 640)  push fused-norm counters [kOneShotBlocks]
 //   bytes [4096, 4096 + 2 capacity)         all-reduce data, 2 halves
 //   bytes [.., + 2 size capacity)           fused-norm data, 2 halves of one
 //     `capacity` slot per source rank, each cut in kOneShotBlocks regions
+//   bytes [.., + 12 size push_capacity)     the push protocol's stages
+//     (oneshot_push.cuh), filled with its sentinels instead of zeros
 // Each kernel family has its own flags, counters and data, so a rank that
 // runs ahead into the other family's kernel never writes memory a slower
 // peer still reads. Within a family, every byte of a data half is always
@@ -31,9 +35,11 @@ constexpr uint32_t kAllReduceFlags = 0;
 constexpr uint32_t kAllReduceCounters = kAllReduceFlags + kFlagWords;
 constexpr uint32_t kNormFlags = kAllReduceCounters + kOneShotBlocks;
 constexpr uint32_t kNormCounters = kNormFlags + kFlagWords;
+constexpr uint32_t kPushCounters = kNormCounters + kOneShotBlocks;
+constexpr uint32_t kPushNormCounters = kPushCounters + kOneShotBlocks;
 // The data start 4 KiB in, so 16-byte vectors stay aligned.
 constexpr size_t kDataOffset = 4096;
-static_assert((kNormCounters + kOneShotBlocks) * sizeof(uint32_t) <= kDataOffset);
+static_assert((kPushNormCounters + kOneShotBlocks) * sizeof(uint32_t) <= kDataOffset);
 
 __device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -62,22 +68,39 @@ __device__ __forceinline__ bool reached(const uint32_t* flag, uint32_t epoch) {
   return static_cast<int32_t>(load_acquire_sys(flag) - epoch) >= 0;
 }
 
-// Waits until `flag` reaches `epoch`, the group's abort word is set, or
-// kOneShotWaitSeconds pass (then it sets the timed-out word). The control
-// words live in host memory, so they are read only every 1024 polls.
+// A thread's bounded wait for its peers: call exhausted() after each poll
+// that found the peers' data missing; it turns true (and stays true) once the
+// group's abort word is set or kOneShotWaitSeconds passed since the first
+// such poll (then it sets the timed-out word). The control words live in host
+// memory, so they are read only every 1024 polls.
+struct PollBudget {
+  OneShotControl* control;
+  uint64_t start = 0;
+  uint32_t polls = 0;
+  bool gave_up = false;
+
+  __device__ __forceinline__ explicit PollBudget(OneShotControl* c) : control(c) {}
+
+  __device__ __forceinline__ bool exhausted() {
+    constexpr uint64_t kLimitNs = static_cast<uint64_t>(kOneShotWaitSeconds * 1e9);
+    if (gave_up) return true;
+    if (polls++ == 0) start = global_nanoseconds();
+    if (polls % 1024 != 0) return false;
+    if (load_relaxed_sys(&control->aborted) != 0) {
+      gave_up = true;
+    } else if (global_nanoseconds() - start > kLimitNs) {
+      atomicExch_system(&control->timed_out, 1u);
+      gave_up = true;
+    }
+    return gave_up;
+  }
+};
+
+// Waits until `flag` reaches `epoch`, or the wait's budget runs out.
 __device__ __forceinline__ void wait_for_epoch(const uint32_t* flag, uint32_t epoch,
                                                OneShotControl* control) {
-  if (reached(flag, epoch)) return;
-  constexpr uint64_t kLimitNs = static_cast<uint64_t>(kOneShotWaitSeconds * 1e9);
-  const uint64_t start = global_nanoseconds();
-  for (uint32_t polls = 1;; ++polls) {
-    if (reached(flag, epoch)) return;
-    if (polls % 1024 != 0) continue;
-    if (load_relaxed_sys(&control->aborted) != 0) return;
-    if (global_nanoseconds() - start > kLimitNs) {
-      atomicExch_system(&control->timed_out, 1u);
-      return;
-    }
+  PollBudget budget(control);
+  while (!reached(flag, epoch) && !budget.exhausted()) {
   }
 }
 
@@ -135,6 +158,20 @@ __device__ __forceinline__ Vec<T, kVec> sum_in_rank_order(const Vec<T, kVec> (&v
 #pragma unroll
   for (int e = 0; e < kVec; ++e) out.v[e] = from_float<T>(acc[e]);
   return out;
+}
+
+// The fused kernels' data: bytes of one block's region in a source rank's
+// slot of `capacity` bytes (a 16-byte multiple).
+__host__ __device__ inline size_t region_bytes(size_t capacity) {
+  return capacity / kOneShotBlocks / 16 * 16;
+}
+
+// The fused kernels' normalisation, as norm_kernels.cu: y = round(x * inv),
+// then round(y * w).
+template <typename T>
+__device__ __forceinline__ T norm_apply(float x, float inv, T w) {
+  const T y = from_float<T>(x * inv);
+  return from_float<T>(to_float(y) * to_float(w));
 }
 
 }  // namespace pagoda::cuda::oneshot
