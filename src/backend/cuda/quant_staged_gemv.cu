@@ -14,9 +14,10 @@
 // owns 16 rows (an m16 tile); warp w takes steps w, w + kWarps, ... of 256
 // elements of K (8 blocks: 272 / 144 / 160 contiguous bytes of each row).
 // For each of its steps the warp copies, for each of the 16 rows, the
-// aligned 16-byte chunks covering the row's step bytes [a, a + bytes)
-// (from a & ~15: up to 14 bytes of head before the row's bytes, and tail
-// after) into row r's slot of one of its two shared buffers; the next
+// 16-byte chunks covering the row's step bytes [a, a + bytes) (from
+// a & ~15, so up to 14 bytes before them; the last chunk cut at a + bytes)
+// into row r's slot of one of its two shared buffers, lanes 2r and 2r + 1
+// taking row r's even and odd chunks (RowCopier); the next
 // step's copies are in flight while the current step is computed (double
 // buffering, cp.async groups). Lane (g, c) then reads its share of rows g
 // and g + 8 (the same Raw quant_fragments.cuh's F::load gives) from its
@@ -67,7 +68,6 @@ struct StagedShape {
   static constexpr int kRowChunks = kSpanChunks | 1;  // a row's slot: 19, 11, 11 chunks
   static constexpr int kRowStride = 16 * kRowChunks;
   static constexpr int kBufferBytes = kTileRows * kRowStride;  // one step of the 16 rows
-  static constexpr int kCopies = kTileRows * kSpanChunks;      // 16-byte copies a step
   template <int kWarps>
   static constexpr int kSmemBytes = kWarps * 2 * kBufferBytes;
 };
@@ -111,32 +111,44 @@ __device__ __forceinline__ void cp_async_upto_16(uint32_t dst, const void* src, 
                : "memory");
 }
 
-// Issues (this lane's part of) the warp's copies of step `step` of the
-// tile's 16 rows into `buf`: row r's chunks from the 16-byte aligned
-// address at or before its step bytes into slot r, up to the step's last
-// byte. `bytes`: the step's bytes of each row (fewer in a row's last,
-// partial step); rows past n copy row n - 1.
+// One lane's part of its warp's copies: lanes 2r and 2r + 1 copy row r of
+// the tile (rows past n: row n - 1) into slot r, the even and the odd
+// 16-byte chunks, so each copy instruction of the warp reads 16 whole
+// 32-byte sectors.
 template <class F>
-__device__ __forceinline__ void stage_step(uint8_t* buf, const uint8_t* w, size_t row_bytes,
-                                           int64_t row0, int64_t n, int64_t step, int bytes,
-                                           int lane) {
+struct RowCopier {
   using S = StagedShape<F>;
-#pragma unroll
-  for (int i = 0; i < (S::kCopies + 31) / 32; ++i) {
-    const int j = lane + 32 * i;
-    if (j >= S::kCopies) break;
-    const int r = j / S::kSpanChunks, chunk = j % S::kSpanChunks;
-    const int64_t row = row0 + r < n ? row0 + r : n - 1;
-    const uintptr_t start = reinterpret_cast<uintptr_t>(w) + static_cast<size_t>(row) * row_bytes +
-                            static_cast<size_t>(step) * S::kStepBytes;
+  const uint8_t* row;  // the row's first byte
+  int slot;            // byte offset of the row's slot in a buffer
+  int half;            // 0: even chunks, 1: odd
+
+  __device__ RowCopier(const uint8_t* w, size_t row_bytes, int64_t row0, int64_t n, int lane) {
+    const int64_t r = row0 + lane / 2 < n ? row0 + lane / 2 : n - 1;
+    row = w + static_cast<size_t>(r) * row_bytes;
+    slot = (lane / 2) * S::kRowStride;
+    half = lane & 1;
+  }
+
+  // Issues the copies of `bytes` bytes of the row from step `step` on into
+  // its slot of `buf`: 16-byte chunks from the aligned address at or before
+  // them, the last one cut at the last byte.
+  __device__ __forceinline__ void copy(uint8_t* buf, int64_t step, int bytes) const {
+    const uintptr_t start =
+        reinterpret_cast<uintptr_t>(row) + static_cast<size_t>(step) * S::kStepBytes;
     const int head = static_cast<int>(start & 15u);
-    const int left = head + bytes - 16 * chunk;  // step bytes from this chunk on
-    if (left > 0) {
-      const void* src = reinterpret_cast<const void*>((start & ~uintptr_t{15}) + 16 * chunk);
-      cp_async_upto_16(smem_addr(buf + r * S::kRowStride + 16 * chunk), src, left < 16 ? left : 16);
+    const uintptr_t base = start & ~uintptr_t{15};
+    const uint32_t dst = smem_addr(buf + slot);
+#pragma unroll
+    for (int i = 0; i < (S::kSpanChunks + 1) / 2; ++i) {
+      const int chunk = 2 * i + half;
+      const int left = head + bytes - 16 * chunk;  // the row's bytes from this chunk on
+      if (left > 0) {
+        cp_async_upto_16(dst + 16 * chunk, reinterpret_cast<const void*>(base + 16 * chunk),
+                         left < 16 ? left : 16);
+      }
     }
   }
-}
+};
 
 template <typename T, class F, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
@@ -164,19 +176,17 @@ __global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
     return static_cast<int>(left < F::kStepBlocks ? left : F::kStepBlocks);
   };
   uint8_t* buffers = staged + warp * 2 * S::kBufferBytes;
+  const RowCopier<F> copier(w, row_bytes, row0, p.n, lane);
 
   float acc[4] = {};
   int64_t step = warp;
-  if (step < num_steps)
-    stage_step<F>(buffers, w, row_bytes, row0, p.n, step, valid_blocks(step) * F::kBytes, lane);
+  if (step < num_steps) copier.copy(buffers, step, valid_blocks(step) * F::kBytes);
   cp_async_commit();
   for (int buf = 0; step < num_steps; step += kWarps, buf ^= 1) {
     const int64_t next = step + kWarps;
     __syncwarp();  // every lane has read the other buffer (the previous step)
-    if (next < num_steps) {
-      stage_step<F>(buffers + (buf ^ 1) * S::kBufferBytes, w, row_bytes, row0, p.n, next,
-                    valid_blocks(next) * F::kBytes, lane);
-    }
+    if (next < num_steps)
+      copier.copy(buffers + (buf ^ 1) * S::kBufferBytes, next, valid_blocks(next) * F::kBytes);
     cp_async_commit();                            // maybe empty: the wait below counts groups
     const int valid_chunks = valid_blocks(step);  // one chunk a block
     qmma::XRaw xr = {};
