@@ -21,8 +21,10 @@
 //        kernel_bench --moe                   (moe_experts only)
 //        kernel_bench --quant [FORMAT...]     (block-format linear at T 1, 2, 4, 8, 64, 512
 //                                              beside bf16, or only the named formats, e.g.
-//                                              q5_0 q2_K; PAGODA_QUANT_GEMV=legacy: the
-//                                              CUDA-core decode kernels)
+//                                              q5_0 q2_K; q8_0 / q4_0 / q4_1 at T <= 8 under
+//                                              each decode-kernel choice: staged, unstaged,
+//                                              legacy; PAGODA_QUANT_GEMV=legacy: the other
+//                                              formats on the CUDA-core decode kernels)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
 //                                              KV then FP8 KV: GB/s of the cache bytes read)
 //        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
@@ -419,15 +421,33 @@ void bench_linear(CudaBackend& gpu, const Ceilings& c, bool quick) {
   std::printf("\n");
 }
 
+// The name of a decode-kernel choice (CudaBackend::set_quant_decode).
+const char* quant_decode_name(CudaBackend::QuantDecode d) {
+  switch (d) {
+    case CudaBackend::QuantDecode::kStaged:
+      return "staged";
+    case CudaBackend::QuantDecode::kUnstaged:
+      return "unstaged";
+    case CudaBackend::QuantDecode::kLegacy:
+      return "legacy";
+  }
+  return "?";
+}
+
 // Block-format weights (GGUF quantization blocks, and the group formats AWQ
 // / GPTQ are repacked into: w4g128, w8g128, w4g128_perm = GPTQ act order) on
 // the Llama-3.1-8B decode shapes, beside the bf16 weight (cuBLASLt / skinny
-// linear): T 1, 2, 4 and 8 run a decode kernel (quant_mma_gemv.cu for the
-// formats it has, else quant_gemv.cu / group_gemv.cu; all of them with
-// PAGODA_QUANT_GEMV=legacy), T 64 and 512 the dequantize-then-cuBLASLt path. Weights are random
-// bytes (timing only; a _perm format gets a random permutation). GB/s counts the weight bytes + x
-// + out, against the copy ceiling. `names`: the formats to run (dtype_name
-// spellings), all when empty; false (nothing run) when one is not listed.
+// linear): T 1, 2, 4 and 8 run a decode kernel, T 64 and 512 the
+// dequantize-then-cuBLASLt path. q8_0, q4_0 and q4_1 at T <= 8 run under
+// each decode-kernel choice (CudaBackend::QuantDecode: "staged",
+// quant_staged_gemv.cu; "unstaged", quant_mma_gemv.cu from 2 rows and
+// quant_gemv.cu for 1; "legacy", quant_gemv.cu), the other formats under the
+// backend's (PAGODA_QUANT_GEMV, default staged: quant_mma_gemv.cu where it
+// has the format, else quant_gemv.cu / group_gemv.cu). Weights are random
+// bytes (timing only; a _perm format gets a random permutation). GB/s
+// counts the weight bytes + x + out, against the copy ceiling. `names`: the
+// formats to run (dtype_name spellings), all when empty; false (nothing
+// run) when one is not listed.
 bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<std::string>& names) {
   const GemmShape shapes[] = {{"qkv 4096->6144", 6144, 4096, false},
                               {"o_proj 4096x4096", 4096, 4096, false},
@@ -449,16 +469,15 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
       return false;
     }
   }
-  const char* legacy = std::getenv("PAGODA_QUANT_GEMV");
+  using QuantDecode = CudaBackend::QuantDecode;
+  const QuantDecode backend_choice = gpu.quant_decode();
   std::printf(
-      "quantized linear (bf16 x, block weights; bytes = weight + x + out)%s\n"
-      "%-11s %-24s %4s %10s %9s %8s\n",
-      legacy != nullptr && std::strcmp(legacy, "legacy") == 0
-          ? " [PAGODA_QUANT_GEMV=legacy: CUDA-core decode kernels]"
-          : "",
-      "format", "shape (N x K)", "T", "us", "GB/s", "%copy");
+      "quantized linear (bf16 x, block weights; bytes = weight + x + out)\n"
+      "%-11s %-24s %4s %-9s %10s %9s %8s\n",
+      "format", "shape (N x K)", "T", "kernel", "us", "GB/s", "%copy");
   std::mt19937 gen(7);
   for (DType f : selected) {
+    const bool staged_format = f == DType::kQ8_0 || f == DType::kQ4_0 || f == DType::kQ4_1;
     for (const GemmShape& s : shapes) {
       const size_t rows_bytes = dtype_nbytes(f, s.n * s.k);
       const size_t w_bytes = rows_bytes + dtype_k_perm_bytes(f, s.k);
@@ -482,13 +501,25 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
         Tensor to = out.tensor(DType::kBF16, {t, s.n});
         const Tensor first(w.data(), f, {s.n, s.k});
         if (is_block_dtype(f) && !gpu.prepare_block_weight(first).ok()) g_ok = false;
-        const double ms = time_op(gpu, [&](int i) {
-          const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
-          gpu.linear(tx, tw, Tensor(), to);
-        });
-        const double gbps = static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
-        std::printf("%-11s %-24s %4lld %10.1f %9.0f %7.0f%%\n", std::string(dtype_name(f)).c_str(),
-                    s.name, static_cast<long long>(t), ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
+        std::vector<QuantDecode> choices = {backend_choice};
+        if (staged_format && t <= 8)
+          choices = {QuantDecode::kStaged, QuantDecode::kUnstaged, QuantDecode::kLegacy};
+        for (QuantDecode choice : choices) {
+          gpu.set_quant_decode(choice);
+          const double ms = time_op(gpu, [&](int i) {
+            const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
+            gpu.linear(tx, tw, Tensor(), to);
+          });
+          const double gbps =
+              static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
+          const char* kernel = !is_block_dtype(f) ? "bf16"
+                               : t > 8            ? "dequant"
+                                                  : quant_decode_name(choice);
+          std::printf("%-11s %-24s %4lld %-9s %10.1f %9.0f %7.0f%%\n",
+                      std::string(dtype_name(f)).c_str(), s.name, static_cast<long long>(t), kernel,
+                      ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
+        }
+        gpu.set_quant_decode(backend_choice);
       }
     }
   }

@@ -1,6 +1,7 @@
 // linear with a block-dtype weight (GGUF quantization blocks) on CUDA against
 // the CPU backend on the same blocks, for every format: the decode kernels
-// (1..8 rows: quant_mma_gemv.cu, else quant_gemv.cu) and the
+// (1..8 rows: quant_staged_gemv.cu for q8_0 / q4_0 / q4_1, quant_mma_gemv.cu,
+// else quant_gemv.cu; each choice of CudaBackend::set_quant_decode) and the
 // dequantize-then-cuBLASLt path (more
 // rows, cuda_quant_linear.cpp), over odd N, several K, with and without bias
 // and f32 output, on fresh random blocks (random_blocks.h: random quant
@@ -151,15 +152,16 @@ TEST(CudaQuantLinearTest, ShortRowsAndLargeShapes) {
   }
 }
 
-// The decode kernels (quant_mma_gemv.cu for every format but one row of
-// q4_0 / q4_1 / q5_0 / q8_0; quant_gemv.cu / group_gemv.cu for those)
+// The decode kernels (quant_staged_gemv.cu for q4_0, q4_1, q8_0;
+// quant_mma_gemv.cu for the other formats but one row of q5_0;
+// quant_gemv.cu / group_gemv.cu for that)
 // at every T 1..8 over N around the 16-row tile (1, 15, 17, 100: 8-warp
 // CTAs; 16400 = 1025 tiles: 4-warp CTAs, K of one block only) and K of 1
 // block, an odd count that leaves a partial 256-element step (32-element
 // formats) or an uneven split over the CTA's warps, and a long row; then
-// GGUF rows only 2-byte aligned (q4_0 / q5_0 / q8_0 / q3_K / q6_K keep the
-// mma kernel, q4_1 / q5_1 / q2_K / q4_K / q5_K fall back to the CUDA-core
-// one; group weights are always 4-byte aligned).
+// GGUF rows only 2-byte aligned (q4_0 / q4_1 / q8_0 keep the staged
+// kernel, q5_0 / q3_K / q6_K the mma one, q5_1 / q2_K / q4_K / q5_K fall
+// back to the CUDA-core one; group weights are always 4-byte aligned).
 TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
@@ -185,6 +187,54 @@ TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
       }
     }
     expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// q8_0, q4_0 and q4_1 decode (T 1..8) under every kernel choice
+// (CudaBackend::QuantDecode: staged, unstaged, legacy), bf16 and f16 x, f32
+// and x-dtype out, bias on and off: N 1, 17 (a partial 16-row tile), 100,
+// and 16400 (1025 tiles: 4-warp CTAs) with a short K; K of 1 and 3 blocks
+// (one partial 256-element step; rows of 102 / 54 bytes start at every
+// even offset in a 16-byte granule, q4_1's 60 at every multiple of 4 plus
+// the weight's offset), 17 blocks (544: a partial last
+// step), 4096 and 14336 (the 8B rows: 16 and 56 steps over the CTA's
+// warps); the weight at allocation offsets 0, 2, 6 and 14 bytes (head and
+// tail of each row's 16-byte copies). Fresh random blocks per case
+// (random_blocks.h: scales 2^-16..2^-2, both signs, some zero).
+TEST(CudaQuantLinearTest, StagedFormatsEveryKernelChoice) {
+  PAGODA_REQUIRE_GPU();
+  using QuantDecode = CudaBackend::QuantDecode;
+  const std::pair<QuantDecode, const char*> choices[] = {{QuantDecode::kStaged, "staged"},
+                                                         {QuantDecode::kUnstaged, "unstaged"},
+                                                         {QuantDecode::kLegacy, "legacy"}};
+  const int64_t ks[] = {32, 96, 544, 4096, 14336};
+  const int64_t ns[] = {1, 17, 100, 16400};
+  const size_t offsets[] = {0, 2, 6, 14};
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    const QuantDecode before = gpu.quant_decode();
+    for (const auto& [choice, choice_name] : choices) {
+      gpu.set_quant_decode(choice);
+      for (DType wt : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+        for (int64_t rows = 1; rows <= 8; ++rows) {
+          for (size_t i = 0; i < std::size(ks); ++i) {
+            for (size_t j = 0; j < std::size(ns); ++j) {
+              if (ns[j] == 16400 && ks[i] != 96) continue;  // 1025 tiles: one short K
+              const bool bias = (rows + i + j) % 2 == 0, f32_out = (rows + i) % 3 == 1;
+              const size_t offset = offsets[(rows + i + j) % std::size(offsets)];
+              const QuantCase c{rows, ns[j], ks[i], bias, f32_out, offset};
+              SCOPED_TRACE(std::string(choice_name) + " " + name_of(dt) + " " + name_of(wt) +
+                           " rows=" + std::to_string(rows) + " n=" + std::to_string(c.n) +
+                           " k=" + std::to_string(c.k) + (c.bias ? " bias" : "") +
+                           (c.f32_out ? " f32-out" : "") + " w+" + std::to_string(offset));
+              run_case(dt, wt, c);
+            }
+          }
+        }
+      }
+    }
+    gpu.set_quant_decode(before);
+    expect_status_ok(gpu);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cublaslt_linear.h"
+#include "backend/cuda/quant_linear_kernels.h"
 #include "core/log.h"
 #include "core/units.h"
 
@@ -86,6 +87,10 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   num_sms_ = prop.multiProcessorCount;
   const char* fused = std::getenv("PAGODA_FUSED_DECODE");
   fused_decode_ = fused == nullptr || std::strcmp(fused, "0") != 0;
+  const char* quant = std::getenv("PAGODA_QUANT_GEMV");
+  if (quant != nullptr && std::strcmp(quant, "unstaged") == 0)
+    quant_decode_ = QuantDecode::kUnstaged;
+  if (quant != nullptr && std::strcmp(quant, "legacy") == 0) quant_decode_ = QuantDecode::kLegacy;
   cudaStream_t stream = nullptr;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));
@@ -98,6 +103,10 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   }
   e = cuda::init_attention_kernels();
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("attention kernel setup: {}", cudaGetErrorString(e)));
+  e = cuda::init_quant_staged_gemv();
+  if (e != cudaSuccess)
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("staged quant gemv setup: {}", cudaGetErrorString(e)));
   e = cudaMalloc(&attention_workspace_, kAttentionWorkspaceBytes);
   if (e != cudaSuccess) {
     attention_workspace_ = nullptr;

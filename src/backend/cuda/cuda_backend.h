@@ -133,6 +133,16 @@ class CudaBackend final : public Backend {
   // default; the environment variable PAGODA_FUSED_DECODE=0 turns it off at
   // creation (an A/B in one call).
   void set_fused_decode(bool on) { fused_decode_ = on; }
+  // The decode kernels linear() with a block-dtype weight and 1..8 rows uses
+  // (cuda_quant_linear.cpp): kStaged (the default) streams q8_0 / q4_0 /
+  // q4_1 through shared memory (quant_staged_gemv.cu) and the rest as
+  // kUnstaged; kUnstaged the tensor-core kernel reading the blocks directly
+  // (quant_mma_gemv.cu; one row of q8_0 / q4_0 / q4_1 on the CUDA cores);
+  // kLegacy only the CUDA-core kernels. PAGODA_QUANT_GEMV=unstaged or
+  // =legacy in the environment picks one at creation (A/B timing).
+  enum class QuantDecode { kStaged, kUnstaged, kLegacy };
+  void set_quant_decode(QuantDecode d) { quant_decode_ = d; }
+  QuantDecode quant_decode() const { return quant_decode_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantGemvMaxRows rows dequantizes w in chunks of rows
   // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
@@ -194,6 +204,7 @@ class CudaBackend final : public Backend {
   bool capturing_ = false;
   bool skinny_linear_ = true;
   bool fused_decode_ = true;
+  QuantDecode quant_decode_ = QuantDecode::kStaged;
   bool fp8_gemm_refused_ = false;  // cuBLASLt refused the FP8 GEMM once (cuda_fp8_linear.cpp)
   Status status_;
   int num_errors_logged_ = 0;

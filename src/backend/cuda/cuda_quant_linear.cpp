@@ -6,9 +6,10 @@
 // Up to cuda::kQuantGemvMaxRows rows: a decode kernel, which streams the
 // blocks once and dequantizes in registers: the tensor-core one
 // (quant_mma_gemv.cu) for the formats it has, else the CUDA-core ones
-// (group_gemv.cu for the group formats, quant_gemv.cu for GGUF's).
-// PAGODA_QUANT_GEMV=legacy in the environment keeps every format on the
-// CUDA-core kernels (A/B timing). More rows: the weight is
+// (group_gemv.cu for the group formats, quant_gemv.cu for GGUF's); q8_0,
+// q4_0 and q4_1 first on the staged one (quant_staged_gemv.cu).
+// set_quant_decode (PAGODA_QUANT_GEMV=unstaged / legacy) skips the staged
+// kernel / every tensor-core one (A/B timing). More rows: the weight is
 // dequantized chunk by chunk (chunk_rows() whole rows) into dequant_scratch_
 // and each chunk is one cuBLASLt GEMM writing its columns of out (row
 // stride N). Neither allocates nor waits, so
@@ -18,8 +19,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/activation_kernels.h"
 #include "backend/cuda/cublaslt_linear.h"
@@ -41,15 +40,6 @@ bool is_half(DType t) {
 // columns of the output start 128-byte aligned (cuBLASLt's fast algorithms).
 int64_t chunk_rows(int64_t n, int64_t k) {
   return std::min(n, std::max<int64_t>(64, kDequantChunkElems / k / 64 * 64));
-}
-
-// False when PAGODA_QUANT_GEMV=legacy (read once).
-bool mma_gemv_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("PAGODA_QUANT_GEMV");
-    return v == nullptr || std::strcmp(v, "legacy") != 0;
-  }();
-  return enabled;
 }
 
 std::string describe(const Tensor& t) {
@@ -130,7 +120,11 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
     g.rows = static_cast<int>(rows);
     g.n = n;
     g.k = k;
-    if (mma_gemv_enabled() && cuda::quant_mma_gemv_supports(g)) {
+    if (quant_decode_ == QuantDecode::kStaged && cuda::quant_staged_gemv_supports(g)) {
+      check(cuda::launch_quant_staged_gemv(g, stream_), "linear (staged quant gemv)");
+      return;
+    }
+    if (quant_decode_ != QuantDecode::kLegacy && cuda::quant_mma_gemv_supports(g)) {
       check(cuda::launch_quant_mma_gemv(g, stream_), "linear (quant mma gemv)");
       return;
     }

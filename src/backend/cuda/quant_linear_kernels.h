@@ -3,6 +3,11 @@
 // the file, or the group formats w4g32..w8g128 AWQ / GPTQ are repacked
 // into): w [n, k] is n rows of k / block elements' blocks.
 //
+//  - launch_quant_staged_gemv: decode, 1..kQuantGemvMaxRows rows of x, for
+//    q8_0, q4_0 and q4_1 (2-byte aligned blocks): the weight is copied into
+//    shared memory in 16-byte cp.async chunks, double-buffered, and read
+//    from there into the tensor-core step of launch_quant_mma_gemv
+//    (quant_staged_gemv.cu).
 //  - launch_quant_mma_gemv: decode, 1..kQuantGemvMaxRows rows of x, for
 //    every GGUF format (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K) and the
 //    group formats: the integer quants are mma A operands, x the B operand,
@@ -16,7 +21,7 @@
 //  - launch_dequantize_blocks: rows [n0, n0 + num_rows) of w to bf16 / f16
 //    (the larger-batch path: the backend dequantizes a weight in chunks into
 //    a scratch buffer and runs the cuBLASLt GEMM on each chunk).
-// Both are graph-capturable: no allocation, no host synchronization.
+// All are graph-capturable: no allocation, no host synchronization.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -42,6 +47,20 @@ struct QuantGemvParams {
   int64_t n = 0;
   int64_t k = 0;  // a multiple of the block's elements
 };
+
+// True when launch_quant_staged_gemv handles p: q8_0, q4_0 or q4_1, 1..8
+// rows, w 2-byte aligned, x 16-byte aligned.
+bool quant_staged_gemv_supports(const QuantGemvParams& p);
+
+// out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32
+// accumulation in a fixed order (that of launch_quant_mma_gemv). Copies
+// start 16-byte aligned: when w is not, up to 14 bytes before w are read
+// (the 16-byte granule holding w's first byte: never another page).
+cudaError_t launch_quant_staged_gemv(const QuantGemvParams& p, cudaStream_t stream);
+
+// Lets the staged kernels use their shared memory (over 48 KiB for q8_0);
+// called once per device before the first launch (CudaBackend::init).
+cudaError_t init_quant_staged_gemv();
 
 // True when launch_quant_mma_gemv handles p: a format listed above (group
 // formats without _perm), w aligned to the format's loads (2 bytes for

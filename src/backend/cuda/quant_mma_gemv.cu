@@ -45,68 +45,23 @@
 // lane and step (16-byte header, 8-byte quants) are ~80 wavefronts against
 // ~125 clocks of DRAM time per warp-step; w4g128's 20 u32 loads ~160
 // against ~118, and the u16-loaded q4_0 / q5_0 / q8_0 / q3_K / q6_K more: those are
-// likely bound by L1 wavefronts before DRAM. Not yet measured.
+// likely bound by L1 wavefronts before DRAM. Not yet measured. (q4_0,
+// q4_1 and q8_0 run by default on quant_staged_gemv.cu, the same step math
+// on a shared-memory copy of the blocks made with 16-byte copies.)
 #include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
-#include "backend/cuda/mma_helpers.cuh"
 #include "backend/cuda/quant_fragments.cuh"
 #include "backend/cuda/quant_fragments_q23k.cuh"
 #include "backend/cuda/quant_fragments_q5.cuh"
 #include "backend/cuda/quant_linear_kernels.h"
+#include "backend/cuda/quant_mma_step.cuh"
 
 namespace pagoda::cuda {
 namespace {
 
-using qfrag::Chunk;
-using qfrag::XMode;
-
-constexpr int kTileRows = 16;
+using qmma::kStepElems;
+using qmma::kTileRows;
 constexpr int64_t kManyTiles = 1024;  // from here on 4 warps a CTA, else 8
-constexpr int kStepElems = 256;
-constexpr int kChunks = kStepElems / 32;
-
-// Lane (g, c)'s x elements of one step for token g (quant_fragments.cuh):
-// kSplit: x[16s + 4c .. + 3] of each chunk as (x0, x1), (x2, x3);
-// kRun8, kContig: x[8c .. 8c + 7] of each chunk.
-struct XRaw {
-  uint32_t v[kChunks][4];
-};
-
-// Chunks [valid, kChunks) (past the row's end) are not read.
-template <XMode kX, typename T>
-__device__ __forceinline__ void load_x(XRaw& xr, const T* x, int valid, int c) {
-#pragma unroll
-  for (int h = 0; h < kChunks; ++h) {
-    if (h >= valid) break;
-    if constexpr (kX == XMode::kSplit) {
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        const uint2 v = __ldg(reinterpret_cast<const uint2*>(x + 32 * h + 16 * s + 4 * c));
-        xr.v[h][2 * s] = v.x;
-        xr.v[h][2 * s + 1] = v.y;
-      }
-    } else {
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + 32 * h + 8 * c));
-      xr.v[h][0] = v.x;
-      xr.v[h][1] = v.y;
-      xr.v[h][2] = v.z;
-      xr.v[h][3] = v.w;
-    }
-  }
-}
-
-// The B pairs of k-step s of chunk h, paired as the A side.
-template <XMode kX>
-__device__ __forceinline__ void x_pairs(const XRaw& xr, int h, int s, uint32_t* lo, uint32_t* hi) {
-  // kSplit, kRun8: (x0, x2), (x1, x3) of k-step s's 4 elements (words 2s,
-  // 2s + 1); kContig: (e_2s, e_2s+4), (e_2s+1, e_2s+5) of the chunk's 8
-  // (words s and s + 2).
-  const uint32_t a = kX == XMode::kContig ? xr.v[h][s] : xr.v[h][2 * s];
-  const uint32_t b = kX == XMode::kContig ? xr.v[h][s + 2] : xr.v[h][2 * s + 1];
-  *lo = __byte_perm(a, b, 0x5410u);
-  *hi = __byte_perm(a, b, 0x7632u);
-}
 
 template <typename T, class F, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) quant_mma_gemv_kernel(QuantGemvParams p) {
@@ -129,8 +84,6 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_gemv_kernel(QuantGemvPa
     const int64_t left = num_blocks - step * F::kStepBlocks;
     return static_cast<int>(left < F::kStepBlocks ? left : F::kStepBlocks);
   };
-  const uint32_t kOnes[4] = {qfrag::Half2<T>::kOne, qfrag::Half2<T>::kOne, qfrag::Half2<T>::kOne,
-                             qfrag::Half2<T>::kOne};
 
   float acc[4] = {};  // (row g, token 2c), (g, 2c + 1), (g + 8, 2c), (g + 8, 2c + 1)
   typename F::Raw cur_a, cur_b;
@@ -149,61 +102,13 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_gemv_kernel(QuantGemvPa
       F::load(next_b, wb + off, valid_blocks(next), c);
     }
     const int valid_chunks = valid_blocks(step) * F::kElems / 32;
-    XRaw xr = {};
-    if (has_x) load_x<F::kX>(xr, xg + step * kStepElems, valid_chunks, c);
-#pragma unroll
-    for (int h = 0; h < kChunks; ++h) {
-      if (h >= valid_chunks) break;
-      const Chunk ka = F::template chunk<T>(cur_a, h);
-      const Chunk kb = F::template chunk<T>(cur_b, h);
-      float d[4] = {}, sx[4] = {};
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        uint32_t blo, bhi;
-        x_pairs<F::kX>(xr, h, s, &blo, &bhi);
-        const uint32_t a[4] = {ka.lo[s], kb.lo[s], ka.hi[s], kb.hi[s]};
-        mma_16816<T>(d, a, blo, bhi);
-        if constexpr (F::kHasMin) mma_16816<T>(sx, kOnes, blo, bhi);
-        if (F::kStepScales || s == 1) {  // fold this k-step (or both) into acc
-          acc[0] = fmaf(ka.dl[s], d[0], acc[0]);
-          acc[1] = fmaf(ka.dl[s], d[1], acc[1]);
-          acc[2] = fmaf(kb.dl[s], d[2], acc[2]);
-          acc[3] = fmaf(kb.dl[s], d[3], acc[3]);
-          if constexpr (F::kHasMin) {
-            acc[0] = fmaf(-ka.ml[s], sx[0], acc[0]);
-            acc[1] = fmaf(-ka.ml[s], sx[1], acc[1]);
-            acc[2] = fmaf(-kb.ml[s], sx[0], acc[2]);
-            acc[3] = fmaf(-kb.ml[s], sx[1], acc[3]);
-          }
-#pragma unroll
-          for (int i = 0; i < 4; ++i) d[i] = sx[i] = 0.0f;
-        }
-      }
-    }
+    qmma::XRaw xr = {};
+    if (has_x) qmma::load_x<F::kX>(xr, xg + step * kStepElems, valid_chunks, c);
+    qmma::accumulate_step<T, F>(acc, cur_a, cur_b, xr, valid_chunks);
     cur_a = next_a;
     cur_b = next_b;
   }
-
-#pragma unroll
-  for (int i = 0; i < 4; ++i) partial[warp][i][lane] = acc[i];
-  __syncthreads();
-  if (warp != 0) return;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float v = partial[0][i][lane];
-#pragma unroll
-    for (int w = 1; w < kWarps; ++w) v += partial[w][i][lane];
-    const int64_t row = row0 + g + (i >= 2 ? 8 : 0);
-    const int token = 2 * c + (i & 1);
-    if (row >= p.n || token >= p.rows) continue;
-    if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
-    const int64_t o = token * p.n + row;
-    if (p.out_dtype == DType::kF32) {
-      static_cast<float*>(p.out)[o] = v;
-    } else {
-      static_cast<T*>(p.out)[o] = from_float<T>(v);
-    }
-  }
+  qmma::store_tile<T, kWarps>(partial, acc, p, row0);
 }
 
 // Calls f(F{}) with the traits of w_dtype (a group format as its format

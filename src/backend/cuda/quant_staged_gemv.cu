@@ -1,0 +1,295 @@
+// Decode products (T = 1..8 rows of x) for q8_0, q4_0 and q4_1 weights
+// with the weight streamed through shared memory in 16-byte copies:
+// launch_quant_staged_gemv (quant_linear_kernels.h).
+//
+// Why: these blocks are 34 / 18 / 20 bytes, so a row starts only 2-byte
+// aligned and the direct loaders (quant_fragments.cuh, 2- and 4-byte loads
+// from global memory) issue ~5 (q8_0) load instructions per 34 bytes, each
+// touching 8 rows' sectors: bound by L1 wavefronts, not DRAM (H200, 8B
+// Q8_0 file: 0.72x llama.cpp's decode). Here the global side is only
+// 16-byte cp.async copies (L2 -> shared, no registers, no L1 allocation)
+// and the narrow reads move to shared memory.
+//
+// Layout (as quant_mma_gemv.cu, quant_mma_step.cuh): a CTA of kWarps warps
+// owns 16 rows (an m16 tile); warp w takes steps w, w + kWarps, ... of 256
+// elements of K (8 blocks: 272 / 144 / 160 contiguous bytes of each row).
+// For each of its steps the warp copies, for each of the 16 rows, the
+// 16-byte chunks covering the row's step bytes [a, a + bytes) (from
+// a & ~15, so up to 14 bytes before them; the last chunk cut at a + bytes)
+// into row r's slot of one of its two shared buffers, lanes 2r and 2r + 1
+// taking row r's even and odd chunks (RowCopier); the next
+// step's copies are in flight while the current step is computed (double
+// buffering, cp.async groups). Lane (g, c) then reads its share of rows g
+// and g + 8 (the same Raw quant_fragments.cuh's F::load gives) from its
+// row slot at the row's head offset with 2-byte shared loads, and the
+// tensor-core step of quant_mma_step.cuh does the math (one row of x is
+// the n8 B side with 7 zero columns: the same instruction count as 8).
+//
+// Reads outside the weight: a copy ends at the row step's last byte, but
+// starts at the 16-byte aligned address at or before its first: when w is
+// not 16-byte aligned, the first row's first copy reads up to 14 bytes
+// before w, in the granule holding w's first byte (never another page);
+// those bytes are not used.
+//
+// Shared memory per warp: 2 buffers x 16 rows x kRowChunks 16-byte chunks,
+// kRowChunks odd so that rows g and g + 4 start on different banks (q8_0:
+// 19 chunks, 9728 B a warp; q4_0 / q4_1: 11, 5632 B).
+//
+// Numerics: those of quant_mma_gemv.cu (exact integer quants times x in
+// the tensor core, f32 scale per block); deterministic, graph-capturable.
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/mma_helpers.cuh"
+#include "backend/cuda/quant_fragments.cuh"
+#include "backend/cuda/quant_linear_kernels.h"
+#include "backend/cuda/quant_mma_step.cuh"
+
+namespace pagoda::cuda {
+namespace {
+
+using qmma::kStepElems;
+using qmma::kTileRows;
+constexpr int64_t kManyTiles = 1024;  // from here on 4 warps a CTA, else 8
+// Resident warps per SM the register allocation must allow (<= 128
+// registers a thread): each has one step's copies in flight while it
+// computes, 16 x 4352 B = 70 KB a SM for q8_0 (~2x the bytes the H200's
+// DRAM latency needs at full bandwidth).
+constexpr int kMinWarpsPerSm = 16;
+
+// Shared-memory geometry of format F's staged steps.
+template <class F>
+struct StagedShape {
+  static constexpr int kStepBytes = F::kStepBlocks * F::kBytes;  // 272, 144, 160
+  static_assert(kStepBytes % 16 == 0, "a row's step start keeps its offset in a 16-byte chunk");
+  static_assert(F::kElems == 32 && F::kStepBlocks == qmma::kChunks, "a block is a chunk");
+  // 16-byte chunks holding kStepBytes bytes that start at an even offset
+  // (<= 14) into the first chunk.
+  static constexpr int kSpanChunks = (14 + kStepBytes + 15) / 16;  // 18, 10, 11
+  static constexpr int kRowChunks = kSpanChunks | 1;  // a row's slot: 19, 11, 11 chunks
+  static constexpr int kRowStride = 16 * kRowChunks;
+  static constexpr int kBufferBytes = kTileRows * kRowStride;  // one step of the 16 rows
+  template <int kWarps>
+  static constexpr int kSmemBytes = kWarps * 2 * kBufferBytes;
+};
+
+// ---- 2-byte reads of a shared-memory copy (2-byte aligned) ----
+__device__ __forceinline__ uint32_t lds_u16(const uint8_t* p) {
+  return *reinterpret_cast<const uint16_t*>(p);
+}
+__device__ __forceinline__ uint32_t lds_u32_a2(const uint8_t* p) {
+  return lds_u16(p) | (lds_u16(p + 2) << 16);
+}
+
+// Lane c's share of block h of one row's step at b (a shared-memory copy
+// of the row's bytes), into the fields of block h of the Raw that F::load
+// (quant_fragments.cuh) fills from global memory.
+__device__ __forceinline__ void load_shared(qfrag::FmtQ8_0::Raw& r, const uint8_t* b, int h,
+                                            int c) {
+  const uint8_t* block = b + h * qfrag::FmtQ8_0::kBytes;
+  r.d[h] = lds_u16(block);
+  r.q[h][0] = lds_u32_a2(block + 2 + 4 * c);
+  r.q[h][1] = lds_u32_a2(block + 18 + 4 * c);
+}
+__device__ __forceinline__ void load_shared(qfrag::FmtQ4_0::Raw& r, const uint8_t* b, int h,
+                                            int c) {
+  const uint8_t* block = b + h * qfrag::FmtQ4_0::kBytes;
+  r.d[h] = lds_u16(block);
+  r.q[h] = lds_u32_a2(block + 2 + 4 * c);
+}
+__device__ __forceinline__ void load_shared(qfrag::FmtQ4_1::Raw& r, const uint8_t* b, int h,
+                                            int c) {
+  const uint8_t* block = b + h * qfrag::FmtQ4_1::kBytes;
+  r.dm[h] = lds_u32_a2(block);
+  r.q[h] = lds_u32_a2(block + 4 + 4 * c);
+}
+
+// Copies the first `bytes` (1..16) of the 16 bytes at src (16-byte
+// aligned) to shared memory at dst, zero-filling the rest; bytes past them
+// are not read.
+__device__ __forceinline__ void cp_async_upto_16(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+
+// One lane's part of its warp's copies: lanes 2r and 2r + 1 copy row r of
+// the tile (rows past n: row n - 1) into slot r, the even and the odd
+// 16-byte chunks, so each copy instruction of the warp reads 16 whole
+// 32-byte sectors.
+template <class F>
+struct RowCopier {
+  using S = StagedShape<F>;
+  const uint8_t* row;  // the row's first byte
+  int slot;            // byte offset of the row's slot in a buffer
+  int half;            // 0: even chunks, 1: odd
+
+  __device__ RowCopier(const uint8_t* w, size_t row_bytes, int64_t row0, int64_t n, int lane) {
+    const int64_t r = row0 + lane / 2 < n ? row0 + lane / 2 : n - 1;
+    row = w + static_cast<size_t>(r) * row_bytes;
+    slot = (lane / 2) * S::kRowStride;
+    half = lane & 1;
+  }
+
+  // Issues the copies of `bytes` bytes of the row from step `step` on into
+  // its slot of `buf`: 16-byte chunks from the aligned address at or before
+  // them, the last one cut at the last byte.
+  __device__ __forceinline__ void copy(uint8_t* buf, int64_t step, int bytes) const {
+    const uintptr_t start =
+        reinterpret_cast<uintptr_t>(row) + static_cast<size_t>(step) * S::kStepBytes;
+    const int head = static_cast<int>(start & 15u);
+    const uintptr_t base = start & ~uintptr_t{15};
+    const uint32_t dst = smem_addr(buf + slot);
+#pragma unroll
+    for (int i = 0; i < (S::kSpanChunks + 1) / 2; ++i) {
+      const int chunk = 2 * i + half;
+      const int left = head + bytes - 16 * chunk;  // the row's bytes from this chunk on
+      if (left > 0) {
+        cp_async_upto_16(dst + 16 * chunk, reinterpret_cast<const void*>(base + 16 * chunk),
+                         left < 16 ? left : 16);
+      }
+    }
+  }
+};
+
+template <typename T, class F, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
+    quant_staged_gemv_kernel(QuantGemvParams p) {
+  using S = StagedShape<F>;
+  extern __shared__ __align__(16) uint8_t staged[];  // [kWarps][2][kBufferBytes]
+  __shared__ float partial[kWarps][4][32];
+  pdl_enter();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTileRows;
+  const int64_t ra = row0 + g < p.n ? row0 + g : p.n - 1;
+  const int64_t rb = row0 + g + 8 < p.n ? row0 + g + 8 : p.n - 1;
+  const uint8_t* w = static_cast<const uint8_t*>(p.w);
+  const int64_t num_blocks = p.k / F::kElems;
+  const size_t row_bytes = static_cast<size_t>(num_blocks) * F::kBytes;
+  // Offsets of rows ra, rb in their slots (the same for every step).
+  const int head_a = static_cast<int>(reinterpret_cast<uintptr_t>(w + ra * row_bytes) & 15u);
+  const int head_b = static_cast<int>(reinterpret_cast<uintptr_t>(w + rb * row_bytes) & 15u);
+  const bool has_x = g < p.rows;  // token g; lanes of absent tokens give B = 0
+  const T* xg = static_cast<const T*>(p.x) + static_cast<int64_t>(has_x ? g : 0) * p.k;
+  const int64_t num_steps = (num_blocks + F::kStepBlocks - 1) / F::kStepBlocks;
+  auto valid_blocks = [&](int64_t step) {
+    const int64_t left = num_blocks - step * F::kStepBlocks;
+    return static_cast<int>(left < F::kStepBlocks ? left : F::kStepBlocks);
+  };
+  uint8_t* buffers = staged + warp * 2 * S::kBufferBytes;
+  const RowCopier<F> copier(w, row_bytes, row0, p.n, lane);
+
+  float acc[4] = {};
+  int64_t step = warp;
+  if (step < num_steps) copier.copy(buffers, step, valid_blocks(step) * F::kBytes);
+  cp_async_commit();
+  for (int buf = 0; step < num_steps; step += kWarps, buf ^= 1) {
+    const int64_t next = step + kWarps;
+    __syncwarp();  // every lane has read the other buffer (the previous step)
+    if (next < num_steps)
+      copier.copy(buffers + (buf ^ 1) * S::kBufferBytes, next, valid_blocks(next) * F::kBytes);
+    cp_async_commit();                            // maybe empty: the wait below counts groups
+    const int valid_chunks = valid_blocks(step);  // one chunk a block
+    qmma::XRaw xr = {};
+    if (has_x) qmma::load_x<F::kX>(xr, xg + step * kStepElems, valid_chunks, c);
+    cp_async_wait<1>();  // this lane's copies of `step` landed
+    __syncwarp();        // and every lane's
+    const uint8_t* slots = buffers + buf * S::kBufferBytes;
+    const uint8_t* slot_a = slots + g * S::kRowStride + head_a;
+    const uint8_t* slot_b = slots + (g + 8) * S::kRowStride + head_b;
+#pragma unroll
+    for (int h = 0; h < qmma::kChunks; ++h) {  // a block (chunk) at a time: fewer live registers
+      if (h >= valid_chunks) break;
+      typename F::Raw cur_a, cur_b;  // block h only
+      load_shared(cur_a, slot_a, h, c);
+      load_shared(cur_b, slot_b, h, c);
+      qmma::accumulate_chunk<T, F>(acc, F::template chunk<T>(cur_a, h),
+                                   F::template chunk<T>(cur_b, h), xr, h);
+    }
+  }
+  cp_async_wait<0>();
+  qmma::store_tile<T, kWarps>(partial, acc, p, row0);
+}
+
+// Calls f(F{}) with the traits of w_dtype; false for other formats.
+template <typename Fn>
+bool dispatch_staged_format(DType t, Fn&& f) {
+  switch (t) {
+    case DType::kQ4_0:
+      f(qfrag::FmtQ4_0{});
+      return true;
+    case DType::kQ4_1:
+      f(qfrag::FmtQ4_1{});
+      return true;
+    case DType::kQ8_0:
+      f(qfrag::FmtQ8_0{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <typename T, class F, int kWarps>
+cudaError_t configure_staged() {
+  return cudaFuncSetAttribute(quant_staged_gemv_kernel<T, F, kWarps>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              StagedShape<F>::template kSmemBytes<kWarps>);
+}
+
+template <typename T, class F>
+cudaError_t configure_format() {
+  const cudaError_t e = configure_staged<T, F, 4>();
+  return e != cudaSuccess ? e : configure_staged<T, F, 8>();
+}
+
+template <typename T>
+cudaError_t configure_type() {
+  const cudaError_t errors[] = {configure_format<T, qfrag::FmtQ4_0>(),
+                                configure_format<T, qfrag::FmtQ4_1>(),
+                                configure_format<T, qfrag::FmtQ8_0>()};
+  for (cudaError_t e : errors) {
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+bool quant_staged_gemv_supports(const QuantGemvParams& p) {
+  const bool in_ok = p.dtype == DType::kBF16 || p.dtype == DType::kF16;
+  const bool out_ok = p.out_dtype == p.dtype || p.out_dtype == DType::kF32;
+  const bool bias_ok = p.bias == nullptr || p.bias_dtype == DType::kF32 ||
+                       p.bias_dtype == DType::kBF16 || p.bias_dtype == DType::kF16;
+  const bool format_ok =
+      p.w_dtype == DType::kQ4_0 || p.w_dtype == DType::kQ4_1 || p.w_dtype == DType::kQ8_0;
+  return in_ok && out_ok && bias_ok && format_ok && p.rows >= 1 && p.rows <= kQuantGemvMaxRows &&
+         p.n > 0 && p.k > 0 && p.k % 32 == 0 && is_aligned(p.x, 16) && is_aligned(p.w, 2);
+}
+
+cudaError_t init_quant_staged_gemv() {
+  const cudaError_t e = configure_type<bf16>();
+  return e != cudaSuccess ? e : configure_type<f16>();
+}
+
+cudaError_t launch_quant_staged_gemv(const QuantGemvParams& p, cudaStream_t stream) {
+  if (!quant_staged_gemv_supports(p)) return cudaErrorInvalidValue;
+  const int64_t tiles = ceil_div(p.n, kTileRows);
+  if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(tiles));
+  return dispatch_half(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    dispatch_staged_format(p.w_dtype, [&](auto f) {
+      using F = decltype(f);
+      using S = StagedShape<F>;
+      if (tiles >= kManyTiles) {
+        launch_kernel(quant_staged_gemv_kernel<T, F, 4>, grid, 4 * 32, S::template kSmemBytes<4>,
+                      stream, p);
+      } else {
+        launch_kernel(quant_staged_gemv_kernel<T, F, 8>, grid, 8 * 32, S::template kSmemBytes<8>,
+                      stream, p);
+      }
+    });
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace pagoda::cuda
