@@ -159,6 +159,16 @@ SampleOutput run_sample(Backend& be, const std::vector<float>& logits, int64_t n
   return out;
 }
 
+// A logprob of the GPU within 1e-5 of the CPU's; NaN (none reported) and
+// -inf (a masked or -inf logit) must match exactly.
+void expect_logprob(float g, float c) {
+  if (std::isnan(c) || std::isinf(c)) {
+    EXPECT_TRUE(std::isnan(c) ? std::isnan(g) : g == c) << g << " vs " << c;
+  } else {
+    EXPECT_NEAR(g, c, 1e-5);
+  }
+}
+
 void expect_same_output(const SampleOutput& g, const SampleOutput& c, const SamplingBatch& b,
                         const std::string& what) {
   ASSERT_EQ(g.token_ids.size(), c.token_ids.size()) << what;
@@ -169,22 +179,15 @@ void expect_same_output(const SampleOutput& g, const SampleOutput& c, const Samp
                  " top_k=" + std::to_string(row.top_k) + " top_p=" + std::to_string(row.top_p) +
                  " min_p=" + std::to_string(row.min_p));
     EXPECT_EQ(g.token_ids[r], c.token_ids[r]);
-    EXPECT_NEAR(g.logprobs[r], c.logprobs[r], 1e-5);
+    expect_logprob(g.logprobs[r], c.logprobs[r]);
     EXPECT_EQ(g.ranks[r], c.ranks[r]);
-    if (std::isnan(c.target_logprobs[r])) {
-      EXPECT_TRUE(std::isnan(g.target_logprobs[r]));
-    } else {
-      EXPECT_NEAR(g.target_logprobs[r], c.target_logprobs[r], 1e-5);
-    }
+    expect_logprob(g.target_logprobs[r], c.target_logprobs[r]);
     EXPECT_EQ(g.target_ranks[r], c.target_ranks[r]);
     for (size_t k = 0; k < width; ++k) {
       const size_t i = r * width + k;
       EXPECT_EQ(g.top_ids[i], c.top_ids[i]) << "top-K entry " << k;
-      if (std::isnan(c.top_logprobs[i])) {
-        EXPECT_TRUE(std::isnan(g.top_logprobs[i])) << "top-K entry " << k;
-      } else {
-        EXPECT_NEAR(g.top_logprobs[i], c.top_logprobs[i], 1e-5) << "top-K entry " << k;
-      }
+      SCOPED_TRACE("top-K entry " + std::to_string(k));
+      expect_logprob(g.top_logprobs[i], c.top_logprobs[i]);
     }
   }
 }
