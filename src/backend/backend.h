@@ -119,8 +119,13 @@ class Backend {
   virtual void memory_info(size_t* free_bytes, size_t* total_bytes) = 0;
 
   // ---- ops ------------------------------------------------------------------
-  // out[t,:] = table[ids[t],:]. table [V,H], ids [T], out [T,H].
-  virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
+  // out[t,:] = table[ids[t] - first_row,:], or zeros where ids[t] - first_row
+  // falls outside [0, R): table [R,H] holds the vocab rows [first_row,
+  // first_row + R) (all of them with first_row 0; a vocab-parallel shard
+  // under tensor parallelism, whose zero rows the ranks' sum leaves exact).
+  // ids [T], out [T,H].
+  virtual void embedding(const Tensor& table, const Tensor& ids, int64_t first_row,
+                         Tensor& out) = 0;
 
   // out = x / sqrt(mean(x^2) + eps) * w, per row. x, out [T,H]; w [H].
   // out may be x (in place).

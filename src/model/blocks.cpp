@@ -2,6 +2,7 @@
 
 #include "backend/communicator.h"
 #include "core/log.h"
+#include "core/units.h"
 #include "model/pipeline_parallel.h"
 #include "model/tensor_parallel.h"
 
@@ -87,7 +88,28 @@ IndexRange stage_layers(const ModelConfig& c, const WeightLoader& loader) {
 Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLoader& loader,
                       ModelWeights* w) {
   if (!loader.stage().first()) return {};
-  PAGODA_ASSIGN_OR_RETURN(w->embed, loader.load(g.embed, {c.vocab_size, c.hidden_size}));
+  const TpShard shard = loader.shard();
+  const std::vector<int64_t> shape = {c.vocab_size, c.hidden_size};
+  if (tp_vocab_parallel_embedding(shard.size)) {
+    const IndexRange rows = tp_vocab(c, shard);
+    PAGODA_ASSIGN_OR_RETURN(
+        w->embed, loader.load_rows(g.embed, shape, rows, tp_vocab_block(c, shard.size)));
+    w->embed_first_row = rows.begin;
+    w->embed_vocab_parallel = true;
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(w->embed, loader.load(g.embed, shape));
+  }
+  if (shard.size > 1 && shard.rank == 0) {
+    const size_t replicated = dtype_nbytes(w->embed.dtype, c.vocab_size * c.hidden_size);
+    if (w->embed_vocab_parallel)
+      log_info("embedding: vocab-parallel over {} ranks, {} bytes ({:.2f} GiB) per rank ({} "
+               "replicated)",
+               shard.size, w->embed.nbytes(), to_gib(static_cast<double>(w->embed.nbytes())),
+               replicated);
+    else
+      log_info("embedding: replicated (PAGODA_REPLICATED_EMBEDDING), {} bytes ({:.2f} GiB) per rank",
+               replicated, to_gib(static_cast<double>(replicated)));
+  }
   return {};
 }
 
@@ -100,8 +122,15 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
     const bool tied = c.tie_word_embeddings || !loader.has(g.lm_head);
     if (tied && !c.tie_word_embeddings)
       log_info("no {} in the weights: tying it to {}", g.lm_head, g.embed);
-    // A tied head is the rank's rows of the embedding, kept in its blocks
-    // when the embedding is stored in a kept block format (as without tp).
+    // A tied head is the rank's rows of the embedding: the vocab-parallel
+    // embedding's own block when this stage holds it, else (a last stage
+    // that is not the first, a replicated embedding, or one stored in a kept
+    // block format, whose head stays in its blocks as without tp) a block of
+    // its own.
+    if (tied && w->embed_vocab_parallel && !loader.keeps_blocks(g.embed, c.hidden_size)) {
+      w->lm_head = w->embed;
+      return {};
+    }
     PAGODA_ASSIGN_OR_RETURN(
         w->lm_head,
         loader.load_linear_rows(tied ? g.embed : g.lm_head, {c.vocab_size, c.hidden_size},
@@ -130,13 +159,14 @@ Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g
   return {};
 }
 
-void embed_tokens(ForwardContext& ctx, const Tensor& embed) {
-  ctx.backend.embedding(embed, ctx.ids, ctx.residual);
+void embed_tokens(ForwardContext& ctx, const ModelWeights& w) {
+  ctx.backend.embedding(w.embed, ctx.ids, w.embed_first_row, ctx.residual);
+  if (w.embed_vocab_parallel) ctx.tp->all_reduce_sum(ctx.residual);
 }
 
-bool begin_stage(ForwardContext& ctx, const Tensor& embed) {
+bool begin_stage(ForwardContext& ctx, const ModelWeights& w) {
   if (ctx.pp == nullptr || ctx.pp->rank() == 0) {
-    embed_tokens(ctx, embed);
+    embed_tokens(ctx, w);
     return false;
   }
   ctx.pp->recv(ctx.residual, ctx.pp->rank() - 1);

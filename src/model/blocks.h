@@ -8,8 +8,8 @@
 // Tensor parallelism lives here too, so a family built from these blocks
 // needs nothing extra: the load functions read only the rank's slice
 // (WeightLoader::shard(), the rules of tensor_parallel.h: qkv and gate_up
-// column-parallel, o_proj and down row-parallel, norms and embeddings
-// replicated), and attention() / swiglu_mlp() leave their row-parallel
+// column-parallel, o_proj and down row-parallel, the embedding and the
+// lm_head vocab-parallel, norms replicated), and attention() / swiglu_mlp() leave their row-parallel
 // output as the rank's partial sum (ctx.proj_partial), which the next op
 // reading `proj` sums over ctx.tp: add_and_norm in one fused call
 // (all-reduce + residual add + RMSNorm), norm_output and end_stage's send
@@ -82,28 +82,34 @@ Status load_swiglu(const ModelConfig& c, const LayerTensorNames& n, WeightLoader
 // The decoder layers the loader's pipeline stage holds (global indices): all
 // of them without pipeline parallelism.
 IndexRange stage_layers(const ModelConfig& c, const WeightLoader& loader);
-// w->embed [V, H] on the first pipeline stage; nothing on the others.
+// w->embed [V, H] on the first pipeline stage; nothing on the others. Under
+// tp (tp_vocab_parallel_embedding) the rank's vocab block [tp_vocab_block, H]
+// in the compute dtype (w->embed_first_row, w->embed_vocab_parallel); rank 0
+// logs which layout and its bytes per rank.
 Status load_embedding(const ModelConfig& c, const GlobalTensorNames& g, WeightLoader& loader,
                       ModelWeights* w);
 // On the last pipeline stage: w->final_norm [H]; w->lm_head [V, H], or
 // w->embed when config.tie_word_embeddings or the file has no g.lm_head
 // (logged; the embedding is loaded here when the stage has none yet). Under
 // tp, w->lm_head is the rank's vocab-parallel block [tp_vocab_block, H] of
-// that tensor (tensor_parallel.h), its own buffer even when tied.
+// that tensor (tensor_parallel.h): when tied, the vocab-parallel w->embed
+// itself where this stage holds it and the file does not keep the embedding
+// in blocks, else a buffer of its own.
 // Nothing on the other stages.
 Status load_final_norm_and_head(const ModelConfig& c, const GlobalTensorNames& g,
                                 WeightLoader& loader, ModelWeights* w);
 
 // ---- ops --------------------------------------------------------------------
 
-// residual = embed[ids].
-void embed_tokens(ForwardContext& ctx, const Tensor& embed);
+// residual = w.embed[ids]; a vocab-parallel embedding: the rank's rows
+// (zeros for the other ranks' ids), then all-reduced (sum) over ctx.tp.
+void embed_tokens(ForwardContext& ctx, const ModelWeights& w);
 // The start of a forward. Without pipeline parallelism or on the first
 // stage: embed_tokens and returns false. On a later stage: receives the
 // residual and the pending block output (`proj`) [T, H] from the previous
 // stage and returns true: the first layer must add `proj` (add_and_norm, not
 // norm).
-bool begin_stage(ForwardContext& ctx, const Tensor& embed);
+bool begin_stage(ForwardContext& ctx, const ModelWeights& w);
 // The end of a forward, after the last layer's block left its output in
 // `proj`. Without pipeline parallelism or on the last stage:
 // add_and_norm(final_norm), leaving the final hidden states in `normed`. On

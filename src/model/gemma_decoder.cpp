@@ -95,7 +95,7 @@ float embedding_normalizer(const ForwardContext& ctx) {
 
 void gemma_forward(const ModelWeights& w, ForwardContext& ctx) {
   const ModelConfig& c = ctx.config;
-  bool pending = begin_stage(ctx, w.embed);  // proj holds a block output to add
+  bool pending = begin_stage(ctx, w);  // proj holds a block output to add
   if (!pending) ctx.backend.scale(ctx.residual, embedding_normalizer(ctx));
   const float cap = static_cast<float>(c.attn_logit_softcapping);
   for (size_t i = 0; i < w.layers.size(); ++i) {

@@ -53,7 +53,7 @@ Status load_llama_decoder(const ModelConfig& c, LayerNamesFn names, WeightLoader
 
 void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
   const ModelConfig& c = ctx.config;
-  bool pending = begin_stage(ctx, w.embed);  // proj holds a block output to add
+  bool pending = begin_stage(ctx, w);  // proj holds a block output to add
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
     if (pending)

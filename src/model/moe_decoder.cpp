@@ -83,7 +83,7 @@ void moe_mlp(ForwardContext& ctx, const LayerWeights& l) {
 }
 
 void moe_forward(const ModelWeights& w, ForwardContext& ctx) {
-  bool pending = begin_stage(ctx, w.embed);  // proj holds a block output to add
+  bool pending = begin_stage(ctx, w);  // proj holds a block output to add
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
     if (pending)

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "backend/backend.h"
@@ -60,6 +62,13 @@ IndexRange tp_vocab(const ModelConfig& c, TpShard s) {
   const int64_t block = tp_vocab_block(c, s.size);
   const int64_t begin = std::min<int64_t>(s.rank * block, c.vocab_size);
   return {begin, std::min<int64_t>(begin + block, c.vocab_size)};
+}
+
+bool tp_vocab_parallel_embedding(int tp_size) {
+  const char* replicated = std::getenv("PAGODA_REPLICATED_EMBEDDING");
+  const bool forced = replicated != nullptr && *replicated != '\0' &&
+                      std::strcmp(replicated, "0") != 0;
+  return tp_size > 1 && !forced;
 }
 
 ModelConfig tp_local_config(const ModelConfig& c, TpShard s) {

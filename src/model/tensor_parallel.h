@@ -13,8 +13,13 @@
 //    tp_vocab_block() of them (zero rows pad the last rank's when N does not
 //    divide the vocab), computes their logits, and the ranks gather the
 //    full logits (Communicator::all_gather_columns) before sampling.
-//  - replicated: the embedding, every norm (Qwen3's q_norm / k_norm too) and
-//    the final norm.
+//  - embedding: vocab-parallel the same way (the same rows; one buffer with
+//    the head when tied and not kept in blocks): the rank looks up the ids of
+//    its rows, zeros for the others, and one all-reduce (sum) gives every rank
+//    the full rows (exact: one rank contributes each row, x + 0 = x). With
+//    PAGODA_REPLICATED_EMBEDDING=1 every rank holds all of it instead
+//    (tp_vocab_parallel_embedding).
+//  - replicated: every norm (Qwen3's q_norm / k_norm too) and the final norm.
 //  - the forward all-reduces (sums) each row-parallel output (blocks.cpp).
 #pragma once
 
@@ -58,6 +63,10 @@ IndexRange tp_intermediate(const ModelConfig& config, TpShard shard);
 // past V when V < (N - 1) C + 1, as with a vocab smaller than N).
 int64_t tp_vocab_block(const ModelConfig& config, int tp_size);
 IndexRange tp_vocab(const ModelConfig& config, TpShard shard);
+// Whether the embedding is split by vocab rows over `tp_size` ranks: when
+// tp_size > 1, unless the environment sets PAGODA_REPLICATED_EMBEDDING to a
+// value other than "" or "0" (the replicated table, for A/B comparison).
+bool tp_vocab_parallel_embedding(int tp_size);
 
 // `config` with the rank's own sizes: num_heads, num_kv_heads and
 // intermediate_size of the shard (everything else as is). The runner sizes

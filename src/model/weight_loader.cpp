@@ -347,11 +347,23 @@ Result<LinearWeight> WeightLoader::load_fused_linear(const std::vector<std::stri
 Result<Tensor> WeightLoader::load_linear_rows(const std::string& name,
                                               const std::vector<int64_t>& shape, IndexRange rows,
                                               int64_t padded_rows) {
+  return load_row_block(name, shape, rows, padded_rows, true);
+}
+
+Result<Tensor> WeightLoader::load_rows(const std::string& name, const std::vector<int64_t>& shape,
+                                       IndexRange rows, int64_t padded_rows) {
+  return load_row_block(name, shape, rows, padded_rows, false);
+}
+
+Result<Tensor> WeightLoader::load_row_block(const std::string& name,
+                                            const std::vector<int64_t>& shape, IndexRange rows,
+                                            int64_t padded_rows, bool blocks) {
   if (shape.size() != 2 || !within(rows, shape[0]) || padded_rows < rows.size())
     return make_error(ErrorCode::kInternal,
                       fmt::format("tensor {}: no row block [{}, {}) padded to {} of {}", name,
                                   rows.begin, rows.end, padded_rows, shape_string(shape)));
-  const std::optional<DType> dt = kept_blocks({name}, {0, shape[1]}, shape[1]);
+  const std::optional<DType> dt =
+      blocks ? kept_blocks({name}, {0, shape[1]}, shape[1]) : std::nullopt;
   PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(name, {padded_rows, shape[1]}, dt));
   std::vector<uint8_t> perm;
   if (dt) {

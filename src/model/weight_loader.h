@@ -107,6 +107,10 @@ class WeightLoader {
   // The vocab-parallel lm_head's block (tensor_parallel.h).
   Result<Tensor> load_linear_rows(const std::string& name, const std::vector<int64_t>& shape,
                                   IndexRange rows, int64_t padded_rows);
+  // The same always in the compute dtype (block formats dequantized): the
+  // vocab-parallel embedding's block, whose lookup copies rows.
+  Result<Tensor> load_rows(const std::string& name, const std::vector<int64_t>& shape,
+                           IndexRange rows, int64_t padded_rows);
 
   int64_t num_tensors_read() const { return num_read_; }
   uint64_t num_bytes_read() const { return bytes_read_; }  // file bytes
@@ -132,6 +136,9 @@ class WeightLoader {
   // *perm when empty, else must equal it (every fused part shares one).
   Status read_blocks_into(const std::string& name, const std::vector<int64_t>& shape,
                           IndexRange rows, IndexRange cols, void* dst, std::vector<uint8_t>* perm);
+  // load_linear_rows / load_rows: in blocks when `blocks` and kept_blocks allow.
+  Result<Tensor> load_row_block(const std::string& name, const std::vector<int64_t>& shape,
+                                IndexRange rows, int64_t padded_rows, bool blocks);
   // Copies a _perm weight's permutation (bytes; none when empty) after its rows.
   void upload_k_perm(const Tensor& t, const std::vector<uint8_t>& perm);
   // The block dtype every part of a linear weight keeps when uploaded as

@@ -48,11 +48,19 @@ struct LayerWeights {
 // stage, `final_norm` and `lm_head` on the last (`embed` there too when tied);
 // the others stay empty.
 struct ModelWeights {
-  Tensor embed;                      // [V, H] cd
+  // [V, H] cd; under tensor parallelism (vocab-parallel, the default) the
+  // rank's block [tp_vocab_block, H] of the vocab rows [embed_first_row, ...)
+  // (zero rows pad the last rank's), whose lookup the ranks sum (blocks.h
+  // embed_tokens).
+  Tensor embed;
+  int64_t embed_first_row = 0;
+  bool embed_vocab_parallel = false;
   std::vector<LayerWeights> layers;  // layers[i] is the model's layer first_layer + i
   int64_t first_layer = 0;
   Tensor final_norm;  // [H] cd
-  LinearWeight lm_head;  // [V, H]; when tied, `embed`'s memory, or the embedding in its blocks
+  // [V, H] (under tp the rank's vocab block); when tied, `embed`'s memory
+  // (the same block under tp), or the embedding in its blocks.
+  LinearWeight lm_head;
   std::vector<DeviceBuffer> buffers;  // owns every tensor above
   size_t num_bytes = 0;               // device bytes held by `buffers`
   // Tensors and device bytes of each dtype in `buffers` (the startup summary).

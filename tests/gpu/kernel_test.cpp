@@ -47,13 +47,29 @@ TEST(CudaOpsTest, EmbeddingAndGatherRowsCopyExactly) {
       DevTensor g_ids(gpu, {s.tokens}, ids);
       DevTensor g_out(gpu, dt, {s.tokens, s.hidden});
       g_out.poison();
-      gpu.embedding(g_table.t(), g_ids.t(), g_out.t());
+      gpu.embedding(g_table.t(), g_ids.t(), 0, g_out.t());
       Backend& cpu = cpu_backend();
       DevTensor c_table(cpu, DType::kF32, {s.vocab, s.hidden}, table);
       DevTensor c_ids(cpu, {s.tokens}, ids);
       DevTensor c_out(cpu, DType::kF32, {s.tokens, s.hidden});
-      cpu.embedding(c_table.t(), c_ids.t(), c_out.t());
+      cpu.embedding(c_table.t(), c_ids.t(), 0, c_out.t());
       expect_equal(g_out.download(), c_out.download(), "embedding");
+
+      // A vocab-parallel shard: the table holds rows [first, first + V) of a
+      // larger vocab; ids of other rows (both sides, the edges) give zeros.
+      const int64_t first = s.vocab / 2 + 1;
+      std::vector<int32_t> shard_ids = uniform_ints(static_cast<size_t>(s.tokens), 0,
+                                                    static_cast<int32_t>(first + s.vocab + 5));
+      shard_ids[0] = static_cast<int32_t>(first);
+      if (s.tokens > 1) shard_ids[1] = static_cast<int32_t>(first + s.vocab - 1);
+      if (s.tokens > 2) shard_ids[2] = static_cast<int32_t>(first + s.vocab);
+      if (s.tokens > 3) shard_ids[3] = static_cast<int32_t>(first - 1);
+      DevTensor gs_ids(gpu, {s.tokens}, shard_ids);
+      g_out.poison();
+      gpu.embedding(g_table.t(), gs_ids.t(), first, g_out.t());
+      DevTensor cs_ids(cpu, {s.tokens}, shard_ids);
+      cpu.embedding(c_table.t(), cs_ids.t(), first, c_out.t());
+      expect_equal(g_out.download(), c_out.download(), "embedding shard");
 
       // gather_rows: pick rows of the embedded batch (repeats allowed).
       const std::vector<int32_t> idx = uniform_ints(9, 0, static_cast<int32_t>(s.tokens - 1));

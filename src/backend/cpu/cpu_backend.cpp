@@ -67,8 +67,9 @@ void CpuBackend::memory_info(size_t* free_bytes, size_t* total_bytes) {
   *total_bytes = meminfo_bytes(text, "MemTotal:");
 }
 
-void CpuBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
-  cpu::embedding(table, ids, out);
+void CpuBackend::embedding(const Tensor& table, const Tensor& ids, int64_t first_row,
+                           Tensor& out) {
+  cpu::embedding(table, ids, first_row, out);
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {

@@ -15,14 +15,17 @@ int64_t min_rows(int64_t row_elems) {
   return 1 + 16384 / (row_elems > 0 ? row_elems : 1);
 }
 
-// out[r, :] = src[index[r], :] for f32 rows of `width`.
-void copy_indexed_rows(const float* src, int64_t num_src_rows, const int32_t* index,
-                       int64_t num_rows, int64_t width, float* out) {
+// out[r, :] = src[index[r] - first_index, :] for f32 rows of `width`, or
+// zeros where that row falls outside [0, num_src_rows) (as the cuda gather).
+void copy_indexed_rows(const float* src, int64_t num_src_rows, int64_t first_index,
+                       const int32_t* index, int64_t num_rows, int64_t width, float* out) {
   parallel_for(num_rows, min_rows(width), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
-      const int64_t i = index[r];
-      assert(i >= 0 && i < num_src_rows);
-      (void)num_src_rows;
+      const int64_t i = index[r] - first_index;
+      if (i < 0 || i >= num_src_rows) {
+        std::memset(out + r * width, 0, static_cast<size_t>(width) * sizeof(float));
+        continue;
+      }
       std::memcpy(out + r * width, src + i * width, static_cast<size_t>(width) * sizeof(float));
     }
   });
@@ -30,18 +33,18 @@ void copy_indexed_rows(const float* src, int64_t num_src_rows, const int32_t* in
 
 }  // namespace
 
-void embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
+void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, Tensor& out) {
   assert(table.dtype == DType::kF32 && out.dtype == DType::kF32 && ids.dtype == DType::kI32);
   assert(out.dim(0) == ids.numel() && out.dim(1) == table.dim(1));
-  copy_indexed_rows(table.ptr<float>(), table.dim(0), ids.ptr<int32_t>(), ids.numel(), table.dim(1),
-                    out.ptr<float>());
+  copy_indexed_rows(table.ptr<float>(), table.dim(0), first_row, ids.ptr<int32_t>(), ids.numel(),
+                    table.dim(1), out.ptr<float>());
 }
 
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) {
   assert(x.dtype == DType::kF32 && out.dtype == DType::kF32 && indices.dtype == DType::kI32);
   const int64_t width = x.numel() / x.dim(0);
   assert(out.numel() == indices.numel() * width);
-  copy_indexed_rows(x.ptr<float>(), x.dim(0), indices.ptr<int32_t>(), indices.numel(), width,
+  copy_indexed_rows(x.ptr<float>(), x.dim(0), 0, indices.ptr<int32_t>(), indices.numel(), width,
                     out.ptr<float>());
 }
 

@@ -10,7 +10,7 @@
 namespace pagoda::cpu {
 
 // cpu_elementwise.cpp
-void embedding(const Tensor& table, const Tensor& ids, Tensor& out);
+void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, Tensor& out);
 void silu_mul(const Tensor& gate_up, Tensor& out);
 void gelu_tanh_mul(const Tensor& gate_up, Tensor& out);
 void scale(Tensor& x, float s);

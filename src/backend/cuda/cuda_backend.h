@@ -61,7 +61,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   void memory_info(size_t* free_bytes, size_t* total_bytes) override;
 
-  void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override;
+  void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                     Tensor& out) override;

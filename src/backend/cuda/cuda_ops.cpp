@@ -77,7 +77,8 @@ bool attention_args_ok(const Tensor& qkv, const QkvLayout& layout, const KvCache
 
 }  // namespace
 
-void CudaBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
+void CudaBackend::embedding(const Tensor& table, const Tensor& ids, int64_t first_row,
+                            Tensor& out) {
   if (table.ndim != 2 || ids.dtype != DType::kI32 || out.dtype != table.dtype ||
       out.numel() != ids.numel() * table.dim(1)) {
     return fail(fmt::format("embedding: table {} ids {} out {}", describe(table), describe(ids),
@@ -86,6 +87,7 @@ void CudaBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out)
   cuda::GatherRowsParams p;
   p.src = table.data;
   p.num_src_rows = table.dim(0);
+  p.first_index = first_row;
   p.row_bytes = static_cast<int64_t>(table.nbytes()) / std::max<int64_t>(table.dim(0), 1);
   p.indices = ids.ptr<int32_t>();
   p.num_rows = ids.numel();

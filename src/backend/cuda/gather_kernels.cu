@@ -12,7 +12,7 @@ __global__ void gather_rows_kernel(GatherRowsParams p) {
   pdl_enter();
   const int64_t r = blockIdx.x;
   const int64_t n = p.row_bytes / static_cast<int64_t>(sizeof(V));
-  const int32_t idx = p.indices[r];
+  const int64_t idx = static_cast<int64_t>(p.indices[r]) - p.first_index;
   V* out = reinterpret_cast<V*>(static_cast<char*>(p.out) + r * p.row_bytes);
   if (idx < 0 || idx >= p.num_src_rows) {
     const V zero{};

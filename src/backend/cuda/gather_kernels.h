@@ -12,13 +12,15 @@ struct GatherRowsParams {
   const void* src = nullptr;     // [num_src_rows, row_bytes] any dtype
   int64_t num_src_rows = 0;
   int64_t row_bytes = 0;
+  int64_t first_index = 0;       // the index of src's row 0 (a vocab-parallel shard's first row)
   const int32_t* indices = nullptr;  // [num_rows] device i32
   int64_t num_rows = 0;
   void* out = nullptr;           // [num_rows, row_bytes]
 };
 
-// out[r, :] = src[indices[r], :]; an index outside [0, num_src_rows) yields a
-// zero row instead of reading out of bounds.
+// out[r, :] = src[indices[r] - first_index, :]; an index whose row falls
+// outside [0, num_src_rows) yields a zero row (another rank's vocab rows, or
+// an index that would read out of bounds).
 cudaError_t launch_gather_rows(const GatherRowsParams& p, cudaStream_t stream);
 
 struct GatherColumnsParams {

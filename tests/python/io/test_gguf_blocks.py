@@ -47,11 +47,11 @@ def model(request, tmp_path_factory):
     return request.param, path
 
 
-def generate(path: pathlib.Path, *flags: str) -> subprocess.CompletedProcess:
+def generate(path: pathlib.Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     assert PAGODA_BIN.exists(), f"pagoda binary not found at {PAGODA_BIN} (set PAGODA_BIN)"
     out = subprocess.run([str(PAGODA_BIN), "generate", str(path), *ENGINE, "--prompt", "Once upon a time",
                           "--max-tokens", "12", "--temperature", "0", *flags],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
     assert out.returncode == 0, out.stderr
     return out
 
@@ -91,7 +91,8 @@ def test_tied_head_keeps_the_embedding_blocks(tmp_path):
     """No output.weight: the head is token_embd. Stored as Q8_0 it is loaded twice, as the
     embedding (dequantized rows for the lookup) and as the head in its blocks, which the
     per-format line counts: 4 fused linears (qkv, o, gate_up, down) x 2 layers + the head = 9
-    q8_0 tensors."""
+    q8_0 tensors. Under -tp the embedding is vocab-parallel (each rank's dequantized rows, the
+    head's block in its blocks) and generates what the replicated table does."""
     if not (STORIES / "tokenizer.model").exists():
         pytest.skip(f"{STORIES} not present")
     path = tmp_path / "tiny-tied-Q8_0.gguf"
@@ -99,7 +100,13 @@ def test_tied_head_keeps_the_embedding_blocks(tmp_path):
     kept = generate(path)
     assert kept.stdout.strip() and kept.stdout == generate(path, "--gguf-dequantize").stdout
     assert re.search(r"\bq8_0 9 tensors", formats_line(kept.stderr)), formats_line(kept.stderr)
-    assert kept.stdout == generate(path, "-tp", "2").stdout
+    for n in ("2", "4"):
+        tp = generate(path, "-tp", n)
+        assert kept.stdout == tp.stdout
+        assert f"embedding: vocab-parallel over {n} ranks" in tp.stderr, tp.stderr
+    replicated = generate(path, "-tp", "2", env={"PAGODA_REPLICATED_EMBEDDING": "1"})
+    assert kept.stdout == replicated.stdout
+    assert "embedding: replicated (PAGODA_REPLICATED_EMBEDDING)" in replicated.stderr, replicated.stderr
 
 
 def test_help_describes_the_flag():

@@ -35,19 +35,25 @@ std::vector<double> ref_rms_norm_row(const float* x, const float* w, int64_t n, 
   return out;
 }
 
+// The whole table (first_row 0) and a vocab-parallel shard of rows
+// [first, first + v): ids of other rows give zero rows.
 TEST(CpuOps, Embedding) {
   CpuBackend be;
   Rng rng(1);
-  for (int iter = 0; iter < 20; ++iter) {
+  for (int iter = 0; iter < 40; ++iter) {
     const int v = rng.randint(1, 50), h = rng.randint(1, 70), t = rng.randint(1, 40);
+    const int first = iter % 2 == 0 ? 0 : rng.randint(0, 60);
     std::vector<float> table = rng.floats(static_cast<size_t>(v * h));
     std::vector<int32_t> ids(static_cast<size_t>(t));
-    for (auto& id : ids) id = rng.randint(0, v - 1);
+    for (auto& id : ids) id = first == 0 ? rng.randint(0, v - 1) : rng.randint(0, first + v + 20);
     std::vector<float> out = test::nan_filled(static_cast<size_t>(t * h));
     Tensor o = f32(out, {t, h});
-    be.embedding(f32(table, {v, h}), i32(ids, {t}), o);
-    for (int r = 0; r < t; ++r)
-      for (int c = 0; c < h; ++c) ASSERT_EQ(out[r * h + c], table[ids[r] * h + c]);
+    be.embedding(f32(table, {v, h}), i32(ids, {t}), first, o);
+    for (int r = 0; r < t; ++r) {
+      const int row = ids[r] - first;
+      const bool mine = row >= 0 && row < v;
+      for (int c = 0; c < h; ++c) ASSERT_EQ(out[r * h + c], mine ? table[row * h + c] : 0.0f);
+    }
   }
 }
 

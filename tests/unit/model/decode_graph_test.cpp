@@ -51,8 +51,8 @@ class GraphEmulatingBackend final : public Backend {
   void memory_info(size_t* free_bytes, size_t* total_bytes) override {
     cpu_.memory_info(free_bytes, total_bytes);
   }
-  void embedding(const Tensor& t, const Tensor& ids, Tensor& out) override {
-    cpu_.embedding(t, ids, out);
+  void embedding(const Tensor& t, const Tensor& ids, int64_t first_row, Tensor& out) override {
+    cpu_.embedding(t, ids, first_row, out);
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
     cpu_.rms_norm(x, w, eps, out);

@@ -44,9 +44,9 @@ class RecordingBackend final : public Backend {
   void memory_info(size_t* free_bytes, size_t* total_bytes) override {
     cpu_.memory_info(free_bytes, total_bytes);
   }
-  void embedding(const Tensor& t, const Tensor& ids, Tensor& out) override {
+  void embedding(const Tensor& t, const Tensor& ids, int64_t first_row, Tensor& out) override {
     ops.push_back("embedding");
-    cpu_.embedding(t, ids, out);
+    cpu_.embedding(t, ids, first_row, out);
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
     ops.push_back("rms_norm");

@@ -1,5 +1,7 @@
 // Tensor parallelism in the model layer: the sharding rules and their
-// validation (tensor_parallel.h), the WeightLoader's slice loads, and N
+// validation (tensor_parallel.h), the WeightLoader's slice loads, the
+// vocab-parallel embedding's lookup (bitwise the full table's rows) and its
+// bytes per rank, and N
 // ModelRunners on N cpu threads (create_cpu_communicators) running the same
 // steps as one runner without tp: the same greedy tokens, logits within fp32
 // summation-order noise, and every rank bitwise equal to rank 0.
@@ -24,6 +26,7 @@
 #include "io/safetensors.h"
 #include "memory_source.h"
 #include "model/architecture.h"
+#include "model/blocks.h"
 #include "model/load_weights.h"
 #include "model/model_runner.h"
 #include "model/parallel_runner.h"
@@ -262,9 +265,8 @@ TEST(WeightLoaderSlices, AShardHoldsItsHeadsAndMlpRowsOfTheFullWeights) {
       EXPECT_EQ(host(x.down), slice(host(f.down), inter, 0, h, in.begin, in.end));
       EXPECT_EQ(host(x.input_norm), host(f.input_norm));  // replicated
     }
-    EXPECT_EQ(host(w.embed), host(full.embed));
-    // Vocab-parallel head: the rank's block of rows, zero rows padding it
-    // (97 = 4 * 25 - 3: the last rank holds 22 rows and 3 of padding).
+    // Vocab-parallel head and embedding: the rank's block of rows, zero rows
+    // padding it (97 = 4 * 25 - 3: the last rank holds 22 rows and 3 of padding).
     const IndexRange v = tp_vocab(c, s);
     const int64_t block = tp_vocab_block(c, 4);
     ASSERT_EQ(block, 25);
@@ -272,6 +274,11 @@ TEST(WeightLoaderSlices, AShardHoldsItsHeadsAndMlpRowsOfTheFullWeights) {
     std::vector<float> want = slice(host(full.lm_head), h, v.begin, v.end, 0, h);
     want.resize(static_cast<size_t>(block * h), 0.0f);
     EXPECT_EQ(host(w.lm_head), want) << "rank " << rank;
+    ASSERT_EQ(w.embed.shape[0], block);
+    EXPECT_EQ(w.embed_first_row, v.begin);
+    want = slice(host(full.embed), h, v.begin, v.end, 0, h);
+    want.resize(static_cast<size_t>(block * h), 0.0f);
+    EXPECT_EQ(host(w.embed), want) << "rank " << rank;
   }
 }
 
@@ -293,6 +300,158 @@ TEST(TensorParallelRules, VocabBlocksCoverTheVocabOnceWithPaddingLast) {
         }
       }
       EXPECT_EQ(next, vocab);
+    }
+  }
+}
+
+// ---- the vocab-parallel embedding ----------------------------------------------
+
+// Sets PAGODA_REPLICATED_EMBEDDING for its lifetime (the A/B switch of
+// tp_vocab_parallel_embedding).
+class ReplicatedEmbedding {
+ public:
+  ReplicatedEmbedding() { setenv("PAGODA_REPLICATED_EMBEDDING", "1", 1); }
+  ~ReplicatedEmbedding() { unsetenv("PAGODA_REPLICATED_EMBEDDING"); }
+};
+
+TEST(VocabParallelEmbedding, DefaultAboveOneRankUnlessTheEnvironmentAsksForReplicated) {
+  EXPECT_FALSE(tp_vocab_parallel_embedding(1));
+  EXPECT_TRUE(tp_vocab_parallel_embedding(2));
+  setenv("PAGODA_REPLICATED_EMBEDDING", "0", 1);
+  EXPECT_TRUE(tp_vocab_parallel_embedding(4));
+  {
+    ReplicatedEmbedding replicated;
+    EXPECT_FALSE(tp_vocab_parallel_embedding(2));
+  }
+  EXPECT_TRUE(tp_vocab_parallel_embedding(2));
+}
+
+// Each of N ranks loads its block with load_embedding and embeds ids at every
+// shard's first and last row (the last block's padded rows lie past V) and
+// elsewhere; embed_tokens (lookup + all-reduce) must give every rank bitwise
+// the full table's rows: one rank contributes each row, the others zeros.
+TEST(VocabParallelEmbedding, ShardLookupsSumToTheFullRowsBitwise) {
+  for (int64_t vocab : {97, 96, 3}) {  // 97: padded last block; 3 < 4 ranks: an empty rank
+    for (int n : {2, 3, 4}) {
+      SCOPED_TRACE("V=" + std::to_string(vocab) + " N=" + std::to_string(n));
+      ModelConfig c = tiny_config("llama");
+      c.vocab_size = vocab;
+      const int64_t h = c.hidden_size, block = tp_vocab_block(c, n);
+      MemorySource src;
+      test::fill_random(c, &src, 21);
+      std::vector<int32_t> ids = {0, static_cast<int32_t>(vocab - 1), static_cast<int32_t>(vocab / 2)};
+      for (int r = 0; r < n; ++r) {
+        const IndexRange v = tp_vocab(c, {r, n});
+        if (v.size() == 0) continue;
+        ids.push_back(static_cast<int32_t>(v.begin));
+        ids.push_back(static_cast<int32_t>(v.end - 1));
+      }
+      const int64_t t = static_cast<int64_t>(ids.size());
+      CpuBackend full_be;
+      ModelWeights full;
+      WeightLoader full_loader(full_be, src, &full);
+      const std::vector<float> table =
+          host(full_loader.load("model.embed_tokens.weight", {vocab, h}).value());
+      std::vector<float> want;
+      for (int32_t id : ids)
+        for (float x : slice(table, h, id, id + 1, 0, h)) want.push_back(x);
+
+      auto comms = create_cpu_communicators(n);
+      std::vector<std::vector<float>> got(static_cast<size_t>(n));
+      std::vector<std::thread> threads;
+      for (int rank = 0; rank < n; ++rank)
+        threads.emplace_back([&, rank] {
+          CpuBackend be;
+          ModelWeights w;
+          WeightLoader loader(be, src, &w, {rank, n});
+          const GlobalTensorNames g{"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
+          ASSERT_TRUE(load_embedding(c, g, loader, &w).ok());
+          // The rank's block: its rows, then zero rows up to C.
+          const IndexRange v = tp_vocab(c, {rank, n});
+          EXPECT_TRUE(w.embed_vocab_parallel);
+          EXPECT_EQ(w.embed_first_row, v.begin);
+          ASSERT_EQ(w.embed.shape[0], block);
+          std::vector<float> block_want = slice(table, h, v.begin, v.end, 0, h);
+          block_want.resize(static_cast<size_t>(block * h), 0.0f);
+          EXPECT_EQ(host(w.embed), block_want) << "rank " << rank;
+
+          std::vector<int32_t> id_copy = ids;
+          std::vector<float> out(static_cast<size_t>(t * h), std::nanf(""));
+          AttentionMetadata meta{};
+          std::vector<KvCacheView> caches;
+          ForwardContext ctx{.backend = be,
+                             .config = c,
+                             .tp = comms[static_cast<size_t>(rank)].get(),
+                             .pp = nullptr,
+                             .layout = {},
+                             .attention_scale = 1.0f,
+                             .eps = 1e-5f,
+                             .ids = Tensor(id_copy.data(), DType::kI32, {t}),
+                             .meta = meta,
+                             .caches = caches,
+                             .residual = Tensor(out.data(), DType::kF32, {t, h})};
+          embed_tokens(ctx, w);
+          got[static_cast<size_t>(rank)] = out;
+        });
+      for (auto& th : threads) th.join();
+      for (int r = 0; r < n; ++r) {
+        const std::vector<float>& o = got[static_cast<size_t>(r)];
+        ASSERT_EQ(o.size(), want.size());
+        EXPECT_EQ(0, std::memcmp(o.data(), want.data(), want.size() * sizeof(float))) << "rank " << r;
+      }
+    }
+  }
+}
+
+// Every rank's weight bytes (ModelRunner::weights().num_bytes), the N
+// runners created together (their start-up runs collectives).
+std::vector<size_t> rank_weight_bytes(const ModelConfig& c, WeightSource& src, int n,
+                                      std::vector<bool>* head_is_embed = nullptr) {
+  auto comms = create_cpu_communicators(n);
+  std::vector<size_t> bytes(static_cast<size_t>(n), 0);
+  std::vector<char> shared(static_cast<size_t>(n), 0);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n; ++rank)
+    threads.emplace_back([&, rank] {
+      CpuBackend be;
+      RunnerOptions o = script_options();
+      o.tp = comms[static_cast<size_t>(rank)].get();
+      auto r = ModelRunner::create(be, c, src, o);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      const ModelWeights& w = (*r)->weights();
+      bytes[static_cast<size_t>(rank)] = w.num_bytes;
+      shared[static_cast<size_t>(rank)] = w.lm_head.data == w.embed.data;
+    });
+  for (auto& th : threads) th.join();
+  if (head_is_embed != nullptr) head_is_embed->assign(shared.begin(), shared.end());
+  return bytes;
+}
+
+// The rank holds C = ceil(V/N) embedding rows instead of V; a tied model's
+// head block is that same buffer, so it drops the whole replicated table.
+TEST(VocabParallelEmbedding, EachRankHoldsItsBlockAndATiedHeadSharesIt) {
+  for (bool tied : {false, true}) {
+    for (int n : {2, 4}) {
+      SCOPED_TRACE(std::string(tied ? "tied" : "untied") + " N=" + std::to_string(n));
+      ModelConfig c = heads_config("llama", 8, 4);
+      c.tie_word_embeddings = tied;
+      MemorySource src;
+      test::fill_random(c, &src, 22);
+      std::vector<bool> shares;
+      const std::vector<size_t> sharded = rank_weight_bytes(c, src, n, &shares);
+      std::vector<size_t> replicated;
+      {
+        ReplicatedEmbedding env;
+        replicated = rank_weight_bytes(c, src, n);
+      }
+      const size_t row = static_cast<size_t>(c.hidden_size) * sizeof(float);
+      const size_t v = static_cast<size_t>(c.vocab_size), block = static_cast<size_t>(tp_vocab_block(c, n));
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(shares[static_cast<size_t>(r)], tied) << "rank " << r;
+        EXPECT_EQ(replicated[static_cast<size_t>(r)] - sharded[static_cast<size_t>(r)],
+                  (tied ? v : v - block) * row)
+            << "rank " << r;
+      }
     }
   }
 }
@@ -380,6 +539,18 @@ TEST(TensorParallelRunner, LlamaGqaAtTwoAndFourRanks) {
   test::fill_random(c, &src, 11);
   expect_tp_matches_one_runner("llama Hq=8 Hkv=4", c, src, 2);
   expect_tp_matches_one_runner("llama Hq=8 Hkv=4", c, src, 4);
+  ReplicatedEmbedding replicated;  // the A/B path stays right
+  expect_tp_matches_one_runner("llama Hq=8 Hkv=4, replicated embedding", c, src, 2);
+}
+
+// A tied llama: the vocab-parallel embedding's block is also the head's.
+TEST(TensorParallelRunner, LlamaTiedHeadSharesTheEmbeddingBlock) {
+  ModelConfig c = heads_config("llama", 8, 4);
+  c.tie_word_embeddings = true;
+  MemorySource src;
+  test::fill_random(c, &src, 19);
+  expect_tp_matches_one_runner("llama tied", c, src, 2);
+  expect_tp_matches_one_runner("llama tied", c, src, 4);
 }
 
 TEST(TensorParallelRunner, ReplicatedKvHeads) {
@@ -443,13 +614,15 @@ std::string stories_dir() {
   return std::string(shared != nullptr ? shared : PAGODA_SHARED_DIR) + "/models/stories260K";
 }
 
-TEST(TensorParallelRunner, Stories260KAtTwoRanks) {
+TEST(TensorParallelRunner, Stories260KAtTwoAndFourRanks) {
   auto config = load_hf_config(stories_dir() + "/config.json");
   ASSERT_TRUE(config.ok()) << config.error().message;
   ASSERT_TRUE(validate_tensor_parallel(*config, 2).ok());  // 8 heads, 4 kv heads, 172
   auto src = open_safetensors_folder(stories_dir());
   ASSERT_TRUE(src.ok()) << src.error().message;
   expect_tp_matches_one_runner("stories260K", *config, **src, 2);
+  ASSERT_TRUE(validate_tensor_parallel(*config, 4).ok());
+  expect_tp_matches_one_runner("stories260K", *config, **src, 4);
 }
 
 TEST(TensorParallelRunner, SafetensorsReadsAreSafeFromSeveralThreads) {
