@@ -81,13 +81,17 @@ class RowPlanner {
   void plan_sampling(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
                      std::vector<RowRef>& refs);
   // Whether the step after one with rows `refs` may be planned before their
-  // tokens are known: every row is a plain sample or a prompt logprob (no
-  // beam, no fork), no request has penalties or a multi-token bad word (both
-  // read the last sampled tokens), and all fit one lm_head chunk (their ids
-  // stay on the device), and no row verifies drafts or samples for a sample
-  // to be drafted in step `next_step` (SampleState::spec_next_step: its
-  // drafts need this step's tokens on the host). Constrained rows may run
-  // ahead: the next step's masks wait for their tokens (plan's defer_masks).
+  // tokens are known: every row is a plain sample, a prompt logprob or a
+  // verification row (no beam, no fork), no request has penalties or a
+  // multi-token bad word (both read the last sampled tokens), and all fit
+  // one lm_head chunk (their ids stay on the device), no row samples for a
+  // sample to be drafted in step `next_step` (SampleState::spec_next_step:
+  // its drafts need this step's tokens on the host), and every verified
+  // sample is in back-off (SampleState::spec_backoff > 0: its last drafts
+  // missed, so these are likely rejected too; the next step is planned as
+  // if they were, and a sample that keeps drafts loses its row there,
+  // LlmEngine::verify_drafts). Constrained rows may run ahead: the next
+  // step's masks wait for their tokens (plan's defer_masks).
   bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
                      int64_t next_step) const;
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples
