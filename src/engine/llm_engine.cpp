@@ -32,7 +32,7 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
 LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
     : parts_(std::move(parts)),
       scheduler_(std::move(scheduler)),
-      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs(), parts_.info.vocab_size),
+      planner_(parts_.eos_token_ids, parts_.info.vocab_size),
       metrics_(parts_.info.max_model_len,
                parts_.proposer ? parts_.options.speculative.num_speculative_tokens : 0) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();

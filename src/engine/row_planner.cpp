@@ -159,7 +159,6 @@ std::pair<std::span<const uint32_t>, bool> RowPlanner::row_mask(size_t i, int32_
 
 bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
                                int64_t next_step) const {
-  if (static_cast<int64_t>(refs.size()) > max_rows_per_chunk_) return false;
   for (const RowRef& ref : refs) {
     if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob &&
         ref.kind != RowKind::kDiscard && ref.kind != RowKind::kVerify) {

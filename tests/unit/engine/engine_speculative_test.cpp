@@ -591,7 +591,7 @@ TEST_F(StoriesSpeculative, TemperatureOneDistributionPassesChiSquareAndABiasedRu
 // gives it. With random drafts (nothing accepted) at 8 requests, at least
 // 70% of the steps are overlapped (31 of 40; 25 of 40 when a verification
 // step was never planned past). At 64 requests the 320 verification rows
-// pass one lm_head chunk (max_num_seqs = 64): not planned past.
+// take 5 lm_head chunks (max_num_seqs = 64): planned past all the same.
 TEST_F(StoriesSpeculative, StepsAfterVerificationRunAheadWithTheSameOutputs) {
   if (on_cuda()) GTEST_SKIP() << "compares two engines' f32 runs";
   auto config = [](const std::string& json) {
