@@ -276,7 +276,9 @@ void LlmEngine::publish_state() {
   metrics_.set_state(st.num_running_requests, st.num_waiting_requests, st.num_preemptions, usage,
                      st.kv.num_query_tokens, st.kv.num_hit_tokens);
   std::lock_guard<std::mutex> lock(mu_);
-  idle_ = commands_.empty() && live_ids_.empty();
+  // A step planned ahead of samples that ended since is still to be collected
+  // (and counted in the metrics): not idle until it is.
+  idle_ = commands_.empty() && live_ids_.empty() && !running_step_;
   if (idle_) idle_cv_.notify_all();
 }
 

@@ -89,8 +89,8 @@ class LlmEngine final : public Engine {
       const StructuredOutputSpec& spec) const override;
   void drain() override;
 
-  // Returns once every request added so far has sent its final events and
-  // the metrics reflect the idle state; the engine keeps accepting requests.
+  // Returns once every request added so far has sent its final events, no
+  // step is in flight and the metrics reflect the idle state; the engine keeps accepting requests.
   // Not from the engine thread (a sink).
   void wait_idle();
   // wait_idle() for at most `timeout`; false when it ran out (tests).
@@ -253,7 +253,7 @@ class LlmEngine final : public Engine {
   mutable std::mt19937_64 rng_;
   bool stop_ = false;
   bool draining_ = false;
-  bool idle_ = true;  // nothing queued or live as of the last publish_state()
+  bool idle_ = true;  // nothing queued, live or in flight as of the last publish_state()
   std::string invariant_error_;
   // Requests accepted by add_request and not yet scheduled for the first time
   // (queued commands included): the waiting bound of add_request. Decremented

@@ -588,10 +588,12 @@ TEST_F(StoriesSpeculative, TemperatureOneDistributionPassesChiSquareAndABiasedRu
 // n-gram and suffix methods), at 1, 8 and 64 requests, with and without
 // async scheduling, with stop strings and max_tokens ending requests inside
 // kept drafts: each request receives what the engine without speculation
-// gives it. With random drafts (nothing accepted) at 8 requests, at least
-// 70% of the steps are overlapped (31 of 40; 25 of 40 when a verification
-// step was never planned past). At 64 requests the 320 verification rows
-// take 5 lm_head chunks (max_num_seqs = 64): planned past all the same.
+// gives it. With random drafts (nothing accepted), at least 70% of the steps
+// are overlapped at 8 requests (30 of 41) and 60% at 64 (26 of 43; 21 when
+// a verification step's 320 rows, 5 lm_head chunks of max_num_seqs = 64,
+// kept the next step from being planned ahead). The requests arrive
+// together (run_all) and wait_idle() waits for the last step in flight, so
+// the counts are the engine's decisions, the same run to run.
 TEST_F(StoriesSpeculative, StepsAfterVerificationRunAheadWithTheSameOutputs) {
   if (on_cuda()) GTEST_SKIP() << "compares two engines' f32 runs";
   auto config = [](const std::string& json) {
@@ -654,8 +656,8 @@ TEST_F(StoriesSpeculative, StepsAfterVerificationRunAheadWithTheSameOutputs) {
         // (At 1 request the short prompt gives the n-gram methods nothing to draft.)
         if (batch > 1 || s.proposer) EXPECT_GT(m.spec_num_drafts, 0u) << what;
         if (kind == "replay") EXPECT_GT(m.spec_num_accepted_tokens, 0u) << what;
-        if (kind == "random" && async && batch == 8) {
-          EXPECT_GE(m.overlapped_steps * 10, m.steps.steps * 7)
+        if (kind == "random" && async && batch > 1) {
+          EXPECT_GE(m.overlapped_steps * 10, m.steps.steps * (batch == 8 ? 7 : 6))
               << what << ": " << m.overlapped_steps << " of " << m.steps.steps << " overlapped";
         }
       }
