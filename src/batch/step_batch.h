@@ -46,8 +46,8 @@ struct StepBatch {
   std::vector<int32_t> sliding_copy_dst;
   // Tokens not known on the host yet (async scheduling): token_ids[pending_rows[i]]
   // (any value) is replaced on the device by the token that the step launched
-  // just before this one sampled for its logits row pending_sources[i]. That
-  // step must have sampled at most max_num_seqs rows (one lm_head chunk).
+  // just before this one sampled for its logits row pending_sources[i] (from
+  // any of its lm_head chunks).
   std::vector<int32_t> pending_rows;
   std::vector<int32_t> pending_sources;
 

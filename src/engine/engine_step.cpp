@@ -7,7 +7,10 @@
 // structured-output rows, their masks need the current step's tokens: its
 // forward is launched ahead with the sampler deferred, and once the tokens
 // are applied its masks are built (on the thread pool, while the device
-// runs the forward) and its sampler launched (finish_launch).
+// runs the forward) and its sampler launched (finish_launch). A verification
+// step's next step is planned ahead when its drafts are likely rejected
+// (RowPlanner::can_run_ahead), as if they all were: a sample that keeps
+// drafts after all drops its row in that step (verify_drafts).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,7 +60,9 @@ void LlmEngine::step() {
   if (ahead) {
     std::vector<SeqId> pending;
     for (const RowRef& ref : current.refs) {
-      if (ref.kind == RowKind::kSample) pending.push_back(ref.seq);
+      // A verified sample: its first row's sample, as if every draft were rejected.
+      if (ref.kind == RowKind::kSample || (ref.kind == RowKind::kVerify && ref.arg == 0))
+        pending.push_back(ref.seq);
     }
     ScheduleOutput next = scheduler_.schedule_ahead(pending);
     end_sequences(next);
@@ -80,7 +85,7 @@ void LlmEngine::step() {
     else
       (void)scheduler_.update({});
   } else {
-    apply_results(current.refs, so, ahead);
+    apply_results(current.refs, so, ahead, current.index);
   }
   // A failed ahead launch aborted its requests; its scheduler step is empty now.
   if (next_failed) (void)scheduler_.update({});
@@ -113,6 +118,7 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
   step.out.defer_sampling = step.stage == LaunchedStep::Stage::kSamplingDeferred;
   if (prev != nullptr) RowPlanner::link_pending_tokens(prev->refs, step.out);
   step.slot = next_slot_;
+  step.index = num_launched_;
   if (step.stage != LaunchedStep::Stage::kNotLaunched) {
     const Status st = parts_.runner->launch(step.out, step.slot);
     if (!st.ok()) {
@@ -220,19 +226,27 @@ void LlmEngine::end_sequences(const ScheduleOutput& out) {
 }
 
 void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const size_t> rows,
-                              std::span<const RowRef> refs, const SampleOutput& so) {
+                              std::span<const RowRef> refs, const SampleOutput& so, int64_t step) {
   const Sequence* seq = scheduler_.sequence(seq_id);
   if (seq == nullptr) return;  // ended since the step was scheduled
-  const int32_t k = seq->num_draft_tokens;
-  if (k + 1 != static_cast<int32_t>(rows.size())) {
-    log_error("sequence {}: {} drafts but {} verification rows", seq_id, k, rows.size());
-    return;
-  }
+  // Planned past (the step after this one was planned ahead): the drafts
+  // were set aside, and the sequence ends with a placeholder fed rows[0]'s sample.
+  const std::span<const int32_t> ahead_drafts = scheduler_.ahead_drafts(seq_id);
+  const bool ahead = !ahead_drafts.empty();
+  const int32_t k = ahead ? static_cast<int32_t>(ahead_drafts.size()) : seq->num_draft_tokens;
   // Row j's sample is the target's token after draft j - 1.
   std::vector<int32_t> samples;
   for (size_t r : rows) samples.push_back(so.token_ids[r]);
-  const std::span<const int32_t> drafts(
-      seq->tokens.data() + seq->tokens.size() - static_cast<size_t>(k), static_cast<size_t>(k));
+  if (k + 1 != static_cast<int32_t>(rows.size())) {
+    log_error("sequence {}: {} drafts but {} verification rows", seq_id, k, rows.size());
+    if (ahead && !samples.empty()) (void)scheduler_.resolve_verified(seq_id, 0, samples[0]);
+    return;
+  }
+  const std::span<const int32_t> drafts =
+      ahead ? ahead_drafts
+            : std::span<const int32_t>(
+                  seq->tokens.data() + seq->tokens.size() - static_cast<size_t>(k),
+                  static_cast<size_t>(k));
   const int32_t accepted =
       std::clamp(parts_.acceptance_rule ? parts_.acceptance_rule(samples, drafts)
                                         : num_accepted(samples, drafts),
@@ -241,8 +255,14 @@ void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const si
   // target's samples) and the target's sample after them.
   std::vector<int32_t> tokens(drafts.begin(), drafts.begin() + accepted);
   tokens.push_back(samples[static_cast<size_t>(accepted)]);
-  Status st = scheduler_.verify_draft(seq_id, accepted);
-  if (st.ok()) st = scheduler_.append_token(seq_id, tokens.back());
+  Status st = Status::Ok();
+  if (ahead) {
+    st = scheduler_.resolve_verified(seq_id, accepted, tokens.back());
+    if (accepted > 0) jumped_in_flight_.insert(seq_id);
+  } else {
+    st = scheduler_.verify_draft(seq_id, accepted);
+    if (st.ok()) st = scheduler_.append_token(seq_id, tokens.back());
+  }
   if (!st.ok()) {
     log_error("sequence {}: verification failed: {}", seq_id, st.error().message);
     return;
@@ -251,9 +271,7 @@ void LlmEngine::verify_drafts(RequestId req_id, SeqId seq_id, std::span<const si
   metrics_.on_spec_verified(k, accepted);
   if (auto rit = requests_.find(req_id); rit != requests_.end()) {
     auto sit = rit->second->samples.find(seq_id);
-    // The step was launched last (verification steps are never planned ahead).
-    if (sit != rit->second->samples.end())
-      note_drafts(*sit->second, num_launched_ - 1, accepted > 0, true);
+    if (sit != rit->second->samples.end()) note_drafts(*sit->second, step, accepted > 0, true);
   }
   // The kept drafts and the sample after them are this step's tokens, in
   // order; any of them may end the sample (a stop, max_tokens).
@@ -300,7 +318,8 @@ void LlmEngine::recount_preempted(const ScheduleOutput& out) {
   }
 }
 
-void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead) {
+void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead,
+                              int64_t step) {
   std::vector<SampledToken> sampled;
   struct Pending {
     RequestId req;  // an id, not a pointer: an earlier event of this step may end the request
@@ -365,7 +384,7 @@ void LlmEngine::apply_results(const std::vector<RowRef>& refs, const SampleOutpu
       on_token(req, *it->second, p.seq, {p.token, p.row, p.no_allowed_token}, TokenPlace::kLast,
                so);
   }
-  for (const Verify& v : verifies) verify_drafts(v.req, v.seq, v.rows, refs, so);
+  for (const Verify& v : verifies) verify_drafts(v.req, v.seq, v.rows, refs, so, step);
 }
 
 // The prompt's prefill finished: fork the request into its n samples, the

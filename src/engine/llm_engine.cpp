@@ -32,7 +32,7 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::start(EngineParts parts) {
 LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
     : parts_(std::move(parts)),
       scheduler_(std::move(scheduler)),
-      planner_(parts_.eos_token_ids, parts_.runner->max_num_seqs(), parts_.info.vocab_size),
+      planner_(parts_.eos_token_ids, parts_.info.vocab_size),
       metrics_(parts_.info.max_model_len,
                parts_.proposer ? parts_.options.speculative.num_speculative_tokens : 0) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
@@ -276,7 +276,9 @@ void LlmEngine::publish_state() {
   metrics_.set_state(st.num_running_requests, st.num_waiting_requests, st.num_preemptions, usage,
                      st.kv.num_query_tokens, st.kv.num_hit_tokens);
   std::lock_guard<std::mutex> lock(mu_);
-  idle_ = commands_.empty() && live_ids_.empty();
+  // A step planned ahead of samples that ended since is still to be collected
+  // (and counted in the metrics): not idle until it is.
+  idle_ = commands_.empty() && live_ids_.empty() && !running_step_;
   if (idle_) idle_cv_.notify_all();
 }
 

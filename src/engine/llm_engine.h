@@ -89,8 +89,8 @@ class LlmEngine final : public Engine {
       const StructuredOutputSpec& spec) const override;
   void drain() override;
 
-  // Returns once every request added so far has sent its final events and
-  // the metrics reflect the idle state; the engine keeps accepting requests.
+  // Returns once every request added so far has sent its final events, no
+  // step is in flight and the metrics reflect the idle state; the engine keeps accepting requests.
   // Not from the engine thread (a sink).
   void wait_idle();
   // wait_idle() for at most `timeout`; false when it ran out (tests).
@@ -106,6 +106,7 @@ class LlmEngine final : public Engine {
     ScheduleOutput out;
     std::vector<RowRef> refs;  // one per sampling row
     int slot;                  // the runner's step slot
+    int64_t index;             // the step's number (num_launched_ at its launch)
     // A step planned ahead with constrained rows: their masks need the
     // running step's tokens. kSamplingDeferred: the forward is launched
     // (StepBatch::defer_sampling), the sampler waits; kNotLaunched: too many
@@ -182,9 +183,13 @@ class LlmEngine final : public Engine {
   // index `refs` and `so`): keeps its drafts up to the first that differs
   // from the target's sample after the token before it, then that sample
   // (Scheduler::verify_draft + append_token), and hands each kept token to
-  // on_token in order, the kept drafts as TokenPlace::kKeptDraft.
+  // on_token in order, the kept drafts as TokenPlace::kKeptDraft. `step`:
+  // the verification step's number. When the step after it was planned
+  // ahead (assuming every draft rejected: Scheduler::resolve_verified),
+  // kept drafts replace the token that step computes for the sequence, so
+  // its row there is dropped (jumped_in_flight_, as for a jump).
   void verify_drafts(RequestId req, SeqId seq, std::span<const size_t> rows,
-                     std::span<const RowRef> refs, const SampleOutput& so);
+                     std::span<const RowRef> refs, const SampleOutput& so, int64_t step);
   // Records the first schedule of out's requests (queue time, cached tokens).
   void mark_scheduled(const ScheduleOutput& out);
   // Recounts the penalty counts of out's preempted sequences from the
@@ -192,7 +197,9 @@ class LlmEngine final : public Engine {
   void recount_preempted(const ScheduleOutput& out);
   // Hands the samples to the scheduler (update(), or resolve() when the next
   // step was planned ahead) and to the requests.
-  void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead);
+  // `step`: the number of the step that sampled them.
+  void apply_results(const std::vector<RowRef>& refs, const SampleOutput& so, bool ahead,
+                     int64_t step);
   void start_samples(RequestState& req, SeqId seq0, const std::vector<SampledRow>& tokens,
                      const SampleOutput& so);
   // One search step of a beam request over the candidates of this step's rows.
@@ -246,7 +253,7 @@ class LlmEngine final : public Engine {
   mutable std::mt19937_64 rng_;
   bool stop_ = false;
   bool draining_ = false;
-  bool idle_ = true;  // nothing queued or live as of the last publish_state()
+  bool idle_ = true;  // nothing queued, live or in flight as of the last publish_state()
   std::string invariant_error_;
   // Requests accepted by add_request and not yet scheduled for the first time
   // (queued commands included): the waiting bound of add_request. Decremented

@@ -159,18 +159,19 @@ std::pair<std::span<const uint32_t>, bool> RowPlanner::row_mask(size_t i, int32_
 
 bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
                                int64_t next_step) const {
-  if (static_cast<int64_t>(refs.size()) > max_rows_per_chunk_) return false;
   for (const RowRef& ref : refs) {
     if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob &&
-        ref.kind != RowKind::kDiscard) {
+        ref.kind != RowKind::kDiscard && ref.kind != RowKind::kVerify) {
       return false;
     }
     auto it = requests.find(ref.req);
     if (it == requests.end()) continue;
-    if (ref.kind == RowKind::kSample && it->second->speculates) {
+    if ((ref.kind == RowKind::kSample || ref.kind == RowKind::kVerify) && it->second->speculates) {
       auto sit = it->second->samples.find(ref.seq);
-      if (sit != it->second->samples.end() && sit->second->spec_next_step <= next_step)
-        return false;
+      if (sit == it->second->samples.end()) continue;
+      if (ref.kind == RowKind::kSample && sit->second->spec_next_step <= next_step) return false;
+      // Drafts likely rejected: the sample's last drafts (or asks) missed.
+      if (ref.kind == RowKind::kVerify && sit->second->spec_backoff == 0) return false;
     }
     const SamplingParams& params = it->second->params;
     if (uses_penalties(params) || has_multi_token_word(params.bad_words_token_ids)) return false;
@@ -181,7 +182,10 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
 void RowPlanner::link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out) {
   std::unordered_map<SeqId, int32_t> sample_row;
   for (size_t r = 0; r < prev.size(); ++r) {
-    if (prev[r].kind == RowKind::kSample) sample_row.emplace(prev[r].seq, static_cast<int32_t>(r));
+    // A verified sample's placeholder takes its first row's sample (the
+    // token after the drafts' predecessor: Scheduler::resolve_verified).
+    if (prev[r].kind == RowKind::kSample || (prev[r].kind == RowKind::kVerify && prev[r].arg == 0))
+      sample_row.emplace(prev[r].seq, static_cast<int32_t>(r));
   }
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     for (int32_t row = out.query_start_loc[i]; row < out.query_start_loc[i + 1]; ++row) {

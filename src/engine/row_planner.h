@@ -56,12 +56,9 @@ struct RowRef {
 
 class RowPlanner {
  public:
-  // max_rows_per_chunk: the runner's max_num_seqs (rows of one lm_head chunk).
   // vocab_size: the logits' width (masks' size).
-  RowPlanner(std::vector<int32_t> eos_token_ids, int64_t max_rows_per_chunk, int64_t vocab_size)
-      : eos_token_ids_(std::move(eos_token_ids)),
-        max_rows_per_chunk_(max_rows_per_chunk),
-        masks_(vocab_size) {}
+  RowPlanner(std::vector<int32_t> eos_token_ids, int64_t vocab_size)
+      : eos_token_ids_(std::move(eos_token_ids)), masks_(vocab_size) {}
 
   // Replaces out.logits_rows by one entry per sampling row, appends the rows
   // to out.sampling and their refs to `refs` (same order). Sequences of
@@ -81,13 +78,16 @@ class RowPlanner {
   void plan_sampling(ScheduleOutput& out, const RequestMap& requests, const Scheduler& scheduler,
                      std::vector<RowRef>& refs);
   // Whether the step after one with rows `refs` may be planned before their
-  // tokens are known: every row is a plain sample or a prompt logprob (no
-  // beam, no fork), no request has penalties or a multi-token bad word (both
-  // read the last sampled tokens), and all fit one lm_head chunk (their ids
-  // stay on the device), and no row verifies drafts or samples for a sample
-  // to be drafted in step `next_step` (SampleState::spec_next_step: its
-  // drafts need this step's tokens on the host). Constrained rows may run
-  // ahead: the next step's masks wait for their tokens (plan's defer_masks).
+  // tokens are known: every row is a plain sample, a prompt logprob or a
+  // verification row (no beam, no fork), no request has penalties or a
+  // multi-token bad word (both read the last sampled tokens), no row
+  // samples for a sample to be drafted in step `next_step` (SampleState::spec_next_step:
+  // its drafts need this step's tokens on the host), and every verified
+  // sample is in back-off (SampleState::spec_backoff > 0: its last drafts
+  // missed, so these are likely rejected too; the next step is planned as
+  // if they were, and a sample that keeps drafts loses its row there,
+  // LlmEngine::verify_drafts). Constrained rows may run ahead: the next
+  // step's masks wait for their tokens (plan's defer_masks).
   bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
                      int64_t next_step) const;
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples
@@ -116,7 +116,6 @@ class RowPlanner {
                             const Scheduler& scheduler);
 
   std::vector<int32_t> eos_token_ids_;
-  int64_t max_rows_per_chunk_;
   // Scratch of plan(), reused step to step.
   ConstraintMasks masks_;
   std::vector<int32_t> seq_mask_;

@@ -604,11 +604,36 @@ void ModelRunner::upload_staged(int64_t offset, int64_t n) {
 
 void ModelRunner::fill_pending_tokens(const std::vector<int32_t>& rows,
                                       const std::vector<int32_t>& sources, int64_t num_tokens) {
-  const auto n = static_cast<int64_t>(rows.size());
-  if (n == 0) return;
+  if (rows.empty()) return;
   const IndexLayout& at = buf_->layout;
-  upload_index(at.pending_rows, rows.data(), n);
-  upload_index(at.pending_sources, sources.data(), n);
+  const auto num_earlier = static_cast<int32_t>(earlier_chunk_ids_.size());
+  device_pending_rows_.clear();
+  device_pending_sources_.clear();
+  host_pending_rows_.clear();
+  int32_t* staged_ids = staging() + at.ids;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (sources[i] < num_earlier) {
+      // The staged ids may still be uploading: the upload below (stream-
+      // ordered after it) writes the id whichever value it read.
+      staged_ids[rows[i]] = earlier_chunk_ids_[static_cast<size_t>(sources[i])];
+      host_pending_rows_.push_back(rows[i]);
+    } else {
+      device_pending_rows_.push_back(rows[i]);
+      device_pending_sources_.push_back(sources[i] - num_earlier);
+    }
+  }
+  // One upload per run of consecutive rows (a decode step's rows are one run).
+  std::sort(host_pending_rows_.begin(), host_pending_rows_.end());
+  for (size_t b = 0, e = 0; b < host_pending_rows_.size(); b = e) {
+    e = b + 1;
+    while (e < host_pending_rows_.size() && host_pending_rows_[e] == host_pending_rows_[e - 1] + 1)
+      ++e;
+    upload_staged(at.ids + host_pending_rows_[b], static_cast<int64_t>(e - b));
+  }
+  const auto n = static_cast<int64_t>(device_pending_rows_.size());
+  if (n == 0) return;
+  upload_index(at.pending_rows, device_pending_rows_.data(), n);
+  upload_index(at.pending_sources, device_pending_sources_.data(), n);
   Tensor ids = buf_->i32(at.ids, num_tokens);
   backend_.copy_sampled_tokens(buf_->i32(at.pending_rows, n), buf_->i32(at.pending_sources, n), ids);
 }
@@ -975,8 +1000,9 @@ Status ModelRunner::launch(const StepBatch& step, int slot) {
   }
   // A deferred sampling records the fence when it is launched.
   if (!st.sampling_deferred) backend_.record_fence(slot);
-  // The device keeps the latest sampling's ids: the whole step's when it had one chunk.
-  last_launched_rows_ = num_rows <= chunk ? num_rows : 0;
+  // The device keeps the last chunk's ids; the earlier chunks' were waited for.
+  last_launched_rows_ = num_rows;
+  earlier_chunk_ids_ = st.earlier_chunks.token_ids;
   const Status status = device_status();
   if (!status.ok()) st = Launched{};  // a failed launch is not collected; the slot stays free
   return status;
@@ -998,6 +1024,7 @@ Status ModelRunner::launch_sampling(int slot, const SamplingBatch& batch) {
     backend_.record_fence(slot);
     st = Launched{};
     last_launched_rows_ = 0;
+    earlier_chunk_ids_.clear();
     return valid;
   }
   backend_.sample_async(st.logits, batch, slot);

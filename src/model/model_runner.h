@@ -218,9 +218,12 @@ class ModelRunner final : public Runner {
   // into the staging buffer for a graph of `batch` sequences, then the
   // uploads.
   void upload_padded_index(const StepBatch& step, int64_t batch, int32_t query_len);
-  // Uploads `rows` / `sources` (pending_rows / pending_sources, the rows
-  // renumbered for a padded batch) and enqueues copy_sampled_tokens into
-  // the first `num_tokens` ids.
+  // Sets the pending tokens of the first `num_tokens` ids (after their
+  // upload): rows / sources are pending_rows (renumbered for a padded batch)
+  // / pending_sources. A source in the previous step's last lm_head chunk
+  // is copied on the device (copy_sampled_tokens, its sampling being the
+  // latest); one in an earlier chunk takes its id from earlier_chunk_ids_
+  // (the staged ids patched and their runs uploaded again).
   void fill_pending_tokens(const std::vector<int32_t>& rows, const std::vector<int32_t>& sources,
                            int64_t num_tokens);
   // The metadata a graph of `batch` sequences of `query_len` rows is
@@ -281,10 +284,17 @@ class ModelRunner final : public Runner {
   int64_t last_graph_batch_ = 0;
   double last_wait_seconds_ = 0.0;
   // Pipelining state: the slot whose staging the current launch writes, the
-  // rows the last launched step sampled in its last chunk (bound of the next
-  // step's pending_sources), and per slot what collect() returns.
+  // rows the last launched step sampled (bound of the next step's
+  // pending_sources), the ids it drew for all rows but its last lm_head
+  // chunk's (launch() waited for those chunks: the next step's pending tokens
+  // from them come from the host; those of the last chunk stay on the device,
+  // copy_sampled_tokens), and per slot what collect() returns.
   int slot_ = 0;
   int64_t last_launched_rows_ = 0;
+  std::vector<int32_t> earlier_chunk_ids_;
+  // fill_pending_tokens' scratch: the rows taking last-chunk (device) ids,
+  // their sources within that chunk, and the rows given host ids.
+  std::vector<int32_t> device_pending_rows_, device_pending_sources_, host_pending_rows_;
   struct Launched {
     bool active = false;
     SampleOutput earlier_chunks;  // samples of all chunks but the last (R > max_num_seqs)

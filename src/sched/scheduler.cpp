@@ -40,6 +40,15 @@ ScheduleOutput Scheduler::schedule_ahead(std::span<const SeqId> pending) {
     if (it == seqs_.end()) continue;
     Sequence& seq = it->second;
     const Request& req = requests_.at(seq.request_id);
+    if (req.running && seq.num_draft_tokens > 0 && seq.num_uncomputed() == seq.num_draft_tokens) {
+      // The running step verifies the drafts: plan as if it rejects them all
+      // (resolve_verified() corrects the sequence otherwise). Their blocks
+      // stay: the running step writes there, and kept drafts need that KV.
+      const auto first = seq.tokens.end() - seq.num_draft_tokens;
+      ahead_drafts_[id].assign(first, seq.tokens.end());
+      drop_drafts(seq, seq.num_draft_tokens);
+      std::erase(drafted_, id);
+    }
     if (!req.running || seq.num_uncomputed() != 0 || seq.num_tokens() >= config_.max_model_len ||
         (req.spec.max_new_tokens > 0 && seq.num_output_tokens() + 1 >= req.spec.max_new_tokens)) {
       continue;  // the running step's sample is its last: nothing to plan after it

@@ -144,10 +144,29 @@ class Scheduler {
   // sequence. kInvalidArgument when a step is in flight or the sequence has
   // no computed drafts; kNotFound for an unknown sequence.
   Status verify_draft(SeqId seq, int32_t num_accepted);
+  // Verification planned past (async scheduling): schedule_ahead() lists a
+  // sequence whose drafts the running step verifies as pending. It then
+  // assumes every draft rejected: the drafts leave the sequence's tokens
+  // (kept aside, their KV blocks held) and the placeholder takes the first
+  // draft's position, to be fed the running step's sample after the token
+  // before the drafts. ahead_drafts() gives those drafts (empty for any
+  // other sequence). resolve() leaves such a placeholder to
+  // resolve_verified(), which must follow it for every sequence still live:
+  // with num_accepted == 0, `token` (the sample that was fed) replaces the
+  // placeholder; else the placeholder's in-flight work is voided as
+  // replace_in_flight() voids it, the kept drafts count as computed (the
+  // running step wrote their KV; the step in flight rewrites the first one's
+  // slot with the same token) and `token` follows them, for a later step to
+  // compute. Either way the blocks past the sequence's tokens are released.
+  // kInvalidArgument for a sequence without drafts verified ahead, or
+  // num_accepted outside [0, drafts]; kNotFound for an unknown one.
+  std::span<const int32_t> ahead_drafts(SeqId seq) const;
+  Status resolve_verified(SeqId seq, int32_t num_accepted, int32_t token);
 
   // Plans the next step while the last planned one is still running: first
   // commits that step's work as update() would, and gives each sequence of
-  // `pending` (those that sample in it) a placeholder token kPendingToken,
+  // `pending` (those that sample in it; those it verifies drafts of:
+  // resolve_verified()) a placeholder token kPendingToken,
   // planned like a real one (ScheduleOutput::token_ids holds kPendingToken
   // there). A sequence at max_model_len, or whose running sample is its
   // max_new_tokens-th, gets none (it ends with that sample, which resolve()
@@ -241,6 +260,9 @@ class Scheduler {
   // Of the last schedule_ahead(), until resolve(): sequence -> index of its
   // kPendingToken in the sequence's tokens.
   std::unordered_map<SeqId, int32_t> placeholders_;
+  // Of the last schedule_ahead(), until resolve_verified(): sequences whose
+  // drafts the running step verifies, assumed rejected -> those drafts.
+  std::unordered_map<SeqId, std::vector<int32_t>> ahead_drafts_;
   std::vector<FinishedSeq> finished_;  // reported by the next schedule()
   // Sequences given drafts by set_draft(), until verify_draft() or until a
   // schedule() that does not compute them drops them.

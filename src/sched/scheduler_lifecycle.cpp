@@ -139,10 +139,62 @@ Status Scheduler::resolve(std::span<const SampledToken> sampled) {
     open.erase(p);
   }
   for (const auto& [seq, position] : open) {
-    if (seqs_.contains(seq)) {
+    if (!seqs_.contains(seq)) continue;
+    if (!ahead_drafts_.contains(seq))
       return internal(fmt::format("sequence {}: placeholder without a sampled token", seq));
+    placeholders_.emplace(seq, position);  // resolve_verified()'s
+  }
+  return Status::Ok();
+}
+
+std::span<const int32_t> Scheduler::ahead_drafts(SeqId seq) const {
+  auto it = ahead_drafts_.find(seq);
+  if (it == ahead_drafts_.end()) return {};
+  return it->second;
+}
+
+Status Scheduler::resolve_verified(SeqId id, int32_t num_accepted, int32_t token) {
+  auto d = ahead_drafts_.find(id);
+  if (d == ahead_drafts_.end())
+    return invalid(fmt::format("sequence {}: no drafts verified ahead", id));
+  const std::vector<int32_t> drafts = std::move(d->second);
+  ahead_drafts_.erase(d);
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("sequence {}: unknown", id));
+  if (num_accepted < 0 || num_accepted > static_cast<int32_t>(drafts.size())) {
+    return invalid(
+        fmt::format("sequence {}: {} of {} drafts accepted", id, num_accepted, drafts.size()));
+  }
+  Sequence& seq = it->second;
+  // The placeholder (if schedule_ahead() gave one) sits where the first draft was.
+  int32_t position = seq.num_tokens();
+  if (auto p = placeholders_.find(id); p != placeholders_.end()) {
+    position = p->second;
+    placeholders_.erase(p);
+    if (position + 1 != seq.num_tokens() ||
+        seq.tokens[static_cast<size_t>(position)] != kPendingToken) {
+      return internal(fmt::format("sequence {}: placeholder at {} is gone", id, position));
     }
   }
+  const bool running = requests_.at(seq.request_id).running;
+  if (num_accepted > 0 && running) {
+    // The placeholder's in-flight work (the first draft's slot) is voided.
+    const auto f = std::find_if(in_flight_.begin(), in_flight_.end(),
+                                [id](const InFlight& e) { return e.seq == id; });
+    if (f != in_flight_.end()) f->num_new_tokens = 0;
+    if (seq.num_computed_tokens != position) {
+      return internal(fmt::format("sequence {}: {} computed, drafts verified from {}", id,
+                                  seq.num_computed_tokens, position));
+    }
+  }
+  seq.tokens.resize(static_cast<size_t>(position));
+  seq.tokens.insert(seq.tokens.end(), drafts.begin(), drafts.begin() + num_accepted);
+  seq.tokens.push_back(token);
+  if (!running) return Status::Ok();  // preempted by schedule_ahead(): recomputed later
+  seq.num_computed_tokens += num_accepted;
+  kv_.commit(seq.id, seq.tokens, seq.num_computed_tokens);
+  kv_.shrink(seq.id, seq.num_tokens());
   return Status::Ok();
 }
 
@@ -371,6 +423,8 @@ void Scheduler::drop_seq(Request& req, SeqId id, SeqEndReason reason) {
   if (kv_.contains(id)) kv_.free(id);
   Sequence& seq = seqs_.at(id);
   drop_drafts(seq, seq.num_draft_tokens);
+  ahead_drafts_.erase(id);
+  placeholders_.erase(id);
   finished_.push_back({req.spec.id, id, reason, std::move(seq.tokens), seq.num_prompt_tokens});
   seqs_.erase(id);
   std::erase(req.seqs, id);

@@ -270,19 +270,25 @@ std::vector<std::shared_ptr<RequestLog>> run_all(LlmEngine& engine,
                                                  const std::vector<TestRequest>& requests) {
   // Several requests are made to arrive together, whatever the scheduling of
   // this thread: a one-token "gate" request holds the engine thread in its
-  // only event until every request is queued.
-  std::atomic<bool> all_in{false};
+  // only event, and only then are the requests queued, so that none joins
+  // the gate's step or a step planned ahead of its event: the engine takes
+  // them all in one command batch, and its steps are the same run to run.
+  std::atomic<bool> held{false}, all_in{false};
   std::shared_ptr<RequestLog> gate;
   if (requests.size() > 1) {
     SamplingParams one;
     one.temperature = 0.0f;
     one.max_tokens = 1;
-    auto hold = [&all_in](const RequestOutput&) {
+    auto hold = [&held, &all_in](const RequestOutput&) {
+      held = true;
       while (!all_in.load()) std::this_thread::yield();
     };
     Result<std::shared_ptr<RequestLog>> g = submit(engine, {"gate", {1}, one}, hold);
     if (!g.ok()) ADD_FAILURE() << "gate: " << g.error().message;
-    if (g.ok()) gate = std::move(g.value());
+    if (g.ok()) {
+      gate = std::move(g.value());
+      while (!held.load() && !gate->done()) std::this_thread::yield();
+    }
   }
   std::vector<std::shared_ptr<RequestLog>> logs;
   for (const TestRequest& r : requests) {

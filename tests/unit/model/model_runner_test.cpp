@@ -365,6 +365,55 @@ TEST_F(RunnerTest, PipelinedStepTakesPendingTokensFromThePreviousSamples) {
   ASSERT_TRUE(r->collect(0, &out).ok());
 }
 
+// A step of more rows than one lm_head chunk (max_num_seqs) keeps each
+// chunk's samples for the next step's pending tokens: those of its last
+// chunk on the device, those of the earlier chunks (waited for at launch)
+// from the host. Sources in every chunk, in either order, give the tokens
+// of the sequential run, where the host fills them in.
+TEST_F(RunnerTest, PendingTokensComeFromEveryLmHeadChunk) {
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 16;
+  o.max_num_seqs = 2;  // lm_head chunks of 2 rows: A's 5 rows sample in 3
+  auto r = make(o);
+  ASSERT_NE(r, nullptr);
+  auto prefill = [](int32_t b0, int32_t b1) {
+    StepBatch in = make_step({{{5, 6, 7}, 0, {b0}}, {{10, 11}, 0, {b1}}}, 4, 1);
+    in.logits_rows = {0, 1, 2, 3, 4};
+    in.sampling.rows.assign(5, SamplingRow{});
+    for (int i = 0; i < 5; ++i) {
+      in.sampling.rows[i].seed = 7 + i;
+      in.sampling.rows[i].temperature = i % 2 == 0 ? 0.0f : 1.0f;
+    }
+    return in;
+  };
+  auto decode = [](int32_t t0, int32_t t1, int32_t b0, int32_t b1) {
+    StepBatch in = make_step({{{t0}, 3, {b0}}, {{t1}, 2, {b1}}}, 4, 1);
+    for (int i = 0; i < 2; ++i) in.sampling.rows[i] = {.seed = 9 + static_cast<uint64_t>(i), .step = 1};
+    return in;
+  };
+  SampleOutput a;
+  ASSERT_TRUE(r->execute(prefill(0, 1), &a).ok());
+  ASSERT_EQ(a.token_ids.size(), 5u);
+  // Rows 0 and 2 (earlier chunks), 4 (the last), 3 (the middle one).
+  for (const auto& sources : {std::vector<int32_t>{2, 4}, std::vector<int32_t>{4, 0},
+                              std::vector<int32_t>{3, 2}}) {
+    SampleOutput b;
+    ASSERT_TRUE(r->execute(decode(a.token_ids[sources[0]], a.token_ids[sources[1]], 0, 1), &b).ok());
+    StepBatch next = decode(-1, -1, 2, 3);  // placeholders (the scheduler's kPendingToken)
+    next.pending_rows = {0, 1};
+    next.pending_sources = sources;
+    ASSERT_TRUE(r->launch(prefill(2, 3), 0).ok());
+    ASSERT_TRUE(r->launch(next, 1).ok());
+    SampleOutput pa, pb;
+    ASSERT_TRUE(r->collect(0, &pa).ok());
+    ASSERT_TRUE(r->collect(1, &pb).ok());
+    EXPECT_EQ(pa.token_ids, a.token_ids);
+    EXPECT_EQ(pb.token_ids, b.token_ids) << sources[0] << ", " << sources[1];
+    EXPECT_EQ(pb.logprobs, b.logprobs) << sources[0] << ", " << sources[1];
+  }
+}
+
 // Deferred sampling (structured output planned ahead): launch() runs the
 // forward and lm_head only; launch_sampling() then samples with the batch it
 // is given, equal to a step launched with that batch. Until then collect()

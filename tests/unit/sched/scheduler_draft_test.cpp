@@ -297,5 +297,152 @@ TEST(SchedulerDraft, OutputsEqualPlainDecodingUnderRandomDraftsAndPreemption) {
   EXPECT_GT(total_preemptions, 0);  // the pool was small enough to preempt
 }
 
+// Async scheduling past verification steps: schedule_ahead() plans the
+// step after one that verifies drafts as if every draft were rejected, and
+// resolve_verified() corrects the sequences that kept some (their in-flight
+// work voided, the kept drafts computed). Steps leave the pipeline at
+// random to take drafts (set_draft needs no step in flight). Outputs equal
+// plain decoding, under preemption, whatever is accepted.
+TEST(SchedulerDraft, VerificationPlannedPastGivesPlainDecodingOutputs) {
+  std::mt19937 rng(11);
+  int64_t corrected = 0, rejected_ahead = 0, total_preemptions = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    SchedulerConfig c = small_config(14, 4, 12 + trial % 5);
+    c.max_chunk_tokens = trial % 3 == 0 ? 5 : 0;
+    Harness h(c);
+    std::map<SeqId, Ids> prompts;
+    std::map<SeqId, int32_t> max_new;
+    for (int r = 0; r < 4; ++r) {
+      Ids prompt = tokens_from(1 + r * 7, 3 + r * 2 + trial % 4);
+      const int32_t n = 6 + (r + trial) % 9;
+      SeqId id = h.add(static_cast<RequestId>(r + 1), prompt, 0, 1, n);
+      prompts[id] = prompt;
+      max_new[id] = n;
+    }
+    // What the fake model sees for a step's sampling sequences: their
+    // tokens when the step is complete (placeholders resolved) and drafts.
+    struct Row {
+      SeqId seq;
+      Ids tokens;
+      int32_t k;
+    };
+    auto snapshot = [&h](const ScheduleOutput& out, const std::map<SeqId, bool>& dropped) {
+      std::vector<Row> rows;
+      for (const ScheduledSeq& e : out.seqs) {
+        const Sequence* q = h.s.sequence(e.seq_id);
+        if (e.logits_index < 0 || q == nullptr || dropped.contains(e.seq_id)) continue;
+        rows.push_back({e.seq_id, q->tokens, e.num_draft_tokens});
+      }
+      return rows;
+    };
+    auto finish_long = [&] {
+      for (const auto& [id, n] : max_new) {
+        const Sequence* q = h.s.sequence(id);
+        if (q != nullptr && q->num_output_tokens() >= n) {
+          ASSERT_TRUE(h.s.finish(id, SeqEndReason::kLength).ok());
+        }
+      }
+    };
+    std::vector<FinishedSeq> finished;
+    std::vector<Row> running;  // the step in flight's rows
+    bool in_flight = false;
+    for (int step = 0; step < 400 && h.s.has_unfinished(); ++step) {
+      if (!in_flight) {
+        for (const auto& [id, prompt] : prompts) {
+          const Sequence* q = h.s.sequence(id);
+          if (q == nullptr || q->num_uncomputed() != 1 || q->num_output_tokens() < 1) continue;
+          if (!h.s.request(q->request_id)->running || rng() % 3 == 0) continue;
+          const Ids truth = reference_output(q->tokens, 8);
+          Ids draft;
+          const int32_t len = 1 + static_cast<int32_t>(rng() % 6);
+          const int32_t right = static_cast<int32_t>(rng() % (len + 1));
+          for (int32_t j = 0; j < len; ++j) draft.push_back(j < right ? truth[j] : 5000 + j);
+          ASSERT_TRUE(h.s.set_draft(id, draft).ok());
+        }
+        ScheduleOutput out = h.s.schedule();
+        total_preemptions += static_cast<int64_t>(out.preempted_request_ids.size());
+        for (FinishedSeq& f : out.finished) finished.push_back(std::move(f));
+        running = snapshot(out, {});
+        in_flight = true;
+        continue;
+      }
+      // The rows of the step in flight: a sample, or a verification.
+      std::vector<SampledToken> sampled;
+      struct Verify {
+        SeqId seq;
+        int32_t kept;
+        int32_t next;
+      };
+      std::vector<Verify> verifies;
+      for (const Row& r : running) {
+        if (r.k == 0) {
+          sampled.push_back({r.seq, testing::fake_next_token(r.tokens)});
+          continue;
+        }
+        const int32_t base = static_cast<int32_t>(r.tokens.size()) - r.k;
+        int32_t kept = 0, next = 0;
+        for (int32_t j = 0; j <= r.k; ++j) {
+          next = testing::fake_next_token(std::span<const int32_t>(r.tokens.data(), base + j));
+          if (j == r.k || next != r.tokens[static_cast<size_t>(base + j)]) break;
+          ++kept;
+        }
+        verifies.push_back({r.seq, kept, next});
+      }
+      const bool ahead = rng() % 4 != 0;
+      std::map<SeqId, bool> dropped;
+      ScheduleOutput next;
+      if (ahead) {
+        std::vector<SeqId> pending;
+        for (const Row& r : running) pending.push_back(r.seq);
+        next = h.s.schedule_ahead(pending);
+        total_preemptions += static_cast<int64_t>(next.preempted_request_ids.size());
+        for (FinishedSeq& f : next.finished) finished.push_back(std::move(f));
+        for (const Verify& v : verifies) EXPECT_FALSE(h.s.ahead_drafts(v.seq).empty());
+        Status st = h.s.resolve(sampled);
+        ASSERT_TRUE(st.ok()) << st.error().message;
+        for (const Verify& v : verifies) {
+          if (h.s.sequence(v.seq) == nullptr) continue;
+          st = h.s.resolve_verified(v.seq, v.kept, v.next);
+          ASSERT_TRUE(st.ok()) << st.error().message;
+          if (v.kept > 0) {
+            dropped[v.seq] = true;  // its row in `next` is void
+            ++corrected;
+          } else {
+            ++rejected_ahead;
+          }
+        }
+      } else {
+        Status st = h.s.update(sampled);
+        ASSERT_TRUE(st.ok()) << st.error().message;
+        for (const Verify& v : verifies) {
+          ASSERT_TRUE(h.s.verify_draft(v.seq, v.kept).ok());
+          ASSERT_TRUE(h.s.append_token(v.seq, v.next).ok());
+        }
+      }
+      finish_long();
+      expect_invariants(h.s);
+      if (ahead) {
+        running = snapshot(next, dropped);
+      } else {
+        in_flight = false;
+      }
+    }
+    ASSERT_FALSE(h.s.has_unfinished());
+    if (in_flight) ASSERT_TRUE(h.s.update({}).ok());  // the last step, of finished sequences
+    ScheduleOutput last = h.s.schedule();
+    for (FinishedSeq& f : last.finished) finished.push_back(std::move(f));
+    ASSERT_EQ(finished.size(), prompts.size());
+    for (const FinishedSeq& f : finished) {
+      const Ids& prompt = prompts.at(f.seq_id);
+      Ids out(f.tokens.begin() + f.num_prompt_tokens, f.tokens.end());
+      EXPECT_EQ(out, reference_output(prompt, static_cast<int32_t>(out.size())));
+      EXPECT_EQ(static_cast<int32_t>(out.size()), max_new.at(f.seq_id));
+    }
+  }
+  EXPECT_GT(corrected, 0);
+  EXPECT_GT(rejected_ahead, 0);
+  EXPECT_GT(total_preemptions, 0);
+}
+
 }  // namespace
 }  // namespace pagoda
