@@ -224,6 +224,11 @@ struct EngineMetrics {
   uint64_t prefix_cache_hits = 0;     // tokens found
   StepTimes steps;                    // every step that ran the model
   StepTimes graph_steps;              // the subset that replayed a decode or verification graph
+  // Steps whose every sequence had one new token: the shape a decode graph
+  // replays, counted on every backend (the others, prefill chunks and
+  // jump-forward's multi-token rows, run eagerly unless a verification graph
+  // fits them).
+  uint64_t decode_only_steps = 0;
   // Steps during whose device time the next step was planned and launched
   // (async scheduling); the others waited for their samples first.
   uint64_t overlapped_steps = 0;

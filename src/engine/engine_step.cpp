@@ -96,10 +96,13 @@ void LlmEngine::step() {
     drop_jumped_rows(running_step_->refs);
   }
   jumped_in_flight_.clear();
+  const bool decode_only =
+      static_cast<size_t>(current.out.num_decode_seqs) == current.out.seqs.size();
   // The step was collected: its buffers become a later step's.
   scheduler_.recycle(std::move(current.out));
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
-                   detokenize_seconds_, parts_.runner->last_graph_batch_size() > 0, overlapped);
+                   detokenize_seconds_, parts_.runner->last_graph_batch_size() > 0, decode_only,
+                   overlapped);
 }
 
 bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step) {

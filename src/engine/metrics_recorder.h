@@ -42,10 +42,11 @@ class MetricsRecorder {
   void on_launch(int64_t num_tokens);
   // One model step: its wall time, the part spent waiting for the device,
   // the part spent detokenizing and checking stops, whether it replayed a
-  // (decode or verification) graph and whether the next step was launched
-  // before its samples were read.
+  // (decode or verification) graph, whether every sequence in it had one new
+  // token (EngineMetrics::decode_only_steps) and whether the next step was
+  // launched before its samples were read.
   void on_step(double seconds, double device_wait_seconds, double detokenize_seconds, bool graph,
-               bool overlapped);
+               bool decode_only, bool overlapped);
   // A drafted sequence was verified: num_accepted of its num_drafted drafts
   // kept (the first num_accepted positions).
   void on_spec_verified(int32_t num_drafted, int32_t num_accepted);

@@ -123,6 +123,7 @@ StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics&
        j < spec.accepted_per_position.size() && j < before.spec_accepted_per_position.size(); ++j)
     spec.accepted_per_position[j] -= before.spec_accepted_per_position[j];
   return {after.steps.minus(before.steps), after.graph_steps.minus(before.graph_steps),
+          after.decode_only_steps - before.decode_only_steps,
           after.overlapped_steps - before.overlapped_steps, std::move(spec)};
 }
 

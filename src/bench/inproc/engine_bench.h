@@ -61,6 +61,7 @@ struct SpecTotals {
 struct StepTotals {
   StepTimes all;
   StepTimes graph;  // the decode-graph replays among them
+  uint64_t decode_only = 0;  // steps whose every sequence had one new token (any backend)
   uint64_t overlapped = 0;  // steps whose successor was launched while they ran
   SpecTotals spec;
 };

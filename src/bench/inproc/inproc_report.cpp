@@ -62,6 +62,7 @@ json host_us(const StepTimes& t) {
 void step_fields(json& j, const StepTotals& s) {
   j["num_steps"] = s.all.steps;
   j["num_graph_steps"] = s.graph.steps;
+  j["num_decode_only_steps"] = s.decode_only;
   j["num_overlapped_steps"] = s.overlapped;
   j["host_us_per_step"] = host_us(s.all);
   j["host_us_per_graph_step"] = host_us(s.graph);
@@ -74,8 +75,10 @@ void step_fields(json& j, const StepTotals& s) {
 // Host time = step wall time minus the wait for sampled ids; for eager steps
 // it includes kernel launches, which the device overlaps.
 void step_lines(std::string& out, const json& j) {
-  line(out, "Engine steps (graph replays, overlapped):",
-       fmt::format("{} ({}, {})", j.value("num_steps", uint64_t{0}), j.value("num_graph_steps", uint64_t{0}),
+  line(out, "Engine steps (graph replays, decode-only, overlapped):",
+       fmt::format("{} ({}, {}, {})", j.value("num_steps", uint64_t{0}),
+                   j.value("num_graph_steps", uint64_t{0}),
+                   j.value("num_decode_only_steps", uint64_t{0}),
                    j.value("num_overlapped_steps", uint64_t{0})));
   line(out, "Host us/step outside the device wait:", num(j, "host_us_per_step"));
   line(out, "  graph steps / eager steps (us):",

@@ -8,6 +8,7 @@
 // a re-tokenisation the constraint refuses all decode exactly as without it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 
 #include "constraint_doubles.h"
@@ -75,6 +76,7 @@ class EngineJumpForward : public StoriesGrammarTest {
     uint64_t generation_tokens = 0;
     uint64_t preemptions = 0;
     uint64_t overlapped_steps = 0;
+    uint64_t decode_only_steps = 0;
   };
   static Run run(EngineSetup setup, const std::vector<TestRequest>& requests) {
     auto engine = start_engine(setup);
@@ -86,6 +88,7 @@ class EngineJumpForward : public StoriesGrammarTest {
     r.generation_tokens = m.generation_tokens;
     r.preemptions = m.num_preemptions;
     r.overlapped_steps = m.overlapped_steps;
+    r.decode_only_steps = m.decode_only_steps;
     return r;
   }
   static std::vector<std::vector<int32_t>> tokens_of(const Run& r) {
@@ -141,6 +144,38 @@ TEST_F(EngineJumpForward, SmallBatchesJumpWithoutPlanningAhead) {
   Run sync = run({.model = stories_dir(), .async_scheduling = false}, requests);
   ASSERT_EQ(async.logs.size(), requests.size());
   EXPECT_EQ(tokens_of(async), tokens_of(sync));
+}
+
+// The step shapes of a batch that jumps (what a decode graph could replay):
+// without jump-forward every step after the prompts' has one new token per
+// sequence; with it, a step that computes a jump's tokens has a sequence of
+// several and is not decode-only. Planned ahead (32 rows, async), nearly
+// every step is still overlapped. The counts are printed for the record.
+TEST_F(EngineJumpForward, StepShapesOfABatchThatJumps) {
+  auto c = compile(kPerson);
+  ASSERT_NE(c, nullptr);
+  std::vector<TestRequest> requests = {{"greedy", *prompt_, greedy(), 0, c}};
+  for (uint64_t seed = 1; seed < 32; ++seed)
+    requests.push_back({"seed" + std::to_string(seed), *prompt_, seeded(seed), 0, c});
+  const EngineSetup on_setup{.model = stories_dir(), .max_num_seqs = 32};
+  EngineSetup off_setup = on_setup;
+  off_setup.jump_forward = false;
+  Run on = run(on_setup, requests);
+  Run off = run(off_setup, requests);
+  ASSERT_EQ(on.logs.size(), requests.size());
+  ASSERT_EQ(off.logs.size(), requests.size());
+  for (const Run* r : {&on, &off}) {
+    std::printf("jump-forward %s: %llu steps, %llu decode-only, %llu overlapped, %llu tokens\n",
+                r == &on ? "on " : "off", static_cast<unsigned long long>(r->steps),
+                static_cast<unsigned long long>(r->decode_only_steps),
+                static_cast<unsigned long long>(r->overlapped_steps),
+                static_cast<unsigned long long>(r->generation_tokens));
+  }
+  // Off: only the steps with a prompt (run_all's gate request, then the batch's) are not.
+  EXPECT_GE(off.decode_only_steps + 3, off.steps);
+  // On: jumps make steps with multi-token sequences.
+  EXPECT_LT(on.decode_only_steps + 3, on.steps);
+  EXPECT_GE(on.overlapped_steps + 3, on.steps);
 }
 
 // max_tokens cuts a jump: exactly max_tokens tokens, finish length, and the
