@@ -26,7 +26,9 @@ printed; per-prompt details go to --details (JSON).
 Models: llama (GQA 12/4, D 64, llama3 rope scaling), mistral (8/2, D 128),
 qwen2 (14/2, D 64, random q/k/v biases, tied embeddings), qwen3 (16/8, D 128,
 q/k norms, tied), phi3 (8/4, D 128, pre-fused qkv / gate_up, longrope short
-factors with its attention factor, window 64 on every layer), gemma2 (8/4, D 128,
+factors with its attention factor, window 64 on every layer), phi4_mini (Phi-4-mini's
+24/8, D 128 with partial_rotary_factor 0.75: rotary over 96 dims, longrope with 48
+factors, tied 200064-token vocabulary, 4 layers), gemma2 (8/4, D 128,
 query_pre_attn_scalar 96, soft-capping, window 64 on even layers), gemma3 (8/2,
 D 256, q/k norms, five sliding layers of window 64 to one global with linear rope
 scaling), mixtral / qwen2_moe / qwen3_moe (mixtures of
@@ -108,6 +110,19 @@ SPECS = {
                                "short_factor": [1.0 + 0.03 * i for i in range(64)],
                                "long_factor": [1.0 + 1.0 * i for i in range(64)]},
                  tie_word_embeddings=False),
+    # Phi-4-mini-instruct's shape in 4 layers: rope over the first 96 of 128
+    # dims of each head (partial_rotary_factor 0.75), longrope with 48 factors
+    # (short ones within max_model_len 2048 < 4096), tied embeddings over a
+    # 200064-token vocabulary, no sliding window within the context.
+    "phi4_mini": dict(config="Phi3Config", perturb=True, hidden_size=3072, num_hidden_layers=4,
+                      num_attention_heads=24, num_key_value_heads=8, intermediate_size=8192,
+                      vocab_size=200064, rope_theta=10000.0, partial_rotary_factor=0.75,
+                      max_position_embeddings=131072, original_max_position_embeddings=4096,
+                      sliding_window=262144,
+                      rope_scaling={"type": "longrope",
+                                    "short_factor": [1.0 + 0.05 * i for i in range(48)],
+                                    "long_factor": [1.0 + 1.5 * i for i in range(48)]},
+                      tie_word_embeddings=True),
     # Mixtures of experts: top-2 of 8 renormalised; Qwen2-MoE's shared expert
     # (top-4 of 16, not renormalised); Qwen3-MoE's top-8 of 32 with q/k norms.
     "mixtral": dict(config="MixtralConfig", perturb=True, hidden_size=1024, num_hidden_layers=4,

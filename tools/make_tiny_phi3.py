@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A tiny random-weight Phi-3 model and its golden references.
+"""Tiny random-weight Phi-3 models and their golden references.
 
 Writes (numpy, safetensors and gguf only: no torch)
   tests/data/models/tiny_phi3/       Phi3ForCausalLM, HF folder (f32 safetensors): pre-fused
@@ -10,7 +10,12 @@ Writes (numpy, safetensors and gguf only: no torch)
                                      convert_hf_to_gguf.py writes phi3 (attn_qkv, ffn_up
                                      holding gate + up, rope_factors_long / _short tensors,
                                      rope.scaling.original_context_length, attn_factor)
-  tests/data/golden/tiny_phi3.json, tiny_phi3_gguf.json
+  tests/data/models/tiny_phi4_mini/   Phi-4-mini's shape in small: head_dim 32 with
+  tests/data/models/tiny_phi4_mini.gguf  partial_rotary_factor 0.75 (rotary over the first 24
+                                     dims of each head, 8 passed through; GGUF
+                                     rope.dimension_count 24), longrope with 12 short / 12
+                                     long factors, tied embeddings, no sliding window
+  tests/data/golden/tiny_phi3.json, tiny_phi3_gguf.json, tiny_phi4_mini*.json
       greedy ids and top-20 logprobs of tests/python/models/phi3_numpy.py's float64
       forward (full recompute per step), in tools/make_golden.py's format, which
       golden_tests checks the CPU engine against. Every prompt is longer than the
@@ -38,9 +43,6 @@ from numpy_golden import greedy_case, write_golden  # noqa: E402
 REFERENCE = "tests/python/models/phi3_numpy.py"
 
 MODELS = ROOT / "tests" / "data" / "models"
-NAME = "tiny_phi3"
-SEED = 31
-
 CONFIG = dict(
     architectures=["Phi3ForCausalLM"], model_type="phi3", vocab_size=512, hidden_size=64,
     intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
@@ -54,6 +56,25 @@ CONFIG = dict(
         "long_factor": [1.1, 1.4, 2.5, 4.0, 7.5, 12.0, 15.5, 16.0],
     },
 )
+
+# Phi-4-mini-instruct's features (partial rotary 0.75, longrope, tied embeddings, a window
+# longer than the context) at a tiny size: head_dim 32 -> 24 rotary dims, 12 factors each.
+PHI4_MINI_CONFIG = dict(
+    architectures=["Phi3ForCausalLM"], model_type="phi3", vocab_size=512, hidden_size=128,
+    intermediate_size=160, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+    max_position_embeddings=64, original_max_position_embeddings=16, rms_norm_eps=1e-5,
+    rope_theta=10000.0, partial_rotary_factor=0.75, sliding_window=None, hidden_act="silu",
+    attention_bias=False, tie_word_embeddings=True, bos_token_id=2, eos_token_id=1,
+    pad_token_id=0, torch_dtype="float32",
+    rope_scaling={
+        "type": "longrope",
+        "short_factor": [1.0 + 0.08 * i for i in range(12)],
+        "long_factor": [1.0 + 1.5 * i for i in range(12)],
+    },
+)
+
+# name -> (config, weight seed)
+TINY_MODELS = {"tiny_phi3": (CONFIG, 31), "tiny_phi4_mini": (PHI4_MINI_CONFIG, 41)}
 
 
 def make_weights(config, seed):
@@ -79,7 +100,8 @@ def make_weights(config, seed):
         w[p + "mlp.gate_up_proj.weight"] = mat(2 * inter, h)
         w[p + "mlp.down_proj.weight"] = mat(h, inter)
     w["model.norm.weight"] = norm(h)
-    w["lm_head.weight"] = mat(config["vocab_size"], h, std=0.3)
+    if not config["tie_word_embeddings"]:
+        w["lm_head.weight"] = mat(config["vocab_size"], h, std=0.3)
     return w
 
 
@@ -102,10 +124,11 @@ def write_gguf(path, config, weights):
     wr.add_head_count(config["num_attention_heads"])
     wr.add_head_count_kv(config["num_key_value_heads"])
     wr.add_layer_norm_rms_eps(config["rms_norm_eps"])
-    wr.add_rope_dimension_count(config["hidden_size"] // config["num_attention_heads"])
+    wr.add_rope_dimension_count(phi3_numpy.rotary_dim(config))
     wr.add_rope_freq_base(config["rope_theta"])
     wr.add_file_type(0)  # all f32
-    wr.add_sliding_window(config["sliding_window"])
+    if config["sliding_window"]:
+        wr.add_sliding_window(config["sliding_window"])
     wr.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0)
     wr.add_bos_token_id(config["bos_token_id"])
     wr.add_eos_token_id(config["eos_token_id"])
@@ -129,23 +152,28 @@ def write_gguf(path, config, weights):
     wr.close()
 
 
-def main():
-    weights = make_weights(CONFIG, SEED)
-    out = MODELS / NAME
+def make_model(name, config, seed):
+    weights = make_weights(config, seed)
+    out = MODELS / name
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    rng = np.random.default_rng(SEED + 100)
-    # Longer than the original context (16); the longer one also than the window (24).
+    rng = np.random.default_rng(seed + 100)
+    # Longer than the original context (16); the longer one also than tiny_phi3's window (24).
     prompts = [[2] + rng.integers(3, 512, size=18).tolist(), [2] + rng.integers(3, 512, size=36).tolist()]
-    cases = [greedy_case(phi3_numpy, CONFIG, weights, p, 20) for p in prompts]
-    write_golden(NAME, f"tests/data/models/{NAME}", cases,
+    cases = [greedy_case(phi3_numpy, config, weights, p, 20) for p in prompts]
+    write_golden(name, f"tests/data/models/{name}", cases,
                  "tiny random-weight model made by tools/make_tiny_phi3.py", REFERENCE)
-    write_gguf(MODELS / f"{NAME}.gguf", CONFIG, weights)
-    write_golden(f"{NAME}_gguf", f"tests/data/models/{NAME}.gguf", cases,
-                 "tiny_phi3's weights as an f32 GGUF (llama.cpp's phi3 names and keys) made by "
+    write_gguf(MODELS / f"{name}.gguf", config, weights)
+    write_golden(f"{name}_gguf", f"tests/data/models/{name}.gguf", cases,
+                 f"{name}'s weights as an f32 GGUF (llama.cpp's phi3 names and keys) made by "
                  "tools/make_tiny_phi3.py; the reference is the HF folder's", REFERENCE)
-    print(f"wrote {out}, {NAME}.gguf and their goldens", file=sys.stderr)
+    print(f"wrote {out}, {name}.gguf and their goldens", file=sys.stderr)
+
+
+def main():
+    for name, (config, seed) in TINY_MODELS.items():
+        make_model(name, config, seed)
 
 
 if __name__ == "__main__":

@@ -163,9 +163,11 @@ class Backend {
   virtual void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
                        float eps) = 0;
 
-  // Rotary embedding, rotate-half (GPT-NeoX) pairing (i, i + D/2), in place on
-  // the q and k heads of qkv [T, row_width]. positions [T]; cos_sin [P, D] f32
-  // where row p holds cos(p * f_i) for i < D/2, then sin(p * f_i).
+  // Rotary embedding, rotate-half (GPT-NeoX) pairing (i, i + R/2), in place on
+  // the q and k heads of qkv [T, row_width]. positions [T]; cos_sin [P, R] f32
+  // where row p holds cos(p * f_i) for i < R/2, then sin(p * f_i). R (even,
+  // <= D) is the rotary width: each head's dims [R, D) are left unchanged
+  // (a partial rotary embedding, Phi-4-mini's 96 of 128).
   virtual void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
                     const Tensor& cos_sin) = 0;
 

@@ -70,6 +70,30 @@ class ArchKeys {
   std::string arch_;
 };
 
+// rope.dimension_count: the rotary dims of each head (llama.cpp's n_rot;
+// its converter writes int(partial_rotary_factor * hidden) / heads for phi3,
+// Phi-4-mini's 96 of 128). Below head_dim only phi3 runs it; absent:
+// head_dim.
+Status read_rotary_dim(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
+  int64_t rope_dims = c->head_dim;
+  k.opt_int("rope.dimension_count", &rope_dims);
+  if (rope_dims == c->head_dim) return Status::Ok();
+  if (c->architecture != "phi3") {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("GGUF {}: partial rotary embedding ({} {} != head dim {}) is "
+                                  "not supported for {} (phi3 only)",
+                                  f.path(), k.key("rope.dimension_count"), rope_dims, c->head_dim,
+                                  c->architecture));
+  }
+  if (rope_dims <= 0 || rope_dims > c->head_dim || rope_dims % 2 != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("GGUF {}: {} is {}; it must be even and in (0, head dim {}]",
+                                  f.path(), k.key("rope.dimension_count"), rope_dims, c->head_dim));
+  }
+  c->rotary_dim = rope_dims;
+  return Status::Ok();
+}
+
 Status read_shapes(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
   PAGODA_RETURN_IF_ERROR(k.req_positive("context_length", &c->max_position_embeddings));
   PAGODA_RETURN_IF_ERROR(k.req_positive("embedding_length", &c->hidden_size));
@@ -100,15 +124,7 @@ Status read_shapes(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("GGUF {}: missing '{}'", f.path(), eps_key));
   c->rms_norm_eps = *eps;
-  int64_t rope_dims = c->head_dim;
-  k.opt_int("rope.dimension_count", &rope_dims);
-  if (rope_dims != c->head_dim) {
-    return make_error(
-        ErrorCode::kUnsupported,
-        fmt::format("GGUF {}: partial rotary embedding (rope.dimension_count {} != head dim {})",
-                    f.path(), rope_dims, c->head_dim));
-  }
-  return Status::Ok();
+  return read_rotary_dim(f, k, c);
 }
 
 // Mixture of experts: expert_count, expert_used_count, the experts' and the
@@ -180,19 +196,19 @@ Status read_rope(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
   return Status::Ok();
 }
 
-// One [head_dim / 2] f32 tensor's values into *out; nothing when absent.
+// One [rope_dim() / 2] f32 tensor's values into *out; nothing when absent.
 Status read_f32_pairs(const GgufFile& f, const ModelConfig& c, const char* name,
                       std::vector<float>* out) {
   const GgufTensorInfo* t = f.find_tensor(name);
   if (t == nullptr) return Status::Ok();
   const uint8_t* data = f.tensor_data(*t);
-  if (t->type != GgufType::kF32 || t->numel() != c.head_dim / 2 ||
+  if (t->type != GgufType::kF32 || t->numel() != c.rope_dim() / 2 ||
       t->nbytes != static_cast<uint64_t>(t->numel()) * sizeof(float) || data == nullptr) {
     return make_error(
         ErrorCode::kInvalidArgument,
-        fmt::format("GGUF {}: tensor {} must be f32 with head_dim / 2 = {} values "
+        fmt::format("GGUF {}: tensor {} must be f32 with rope.dimension_count / 2 = {} values "
                     "(found {} values of type {})",
-                    f.path(), name, c.head_dim / 2, t->numel(), static_cast<uint32_t>(t->type)));
+                    f.path(), name, c.rope_dim() / 2, t->numel(), static_cast<uint32_t>(t->type)));
   }
   out->resize(static_cast<size_t>(t->numel()));
   std::memcpy(out->data(), data, t->nbytes);  // little-endian file
@@ -238,17 +254,17 @@ Status read_phi3(const GgufFile& f, const ArchKeys& k, ModelConfig* c) {
   return Status::Ok();
 }
 
-// rope_freqs.weight ([head_dim / 2] f32): the per-pair frequency divisors in
+// rope_freqs.weight ([rope_dim() / 2] f32): the per-pair frequency divisors in
 // which llama.cpp's converter stores Llama 3.x's llama3 rope scaling.
 Status read_rope_freqs(const GgufFile& f, ModelConfig* c) {
   const GgufTensorInfo* t = f.find_tensor("rope_freqs.weight");
   if (t == nullptr) return Status::Ok();
-  if (t->type != GgufType::kF32 || t->numel() != c->head_dim / 2 ||
+  if (t->type != GgufType::kF32 || t->numel() != c->rope_dim() / 2 ||
       t->nbytes != static_cast<uint64_t>(t->numel()) * sizeof(float)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("GGUF {}: tensor rope_freqs.weight must be f32 with head_dim / "
-                                  "2 = {} values (found {} values of type {})",
-                                  f.path(), c->head_dim / 2, t->numel(),
+                      fmt::format("GGUF {}: tensor rope_freqs.weight must be f32 with "
+                                  "rope.dimension_count / 2 = {} values (found {} values of type {})",
+                                  f.path(), c->rope_dim() / 2, t->numel(),
                                   static_cast<uint32_t>(t->type)));
   }
   const uint8_t* data = f.tensor_data(*t);

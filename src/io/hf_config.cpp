@@ -202,16 +202,37 @@ Result<RopeScalingType> rope_type_from(const Fields& f, std::string_view field,
                                 f.path(), field, name));
 }
 
-// partial_rotary_factor (transformers 4: top level; 5: in rope_parameters):
-// rotary embedding over part of head_dim (Phi-4-mini's 0.75) is refused.
-Status full_rotary_only(const Fields& f) {
-  double partial = 1.0;
-  PAGODA_RETURN_IF_ERROR(f.opt_double("partial_rotary_factor", &partial));
-  if (partial == 1.0) return Status::Ok();
-  return make_error(ErrorCode::kUnsupported,
-                    fmt::format("{}: partial_rotary_factor {} is not supported (rotary embedding "
-                                "over part of head_dim; only 1.0)",
-                                f.path(), partial));
+// partial_rotary_factor (transformers 4: top level; 5: in rope_parameters;
+// both present must agree): the rotary embedding turns the first
+// rotary_dim = int(head_dim * factor) dims of each head (transformers'
+// truncation), the rest pass through. Only phi3 runs it (Phi-4-mini's 0.75);
+// another family's factor other than 1 is refused, naming the field.
+Status parse_partial_rotary(const Fields& f, ModelConfig* c) {
+  if (f.find("partial_rotary_factor") == nullptr) return Status::Ok();
+  double factor = 1.0;
+  PAGODA_RETURN_IF_ERROR(f.opt_double("partial_rotary_factor", &factor));
+  if (!(factor > 0.0 && factor <= 1.0)) return f.bad("partial_rotary_factor", "in (0, 1]");
+  const auto dim = static_cast<int64_t>(static_cast<double>(c->head_dim) * factor);
+  if (dim != c->head_dim && c->architecture != "phi3") {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: partial_rotary_factor {} is not supported for {} (rotary "
+                                  "embedding over part of head_dim: phi3 only)",
+                                  f.path(), factor, c->architecture));
+  }
+  if (dim <= 0 || dim % 2 != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: partial_rotary_factor {} turns {} of head_dim {} dims; the "
+                                  "rotary dims must be a positive even number",
+                                  f.path(), factor, dim, c->head_dim));
+  }
+  if (c->rotary_dim != 0 && c->rotary_dim != dim) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: partial_rotary_factor {} turns {} dims, but the top-level "
+                                  "partial_rotary_factor turns {}",
+                                  f.path(), factor, dim, c->rotary_dim));
+  }
+  c->rotary_dim = dim;
+  return Status::Ok();
 }
 
 // A rope_scaling / rope_parameters object. `field` names it in errors.
@@ -228,7 +249,7 @@ Status parse_rope_dict(const Json& r, const std::string& field, const std::strin
       f.opt_string(f.find("rope_type") != nullptr ? "rope_type" : "type", &type));
   PAGODA_ASSIGN_OR_RETURN(c->rope_scaling.type, rope_type_from(f, field, type));
   PAGODA_RETURN_IF_ERROR(f.opt_double("rope_theta", &c->rope_theta));
-  PAGODA_RETURN_IF_ERROR(full_rotary_only(f));
+  PAGODA_RETURN_IF_ERROR(parse_partial_rotary(f, c));
   RopeScaling& s = c->rope_scaling;
   switch (s.type) {
     case RopeScalingType::kDefault:
@@ -252,7 +273,7 @@ Status parse_rope_dict(const Json& r, const std::string& field, const std::strin
       PAGODA_RETURN_IF_ERROR(f.opt_double("mscale", &s.mscale));
       return f.opt_double("mscale_all_dim", &s.mscale_all_dim);
     case RopeScalingType::kLongrope:
-      // longrope_lengths checks the lengths against head_dim / 2.
+      // longrope_lengths checks the lengths against rope_dim() / 2.
       PAGODA_RETURN_IF_ERROR(f.req_float_list("short_factor", &s.short_factor));
       PAGODA_RETURN_IF_ERROR(f.req_float_list("long_factor", &s.long_factor));
       PAGODA_RETURN_IF_ERROR(f.opt_double("factor", &s.factor));
@@ -267,16 +288,20 @@ Status parse_rope_dict(const Json& r, const std::string& field, const std::strin
 // original_max_position_embeddings (Phi3Config's top-level field, or inside
 // rope_scaling), the scale is max_position_embeddings / that; without one,
 // the original context is max_position_embeddings and the scale
-// rope_scaling.factor (default 1). Each factor list must have head_dim / 2
-// values.
+// rope_scaling.factor (default 1). Each factor list must have rope_dim() / 2
+// values (head_dim / 2, or rotary_dim / 2 with a partial_rotary_factor).
 Status longrope_lengths(const Fields& f, ModelConfig* c) {
   RopeScaling& s = c->rope_scaling;
   for (const auto& [key, list] : {std::pair{"short_factor", &s.short_factor},
                                   std::pair{"long_factor", &s.long_factor}}) {
-    if (static_cast<int64_t>(list->size()) != c->head_dim / 2) {
+    if (static_cast<int64_t>(list->size()) != c->rope_dim() / 2) {
+      const std::string dims = c->rope_dim() == c->head_dim
+                                   ? "head_dim"
+                                   : fmt::format("rotary_dim (head_dim {} * partial_rotary_factor)",
+                                                 c->head_dim);
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: rope_scaling.{} has {} values, expected head_dim / 2 = {}",
-                                    f.path(), key, list->size(), c->head_dim / 2));
+                        fmt::format("{}: rope_scaling.{} has {} values, expected {} / 2 = {}",
+                                    f.path(), key, list->size(), dims, c->rope_dim() / 2));
     }
   }
   PAGODA_RETURN_IF_ERROR(
@@ -307,6 +332,8 @@ Status parse_gemma3_rope(const Fields& f, ModelConfig* c) {
       parse_rope_dict((*p)["full_attention"], "rope_parameters.full_attention", f.path(), c));
   if (p->contains("sliding_attention")) {
     ModelConfig local;
+    local.architecture = c->architecture;
+    local.head_dim = c->head_dim;
     PAGODA_RETURN_IF_ERROR(parse_rope_dict((*p)["sliding_attention"],
                                            "rope_parameters.sliding_attention", f.path(), &local));
     if (local.rope_scaling.type != RopeScalingType::kDefault)
@@ -320,6 +347,7 @@ Status parse_gemma3_rope(const Fields& f, ModelConfig* c) {
 Status parse_rope(const Fields& f, ModelConfig* c) {
   if (c->architecture == "gemma3") PAGODA_RETURN_IF_ERROR(parse_gemma3_rope(f, c));
   PAGODA_RETURN_IF_ERROR(f.opt_double("rope_theta", &c->rope_theta));
+  PAGODA_RETURN_IF_ERROR(parse_partial_rotary(f, c));
   if (const Json* p = f.find("rope_parameters")) {
     if (!(c->architecture == "gemma3" && p->is_object() && p->contains("full_attention")))
       PAGODA_RETURN_IF_ERROR(parse_rope_dict(*p, "rope_parameters", f.path(), c));
@@ -461,12 +489,11 @@ Status parse_gemma(const Fields& f, ModelConfig* c) {
 }
 
 // Phi3Config: no q/k/v biases (Phi3Attention has none, whatever
-// attention_bias says), partial_rotary_factor (Phi-4-mini's 0.75) refused,
-// and sliding_window (Phi-3-mini-4k's 2047) masking every layer as
+// attention_bias says; partial_rotary_factor is parse_rope's), and
+// sliding_window (Phi-3-mini-4k's 2047) masking every layer as
 // transformers' Phi3Model does when it is shorter than the context (a
 // longer one masks nothing within max_model_len).
 Status parse_phi3(const Fields& f, ModelConfig* c) {
-  PAGODA_RETURN_IF_ERROR(full_rotary_only(f));
   c->attention_bias = false;
   int64_t window = 0;
   PAGODA_RETURN_IF_ERROR(f.opt_int("sliding_window", &window));

@@ -30,7 +30,7 @@ struct RopeScaling {
   double mscale = 0.0;                     // deepseek-style yarn (0: unused)
   double mscale_all_dim = 0.0;
   // longrope (Phi-3 / Phi-3.5, formerly "su"): per-pair divisors of the
-  // rotary frequencies, [head_dim / 2] each. The short set serves a
+  // rotary frequencies, [rope_dim() / 2] each. The short set serves a
   // max_model_len <= original_max_position_embeddings, the long set a longer
   // one (rope.h); attention_factor (default sqrt(1 + ln(factor) /
   // ln(original)), factor = max_position_embeddings / original) multiplies
@@ -48,10 +48,16 @@ struct ModelConfig {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;       // from config when present, else hidden_size / num_heads
+  // How many leading dims of each q / k head the rotary embedding turns
+  // (rotate-half pairs (i, i + rotary_dim / 2)); dims [rotary_dim, head_dim)
+  // pass through unrotated. 0: all of head_dim. Phi-4-mini: 96 of 128
+  // (partial_rotary_factor 0.75; GGUF rope.dimension_count).
+  int64_t rotary_dim = 0;
+  int64_t rope_dim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
-  // Per-pair divisors of the rotary frequencies, [head_dim / 2], applied after
+  // Per-pair divisors of the rotary frequencies, [rope_dim() / 2], applied after
   // rope_scaling: GGUF's rope_freqs.weight, in which llama.cpp's converter
   // stores Llama 3.x's llama3 scaling. Empty: none.
   std::vector<float> rope_freq_factors;

@@ -32,7 +32,7 @@ struct ForwardContext {
   Tensor positions;                  // [T] i32
   Tensor slots;                      // [T] i32 KV slot of each token
   const AttentionMetadata& meta;     // the step's sequences
-  Tensor cos_sin;                    // [max_model_len, D] f32 rope table
+  Tensor cos_sin;                    // [max_model_len, R] f32 rope table (R = config.rope_dim())
   Tensor cos_sin_local;              // the same for sliding layers with their own base
                                      // (config.rope_local_base_freq > 0); empty otherwise
   std::vector<KvCacheView>& caches;  // [num_layers] (of this pipeline stage: weights.layers[i]'s)

@@ -174,7 +174,7 @@ struct ModelRunner::Buffers {
   // Tensor parallelism (last stage): the rank's vocab-parallel logits
   // [max_num_seqs, tp_vocab_block] f32, gathered into `logits`.
   DeviceBuffer logits_local;
-  DeviceBuffer cos_sin;                    // [max_model_len, D] f32
+  DeviceBuffer cos_sin;                    // [max_model_len, R] f32, R = config.rope_dim()
   DeviceBuffer cos_sin_local;              // the same for sliding layers with their own base
   DeviceBuffer index;                      // i32 step arrays at `layout` offsets
   // Staging for `index`, one per step slot: a step's uploads may still be
@@ -293,7 +293,7 @@ Status ModelRunner::allocate(int64_t max_len) {
   const int64_t v = config_.vocab_size, d = config_.head_dim;
   const int64_t chunk = options_.max_num_seqs;
   const int64_t max_table = (max_len + options_.block_size - 1) / options_.block_size;
-  const size_t table_bytes = static_cast<size_t>(max_len * d) * sizeof(float);
+  const size_t table_bytes = static_cast<size_t>(max_len * config_.rope_dim()) * sizeof(float);
   buf_ = std::make_unique<Buffers>();
   Buffers& b = *buf_;
   // Jump graphs hold up to kMaxJumpGraphSeqs tail slots beyond the decode ones.
@@ -927,11 +927,11 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta,
       .positions = b.i32(b.layout.positions, t),
       .slots = b.i32(b.layout.slots, t),
       .meta = meta,
-      .cos_sin = b.cos_sin.tensor(DType::kF32, {max_model_len_, config_.head_dim}),
+      .cos_sin = b.cos_sin.tensor(DType::kF32, {max_model_len_, config_.rope_dim()}),
       .cos_sin_local =
           b.cos_sin_local.data() == nullptr
               ? Tensor()
-              : b.cos_sin_local.tensor(DType::kF32, {max_model_len_, config_.head_dim}),
+              : b.cos_sin_local.tensor(DType::kF32, {max_model_len_, config_.rope_dim()}),
       .caches = b.caches,
       .residual = b.residual.tensor(cd, {t, h}),
       .normed = b.normed.tensor(cd, {t, h}),

@@ -15,7 +15,14 @@ Error bad(const std::string& what) {
   return make_error(ErrorCode::kInvalidArgument, "rope_scaling: " + what);
 }
 
-// transformers: base ** (arange(0, dim, 2).float() / dim), all in f32.
+// "head_dim" or, with a partial rotary embedding, "rotary_dim": the
+// dims the frequencies cover, for errors.
+std::string rotary_dims_name(const ModelConfig& c) {
+  return c.rope_dim() == c.head_dim ? "head_dim" : "rotary_dim";
+}
+
+// transformers: base ** (arange(0, dim, 2).float() / dim), all in f32, with
+// dim = the rotary dims (int(head_dim * partial_rotary_factor)).
 std::vector<float> base_powers(double base, int64_t dim) {
   std::vector<float> out(static_cast<size_t>(dim / 2));
   for (int64_t i = 0; i < dim / 2; ++i) {
@@ -38,7 +45,7 @@ std::vector<float> llama3_inv_freq(const ModelConfig& c) {
   const double old_len = static_cast<double>(s.original_max_position_embeddings);
   const float low_wavelen = static_cast<float>(old_len / s.low_freq_factor);
   const float high_wavelen = static_cast<float>(old_len / s.high_freq_factor);
-  std::vector<float> inv = default_inv_freq(c.rope_theta, c.head_dim);
+  std::vector<float> inv = default_inv_freq(c.rope_theta, c.rope_dim());
   for (float& f : inv) {
     const float wavelen = static_cast<float>(2.0 * std::numbers::pi) / f;
     const float scaled = wavelen > low_wavelen ? f / factor : f;
@@ -59,7 +66,7 @@ double yarn_mscale(double scale, double mscale) {
 // _compute_yarn_parameters (truncate = true, the transformers default).
 RopeFrequencies yarn_frequencies(const ModelConfig& c) {
   const RopeScaling& s = c.rope_scaling;
-  const int64_t dim = c.head_dim;
+  const int64_t dim = c.rope_dim();
   const double base = c.rope_theta;
   const double orig = static_cast<double>(s.original_max_position_embeddings);
   auto correction_dim = [&](double rotations) {
@@ -103,7 +110,7 @@ RopeFrequencies longrope_frequencies(const ModelConfig& c, int64_t max_model_len
   const RopeScaling& s = c.rope_scaling;
   const std::vector<float>& ext =
       max_model_len > s.original_max_position_embeddings ? s.long_factor : s.short_factor;
-  const std::vector<float> pos = base_powers(c.rope_theta, c.head_dim);
+  const std::vector<float> pos = base_powers(c.rope_theta, c.rope_dim());
   RopeFrequencies out;
   out.inv_freq.resize(pos.size());
   for (size_t i = 0; i < pos.size(); ++i) out.inv_freq[i] = 1.0f / (ext[i] * pos[i]);
@@ -118,9 +125,9 @@ Status validate_longrope(const ModelConfig& c) {
   for (const auto& [field, list] :
        {std::pair<const char*, const std::vector<float>*>{"short_factor", &s.short_factor},
         {"long_factor", &s.long_factor}}) {
-    if (static_cast<int64_t>(list->size()) != c.head_dim / 2)
-      return bad(fmt::format("longrope {} has {} values, expected head_dim / 2 = {}", field,
-                             list->size(), c.head_dim / 2));
+    if (static_cast<int64_t>(list->size()) != c.rope_dim() / 2)
+      return bad(fmt::format("longrope {} has {} values, expected {} / 2 = {}", field,
+                             list->size(), rotary_dims_name(c), c.rope_dim() / 2));
     for (float x : *list)
       if (!(x > 0.0f) || !std::isfinite(x))
         return bad(
@@ -134,6 +141,9 @@ Status validate_longrope(const ModelConfig& c) {
 Status validate(const ModelConfig& c) {
   if (c.head_dim <= 0 || c.head_dim % 2 != 0)
     return bad("head_dim must be positive and even, found " + std::to_string(c.head_dim));
+  if (c.rotary_dim < 0 || c.rotary_dim % 2 != 0 || c.rotary_dim > c.head_dim)
+    return bad(fmt::format("rotary_dim must be even and in [0, head_dim {}], found {}", c.head_dim,
+                           c.rotary_dim));
   if (c.rope_theta <= 0) return bad("rope_theta must be positive");
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScalingType::kDefault) return {};
@@ -153,10 +163,11 @@ Status validate(const ModelConfig& c) {
 Status validate_factors(const ModelConfig& c) {
   const std::vector<float>& f = c.rope_freq_factors;
   if (f.empty()) return {};
-  if (static_cast<int64_t>(f.size()) != c.head_dim / 2)
+  if (static_cast<int64_t>(f.size()) != c.rope_dim() / 2)
     return make_error(ErrorCode::kInvalidArgument,
-                      "rope frequency factors (rope_freqs.weight): " + std::to_string(f.size()) +
-                          " values, expected head_dim / 2 = " + std::to_string(c.head_dim / 2));
+                      fmt::format("rope frequency factors (rope_freqs.weight): {} values, expected "
+                                  "{} / 2 = {}",
+                                  f.size(), rotary_dims_name(c), c.rope_dim() / 2));
   for (float x : f) {
     if (!(x > 0.0f) || !std::isfinite(x))
       return make_error(ErrorCode::kInvalidArgument,
@@ -169,9 +180,9 @@ Status validate_factors(const ModelConfig& c) {
 Result<RopeFrequencies> scaled_frequencies(const ModelConfig& config, int64_t max_model_len) {
   switch (config.rope_scaling.type) {
     case RopeScalingType::kDefault:
-      return RopeFrequencies{default_inv_freq(config.rope_theta, config.head_dim), 1.0f};
+      return RopeFrequencies{default_inv_freq(config.rope_theta, config.rope_dim()), 1.0f};
     case RopeScalingType::kLinear: {
-      RopeFrequencies f{default_inv_freq(config.rope_theta, config.head_dim), 1.0f};
+      RopeFrequencies f{default_inv_freq(config.rope_theta, config.rope_dim()), 1.0f};
       for (float& x : f.inv_freq) x /= static_cast<float>(config.rope_scaling.factor);
       return f;
     }

@@ -1,7 +1,9 @@
 // Rotary position embedding tables, computed like Hugging Face transformers'
 // modeling_rope_utils (default, linear, llama3, yarn, longrope) including its f32
 // rounding: inv_freq in f32, angle = f32(p) * inv_freq in f32, then
-// cos/sin of that angle times the attention factor, rounded to f32.
+// cos/sin of that angle times the attention factor, rounded to f32. R below
+// is config.rope_dim(): head_dim, or the leading dims a partial rotary
+// embedding turns (Phi-4-mini: 96 of 128); the tables cover only those.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +15,14 @@
 namespace pagoda {
 
 struct RopeFrequencies {
-  std::vector<float> inv_freq;    // [D/2]
+  std::vector<float> inv_freq;    // [R/2]
   float attention_factor = 1.0f;  // multiplies cos and sin (yarn); 1 otherwise
 };
 
 // The config's rope_scaling, then config.rope_freq_factors (GGUF
 // rope_freqs.weight) as divisors of inv_freq. Errors name the bad field
-// (factor <= 0, odd head_dim, missing original_max_position_embeddings, a
-// factor list of the wrong length, ...).
+// (factor <= 0, odd head_dim or rotary_dim, missing
+// original_max_position_embeddings, a factor list not of R / 2 values, ...).
 //
 // longrope's table is static, chosen by `max_model_len` (<= 0: the config's
 // max_position_embeddings), as vLLM and llama.cpp choose it: the long
@@ -42,11 +44,11 @@ double longrope_attention_factor(const ModelConfig& config);
 // rope_local_base_freq > 0 (Gemma 3): that base, no scaling.
 Result<RopeFrequencies> local_rope_frequencies(const ModelConfig& config);
 
-// The backend's cos_sin table [num_positions, D] f32: row p holds
-// cos(p * inv_freq[i]) * a for i < D/2, then sin(p * inv_freq[i]) * a.
+// The backend's cos_sin table [num_positions, R] f32: row p holds
+// cos(p * inv_freq[i]) * a for i < R/2, then sin(p * inv_freq[i]) * a.
 std::vector<float> rope_cos_sin_table(const RopeFrequencies& freqs, int64_t num_positions);
 
-// Row `position` of that table into row[0, D).
+// Row `position` of that table into row[0, R).
 void rope_cos_sin_row(const RopeFrequencies& freqs, int64_t position, float* row);
 
 }  // namespace pagoda

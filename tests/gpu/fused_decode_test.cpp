@@ -16,7 +16,8 @@ std::string name_of(DType t) {
   return std::string(dtype_name(t));
 }
 
-// cos_sin [P, D]: cos(p f_i) for i < D/2, then sin(p f_i), f_i = base^(-2i/D).
+// cos_sin [P, R]: cos(p f_i) for i < R/2, then sin(p f_i), f_i = base^(-2i/R);
+// R is the rotary width (head_dim, or less for a partial rotary embedding).
 std::vector<float> rope_table(int64_t positions, int d, double base) {
   std::vector<float> t(static_cast<size_t>(positions * d));
   for (int64_t p = 0; p < positions; ++p) {
@@ -34,6 +35,8 @@ struct RopeCase {
   int64_t tokens;
   bool norm;
   double base;  // the table's rope base (global and local layers differ, Gemma 3)
+  int rotary = 0;  // rotary width R < d: a partial rotary embedding (Phi-4-mini); 0: d
+  int r() const { return rotary > 0 ? rotary : d; }
 };
 
 // The inputs of one qk_norm_rope_kv_write call on one backend.
@@ -63,7 +66,7 @@ RopeKvData make_data(DType dt, const RopeCase& c, int64_t num_positions, bool pa
   r.k0 = uniform(cache_elems, -1, 1);
   r.v0 = uniform(cache_elems, -1, 1);
   for (auto* v : {&r.qkv, &r.qw, &r.kw, &r.k0, &r.v0}) round_all(dt, *v);
-  r.table = rope_table(num_positions, c.d, c.base);
+  r.table = rope_table(num_positions, c.r(), c.base);
   r.pos = uniform_ints(static_cast<size_t>(c.tokens), 0, static_cast<int32_t>(num_positions - 1));
   // Distinct slots, every 5th token padding (-1) as a decode graph's rows.
   r.slots.resize(static_cast<size_t>(num_blocks * RopeKvInputs::kBlockSize));
@@ -85,7 +88,7 @@ RopeKvInputs upload(Backend& be, DType dt, DType cache_dt, const RopeCase& c, co
                   DevTensor(be, dt, {c.d}, r.qw),
                   DevTensor(be, dt, {c.d}, r.kw),
                   DevTensor(be, {c.tokens}, r.pos),
-                  DevTensor(be, DType::kF32, {num_positions, c.d}, r.table),
+                  DevTensor(be, DType::kF32, {num_positions, c.r()}, r.table),
                   DevTensor(be, {c.tokens}, r.slots),
                   DevTensor(be, cache_dt, r.cache_shape),
                   DevTensor(be, cache_dt, r.cache_shape),
@@ -123,12 +126,18 @@ const RopeCase kRopeCases[] = {
     {14, 2, 64, 300, true, 1e6}, {6, 2, 96, 29, true, 1e4},     {4, 4, 80, 17, false, 1e4},
     {2, 1, 8, 40, true, 1e4},    {40, 8, 128, 300, false, 1e6}, {3, 1, 12, 9, true, 1e4},
     {32, 4, 128, 1, true, 1e6},  // Qwen3-30B-A3B
+    // Partial rotary embeddings: Phi-4-mini's 96 of 128 (with and without
+    // norms: the fused kernel must honor R whatever the family), and others.
+    {24, 8, 128, 1, false, 1e4, 96}, {24, 8, 128, 37, true, 1e4, 96},
+    {4, 2, 64, 17, true, 1e4, 32},   {2, 1, 256, 9, true, 1e6, 64},
+    {6, 2, 96, 29, true, 1e4, 2},    {8, 4, 80, 300, true, 1e4, 78},
 };
 
 std::string trace(DType dt, DType cache_dt, const RopeCase& c) {
   return name_of(dt) + " cache " + name_of(cache_dt) + " hq=" + std::to_string(c.hq) +
          " hkv=" + std::to_string(c.hkv) + " d=" + std::to_string(c.d) +
-         " T=" + std::to_string(c.tokens) + (c.norm ? " qk_norm" : "");
+         " T=" + std::to_string(c.tokens) + (c.norm ? " qk_norm" : "") +
+         (c.rotary > 0 ? " rotary=" + std::to_string(c.rotary) : "");
 }
 
 TEST(CudaFusedDecodeTest, QkNormRopeKvWriteEqualsUnfusedCalls) {

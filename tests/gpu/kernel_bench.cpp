@@ -194,8 +194,9 @@ void bench_rms_norm(CudaBackend& gpu, const Ceilings& c, bool quick) {
 // The fused decode op beside the unfused calls it replaces (the Backend
 // default, each op its own kernel), in one graph each: qk_norm_rope_kv_write
 // at the Llama-3.1-8B (32 q / 8 kv heads, no qk_norm: the op makes the calls,
-// so both columns time them) and Qwen3-30B-A3B (32 / 4, qk_norm) attention
-// shapes, T = 1 and 8.
+// so both columns time them), Phi-4-mini (24 / 8, no qk_norm, rotary over 96
+// of 128 dims) and Qwen3-30B-A3B (32 / 4, qk_norm) attention shapes, T = 1
+// and 8.
 void bench_fused_decode(CudaBackend& gpu) {
   std::printf("fused decode op (bf16): us per call, fused vs unfused\n%-34s %4s %9s %9s %7s\n",
               "op / shape", "T", "fused", "unfused", "saved");
@@ -203,13 +204,15 @@ void bench_fused_decode(CudaBackend& gpu) {
     const char* name;
     int hq, hkv;
     bool norm;
+    int64_t rotary;  // the table's width: the rotated dims of each head
   };
   const int64_t d = 128, num_blocks = 1024, block_size = 16, num_positions = 4096;
   DeviceBuffer table(&gpu, num_positions * d * 4), norm_w(&gpu, d * 2);
   fill_random(gpu, table.data(), num_positions * d * 4);  // any finite f32 bits: timing only
   fill_random(gpu, norm_w.data(), d * 2);
-  for (const RopeShape& r : {RopeShape{"qk_norm_rope_kv_write 8B", 32, 8, false},
-                             RopeShape{"qk_norm_rope_kv_write 30B-A3B", 32, 4, true}}) {
+  for (const RopeShape& r : {RopeShape{"qk_norm_rope_kv_write 8B", 32, 8, false, d},
+                             RopeShape{"qk_norm_rope_kv_write Phi-4-mini", 24, 8, false, 96},
+                             RopeShape{"qk_norm_rope_kv_write 30B-A3B", 32, 4, true, d}}) {
     const QkvLayout layout{r.hq, r.hkv, static_cast<int>(d)};
     const int64_t cache_bytes = num_blocks * block_size * r.hkv * d * 2;
     DeviceBuffer k(&gpu, cache_bytes), v(&gpu, cache_bytes);
@@ -224,7 +227,7 @@ void bench_fused_decode(CudaBackend& gpu) {
       check(cudaMemcpy(slots.data(), host.data(), tokens * 4, cudaMemcpyHostToDevice), "slots");
       Tensor tq = qkv.tensor(DType::kBF16, {tokens, layout.row_width()});
       const Tensor tp = pos.tensor(DType::kI32, {tokens}), ts = slots.tensor(DType::kI32, {tokens});
-      const Tensor tt = table.tensor(DType::kF32, {num_positions, d});
+      const Tensor tt = table.tensor(DType::kF32, {num_positions, r.rotary});
       const Tensor tw = r.norm ? norm_w.tensor(DType::kBF16, {d}) : Tensor();
       KvCacheView cache{k.tensor(DType::kBF16, {num_blocks, block_size, r.hkv, d}),
                         v.tensor(DType::kBF16, {num_blocks, block_size, r.hkv, d}), 16, Tensor()};

@@ -247,7 +247,8 @@ TEST(CudaOpsTest, QkNormMatchesCpu) {
   }
 }
 
-// cos_sin [P, D]: cos(p f_i) for i < D/2, then sin(p f_i), f_i = 10000^(-2i/D).
+// cos_sin [P, D]: cos(p f_i) for i < D/2, then sin(p f_i), f_i = 10000^(-2i/D);
+// D is the rotary width (head_dim, or less for a partial rotary embedding).
 std::vector<float> rope_table(int64_t positions, int d) {
   std::vector<float> t(static_cast<size_t>(positions * d));
   for (int64_t p = 0; p < positions; ++p) {
@@ -281,6 +282,56 @@ TEST(CudaOpsTest, RopeMatchesCpu) {
       DevTensor cp(cpu, {tokens}, pos), ct(cpu, DType::kF32, {num_positions, h.d}, table);
       cpu.rope(c.t(), layout, cp.t(), ct.t());
       expect_close(g.download(), c.download(), dt, "rope");
+    }
+    expect_status_ok(gpu);
+  }
+}
+
+// A partial rotary embedding: cos_sin [P, R] with R < D (Phi-4-mini: 96 of
+// 128) rotates each q / k head's pairs (i, i + R/2), i < R/2, like the CPU
+// reference; dims [R, D) and the v heads stay bit-exact, and positions past
+// the table leave the token unchanged.
+TEST(CudaOpsTest, RopePartialRotaryMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  struct Shape { int hq, hkv, d, r; int64_t tokens; };
+  const Shape shapes[] = {{24, 8, 128, 96, 1},  {24, 8, 128, 96, 300}, {8, 8, 128, 64, 29},
+                          {4, 2, 64, 32, 37},   {16, 8, 256, 64, 5},   {6, 2, 96, 48, 11},
+                          {4, 4, 80, 78, 17},   {2, 1, 8, 2, 40},      {14, 2, 64, 64, 7}};
+  const int64_t num_positions = 4096;
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    for (const Shape& h : shapes) {
+      SCOPED_TRACE(name_of(dt) + " hq=" + std::to_string(h.hq) + " d=" + std::to_string(h.d) +
+                   " rotary=" + std::to_string(h.r) + " T=" + std::to_string(h.tokens));
+      const QkvLayout layout{h.hq, h.hkv, h.d};
+      const int64_t width = layout.row_width();
+      std::vector<float> qkv = normal(static_cast<size_t>(h.tokens * width), 0.0f, 2.0f);
+      round_all(dt, qkv);
+      std::vector<int32_t> pos =
+          uniform_ints(static_cast<size_t>(h.tokens), 0, num_positions - 1);
+      const std::vector<float> table = rope_table(num_positions, h.r);
+      Backend& cpu = cpu_backend();
+      DevTensor c(cpu, DType::kF32, {h.tokens, width}, qkv);
+      DevTensor cp(cpu, {h.tokens}, pos), ct(cpu, DType::kF32, {num_positions, h.r}, table);
+      cpu.rope(c.t(), layout, cp.t(), ct.t());
+      std::vector<float> want = c.download();
+      // Every 7th token past the table: the CUDA kernel leaves it (the CPU asserts in range).
+      for (size_t t = 3; t < pos.size(); t += 7) {
+        pos[t] = static_cast<int32_t>(num_positions + t);
+        std::copy_n(qkv.begin() + static_cast<int64_t>(t) * width, width,
+                    want.begin() + static_cast<int64_t>(t) * width);
+      }
+      DevTensor g(gpu, dt, {h.tokens, width}, qkv);
+      DevTensor gp(gpu, {h.tokens}, pos), gt(gpu, DType::kF32, {num_positions, h.r}, table);
+      gpu.rope(g.t(), layout, gp.t(), gt.t());
+      const std::vector<float> got = g.download();
+      expect_close(got, want, dt, "rope");
+      for (int64_t t = 0; t < h.tokens; ++t)
+        for (int head = 0; head < h.hq + 2 * h.hkv; ++head)
+          for (int i = head < h.hq + h.hkv ? h.r : 0; i < h.d; ++i) {
+            const size_t at = static_cast<size_t>(t * width + head * h.d + i);
+            ASSERT_EQ(got[at], qkv[at]) << "token " << t << " head " << head << " dim " << i;
+          }
     }
     expect_status_ok(gpu);
   }

@@ -110,17 +110,18 @@ void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions, const T
   assert(positions.dtype == DType::kI32 && qkv.dim(1) == layout.row_width());
   const int64_t num_tokens = qkv.dim(0);
   const int64_t d = layout.head_dim;
-  const int64_t half = d / 2;
-  assert(cos_sin.dim(1) == d);
+  const int64_t r = cos_sin.dim(1);  // rotary width: dims [r, d) of each head pass through
+  const int64_t half = r / 2;
+  assert(r > 0 && r % 2 == 0 && r <= d);
   const int64_t num_rotated = layout.num_q_heads + layout.num_kv_heads;  // q heads, then k heads
   const int64_t width = layout.row_width();
   const int32_t* pos = positions.ptr<int32_t>();
   const float* table = cos_sin.ptr<float>();
   float* base = qkv.ptr<float>();
-  parallel_for(num_tokens, min_rows(num_rotated * d), [&](int64_t lo, int64_t hi) {
+  parallel_for(num_tokens, min_rows(num_rotated * r), [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
       assert(pos[t] >= 0 && pos[t] < cos_sin.dim(0));
-      const float* cos = table + static_cast<int64_t>(pos[t]) * d;
+      const float* cos = table + static_cast<int64_t>(pos[t]) * r;
       const float* sin = cos + half;
       for (int64_t h = 0; h < num_rotated; ++h) {
         float* x = base + t * width + h * d;

@@ -56,6 +56,13 @@ bool cache_dtype_ok(const KvCacheView& cache, DType compute) {
          cache.scales.numel() == 2;
 }
 
+// Whether cos_sin [P, R] has a rotary width R the rope kernels take: even,
+// in (0, head_dim] (R < head_dim: a partial rotary embedding).
+bool rotary_width_ok(const Tensor& cos_sin, int64_t head_dim) {
+  const int64_t r = cos_sin.dim(1);
+  return r > 0 && r % 2 == 0 && r <= head_dim;
+}
+
 // Dtypes and sizes of paged_attention's arguments (shapes the kernel cannot
 // handle are reported by the launcher).
 bool attention_args_ok(const Tensor& qkv, const QkvLayout& layout, const KvCacheView& cache,
@@ -236,7 +243,7 @@ void CudaBackend::rope(Tensor& qkv, const QkvLayout& layout, const Tensor& posit
   const int64_t tokens = num_rows(qkv);
   if (!is_half(qkv.dtype) || last_dim(qkv) != layout.row_width() || positions.dtype != DType::kI32 ||
       positions.numel() != tokens || cos_sin.dtype != DType::kF32 || cos_sin.ndim != 2 ||
-      cos_sin.dim(1) != layout.head_dim || layout.head_dim % 2 != 0) {
+      !rotary_width_ok(cos_sin, layout.head_dim)) {
     return fail(fmt::format("rope: qkv {} positions {} cos_sin {} head_dim {}", describe(qkv),
                             describe(positions), describe(cos_sin), layout.head_dim));
   }
@@ -247,6 +254,7 @@ void CudaBackend::rope(Tensor& qkv, const QkvLayout& layout, const Tensor& posit
   p.row_width = layout.row_width();
   p.num_heads = layout.num_q_heads + layout.num_kv_heads;
   p.head_dim = layout.head_dim;
+  p.rotary_dim = static_cast<int>(cos_sin.dim(1));
   p.positions = positions.ptr<int32_t>();
   p.cos_sin = cos_sin.ptr<float>();
   p.num_positions = cos_sin.dim(0);
@@ -290,7 +298,8 @@ void CudaBackend::qk_norm_rope_kv_write(Tensor& qkv, const QkvLayout& layout, co
   // the calls, which report it.
   const bool args_ok = fused_decode_ && is_half(qkv.dtype) && last_dim(qkv) == layout.row_width() &&
                        norm_ok && positions.dtype == DType::kI32 && positions.numel() == tokens &&
-                       cos_sin.dtype == DType::kF32 && cos_sin.ndim == 2 && cos_sin.dim(1) == d &&
+                       cos_sin.dtype == DType::kF32 && cos_sin.ndim == 2 &&
+                       rotary_width_ok(cos_sin, d) &&
                        slots.dtype == DType::kI32 && slots.numel() == tokens &&
                        cache_dtype_ok(cache, qkv.dtype) && width > 0 &&
                        cache.k.numel() == cache.v.numel() && cache.k.numel() % width == 0;
@@ -303,6 +312,7 @@ void CudaBackend::qk_norm_rope_kv_write(Tensor& qkv, const QkvLayout& layout, co
     p.num_q_heads = layout.num_q_heads;
     p.num_kv_heads = layout.num_kv_heads;
     p.head_dim = layout.head_dim;
+    p.rotary_dim = static_cast<int>(cos_sin.dim(1));
     p.q_weight = q_w.data;
     p.k_weight = k_w.data;
     p.eps = eps;

@@ -7,11 +7,12 @@
 namespace pagoda::cuda {
 namespace {
 
-// One thread per rotated pair (token, head, i < D/2), grid-stride.
+// One thread per rotated pair (token, head, i < R/2), grid-stride; the
+// pass-through dims [R, D) are not touched.
 template <typename T>
 __global__ void rope_kernel(RopeParams p) {
   pdl_enter();
-  const int half = p.head_dim / 2;
+  const int half = p.rotary_dim / 2;
   const int64_t total = p.num_tokens * p.num_heads * half;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -21,7 +22,7 @@ __global__ void rope_kernel(RopeParams p) {
     const int64_t t = th / p.num_heads;
     const int32_t pos = p.positions[t];
     if (pos < 0 || pos >= p.num_positions) continue;
-    const float* table = p.cos_sin + static_cast<int64_t>(pos) * p.head_dim;
+    const float* table = p.cos_sin + static_cast<int64_t>(pos) * p.rotary_dim;
     const float c = table[i];
     const float s = table[half + i];
     T* x = static_cast<T*>(p.qkv) + t * p.row_width + static_cast<int64_t>(h) * p.head_dim;
@@ -35,9 +36,10 @@ __global__ void rope_kernel(RopeParams p) {
 }  // namespace
 
 cudaError_t launch_rope(const RopeParams& p, cudaStream_t stream) {
-  const int64_t total = p.num_tokens * p.num_heads * (p.head_dim / 2);
+  if (p.rotary_dim <= 0 || p.rotary_dim % 2 != 0 || p.rotary_dim > p.head_dim)
+    return cudaErrorInvalidValue;
+  const int64_t total = p.num_tokens * p.num_heads * (p.rotary_dim / 2);
   if (total == 0) return cudaSuccess;
-  if (p.head_dim % 2 != 0) return cudaErrorInvalidValue;
   constexpr int kThreads = 256;
   const int64_t blocks = ceil_div(total, kThreads);
   const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);

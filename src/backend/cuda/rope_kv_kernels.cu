@@ -64,12 +64,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       if (d < d_model) row[d] = vals[k];
     }
     __syncwarp();
-    const int half = d_model / 2;
-    const float* table = p.cos_sin + static_cast<int64_t>(pos) * d_model;
+    const int half = p.rotary_dim / 2;  // dims [rotary_dim, d_model) keep their normed value
+    const float* table = p.cos_sin + static_cast<int64_t>(pos) * p.rotary_dim;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int d = lane + 32 * k;
-      if (d >= d_model) continue;
+      if (d >= p.rotary_dim) continue;
       const int i = d < half ? d : d - half;
       const float c = table[i], s = table[half + i];
       const float y = d < half ? rope_first(row[i], row[i + half], c, s)
@@ -119,7 +119,8 @@ bool qk_norm_rope_kv_write_supports(const QkNormRopeKvWriteParams& p) {
   const bool cache_ok = fp8 ? p.scales != nullptr : p.cache_dtype == p.dtype;
   const bool norm_ok = p.q_weight != nullptr && p.k_weight != nullptr;
   return half && cache_ok && norm_ok && p.head_dim > 0 && p.head_dim <= kMaxHeadDim &&
-         p.head_dim % 2 == 0 && p.num_tokens >= 0 && p.num_q_heads >= 0 && p.num_kv_heads > 0 &&
+         p.head_dim % 2 == 0 && p.rotary_dim > 0 && p.rotary_dim % 2 == 0 &&
+         p.rotary_dim <= p.head_dim && p.num_tokens >= 0 && p.num_q_heads >= 0 && p.num_kv_heads > 0 &&
          num_blocks(p) <= 0x7fffffff;
 }
 

@@ -20,12 +20,13 @@ struct QkNormRopeKvWriteParams {
   int num_q_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;  // even, <= 256
+  int rotary_dim = 0;  // even, in (0, head_dim]: dims [rotary_dim, head_dim) are not rotated
   // Both [head_dim] in dtype (as launch_qk_norm); without norms the rope
   // and kv_write kernels are faster (CudaBackend::qk_norm_rope_kv_write).
   const void* q_weight = nullptr;
   const void* k_weight = nullptr;
   float eps = 1e-6f;
-  // As launch_rope: positions [num_tokens]; cos_sin [num_positions, head_dim]
+  // As launch_rope: positions [num_tokens]; cos_sin [num_positions, rotary_dim]
   // f32; a token whose position is outside [0, num_positions) is not rotated.
   const int32_t* positions = nullptr;
   const float* cos_sin = nullptr;
@@ -42,7 +43,8 @@ struct QkNormRopeKvWriteParams {
 };
 
 // True when launch_qk_norm_rope_kv_write handles p (both norm weights set,
-// head_dim even and <= 256, the cache dtype, the grid size).
+// head_dim even and <= 256, rotary_dim as above, the cache dtype, the grid
+// size).
 bool qk_norm_rope_kv_write_supports(const QkNormRopeKvWriteParams& p);
 
 // One warp per (token, q or k head): loads the head, norms it, rotates it,

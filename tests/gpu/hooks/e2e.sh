@@ -10,7 +10,8 @@
 #   1. tools/hf_e2e.py: random bf16 models created here with transformers --
 #      llama (GQA, llama3 rope scaling; also --enforce-eager), mistral, qwen2
 #      (q/k/v biases), qwen3 (q/k norms), phi3 (pre-fused tensors, longrope,
-#      window on every layer), gemma2 / gemma3 (soft-capping,
+#      window on every layer), phi4_mini (Phi-4-mini's partial rotary
+#      embedding over 96 of 128 dims, tied 200k vocabulary), gemma2 / gemma3 (soft-capping,
 #      sliding windows, sandwich norms), mixtral / qwen2_moe / qwen3_moe --
 #      stories260K, the Llama-3.1-8B
 #      shape last; `pagoda serve` with the llama model and one completions
@@ -64,7 +65,7 @@ fi
 
 # ---- 1. transformers comparison ---------------------------------------------
 stories=${PAGODA_E2E_STORIES:-$repo/.devcarry/stories260K}
-models="llama,mistral,qwen2,qwen3,phi3,gemma2,gemma3,mixtral,qwen2_moe,qwen3_moe"
+models="llama,mistral,qwen2,qwen3,phi3,phi4_mini,gemma2,gemma3,mixtral,qwen2_moe,qwen3_moe"
 if [ -f "$stories/config.json" ]; then
   models+=",stories=$stories"
 else

@@ -8,7 +8,9 @@ modeling_rope_utils.py's longrope, independent of pagoda's C++:
     x += mlp(rms(x) * w_post_attn)
   logits = (rms(x) * w_final) @ lm_head.T
   attn: qkv = h @ qkv_proj.T split [Hq D | Hkv D | Hkv D]; RoPE (rotate-half)
-    with inv_freq = 1 / (ext_i * theta^(2i/D)) and cos / sin times the
+    over the first R = int(D * partial_rotary_factor) dims of each head (R = D
+    without the field; Phi-4-mini: 96 of 128), the other D - R passed through,
+    with inv_freq = 1 / (ext_i * theta^(2i/R)) (i < R/2) and cos / sin times the
     attention factor; scores = q.k / sqrt(D), causal, and keys at positions
     <= q - sliding_window masked when sliding_window is set; softmax; o_proj.
   mlp: gate, up = split(h @ gate_up_proj.T); down(up * silu(gate)).
@@ -42,9 +44,18 @@ def original_context(config):
             or config["max_position_embeddings"])
 
 
+def head_dim(config):
+    return config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+
+
+def rotary_dim(config):
+    """transformers' int(head_dim * partial_rotary_factor)."""
+    return int(head_dim(config) * config.get("partial_rotary_factor", 1.0))
+
+
 def rope_params(config, long_factors):
-    """(inv_freq [D/2], attention factor) of the config's rope."""
-    d = config["hidden_size"] // config["num_attention_heads"]
+    """(inv_freq [R/2], attention factor) of the config's rope."""
+    d = rotary_dim(config)
     theta = config.get("rope_theta", 10000.0)
     powers = theta ** (np.arange(0, d, 2, dtype=np.float64) / d)
     scaling = config.get("rope_scaling") or {}
@@ -52,6 +63,7 @@ def rope_params(config, long_factors):
         return 1.0 / powers, 1.0
     orig = original_context(config)
     ext = np.asarray(scaling["long_factor" if long_factors else "short_factor"], dtype=np.float64)
+    assert ext.shape == (d // 2,), f"{len(ext)} longrope factors for {d} rotary dims"
     factor = config["max_position_embeddings"] / orig
     attention = scaling.get("attention_factor")
     if attention is None:
@@ -60,13 +72,17 @@ def rope_params(config, long_factors):
 
 
 def rope(x, positions, freqs, attention):
-    """x [T, heads, D], rotate-half pairing (i, i + D/2)."""
-    angles = positions[:, None] * freqs[None, :]  # [T, D/2]
+    """x [T, heads, D]: rotate-half pairing (i, i + R/2) over x[..., :R] with
+    R = 2 len(freqs); x[..., R:] passes through (transformers' Phi-3
+    apply_rotary_pos_emb)."""
+    angles = positions[:, None] * freqs[None, :]  # [T, R/2]
     cos = np.concatenate([np.cos(angles)] * 2, axis=-1)[:, None, :] * attention
     sin = np.concatenate([np.sin(angles)] * 2, axis=-1)[:, None, :] * attention
-    half = x.shape[-1] // 2
-    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
-    return x * cos + rotated * sin
+    r = 2 * len(freqs)
+    x_rot, x_pass = x[..., :r], x[..., r:]
+    half = r // 2
+    rotated = np.concatenate([-x_rot[..., half:], x_rot[..., :half]], axis=-1)
+    return np.concatenate([x_rot * cos + rotated * sin, x_pass], axis=-1)
 
 
 def forward(config, weights, ids, long_factors=None):
@@ -74,7 +90,7 @@ def forward(config, weights, ids, long_factors=None):
     w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads", heads)
-    d = hidden // heads
+    d = head_dim(config)
     eps = config.get("rms_norm_eps", 1e-5)
     window = config.get("sliding_window")
     ids = np.asarray(ids)

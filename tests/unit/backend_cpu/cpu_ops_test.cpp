@@ -324,6 +324,50 @@ TEST(CpuOps, RopeMatchesDirectFormula) {
   }
 }
 
+// A partial rotary embedding (Phi-4-mini: 96 of 128): cos_sin [P, R] with
+// R < D rotates the pairs (i, i + R/2), i < R/2, of each q / k head and
+// leaves dims [R, D) and the v heads bit-exact (R = D: the full rotation).
+TEST(CpuOps, RopePartialRotatesOnlyTheFirstRotaryDims) {
+  CpuBackend be;
+  Rng rng(19);
+  for (int iter = 0; iter < 30; ++iter) {
+    QkvLayout l{0, rng.pick(std::vector<int>{1, 2, 3}), 2 * rng.randint(2, 64)};
+    l.num_q_heads = l.num_kv_heads * rng.randint(1, 4);
+    const int64_t d = l.head_dim, width = l.row_width();
+    const int64_t r = iter == 0 ? d : 2 * rng.randint(1, static_cast<int>(d / 2));  // 0: full
+    const int64_t half = r / 2;
+    const int t = rng.randint(1, 12), num_pos = rng.randint(1, 3000);
+    std::vector<double> freq(static_cast<size_t>(half));
+    for (auto& f : freq) f = std::pow(10.0, rng.uniform(-4, 0));
+    std::vector<float> table(static_cast<size_t>(num_pos * r));
+    for (int p = 0; p < num_pos; ++p)
+      for (int64_t i = 0; i < half; ++i) {
+        table[p * r + i] = static_cast<float>(std::cos(p * freq[i]));
+        table[p * r + half + i] = static_cast<float>(std::sin(p * freq[i]));
+      }
+    std::vector<int32_t> pos(static_cast<size_t>(t));
+    for (auto& p : pos) p = rng.randint(0, num_pos - 1);
+    std::vector<float> qkv = rng.floats(static_cast<size_t>(t * width)), before = qkv;
+    Tensor q = f32(qkv, {t, width});
+    be.rope(q, l, i32(pos, {t}), f32(table, {num_pos, r}));
+    for (int row = 0; row < t; ++row)
+      for (int64_t h = 0; h < l.num_q_heads + 2 * l.num_kv_heads; ++h) {
+        SCOPED_TRACE("head_dim " + std::to_string(d) + " rotary " + std::to_string(r) + " head " +
+                     std::to_string(h));
+        const float* x = before.data() + row * width + h * d;
+        const float* y = qkv.data() + row * width + h * d;
+        const bool rotated = h < l.num_q_heads + l.num_kv_heads;
+        for (int64_t i = 0; i < half; ++i) {
+          const double a = pos[row] * freq[i];
+          const double c = rotated ? std::cos(a) : 1.0, s = rotated ? std::sin(a) : 0.0;
+          ASSERT_NEAR(y[i], x[i] * c - x[i + half] * s, 2e-6);
+          ASSERT_NEAR(y[i + half], x[i + half] * c + x[i] * s, 2e-6);
+        }
+        for (int64_t i = r; i < d; ++i) ASSERT_EQ(y[i], x[i]) << "pass-through dim " << i;
+      }
+  }
+}
+
 TEST(CpuOps, KvWriteSkipsNegativeSlotsAndCopyBlocks) {
   CpuBackend be;
   Rng rng(10);

@@ -192,6 +192,84 @@ TEST(GgufModel, Phi3TinyLongropeAndPreFusedTensors) {
   EXPECT_EQ(gate_up->shape, (std::vector<int64_t>{2 * 96, 64}));
 }
 
+// tools/make_tiny_phi3.py's tiny_phi4_mini.gguf: llama.cpp's converter
+// writes Phi-4-mini's partial rotary embedding as rope.dimension_count
+// (int(0.75 * hidden) / heads: 24 of head_dim 32) and factor tensors of
+// rope.dimension_count / 2 values; no output.weight (tied).
+TEST(GgufModel, Phi4MiniTinyPartialRotary) {
+  auto f = open_gguf(std::string(PAGODA_SOURCE_DIR) + "/tests/data/models/tiny_phi4_mini.gguf");
+  ASSERT_NE(f, nullptr);
+  auto c = gguf_model_config(*f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, "phi3");
+  EXPECT_EQ(c->head_dim, 32);
+  EXPECT_EQ(c->rotary_dim, 24);
+  EXPECT_EQ(c->rope_dim(), 24);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLongrope);
+  EXPECT_EQ(c->rope_scaling.short_factor.size(), 12u);
+  EXPECT_EQ(c->rope_scaling.long_factor.size(), 12u);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->sliding_window, 0);
+}
+
+// A metadata-only GGUF of `arch` (head_dim 64 / 4 = 16) with the given
+// rope.dimension_count, for the partial-rotary errors.
+std::string rotary_gguf(const std::string& arch, uint32_t rope_dims) {
+  std::string b;
+  auto raw = [&](const void* p, size_t n) { b.append(static_cast<const char*>(p), n); };
+  auto u32 = [&](uint32_t v) { raw(&v, 4); };
+  auto u64 = [&](uint64_t v) { raw(&v, 8); };
+  auto str = [&](const std::string& s) {
+    u64(s.size());
+    b += s;
+  };
+  const std::pair<const char*, uint32_t> ints[] = {
+      {"context_length", 64}, {"embedding_length", 64},   {"block_count", 1},
+      {"feed_forward_length", 96}, {"attention.head_count", 4}, {"rope.dimension_count", rope_dims}};
+  u32(0x46554747);  // "GGUF"
+  u32(3);
+  u64(0);                   // tensors
+  u64(2 + std::size(ints));  // keys
+  str("general.architecture");
+  u32(8);  // string
+  str(arch);
+  for (const auto& [key, v] : ints) {
+    str(arch + "." + key);
+    u32(4);  // u32
+    u32(v);
+  }
+  str(arch + ".attention.layer_norm_rms_epsilon");
+  u32(6);  // f32
+  const float eps = 1e-5f;
+  raw(&eps, 4);
+  return b;
+}
+
+TEST(GgufModel, PartialRotaryErrorsNameTheKey) {
+  auto config_of = [](const std::string& bytes) {
+    auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                             "rotary.gguf");
+    EXPECT_TRUE(f.ok()) << f.error().message;
+    return gguf_model_config(**f);
+  };
+  auto expect_error = [&](const std::string& bytes, ErrorCode code, const std::string& fragment) {
+    auto c = config_of(bytes);
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.error().code, code) << c.error().message;
+    EXPECT_NE(c.error().message.find(fragment), std::string::npos) << c.error().message;
+  };
+  expect_error(rotary_gguf("llama", 8), ErrorCode::kUnsupported,
+               "partial rotary embedding (llama.rope.dimension_count 8 != head dim 16) is not "
+               "supported for llama (phi3 only)");
+  expect_error(rotary_gguf("phi3", 6 + 1), ErrorCode::kInvalidArgument,
+               "phi3.rope.dimension_count is 7; it must be even and in (0, head dim 16]");
+  expect_error(rotary_gguf("phi3", 32), ErrorCode::kInvalidArgument,
+               "phi3.rope.dimension_count is 32");
+  // The metadata parses up to the vocabulary (none here): the rotary dims were accepted.
+  expect_error(rotary_gguf("phi3", 12), ErrorCode::kInvalidArgument, "no vocabulary size");
+  expect_error(rotary_gguf("llama", 16), ErrorCode::kInvalidArgument, "no vocabulary size");
+}
+
 TEST(GgufModel, Qwen3TinyIsNotPermutedAndTied) {
   auto f = open_gguf(data_path("qwen3_tiny.gguf"));
   ASSERT_NE(f, nullptr);

@@ -503,7 +503,7 @@ TEST(HfConfig, Phi3Variants) {
   c = parse_ok(j);
   EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 16384);
   EXPECT_EQ(c.rope_scaling.factor, 4.0);
-  // Refused: a missing, malformed or mis-sized factor list, partial rotary (Phi-4-mini).
+  // Refused: a missing, malformed or mis-sized factor list.
   j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", ones}};
   expect_error(j, "missing required field 'long_factor'");
   j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", ones}, {"long_factor", "x"}};
@@ -511,16 +511,93 @@ TEST(HfConfig, Phi3Variants) {
   j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0, 2.0}}, {"long_factor", ones}};
   expect_error(j, "rope_scaling.short_factor has 2 values, expected head_dim / 2 = 48");
   j = phi();
-  j["partial_rotary_factor"] = 0.75;
-  expect_error(j, "partial_rotary_factor 0.75 is not supported", ErrorCode::kUnsupported);
-  j["partial_rotary_factor"] = 1.0;
-  EXPECT_TRUE(parse(j).ok());
-  j["rope_parameters"] = {{"rope_type", "default"},
-                          {"partial_rotary_factor", 0.5}};  // transformers 5
-  expect_error(j, "(rope_parameters): partial_rotary_factor 0.5", ErrorCode::kUnsupported);
-  j.erase("rope_parameters");
   j["sliding_window"] = nullptr;
   EXPECT_TRUE(parse_ok(j).sliding_layers.empty());
+}
+
+// Phi-4-mini-instruct's rope: head_dim 128, partial_rotary_factor 0.75 ->
+// rotary_dim 96, longrope with 48 short / long factors (rotary_dim / 2).
+TEST(HfConfig, Phi4MiniPartialRotary) {
+  auto phi4 = [] {
+    Json j = Json::parse(R"({
+      "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "vocab_size": 200064,
+      "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+      "num_attention_heads": 24, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+      "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+      "partial_rotary_factor": 0.75, "sliding_window": 262144, "tie_word_embeddings": true})");
+    j["rope_scaling"] = {{"type", "longrope"},
+                         {"short_factor", std::vector<double>(48, 1.0)},
+                         {"long_factor", std::vector<double>(48, 2.0)}};
+    return j;
+  };
+  ModelConfig c = parse_ok(phi4());
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.rotary_dim, 96);
+  EXPECT_EQ(c.rope_dim(), 96);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLongrope);
+  EXPECT_EQ(c.rope_scaling.short_factor.size(), 48u);
+  EXPECT_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.sliding_layers.empty());  // the window is longer than the context
+  // head_dim / 2 factors (the full-rotary count) name the rotary dims.
+  Json j = phi4();
+  j["rope_scaling"]["short_factor"] = std::vector<double>(64, 1.0);
+  expect_error(j,
+               "rope_scaling.short_factor has 64 values, expected rotary_dim (head_dim 128 * "
+               "partial_rotary_factor) / 2 = 48");
+  // transformers 5: the factor inside rope_parameters, which overrides the top level.
+  j = phi4();
+  j.erase("partial_rotary_factor");
+  j.erase("rope_scaling");
+  j["rope_parameters"] = {{"rope_type", "longrope"},
+                          {"rope_theta", 10000.0},
+                          {"partial_rotary_factor", 0.75},
+                          {"short_factor", std::vector<double>(48, 1.0)},
+                          {"long_factor", std::vector<double>(48, 2.0)}};
+  EXPECT_EQ(parse_ok(j).rotary_dim, 96);
+  j["partial_rotary_factor"] = 0.75;  // both places: they must agree
+  EXPECT_EQ(parse_ok(j).rotary_dim, 96);
+  j["partial_rotary_factor"] = 0.5;
+  expect_error(j, "(rope_parameters): partial_rotary_factor 0.75 turns 96 dims, but the top-level "
+                  "partial_rotary_factor turns 64");
+  // transformers' int() truncation: 128 * 0.7 = 89.6 -> 89, odd: refused.
+  j = phi4();
+  j["partial_rotary_factor"] = 0.7;
+  expect_error(j, "partial_rotary_factor 0.7 turns 89 of head_dim 128 dims");
+  for (double bad : {0.0, -0.5, 1.5}) {
+    j["partial_rotary_factor"] = bad;
+    expect_error(j, "field 'partial_rotary_factor' must be in (0, 1]");
+  }
+  j["partial_rotary_factor"] = "0.75";
+  expect_error(j, "field 'partial_rotary_factor' must be a number");
+  // 1.0 (and null) is the full rotary embedding: 64 factors again.
+  j = phi4();
+  j["partial_rotary_factor"] = nullptr;
+  j["rope_scaling"]["short_factor"] = std::vector<double>(64, 1.0);
+  j["rope_scaling"]["long_factor"] = std::vector<double>(64, 1.0);
+  EXPECT_EQ(parse_ok(j).rope_dim(), 128);
+  j["partial_rotary_factor"] = 1.0;
+  EXPECT_EQ(parse_ok(j).rope_dim(), 128);
+}
+
+// Only phi3 runs a partial rotary embedding: another family's factor is
+// refused naming the field and the family, in either place.
+TEST(HfConfig, PartialRotaryRefusedOutsidePhi3) {
+  Json j = llama_base();
+  j["partial_rotary_factor"] = 0.5;
+  expect_error(j, "partial_rotary_factor 0.5 is not supported for llama", ErrorCode::kUnsupported);
+  j["partial_rotary_factor"] = 1.0;
+  EXPECT_EQ(parse_ok(j).rope_dim(), parse_ok(j).head_dim);
+  j["rope_parameters"] = {{"rope_type", "default"},
+                          {"partial_rotary_factor", 0.25}};  // transformers 5
+  expect_error(j, "(rope_parameters): partial_rotary_factor 0.25 is not supported for llama",
+               ErrorCode::kUnsupported);
+  // Families pagoda does not load (GPT-NeoX, StableLM, Phi-2 style) stop at the architecture.
+  j = llama_base();
+  j["architectures"] = {"StableLmForCausalLM"};
+  j["model_type"] = "stablelm";
+  j["partial_rotary_factor"] = 0.25;
+  expect_error(j, "unsupported architecture StableLmForCausalLM", ErrorCode::kUnsupported);
 }
 
 TEST(HfConfig, Errors) {

@@ -176,6 +176,52 @@ TEST(Rope, LongropeRejectsBadFactorLists) {
   EXPECT_TRUE(rope_frequencies(c).ok());
 }
 
+// Phi-4-mini's partial rotary embedding (head_dim 128, rotary_dim 96):
+// transformers computes inv_freq over dim = rotary_dim (theta^(2i/96), 48
+// pairs), longrope's factor lists have rotary_dim / 2 values, and the table
+// rows are rotary_dim wide.
+TEST(Rope, PartialRotaryTablesCoverRotaryDim) {
+  ModelConfig c;
+  c.head_dim = 128;
+  c.rotary_dim = 96;
+  c.rope_theta = 10000;
+  c.max_position_embeddings = 131072;
+  auto f = rope_frequencies(c);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->inv_freq.size(), 48u);
+  for (size_t i = 0; i < 48; ++i) {
+    const double want = 1.0 / std::pow(10000.0, 2.0 * static_cast<double>(i) / 96.0);
+    EXPECT_NEAR(f->inv_freq[i], want, 2.5e-7 * want) << "pair " << i;
+  }
+  EXPECT_EQ(rope_cos_sin_table(*f, 5).size(), 5u * 96u);
+  RopeScaling& s = c.rope_scaling;
+  s.type = RopeScalingType::kLongrope;
+  s.original_max_position_embeddings = 4096;
+  s.factor = 32;
+  s.short_factor.assign(48, 1.0f);
+  s.long_factor.assign(48, 3.0f);
+  f = rope_frequencies(c, 8192);  // the long factors
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->inv_freq.size(), 48u);
+  const double last = 1.0 / (3.0 * std::pow(10000.0, 94.0 / 96.0));
+  EXPECT_NEAR(f->inv_freq[47], last, 2.5e-7 * last);  // f32
+  s.long_factor.assign(64, 3.0f);  // head_dim / 2: the full-rotary count
+  auto r = rope_frequencies(c, 8192);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("long_factor has 64 values, expected rotary_dim / 2 = 48"),
+            std::string::npos)
+      << r.error().message;
+  s = RopeScaling{};
+  for (int64_t bad : {95, 130, -2}) {
+    c.rotary_dim = bad;
+    r = rope_frequencies(c);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("rotary_dim must be even and in [0, head_dim 128]"),
+              std::string::npos)
+        << r.error().message;
+  }
+}
+
 // A Llama 3.x GGUF stores llama3 rope scaling as rope_freqs.weight (written
 // by tools/gguf_fixtures.py with convert_hf_to_gguf.py's formula): read
 // through the GGUF config, its frequencies equal those of the llama3 rope
