@@ -840,6 +840,14 @@ struct NormViews {
   Tensor x, residual, out, w;
 };
 
+// Shapes of the fused tests: rows around the 32-block grid (one row a block,
+// a block with two rows, 16 rows a block); hidden odd (scalar steps), a
+// vector multiple whose thread count is no power of two (2880: 384 threads
+// in bf16), the 512- and 1024-thread launches (4096, 8192 in bf16), and an
+// unaligned-width one (8200).
+const int64_t kNormRows[] = {1, 2, 7, 8, 33, 64, 65, 512};
+const int64_t kNormHiddens[] = {7, 1000, 2880, 4096, 8192, 8200};
+
 TEST(NcclCommunicatorTest, AllReduceAddRmsNormMatchesHostReferenceOnEveryRank) {
   REQUIRE_TWO_GPUS();
   uint64_t salt = 7000;
@@ -850,10 +858,8 @@ TEST(NcclCommunicatorTest, AllReduceAddRmsNormMatchesHostReferenceOnEveryRank) {
       for (DType t : kTypes) {
         if (t == DType::kF32 && path.oneshot_max_bytes == 0)
           continue;  // add_rms_norm is 16-bit on cuda
-        for (int64_t hidden :
-             {int64_t{7}, int64_t{64}, int64_t{1000}, int64_t{4096}, int64_t{8200}}) {
-          for (int64_t rows :
-               {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{32}, int64_t{33}, int64_t{64}}) {
+        for (int64_t hidden : kNormHiddens) {
+          for (int64_t rows : kNormRows) {
             NormCase c(n, t, rows, hidden, salt++);
             const size_t bytes = NormViews::bytes_for(c.bytes(), hidden);
             RankBuffers fused(ranks, bytes), plain(ranks, bytes);
@@ -899,81 +905,86 @@ TEST(NcclCommunicatorTest, AllReduceAddRmsNormInsideCudaGraphReplays) {
   uint64_t salt = 9000;
   for (int n : group_sizes()) {
     for (const cuda::OneShotProtocol protocol : {kPush, kBarrier}) {
-      Ranks ranks(-1, protocol, n);
+      Ranks ranks(kMaxOneShotBytes, protocol, n);  // every case one-shot
       ASSERT_TRUE(ranks.ok());
-      for (DType t : {DType::kBF16, DType::kF16}) {
-        for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{64}}) {
-          const int64_t hidden = 4096;
-          const size_t case_bytes = static_cast<size_t>(rows * hidden) * dtype_size(t);
-          const size_t bytes = NormViews::bytes_for(case_bytes, hidden);
-          RankBuffers a(ranks, bytes), b(ranks, bytes), m(ranks, 4096 * 4);
-          std::vector<int> graphs(static_cast<size_t>(n), -1);
-          std::vector<void*> host_in(static_cast<size_t>(n));
-          std::vector<uint8_t> wa, wb;
-          for (int replay = -1; replay < kReplays; ++replay) {
-            NormCase ca(n, t, rows, hidden, salt++), cb(n, t, rows, hidden, salt++);
-            Case mid(n, t, 3001, salt++);
-            ranks.on_ranks([&](int r) {
-              const auto ri = static_cast<size_t>(r);
-              CudaBackend& gpu = ranks.gpu(r);
-              Communicator& comm = ranks.comm(r);
-              NormViews va(a.ptrs[ri], ca), vb(b.ptrs[ri], cb);
-              Tensor xm(m.ptrs[ri], t, {3001});
-              // Pinned staging (graphs re-read it): parts, residuals, mid input.
-              const size_t mid_bytes = xm.nbytes();
-              if (host_in[ri] == nullptr)
-                host_in[ri] = gpu.allocate_host(4 * case_bytes + mid_bytes);
-              char* h = static_cast<char*>(host_in[ri]);
-              std::memcpy(h, ca.parts[ri].data(), case_bytes);
-              std::memcpy(h + case_bytes, ca.residual.data(), case_bytes);
-              std::memcpy(h + 2 * case_bytes, cb.parts[ri].data(), case_bytes);
-              std::memcpy(h + 3 * case_bytes, cb.residual.data(), case_bytes);
-              std::memcpy(h + 4 * case_bytes, mid.inputs[ri].data(), mid_bytes);
-              if (replay < 0) {  // weights stay put: uploaded once
-                va.upload(gpu, ca, r);
-                vb.upload(gpu, cb, r);
-                gpu.synchronize();
+      for (DType t : kTypes) {
+        for (int64_t hidden : {int64_t{2880}, int64_t{4096}, int64_t{8192}, int64_t{8200}}) {
+          for (int64_t rows : kNormRows) {
+            const size_t case_bytes = static_cast<size_t>(rows * hidden) * dtype_size(t);
+            const size_t bytes = NormViews::bytes_for(case_bytes, hidden);
+            RankBuffers a(ranks, bytes), b(ranks, bytes), m(ranks, 4096 * 4);
+            std::vector<int> graphs(static_cast<size_t>(n), -1);
+            std::vector<void*> host_in(static_cast<size_t>(n));
+            std::vector<uint8_t> wa, wb;
+            for (int replay = -1; replay < kReplays; ++replay) {
+              NormCase ca(n, t, rows, hidden, salt++), cb(n, t, rows, hidden, salt++);
+              Case mid(n, t, 3001, salt++);
+              ranks.on_ranks([&](int r) {
+                const auto ri = static_cast<size_t>(r);
+                CudaBackend& gpu = ranks.gpu(r);
+                Communicator& comm = ranks.comm(r);
+                NormViews va(a.ptrs[ri], ca), vb(b.ptrs[ri], cb);
+                Tensor xm(m.ptrs[ri], t, {3001});
+                // Pinned staging (graphs re-read it): parts, residuals, mid input.
+                const size_t mid_bytes = xm.nbytes();
+                if (host_in[ri] == nullptr)
+                  host_in[ri] = gpu.allocate_host(4 * case_bytes + mid_bytes);
+                char* h = static_cast<char*>(host_in[ri]);
+                std::memcpy(h, ca.parts[ri].data(), case_bytes);
+                std::memcpy(h + case_bytes, ca.residual.data(), case_bytes);
+                std::memcpy(h + 2 * case_bytes, cb.parts[ri].data(), case_bytes);
+                std::memcpy(h + 3 * case_bytes, cb.residual.data(), case_bytes);
+                std::memcpy(h + 4 * case_bytes, mid.inputs[ri].data(), mid_bytes);
+                if (replay < 0) {  // weights stay put: uploaded once
+                  va.upload(gpu, ca, r);
+                  vb.upload(gpu, cb, r);
+                  gpu.synchronize();
+                }
+                auto step = [&] {
+                  gpu.copy_to_device(va.x.data, h, case_bytes);
+                  gpu.copy_to_device(va.residual.data, h + case_bytes, case_bytes);
+                  gpu.copy_to_device(vb.x.data, h + 2 * case_bytes, case_bytes);
+                  gpu.copy_to_device(vb.residual.data, h + 3 * case_bytes, case_bytes);
+                  gpu.copy_to_device(xm.data, h + 4 * case_bytes, mid_bytes);
+                  comm.all_reduce_add_rms_norm(gpu, va.x, va.residual, va.w, NormCase::kEps,
+                                               va.out);
+                  comm.all_reduce_sum(xm);
+                  comm.all_reduce_add_rms_norm(gpu, vb.x, vb.residual, vb.w, NormCase::kEps,
+                                               vb.out);
+                };
+                if (replay < 0) {
+                  step();
+                  gpu.synchronize();
+                  graphs[ri] = gpu.capture_graph(step);
+                  return;
+                }
+                gpu.replay_graph(graphs[ri]);
+                ca.results[ri] = va.download(gpu, ca);
+                cb.results[ri] = vb.download(gpu, cb);
+                mid.results[ri].resize(mid_bytes);
+                gpu.copy_to_host(mid.results[ri].data(), xm.data, mid_bytes);
+              });
+              const std::string what =
+                  std::string(protocol == kPush ? "push" : "barrier") + " fused graph " +
+                  std::to_string(n) + " ranks " + std::string(dtype_name(t)) +
+                  " rows=" + std::to_string(rows) + " hidden=" + std::to_string(hidden) +
+                  " replay " + std::to_string(replay);
+              for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
+              ASSERT_TRUE(ranks.healthy()) << what;
+              if (replay < 0) {  // the weights uploaded once, from these cases
+                wa = ca.weight;
+                wb = cb.weight;
+                continue;
               }
-              auto step = [&] {
-                gpu.copy_to_device(va.x.data, h, case_bytes);
-                gpu.copy_to_device(va.residual.data, h + case_bytes, case_bytes);
-                gpu.copy_to_device(vb.x.data, h + 2 * case_bytes, case_bytes);
-                gpu.copy_to_device(vb.residual.data, h + 3 * case_bytes, case_bytes);
-                gpu.copy_to_device(xm.data, h + 4 * case_bytes, mid_bytes);
-                comm.all_reduce_add_rms_norm(gpu, va.x, va.residual, va.w, NormCase::kEps, va.out);
-                comm.all_reduce_sum(xm);
-                comm.all_reduce_add_rms_norm(gpu, vb.x, vb.residual, vb.w, NormCase::kEps, vb.out);
-              };
-              if (replay < 0) {
-                step();
-                gpu.synchronize();
-                graphs[ri] = gpu.capture_graph(step);
-                return;
-              }
-              gpu.replay_graph(graphs[ri]);
-              ca.results[ri] = va.download(gpu, ca);
-              cb.results[ri] = vb.download(gpu, cb);
-              mid.results[ri].resize(mid_bytes);
-              gpu.copy_to_host(mid.results[ri].data(), xm.data, mid_bytes);
-            });
-            const std::string what = std::string(protocol == kPush ? "push" : "barrier") +
-                                     " fused graph " + std::to_string(n) + " ranks " +
-                                     std::string(dtype_name(t)) + " rows=" + std::to_string(rows) +
-                                     " replay " + std::to_string(replay);
-            for (int g : graphs) ASSERT_GE(g, 0) << what << ": capture failed";
-            ASSERT_TRUE(ranks.healthy()) << what;
-            if (replay < 0) {  // the weights uploaded once, from these cases
-              wa = ca.weight;
-              wb = cb.weight;
-              continue;
+              ca.weight = wa;
+              cb.weight = wb;
+              ca.check(true, what + " (first)");
+              cb.check(true, what + " (second)");
+              mid.check(true, what + " (all-reduce between)");
             }
-            ca.weight = wa;
-            cb.weight = wb;
-            ca.check(true, what + " (first)");
-            cb.check(true, what + " (second)");
-            mid.check(true, what + " (all-reduce between)");
+            for (int r = 0; r < n; ++r)
+              ranks.gpu(r).deallocate_host(host_in[static_cast<size_t>(r)]);
           }
-          for (int r = 0; r < n; ++r) ranks.gpu(r).deallocate_host(host_in[static_cast<size_t>(r)]);
         }
       }
     }

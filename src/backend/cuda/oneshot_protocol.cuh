@@ -166,6 +166,33 @@ __host__ __device__ inline size_t region_bytes(size_t capacity) {
   return capacity / kOneShotBlocks / 16 * 16;
 }
 
+// block_sum (cuda_common.cuh) with the same bits (the same butterflies in
+// the same order) but one __syncthreads instead of two: consecutive calls of
+// a block alternate between two partial arrays (`parity`: the call's index &
+// 1). A thread writes partial[parity] in call k + 2 only after passing call
+// k + 1's barrier, which every thread reaches only after its reads of call
+// k, so no write meets an earlier call's reads. blockDim.x a multiple of 32.
+__device__ __forceinline__ float block_sum_alternating(float x, uint32_t parity) {
+  __shared__ float partial[2][32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int num_warps = blockDim.x >> 5;
+  x = warp_sum(x);
+  if (lane == 0) partial[parity][warp] = x;
+  __syncthreads();
+  x = lane < num_warps ? partial[parity][lane] : 0.0f;
+  return warp_sum(x);
+}
+
+// The fused kernels' threads per block for a row of `hidden` elements in
+// steps of `vec`: launch_rms_norm's count for the same step, so each
+// thread's partial sum of squares, and the block's sum of them, are the
+// unfused kernel's bits.
+inline int norm_threads(int64_t hidden, int vec) {
+  const int64_t num_vec = hidden / vec;
+  return static_cast<int>(num_vec >= 1024 ? 1024 : ceil_div(num_vec, 32) * 32);
+}
+
 // The fused kernels' normalisation, as norm_kernels.cu: y = round(x * inv),
 // then round(y * w).
 template <typename T>

@@ -22,41 +22,67 @@ __device__ __forceinline__ size_t region_row(const OneShotParams& g, size_t elem
 }
 
 // kVec: elements per thread step (16 bytes when hidden allows, else 1);
-// kAligned: x, residual, weight and out are 16-byte aligned. Block b owns rows
-// b, b + grid, ...; thread t pushes and collects the same vectors of each
-// row, so it waits only for its own data. A thread whose wait gave up goes on
-// with unspecified values (block_sum needs every thread).
-template <typename T, int kVec, bool kAligned>
-__global__ void __launch_bounds__(1024) oneshot_push_all_reduce_norm_kernel(OneShotNormParams p) {
+// kAligned: x, residual, weight and out are 16-byte aligned; kMaxThreads: the
+// launch bound, at least blockDim.x (the registers a thread may use grow as
+// it shrinks: at 512, the ranks' vectors of a poll never spill). Block b owns
+// rows b, b + grid, ...; thread t pushes and collects the same vectors of
+// each row, so it waits only for its own data. A thread whose wait gave up
+// goes on with unspecified values (the row sums need every thread).
+//
+// Latency: every load that does not depend on the peers is issued before
+// something that waits: (kMaxThreads 512, kCache) the thread's first vector of x, residual and
+// weight before the stage counter's round trip, each later residual vector before its poll (and,
+// kCache, the next row's first one before this row's sum), and (kCache) the summed residual's first
+// vector stays in registers for the normalisation.
+template <typename T, int kVec, bool kAligned, int kMaxThreads>
+__global__ void __launch_bounds__(kMaxThreads)
+    oneshot_push_all_reduce_norm_kernel(OneShotNormParams p) {
   pdl_enter();  // the partial x is written; the previous launch is complete
   const OneShotParams& g = p.group;
-  const uint32_t stage = next_stage(g.buffers[g.rank], kPushNormCounters);
   const int64_t num_vec = p.hidden / kVec;
   const int64_t grid = gridDim.x;
+  const int64_t first = threadIdx.x;  // the thread's first vector of every row
+  // The register cache of the first vectors only where registers allow
+  // (a 1024-thread block has 64 a thread, already short for the poll).
+  constexpr bool kCache = kMaxThreads <= 512;
+  const bool has_first = kCache && first < num_vec;
+  const T* w = static_cast<const T*>(p.weight);
+  auto x_row = [&](int64_t row) { return static_cast<T*>(p.x) + row * p.hidden; };
+  auto res_row = [&](int64_t row) { return static_cast<T*>(p.residual) + row * p.hidden; };
+
+  Vec<T, kVec> x_first{}, res_first{}, w_first{};
+  if (has_first) {
+    x_first = load_vec_any<T, kVec, kAligned>(x_row(blockIdx.x) + first * kVec);
+    res_first = load_vec_any<T, kVec, kAligned>(res_row(blockIdx.x) + first * kVec);
+    w_first = load_vec_any<T, kVec, kAligned>(w + first * kVec);
+  }
+  const uint32_t stage = next_stage(g.buffers[g.rank], kPushNormCounters);
 
   // 1. Push the block's rows of x into its region of every rank's slot `rank`.
   for (int64_t row = blockIdx.x, k = 0; row < p.rows; row += grid, ++k) {
-    const T* x = static_cast<const T*>(p.x) + row * p.hidden;
+    const T* x = x_row(row);
     const size_t base = region_row(g, sizeof(T), k, p.hidden);
-    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-      push_vec<T, kVec>(g, kPushNorm, stage, base + i * kVec,
-                        load_vec_any<T, kVec, kAligned>(x + i * kVec));
+    for (int64_t i = first; i < num_vec; i += blockDim.x) {
+      const Vec<T, kVec> v =
+          kCache && k == 0 && i == first ? x_first : load_vec_any<T, kVec, kAligned>(x + i * kVec);
+      push_vec<T, kVec>(g, kPushNorm, stage, base + i * kVec, v);
     }
   }
 
   // 2. Collect the slots (local memory) in rank order, add, normalise.
   PollBudget budget(g.control);
-  const T* w = static_cast<const T*>(p.weight);
   for (int64_t row = blockIdx.x, k = 0; row < p.rows; row += grid, ++k) {
-    T* x = static_cast<T*>(p.x) + row * p.hidden;
-    T* res = static_cast<T*>(p.residual) + row * p.hidden;
+    T* x = x_row(row);
+    T* res = res_row(row);
     T* out = static_cast<T*>(p.out) + row * p.hidden;
     const size_t base = region_row(g, sizeof(T), k, p.hidden);
     float sum_sq = 0.0f;
-    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
+    Vec<T, kVec> sum_first = res_first;  // residual + x at the first vector
+    for (int64_t i = first; i < num_vec; i += blockDim.x) {
+      Vec<T, kVec> r =
+          kCache && i == first ? res_first : load_vec_any<T, kVec, kAligned>(res + i * kVec);
       const Vec<T, kVec> s = collect_vec<T, kVec>(g, kPushNorm, stage, base + i * kVec, budget);
       store_vec_any<T, kVec, kAligned>(x + i * kVec, s);
-      Vec<T, kVec> r = load_vec_any<T, kVec, kAligned>(res + i * kVec);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) r.v[e] = from_float<T>(to_float(r.v[e]) + to_float(s.v[e]));
       store_vec_any<T, kVec, kAligned>(res + i * kVec, r);
@@ -65,12 +91,17 @@ __global__ void __launch_bounds__(1024) oneshot_push_all_reduce_norm_kernel(OneS
         const float f = to_float(r.v[e]);
         sum_sq += f * f;
       }
+      if (kCache && i == first) sum_first = r;
     }
-    sum_sq = block_sum(sum_sq);
+    if (has_first && row + grid < p.rows)
+      res_first = load_vec_any<T, kVec, kAligned>(res_row(row + grid) + first * kVec);
+    sum_sq = block_sum_alternating(sum_sq, static_cast<uint32_t>(k) & 1u);
     const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(p.hidden) + p.eps);
-    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-      const Vec<T, kVec> r = load_vec_any<T, kVec, kAligned>(res + i * kVec);
-      const Vec<T, kVec> wv = load_vec_any<T, kVec, kAligned>(w + i * kVec);
+    for (int64_t i = first; i < num_vec; i += blockDim.x) {
+      const Vec<T, kVec> r =
+          kCache && i == first ? sum_first : load_vec_any<T, kVec, kAligned>(res + i * kVec);
+      const Vec<T, kVec> wv =
+          kCache && i == first ? w_first : load_vec_any<T, kVec, kAligned>(w + i * kVec);
       Vec<T, kVec> o;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) o.v[e] = norm_apply<T>(to_float(r.v[e]), inv, wv.v[e]);
@@ -85,18 +116,19 @@ cudaError_t launch_typed(const OneShotNormParams& p, cudaStream_t stream) {
   const bool vec = p.hidden % kVec == 0;
   const bool aligned = is_aligned(p.x, 16) && is_aligned(p.residual, 16) &&
                        is_aligned(p.weight, 16) && is_aligned(p.out, 16);
-  // launch_rms_norm's thread count for the same vector width.
-  const int64_t num_vec = vec ? p.hidden / kVec : p.hidden;
-  const int threads = static_cast<int>(num_vec >= 1024 ? 1024 : ceil_div(num_vec, 32) * 32);
+  const int threads = norm_threads(p.hidden, vec ? kVec : 1);
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(p.rows, kOneShotBlocks));
+  if (vec && aligned && threads <= 512)
+    return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, kVec, true, 512>, blocks, threads,
+                         0, stream, p);
   if (vec && aligned)
-    return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, kVec, true>, blocks, threads, 0,
-                         stream, p);
+    return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, kVec, true, 1024>, blocks, threads,
+                         0, stream, p);
   if (vec)
-    return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, kVec, false>, blocks, threads, 0,
-                         stream, p);
-  return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, 1, false>, blocks, threads, 0, stream,
-                       p);
+    return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, kVec, false, 1024>, blocks, threads,
+                         0, stream, p);
+  return launch_kernel(oneshot_push_all_reduce_norm_kernel<T, 1, false, 1024>, blocks, threads, 0,
+                       stream, p);
 }
 
 }  // namespace
