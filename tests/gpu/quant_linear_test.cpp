@@ -240,11 +240,13 @@ TEST(CudaQuantLinearTest, StagedFormatsEveryKernelChoice) {
 
 // Which (format, rows) the tensor-core decode kernel takes: every block
 // format without _perm (aligned weight and x) at 1..8 rows, except one row
-// of q4_0 / q4_1 / q5_0 / q8_0 (quant_mma_gemv_supports); none past 8 rows.
+// of q4_0 / q4_1 / q5_1 / q8_0 and one or two rows of q5_0
+// (quant_mma_gemv_supports); none past 8 rows.
 bool mma_kernel_expected(DType wt, int64_t rows) {
-  const bool narrow = wt == DType::kQ4_0 || wt == DType::kQ4_1 || wt == DType::kQ5_0 ||
+  const bool narrow = wt == DType::kQ4_0 || wt == DType::kQ4_1 || wt == DType::kQ5_1 ||
                       wt == DType::kQ8_0;
-  return rows >= 1 && rows <= cuda::kQuantGemvMaxRows && !(rows == 1 && narrow);
+  const int64_t first = wt == DType::kQ5_0 ? 3 : narrow ? 2 : 1;
+  return rows >= first && rows <= cuda::kQuantGemvMaxRows;
 }
 
 TEST(CudaQuantLinearTest, MmaKernelSupportsEveryFormat) {

@@ -7,10 +7,11 @@
 //
 // Loads per lane and block: Q5_0 (22-byte blocks, 2-byte aligned) five u16
 // (d, qh as two, the quant word as two): 4.4 bytes a load per row, fewer than
-// q4_0's 6, so one row of Q5_0 stays on the CUDA-core kernel (see
+// q4_0's 6, so one or two rows of Q5_0 stay on the CUDA-core kernel (see
 // quant_mma_gemv_supports). Q5_1 (24-byte blocks: 8-byte aligned when the
 // weight is) one u64 header (d, m, qh) and one u32 quant word: 12 bytes a
-// load, twice q4_1's, so it runs here from one row.
+// load, twice q4_1's, yet one row of it was still measured faster on the
+// CUDA-core kernel, so it runs here from two rows.
 #pragma once
 
 #include "backend/cuda/quant_fragments.cuh"

@@ -13,7 +13,8 @@
 //    group formats: the integer quants are mma A operands, x the B operand,
 //    scales applied in f32 per 16 / 32 elements (quant_mma_gemv.cu).
 //  - launch_quant_gemv (GGUF formats the above does not take: misaligned
-//    weights, one row of q4_0 / q4_1 / q5_0 / q8_0) / launch_group_gemv: the
+//    weights, one row of q4_0 / q4_1 / q5_1 / q8_0, up to two of q5_0) /
+//    launch_group_gemv: the
 //    same product on the CUDA cores (all formats; what the formats above
 //    used before, kept for the rest and for A/B runs): a weight stream
 //    dequantized in f32 registers (quant_blocks.cuh) and dotted with every
@@ -65,8 +66,8 @@ cudaError_t init_quant_staged_gemv();
 // True when launch_quant_mma_gemv handles p: a format listed above (group
 // formats without _perm), w aligned to the format's loads (2 bytes for
 // q4_0 / q5_0 / q8_0 / q3_K / q6_K, 8 for q5_1, 16 for q4_K / q5_K, else 4),
-// x 16-byte aligned; q4_0, q4_1, q5_0 and q8_0 from 2 rows on (one row is
-// faster on the CUDA-core kernel).
+// x 16-byte aligned; q4_0, q4_1, q5_1 and q8_0 from 2 rows on, q5_0 from 3
+// (fewer rows are faster on the CUDA-core kernel).
 bool quant_mma_gemv_supports(const QuantGemvParams& p);
 
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32

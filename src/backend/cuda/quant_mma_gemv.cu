@@ -187,9 +187,12 @@ bool quant_mma_gemv_supports(const QuantGemvParams& p) {
   // vs 154.1 us).
   const DType f = without_k_perm(p.w_dtype);
   if (p.rows == 1 && (f == DType::kQ4_0 || f == DType::kQ4_1 || f == DType::kQ8_0)) return false;
-  // One row of q5_0 likewise: five u16 loads per 22-byte block (4.4 bytes a
-  // load, fewer than q4_0's 6; quant_fragments_q5.cuh).
-  if (p.rows == 1 && f == DType::kQ5_0) return false;
+  // q5_0 below three rows and q5_1 at one row likewise (H100, kernel_bench
+  // --quant, 8B gate_up: q5_0 at T = 2 106.2 here vs 90.1 us, at T = 4 110.3
+  // vs 152.0; q5_1 at T = 1 66.5 vs 63.8, at T = 2 67.8 vs 80.1): q5_0 is
+  // five u16 loads per 22-byte block (quant_fragments_q5.cuh).
+  if (f == DType::kQ5_0 && p.rows < 3) return false;
+  if (f == DType::kQ5_1 && p.rows < 2) return false;
   int align = 0;
   if (!dispatch_format(p.w_dtype, [&](auto f) { align = decltype(f)::kAlign; })) return false;
   return is_aligned(p.w, static_cast<uintptr_t>(align));  // row bytes are multiples of align
