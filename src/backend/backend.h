@@ -58,10 +58,7 @@ struct KvCacheView {
 // Describes the sequences of a ragged batch for attention. Device tensors are
 // i32; the host fields mirror them for launch decisions.
 struct AttentionMetadata {
-  // [S+1]: the new tokens of sequence s are batch rows [qsl[s], qsl[s+1]);
-  // a sequence may have none (a jump graph's padding slot,
-  // model/jump_graphs.h): every backend skips it.
-  Tensor query_start_loc;
+  Tensor query_start_loc;  // [S+1]: the new tokens of sequence s are batch rows [qsl[s], qsl[s+1])
   Tensor seq_lens;         // [S]: tokens in sequence s's context after this step (cached + new)
   Tensor block_tables;     // [S, max_blocks_per_seq]: physical block ids, row s for sequence s
   int num_seqs = 0;

@@ -1,6 +1,5 @@
 #include "model/jump_graphs.h"
 
-#include <algorithm>
 #include <cstring>
 
 namespace pagoda {
@@ -42,7 +41,7 @@ int pick_jump_graph(const std::vector<JumpGraphShape>& shapes, const StepBatch& 
   for (size_t i = 0; i < shapes.size(); ++i) {
     const JumpGraphShape& g = shapes[i];
     if (g.decode >= static_cast<int64_t>(num_decodes) && num_tail_seqs < g.num_tail_seqs() &&
-        num_tail_rows < g.tail)
+        num_tail_rows + (g.num_tail_seqs() - num_tail_seqs) <= g.tail)
       return static_cast<int>(i);
   }
   return -1;
@@ -101,7 +100,7 @@ void write_padded_jump_index(const StepBatch& step, const JumpGraphShape& shape,
   }
   for (int64_t s = 0; s <= shape.decode; ++s) dst.query_start_loc[s] = static_cast<int32_t>(s);
   // Tail slots: the step's multi-token sequences packed, then padding slots
-  // without rows, the last taking the rows left (at least one).
+  // of one row each, the last taking the rows left.
   int64_t row = shape.decode;
   int64_t slot = shape.decode;
   for (int64_t s = num_decodes; s < num_seqs; ++s, ++slot) {
@@ -111,10 +110,10 @@ void write_padded_jump_index(const StepBatch& step, const JumpGraphShape& shape,
   }
   const int64_t end_row = shape.num_rows(), end_slot = shape.num_seqs();
   for (; slot < end_slot; ++slot) {
-    const int64_t rows = slot + 1 < end_slot ? 0 : end_row - row;
+    const int64_t rows = slot + 1 < end_slot ? 1 : end_row - row;
     for (int64_t i = 0; i < rows; ++i) pad_row(row + i, static_cast<int32_t>(i));
-    dst.seq_lens[slot] = static_cast<int32_t>(std::max<int64_t>(rows, 1));
-    pad_table(slot, std::max<int64_t>((rows + block_size - 1) / block_size, 1));
+    dst.seq_lens[slot] = static_cast<int32_t>(rows);
+    pad_table(slot, (rows + block_size - 1) / block_size);
     row += rows;
     dst.query_start_loc[slot + 1] = static_cast<int32_t>(row);
   }

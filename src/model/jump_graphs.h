@@ -19,14 +19,10 @@
 //  - tail sequence j < S_j: its rows packed in order from row D, its own
 //    positions, slots, seq_len and block table (no left padding, so a
 //    sliding-window KV group is no obstacle);
-//  - padding tail slots [S_j, J - 1): no rows (the attention kernels skip a
-//    sequence of zero new tokens), seq_len 1 and the scratch block;
-//  - the last tail slot takes every row left over (R - T_j >= 1): row i has
-//    token 0, position i, slot -1, and the slot seq_len = its rows and a
-//    block table on the scratch block(s): they attend to finite keys and
-//    write nothing.
-// So a step costs R - T_j padding rows in the tail (and D - S_d decode
-// padding rows), whatever its number of sequences.
+//  - padding tail slots [S_j, J): one row each, the last taking every row
+//    left over; row i of a slot has token 0, position i, slot -1, and the
+//    slot seq_len = its rows and a block table on the scratch block(s): they
+//    attend to finite keys and write nothing.
 // The real rows compute exactly what the eager step computes (each row's
 // work depends on its own sequence only); logits rows and pending rows are
 // renumbered through jump_row_map. Padding rows' outputs are never read.
@@ -64,7 +60,8 @@ std::vector<JumpGraphShape> jump_graph_shapes(int64_t max_seqs, int64_t max_toke
 // Index into `shapes` (jump_graph_shapes' order) of the smallest shape that
 // `step` (validated) fits: it has at least one sequence of >= 2 new tokens
 // and every such sequence comes after the decode ones, S_d <= D, S_j < J
-// and T_j < R (the last slot pads: at least one row). -1 when none fits.
+// (at least one padding slot takes the tail's rows left over) and
+// T_j + (J - S_j) <= R. -1 when none fits.
 int pick_jump_graph(const std::vector<JumpGraphShape>& shapes, const StepBatch& step);
 
 // Row of the padded batch that row t of `step` becomes: [T] entries (decode

@@ -254,20 +254,6 @@ TEST(CudaAttentionTest, MixedPrefillAndDecode) {
   for (const AttnCase& c : cases) run_case(c);
 }
 
-// Sequences without new tokens (a jump graph's padding slots,
-// model/jump_graphs.h) among decodes and chunks: every kernel (decode,
-// prefill, tile for D = 256, split KV) skips them, the other rows match the CPU.
-TEST(CudaAttentionTest, SequencesWithoutNewTokens) {
-  PAGODA_REQUIRE_GPU();
-  const AttnCase cases[] = {
-      {32, 8, 128, 16,
-       concat(decodes(6, 1, 900), {{5, 300}, {0, 1}, {3, 40}, {0, 1}, {0, 1}, {9, 9}})},
-      {8, 2, 64, 16, concat(decodes(3, 1, 50), {{0, 1}, {0, 1}, {16, 16}})},
-      {4, 2, 256, 16, {{4, 100}, {0, 1}, {0, 1}, {7, 7}}},
-      {16, 4, 128, 16, concat(decodes(40, 1, 3000), {{2, 2000}, {0, 1}, {0, 1}})}};
-  for (const AttnCase& c : cases) run_case(c);
-}
-
 // Gemma's scoring through all three kernels (decode, prefill for D <= 128,
 // tile for D = 256) and split-KV: attention-logit soft-capping and sliding
 // windows shorter and longer than a key tile, so that whole tiles and splits

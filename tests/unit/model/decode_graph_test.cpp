@@ -133,14 +133,13 @@ class GraphEmulatingBackend final : public Backend {
 
  private:
   // The hints a CUDA kernel sizes its grid from bound the arrays it reads:
-  // every query length and context, and num_decode_seqs exact. (A sequence
-  // after the decode ones may have no new tokens: a jump graph's padding.)
+  // every query length and context, and num_decode_seqs exact.
   static void check_hints(const AttentionMetadata& m) {
     const auto* qsl = static_cast<const int32_t*>(m.query_start_loc.data);
     const auto* lens = static_cast<const int32_t*>(m.seq_lens.data);
     for (int s = 0; s < m.num_seqs; ++s) {
       const int32_t q = qsl[s + 1] - qsl[s];
-      EXPECT_GE(q, 0);
+      EXPECT_GE(q, 1);
       EXPECT_LE(q, m.max_query_len);
       EXPECT_GE(lens[s], q);
       EXPECT_LE(lens[s], m.max_seq_len);
@@ -671,10 +670,10 @@ TEST_F(DecodeGraphJumpRunnerTest, ReplayedJumpStepsMatchEagerLogits) {
   step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
   step({0, 1, 2, 3, 4}, true, 8);
   const int before = graphs_.num_replays();
-  jump({0, 1, 2}, {3, 4}, {5, 5}, 4 + 8);  // decode slots 4, tail 10 rows of 16 in 8 slots
+  jump({0, 1, 2}, {3, 4}, {5, 5}, 4 + 8);  // decode slots 4, tail 10 rows + 6 padding slots: 16
   jump({}, {1}, {6}, 8);                   // alone: no decode slots
   jump({0, 2, 3, 4}, {1}, {5}, 4 + 8);
-  jump({}, {0, 2, 3}, {5, 6, 6}, 16);  // 17 rows > 16: the 32-row tail
+  jump({}, {0, 2, 3}, {5, 6, 6}, 16);  // 17 rows + 5 padding slots > 16: the 32-row tail
   EXPECT_EQ(graphs_.num_replays(), before + 4);
   jump({1}, {0}, {3}, 2);  // 3 rows: a verification graph (2 slots of kVerifyLen)
   step({0, 1, 2, 3, 4}, true, 8);

@@ -75,12 +75,12 @@ TEST(JumpGraphIndex, PicksTheSmallestShapeThatHoldsTheStep) {
   g = pick_jump_graph(shapes, three);
   EXPECT_EQ(decode_of(shapes, g), 4);
   EXPECT_EQ(tail_of(shapes, g), 16);
-  // A tail of 16 rows leaves no row for the padding slot of a 16-row tail: 32.
+  // A tail of 15 rows in 2 sequences needs 15 + 6 padding slots > 16: 32.
   StepBatch long_tail = s;
-  long_tail.token_ids.resize(2 + 16, 1);
-  long_tail.positions.resize(2 + 16, 1);
-  long_tail.slot_mapping.resize(2 + 16, -1);
-  long_tail.query_start_loc = {0, 1, 2, 12, 18};
+  long_tail.token_ids.resize(2 + 15, 1);
+  long_tail.positions.resize(2 + 15, 1);
+  long_tail.slot_mapping.resize(2 + 15, -1);
+  long_tail.query_start_loc = {0, 1, 2, 12, 17};
   g = pick_jump_graph(shapes, long_tail);
   EXPECT_EQ(decode_of(shapes, g), 2);
   EXPECT_EQ(tail_of(shapes, g), 32);
@@ -116,36 +116,35 @@ TEST(JumpGraphIndex, PacksTheTailAndPadsSlotsOntoTheScratchBlock) {
                           /*sliding_scratch_block=*/55,
                           {ids.data(), pos.data(), slots.data(), qsl.data(), lens.data(),
                            tables.data(), sliding_slots.data(), sliding_tables.data()});
-  // Decodes, 2 decode padding rows, the tail packed, 5 padding slots without
-  // rows and the last with the 11 rows left.
+  // Decodes, 2 decode padding rows, the tail packed, 5 padding slots of one
+  // row and the last of the 6 rows left.
   EXPECT_EQ(ids, (std::vector<int32_t>{1, 2, 0, 0, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(pos, (std::vector<int32_t>{5, 8, 0, 0, 3, 4, 5, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(pos, (std::vector<int32_t>{5, 8, 0, 0, 3, 4, 5, 1, 2, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(slots, (std::vector<int32_t>{10, 20, -1, -1, 30, 31, 32, 40, 41, -1, -1, -1, -1, -1,
                                          -1, -1, -1, -1, -1, -1}));
   EXPECT_EQ(sliding_slots, (std::vector<int32_t>{110, 120, -1, -1, 130, 131, 132, 140, 141, -1, -1,
                                                  -1, -1, -1, -1, -1, -1, -1, -1, -1}));
-  EXPECT_EQ(qsl, (std::vector<int32_t>{0, 1, 2, 3, 4, 7, 9, 9, 9, 9, 9, 9, 20}));
-  EXPECT_EQ(lens, (std::vector<int32_t>{6, 9, 1, 1, 6, 3, 1, 1, 1, 1, 1, 11}));
+  EXPECT_EQ(qsl, (std::vector<int32_t>{0, 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 20}));
+  EXPECT_EQ(lens, (std::vector<int32_t>{6, 9, 1, 1, 6, 3, 1, 1, 1, 1, 1, 6}));
   EXPECT_EQ(tables, (std::vector<int32_t>{1,  2,  99, 3,  4,  99, 77, 99, 99, 77, 99, 99,
                                           5,  6,  99, 7,  8,  99, 77, 99, 99, 77, 99, 99,
-                                          77, 99, 99, 77, 99, 99, 77, 99, 99, 77, 77, 77}));
+                                          77, 99, 99, 77, 99, 99, 77, 99, 99, 77, 77, 99}));
   EXPECT_EQ(sliding_tables, (std::vector<int32_t>{11, 12, 99, 13, 14, 99, 55, 99, 99, 55, 99, 99,
                                                   -1, 16, 99, 17, 18, 99, 55, 99, 99, 55, 99, 99,
-                                                  55, 99, 99, 55, 99, 99, 55, 99, 99, 55, 55, 55}));
+                                                  55, 99, 99, 55, 99, 99, 55, 99, 99, 55, 55, 99}));
 
   // Capture's all-padding batch: every slot on the scratch block, the last
-  // tail slot taking all the tail's rows.
+  // tail slot taking the tail's rows left after one each.
   write_padded_jump_index(
-      StepBatch{}, JumpGraphShape{2, 16}, width, /*block_size=*/8, 77, -1,
+      StepBatch{}, JumpGraphShape{2, 16}, width, 4, 77, -1,
       {ids.data(), pos.data(), slots.data(), qsl.data(), lens.data(), tables.data()});
   EXPECT_EQ((std::vector<int32_t>(slots.begin(), slots.begin() + 18)),
             std::vector<int32_t>(18, -1));
   EXPECT_EQ((std::vector<int32_t>(qsl.begin(), qsl.begin() + 11)),
-            (std::vector<int32_t>{0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 18}));
-  EXPECT_EQ(lens[9], 16);
-  EXPECT_EQ(pos[17], 15);
+            (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 18}));
+  EXPECT_EQ(lens[9], 9);
   EXPECT_EQ(tables[0], 77);
-  EXPECT_EQ(tables[9 * width + 1], 77);  // 16 rows: 2 blocks of 8
+  EXPECT_EQ(tables[9 * width + 2], 77);  // 9 rows: 3 blocks of 4
 }
 
 }  // namespace
