@@ -56,9 +56,6 @@ RunnerOptions to_runner_options(const EngineOptions& o) {
   // method, or with a proposer the caller supplies (EngineOptions::speculative).
   if (o.speculative.num_speculative_tokens > 0)
     r.verify_graph_query_len = o.speculative.num_speculative_tokens + 1;
-  // Jump-forward's steps carry a jump's tokens as one multi-token row: jump
-  // graphs replay them (model/jump_graphs.h).
-  r.jump_graphs = o.jump_forward;
   r.keep_weight_blocks = !o.gguf_dequantize;
   r.sliding_kv_group = !o.disable_hybrid_kv_cache_manager;
   return r;

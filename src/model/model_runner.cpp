@@ -296,10 +296,7 @@ Status ModelRunner::allocate(int64_t max_len) {
   const size_t table_bytes = static_cast<size_t>(max_len * config_.rope_dim()) * sizeof(float);
   buf_ = std::make_unique<Buffers>();
   Buffers& b = *buf_;
-  // Jump graphs hold up to kMaxJumpGraphSeqs tail slots beyond the decode ones.
-  const int64_t max_graph_seqs =
-      options_.max_num_seqs + (use_graphs_ && options_.jump_graphs ? kMaxJumpGraphSeqs : 0);
-  b.layout = IndexLayout(t, max_graph_seqs, max_table, chunk, sliding_group_);
+  b.layout = IndexLayout(t, options_.max_num_seqs, max_table, chunk, sliding_group_);
   try {
     b.residual = DeviceBuffer(&backend_, t * h * es);
     b.normed = DeviceBuffer(&backend_, t * h * es);
@@ -348,9 +345,6 @@ Status ModelRunner::allocate(int64_t max_len) {
                                             options_.verify_graph_query_len, max_model_len_),
                    options_.verify_graph_query_len, "verification", &verify_graph_sizes_,
                    &verify_graph_ids_);
-    if (options_.jump_graphs)
-      capture_jump_graphs(
-          pagoda::jump_graph_shapes(options_.max_num_seqs, options_.max_num_batched_tokens));
   }
   return {};
 }
@@ -665,7 +659,13 @@ ModelRunner::ForwardRows ModelRunner::run_forward(const StepBatch& step) {
     const int graph = pick_decode_graph(verify_graph_sizes_, num_seqs);
     if (graph >= 0) {
       const int64_t batch = verify_graph_sizes_[static_cast<size_t>(graph)];
-      renumber_rows(step, verify_row_map(step, verify_len));
+      const std::vector<int32_t> row_map = verify_row_map(step, verify_len);
+      auto renumber = [&row_map](const std::vector<int32_t>& rows, std::vector<int32_t>* out) {
+        out->clear();
+        for (const int32_t r : rows) out->push_back(row_map[static_cast<size_t>(r)]);
+      };
+      renumber(step.logits_rows, &padded_logits_rows_);
+      renumber(step.pending_rows, &padded_pending_rows_);
       upload_padded_index(step, batch, verify_len);
       fill_pending_tokens(padded_pending_rows_, step.pending_sources, batch * verify_len);
       apply_block_copies(step);
@@ -673,17 +673,6 @@ ModelRunner::ForwardRows ModelRunner::run_forward(const StepBatch& step) {
       last_graph_batch_ = batch;
       return {batch * verify_len, padded_logits_rows_.data()};
     }
-  }
-  if (const int graph = jump_graph_shapes_.empty() ? -1 : pick_jump_graph(jump_graph_shapes_, step);
-      graph >= 0) {
-    const JumpGraphShape& shape = jump_graph_shapes_[static_cast<size_t>(graph)];
-    renumber_rows(step, jump_row_map(step, shape));
-    upload_padded_jump_index(step, shape);
-    fill_pending_tokens(padded_pending_rows_, step.pending_sources, shape.num_rows());
-    apply_block_copies(step);
-    backend_.replay_graph(jump_graph_ids_[static_cast<size_t>(graph)]);
-    last_graph_batch_ = shape.num_seqs();
-    return {shape.num_rows(), padded_logits_rows_.data()};
   }
   prepare_and_forward(step);
   return {step.num_tokens(), step.logits_rows.data()};
@@ -735,17 +724,9 @@ void ModelRunner::apply_block_copies(const StepBatch& step) {
     backend_.copy_blocks(buf_->group_caches[1], step.sliding_copy_src, step.sliding_copy_dst);
 }
 
-void ModelRunner::renumber_rows(const StepBatch& step, const std::vector<int32_t>& row_map) {
-  auto renumber = [&row_map](const std::vector<int32_t>& rows, std::vector<int32_t>* out) {
-    out->clear();
-    for (const int32_t r : rows) out->push_back(row_map[static_cast<size_t>(r)]);
-  };
-  renumber(step.logits_rows, &padded_logits_rows_);
-  renumber(step.pending_rows, &padded_pending_rows_);
-}
-
-DecodeIndexViews ModelRunner::staging_views() const {
-  const IndexLayout& at = buf_->layout;
+void ModelRunner::upload_padded_index(const StepBatch& step, int64_t batch, int32_t query_len) {
+  Buffers& b = *buf_;
+  const IndexLayout& at = b.layout;
   int32_t* h = staging();
   DecodeIndexViews views{h + at.ids, h + at.positions, h + at.slots,
                          h + at.qsl, h + at.seq_lens,  h + at.tables};
@@ -753,51 +734,33 @@ DecodeIndexViews ModelRunner::staging_views() const {
     views.sliding_slots = h + at.sliding_slots;
     views.sliding_block_tables = h + at.sliding_tables;
   }
-  return views;
-}
-
-void ModelRunner::upload_padded_index(const StepBatch& step, int64_t batch, int32_t query_len) {
   if (query_len == 1) {
     write_padded_decode_index(step, batch, max_blocks_per_seq_, scratch_block_,
-                              sliding_scratch_block_, staging_views());
+                              sliding_scratch_block_, views);
   } else {
     write_padded_verify_index(step, batch, query_len, max_blocks_per_seq_, options_.block_size,
-                              scratch_block_, sliding_scratch_block_, staging_views());
+                              scratch_block_, sliding_scratch_block_, views);
   }
-  upload_staged_index(step, batch, batch * query_len, query_len);
-}
-
-void ModelRunner::upload_padded_jump_index(const StepBatch& step, const JumpGraphShape& shape) {
-  write_padded_jump_index(step, shape, max_blocks_per_seq_, options_.block_size, scratch_block_,
-                          sliding_scratch_block_, staging_views());
-  upload_staged_index(step, shape.num_seqs(), shape.num_rows(), shape.tail);
-}
-
-void ModelRunner::upload_staged_index(const StepBatch& step, int64_t num_seqs, int64_t num_rows,
-                                      int64_t padding_len) {
-  Buffers& b = *buf_;
-  const IndexLayout& at = b.layout;
-  int32_t* h = staging();
   // ids, positions, slots, qsl and seq_lens are consecutive regions: one
-  // upload covers them up to seq_lens' first `num_seqs` entries. The tables
+  // upload covers them up to seq_lens' first `batch` entries. The tables
   // keep the graph's row stride (max_blocks_per_seq_, 8192 at a 128k
   // context), but only the columns this step (or a padding sequence of
-  // padding_len tokens) uses travel (the kernels never read past a sequence's
+  // query_len tokens) uses travel (the kernels never read past a sequence's
   // own blocks): batch 256 at 1k context moves 64 KB, not 8 MB.
-  upload_staged(at.ids, at.seq_lens + num_seqs - at.ids);
-  const int64_t padding_width = (padding_len + options_.block_size - 1) / options_.block_size;
+  upload_staged(at.ids, at.seq_lens + batch - at.ids);
+  const int64_t padding_width = (query_len + options_.block_size - 1) / options_.block_size;
   const int64_t width = std::clamp<int64_t>(
       std::max<int64_t>(step.max_blocks_per_seq, padding_width), 1, max_blocks_per_seq_);
   const size_t pitch = static_cast<size_t>(max_blocks_per_seq_) * sizeof(int32_t);
   auto upload_tables = [&](int64_t tables) {
     backend_.copy_to_device_2d(static_cast<int32_t*>(b.index.data()) + tables, pitch, h + tables,
                                pitch, static_cast<size_t>(width) * sizeof(int32_t),
-                               static_cast<size_t>(num_seqs));
+                               static_cast<size_t>(batch));
   };
   upload_tables(at.tables);
   if (sliding_group_) {
     upload_tables(at.sliding_tables);
-    upload_staged(at.sliding_slots, num_rows);
+    upload_staged(at.sliding_slots, batch * query_len);
   }
 }
 
@@ -817,38 +780,6 @@ AttentionMetadata ModelRunner::graph_metadata(int64_t batch, int32_t query_len,
   m.num_decode_seqs = query_len == 1 ? static_cast<int>(batch) : 0;
   return m;
 }
-AttentionMetadata ModelRunner::jump_graph_metadata(const JumpGraphShape& shape,
-                                                   bool sliding) const {
-  AttentionMetadata m = graph_metadata(shape.num_seqs(), static_cast<int32_t>(shape.tail), sliding);
-  m.num_decode_seqs = static_cast<int>(shape.decode);
-  return m;
-}
-
-
-bool ModelRunner::may_capture(double seconds, const char* what, const std::string& label) {
-  // Under tp and pp the ranks agree on every stop (a rank replaying a graph
-  // runs its collectives and stage hand-offs on the padded batch, so all
-  // must have the same graphs).
-  if (all_ranks(seconds <= kGraphCaptureBudgetSeconds)) return true;
-  log_warn("{} graphs: capture stopped at {} after {:.1f}s; larger {} steps run eagerly", what,
-           label, seconds, what);
-  return false;
-}
-
-int ModelRunner::capture_forward(int64_t rows, const AttentionMetadata& meta,
-                                 const AttentionMetadata& sliding_meta, const char* what,
-                                 const std::string& label) {
-  // Eager warm-up: per-shape library plans (cuBLASLt) are built outside
-  // the capture; the sync also frees the staging buffer for the next size.
-  forward(rows, meta, sliding_meta);
-  backend_.synchronize();
-  const int id = backend_.capture_graph(
-      [this, rows, meta, sliding_meta] { forward(rows, meta, sliding_meta); });
-  if (all_ranks(id >= 0)) return id;
-  log_warn("{} graphs: capture failed at {}{}; those steps run eagerly", what, label,
-           id >= 0 ? " on another tensor- or pipeline-parallel rank" : "");
-  return -1;
-}
 
 void ModelRunner::capture_graphs(const std::vector<int64_t>& sizes, int32_t query_len,
                                  const char* what, std::vector<int64_t>* out_sizes,
@@ -858,12 +789,29 @@ void ModelRunner::capture_graphs(const std::vector<int64_t>& sizes, int32_t quer
   const Clock::time_point start = Clock::now();
   const StepBatch no_seqs;  // an all-padding batch: what the graphs read at capture
   for (const int64_t batch : sizes) {
-    const std::string label = fmt::format("batch {}", batch);
-    if (!may_capture(seconds_since(start), what, label)) break;
+    // Under tp and pp the ranks agree on every stop (a rank replaying a graph
+    // runs its collectives and stage hand-offs on the padded batch, so all
+    // must have the same graphs).
+    if (!all_ranks(seconds_since(start) <= kGraphCaptureBudgetSeconds)) {
+      log_warn(
+          "{} graphs: capture stopped at batch {} after {:.1f}s; larger {} batches run "
+          "eagerly",
+          what, batch, seconds_since(start), what);
+      break;
+    }
     upload_padded_index(no_seqs, batch, query_len);
-    const int id = capture_forward(batch * query_len, graph_metadata(batch, query_len, false),
-                                   graph_metadata(batch, query_len, sliding_group_), what, label);
-    if (id < 0) {
+    const AttentionMetadata meta = graph_metadata(batch, query_len, false);
+    const AttentionMetadata sliding_meta = graph_metadata(batch, query_len, sliding_group_);
+    const int64_t rows = batch * query_len;
+    // Eager warm-up: per-shape library plans (cuBLASLt) are built outside
+    // the capture; the sync also frees the staging buffer for the next size.
+    forward(rows, meta, sliding_meta);
+    backend_.synchronize();
+    const int id = backend_.capture_graph(
+        [this, rows, meta, sliding_meta] { forward(rows, meta, sliding_meta); });
+    if (!all_ranks(id >= 0)) {
+      log_warn("{} graphs: capture failed at batch {}{}; those steps run eagerly", what, batch,
+               id >= 0 ? " on another tensor- or pipeline-parallel rank" : "");
       out_sizes->clear();
       out_ids->clear();
       return;
@@ -877,35 +825,6 @@ void ModelRunner::capture_graphs(const std::vector<int64_t>& sizes, int32_t quer
            what, out_sizes->size(), out_sizes->front(), out_sizes->back(),
            query_len == 1 ? "" : fmt::format(" of {} tokens per sequence", query_len),
            seconds_since(start),
-           (static_cast<double>(free_before) - static_cast<double>(free_after)) / kMiB);
-}
-
-void ModelRunner::capture_jump_graphs(const std::vector<JumpGraphShape>& shapes) {
-  size_t free_before = 0, free_after = 0, total = 0;
-  backend_.memory_info(&free_before, &total);
-  const Clock::time_point start = Clock::now();
-  const StepBatch no_seqs;
-  for (const JumpGraphShape& shape : shapes) {
-    const std::string label = fmt::format("{} decode + {} tail rows", shape.decode, shape.tail);
-    if (!may_capture(seconds_since(start), "jump", label)) break;
-    upload_padded_jump_index(no_seqs, shape);
-    const int id = capture_forward(shape.num_rows(), jump_graph_metadata(shape, false),
-                                   jump_graph_metadata(shape, sliding_group_), "jump", label);
-    if (id < 0) {
-      jump_graph_shapes_.clear();
-      jump_graph_ids_.clear();
-      return;
-    }
-    jump_graph_shapes_.push_back(shape);
-    jump_graph_ids_.push_back(id);
-  }
-  if (jump_graph_shapes_.empty()) return;
-  backend_.memory_info(&free_after, &total);
-  log_info("jump graphs: {} shapes ({}..{} decode rows + {}..{} tail rows) captured in {:.2f}s, "
-           "{:.0f} MiB of device memory",
-           jump_graph_shapes_.size(), jump_graph_shapes_.front().decode,
-           jump_graph_shapes_.back().decode, kJumpGraphTails[0],
-           kJumpGraphTails[std::size(kJumpGraphTails) - 1], seconds_since(start),
            (static_cast<double>(free_before) - static_cast<double>(free_after)) / kMiB);
 }
 

@@ -15,9 +15,7 @@
 #include "core/result.h"
 #include "io/model_config.h"
 #include "io/weight_source.h"
-#include "model/decode_graphs.h"
 #include "model/forward_context.h"
-#include "model/jump_graphs.h"
 #include "model/kv_budget.h"
 #include "model/kv_scales.h"
 #include "model/pipeline_parallel.h"
@@ -116,10 +114,8 @@ class ModelRunner final : public Runner {
   // verify_graph_query_len() rows per sequence, ascending (empty: none).
   const std::vector<int64_t>& verify_graph_sizes() const { return verify_graph_sizes_; }
   int32_t verify_graph_query_len() const { return options_.verify_graph_query_len; }
-  // Shapes with a captured jump graph (jump_graph_shapes' order; empty: none).
-  const std::vector<JumpGraphShape>& jump_graph_shapes() const { return jump_graph_shapes_; }
   // The padded batch size (sequences) of the graph the last collected step
-  // replayed, decode, verification or jump graph; 0 when it ran eagerly.
+  // replayed, decode or verification graph; 0 when it ran eagerly.
   int64_t last_graph_batch_size() const override { return last_graph_batch_; }
   // Seconds the last launch() + collect() spent waiting for the device (the
   // lm_head chunks' samples and the collect).
@@ -193,17 +189,6 @@ class ModelRunner final : public Runner {
   // steps run eagerly from then on). `what` names the kind in the log.
   void capture_graphs(const std::vector<int64_t>& sizes, int32_t query_len, const char* what,
                       std::vector<int64_t>* out_sizes, std::vector<int>* out_ids);
-  // The same for the jump graphs of `shapes` (jump_graphs.h), into
-  // jump_graph_shapes_ and jump_graph_ids_.
-  void capture_jump_graphs(const std::vector<JumpGraphShape>& shapes);
-  // Whether `seconds` of capture so far are within the budget on every rank
-  // (capture_graphs' stop rule); logs the stop for `what` at `label` if not.
-  bool may_capture(double seconds, const char* what, const std::string& label);
-  // Eager warm-up, then capture of the forward over `rows` rows with these
-  // hints; the graph id, or -1 (on any rank: logged for `what`).
-  int capture_forward(int64_t rows, const AttentionMetadata& meta,
-                      const AttentionMetadata& sliding_meta, const char* what,
-                      const std::string& label);
   StepLimits limits() const;  // of validate_step, without the pending-source bound
   // The backend's sticky status as this step's result: once an op has failed
   // (a CUDA error, a rejected shape) every later step fails with its message;
@@ -223,8 +208,8 @@ class ModelRunner final : public Runner {
     int64_t num_tokens = 0;
     const int32_t* logits_rows = nullptr;
   };
-  // The forward of a validated step: graph replay (decode, verification or
-  // jump) or eager.
+  // The forward of a validated step: graph replay (decode or verification)
+  // or eager.
   ForwardRows run_forward(const StepBatch& step);
   // Uploads the index arrays, fills the pending tokens, applies block copies
   // and runs the forward.
@@ -233,16 +218,6 @@ class ModelRunner final : public Runner {
   // into the staging buffer for a graph of `batch` sequences, then the
   // uploads.
   void upload_padded_index(const StepBatch& step, int64_t batch, int32_t query_len);
-  // write_padded_jump_index into the staging buffer, then the uploads.
-  void upload_padded_jump_index(const StepBatch& step, const JumpGraphShape& shape);
-  // The staging buffer's index arrays as views for the padded writers.
-  DecodeIndexViews staging_views() const;
-  // Uploads the staged padded index of `num_seqs` sequences and `num_rows`
-  // rows, table columns up to the step's or `padding_len` rows' need.
-  void upload_staged_index(const StepBatch& step, int64_t num_seqs, int64_t num_rows,
-                           int64_t padding_len);
-  // A replay's logits and pending rows renumbered through `row_map`.
-  void renumber_rows(const StepBatch& step, const std::vector<int32_t>& row_map);
   // Sets the pending tokens of the first `num_tokens` ids (after their
   // upload): rows / sources are pending_rows (renumbered for a padded batch)
   // / pending_sources. A source in the previous step's last lm_head chunk
@@ -254,8 +229,6 @@ class ModelRunner final : public Runner {
   // The metadata a graph of `batch` sequences of `query_len` rows is
   // captured with, of the full group's tables or of the sliding group's.
   AttentionMetadata graph_metadata(int64_t batch, int32_t query_len, bool sliding) const;
-  // The metadata of a jump graph of `shape`.
-  AttentionMetadata jump_graph_metadata(const JumpGraphShape& shape, bool sliding) const;
   // Block copies of both groups.
   void apply_block_copies(const StepBatch& step);
   // The family's forward (Architecture::forward) over the first `num_tokens`
@@ -304,10 +277,7 @@ class ModelRunner final : public Runner {
   // Verification graphs (options_.verify_graph_query_len rows per sequence).
   std::vector<int64_t> verify_graph_sizes_;
   std::vector<int> verify_graph_ids_;
-  // Jump graphs (options_.jump_graphs).
-  std::vector<JumpGraphShape> jump_graph_shapes_;
-  std::vector<int> jump_graph_ids_;
-  // A verification or jump replay's renumbered rows (verify_row_map, jump_row_map), kept for the
+  // A verification replay's renumbered rows (verify_row_map), kept for the
   // lm_head chunks and the pending-token fill of the step being launched.
   std::vector<int32_t> padded_logits_rows_;
   std::vector<int32_t> padded_pending_rows_;

@@ -51,10 +51,6 @@ struct RunnerOptions {
   // (verify_graphs.h; speculative decoding sets num_speculative_tokens + 1).
   // 0 or 1: none.
   int32_t verify_graph_query_len = 0;
-  // With graphs: also captures jump graphs (jump_graphs.h) for steps of
-  // decode rows plus a few multi-token sequences (structured output's
-  // jump-forward sets it; its memory is logged at startup).
-  bool jump_graphs = false;
   // Linear weights stored in quantization blocks (GGUF Q4_0..Q6_K, AWQ / GPTQ
   // modules as group formats) stay in
   // their blocks on the device and Backend::linear computes from them; false

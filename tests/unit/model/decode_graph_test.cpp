@@ -220,8 +220,6 @@ class DecodeGraphRunnerTest : public ::testing::Test {
   virtual ModelConfig model_config() const { return test::tiny_config(); }
   // RunnerOptions::sliding_kv_group of both runners.
   virtual bool sliding_group() const { return false; }
-  // RunnerOptions::jump_graphs of both runners.
-  virtual bool jump_graphs() const { return false; }
   int window() const { return sliding_group() ? static_cast<int>(config_.sliding_window) : 0; }
 
   void SetUp() override {
@@ -234,7 +232,6 @@ class DecodeGraphRunnerTest : public ::testing::Test {
     o.max_num_batched_tokens = 64;
     o.sliding_kv_group = sliding_group();
     o.verify_graph_query_len = kVerifyLen;
-    o.jump_graphs = jump_graphs();
     auto g = ModelRunner::create(graphs_, config_, src_, o);
     ASSERT_TRUE(g.ok()) << g.error().message;
     graph_runner_ = std::move(g).value();
@@ -629,88 +626,6 @@ TEST_F(DecodeGraphRunnerTest, PendingTokensReachAVerificationReplay) {
   EXPECT_EQ(gb.top_logprobs, eb.top_logprobs);
 }
 
-// Jump graphs (jump_graphs.h): steps of decode rows plus sequences of more
-// new tokens than a verification slot (jump-forward's) replay them.
-class DecodeGraphJumpRunnerTest : public DecodeGraphRunnerTest {
- protected:
-  bool jump_graphs() const override { return true; }
-  // One step: the sequences `decodes` feed their pending token, then each
-  // sequence jumps[j] feeds its pending token and lens[j] - 1 more; each
-  // appends its greedy token.
-  void jump(const std::vector<int>& decodes, const std::vector<int>& jumps,
-            const std::vector<int32_t>& lens, int64_t want_graph_batch) {
-    std::vector<Seq*> seqs;
-    std::vector<int32_t> num_new;
-    for (int i : decodes) {
-      seqs.push_back(&seqs_[static_cast<size_t>(i)]);
-      num_new.push_back(1);
-    }
-    for (size_t j = 0; j < jumps.size(); ++j) {
-      Seq& s = seqs_[static_cast<size_t>(jumps[j])];
-      while (static_cast<int32_t>(s.tokens.size()) < s.num_cached + lens[j])
-        s.tokens.push_back(static_cast<int32_t>(s.tokens.size() * 13 + 5) % 97);
-      seqs.push_back(&s);
-      num_new.push_back(lens[j]);
-    }
-    const std::vector<int32_t> next =
-        run_both(make_step(seqs, num_new, kBlockSize, window()), want_graph_batch);
-    ASSERT_EQ(next.size(), seqs.size());
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      seqs[i]->num_cached += num_new[i];
-      seqs[i]->tokens.push_back(next[i]);
-    }
-  }
-};
-
-TEST_F(DecodeGraphJumpRunnerTest, ReplayedJumpStepsMatchEagerLogits) {
-  // 8 sequences, 64 tokens: jump_graph_shapes(8, 64).
-  EXPECT_EQ(graph_runner_->jump_graph_shapes().size(), 11u);
-  EXPECT_EQ(graphs_.num_graphs(), 4 + 4 + 11);
-  // The prompts: a one-token sequence after longer ones is not jump-shaped.
-  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
-  step({0, 1, 2, 3, 4}, true, 8);
-  const int before = graphs_.num_replays();
-  jump({0, 1, 2}, {3, 4}, {5, 5}, 4 + 8);  // decode slots 4, tail 10 rows + 6 padding slots: 16
-  jump({}, {1}, {6}, 8);                   // alone: no decode slots
-  jump({0, 2, 3, 4}, {1}, {5}, 4 + 8);
-  jump({}, {0, 2, 3}, {5, 6, 6}, 16);  // 17 rows + 5 padding slots > 16: the 32-row tail
-  EXPECT_EQ(graphs_.num_replays(), before + 4);
-  jump({1}, {0}, {3}, 2);  // 3 rows: a verification graph (2 slots of kVerifyLen)
-  step({0, 1, 2, 3, 4}, true, 8);
-}
-
-// Async scheduling: the decode rows' and the jump's first tokens are the
-// step before's samples (pending on the device); the replay fills them into
-// their padded rows.
-TEST_F(DecodeGraphJumpRunnerTest, PendingTokensReachAJumpReplay) {
-  step({0, 1, 2}, false, 0);
-  for (int i = 0; i < 2; ++i) step({0, 1, 2}, true, 4);
-  std::vector<Seq*> seqs = {&seqs_[0], &seqs_[1], &seqs_[2]};
-  const StepBatch a = make_step(seqs, {1, 1, 1}, kBlockSize);
-  for (Seq* s : seqs) {
-    s->num_cached += 1;
-    s->tokens.resize(static_cast<size_t>(s->num_cached));
-    s->tokens.insert(s->tokens.end(), {0, 17, 18, 19, 20, 21});
-  }
-  StepBatch b = make_step(seqs, {1, 1, 6}, kBlockSize);
-  b.pending_rows = {0, 1, 2};
-  b.pending_sources = {0, 1, 2};
-  SampleOutput ga, gb, ea, eb;
-  for (auto [runner, out_a, out_b] :
-       {std::tuple{graph_runner_.get(), &ga, &gb}, std::tuple{eager_runner_.get(), &ea, &eb}}) {
-    ASSERT_TRUE(runner->launch(a, 0).ok());
-    ASSERT_TRUE(runner->launch(b, 1).ok());
-    ASSERT_TRUE(runner->collect(0, out_a).ok());
-    ASSERT_TRUE(runner->collect(1, out_b).ok());
-  }
-  EXPECT_EQ(graph_runner_->last_graph_batch_size(), 2 + 8);
-  EXPECT_EQ(ga.token_ids, ea.token_ids);
-  ASSERT_EQ(gb.token_ids.size(), 3u);
-  EXPECT_EQ(gb.token_ids, eb.token_ids);
-  EXPECT_EQ(gb.logprobs, eb.logprobs);
-  EXPECT_EQ(gb.top_logprobs, eb.top_logprobs);
-}
-
 // A mixture of experts (the gated shared expert included): routing stays on
 // the device, so replayed decode steps give the eager logits too.
 class DecodeGraphMoeRunnerTest : public DecodeGraphRunnerTest {
@@ -751,22 +666,6 @@ TEST_F(DecodeGraphSlidingRunnerTest, ReplayedDecodeStepsMatchEagerLogits) {
 // With the sliding-window group left padding could read keys released
 // before a window: only steps whose every sequence has kVerifyLen rows
 // replay a verification graph (padding slots on the group's scratch block).
-// With the sliding-window group jump graphs replay too: they need no left
-// padding, and padding slots sit on the group's scratch block.
-class DecodeGraphSlidingJumpRunnerTest : public DecodeGraphJumpRunnerTest {
- protected:
-  ModelConfig model_config() const override { return test::tiny_config("gemma3"); }
-  bool sliding_group() const override { return true; }
-};
-
-TEST_F(DecodeGraphSlidingJumpRunnerTest, ReplayedJumpStepsMatchEagerLogits) {
-  step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
-  step({0, 1, 2, 3, 4}, true, 8);
-  jump({0, 1, 2}, {3, 4}, {5, 5}, 4 + 8);
-  jump({}, {1}, {6}, 8);
-  step({0, 1, 2, 3, 4}, true, 8);
-}
-
 TEST_F(DecodeGraphSlidingRunnerTest, VerificationStepsReplayOnlyWithoutLeftPadding) {
   step({0, 1, 2, 3, 4}, /*decode=*/false, /*graph=*/0);
   for (int i = 0; i < 3; ++i) step({0, 1, 2, 3, 4}, true, 8);
