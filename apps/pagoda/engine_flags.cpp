@@ -198,7 +198,9 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
              "plan and launch the next engine step while the GPU runs the current one, so host "
              "work hides behind device work (steps of beam search, n > 1 forks and penalties "
              "wait for their tokens; structured-output steps launch their forward ahead and "
-             "their sampler once the next masks are built)");
+             "their sampler once the next masks are built; steps of fewer than 16 sequences "
+             "within 2 s of a request arriving while steps ran wait too, so that arrivals join "
+             "the next step)");
   add_switch(
       app, "jump-forward", o.jump_forward,
       "structured output: where the grammar admits a single continuation (a JSON key, a "

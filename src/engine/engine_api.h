@@ -83,7 +83,8 @@ struct EngineOptions {
   int pipeline_parallel_size = 1;
   // Plan and launch step N+1 while the device runs step N (steps whose
   // requests need step N's tokens first -- beam search, the fork of n > 1,
-  // repetition/presence/frequency penalties -- wait).
+  // repetition/presence/frequency penalties -- wait; so do small steps
+  // shortly after a request arrived while steps ran: engine/run_ahead_policy.h).
   bool async_scheduling = true;
   // Structured output: where the constraint admits a single continuation,
   // append its tokens without sampling them (engine/jump_forward.h).
@@ -232,6 +233,10 @@ struct EngineMetrics {
   // Steps during whose device time the next step was planned and launched
   // (async scheduling); the others waited for their samples first.
   uint64_t overlapped_steps = 0;
+  // Steps that could have been overlapped so but whose next step the
+  // adaptive rule planned after their samples instead: a small batch shortly
+  // after a request arrived while steps ran (engine/run_ahead_policy.h).
+  uint64_t held_steps = 0;
   // Part of steps.seconds spent turning sampled tokens into text: incremental
   // detokenization and stop checks (strings, tokens, lengths) of every sample.
   double detokenize_seconds = 0.0;

@@ -10,7 +10,9 @@
 // runs the forward) and its sampler launched (finish_launch). A verification
 // step's next step is planned ahead when its drafts are likely rejected
 // (RowPlanner::can_run_ahead), as if they all were: a sample that keeps
-// drafts after all drops its row in that step (verify_drafts).
+// drafts after all drops its row in that step (verify_drafts). A small step
+// shortly after a request arrived while steps ran is not planned ahead
+// (RunAheadPolicy), so that the next arrival joins the next step.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,9 +54,13 @@ void LlmEngine::step() {
   // N+1 now, so that the host work of both hides behind N's device time.
   LaunchedStep current = std::move(*running_step_);
   running_step_.reset();
-  const bool ahead = parts_.options.async_scheduling &&
-                     planner_.can_run_ahead(current.refs, requests_, num_launched_) &&
-                     !has_jump_forward_rows(current.refs);
+  // Eligible steps run ahead unless the adaptive rule holds them: a small
+  // batch shortly after a busy arrival (RunAheadPolicy), so that the next
+  // arrival joins the next step.
+  const bool eligible = parts_.options.async_scheduling &&
+                        planner_.can_run_ahead(current.refs, requests_, num_launched_) &&
+                        !has_jump_forward_rows(current.refs);
+  const bool ahead = eligible && run_ahead_.run_ahead(current.out.seqs.size());
   bool next_failed = false;
   bool overlapped = false;
   if (ahead) {
@@ -102,7 +108,7 @@ void LlmEngine::step() {
   scheduler_.recycle(std::move(current.out));
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
                    detokenize_seconds_, parts_.runner->last_graph_batch_size() > 0, decode_only,
-                   overlapped);
+                   overlapped, eligible && !ahead);
 }
 
 bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedStep& step) {

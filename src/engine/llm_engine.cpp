@@ -33,6 +33,7 @@ LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
     : parts_(std::move(parts)),
       scheduler_(std::move(scheduler)),
       planner_(parts_.eos_token_ids, parts_.info.vocab_size),
+      run_ahead_(parts_.run_ahead, parts_.run_ahead_clock),
       metrics_(parts_.info.max_model_len,
                parts_.proposer ? parts_.options.speculative.num_speculative_tokens : 0) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();
@@ -187,8 +188,12 @@ void LlmEngine::loop() {
 }
 
 void LlmEngine::apply_commands(std::deque<Command>& commands) {
+  // Requests that find steps to run arrive "busy" (RunAheadPolicy); those
+  // taken together with the first of an idle engine do not.
+  const bool busy = scheduler_.has_unfinished() || running_step_.has_value();
   for (Command& c : commands) {
     if (c.add) {
+      if (busy) run_ahead_.on_busy_arrival();
       admit(std::move(c.add));
     } else {
       abort_now(c.abort_id);

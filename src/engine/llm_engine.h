@@ -23,6 +23,7 @@
 #include "engine/metrics_recorder.h"
 #include "engine/request_state.h"
 #include "engine/row_planner.h"
+#include "engine/run_ahead_policy.h"
 #include "engine/stats_logger.h"
 #include "jinja/chat_template.h"
 #include "model/runner.h"
@@ -63,6 +64,10 @@ struct EngineParts {
   // Test hook: run Scheduler::check_invariants() after every step; the first
   // failure is kept (LlmEngine::invariant_error()) and logged.
   bool check_invariants = false;
+  // The adaptive rule of async scheduling (engine/run_ahead_policy.h) and its
+  // clock (null: the steady clock; tests give a fake one).
+  RunAheadPolicy::Config run_ahead = {};
+  RunAheadPolicy::NowFn run_ahead_clock = {};
 };
 
 // Resolves and loads everything create_engine() needs without starting the
@@ -236,6 +241,7 @@ class LlmEngine final : public Engine {
   EngineParts parts_;
   Scheduler scheduler_;
   RowPlanner planner_;
+  RunAheadPolicy run_ahead_;
   MetricsRecorder metrics_;
   std::unique_ptr<StatsLogger>
       stats_logger_;  // with options.stats_log_interval > 0; reads metrics_

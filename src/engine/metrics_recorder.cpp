@@ -72,13 +72,15 @@ void MetricsRecorder::on_launch(int64_t num_tokens) {
 }
 
 void MetricsRecorder::on_step(double seconds, double device_wait_seconds, double detokenize_seconds,
-                              bool graph, bool decode_only, bool overlapped) {
+                              bool graph, bool decode_only, bool overlapped,
+                              bool held) {
   std::lock_guard<std::mutex> lock(mu_);
   m_.steps.add(seconds, device_wait_seconds);
   m_.detokenize_seconds += detokenize_seconds;
   if (graph) m_.graph_steps.add(seconds, device_wait_seconds);
   if (decode_only) ++m_.decode_only_steps;
   if (overlapped) ++m_.overlapped_steps;
+  if (held) ++m_.held_steps;
 }
 
 void MetricsRecorder::set_state(int64_t num_running, int64_t num_waiting, int64_t num_preemptions,

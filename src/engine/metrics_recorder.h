@@ -44,9 +44,10 @@ class MetricsRecorder {
   // the part spent detokenizing and checking stops, whether it replayed a
   // (decode or verification) graph, whether every sequence in it had one new
   // token (EngineMetrics::decode_only_steps) and whether the next step was
-  // launched before its samples were read.
+  // launched before its samples were read, or could have been but the
+  // adaptive rule held it (EngineMetrics::held_steps).
   void on_step(double seconds, double device_wait_seconds, double detokenize_seconds, bool graph,
-               bool decode_only, bool overlapped);
+               bool decode_only, bool overlapped, bool held);
   // A drafted sequence was verified: num_accepted of its num_drafted drafts
   // kept (the first num_accepted positions).
   void on_spec_verified(int32_t num_drafted, int32_t num_accepted);

@@ -60,6 +60,9 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
       "Part of the step time spent detokenizing sampled tokens and checking stop conditions.");
   e.counter("pagoda:engine_steps_overlapped", static_cast<double>(m.overlapped_steps),
             "Steps during which the next step was planned and launched (async scheduling).");
+  e.counter("pagoda:engine_steps_held", static_cast<double>(m.held_steps),
+            "Steps that could have overlapped the next one but were held by the adaptive rule "
+            "(a small batch shortly after a busy arrival).");
   e.labelled_counter("pagoda:request_success", "Finished requests by finish reason.",
                      "finished_reason",
                      {{"stop", static_cast<double>(m.finished_stop)},

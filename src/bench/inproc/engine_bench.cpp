@@ -124,7 +124,8 @@ StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics&
     spec.accepted_per_position[j] -= before.spec_accepted_per_position[j];
   return {after.steps.minus(before.steps), after.graph_steps.minus(before.graph_steps),
           after.decode_only_steps - before.decode_only_steps,
-          after.overlapped_steps - before.overlapped_steps, std::move(spec)};
+          after.overlapped_steps - before.overlapped_steps, after.held_steps - before.held_steps,
+          std::move(spec)};
 }
 
 Result<LatencyBenchResult> run_latency_bench(Engine& engine, const LatencyBenchOptions& o) {

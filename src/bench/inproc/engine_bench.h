@@ -63,6 +63,7 @@ struct StepTotals {
   StepTimes graph;  // the decode-graph replays among them
   uint64_t decode_only = 0;  // steps whose every sequence had one new token (any backend)
   uint64_t overlapped = 0;  // steps whose successor was launched while they ran
+  uint64_t held = 0;  // steps the adaptive rule kept from running ahead (EngineMetrics::held_steps)
   SpecTotals spec;
 };
 StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics& after);

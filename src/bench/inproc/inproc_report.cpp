@@ -64,6 +64,7 @@ void step_fields(json& j, const StepTotals& s) {
   j["num_graph_steps"] = s.graph.steps;
   j["num_decode_only_steps"] = s.decode_only;
   j["num_overlapped_steps"] = s.overlapped;
+  j["num_held_steps"] = s.held;
   j["host_us_per_step"] = host_us(s.all);
   j["host_us_per_graph_step"] = host_us(s.graph);
   j["host_us_per_eager_step"] = host_us(s.all.minus(s.graph));
@@ -75,11 +76,12 @@ void step_fields(json& j, const StepTotals& s) {
 // Host time = step wall time minus the wait for sampled ids; for eager steps
 // it includes kernel launches, which the device overlaps.
 void step_lines(std::string& out, const json& j) {
-  line(out, "Engine steps (graph replays, decode-only, overlapped):",
-       fmt::format("{} ({}, {}, {})", j.value("num_steps", uint64_t{0}),
+  line(out, "Engine steps (graph replays, decode-only, overlapped, held):",
+       fmt::format("{} ({}, {}, {}, {})", j.value("num_steps", uint64_t{0}),
                    j.value("num_graph_steps", uint64_t{0}),
                    j.value("num_decode_only_steps", uint64_t{0}),
-                   j.value("num_overlapped_steps", uint64_t{0})));
+                   j.value("num_overlapped_steps", uint64_t{0}),
+                   j.value("num_held_steps", uint64_t{0})));
   line(out, "Host us/step outside the device wait:", num(j, "host_us_per_step"));
   line(out, "  graph steps / eager steps (us):",
        fmt::format("{} / {}", num(j, "host_us_per_graph_step"), num(j, "host_us_per_eager_step")));

@@ -42,7 +42,7 @@ std::string format_latency_report(const nlohmann::json& report);
 
 // Fields: elapsed_s, requests_per_s, output_tok_s, total_tok_s and counts.
 // Both reports add num_steps, num_graph_steps, num_decode_only_steps,
-// num_overlapped_steps, host_us_per_step (and per graph /
+// num_overlapped_steps, num_held_steps, host_us_per_step (and per graph /
 // eager step) and device_wait_pct (StepTotals).
 nlohmann::json throughput_report(const ThroughputBenchOptions& options,
                                  const ThroughputBenchResult& result, const std::string& model,

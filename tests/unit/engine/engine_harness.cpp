@@ -129,6 +129,8 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   parts->check_invariants = true;
   if (setup.proposer) parts->proposer = setup.proposer();
   parts->acceptance_rule = setup.acceptance_rule;
+  parts->run_ahead = setup.run_ahead;
+  parts->run_ahead_clock = setup.run_ahead_clock;
   Result<std::unique_ptr<LlmEngine>> engine = LlmEngine::start(std::move(parts.value()));
   if (!engine.ok()) {
     ADD_FAILURE() << "LlmEngine::start: " << engine.error().message;

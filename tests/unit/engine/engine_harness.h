@@ -123,6 +123,12 @@ struct EngineSetup {
   std::function<std::unique_ptr<Proposer>()> proposer = {};
   // EngineParts::acceptance_rule (null: the exact rule).
   std::function<int32_t(std::span<const int32_t>, std::span<const int32_t>)> acceptance_rule = {};
+  // EngineParts::run_ahead and its clock. Off by default here (small_batch
+  // 0: every eligible step runs ahead), so that tests of the async paths
+  // see them whatever the timing of their arrivals; engine_run_ahead_test
+  // tests the rule.
+  RunAheadPolicy::Config run_ahead = {.small_batch = 0};
+  RunAheadPolicy::NowFn run_ahead_clock = {};
 };
 
 // Greedy sampling of max_tokens tokens.
