@@ -98,12 +98,16 @@ TEST(MetricsText, ExposesStepTimes) {
   EngineMetrics m;
   m.steps.add(2.5, 1.5);
   m.detokenize_seconds = 0.25;
+  m.overlapped_steps = 7;
+  m.held_steps = 3;
   auto s = parse_exposition(format_prometheus(m, "m", ModelInfo{}));
   const std::string l = R"({model_name="m"})";
   EXPECT_EQ(s["pagoda:engine_steps_total" + l], 1);
   EXPECT_EQ(s["pagoda:engine_step_seconds_total" + l], 2.5);
   EXPECT_EQ(s["pagoda:engine_step_device_wait_seconds_total" + l], 1.5);
   EXPECT_EQ(s["pagoda:engine_detokenize_seconds_total" + l], 0.25);
+  EXPECT_EQ(s["pagoda:engine_steps_overlapped_total" + l], 7);
+  EXPECT_EQ(s["pagoda:engine_steps_held_total" + l], 3);
 }
 
 TEST(MetricsText, WeightPrecisionInfo) {
