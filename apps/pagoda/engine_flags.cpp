@@ -199,7 +199,7 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
              "work hides behind device work (steps of beam search, n > 1 forks and penalties "
              "wait for their tokens; structured-output steps launch their forward ahead and "
              "their sampler once the next masks are built; steps of fewer than 16 sequences "
-             "within 2 s of a request arriving while steps ran wait too, so that arrivals join "
+             "within 5 s of a request arriving while steps ran wait too, so that arrivals join "
              "the next step)");
   add_switch(
       app, "jump-forward", o.jump_forward,

@@ -31,9 +31,13 @@ struct RunAheadConfig {
   // server runs batches far above it (up to max_num_seqs).
   int64_t small_batch = 16;
   // How long after a busy arrival small steps wait for their predecessor.
-  // 2 s: at 1 req/s a Poisson gap exceeds it for e^-2 = 14% of arrivals,
-  // and after such a gap the engine is mostly idle anyway.
-  double arrival_window_s = 2.0;
+  // The busy arrival that opens the window still joins step N+2, so the
+  // window must span the gaps between busy arrivals: at 1 req/s with ~1 s
+  // requests (W3) about half the arrivals are busy, and a busy one finds no
+  // busy one in the 5 s before it with probability ~e^-2.5 = 8% (2 s:
+  // e^-1 = 37%). Holding costs a small step only its unhidden host time
+  // (tens of µs of a ~5 ms decode step), so a long window is cheap.
+  double arrival_window_s = 5.0;
 };
 
 class RunAheadPolicy {

@@ -43,11 +43,23 @@ TEST(RunAheadPolicy, ZeroThresholdTurnsTheRuleOff) {
   EXPECT_TRUE(p.run_ahead(1));
 }
 
-TEST(RunAheadPolicy, DefaultsAndTheSteadyClock) {
-  RunAheadPolicy p;  // small_batch 16, 2 s, Clock::now
+TEST(RunAheadPolicy, Defaults) {
+  FakeClock c;
+  RunAheadPolicy p({}, [&c] { return c.t; });  // small_batch 16, 5 s
   p.on_busy_arrival();
   EXPECT_FALSE(p.run_ahead(15));
   EXPECT_TRUE(p.run_ahead(16));
+  c.advance(4.9);
+  EXPECT_FALSE(p.run_ahead(1));
+  c.advance(0.2);
+  EXPECT_TRUE(p.run_ahead(1));
+}
+
+TEST(RunAheadPolicy, TheSteadyClockByDefault) {
+  RunAheadPolicy p;
+  EXPECT_TRUE(p.run_ahead(1));
+  p.on_busy_arrival();
+  EXPECT_FALSE(p.run_ahead(1));  // well within 5 s of now
 }
 
 }  // namespace
