@@ -148,24 +148,25 @@ def tensor_shapes(spec):
     'normal' (std), 'ones' (norms) or 'zeros' (biases)."""
     h, d = spec["hidden_size"], spec["head_dim"]
     q, kv, inter = spec["num_attention_heads"] * d, spec["num_key_value_heads"] * d, spec["intermediate_size"]
+    # Gemma's RMSNorm scales by 1 + w, so w = 0 is its identity; the others' by w.
+    norm = "zeros" if spec["arch"] == "gemma3" else "ones"
     out = [("model.embed_tokens.weight", (spec["vocab_size"], h), "normal")]
     for i in range(spec["num_hidden_layers"]):
         p = "model.layers.%d." % i
-        out += [(p + "input_layernorm.weight", (h,), "ones"),
+        out += [(p + "input_layernorm.weight", (h,), norm),
                 (p + "self_attn.q_proj.weight", (q, h), "normal"),
                 (p + "self_attn.k_proj.weight", (kv, h), "normal"),
                 (p + "self_attn.v_proj.weight", (kv, h), "normal")]
         if spec["arch"] == "qwen2":
             out += [(p + "self_attn.q_proj.bias", (q,), "zeros"), (p + "self_attn.k_proj.bias", (kv,), "zeros"),
                     (p + "self_attn.v_proj.bias", (kv,), "zeros")]
-        if spec["arch"] in ("qwen3", "qwen3_moe"):
-            out += [(p + "self_attn.q_norm.weight", (d,), "ones"), (p + "self_attn.k_norm.weight", (d,), "ones")]
-        if spec["arch"] == "gemma3":  # RMSNorm scales by 1 + w: w = 0 is the identity
-            out += [(p + "self_attn.q_norm.weight", (d,), "zeros"), (p + "self_attn.k_norm.weight", (d,), "zeros"),
-                    (p + "pre_feedforward_layernorm.weight", (h,), "zeros"),
-                    (p + "post_feedforward_layernorm.weight", (h,), "zeros")]
+        if spec["arch"] in ("qwen3", "qwen3_moe", "gemma3"):
+            out += [(p + "self_attn.q_norm.weight", (d,), norm), (p + "self_attn.k_norm.weight", (d,), norm)]
+        if spec["arch"] == "gemma3":
+            out += [(p + "pre_feedforward_layernorm.weight", (h,), norm),
+                    (p + "post_feedforward_layernorm.weight", (h,), norm)]
         out += [(p + "self_attn.o_proj.weight", (h, q), "normal"),
-                (p + "post_attention_layernorm.weight", (h,), "zeros" if spec["arch"] == "gemma3" else "ones")]
+                (p + "post_attention_layernorm.weight", (h,), norm)]
         if spec["arch"] == "qwen3_moe":
             e, mi = spec["num_experts"], spec["moe_intermediate_size"]
             out.append((p + "mlp.gate.weight", (e, h), "normal"))
@@ -177,9 +178,7 @@ def tensor_shapes(spec):
             out += [(p + "mlp.gate_proj.weight", (inter, h), "normal"),
                     (p + "mlp.up_proj.weight", (inter, h), "normal"),
                     (p + "mlp.down_proj.weight", (h, inter), "normal")]
-    if spec["arch"] == "gemma3":
-        out = [(n, shape, "zeros" if n.endswith("layernorm.weight") else kind) for n, shape, kind in out]
-    out.append(("model.norm.weight", (h,), "zeros" if spec["arch"] == "gemma3" else "ones"))
+    out.append(("model.norm.weight", (h,), norm))
     if not spec["tie_word_embeddings"]:
         out.append(("lm_head.weight", (spec["vocab_size"], h), "normal"))
     return out
