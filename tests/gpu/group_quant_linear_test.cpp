@@ -1,8 +1,9 @@
 // linear with an AWQ / GPTQ group-format weight (core/dtype.h: w4g32 ..
 // w8g128, and the _perm formats of GPTQ act order) on CUDA against the CPU
 // backend on the same bytes: the decode kernel (T 1..8, quant_mma_gemv.cu;
-// a _perm format gathers x through the permutation) and the dequantize-then-
-// cuBLASLt path (T 16, 100, 333; the dequantization scatters the columns
+// a _perm format gathers x through the permutation), the wide kernel (T 16,
+// launch_quant_mma_wide, x gathered likewise) and the dequantize-then-
+// cuBLASLt path (T 100, 333; the dequantization scatters the columns
 // back to logical order), N and K odd multiples of the group, 4 and 8 bits,
 // with and without the permutation, random zero points over [0, 2^bits]
 // (symmetric checkpoints store 2^(bits-1), asymmetric any; GPTQ v1's + 1
@@ -88,7 +89,7 @@ TEST(CudaGroupQuantLinearTest, EveryFormatMatchesCpu) {
   }
 }
 
-// The Llama-3.1-8B shapes at T 1 (decode kernel) and 64 (dequantize path).
+// The Llama-3.1-8B shapes at T 1 (decode kernel) and 64 (wide kernel).
 TEST(CudaGroupQuantLinearTest, LargeShapes) {
   PAGODA_REQUIRE_GPU();
   for (DType wt : {DType::kW4G128, DType::kW4G128Perm, DType::kW8G128}) {

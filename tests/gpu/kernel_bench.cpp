@@ -19,12 +19,14 @@
 //        kernel_bench --fused                 (the fused decode op beside its unfused
 //                                              calls: bench_fused_decode)
 //        kernel_bench --moe                   (moe_experts only)
-//        kernel_bench --quant [FORMAT...]     (block-format linear at T 1, 2, 4, 8, 64, 512
-//                                              beside bf16, or only the named formats, e.g.
-//                                              q5_0 q2_K; q8_0 / q4_0 / q4_1 at T <= 8 under
-//                                              each decode-kernel choice: staged, unstaged,
-//                                              legacy; PAGODA_QUANT_GEMV=legacy: the other
-//                                              formats on the CUDA-core decode kernels)
+//        kernel_bench --quant [FORMAT...]     (block-format linear at T 1, 2, 4, 8, 16, 32,
+//                                              64, 512 beside bf16, or only the named formats,
+//                                              e.g. q5_0 q2_K; q8_0 / q4_0 / q4_1 at T <= 8
+//                                              under each decode-kernel choice: staged,
+//                                              unstaged, legacy; T 16..64 on the wide kernel
+//                                              and on dequant + cuBLASLt;
+//                                              PAGODA_QUANT_GEMV=legacy: the other formats
+//                                              on the CUDA-core decode kernels)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
 //                                              KV then FP8 KV: GB/s of the cache bytes read)
 //        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
@@ -440,8 +442,10 @@ const char* quant_decode_name(CudaBackend::QuantDecode d) {
 // Block-format weights (GGUF quantization blocks, and the group formats AWQ
 // / GPTQ are repacked into: w4g128, w8g128, w4g128_perm = GPTQ act order) on
 // the Llama-3.1-8B decode shapes, beside the bf16 weight (cuBLASLt / skinny
-// linear): T 1, 2, 4 and 8 run a decode kernel, T 64 and 512 the
-// dequantize-then-cuBLASLt path. q8_0, q4_0 and q4_1 at T <= 8 run under
+// linear): T 1, 2, 4 and 8 run a decode kernel, T 16, 32 and 64 the wide
+// tensor-core kernel ("wide", launch_quant_mma_wide) and then the
+// dequantize-then-cuBLASLt path ("dequant", CudaBackend::set_quant_wide
+// (false)), T 512 the latter. q8_0, q4_0 and q4_1 at T <= 8 run under
 // each decode-kernel choice (CudaBackend::QuantDecode: "staged",
 // quant_staged_gemv.cu; "unstaged", quant_mma_gemv.cu from 2 rows and
 // quant_gemv.cu for 1; "legacy", quant_gemv.cu), the other formats under the
@@ -496,7 +500,7 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
                              perm.size() * 4);
         gpu.synchronize();
       }
-      for (int64_t t : {1, 2, 4, 8, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -504,11 +508,18 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
         Tensor to = out.tensor(DType::kBF16, {t, s.n});
         const Tensor first(w.data(), f, {s.n, s.k});
         if (is_block_dtype(f) && !gpu.prepare_block_weight(first).ok()) g_ok = false;
+        // Decode-kernel choices (T <= 8), or wide kernel on / off (T 9..64).
         std::vector<QuantDecode> choices = {backend_choice};
         if (staged_format && t <= 8)
           choices = {QuantDecode::kStaged, QuantDecode::kUnstaged, QuantDecode::kLegacy};
-        for (QuantDecode choice : choices) {
+        const bool wide_t = is_block_dtype(f) && t > 8 && t <= 64;
+        std::vector<bool> wides = {true};
+        if (wide_t) wides = {true, false};
+        for (size_t run = 0; run < choices.size() * wides.size(); ++run) {
+          const QuantDecode choice = choices[run % choices.size()];
+          const bool wide = wides[run / choices.size()];
           gpu.set_quant_decode(choice);
+          gpu.set_quant_wide(wide);
           const double ms = time_op(gpu, [&](int i) {
             const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
             gpu.linear(tx, tw, Tensor(), to);
@@ -516,6 +527,7 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
           const double gbps =
               static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
           const char* kernel = !is_block_dtype(f) ? "bf16"
+                               : wide_t && wide   ? "wide"
                                : t > 8            ? "dequant"
                                                   : quant_decode_name(choice);
           std::printf("%-11s %-24s %4lld %-9s %10.1f %9.0f %7.0f%%\n",
@@ -523,6 +535,7 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
                       ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
         }
         gpu.set_quant_decode(backend_choice);
+        gpu.set_quant_wide(true);
       }
     }
   }
@@ -671,7 +684,7 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
         return w;
       };
       if (!gpu.prepare_fp8_weight(weight(0)).ok()) g_ok = false;
-      for (int64_t t : {1, 2, 4, 8, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());

@@ -1,9 +1,10 @@
 // linear with a block-dtype weight (GGUF quantization blocks) on CUDA against
 // the CPU backend on the same blocks, for every format: the decode kernels
 // (1..8 rows: quant_staged_gemv.cu for q8_0 / q4_0 / q4_1, quant_mma_gemv.cu,
-// else quant_gemv.cu; each choice of CudaBackend::set_quant_decode) and the
-// dequantize-then-cuBLASLt path (more
-// rows, cuda_quant_linear.cpp), over odd N, several K, with and without bias
+// else quant_gemv.cu; each choice of CudaBackend::set_quant_decode), the
+// wide tensor-core kernel (9..64 rows, launch_quant_mma_wide) and the
+// dequantize-then-cuBLASLt path (more rows, or set_quant_wide(false);
+// cuda_quant_linear.cpp), over odd N, several K, with and without bias
 // and f32 output, on fresh random blocks (random_blocks.h: random quant
 // bytes, finite f16 scales over 2^-16..2^-2 with random signs, some zero).
 // Then both paths inside a captured CUDA graph against eager execution.
@@ -50,14 +51,15 @@ struct QuantCase {
   int64_t rows, n, k;
   bool bias, f32_out;
   size_t w_offset = 0;  // DevBlocks offset of the GPU weight
-  // Launch cuda::launch_quant_mma_gemv itself instead of linear() (which
+  // Launch cuda::launch_quant_mma_gemv (up to 8 rows) or
+  // cuda::launch_quant_mma_wide (more) itself instead of linear() (which
   // may pick another kernel): the case must be one it supports.
   bool direct_mma = false;
 };
 
-// out = x w^T (+ bias) by the tensor-core decode kernel alone.
-void launch_mma_directly(CudaBackend& gpu, const Tensor& x, const Tensor& w, const Tensor& bias,
-                         Tensor& out) {
+// The decode / wide kernels' parameters for out = x w^T (+ bias).
+cuda::QuantGemvParams params_of(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                const Tensor& out) {
   cuda::QuantGemvParams p;
   p.dtype = x.dtype;
   p.w_dtype = w.dtype;
@@ -70,8 +72,20 @@ void launch_mma_directly(CudaBackend& gpu, const Tensor& x, const Tensor& w, con
   p.rows = static_cast<int>(x.dim(0));
   p.n = w.dim(0);
   p.k = w.dim(1);
-  ASSERT_TRUE(cuda::quant_mma_gemv_supports(p));
-  ASSERT_EQ(cuda::launch_quant_mma_gemv(p, gpu.stream()), cudaSuccess);
+  return p;
+}
+
+// out = x w^T (+ bias) by the tensor-core decode or wide kernel alone.
+void launch_mma_directly(CudaBackend& gpu, const Tensor& x, const Tensor& w, const Tensor& bias,
+                         Tensor& out) {
+  const cuda::QuantGemvParams p = params_of(x, w, bias, out);
+  if (p.rows <= cuda::kQuantGemvMaxRows) {
+    ASSERT_TRUE(cuda::quant_mma_gemv_supports(p));
+    ASSERT_EQ(cuda::launch_quant_mma_gemv(p, gpu.stream()), cudaSuccess);
+  } else {
+    ASSERT_TRUE(cuda::quant_mma_wide_supports(p));
+    ASSERT_EQ(cuda::launch_quant_mma_wide(p, gpu.stream()), cudaSuccess);
+  }
 }
 
 void run_case(DType dt, DType wt, const QuantCase& c) {
@@ -89,6 +103,12 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   DevTensor gout(gpu, out_dt, {c.rows, c.n});
   gout.poison();
   Tensor out_t = gout.t();
+  // Up to 8 rows, and 9..64 on the wide kernel, the weight is dequantized in
+  // f32 registers (below).
+  const bool in_registers = c.direct_mma || c.rows <= cuda::kQuantGemvMaxRows ||
+                            (c.rows <= cuda::kQuantWideMaxRows && gpu.quant_wide() &&
+                             cuda::quant_mma_wide_supports(
+                                 params_of(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t)));
   if (c.direct_mma) {
     launch_mma_directly(gpu, gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
   } else {
@@ -98,13 +118,13 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   DevTensor cx(cpu, DType::kF32, {c.rows, c.k}, x), cb(cpu, DType::kF32, {c.n}, b);
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
   cpu.linear(cx.t(), cw.tensor, c.bias ? cb.t() : Tensor(), cout.t());
-  // Up to 8 rows the decode kernel dequantizes in f32 registers: an f32
-  // output is held to half the dtype's ulp tolerance. More rows dequantize
+  // The decode and wide kernels dequantize in f32 registers: an f32 output
+  // is held to half the dtype's ulp tolerance. The cuBLASLt path dequantizes
   // the weight into the compute dtype first (as --gguf-dequantize does at
   // load), so K-format values that dtype cannot hold (q3_K / q6_K: an int8
   // sub-scale times an f16 scale) are rounded: the dtype's tolerance.
   expect_close(gout.download(), cout.download(), dt, "quant linear", 1.0,
-               c.f32_out && c.rows <= 8 ? 0.5 : 1.0);
+               c.f32_out && in_registers ? 0.5 : 1.0);
 }
 
 TEST(CudaQuantLinearTest, EveryFormatMatchesCpu) {
@@ -319,13 +339,105 @@ TEST(CudaQuantLinearTest, DecodeKernels8BShapes) {
   expect_status_ok(*cuda_backend(DType::kBF16));
 }
 
-// Both paths captured into a graph and replayed give the eager result.
+// Which rows the wide kernel takes: 9..64 of every block format without
+// _perm (aligned weight and x), no fewer, no more.
+TEST(CudaQuantLinearTest, MmaWideKernelSupportsEveryFormat) {
+  for (DType dt : kHalfTypes) {
+    for (DType wt : test::block_dtypes()) {
+      for (int rows : {1, 8, 9, 16, 33, 64, 65, 128}) {
+        cuda::QuantGemvParams p;
+        p.dtype = p.out_dtype = dt;
+        p.w_dtype = wt;
+        p.x = p.w = p.out = reinterpret_cast<void*>(uintptr_t{256});  // aligned, never read
+        p.rows = rows;
+        p.n = 17;
+        p.k = 9 * dtype_block_elems(wt);
+        EXPECT_EQ(cuda::quant_mma_wide_supports(p), rows >= 9 && rows <= 64)
+            << name_of(dt) << " " << name_of(wt) << " rows=" << rows;
+      }
+    }
+    for (DType wt : test::k_perm_dtypes()) {
+      cuda::QuantGemvParams p;
+      p.dtype = p.out_dtype = dt;
+      p.w_dtype = wt;
+      p.x = p.w = p.out = reinterpret_cast<void*>(uintptr_t{256});
+      p.rows = 16;
+      p.n = 17;
+      p.k = 9 * dtype_block_elems(wt);
+      EXPECT_FALSE(cuda::quant_mma_wide_supports(p)) << name_of(wt);
+    }
+  }
+}
+
+// The wide kernel (T = 9..64) launched directly for every format at rows
+// around its n8 tiles and 32-row launches (9, 16, 17, 31, 32, 48, 64), over
+// (N, K): a row of K = 33 blocks, 17 rows (a partial 16-row tile) of 9
+// blocks, 333 rows (21 tiles) of one block, 45 of 3 (odd multiples of 32
+// for the 32-element formats: partial 256-element steps), bias on / off,
+// f32 / dtype output; then through linear() with the weight 2 bytes into
+// its allocation (GGUF formats: 2-byte aligned rows stay on the kernel for
+// q4_0 / q5_0 / q8_0 / q3_K / q6_K, the others take the cuBLASLt path).
+TEST(CudaQuantLinearTest, MmaWideKernelEveryFormatMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  const int64_t batches[] = {9, 16, 17, 31, 32, 48, 64};
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 33}, {17, 9}, {333, 1}, {45, 3}};
+  for (DType dt : kHalfTypes) {
+    for (DType wt : test::block_dtypes()) {
+      for (size_t r = 0; r < std::size(batches); ++r) {
+        const int64_t rows = batches[r];
+        for (size_t i = 0; i < std::size(shapes); ++i) {
+          const auto [n, blocks] = shapes[i];
+          QuantCase c{rows, n, blocks * dtype_block_elems(wt), (r + i) % 2 == 0,
+                      (r + 2 * i) % 3 == 0};
+          c.direct_mma = true;
+          SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows) +
+                       " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+                       (c.bias ? " bias" : "") + (c.f32_out ? " f32-out" : ""));
+          run_case(dt, wt, c);
+        }
+        if (!is_group_dtype(wt)) {
+          const QuantCase c{rows, 40, 5 * dtype_block_elems(wt), r % 2 == 1, r % 3 == 1, 2};
+          SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows) +
+                       " linear w+2");
+          run_case(dt, wt, c);
+        }
+      }
+    }
+    expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// The wide kernel over long rows (K = 14336, the 8B down_proj: 56 steps
+// over the CTA's warps) and many tiles (N = 4100) at T = 9, 40 and 64, for
+// the formats of common files; then the same rows with the wide kernel off
+// (CudaBackend::set_quant_wide(false), PAGODA_QUANT_WIDE=dequant: the
+// cuBLASLt path).
+TEST(CudaQuantLinearTest, MmaWideKernelLongRows) {
+  PAGODA_REQUIRE_GPU();
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  for (bool wide : {true, false}) {
+    gpu.set_quant_wide(wide);
+    for (DType wt : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kW4G128}) {
+      for (int64_t rows : {9, 40, 64}) {
+        SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows) + (wide ? " wide" : " dequant"));
+        run_case(DType::kBF16, wt, {rows, 96, 14336, rows == 40, rows != 9});
+        run_case(DType::kBF16, wt, {rows, 4100, 512, rows == 9, rows == 40});
+      }
+    }
+  }
+  gpu.set_quant_wide(true);
+  expect_status_ok(gpu);
+}
+
+// The three paths (decode kernel, wide kernel in two 32-row launches,
+// dequantize + cuBLASLt) captured into a graph and replayed give the eager
+// result.
 TEST(CudaQuantLinearTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
     CudaBackend& gpu = *cuda_backend(dt);
     for (DType wt : {DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-      for (int64_t rows : {3, 64}) {
+      for (int64_t rows : {3, 40, 300}) {
         SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows));
         const int64_t n = 300, k = 1024;
         DevBlocks w(gpu, wt, n, k, test::random_blocks(wt, n * k / dtype_block_elems(wt), rng()));

@@ -91,6 +91,8 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   if (quant != nullptr && std::strcmp(quant, "unstaged") == 0)
     quant_decode_ = QuantDecode::kUnstaged;
   if (quant != nullptr && std::strcmp(quant, "legacy") == 0) quant_decode_ = QuantDecode::kLegacy;
+  const char* wide = std::getenv("PAGODA_QUANT_WIDE");
+  if (wide != nullptr && std::strcmp(wide, "dequant") == 0) quant_wide_ = false;
   cudaStream_t stream = nullptr;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));

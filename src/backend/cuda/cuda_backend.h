@@ -143,8 +143,16 @@ class CudaBackend final : public Backend {
   enum class QuantDecode { kStaged, kUnstaged, kLegacy };
   void set_quant_decode(QuantDecode d) { quant_decode_ = d; }
   QuantDecode quant_decode() const { return quant_decode_; }
+  // Block-dtype linear with kQuantGemvMaxRows + 1 .. kQuantWideMaxRows rows
+  // (batch 9..64): on by default the tensor-core kernel keeping the weight
+  // in blocks (launch_quant_mma_wide); off, the weight is dequantized and
+  // multiplied by cuBLASLt as for more rows. PAGODA_QUANT_WIDE=dequant in
+  // the environment turns it off at creation (A/B timing).
+  void set_quant_wide(bool on) { quant_wide_ = on; }
+  bool quant_wide() const { return quant_wide_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
-  // more than cuda::kQuantGemvMaxRows rows dequantizes w in chunks of rows
+  // more than cuda::kQuantWideMaxRows rows (or cuda::kQuantGemvMaxRows with
+  // set_quant_wide(false)) dequantizes w in chunks of rows
   // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
   // cuBLASLt on each chunk (cuda_quant_linear.cpp); a _perm group format
   // (GPTQ act order) also grows the scratch its decode gathers x into.
@@ -205,6 +213,7 @@ class CudaBackend final : public Backend {
   bool skinny_linear_ = true;
   bool fused_decode_ = true;
   QuantDecode quant_decode_ = QuantDecode::kStaged;
+  bool quant_wide_ = true;
   bool fp8_gemm_refused_ = false;  // cuBLASLt refused the FP8 GEMM once (cuda_fp8_linear.cpp)
   Status status_;
   int num_errors_logged_ = 0;

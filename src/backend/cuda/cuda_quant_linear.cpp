@@ -1,7 +1,7 @@
 // CudaBackend::linear with a block-dtype weight (GGUF quantization blocks,
 // or AWQ / GPTQ repacked into the group formats). A _perm group format (GPTQ
 // act order) gathers x's columns into its stored order first (up to
-// kQuantGemvMaxRows rows, into gather_scratch_) for the decode kernel; the
+// kQuantWideMaxRows rows, into gather_scratch_) for the kernels; the
 // dequantization writes its columns back to their logical order instead.
 // Up to cuda::kQuantGemvMaxRows rows: a decode kernel, which streams the
 // blocks once and dequantizes in registers: the tensor-core one
@@ -9,12 +9,16 @@
 // (group_gemv.cu for the group formats, quant_gemv.cu for GGUF's); q8_0,
 // q4_0 and q4_1 first on the staged one (quant_staged_gemv.cu).
 // set_quant_decode (PAGODA_QUANT_GEMV=unstaged / legacy) skips the staged
-// kernel / every tensor-core one (A/B timing). More rows: the weight is
+// kernel / every tensor-core one (A/B timing). kQuantGemvMaxRows + 1 ..
+// cuda::kQuantWideMaxRows rows (batch 9..64): the tensor-core kernel for
+// wider x (launch_quant_mma_wide, every format, the weight still read in
+// blocks) unless set_quant_wide(false) / PAGODA_QUANT_WIDE=dequant or its
+// alignment is not met. More rows (or those cases): the weight is
 // dequantized chunk by chunk (chunk_rows() whole rows) into dequant_scratch_
 // and each chunk is one cuBLASLt GEMM writing its columns of out (row
 // stride N). Neither allocates nor waits, so
 // both are graph-capturable. A tiled kernel computing from the blocks
-// directly (MMQ / Marlin class) is to replace the second path.
+// directly is to replace the second path above 64 rows too.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -77,7 +81,7 @@ Status CudaBackend::prepare_block_weight(const Tensor& w) {
                                       "dequantization scratch"));
   if (!has_k_perm(w.dtype)) return Status::Ok();
   return grow_scratch(&gather_scratch_.ptr, &gather_scratch_.bytes,
-                      static_cast<size_t>(cuda::kQuantGemvMaxRows * w.dim(1)) * es,
+                      static_cast<size_t>(cuda::kQuantWideMaxRows * w.dim(1)) * es,
                       "act-order gather scratch");
 }
 
@@ -94,7 +98,9 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
                             bias.empty() ? std::string("none") : describe(bias), describe(out)));
   }
   if (rows == 0) return;
-  if (rows <= cuda::kQuantGemvMaxRows) {
+  const bool wide =
+      quant_wide_ && rows > cuda::kQuantGemvMaxRows && rows <= cuda::kQuantWideMaxRows;
+  if (rows <= cuda::kQuantGemvMaxRows || wide) {
     cuda::QuantGemvParams g;
     g.dtype = x.dtype;
     g.w_dtype = without_k_perm(w.dtype);
@@ -120,19 +126,21 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
     g.rows = static_cast<int>(rows);
     g.n = n;
     g.k = k;
-    if (quant_decode_ == QuantDecode::kStaged && cuda::quant_staged_gemv_supports(g)) {
+    if (wide) {
+      if (cuda::quant_mma_wide_supports(g)) {
+        check(cuda::launch_quant_mma_wide(g, stream_), "linear (quant mma wide)");
+        return;
+      }
+    } else if (quant_decode_ == QuantDecode::kStaged && cuda::quant_staged_gemv_supports(g)) {
       check(cuda::launch_quant_staged_gemv(g, stream_), "linear (staged quant gemv)");
       return;
-    }
-    if (quant_decode_ != QuantDecode::kLegacy && cuda::quant_mma_gemv_supports(g)) {
+    } else if (quant_decode_ != QuantDecode::kLegacy && cuda::quant_mma_gemv_supports(g)) {
       check(cuda::launch_quant_mma_gemv(g, stream_), "linear (quant mma gemv)");
       return;
-    }
-    if (cuda::group_gemv_supports(g)) {
+    } else if (cuda::group_gemv_supports(g)) {
       check(cuda::launch_group_gemv(g, stream_), "linear (group gemv)");
       return;
-    }
-    if (cuda::quant_gemv_supports(g)) {
+    } else if (cuda::quant_gemv_supports(g)) {
       check(cuda::launch_quant_gemv(g, stream_), "linear (quant gemv)");
       return;
     }

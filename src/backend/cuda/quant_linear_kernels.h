@@ -12,6 +12,10 @@
 //    every GGUF format (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K) and the
 //    group formats: the integer quants are mma A operands, x the B operand,
 //    scales applied in f32 per 16 / 32 elements (quant_mma_gemv.cu).
+//  - launch_quant_mma_wide: kQuantGemvMaxRows + 1 .. kQuantWideMaxRows rows
+//    of x, the formats of launch_quant_mma_gemv: its kernel's layout, each
+//    decoded weight fragment multiplied with up to 4 n8 tiles of x (32
+//    rows a launch; quant_mma_gemv.cu).
 //  - launch_quant_gemv (GGUF formats the above does not take: misaligned
 //    weights, one row of q4_0 / q4_1 / q5_1 / q8_0, up to two of q5_0) /
 //    launch_group_gemv: the
@@ -20,8 +24,9 @@
 //    dequantized in f32 registers (quant_blocks.cuh) and dotted with every
 //    x row, f32 accumulation.
 //  - launch_dequantize_blocks: rows [n0, n0 + num_rows) of w to bf16 / f16
-//    (the larger-batch path: the backend dequantizes a weight in chunks into
-//    a scratch buffer and runs the cuBLASLt GEMM on each chunk).
+//    (past kQuantWideMaxRows rows, or where the above do not apply: the
+//    backend dequantizes a weight in chunks into a scratch buffer and runs
+//    the cuBLASLt GEMM on each chunk).
 // All are graph-capturable: no allocation, no host synchronization.
 #pragma once
 
@@ -34,6 +39,7 @@
 namespace pagoda::cuda {
 
 constexpr int kQuantGemvMaxRows = 8;
+constexpr int kQuantWideMaxRows = 64;
 
 struct QuantGemvParams {
   DType dtype = DType::kBF16;       // x: bf16 or f16
@@ -44,7 +50,7 @@ struct QuantGemvParams {
   DType bias_dtype = DType::kBF16;  // f32, bf16 or f16
   void* out = nullptr;              // [rows, n]
   DType out_dtype = DType::kBF16;   // dtype or f32
-  int rows = 0;                     // 1 .. kQuantGemvMaxRows
+  int rows = 0;                     // 1 .. kQuantGemvMaxRows (wide: .. kQuantWideMaxRows)
   int64_t n = 0;
   int64_t k = 0;  // a multiple of the block's elements
 };
@@ -73,6 +79,16 @@ bool quant_mma_gemv_supports(const QuantGemvParams& p);
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32
 // accumulation in a fixed order.
 cudaError_t launch_quant_mma_gemv(const QuantGemvParams& p, cudaStream_t stream);
+
+// True when launch_quant_mma_wide handles p: the operands
+// quant_mma_gemv_supports takes, with kQuantGemvMaxRows + 1 ..
+// kQuantWideMaxRows rows (every listed format).
+bool quant_mma_wide_supports(const QuantGemvParams& p);
+
+// out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32
+// accumulation in a fixed order (per 32 rows of x, that of
+// launch_quant_mma_gemv); one launch per 32 rows of x.
+cudaError_t launch_quant_mma_wide(const QuantGemvParams& p, cudaStream_t stream);
 
 // True when launch_quant_gemv handles p (the GGUF formats).
 bool quant_gemv_supports(const QuantGemvParams& p);

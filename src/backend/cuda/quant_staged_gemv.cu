@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
       load_shared(cur_a, slot_a, h, c);
       load_shared(cur_b, slot_b, h, c);
       qmma::accumulate_chunk<T, F>(acc, F::template chunk<T>(cur_a, h),
-                                   F::template chunk<T>(cur_b, h), xr, h);
+                                   F::template chunk<T>(cur_b, h), xr.v[h]);
     }
   }
   cp_async_wait<0>();
