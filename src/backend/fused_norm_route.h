@@ -33,6 +33,8 @@ Result<int64_t> resolve_fused_norm_max_rows(int64_t option);
 
 // Whether a [rows, hidden] message takes the fused kernel under `max_rows`
 // (the caller has already checked that it fits the one-shot path).
-inline bool takes_fused_norm(int64_t rows, int64_t max_rows) { return rows <= max_rows; }
+inline bool takes_fused_norm(int64_t rows, int64_t max_rows) {
+  return rows <= max_rows;
+}
 
 }  // namespace pagoda
