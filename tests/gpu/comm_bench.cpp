@@ -5,12 +5,14 @@
 // launched eagerly and replayed from a CUDA graph (as the engine's decode
 // steps run). The table's crossover is what default_oneshot_max_bytes
 // (backend/cuda/nccl_communicator.h) is set from. A second table times what
-// a decoder runs after each row-parallel projection, the message seen as
-// [rows, 4096] bf16 (rows = 1 below 8 KiB: [1, size / 2]), from a graph:
-// all_reduce_add_rms_norm on the one-shot path (one fused kernel) on either
+// a decoder runs after each row-parallel projection, [rows, 4096] bf16 (the
+// 8B width) at kNormRows rows within the one-shot threshold, from a graph:
+// all_reduce_add_rms_norm forced onto the fused one-shot kernel on either
 // protocol, the same unfused (one-shot all_reduce_sum on the push protocol,
 // then CudaBackend::add_rms_norm), and through NCCL (all_reduce_sum, then
-// add_rms_norm).
+// add_rms_norm); its last line, the largest row count up to which the fused
+// kernel is ahead, is what kDefaultFusedNormMaxRows
+// (backend/fused_norm_route.h) is set from.
 //
 // Timing, per size and path, on one thread per rank: eager: kWarmup calls,
 // a host barrier, then kEagerCalls calls between CUDA events on rank 0's
@@ -32,6 +34,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/nccl_communicator.h"
+#include "backend/fused_norm_route.h"
 
 namespace pagoda {
 namespace {
@@ -40,6 +43,10 @@ constexpr int kWarmup = 5;
 constexpr int kEagerCalls = 50;
 constexpr int kGraphCalls = 20;
 constexpr int kReps = 7;
+// The fused-norm table's rows: around kDefaultFusedNormMaxRows, where the
+// fused kernel stops winning, then two points of the loss above it.
+constexpr int64_t kNormRows[] = {1, 2, 4, 8, 16, 24, 32, 64, 128, 512};
+constexpr int64_t kNormHidden = 4096;
 
 bool g_ok = true;
 
@@ -58,15 +65,14 @@ struct Timing {
 // What one timed call runs.
 enum class Op {
   kAllReduce,  // all_reduce_sum(x)
-  kFused,      // all_reduce_add_rms_norm(x, residual, w -> out)
+  kFused,      // all_reduce_add_rms_norm(x, residual, w -> out), fused at every row count
   kUnfused,    // all_reduce_sum(x), then add_rms_norm(residual, x, w -> out)
 };
 
 // The [rows, hidden] view of a message of `bytes` bf16 (Op::kFused / kUnfused).
 void norm_shape(size_t bytes, int64_t* rows, int64_t* hidden) {
-  constexpr int64_t kHidden = 4096;
   const auto n = static_cast<int64_t>(bytes / 2);
-  *hidden = n >= kHidden ? kHidden : n;
+  *hidden = n >= kNormHidden ? kNormHidden : n;
   *rows = n / *hidden;
 }
 
@@ -103,6 +109,7 @@ std::vector<Timing> bench_path(int count, int64_t oneshot_max_bytes,
   NcclCommunicatorOptions options;
   options.oneshot_max_bytes = oneshot_max_bytes;
   options.oneshot_protocol = protocol;
+  if (op == Op::kFused) options.fused_norm_max_rows = kMaxFusedNormRows;
   auto created = create_nccl_communicators(gpus, options);
   if (!created.ok()) {
     std::fprintf(stderr, "create_nccl_communicators: %s\n", created.error().message.c_str());
@@ -262,10 +269,11 @@ int main(int argc, char** argv) {
               crossover > 0 ? human(crossover).c_str() : "never",
               human(static_cast<size_t>(default_oneshot_max_bytes(count))).c_str(), kOneShotMaxBytesEnv);
 
-  // The decoder's all-reduce + residual add + RMSNorm, 1 KiB up to the default threshold.
+  // The decoder's all-reduce + residual add + RMSNorm, kNormRows within the default threshold.
   std::vector<size_t> norm_sizes;
-  for (size_t b : sizes) {
-    if (b >= 1024 && static_cast<int64_t>(b) <= default_oneshot_max_bytes(count)) norm_sizes.push_back(b);
+  for (int64_t rows : kNormRows) {
+    const auto b = static_cast<size_t>(rows * kNormHidden * 2);
+    if (static_cast<int64_t>(b) <= default_oneshot_max_bytes(count)) norm_sizes.push_back(b);
   }
   const std::vector<Timing> fused_push =
       bench_path(count, kMaxOneShotBytes, kPush, norm_sizes, &gpu_name, Op::kFused);
@@ -277,14 +285,24 @@ int main(int argc, char** argv) {
   std::printf(
       "\nall-reduce + residual add + rms_norm, bf16 [rows, 4096], graph replay: microseconds per "
       "call (rank 0)\n");
-  std::printf("%10s %6s %12s %14s %14s %14s\n", "size", "rows", "fused push", "fused barrier",
-              "unfused push", "nccl unfused");
+  std::printf("%10s %6s %12s %14s %14s %14s %8s\n", "size", "rows", "fused push", "fused barrier",
+              "unfused push", "nccl unfused", "faster");
+  int64_t fused_ahead_rows = 0;
+  bool fused_still_ahead = true;
   for (size_t s = 0; s < norm_sizes.size(); ++s) {
     int64_t rows = 0, hidden = 0;
     norm_shape(norm_sizes[s], &rows, &hidden);
-    std::printf("%10s %6lld %12.1f %14.1f %14.1f %14.1f\n", human(norm_sizes[s]).c_str(),
+    // The protocol the engine's default (push) takes; barrier for comparison.
+    const bool fused = fused_push[s].graph_us > 0 && fused_push[s].graph_us < unfused[s].graph_us;
+    if (fused && fused_still_ahead) fused_ahead_rows = rows;
+    if (!fused) fused_still_ahead = false;
+    std::printf("%10s %6lld %12.1f %14.1f %14.1f %14.1f %8s\n", human(norm_sizes[s]).c_str(),
                 static_cast<long long>(rows), fused_push[s].graph_us, fused_barrier[s].graph_us,
-                unfused[s].graph_us, nccl_norm[s].graph_us);
+                unfused[s].graph_us, nccl_norm[s].graph_us, fused ? "fused" : "unfused");
   }
+  std::printf("\nfused push ahead of unfused push (graph replay) up to %lld rows; default in code: "
+              "%lld rows (%s overrides)\n",
+              static_cast<long long>(fused_ahead_rows),
+              static_cast<long long>(kDefaultFusedNormMaxRows), kFusedNormMaxRowsEnv);
   return g_ok ? 0 : 1;
 }

@@ -36,6 +36,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/nccl_library.h"
+#include "backend/fused_norm_route.h"
 #include "core/half.h"
 #include "finishes_within.h"
 
@@ -72,9 +73,11 @@ uint64_t seed() {
 // (and their graphs) first.
 class Ranks {
  public:
+  // fused_norm_max_rows: every fitting message takes the fused kernel unless
+  // a test asks for the engine's routing (-1).
   explicit Ranks(int64_t oneshot_max_bytes,
                  std::optional<cuda::OneShotProtocol> protocol = std::nullopt,
-                 int count = gpu_count()) {
+                 int count = gpu_count(), int64_t fused_norm_max_rows = kMaxFusedNormRows) {
     for (int d = 0; d < count; ++d) {
       owned_.push_back(create_cuda_backend(d, DType::kBF16));
       if (owned_.back() == nullptr) {
@@ -86,6 +89,7 @@ class Ranks {
     NcclCommunicatorOptions options;
     options.oneshot_max_bytes = oneshot_max_bytes;
     options.oneshot_protocol = protocol;
+    options.fused_norm_max_rows = fused_norm_max_rows;
     auto created = create_nccl_communicators(gpus, options);
     if (!created.ok()) {
       ADD_FAILURE() << "create_nccl_communicators: " << created.error().message;
@@ -313,6 +317,42 @@ TEST(OneShotThresholdTest, EnvironmentOverridesDefault) {
     EXPECT_NE(r.error().message.find(kOneShotMaxBytesEnv), std::string::npos) << r.error().message;
   }
   unsetenv(kOneShotMaxBytesEnv);
+}
+
+// The routing threshold reaches the group (its name reports it), and a bad
+// $PAGODA_FUSED_NORM_MAX_ROWS fails the group's creation (the decision
+// itself: tests/unit/parallel/fused_norm_route_test.cpp).
+TEST(FusedNormRouteTest, GroupTakesThresholdFromEnvironment) {
+  REQUIRE_TWO_GPUS();
+  unsetenv(kFusedNormMaxRowsEnv);
+  {
+    Ranks ranks(kMaxOneShotBytes, kPush, 2, -1);
+    ASSERT_TRUE(ranks.ok());
+    EXPECT_NE(ranks.comm(0).name().find(
+                  "up to " + std::to_string(kDefaultFusedNormMaxRows) + " rows"),
+              std::string::npos)
+        << ranks.comm(0).name();
+  }
+  setenv(kFusedNormMaxRowsEnv, "24", 1);
+  {
+    Ranks ranks(kMaxOneShotBytes, kPush, 2, -1);
+    ASSERT_TRUE(ranks.ok());
+    EXPECT_NE(ranks.comm(1).name().find("up to 24 rows"), std::string::npos)
+        << ranks.comm(1).name();
+  }
+  setenv(kFusedNormMaxRowsEnv, "many", 1);
+  std::vector<std::unique_ptr<Backend>> owned;
+  std::vector<CudaBackend*> gpus;
+  for (int d = 0; d < 2; ++d) {
+    owned.push_back(create_cuda_backend(d, DType::kBF16));
+    ASSERT_NE(owned.back(), nullptr);
+    gpus.push_back(static_cast<CudaBackend*>(owned.back().get()));
+  }
+  auto created = create_nccl_communicators(gpus);
+  ASSERT_FALSE(created.ok());
+  EXPECT_NE(created.error().message.find("PAGODA_FUSED_NORM_MAX_ROWS=many"), std::string::npos)
+      << created.error().message;
+  unsetenv(kFusedNormMaxRowsEnv);
 }
 
 TEST(OneShotProtocolTest, EnvironmentPicksProtocol) {

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/nccl_library.h"
 #include "backend/cuda/oneshot_all_reduce.h"
+#include "backend/fused_norm_route.h"
 #include "core/byte_size.h"
 #include "core/log.h"
 
@@ -22,15 +23,6 @@ namespace {
 using cuda::NcclLibrary;
 
 cudaStream_t stream_of(const CudaBackend* b) { return b->stream(); }
-
-// $PAGODA_FUSED_ALLREDUCE_NORM: "0" turns the fused kernel off (read once).
-bool fuse_norm_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv(kFuseNormEnv);
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return enabled;
-}
 
 bool to_nccl_type(DType t, ncclDataType_t* out) {
   switch (t) {
@@ -73,6 +65,8 @@ struct Group {
   size_t oneshot_max_bytes = 0;
   size_t oneshot_capacity = 0;
   cuda::OneShotProtocol protocol = cuda::OneShotProtocol::kPush;
+  // all_reduce_add_rms_norm's fused kernel takes up to this many rows.
+  int64_t fused_norm_max_rows = 0;
   // The one-shot kernels' control words (pinned, mapped into every GPU;
   // null when the path is off).
   cuda::OneShotControl* control = nullptr;
@@ -137,7 +131,8 @@ class NcclCommunicator final : public Communicator {
   std::string name() const override {
     std::string s = "nccl " + group_->nccl->version_name;
     if (!group_->peer_buffers.empty()) {
-      s += fmt::format(" + one-shot all-reduce up to {} bytes", group_->oneshot_max_bytes);
+      s += fmt::format(" + one-shot all-reduce up to {} bytes, fused with add + rms_norm up to {} rows",
+                       group_->oneshot_max_bytes, group_->fused_norm_max_rows);
     }
     return s;
   }
@@ -197,8 +192,9 @@ class NcclCommunicator final : public Communicator {
                                float eps, Tensor& out) override {
     if (group_->aborted.load()) return;
     const Group& g = *group_;
-    const bool fused = fuse_norm_enabled() && !g.peer_buffers.empty() && size() > 1 &&
-                       x.ndim == 2 && x.nbytes() <= g.oneshot_max_bytes && residual.ndim == 2 &&
+    const bool fused = !g.peer_buffers.empty() && size() > 1 && x.ndim == 2 &&
+                       takes_fused_norm(x.shape[0], g.fused_norm_max_rows) &&
+                       x.nbytes() <= g.oneshot_max_bytes && residual.ndim == 2 &&
                        out.ndim == 2 && residual.shape == x.shape && out.shape == x.shape &&
                        w.numel() == x.shape[1] && residual.dtype == x.dtype &&
                        out.dtype == x.dtype && w.dtype == x.dtype &&
@@ -422,6 +418,9 @@ Result<std::vector<std::unique_ptr<Communicator>>> create_nccl_communicators(
   auto protocol = resolve_oneshot_protocol(options);
   if (!protocol.ok()) return protocol.error();
   group->protocol = *protocol;
+  auto fused_norm_max_rows = resolve_fused_norm_max_rows(options.fused_norm_max_rows);
+  if (!fused_norm_max_rows.ok()) return fused_norm_max_rows.error();
+  group->fused_norm_max_rows = *fused_norm_max_rows;
 
   // Before NCCL reads its environment (at the first communicator's init).
   setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);

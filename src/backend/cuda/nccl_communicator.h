@@ -11,9 +11,11 @@
 //    the group has more than 8 ranks): ncclAllReduce (sum, in the dtype).
 // Both leave bitwise-identical results on every rank.
 // all_reduce_add_rms_norm takes the one-shot path as one fused kernel
-// (oneshot_all_reduce.h) when the message is within the threshold and fits
-// the kernel's per-block regions; otherwise all_reduce_sum, then the
-// backend's add_rms_norm. send/recv are
+// (oneshot_all_reduce.h) when the message is within the threshold, has at
+// most fused_norm_max_rows rows (backend/fused_norm_route.h: the fused kernel
+// loses to the unfused pair on many rows) and fits the kernel's per-block
+// regions; otherwise all_reduce_sum, then the backend's add_rms_norm (the
+// same bits). send/recv are
 // ncclSend/ncclRecv of the tensor's bytes. Everything is enqueued on the
 // rank's backend stream and may be captured in a CUDA graph (all ranks
 // capture the same sequence). NCCL sets up its connections on a size's first
@@ -54,10 +56,6 @@ int64_t default_oneshot_max_bytes(int ranks);
 // off), at most kMaxOneShotBytes.
 constexpr const char* kOneShotMaxBytesEnv = "PAGODA_ONESHOT_ALLREDUCE_BYTES";
 constexpr int64_t kMaxOneShotBytes = int64_t{64} << 20;
-// all_reduce_add_rms_norm runs as one fused kernel on the one-shot path
-// unless this variable is "0" (then: the one-shot all-reduce, then
-// add_rms_norm; the same bits), for A/B timing.
-constexpr const char* kFuseNormEnv = "PAGODA_FUSED_ALLREDUCE_NORM";
 // The one-shot kernels' protocol (oneshot_all_reduce.h): "push" (the
 // default: push + Lamport up to oneshot_push_capacity, barrier above) or
 // "barrier" (every size), for A/B timing; both give the same bits.
@@ -69,6 +67,10 @@ struct NcclCommunicatorOptions {
   int64_t oneshot_max_bytes = -1;
   // The one-shot protocol; unset takes $PAGODA_ONESHOT, else kPush.
   std::optional<cuda::OneShotProtocol> oneshot_protocol;
+  // Rows up to which all_reduce_add_rms_norm runs the fused kernel: -1 takes
+  // $PAGODA_FUSED_NORM_MAX_ROWS or else kDefaultFusedNormMaxRows
+  // (backend/fused_norm_route.h); 0 never fuses.
+  int64_t fused_norm_max_rows = -1;
 };
 
 // One communicator per backend: rank i runs on backends[i], whose GPUs must

@@ -1,5 +1,8 @@
 // The fused one-shot all-reduce + residual add + RMSNorm
-// (oneshot_all_reduce.h: launch_oneshot_all_reduce_norm).
+// (oneshot_all_reduce.h: launch_oneshot_all_reduce_norm): one kernel on
+// either protocol, which differ only in how a block obtains the ranks' rows
+// (PeerSum: BarrierSum, PushSum); the arithmetic and thread layout are shared,
+// so both protocols give the same bits.
 #include <algorithm>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -14,30 +17,112 @@ namespace {
 
 using namespace oneshot;
 
-// Row k (the block's k-th row) of source rank `src`'s slot, block
-// blockIdx.x's region, in data half (epoch & 1) of `buffer`.
-template <typename T>
-__device__ __forceinline__ T* slot_row(void* buffer, const OneShotParams& g, uint32_t epoch,
-                                       int src, int64_t k, int64_t hidden) {
-  const size_t half = static_cast<size_t>(g.size) * g.capacity;
-  char* base = static_cast<char*>(buffer) + kDataOffset + 2 * g.capacity + (epoch & 1u) * half +
-               static_cast<size_t>(src) * g.capacity + blockIdx.x * region_bytes(g.capacity);
-  return reinterpret_cast<T*>(base) + k * hidden;
-}
+// A PeerSum is how block b of the fused kernel gets the rank-order sum of
+// the ranks' vectors at element `at` of its k-th row (k: the block's rows b,
+// b + grid, ... counted from 0), in calls made by every thread:
+//   Sum sum(g)                    takes this launch's epoch or stage;
+//   push(g, k, hidden, at, v)     this rank's vector towards every rank;
+//   wait(g)                       once, between the pushes and the collects;
+//   collect(g, k, hidden, at)     the sum, once every rank's vector arrived
+//                                 (unspecified after an abort or time-out).
+// A thread collects exactly the vectors it pushed.
 
-// kVec: elements per thread step (16 bytes when hidden allows, else 1: the
-// choice depends on hidden only, so every rank runs the same arithmetic);
-// kAligned: x, residual, weight and out are 16-byte aligned (vector
-// accesses; slot rows always are); kMaxThreads: the launch bound, at least
-// blockDim.x (launch_typed: rms_norm's layout; at 1024 the registers are
-// capped at 64 a thread, without which hidden 8200 would fail with
-// cudaErrorLaunchOutOfResources). As in the push kernel, each residual vector
-// is loaded before its slot loads and, at kMaxThreads 512 (kCache), the
-// thread's first vector of x, residual and weight before the epoch counter's
-// round trip, the next row's first residual vector before this row's sum, and
-// the summed residual's first vector stays in registers for the
-// normalisation.
-template <typename T, int kVec, bool kAligned, int kMaxThreads>
+// The barrier protocol: the fused family's data halves (slot per source
+// rank, cut in kOneShotBlocks regions), the per-block barrier, local loads.
+struct BarrierSum {
+  uint32_t epoch;
+
+  __device__ __forceinline__ explicit BarrierSum(const OneShotParams& g)
+      : epoch(next_epoch(g.buffers[g.rank], kNormCounters)) {}
+
+  // Row k of source rank `src`'s slot, block blockIdx.x's region, in data
+  // half (epoch & 1) of `buffer`.
+  template <typename T>
+  __device__ __forceinline__ T* slot_row(void* buffer, const OneShotParams& g, int src, int64_t k,
+                                         int64_t hidden) const {
+    const size_t half = static_cast<size_t>(g.size) * g.capacity;
+    char* base = static_cast<char*>(buffer) + kDataOffset + 2 * g.capacity + (epoch & 1u) * half +
+                 static_cast<size_t>(src) * g.capacity + blockIdx.x * region_bytes(g.capacity);
+    return reinterpret_cast<T*>(base) + k * hidden;
+  }
+
+  template <typename T, int kVec>
+  __device__ __forceinline__ void push(const OneShotParams& g, int64_t k, int64_t hidden,
+                                       int64_t at, const Vec<T, kVec>& v) const {
+#pragma unroll
+    for (int j = 0; j < kOneShotMaxRanks; ++j) {
+      if (j < g.size) store_vec<T, kVec>(slot_row<T>(g.buffers[j], g, g.rank, k, hidden) + at, v);
+    }
+  }
+
+  __device__ __forceinline__ void wait(const OneShotParams& g) const {
+    block_barrier(g.buffers, g.size, g.rank, kNormFlags, epoch, g.control);
+  }
+
+  template <typename T, int kVec>
+  __device__ __forceinline__ Vec<T, kVec> collect(const OneShotParams& g, int64_t k, int64_t hidden,
+                                                  int64_t at) {
+    Vec<T, kVec> v[kOneShotMaxRanks];
+#pragma unroll
+    for (int j = 0; j < kOneShotMaxRanks; ++j) {
+      if (j < g.size)
+        v[j] = load_vec<T, kVec>(slot_row<T>(g.buffers[g.rank], g, j, k, hidden) + at);
+    }
+    return sum_in_rank_order<T, kVec>(v, g.size);
+  }
+};
+
+// The push protocol (oneshot_push.cuh): the fused family's stages, each
+// slot cut in kOneShotBlocks regions; no barrier, each thread polls for its
+// own vectors.
+struct PushSum {
+  uint32_t stage;
+  PollBudget budget;
+
+  __device__ __forceinline__ explicit PushSum(const OneShotParams& g)
+      : stage(next_stage(g.buffers[g.rank], kPushNormCounters)), budget(g.control) {}
+
+  // Element offset of row k in block blockIdx.x's region of a push slot.
+  template <typename T>
+  __device__ __forceinline__ static size_t region_row(const OneShotParams& g, int64_t k,
+                                                      int64_t hidden) {
+    return blockIdx.x * region_bytes(push_capacity(g.capacity)) / sizeof(T) +
+           static_cast<size_t>(k * hidden);
+  }
+
+  template <typename T, int kVec>
+  __device__ __forceinline__ void push(const OneShotParams& g, int64_t k, int64_t hidden,
+                                       int64_t at, const Vec<T, kVec>& v) const {
+    push_vec<T, kVec>(g, kPushNorm, stage, region_row<T>(g, k, hidden) + at, v);
+  }
+
+  __device__ __forceinline__ void wait(const OneShotParams&) const {}
+
+  template <typename T, int kVec>
+  __device__ __forceinline__ Vec<T, kVec> collect(const OneShotParams& g, int64_t k, int64_t hidden,
+                                                  int64_t at) {
+    return collect_vec<T, kVec>(g, kPushNorm, stage, region_row<T>(g, k, hidden) + at, budget);
+  }
+};
+
+// Block b owns rows b, b + grid, ...; thread t pushes and collects the same
+// vectors of each row. kVec: elements per thread step (16 bytes when hidden
+// allows, else 1: the choice depends on hidden only, so every rank runs the
+// same arithmetic); kAligned: x, residual, weight and out are 16-byte
+// aligned (vector accesses; slots always are); kMaxThreads: the launch bound,
+// at least blockDim.x (launch_typed: rms_norm's layout; at 1024 the
+// registers are capped at 64 a thread, without which hidden 8200 would fail
+// with cudaErrorLaunchOutOfResources; at 512 the ranks' vectors of a poll
+// never spill). A thread whose wait gave up goes on with unspecified values
+// (the row sums need every thread).
+//
+// Latency: every load that does not depend on the peers is issued before
+// something that waits: (kMaxThreads 512, kCache) the thread's first vector
+// of x, residual and weight before the epoch or stage counter's round trip,
+// each later residual vector before its collect (and, kCache, the next
+// row's first one before this row's sum), and (kCache) the summed
+// residual's first vector stays in registers for the normalisation.
+template <typename Sum, typename T, int kVec, bool kAligned, int kMaxThreads>
 __global__ void __launch_bounds__(kMaxThreads) oneshot_all_reduce_norm_kernel(OneShotNormParams p) {
   pdl_enter();  // the partial x is written; the previous launch is complete
   const OneShotParams& g = p.group;
@@ -58,26 +143,21 @@ __global__ void __launch_bounds__(kMaxThreads) oneshot_all_reduce_norm_kernel(On
     res_first = load_vec_any<T, kVec, kAligned>(res_row(blockIdx.x) + first * kVec);
     w_first = load_vec_any<T, kVec, kAligned>(w + first * kVec);
   }
-  const uint32_t epoch = next_epoch(g.buffers[g.rank], kNormCounters);
+  Sum sum(g);
 
-  // 1. Push the block's rows of x into its region of every rank's slot `rank`.
+  // 1. Push the block's rows of x towards every rank.
   for (int64_t row = blockIdx.x, k = 0; row < p.rows; row += grid, ++k) {
     const T* x = x_row(row);
     for (int64_t i = first; i < num_vec; i += blockDim.x) {
       const Vec<T, kVec> v =
           kCache && k == 0 && i == first ? x_first : load_vec_any<T, kVec, kAligned>(x + i * kVec);
-#pragma unroll
-      for (int j = 0; j < kOneShotMaxRanks; ++j) {
-        if (j < g.size)
-          store_vec<T, kVec>(slot_row<T>(g.buffers[j], g, epoch, g.rank, k, p.hidden) + i * kVec,
-                             v);
-      }
+      sum.template push<T, kVec>(g, k, p.hidden, i * kVec, v);
     }
   }
 
-  block_barrier(g.buffers, g.size, g.rank, kNormFlags, epoch, g.control);
+  sum.wait(g);
 
-  // 2. Sum the slots (local memory) in rank order, add, normalise.
+  // 2. Collect the sums (local memory) in rank order, add, normalise.
   for (int64_t row = blockIdx.x, k = 0; row < p.rows; row += grid, ++k) {
     T* x = x_row(row);
     T* res = res_row(row);
@@ -87,14 +167,7 @@ __global__ void __launch_bounds__(kMaxThreads) oneshot_all_reduce_norm_kernel(On
     for (int64_t i = first; i < num_vec; i += blockDim.x) {
       Vec<T, kVec> r =
           kCache && i == first ? res_first : load_vec_any<T, kVec, kAligned>(res + i * kVec);
-      Vec<T, kVec> v[kOneShotMaxRanks];
-#pragma unroll
-      for (int j = 0; j < kOneShotMaxRanks; ++j) {
-        if (j < g.size)
-          v[j] = load_vec<T, kVec>(slot_row<T>(g.buffers[g.rank], g, epoch, j, k, p.hidden) +
-                                   i * kVec);
-      }
-      const Vec<T, kVec> s = sum_in_rank_order<T, kVec>(v, g.size);
+      const Vec<T, kVec> s = sum.template collect<T, kVec>(g, k, p.hidden, i * kVec);
       store_vec_any<T, kVec, kAligned>(x + i * kVec, s);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) r.v[e] = from_float<T>(to_float(r.v[e]) + to_float(s.v[e]));
@@ -123,7 +196,7 @@ __global__ void __launch_bounds__(kMaxThreads) oneshot_all_reduce_norm_kernel(On
   }
 }
 
-template <typename T>
+template <typename Sum, typename T>
 cudaError_t launch_typed(const OneShotNormParams& p, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T);
   const bool vec = p.hidden % kVec == 0;
@@ -131,17 +204,15 @@ cudaError_t launch_typed(const OneShotNormParams& p, cudaStream_t stream) {
                        is_aligned(p.weight, 16) && is_aligned(p.out, 16);
   const int threads = norm_threads(p.hidden, vec ? kVec : 1);
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(p.rows, kOneShotBlocks));
-  if (vec && aligned && threads <= 512)
-    return launch_kernel(oneshot_all_reduce_norm_kernel<T, kVec, true, 512>, blocks, threads, 0,
-                         stream, p);
-  if (vec && aligned)
-    return launch_kernel(oneshot_all_reduce_norm_kernel<T, kVec, true, 1024>, blocks, threads, 0,
-                         stream, p);
-  if (vec)
-    return launch_kernel(oneshot_all_reduce_norm_kernel<T, kVec, false, 1024>, blocks, threads, 0,
-                         stream, p);
-  return launch_kernel(oneshot_all_reduce_norm_kernel<T, 1, false, 1024>, blocks, threads, 0,
-                       stream, p);
+  auto kernel = oneshot_all_reduce_norm_kernel<Sum, T, 1, false, 1024>;
+  if (vec && aligned && threads <= 512) {
+    kernel = oneshot_all_reduce_norm_kernel<Sum, T, kVec, true, 512>;
+  } else if (vec && aligned) {
+    kernel = oneshot_all_reduce_norm_kernel<Sum, T, kVec, true, 1024>;
+  } else if (vec) {
+    kernel = oneshot_all_reduce_norm_kernel<Sum, T, kVec, false, 1024>;
+  }
+  return launch_kernel(kernel, blocks, threads, 0, stream, p);
 }
 
 }  // namespace
@@ -161,20 +232,12 @@ cudaError_t launch_oneshot_all_reduce_norm(const OneShotNormParams& p, cudaStrea
       !oneshot_norm_fits(p.rows, p.hidden, p.dtype, g.capacity)) {
     return cudaErrorInvalidValue;
   }
-  if (g.protocol == OneShotProtocol::kPush &&
-      oneshot_norm_fits(p.rows, p.hidden, p.dtype, push_capacity(g.capacity))) {
-    return launch_push_all_reduce_norm(p, stream);
-  }
-  switch (p.dtype) {
-    case DType::kF32:
-      return launch_typed<float>(p, stream);
-    case DType::kBF16:
-      return launch_typed<bf16>(p, stream);
-    case DType::kF16:
-      return launch_typed<f16>(p, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  const bool push = g.protocol == OneShotProtocol::kPush &&
+                    oneshot_norm_fits(p.rows, p.hidden, p.dtype, push_capacity(g.capacity));
+  return dispatch_float(p.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    return push ? launch_typed<PushSum, T>(p, stream) : launch_typed<BarrierSum, T>(p, stream);
+  });
 }
 
 }  // namespace pagoda::cuda

@@ -201,4 +201,17 @@ __device__ __forceinline__ T norm_apply(float x, float inv, T w) {
   return from_float<T>(to_float(y) * to_float(w));
 }
 
+// Calls f(T{}) with T the CUDA type of an f32, bf16 or f16 dtype (the
+// one-shot kernels' dtypes), as dispatch_half; cudaErrorInvalidValue for
+// other dtypes.
+template <typename F>
+cudaError_t dispatch_float(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kF32: return f(float{});
+    case DType::kBF16: return f(bf16{});
+    case DType::kF16: return f(f16{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 }  // namespace pagoda::cuda::oneshot

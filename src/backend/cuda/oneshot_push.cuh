@@ -247,10 +247,10 @@ __device__ __forceinline__ Vec<T, N> collect_vec(const OneShotParams& g, int fam
   }
 }
 
-// The push-protocol kernels (oneshot_push_all_reduce.cu,
-// oneshot_push_all_reduce_norm.cu), called by the launch_oneshot_* entry
-// points once they validated the parameters and chose the protocol.
+// The plain all-reduce on the push protocol (oneshot_push_all_reduce.cu),
+// called by launch_oneshot_all_reduce once it validated the parameters and
+// chose the protocol. (The fused kernel's push side is PushSum in
+// oneshot_all_reduce_norm.cu.)
 cudaError_t launch_push_all_reduce(const OneShotParams& p, cudaStream_t stream);
-cudaError_t launch_push_all_reduce_norm(const OneShotNormParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda::oneshot

@@ -74,16 +74,8 @@ cudaError_t launch_typed(const OneShotParams& p, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t launch_push_all_reduce(const OneShotParams& p, cudaStream_t stream) {
-  switch (p.dtype) {
-    case DType::kF32:
-      return launch_typed<float>(p, stream);
-    case DType::kBF16:
-      return launch_typed<bf16>(p, stream);
-    case DType::kF16:
-      return launch_typed<f16>(p, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return dispatch_float(p.dtype,
+                        [&](auto zero) { return launch_typed<decltype(zero)>(p, stream); });
 }
 
 }  // namespace pagoda::cuda::oneshot
