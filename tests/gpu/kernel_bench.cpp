@@ -717,11 +717,14 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
 // and the split's GB/s counting one read of the logits (the speed of light
 // is that over the copy ceiling; the kernel reads a row several times, from
 // L2 when the batch's logits fit there); at 152k tokens, rows 1 and 8,
-// top_p, also G forced to 4..64 (as capped).
+// top_p, also G forced to 4..64 (as capped). "old" is the automatic split
+// with PAGODA_SAMPLE_KERNEL=old (the passes before the fewer-pass path).
+// A fourth mode (T 0.8 alone) follows the three of earlier sessions.
 void bench_sample(CudaBackend& gpu, const Ceilings& c) {
   std::printf("sample (f32 logits ~ N(0, 3); us per call; GB/s of one logits read, copy %.0f)\n"
-              "%6s %7s %-18s %9s %4s %9s %8s %7s\n",
-              c.copy_gbps, "rows", "vocab", "mode", "1 CTA", "G", "split", "speedup", "GB/s");
+              "%6s %7s %-18s %9s %4s %9s %8s %7s %9s %8s\n",
+              c.copy_gbps, "rows", "vocab", "mode", "1 CTA", "G", "split", "speedup", "GB/s",
+              "old", "vs old");
   DeviceBuffer group(&gpu, cuda::sample_group_scratch_bytes());
   check(cudaMemset(group.data(), 0, group.size()), "cudaMemset");
   std::mt19937 gen(7);
@@ -735,7 +738,7 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
           results(&gpu, rows * sizeof(cuda::SampleRowResult));
       check(cudaMemcpy(logits.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice),
             "cudaMemcpy");
-      for (int mode = 0; mode < 3; ++mode) {
+      for (int mode = 0; mode < 4; ++mode) {
         cuda::SampleRowParams rp;
         rp.temperature = mode == 0 ? 0.0f : 0.8f;
         rp.top_p = mode == 1 ? 0.9f : 1.0f;
@@ -763,11 +766,15 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
         };
         const double one = time_with("1");
         const double split = time_with("");
+        setenv("PAGODA_SAMPLE_KERNEL", "old", 1);
+        const double old = time_with("");
+        unsetenv("PAGODA_SAMPLE_KERNEL");
         const int groups = cuda::sample_groups(rows, vocab);
-        const char* names[] = {"greedy", "T0.8 top_p 0.9", "T0.8 top_k 50"};
+        const char* names[] = {"greedy", "T0.8 top_p 0.9", "T0.8 top_k 50", "T0.8"};
         const double gbps = static_cast<double>(host.size()) * 4.0 / (split * 1e-6) / 1e9;
-        std::printf("%6d %7lld %-18s %9.1f %4d %9.1f %7.2fx %7.0f\n", rows,
-                    static_cast<long long>(vocab), names[mode], one, groups, split, one / split, gbps);
+        std::printf("%6d %7lld %-18s %9.1f %4d %9.1f %7.2fx %7.0f %9.1f %7.2fx\n", rows,
+                    static_cast<long long>(vocab), names[mode], one, groups, split, one / split,
+                    gbps, old, old / split);
         if (vocab == 151936 && rows <= 8 && mode == 1) {  // other G (the automatic choice's tuning)
           std::printf("%33s", "forced G:");
           for (const char* forced : {"4", "8", "16", "32", "64"}) {

@@ -263,7 +263,12 @@ void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch,
     any_processed |= p.bias_end > p.bias_begin || p.penalty_end > p.penalty_begin || p.mask_begin >= 0;
   }
   const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
-  const size_t chunk = std::clamp<size_t>(kSampleScratchBytes / row_bytes, 1, num_rows);
+  // Rows in launches whose scratch fits kSampleScratchBytes; without any
+  // processed row no scratch is used and one launch takes every row (110
+  // rows of 152k per launch would leave a 132-SM GPU partly idle, 3 times).
+  const size_t chunk = any_processed
+                           ? std::clamp<size_t>(kSampleScratchBytes / row_bytes, 1, num_rows)
+                           : num_rows;
   if (!ensure_pinned(slot.in_host, in.total) || !ensure_device(sample_in_dev_, in.total) ||
       !ensure_pinned(slot.out_host, res.total) || !ensure_device(sample_out_dev_, res.total) ||
       (any_processed && !ensure_device(sample_scratch_, chunk * row_bytes))) {

@@ -202,6 +202,39 @@ __device__ __forceinline__ void sweep(const RowGroup& rg, const float* a, F f) {
   for (; t < rg.hi; t += kThreads) f(t, a[t]);
 }
 
+// sweep() with 16-byte loads when a + lo is 16-byte aligned (else sweep()):
+// thread i takes the float4s i, i + kThreads, ... of the chunk, four of them
+// loaded together, then the chunk's last (< 4) tokens one per thread; each
+// thread still visits its tokens in increasing id order (its f64 partial
+// sums differ from sweep()'s, which visits other tokens).
+template <typename F>
+__device__ __forceinline__ void sweep_vec4(const RowGroup& rg, const float* a, F f) {
+  if ((reinterpret_cast<uintptr_t>(a + rg.lo) & 15u) != 0) {
+    sweep(rg, a, f);
+    return;
+  }
+  constexpr int kUnroll = 4;
+  const int64_t n4 = (rg.hi - rg.lo) >> 2;
+  const float4* a4 = reinterpret_cast<const float4*>(a + rg.lo);
+  auto visit4 = [&](int64_t i, float4 v) {
+    const int64_t t = rg.lo + 4 * i;
+    f(t, v.x);
+    f(t + 1, v.y);
+    f(t + 2, v.z);
+    f(t + 3, v.w);
+  };
+  int64_t i = threadIdx.x;
+  for (; i + (kUnroll - 1) * kThreads < n4; i += static_cast<int64_t>(kUnroll) * kThreads) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) v[k] = a4[i + k * kThreads];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) visit4(i + k * kThreads, v[k]);
+  }
+  for (; i < n4; i += kThreads) visit4(i, a4[i]);
+  for (int64_t t = rg.lo + 4 * n4 + threadIdx.x; t < rg.hi; t += kThreads) f(t, a[t]);
+}
+
 // sweep() over two rows of the same tokens: f(t, a[t], b[t]).
 template <typename F>
 __device__ __forceinline__ void sweep2(const RowGroup& rg, const float* a, const float* b, F f) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/kernel_launch.cuh"
@@ -37,6 +38,7 @@ static_assert(kMaxSampleGroups <= sampling::kMaxGroupSize);
 struct GroupLaunch {
   int groups = 1;
   int64_t chunk = 0;
+  bool fewer_passes = true;      // sample_fewer_passes(); false: the old passes
   unsigned* counters = nullptr;  // [rows][2]
   uint4* values = nullptr;       // [rows * groups][2]
   double* hist = nullptr;        // [rows * groups][2][256]
@@ -65,6 +67,7 @@ __device__ RowGroup make_group(const GroupLaunch& gl, int r, int g, int64_t voca
 // exchange between the row's CTAs, and so do the two sums.
 struct RowStats {
   double lse = 0.0;
+  float raw_max = -INFINITY;
   int32_t greedy_token = -1;
   float y_max = -INFINITY;
   double y_sum = 0.0;
@@ -113,9 +116,46 @@ __device__ RowStats row_stats(const float* x, const float* proc, float temperatu
       Sum2Op{});
   RowStats st;
   st.lse = static_cast<double>(mx.raw) + log(sums.x);
+  st.raw_max = mx.raw;
   st.greedy_token = mx.best.id;
   st.y_max = mx.y;
   st.y_sum = sums.y;
+  return st;
+}
+
+// A greedy row's statistics in one pass (fewer_passes): the first index of
+// the maximum of proc, and the raw log-sum-exp as an online f64 sum (each
+// thread keeps sum exp(x - m) for its own running max m, rescaled by
+// exp(m_old - m_new) when m grows, and by exp(m - max) at the end). It
+// differs from row_stats' two-pass sum only by f64 rounding (~1e-16
+// relative), the same class of difference as row_stats' summation order
+// against the CPU's; a row whose max is -inf gets lse NaN as there.
+__device__ RowStats greedy_stats(const float* x, const float* proc, RowGroup& rg) {
+  float m = -INFINITY;
+  double s = 0.0;
+  Candidate best{-INFINITY, -1};
+  auto visit = [&](int64_t t, float xt, float v) {
+    if (xt > m) {
+      s = m == -INFINITY ? 0.0 : s * exp(static_cast<double>(m) - static_cast<double>(xt));
+      m = xt;
+    }
+    if (xt != -INFINITY) s += exp(static_cast<double>(xt) - static_cast<double>(m));
+    if (best.id < 0 || v > best.score) best = Candidate{v, static_cast<int32_t>(t)};
+  };
+  if (proc == x) {
+    sampling::sweep_vec4(rg, x, [&](int64_t t, float xt) { visit(t, xt, xt); });
+  } else {
+    sampling::sweep2(rg, x, proc, visit);
+  }
+  Maxima mx{sampling::block_reduce(m, MaxOp{}), -INFINITY, sampling::block_best(best)};
+  mx = sampling::group_reduce(rg, mx, MaximaOp{});
+  const double scaled =
+      m == -INFINITY ? 0.0 : s * exp(static_cast<double>(m) - static_cast<double>(mx.raw));
+  const double sum = row_reduce(rg, scaled, SumOp{});
+  RowStats st;
+  st.lse = mx.raw == -INFINITY ? NAN : static_cast<double>(mx.raw) + log(sum);
+  st.raw_max = mx.raw;
+  st.greedy_token = mx.best.id;
   return st;
 }
 
@@ -171,8 +211,11 @@ __device__ int32_t row_argmax(F f, RowGroup& rg) {
 }
 
 // Step 4: temperature, min_p, top_k, top_p and the exponential race.
+// fewer_passes: the top_k select skips min_p's probability (an expf and an
+// f64 division per token per pass) when min_p is off; the same set.
 __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int64_t vocab,
-                              const RowStats& st, RowGroup& rg, sampling::SelectShared& sh) {
+                              const RowStats& st, RowGroup& rg, sampling::SelectShared& sh,
+                              bool fewer_passes) {
   const float temperature = rp.temperature;
   auto scaled = [&](float v) { return __fdiv_rn(v, temperature); };
   const float y_max = st.y_max;
@@ -190,6 +233,7 @@ __device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int6
           const float y = scaled(v);
           key = order_key(y);
           w = 1.0;
+          if (fewer_passes && !(rp.min_p > 0.0f)) return true;
           return keep_min_p(prob(y));
         },
         proc, rg, static_cast<double>(rp.top_k), sh);
@@ -315,13 +359,20 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
   const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
   const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab, rg);
   const bool greedy = rp.temperature < kGreedyTemperature;
-  const RowStats st = row_stats(x, proc, rp.temperature, greedy, rg);
+  const RowStats st = greedy && gl.fewer_passes ? greedy_stats(x, proc, rg)
+                                                : row_stats(x, proc, rp.temperature, greedy, rg);
   const double lse = st.lse;
 
-  const int32_t token = greedy ? st.greedy_token : draw_token(rp, proc, p.vocab, st, rg, sh);
-  const int32_t rank = raw_rank(x, lse, rg, token);
+  const int32_t token =
+      greedy ? st.greedy_token : draw_token(rp, proc, p.vocab, st, rg, sh, gl.fewer_passes);
+  // fewer_passes: a token whose logit is the row's raw max has rank 1
+  // without a pass (lp is monotone in x, so no lp is strictly larger).
+  auto rank_of = [&](int32_t t) {
+    return gl.fewer_passes && x[t] == st.raw_max ? 1 : raw_rank(x, lse, rg, t);
+  };
+  const int32_t rank = rank_of(token);
   const bool has_target = rp.target_token >= 0 && rp.target_token < p.vocab;
-  const int32_t target_rank = has_target ? raw_rank(x, lse, rg, rp.target_token) : 0;
+  const int32_t target_rank = has_target ? rank_of(rp.target_token) : 0;
   if (rg.g == 0 && threadIdx.x == 0) {
     SampleRowResult res;
     res.token = token;
@@ -410,6 +461,11 @@ size_t sample_group_scratch_bytes() {
   return GroupLayout(static_cast<size_t>(std::max(device_capacity(), 0))).total;
 }
 
+bool sample_fewer_passes() {
+  const char* env = std::getenv("PAGODA_SAMPLE_KERNEL");
+  return env == nullptr || std::strcmp(env, "old") != 0;
+}
+
 int sample_groups(int num_rows, int64_t vocab) {
   return split_for(num_rows, vocab).groups;
 }
@@ -421,6 +477,7 @@ cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream) {
   }
   GroupLaunch gl =
       p.group_scratch != nullptr ? split_for(p.num_rows, p.vocab) : GroupLaunch{1, p.vocab};
+  gl.fewer_passes = sample_fewer_passes();
   if (gl.groups > 1) {
     const GroupLayout layout(static_cast<size_t>(device_capacity()));
     if (p.group_scratch == nullptr || p.group_scratch_bytes < layout.total)

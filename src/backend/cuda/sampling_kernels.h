@@ -83,6 +83,14 @@ size_t sample_group_scratch_bytes();
 // and by chunks of at least 32 tokens) - for A/B timing and tests.
 int sample_groups(int num_rows, int64_t vocab);
 
+// Whether launch_sample takes the fewer-pass path: a greedy row's argmax
+// and log-sum-exp in one pass of 16-byte loads, no rank pass for a token
+// whose logit is the row's max, and no min_p probability in the top_k select
+// when min_p is off (the same results up to f64 rounding of the lse). True
+// unless PAGODA_SAMPLE_KERNEL=old is in the environment (the previous
+// passes, for A/B timing and tests).
+bool sample_fewer_passes();
+
 // Samples every row: sample_groups() CTAs per row when p.group_scratch is
 // set (cudaErrorInvalidValue if it is smaller than
 // sample_group_scratch_bytes() and G > 1), else one.
