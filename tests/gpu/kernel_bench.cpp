@@ -719,7 +719,8 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
 // L2 when the batch's logits fit there); at 152k tokens, rows 1 and 8,
 // top_p, also G forced to 4..64 (as capped). "old" is the automatic split
 // with PAGODA_SAMPLE_KERNEL=old (the passes before the fewer-pass path).
-// A fourth mode (T 0.8 alone) follows the three of earlier sessions.
+// A fourth mode (T 0.8 alone) and a fifth (top_k 50 with top_p 0.9) follow
+// the three of earlier sessions.
 void bench_sample(CudaBackend& gpu, const Ceilings& c) {
   std::printf("sample (f32 logits ~ N(0, 3); us per call; GB/s of one logits read, copy %.0f)\n"
               "%6s %7s %-18s %9s %4s %9s %8s %7s %9s %8s\n",
@@ -738,11 +739,11 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
           results(&gpu, rows * sizeof(cuda::SampleRowResult));
       check(cudaMemcpy(logits.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice),
             "cudaMemcpy");
-      for (int mode = 0; mode < 4; ++mode) {
+      for (int mode = 0; mode < 5; ++mode) {
         cuda::SampleRowParams rp;
         rp.temperature = mode == 0 ? 0.0f : 0.8f;
-        rp.top_p = mode == 1 ? 0.9f : 1.0f;
-        rp.top_k = mode == 2 ? 50 : 0;
+        rp.top_p = mode == 1 || mode == 4 ? 0.9f : 1.0f;
+        rp.top_k = mode == 2 || mode == 4 ? 50 : 0;
         std::vector<cuda::SampleRowParams> rps(static_cast<size_t>(rows), rp);
         for (int r = 0; r < rows; ++r)
           rps[static_cast<size_t>(r)].seed = static_cast<uint64_t>(r) + 1;
@@ -770,7 +771,8 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
         const double old = time_with("");
         unsetenv("PAGODA_SAMPLE_KERNEL");
         const int groups = cuda::sample_groups(rows, vocab);
-        const char* names[] = {"greedy", "T0.8 top_p 0.9", "T0.8 top_k 50", "T0.8"};
+        const char* names[] = {"greedy", "T0.8 top_p 0.9", "T0.8 top_k 50", "T0.8",
+                               "T0.8 k50 p0.9"};
         const double gbps = static_cast<double>(host.size()) * 4.0 / (split * 1e-6) / 1e9;
         std::printf("%6d %7lld %-18s %9.1f %4d %9.1f %7.2fx %7.0f %9.1f %7.2fx\n", rows,
                     static_cast<long long>(vocab), names[mode], one, groups, split, one / split,

@@ -8,10 +8,15 @@
 // for the one-pass argmax and log-sum-exp: ties of the max (the lowest id
 // wins) across float4 and chunk edges, the max at the last token, rows all
 // -inf but a few tokens, rows not 16-byte aligned (odd vocabularies), a
-// banned argmax (the processed row), at G = 1, 7 and the automatic split.
-// Expectations as in sampling_test.cpp.
+// banned argmax (the processed row), at G = 1, 7 and the automatic split;
+// and top_k / top_p rows for the candidate path (one CTA per row), with
+// adversarial rows whose candidates overflow or whose cut guess fails (the
+// path must fall back to the full-row passes). Expectations as in
+// sampling_test.cpp.
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/sampling_kernels.h"
 #include "sampling_test_util.h"
@@ -32,9 +37,8 @@ int32_t argmax_of(const std::vector<float>& logits, int64_t vocab, int64_t row) 
 
 // The batch on the GPU with the fewer passes and with the old ones: each
 // equal to the CPU, and to each other in every token, rank and top-K id.
-void expect_both_paths_match_cpu(const std::vector<float>& logits, int64_t num_rows,
-                                 int64_t vocab, const SamplingBatch& batch,
-                                 const std::string& what) {
+void expect_both_paths_match_cpu(const std::vector<float>& logits, int64_t num_rows, int64_t vocab,
+                                 const SamplingBatch& batch, const std::string& what) {
   CudaBackend& gpu = *cuda_backend(DType::kBF16);
   const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
   SampleOutput fewer, old;
@@ -153,6 +157,116 @@ TEST(CudaSamplingTest, OnePassGreedyEdges) {
   PAGODA_REQUIRE_GPU();
   for (int64_t vocab : {1001, 4099, 32003, 151936}) {
     for (const char* groups : {"", "1", "7"}) run_greedy_edges(vocab, groups);
+  }
+}
+
+// Narrowing rows (top_k / top_p, the candidate path at G = 1): 16 settings
+// cycling over the rows, on five kinds of row data (row / 16 % 5): N(0, 3);
+// quantised to exact ties; all equal (every token a candidate); ~1% -inf;
+// all -inf but five tokens. Settings include a tiny and a huge temperature
+// (the cut guess sees one bin, or every token in bin 0), top_k near and over
+// the candidate buffer (4096), top_k = V - 1 with top_p, top_p near 1,
+// min_p, penalties and bias (a processed row: rank by a pass), masks,
+// targets and top-K logprobs.
+std::vector<SamplingRow> narrowing_mix(int64_t vocab) {
+  const int32_t v = static_cast<int32_t>(vocab);
+  std::vector<SamplingRow> rows;
+  auto add = [&](float t, int32_t k, float p, float min_p) {
+    SamplingRow r;
+    r.temperature = t;
+    r.top_k = k;
+    r.top_p = p;
+    r.min_p = min_p;
+    r.seed = static_cast<uint64_t>(rng()());
+    r.step = static_cast<uint64_t>(uniform_ints(1, 0, 1000)[0]);
+    rows.push_back(r);
+  };
+  add(0.8f, 50, 1.0f, 0.0f);
+  add(0.8f, 0, 0.9f, 0.0f);
+  add(1.0f, 1, 1.0f, 0.0f);
+  add(0.7f, 40, 0.8f, 0.02f);
+  add(1.2f, 0, 0.7f, 0.05f);
+  add(1e-4f, 5, 1.0f, 0.0f);
+  add(1e4f, 0, 0.9f, 0.0f);
+  add(1e4f, 100, 1.0f, 0.0f);
+  add(1.0f, std::min(v - 1, 4000), 1.0f, 0.0f);
+  add(1.0f, std::min(v - 1, 5000), 0.95f, 0.0f);
+  add(1.0f, v - 1, 0.95f, 0.0f);
+  add(1.0f, 0, 0.999999f, 0.0f);
+  add(0.9f, 0, 0.9f, 0.0f);   // + penalties and bias below
+  add(0.8f, 20, 1.0f, 0.0f);  // + target and top-K below
+  add(1e-4f, 0, 0.3f, 0.0f);
+  add(0.5f, 3000, 0.95f, 0.1f);
+  rows[13].target_token = uniform_ints(1, 0, v - 1)[0];
+  rows[13].num_top_logprobs = 5;
+  return rows;
+}
+
+void run_narrowing(int64_t vocab, int64_t num_rows, const char* groups) {
+  const std::string what = "V=" + std::to_string(vocab) + " rows=" + std::to_string(num_rows) +
+                           " G=" + (*groups != 0 ? groups : "auto");
+  SCOPED_TRACE(what);
+  ScopedGroups env(*groups != 0 ? groups : nullptr);
+  std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+  SamplingBatch batch;
+  batch.max_top_logprobs = 5;
+  for (int64_t r = 0; r < num_rows; ++r) {
+    float* x = logits.data() + r * vocab;
+    switch ((r / 16) % 5) {
+      case 1:
+        for (int64_t t = 0; t < vocab; ++t) x[t] = std::round(x[t] * 2.0f) / 2.0f;
+        break;
+      case 2:
+        std::fill(x, x + vocab, 1.5f);
+        break;
+      case 3:
+        for (int32_t t :
+             uniform_ints(static_cast<size_t>(vocab / 100), 1, static_cast<int32_t>(vocab - 1)))
+          x[t] = -INFINITY;
+        break;
+      case 4: {
+        const std::vector<int32_t> keep = distinct_tokens(5, vocab);
+        for (int64_t t = 0; t < vocab; ++t) {
+          if (std::find(keep.begin(), keep.end(), static_cast<int32_t>(t)) == keep.end())
+            x[t] = -INFINITY;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    const std::vector<SamplingRow> mix = narrowing_mix(vocab);
+    SamplingRow row = mix[static_cast<size_t>(r % 16)];
+    RowLists lists;
+    if (r % 16 == 12) {
+      lists = penalties(40, vocab);
+      row.repetition_penalty = 1.3f;
+      row.presence_penalty = 0.5f;
+      row.frequency_penalty = 0.3f;
+      for (int32_t t : distinct_tokens(3, vocab)) {
+        if (std::find(lists.pen_tokens.begin(), lists.pen_tokens.end(), t) !=
+            lists.pen_tokens.end())
+          continue;
+        lists.bias_tokens.push_back(t);
+        lists.bias_values.push_back(4.0f);
+      }
+    }
+    add_row(batch, row, lists);
+  }
+  if (num_rows >= 3) {  // not on the rows of five finite tokens (a mask could leave none)
+    add_random_masks(batch, logits, vocab);
+    for (int64_t r = 0; r < num_rows; ++r) {
+      if ((r / 16) % 5 == 4) batch.mask_index[static_cast<size_t>(r)] = -1;
+    }
+  }
+  expect_both_paths_match_cpu(logits, num_rows, vocab, batch, what);
+}
+
+TEST(CudaSamplingTest, CandidatePathMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  for (int64_t vocab : {1000, 32000, 151936, 200064}) {
+    for (int64_t rows : {1, 3, 64, 256}) run_narrowing(vocab, rows, "1");
+    run_narrowing(vocab, 80, "");
   }
 }
 

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/sampling_block.cuh"
+#include "backend/cuda/sampling_candidates.cuh"
 #include "backend/cuda/sampling_group.cuh"
 #include "backend/cuda/sampling_kernels.h"
 #include "core/philox.h"
@@ -28,6 +29,7 @@ using sampling::SumOp;
 using sampling::Threshold;
 
 constexpr float kGreedyTemperature = 1e-5f;
+constexpr int kNoCrossing = 0x7fffffff;
 // Smallest chunk of the automatic split (tokens per CTA).
 constexpr int64_t kMinChunk = 4096;
 static_assert(kMaxSampleGroups <= sampling::kMaxGroupSize);
@@ -283,6 +285,246 @@ __device__ int32_t raw_rank(const float* x, double lse, RowGroup& rg, int32_t to
   return 1 + row_reduce(rg, count, SumOp{});
 }
 
+// Whether a sampled row narrows its draw to a few tokens (top_k or top_p),
+// the rows of the candidate path.
+__device__ __forceinline__ bool narrows(const SampleRowParams& rp, int64_t vocab) {
+  return (rp.top_k > 0 && rp.top_k < vocab) || rp.top_p < 1.0f;
+}
+
+// row_stats() of a sampled row in the candidate path (one CTA per row):
+// the same values (y_max = proc_max / T, as division by T > 0 is monotone),
+// and, in the pass of the sums, hist[b] = the tokens of distance bin b
+// (sampling_candidates.cuh) below y_max (shared atomics; the last bin, where
+// most tokens of a peaked row fall, is the row's rest, not counted). hist:
+// kDistanceBins ints of shared memory.
+__device__ RowStats candidate_stats(const float* x, const float* proc, float temperature,
+                                    RowGroup& rg, int* hist) {
+  for (int i = threadIdx.x; i < sampling::kDistanceBins; i += kThreads) hist[i] = 0;
+  float m = -INFINITY, v_max = -INFINITY;
+  if (proc == x) {
+    sampling::sweep_vec4(rg, x, [&](int64_t, float xt) { m = fmaxf(m, xt); });
+    v_max = m;
+  } else {
+    sampling::sweep2(rg, x, proc, [&](int64_t, float xt, float v) {
+      m = fmaxf(m, xt);
+      v_max = fmaxf(v_max, v);
+    });
+  }
+  const float raw_max = row_reduce(rg, m, MaxOp{});  // barriers: hist is cleared
+  const float y_max = __fdiv_rn(row_reduce(rg, v_max, MaxOp{}), temperature);
+  double s = 0.0, y_sum = 0.0;
+  auto visit = [&](float xt, float v) {
+    s += exp(static_cast<double>(xt) - raw_max);
+    const float y = __fdiv_rn(v, temperature);
+    y_sum += static_cast<double>(expf(__fsub_rn(y, y_max)));
+    // The last bin (often most of a peaked row) is counted as the rest below.
+    const int b = sampling::distance_bin(__fsub_rn(y_max, y));
+    if (b < sampling::kDistanceBins - 1) atomicAdd(&hist[b], 1);
+  };
+  if (proc == x) {
+    sampling::sweep_vec4(rg, x, [&](int64_t, float xt) { visit(xt, xt); });
+  } else {
+    sampling::sweep2(rg, x, proc, [&](int64_t, float xt, float v) { visit(xt, v); });
+  }
+  RowStats st;
+  st.lse = static_cast<double>(raw_max) + log(row_reduce(rg, s, SumOp{}));
+  st.raw_max = raw_max;
+  st.y_max = y_max;
+  st.y_sum = row_reduce(rg, y_sum, SumOp{});  // barriers: the atomics are done
+  if (threadIdx.x < 32) {
+    int counted = 0;
+    for (int i = threadIdx.x; i < sampling::kDistanceBins - 1; i += 32) counted += hist[i];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) counted += __shfl_xor_sync(0xffffffffu, counted, o);
+    if (threadIdx.x == 0)
+      hist[sampling::kDistanceBins - 1] = static_cast<int>(rg.hi - rg.lo) - counted;
+  }
+  __syncthreads();
+  return st;
+}
+
+// A token drawn by the candidate path and its rank (0: not known here).
+struct CandidateDraw {
+  int32_t token = -1;  // -1: the path could not decide; draw_token() does
+  int32_t rank = 0;
+};
+
+// draw_token() for a narrowing row with one CTA, over the row's candidates
+// only: from the distance histogram of candidate_stats() a cut that should
+// keep every token top_k / top_p can select (top_k: the first bins holding
+// top_k tokens; top_p: the first bins whose estimated mass reaches top_p of
+// the row's), then one pass copies the candidates into shared memory (top_k:
+// every token with y >= y_cut, an upper set in (y desc, id asc) order; top_p
+// alone: every min_p-kept token with p >= p_cut, an upper set in (p desc, id
+// asc) order, while summing p over all kept tokens) and sorts them. top_k,
+// top_p and the race then run over the sorted candidates exactly as
+// draw_token() over the row. The cut is only a guess: the result is
+// returned only when the candidates provably hold the selection (top_k: at
+// least top_k of them; top_p alone: the scan reaches its target inside
+// them, or they are every kept token), else token -1 (and on overflow of
+// kMaxCandidates or a row whose y_max / y_sum is not finite). The token's
+// rank comes from the candidates when proc == x (every token with a larger
+// logprob has a larger logit, so a larger y, so it is a candidate).
+__device__ CandidateDraw draw_from_candidates(const SampleRowParams& rp, const float* x,
+                                              const float* proc, int64_t vocab, const RowStats& st,
+                                              RowGroup& rg, sampling::SelectShared& sh,
+                                              const int* hist) {
+  using sampling::candidate_id;
+  using sampling::kDistanceBins;
+  using sampling::kMaxCandidates;
+  using sampling::pack_candidate;
+  __shared__ int count_s, bin_s, cross_s;
+  CandidateDraw out;
+  if (!(isfinite(st.y_max) && isfinite(st.y_sum) && st.y_sum > 0.0)) return out;
+  const float temperature = rp.temperature;
+  auto scaled = [&](float v) { return __fdiv_rn(v, temperature); };
+  auto prob = [&](float y) {
+    return static_cast<float>(static_cast<double>(expf(__fsub_rn(y, st.y_max))) / st.y_sum);
+  };
+  const float min_p_cut = __fmul_rn(rp.min_p, static_cast<float>(1.0 / st.y_sum));
+  auto keep_min_p = [&](float pr) { return !(rp.min_p > 0.0f && pr < min_p_cut); };
+  auto prob_of = [&](uint64_t c) { return prob(scaled(proc[candidate_id(c)])); };
+  const bool use_k = rp.top_k > 0 && rp.top_k < vocab;
+  const bool use_p = rp.top_p < 1.0f;
+
+  uint64_t* const buf = reinterpret_cast<uint64_t*>(&sh.warp_hist[0][0]);
+  // After the loop: buf[0, n) the candidates; list[0, len) the tokens left
+  // for top_p and the race in its order, the first `selected` of them drawn
+  // from. Attempt 1 (top_p alone, when attempt 0's candidates missed the
+  // target) cuts where the least mass of the bins reaches it.
+  int n = 0, len = 0, selected = 0, last_bin = -1;
+  const uint64_t* list = buf;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt == 2) return out;
+    if (threadIdx.x < 32) {
+      int count;
+      const double target =
+          use_k ? static_cast<double>(rp.top_k) : static_cast<double>(rp.top_p) * st.y_sum;
+      const int bin =
+          sampling::pick_distance_bin(hist, target, !use_k, attempt == 0 ? 0.6 : 1.0, count);
+      if (threadIdx.x == 0) {
+        bin_s = bin;
+        count_s = count;
+      }
+    }
+    __syncthreads();
+    const int bin = bin_s;
+    const bool expect_overflow = count_s > kMaxCandidates;
+    __syncthreads();
+    if (expect_overflow || bin <= last_bin) return out;
+    last_bin = bin;
+    if (threadIdx.x == 0) count_s = 0;
+    __syncthreads();
+
+    // The cut a quarter bin past the chosen bin (d rounds); the last bin: all.
+    const bool all = bin == kDistanceBins - 1;
+    const float y_cut =
+        all ? -INFINITY
+            : __fsub_rn(st.y_max, (static_cast<float>(bin) + 1.25f) / sampling::kBinsPerUnit);
+    const float p_cut = all ? 0.0f : prob(y_cut);
+    auto push = [&](uint32_t key, int64_t t) {
+      const int i = atomicAdd(&count_s, 1);
+      if (i < kMaxCandidates) buf[i] = pack_candidate(key, static_cast<int32_t>(t));
+    };
+    double total = 0.0;
+    int kept = 0;
+    if (use_k) {
+      sampling::sweep_vec4(rg, proc, [&](int64_t t, float v) {
+        const float y = scaled(v);
+        if (y >= y_cut) push(order_key(y), t);
+      });
+    } else {
+      sampling::sweep_vec4(rg, proc, [&](int64_t t, float v) {
+        const float pr = prob(scaled(v));
+        if (!keep_min_p(pr)) return;
+        total += pr;
+        ++kept;
+        if (pr >= p_cut) push(order_key(pr), t);
+      });
+    }
+    total = sampling::block_reduce(total, SumOp{});
+    kept = sampling::block_reduce(kept, SumOp{});
+    n = count_s;  // final: block_reduce passed barriers
+    if (n > kMaxCandidates || (use_k && n < rp.top_k)) return out;
+    const int n_pow2 = sampling::pow2_at_least(n);
+    for (int i = n + static_cast<int>(threadIdx.x); i < n_pow2; i += kThreads) buf[i] = 0;
+    sampling::bitonic_sort_desc(buf, n_pow2);
+
+    list = buf;
+    len = n;
+    if (use_k) {
+      // min_p keeps an upper set of y: a prefix of the candidates.
+      int min_p_kept = 0;
+      for (int i = threadIdx.x; i < n; i += kThreads)
+        min_p_kept += keep_min_p(prob_of(buf[i])) ? 1 : 0;
+      len = min(rp.top_k, sampling::block_reduce(min_p_kept, SumOp{}));
+      if (use_p) {  // re-keyed by p (ties in p may reorder ids) after the candidates
+        const int len_pow2 = sampling::pow2_at_least(len);
+        if (n_pow2 + len_pow2 > kMaxCandidates) return out;
+        uint64_t* const by_p = buf + n_pow2;
+        double sum = 0.0;
+        for (int i = threadIdx.x; i < len_pow2; i += kThreads) {
+          uint64_t c = 0;
+          if (i < len) {
+            const float pr = prob_of(buf[i]);
+            sum += pr;
+            c = pack_candidate(order_key(pr), candidate_id(buf[i]));
+          }
+          by_p[i] = c;
+        }
+        total = sampling::block_reduce(sum, SumOp{});
+        sampling::bitonic_sort_desc(by_p, len_pow2);
+        list = by_p;
+      }
+    }
+
+    // top_p: the first tokens whose p reaches top_p of the kept total.
+    selected = len;
+    if (use_p) {
+      const double target = fmax(static_cast<double>(rp.top_p) * total, 1e-300);
+      if (threadIdx.x == 0) cross_s = kNoCrossing;
+      __syncthreads();
+      double run = 0.0;
+      for (int base = 0; base < len; base += kThreads) {
+        const int i = base + static_cast<int>(threadIdx.x);
+        const double w = i < len ? static_cast<double>(prob_of(list[i])) : 0.0;
+        double chunk;
+        const double incl = sampling::block_inclusive_scan(w, chunk);
+        if (w > 0.0 && run + incl >= target) atomicMin(&cross_s, i);
+        __syncthreads();
+        if (cross_s != kNoCrossing) break;
+        run += chunk;
+      }
+      const int cross = cross_s;
+      __syncthreads();
+      if (cross != kNoCrossing) {
+        selected = cross + 1;
+      } else if (!use_k && n < kept) {
+        continue;  // the target lies past the candidates: once more, cut lower
+      }
+    }
+    break;
+  }
+
+  Candidate best{-1.0f, -1};
+  for (int i = threadIdx.x; i < selected; i += kThreads) {
+    const int32_t id = candidate_id(list[i]);
+    const float pr = prob(scaled(proc[id]));
+    const float e = -logf(philox_uniform(rp.seed, rp.step, static_cast<uint64_t>(id)));
+    const float score = pr / e;
+    if (score > best.score || (score == best.score && id < best.id)) best = Candidate{score, id};
+  }
+  out.token = sampling::block_best(best).id;
+  if (out.token >= 0 && proc == x) {
+    const float lp = raw_logprob(x[out.token], st.lse);
+    int larger = 0;
+    for (int i = threadIdx.x; i < n; i += kThreads)
+      larger += raw_logprob(x[candidate_id(buf[i])], st.lse) > lp ? 1 : 0;
+    out.rank = 1 + sampling::block_reduce(larger, SumOp{});
+  }
+  return out;
+}
+
 // The row's top-n tokens by raw logprob (lower id first on ties) into
 // ids/lps [width]; entries past n hold -1 / NaN. The first CTA of the row
 // writes them.
@@ -359,18 +601,27 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
   const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
   const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab, rg);
   const bool greedy = rp.temperature < kGreedyTemperature;
+  // The candidate path's histogram lives in sh.hist (free until a select).
+  int* const dist_hist = reinterpret_cast<int*>(sh.hist);
+  static_assert(sizeof(sh.hist) >= sampling::kDistanceBins * sizeof(int));
+  const bool candidates = !greedy && gl.fewer_passes && rg.size == 1 && narrows(rp, p.vocab);
   const RowStats st = greedy && gl.fewer_passes ? greedy_stats(x, proc, rg)
-                                                : row_stats(x, proc, rp.temperature, greedy, rg);
+                      : candidates ? candidate_stats(x, proc, rp.temperature, rg, dist_hist)
+                                   : row_stats(x, proc, rp.temperature, greedy, rg);
   const double lse = st.lse;
 
-  const int32_t token =
-      greedy ? st.greedy_token : draw_token(rp, proc, p.vocab, st, rg, sh, gl.fewer_passes);
+  CandidateDraw drawn;
+  if (candidates) drawn = draw_from_candidates(rp, x, proc, p.vocab, st, rg, sh, dist_hist);
+  const int32_t token = greedy ? st.greedy_token
+                        : drawn.token >= 0
+                            ? drawn.token
+                            : draw_token(rp, proc, p.vocab, st, rg, sh, gl.fewer_passes);
   // fewer_passes: a token whose logit is the row's raw max has rank 1
   // without a pass (lp is monotone in x, so no lp is strictly larger).
   auto rank_of = [&](int32_t t) {
     return gl.fewer_passes && x[t] == st.raw_max ? 1 : raw_rank(x, lse, rg, t);
   };
-  const int32_t rank = rank_of(token);
+  const int32_t rank = drawn.rank > 0 ? drawn.rank : rank_of(token);
   const bool has_target = rp.target_token >= 0 && rp.target_token < p.vocab;
   const int32_t target_rank = has_target ? rank_of(rp.target_token) : 0;
   if (rg.g == 0 && threadIdx.x == 0) {

@@ -85,8 +85,11 @@ int sample_groups(int num_rows, int64_t vocab);
 
 // Whether launch_sample takes the fewer-pass path: a greedy row's argmax
 // and log-sum-exp in one pass of 16-byte loads, no rank pass for a token
-// whose logit is the row's max, and no min_p probability in the top_k select
-// when min_p is off (the same results up to f64 rounding of the lse). True
+// whose logit is the row's max, no min_p probability in the top_k select
+// when min_p is off, and top_k / top_p rows with one CTA drawn from the
+// row's candidates in 3 passes (docs/cuda-backend.md "Candidates"; the
+// radix passes when the candidates do not provably hold the selection) -
+// the same results up to f64 rounding of the sums. True
 // unless PAGODA_SAMPLE_KERNEL=old is in the environment (the previous
 // passes, for A/B timing and tests).
 bool sample_fewer_passes();
