@@ -25,40 +25,9 @@
 namespace pagoda::gpu_test {
 namespace {
 
-// PAGODA_SAMPLE_KERNEL for the scope (nullptr: unset, the fewer passes).
-struct ScopedKernel : ScopedEnv {
-  explicit ScopedKernel(const char* value) : ScopedEnv("PAGODA_SAMPLE_KERNEL", value) {}
-};
-
 int32_t argmax_of(const std::vector<float>& logits, int64_t vocab, int64_t row) {
   const float* x = logits.data() + row * vocab;
   return static_cast<int32_t>(std::max_element(x, x + vocab) - x);
-}
-
-// The batch on the GPU with the fewer passes and with the old ones: each
-// equal to the CPU, and to each other in every token, rank and top-K id.
-void expect_both_paths_match_cpu(const std::vector<float>& logits, int64_t num_rows, int64_t vocab,
-                                 const SamplingBatch& batch, const std::string& what) {
-  CudaBackend& gpu = *cuda_backend(DType::kBF16);
-  const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
-  SampleOutput fewer, old;
-  {
-    ScopedKernel env(nullptr);
-    ASSERT_TRUE(cuda::sample_fewer_passes());
-    fewer = run_sample(gpu, logits, num_rows, vocab, batch);
-  }
-  {
-    ScopedKernel env("old");
-    ASSERT_FALSE(cuda::sample_fewer_passes());
-    old = run_sample(gpu, logits, num_rows, vocab, batch);
-  }
-  expect_same_output(fewer, c, batch, what + " fewer passes");
-  expect_same_output(old, c, batch, what + " old passes");
-  EXPECT_EQ(fewer.token_ids, old.token_ids) << what;
-  EXPECT_EQ(fewer.ranks, old.ranks) << what;
-  EXPECT_EQ(fewer.target_ranks, old.target_ranks) << what;
-  EXPECT_EQ(fewer.top_ids, old.top_ids) << what;
-  expect_status_ok(gpu);
 }
 
 void run_rows(int64_t vocab, int64_t num_rows, bool ties) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/sampling_kernels.h"
 #include "test_util.h"
 
 namespace pagoda::gpu_test {
@@ -273,6 +274,48 @@ class ScopedEnv {
 struct ScopedGroups : ScopedEnv {
   explicit ScopedGroups(const char* value) : ScopedEnv("PAGODA_SAMPLE_GROUPS", value) {}
 };
+
+// PAGODA_SAMPLE_KERNEL for the scope (nullptr: unset, the fewer passes).
+struct ScopedKernel : ScopedEnv {
+  explicit ScopedKernel(const char* value) : ScopedEnv("PAGODA_SAMPLE_KERNEL", value) {}
+};
+
+// The batch on the GPU with the fewer passes and with the old ones: each
+// equal to the CPU, and to each other in every token, rank and top-K id.
+// Returns the path counts of the fewer-pass run (sampling_kernels.h);
+// the old run must read no mask on the fly.
+inline cuda::SamplePathCounts expect_both_paths_match_cpu(const std::vector<float>& logits,
+                                                          int64_t num_rows, int64_t vocab,
+                                                          const SamplingBatch& batch,
+                                                          const std::string& what) {
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const SampleOutput c = run_sample(cpu_backend(), logits, num_rows, vocab, batch);
+  SampleOutput fewer, old;
+  cuda::SamplePathCounts counts, old_counts;
+  EXPECT_EQ(cuda::take_sample_path_counts(counts), cudaSuccess);  // zeroed
+  {
+    ScopedKernel env(nullptr);
+    EXPECT_TRUE(cuda::sample_fewer_passes());
+    fewer = run_sample(gpu, logits, num_rows, vocab, batch);
+    EXPECT_EQ(cuda::take_sample_path_counts(counts), cudaSuccess);
+  }
+  {
+    ScopedKernel env("old");
+    EXPECT_FALSE(cuda::sample_fewer_passes());
+    old = run_sample(gpu, logits, num_rows, vocab, batch);
+    EXPECT_EQ(cuda::take_sample_path_counts(old_counts), cudaSuccess);
+  }
+  EXPECT_EQ(old_counts.mask_on_the_fly, 0u) << what;
+  EXPECT_EQ(old_counts.candidates + old_counts.candidate_misses, 0u) << what;
+  expect_same_output(fewer, c, batch, what + " fewer passes");
+  expect_same_output(old, c, batch, what + " old passes");
+  EXPECT_EQ(fewer.token_ids, old.token_ids) << what;
+  EXPECT_EQ(fewer.ranks, old.ranks) << what;
+  EXPECT_EQ(fewer.target_ranks, old.target_ranks) << what;
+  EXPECT_EQ(fewer.top_ids, old.top_ids) << what;
+  expect_status_ok(gpu);
+  return counts;
+}
 
 // Row settings without token lists, valid for any vocabulary (even 1).
 inline std::vector<SamplingRow> small_vocab_mix(int64_t vocab) {

@@ -257,15 +257,20 @@ void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch,
   const InputLayout in(num_rows, batch.penalty_tokens.size(), batch.bias_tokens.size(),
                        batch.allowed_words.size());
   const OutputLayout res(num_rows, width);
+  // Rows processed into scratch: bias or penalties (a mask alone is read on
+  // the fly, except with the old passes).
+  const bool mask_on_the_fly = cuda::sample_fewer_passes();
   bool any_processed = false;
   for (size_t r = 0; r < num_rows; ++r) {
     const cuda::SampleRowParams p = row_params(batch, r);
-    any_processed |= p.bias_end > p.bias_begin || p.penalty_end > p.penalty_begin || p.mask_begin >= 0;
+    any_processed |= p.bias_end > p.bias_begin || p.penalty_end > p.penalty_begin ||
+                     (p.mask_begin >= 0 && !mask_on_the_fly);
   }
   const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
   // Rows in launches whose scratch fits kSampleScratchBytes; without any
   // processed row no scratch is used and one launch takes every row (110
-  // rows of 152k per launch would leave a 132-SM GPU partly idle, 3 times).
+  // rows of 152k per launch would leave a 132-SM GPU partly idle, 3 times;
+  // a batch of masked rows, constrained decoding, is such a batch).
   const size_t chunk = any_processed
                            ? std::clamp<size_t>(kSampleScratchBytes / row_bytes, 1, num_rows)
                            : num_rows;

@@ -25,6 +25,7 @@ using sampling::MaxOp;
 using sampling::order_key;
 using sampling::row_reduce;
 using sampling::RowGroup;
+using sampling::RowRef;
 using sampling::SumOp;
 using sampling::Threshold;
 
@@ -90,7 +91,7 @@ struct Sum2Op {
   }
 };
 
-__device__ RowStats row_stats(const float* x, const float* proc, float temperature, bool greedy,
+__device__ RowStats row_stats(const float* x, RowRef proc, float temperature, bool greedy,
                               RowGroup& rg) {
   Maxima mx{-INFINITY, -INFINITY, Candidate{-INFINITY, -1}};
   sampling::sweep2(rg, x, proc, [&](int64_t t, float xt, float v) {
@@ -132,7 +133,7 @@ __device__ RowStats row_stats(const float* x, const float* proc, float temperatu
 // differs from row_stats' two-pass sum only by f64 rounding (~1e-16
 // relative), the same class of difference as row_stats' summation order
 // against the CPU's; a row whose max is -inf gets lse NaN as there.
-__device__ RowStats greedy_stats(const float* x, const float* proc, RowGroup& rg) {
+__device__ RowStats greedy_stats(const float* x, RowRef proc, RowGroup& rg) {
   float m = -INFINITY;
   double s = 0.0;
   Candidate best{-INFINITY, -1};
@@ -144,7 +145,7 @@ __device__ RowStats greedy_stats(const float* x, const float* proc, RowGroup& rg
     if (xt != -INFINITY) s += exp(static_cast<double>(xt) - static_cast<double>(m));
     if (best.id < 0 || v > best.score) best = Candidate{v, static_cast<int32_t>(t)};
   };
-  if (proc == x) {
+  if (proc.is(x)) {
     sampling::sweep_vec4(rg, x, [&](int64_t t, float xt) { visit(t, xt, xt); });
   } else {
     sampling::sweep2(rg, x, proc, visit);
@@ -165,13 +166,22 @@ __device__ __forceinline__ float raw_logprob(float xt, double lse) {
   return static_cast<float>(static_cast<double>(xt) - lse);
 }
 
-// Steps 0-2 (mask, bias, then penalties) of the CTA's chunk into `scratch`
-// (the row's) when the row has any; returns the row to sample from (valid
-// over the chunk). Tokens must be unique within each list.
-__device__ const float* processed_row(const SampleParams& p, const SampleRowParams& rp,
-                                      const float* x, float* scratch, const RowGroup& rg) {
+// Whether the row has bias or penalty lists (a processed row in scratch).
+__device__ __forceinline__ bool has_lists(const SampleRowParams& rp) {
+  return rp.bias_end > rp.bias_begin || rp.penalty_end > rp.penalty_begin;
+}
+
+// Steps 0-2 (mask, bias, then penalties): the row to sample from (valid
+// over the CTA's chunk). A row with bias or penalties (or, with
+// !mask_on_the_fly, a mask) is processed into `scratch` (the row's); a
+// mask-only row is x read through its mask (RowRef), the same values
+// without the copy; a row with neither is x. Tokens must be unique within
+// each list.
+__device__ RowRef processed_row(const SampleParams& p, const SampleRowParams& rp, const float* x,
+                                float* scratch, const RowGroup& rg, bool mask_on_the_fly) {
   const bool masked = rp.mask_begin >= 0;
-  if (!masked && rp.bias_end <= rp.bias_begin && rp.penalty_end <= rp.penalty_begin) return x;
+  if (!has_lists(rp) && (!masked || mask_on_the_fly))
+    return RowRef(x, masked ? p.allowed_words + rp.mask_begin : nullptr);
   if (masked) {
     const uint32_t* words = p.allowed_words + rp.mask_begin;
     for (int64_t t = rg.lo + threadIdx.x; t < rg.hi; t += kThreads)
@@ -215,7 +225,7 @@ __device__ int32_t row_argmax(F f, RowGroup& rg) {
 // Step 4: temperature, min_p, top_k, top_p and the exponential race.
 // fewer_passes: the top_k select skips min_p's probability (an expf and an
 // f64 division per token per pass) when min_p is off; the same set.
-__device__ int32_t draw_token(const SampleRowParams& rp, const float* proc, int64_t vocab,
+__device__ int32_t draw_token(const SampleRowParams& rp, RowRef proc, int64_t vocab,
                               const RowStats& st, RowGroup& rg, sampling::SelectShared& sh,
                               bool fewer_passes) {
   const float temperature = rp.temperature;
@@ -297,11 +307,11 @@ __device__ __forceinline__ bool narrows(const SampleRowParams& rp, int64_t vocab
 // (sampling_candidates.cuh) below y_max (shared atomics; the last bin, where
 // most tokens of a peaked row fall, is the row's rest, not counted). hist:
 // kDistanceBins ints of shared memory.
-__device__ RowStats candidate_stats(const float* x, const float* proc, float temperature,
+__device__ RowStats candidate_stats(const float* x, RowRef proc, float temperature,
                                     RowGroup& rg, int* hist) {
   for (int i = threadIdx.x; i < sampling::kDistanceBins; i += kThreads) hist[i] = 0;
   float m = -INFINITY, v_max = -INFINITY;
-  if (proc == x) {
+  if (proc.is(x)) {
     sampling::sweep_vec4(rg, x, [&](int64_t, float xt) { m = fmaxf(m, xt); });
     v_max = m;
   } else {
@@ -321,7 +331,7 @@ __device__ RowStats candidate_stats(const float* x, const float* proc, float tem
     const int b = sampling::distance_bin(__fsub_rn(y_max, y));
     if (b < sampling::kDistanceBins - 1) atomicAdd(&hist[b], 1);
   };
-  if (proc == x) {
+  if (proc.is(x)) {
     sampling::sweep_vec4(rg, x, [&](int64_t, float xt) { visit(xt, xt); });
   } else {
     sampling::sweep2(rg, x, proc, [&](int64_t, float xt, float v) { visit(xt, v); });
@@ -366,7 +376,7 @@ struct CandidateDraw {
 // rank comes from the candidates when proc == x (every token with a larger
 // logprob has a larger logit, so a larger y, so it is a candidate).
 __device__ CandidateDraw draw_from_candidates(const SampleRowParams& rp, const float* x,
-                                              const float* proc, int64_t vocab, const RowStats& st,
+                                              RowRef proc, int64_t vocab, const RowStats& st,
                                               RowGroup& rg, sampling::SelectShared& sh,
                                               const int* hist) {
   using sampling::candidate_id;
@@ -515,7 +525,7 @@ __device__ CandidateDraw draw_from_candidates(const SampleRowParams& rp, const f
     if (score > best.score || (score == best.score && id < best.id)) best = Candidate{score, id};
   }
   out.token = sampling::block_best(best).id;
-  if (out.token >= 0 && proc == x) {
+  if (out.token >= 0 && proc.is(x)) {
     const float lp = raw_logprob(x[out.token], st.lse);
     int larger = 0;
     for (int i = threadIdx.x; i < n; i += kThreads)
@@ -591,6 +601,9 @@ __device__ void write_top_logprobs(const float* x, double lse, int64_t vocab, in
   __syncthreads();
 }
 
+// take_sample_path_counts()'s counts on this device.
+__device__ SamplePathCounts g_path_counts;
+
 // Grid: num_rows * gl.groups CTAs; CTA b serves row b / groups, chunk b % groups.
 __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, GroupLaunch gl) {
   pdl_enter();
@@ -599,7 +612,8 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
   RowGroup rg = make_group(gl, r, static_cast<int>(blockIdx.x) % gl.groups, p.vocab);
   const SampleRowParams rp = p.rows[r];
   const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
-  const float* proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab, rg);
+  const RowRef proc = processed_row(p, rp, x, p.scratch + static_cast<int64_t>(r) * p.vocab, rg,
+                                    gl.fewer_passes);
   const bool greedy = rp.temperature < kGreedyTemperature;
   // The candidate path's histogram lives in sh.hist (free until a select).
   int* const dist_hist = reinterpret_cast<int*>(sh.hist);
@@ -632,6 +646,12 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
     res.target_rank = target_rank;
     res.target_logprob = has_target ? raw_logprob(x[rp.target_token], lse) : NAN;
     p.results[r] = res;
+    if (proc.allowed != nullptr) atomicAdd(&g_path_counts.mask_on_the_fly, 1ull);
+    if (!proc.is(x) && proc.allowed == nullptr) atomicAdd(&g_path_counts.scratch, 1ull);
+    if (candidates) {
+      atomicAdd(drawn.token >= 0 ? &g_path_counts.candidates : &g_path_counts.candidate_misses,
+                1ull);
+    }
   }
   if (p.top_width > 0) {
     const int64_t off = static_cast<int64_t>(r) * p.top_width;
@@ -715,6 +735,13 @@ size_t sample_group_scratch_bytes() {
 bool sample_fewer_passes() {
   const char* env = std::getenv("PAGODA_SAMPLE_KERNEL");
   return env == nullptr || std::strcmp(env, "old") != 0;
+}
+
+cudaError_t take_sample_path_counts(SamplePathCounts& out) {
+  const SamplePathCounts zero;
+  cudaError_t err = cudaMemcpyFromSymbol(&out, g_path_counts, sizeof(out));
+  if (err == cudaSuccess) err = cudaMemcpyToSymbol(g_path_counts, &zero, sizeof(zero));
+  return err;
 }
 
 int sample_groups(int num_rows, int64_t vocab) {

@@ -3,8 +3,9 @@
 // (G = 1 at large batches; up to kMaxSampleGroups when rows are few and the
 // vocabulary large, each CTA owning a contiguous chunk of the vocabulary).
 // The group computes the raw log-softmax statistics, applies the
-// allowed-token mask, bias and penalties (into a scratch copy of the row,
-// only when the row has any), then greedy argmax or temperature / min_p /
+// allowed-token mask, bias and penalties (into a scratch copy of the row
+// when the row has bias or penalties; a mask alone is applied on every read
+// of the row, except with PAGODA_SAMPLE_KERNEL=old), then greedy argmax or temperature / min_p /
 // top_k / top_p and the philox exponential race, and the sampled token's
 // logprob and rank, the target token's, and the top-K. top_k, top_p and
 // top-K use a 4-pass 8-bit radix select over the row (counts or probability
@@ -61,7 +62,9 @@ struct SampleParams {
   const int32_t* bias_tokens = nullptr;
   const float* bias_values = nullptr;
   const uint32_t* allowed_words = nullptr;  // masks of ceil(vocab / 32) words (SamplingBatch)
-  float* scratch = nullptr;       // [num_rows, vocab]: processed rows (mask, bias, penalties)
+  // [num_rows, vocab]: processed rows (rows with bias or penalties; with
+  // !sample_fewer_passes() also mask-only rows); unused by other rows.
+  float* scratch = nullptr;
   int top_width = 0;              // K: row stride of top_ids / top_logprobs
   SampleRowResult* results = nullptr;  // [num_rows]
   int32_t* top_ids = nullptr;     // [num_rows, K]; past a row's num_top_logprobs: -1
@@ -89,10 +92,27 @@ int sample_groups(int num_rows, int64_t vocab);
 // when min_p is off, and top_k / top_p rows with one CTA drawn from the
 // row's candidates in 3 passes (docs/cuda-backend.md "Candidates"; the
 // radix passes when the candidates do not provably hold the selection) -
+// and a mask-only row read through its mask instead of copied into
+// scratch (launch_sample's caller need not chunk such rows) -
 // the same results up to f64 rounding of the sums. True
 // unless PAGODA_SAMPLE_KERNEL=old is in the environment (the previous
 // passes, for A/B timing and tests).
 bool sample_fewer_passes();
+
+// Rows of sample_kernel by the path that served them, counted on the device
+// (one atomic per row and counter) since the last take: lets tests check
+// that data meant for a path reached it rather than a silent fallback.
+struct SamplePathCounts {
+  unsigned long long mask_on_the_fly = 0;   // mask-only rows read through their mask
+  unsigned long long scratch = 0;           // rows processed into scratch (bias / penalties;
+                                            // masks too with PAGODA_SAMPLE_KERNEL=old)
+  unsigned long long candidates = 0;        // rows drawn from their candidates
+  unsigned long long candidate_misses = 0;  // candidate-path rows left to the radix passes
+};
+
+// The current device's counts (a synchronous copy; call with no sampling
+// launch in flight), which it then zeroes.
+cudaError_t take_sample_path_counts(SamplePathCounts& out);
 
 // Samples every row: sample_groups() CTAs per row when p.group_scratch is
 // set (cudaErrorInvalidValue if it is smaller than
