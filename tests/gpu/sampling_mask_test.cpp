@@ -114,11 +114,10 @@ void run_masked(int64_t vocab, int64_t num_rows) {
       ++with_lists;
     } else if (kind != MaskKind::kNone) {
       ++mask_only;
-      // Narrowing rows whose candidates must hold the selection (one token
-      // allowed: every -inf token is in the last bin, the cut takes the
-      // whole row and overflows - the radix passes decide).
+      // Narrowing rows the candidate path must decide (masked tokens are
+      // never candidates, so even top_k 50 of one allowed token is).
       const bool narrows = row.temperature > 0.0f && (row.top_k > 0 || row.top_p < 1.0f);
-      if (narrows && kind != MaskKind::kOne) ++narrowing_mask_only;
+      if (narrows) ++narrowing_mask_only;
     }
   }
   const cuda::SamplePathCounts counts =

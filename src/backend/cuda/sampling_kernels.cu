@@ -305,8 +305,9 @@ __device__ __forceinline__ bool narrows(const SampleRowParams& rp, int64_t vocab
 // the same values (y_max = proc_max / T, as division by T > 0 is monotone),
 // and, in the pass of the sums, hist[b] = the tokens of distance bin b
 // (sampling_candidates.cuh) below y_max (shared atomics; the last bin, where
-// most tokens of a peaked row fall, is the row's rest, not counted). hist:
-// kDistanceBins ints of shared memory.
+// most tokens of a peaked row fall, is the row's rest, not counted, less
+// its tokens at y = -inf: masked or impossible tokens, never candidates).
+// hist: kDistanceBins ints of shared memory.
 __device__ RowStats candidate_stats(const float* x, RowRef proc, float temperature,
                                     RowGroup& rg, int* hist) {
   for (int i = threadIdx.x; i < sampling::kDistanceBins; i += kThreads) hist[i] = 0;
@@ -323,9 +324,11 @@ __device__ RowStats candidate_stats(const float* x, RowRef proc, float temperatu
   const float raw_max = row_reduce(rg, m, MaxOp{});  // barriers: hist is cleared
   const float y_max = __fdiv_rn(row_reduce(rg, v_max, MaxOp{}), temperature);
   double s = 0.0, y_sum = 0.0;
+  int impossible = 0;
   auto visit = [&](float xt, float v) {
     s += exp(static_cast<double>(xt) - raw_max);
     const float y = __fdiv_rn(v, temperature);
+    impossible += y == -INFINITY ? 1 : 0;
     y_sum += static_cast<double>(expf(__fsub_rn(y, y_max)));
     // The last bin (often most of a peaked row) is counted as the rest below.
     const int b = sampling::distance_bin(__fsub_rn(y_max, y));
@@ -341,13 +344,14 @@ __device__ RowStats candidate_stats(const float* x, RowRef proc, float temperatu
   st.raw_max = raw_max;
   st.y_max = y_max;
   st.y_sum = row_reduce(rg, y_sum, SumOp{});  // barriers: the atomics are done
+  impossible = row_reduce(rg, impossible, SumOp{});
   if (threadIdx.x < 32) {
     int counted = 0;
     for (int i = threadIdx.x; i < sampling::kDistanceBins - 1; i += 32) counted += hist[i];
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) counted += __shfl_xor_sync(0xffffffffu, counted, o);
     if (threadIdx.x == 0)
-      hist[sampling::kDistanceBins - 1] = static_cast<int>(rg.hi - rg.lo) - counted;
+      hist[sampling::kDistanceBins - 1] = static_cast<int>(rg.hi - rg.lo) - counted - impossible;
   }
   __syncthreads();
   return st;
@@ -370,9 +374,15 @@ struct CandidateDraw {
 // top_p and the race then run over the sorted candidates exactly as
 // draw_token() over the row. The cut is only a guess: the result is
 // returned only when the candidates provably hold the selection (top_k: at
-// least top_k of them; top_p alone: the scan reaches its target inside
-// them, or they are every kept token), else token -1 (and on overflow of
-// kMaxCandidates or a row whose y_max / y_sum is not finite). The token's
+// least top_k of them, or every token with y > -inf; top_p alone: the scan
+// reaches its target inside them, or they are every kept token with p > 0),
+// else token -1 (and on overflow of
+// kMaxCandidates or a row whose y_max / y_sum is not finite). Tokens at
+// y = -inf (p = 0: masked or impossible) are never candidates: what the row
+// would select beyond the candidates then has p = 0, adds 0 to the top_p
+// sums and never crosses, and scores 0 in the race, which the row's max
+// (p > 0, always selected) beats - so a row that allows a few tokens (a
+// grammar's mask) is decided here instead of by the radix passes. The token's
 // rank comes from the candidates when proc == x (every token with a larger
 // logprob has a larger logit, so a larger y, so it is a candidate).
 __device__ CandidateDraw draw_from_candidates(const SampleRowParams& rp, const float* x,
@@ -441,21 +451,23 @@ __device__ CandidateDraw draw_from_candidates(const SampleRowParams& rp, const f
     if (use_k) {
       sampling::sweep_vec4(rg, proc, [&](int64_t t, float v) {
         const float y = scaled(v);
-        if (y >= y_cut) push(order_key(y), t);
+        if (y >= y_cut && y != -INFINITY) push(order_key(y), t);
       });
     } else {
       sampling::sweep_vec4(rg, proc, [&](int64_t t, float v) {
         const float pr = prob(scaled(v));
         if (!keep_min_p(pr)) return;
         total += pr;
-        ++kept;
-        if (pr >= p_cut) push(order_key(pr), t);
+        if (pr > 0.0f) {
+          ++kept;
+          if (pr >= p_cut) push(order_key(pr), t);
+        }
       });
     }
     total = sampling::block_reduce(total, SumOp{});
     kept = sampling::block_reduce(kept, SumOp{});
     n = count_s;  // final: block_reduce passed barriers
-    if (n > kMaxCandidates || (use_k && n < rp.top_k)) return out;
+    if (n > kMaxCandidates || (use_k && n < rp.top_k && !all)) return out;
     const int n_pow2 = sampling::pow2_at_least(n);
     for (int i = n + static_cast<int>(threadIdx.x); i < n_pow2; i += kThreads) buf[i] = 0;
     sampling::bitonic_sort_desc(buf, n_pow2);
