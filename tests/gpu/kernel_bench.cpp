@@ -788,6 +788,7 @@ void bench_sample_masked(CudaBackend& gpu) {
             p.results = static_cast<cuda::SampleRowResult*>(results.data()) + begin;
             p.group_scratch = group.data();
             p.group_scratch_bytes = group.size();
+            p.narrowing_rows = mode == 0 ? 0 : p.num_rows;
             check(cuda::launch_sample(p, gpu.stream()), "launch_sample");
           }
         });
@@ -841,6 +842,8 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
         p.results = static_cast<cuda::SampleRowResult*>(results.data());
         p.group_scratch = group.data();
         p.group_scratch_bytes = group.size();
+        const bool narrowing = cuda::sample_row_narrows(rp, vocab);
+        p.narrowing_rows = narrowing ? rows : 0;
         auto time_with = [&](const char* groups) {
           setenv("PAGODA_SAMPLE_GROUPS", groups, 1);
           const double ms = time_op(
@@ -853,7 +856,7 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
         setenv("PAGODA_SAMPLE_KERNEL", "old", 1);
         const double old = time_with("");
         unsetenv("PAGODA_SAMPLE_KERNEL");
-        const int groups = cuda::sample_groups(rows, vocab);
+        const int groups = cuda::sample_groups(rows, vocab, narrowing);
         const char* names[] = {"greedy", "T0.8 top_p 0.9", "T0.8 top_k 50", "T0.8",
                                "T0.8 k50 p0.9"};
         const double gbps = static_cast<double>(host.size()) * 4.0 / (split * 1e-6) / 1e9;

@@ -127,7 +127,7 @@ void run_masked(int64_t vocab, int64_t num_rows) {
   expect_allowed(out, batch);
   EXPECT_EQ(counts.mask_on_the_fly, mask_only) << what;
   EXPECT_EQ(counts.scratch, with_lists) << what;
-  if (cuda::sample_groups(static_cast<int>(num_rows), vocab) == 1) {
+  if (cuda::sample_groups(static_cast<int>(num_rows), vocab, /*narrowing=*/true) == 1) {
     EXPECT_GE(counts.candidates, narrowing_mask_only) << what;
   }
 }

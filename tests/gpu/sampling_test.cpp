@@ -277,11 +277,22 @@ TEST(CudaSamplingTest, SampleGroupsPolicy) {
   PAGODA_REQUIRE_GPU();
   (void)cuda_backend(DType::kBF16);  // selects the device
   ScopedGroups env(nullptr);
+  ScopedKernel fewer(nullptr);
   EXPECT_GT(cuda::sample_groups(1, 151936), 8);
   EXPECT_GT(cuda::sample_groups(8, 151936), 1);
   EXPECT_EQ(cuda::sample_groups(300, 151936), 1);
   EXPECT_EQ(cuda::sample_groups(1, 4096), 1);  // one chunk of kMinChunk
   EXPECT_LE(cuda::sample_groups(1, 1 << 24), cuda::kMaxSampleGroups);
+  // Narrowing rows: one CTA per row (the candidate path) where the split
+  // would give at most 4 CTAs per row; a split still where it gives more.
+  {
+    const int g64 = cuda::sample_groups(64, 151936);
+    EXPECT_EQ(cuda::sample_groups(64, 151936, true), g64 <= 4 ? 1 : g64);
+    EXPECT_EQ(cuda::sample_groups(8, 151936, true), cuda::sample_groups(8, 151936));
+    EXPECT_EQ(cuda::sample_groups(1, 151936, true), cuda::sample_groups(1, 151936));
+    ScopedKernel old("old");
+    EXPECT_EQ(cuda::sample_groups(64, 151936, true), g64);
+  }
   {
     ScopedGroups forced("1");
     EXPECT_EQ(cuda::sample_groups(1, 151936), 1);

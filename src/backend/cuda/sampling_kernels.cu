@@ -29,7 +29,6 @@ using sampling::RowRef;
 using sampling::SumOp;
 using sampling::Threshold;
 
-constexpr float kGreedyTemperature = 1e-5f;
 constexpr int kNoCrossing = 0x7fffffff;
 // Smallest chunk of the automatic split (tokens per CTA).
 constexpr int64_t kMinChunk = 4096;
@@ -293,12 +292,6 @@ __device__ int32_t raw_rank(const float* x, double lse, RowGroup& rg, int32_t to
   int count = 0;
   sampling::sweep(rg, x, [&](int64_t, float xt) { count += raw_logprob(xt, lse) > lp ? 1 : 0; });
   return 1 + row_reduce(rg, count, SumOp{});
-}
-
-// Whether a sampled row narrows its draw to a few tokens (top_k or top_p),
-// the rows of the candidate path.
-__device__ __forceinline__ bool narrows(const SampleRowParams& rp, int64_t vocab) {
-  return (rp.top_k > 0 && rp.top_k < vocab) || rp.top_p < 1.0f;
 }
 
 // row_stats() of a sampled row in the candidate path (one CTA per row):
@@ -630,7 +623,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
   // The candidate path's histogram lives in sh.hist (free until a select).
   int* const dist_hist = reinterpret_cast<int*>(sh.hist);
   static_assert(sizeof(sh.hist) >= sampling::kDistanceBins * sizeof(int));
-  const bool candidates = !greedy && gl.fewer_passes && rg.size == 1 && narrows(rp, p.vocab);
+  const bool candidates = gl.fewer_passes && rg.size == 1 && sample_row_narrows(rp, p.vocab);
   const RowStats st = greedy && gl.fewer_passes ? greedy_stats(x, proc, rg)
                       : candidates ? candidate_stats(x, proc, rp.temperature, rg, dist_hist)
                                    : row_stats(x, proc, rp.temperature, greedy, rg);
@@ -696,20 +689,40 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// Largest automatic G at which a launch with narrowing rows still takes one
+// CTA per row (the candidate path) instead. Cost model, per row, in units of
+// P = one compute-bound pass of one CTA over the row with the f64 exp / f64
+// division per token (H100, 152k tokens: P ~ 130 us, from session 24's
+// 256-row top_k 2,395 us = 2 waves x 9 passes; B ~ 3 us a cross-CTA step):
+//   split over G CTAs, the radix path: 9 P / G + 11 B (G = 2 at 64 rows:
+//     618 us, measured 632; G = 38 at 1 row: 64 us, measured 74);
+//   one CTA, candidates: ~1.5 P (max pass at memory speed, the sums +
+//     histogram pass, the copy pass, a sort of <= 4096 in shared memory);
+//   one CTA, rows of the same launch that do not narrow: <= 2.3 P
+//     (temperature / min_p: 2 stats passes and the race; greedy ~0.8 P).
+// The launch lasts as long as its slowest row, so one CTA per row wins
+// whenever 9 P / G + 11 B > 2.3 P, i.e. G <= 4 (and G <= 6 when every row
+// narrows); at 132 SMs that is from 27 rows (G = floor(132 / rows)).
+constexpr int64_t kMaxGroupsBeforeCandidates = 4;
+
 // The split of sample_groups() (groups and chunk).
-GroupLaunch split_for(int num_rows, int64_t vocab) {
+GroupLaunch split_for(int num_rows, int64_t vocab, bool narrowing) {
   GroupLaunch gl;
   gl.chunk = vocab;
   if (num_rows <= 0 || vocab <= 0) return gl;
   int64_t want = kMaxSampleGroups, min_chunk = kMinChunk;
+  bool forced = false;
   if (const char* env = std::getenv("PAGODA_SAMPLE_GROUPS"); env != nullptr && *env != '\0') {
     want = std::atoi(env);
     min_chunk = 32;
+    forced = true;
   }
   const int64_t groups =
       std::min({want, static_cast<int64_t>(kMaxSampleGroups),
                 static_cast<int64_t>(device_capacity() / num_rows), ceil_div(vocab, min_chunk)});
   if (groups <= 1) return gl;
+  if (!forced && narrowing && sample_fewer_passes() && groups <= kMaxGroupsBeforeCandidates)
+    return gl;
   gl.chunk = ceil_div(ceil_div(vocab, groups), 32) * 32;
   gl.groups = static_cast<int>(ceil_div(vocab, gl.chunk));
   return gl;
@@ -756,8 +769,8 @@ cudaError_t take_sample_path_counts(SamplePathCounts& out) {
   return err;
 }
 
-int sample_groups(int num_rows, int64_t vocab) {
-  return split_for(num_rows, vocab).groups;
+int sample_groups(int num_rows, int64_t vocab, bool narrowing) {
+  return split_for(num_rows, vocab, narrowing).groups;
 }
 
 cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream) {
@@ -766,7 +779,8 @@ cudaError_t launch_sample(const SampleParams& p, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   }
   GroupLaunch gl =
-      p.group_scratch != nullptr ? split_for(p.num_rows, p.vocab) : GroupLaunch{1, p.vocab};
+      p.group_scratch != nullptr ? split_for(p.num_rows, p.vocab, p.narrowing_rows > 0)
+                                 : GroupLaunch{1, p.vocab};
   gl.fewer_passes = sample_fewer_passes();
   if (gl.groups > 1) {
     const GroupLayout layout(static_cast<size_t>(device_capacity()));

@@ -18,6 +18,9 @@
 
 namespace pagoda::cuda {
 
+// Rows with a temperature below this are greedy.
+constexpr float kGreedyTemperature = 1e-5f;
+
 // Largest SamplingBatch::max_top_logprobs the kernel supports.
 constexpr int kMaxTopLogprobs = 1024;
 // Most CTAs per row.
@@ -42,6 +45,13 @@ struct SampleRowParams {
   int32_t bias_end = 0;
   int32_t mask_begin = -1;    // first word of the row's mask in allowed_words; -1: none
 };
+
+// Whether a sampled row narrows its draw to a few tokens (top_k or top_p at
+// a temperature that is not greedy): the rows of the candidate path.
+__host__ __device__ inline bool sample_row_narrows(const SampleRowParams& rp, int64_t vocab) {
+  return !(rp.temperature < kGreedyTemperature) &&
+         ((rp.top_k > 0 && rp.top_k < vocab) || rp.top_p < 1.0f);
+}
 
 struct SampleRowResult {
   int32_t token = -1;
@@ -73,6 +83,9 @@ struct SampleParams {
   // once by the owner (every launch leaves it as it found it). Null: G = 1.
   void* group_scratch = nullptr;
   size_t group_scratch_bytes = 0;
+  // Rows of this launch for which sample_row_narrows(): a hint for the
+  // split (sample_groups()); the results do not depend on it.
+  int narrowing_rows = 0;
 };
 
 // Bytes of SampleParams::group_scratch for any launch on the current device.
@@ -81,10 +94,14 @@ size_t sample_group_scratch_bytes();
 // G, the CTAs per row that launch_sample uses for num_rows rows of `vocab`
 // on the current device: 1 when rows * 2 exceed the CTAs the device holds at
 // once, else as many chunks of at least 4096 tokens as fit (at most
-// kMaxSampleGroups). PAGODA_SAMPLE_GROUPS=N in the environment asks for N
-// instead (1: one CTA per row; larger N still capped by what fits at once
-// and by chunks of at least 32 tokens) - for A/B timing and tests.
-int sample_groups(int num_rows, int64_t vocab);
+// kMaxSampleGroups), except 1 when some row narrows (`narrowing`:
+// SampleParams::narrowing_rows > 0, with the fewer passes) and that G would
+// be at most 4 (the candidate path at one CTA per row beats the split's
+// radix passes there: the cost model in sampling_kernels.cu).
+// PAGODA_SAMPLE_GROUPS=N in the environment asks for N instead (1: one CTA
+// per row; larger N still capped by what fits at once and by chunks of at
+// least 32 tokens) - for A/B timing and tests.
+int sample_groups(int num_rows, int64_t vocab, bool narrowing = false);
 
 // Whether launch_sample takes the fewer-pass path: a greedy row's argmax
 // and log-sum-exp in one pass of 16-byte loads, no rank pass for a token
