@@ -239,5 +239,100 @@ TEST(CudaSamplingTest, CandidatePathMatchesCpu) {
   }
 }
 
+// Plain sampled rows (no top_k / top_p: the fused race, decided in the pass
+// of the sums): 9 settings cycling over the rows - T 0.8; min_p 0.1; min_p
+// 0.02 with a target and top-K; top_k = V (no narrowing); T 1e4 (every q
+// near 1); bias and penalties (scratch); a 1%-allowed mask (on the fly);
+// min_p 1 (the max token at min_p's edge: the race pass must decide);
+// min_p 1e-30 (not fused) - on N(0, 3) rows, rows quantised to exact ties,
+// and rows ~1% -inf; every row fused except the last two settings.
+void run_plain(int64_t vocab, int64_t num_rows, const char* groups) {
+  const std::string what = "V=" + std::to_string(vocab) + " rows=" + std::to_string(num_rows) +
+                           " G=" + (*groups != 0 ? groups : "auto") + " plain";
+  SCOPED_TRACE(what);
+  ScopedGroups env(*groups != 0 ? groups : nullptr);
+  std::vector<float> logits = normal(static_cast<size_t>(num_rows * vocab), 0.0f, 3.0f);
+  SamplingBatch batch;
+  batch.max_top_logprobs = 2;
+  batch.mask_words = static_cast<int32_t>((vocab + 31) / 32);
+  uint64_t fused = 0, race_pass = 0;
+  for (int64_t r = 0; r < num_rows; ++r) {
+    float* x = logits.data() + r * vocab;
+    if (r % 3 == 1) {
+      for (int64_t t = 0; t < vocab; ++t) x[t] = std::round(x[t] * 2.0f) / 2.0f;
+    } else if (r % 3 == 2) {
+      for (int32_t t : uniform_ints(static_cast<size_t>(vocab / 100), 1,
+                                    static_cast<int32_t>(vocab - 1)))
+        x[t] = -INFINITY;
+    }
+    SamplingRow row;
+    row.seed = static_cast<uint64_t>(rng()());
+    row.step = static_cast<uint64_t>(uniform_ints(1, 0, 1000)[0]);
+    RowLists lists;
+    int32_t mask = -1;
+    const int setting = static_cast<int>(r % 9);
+    switch (setting) {
+      case 0:
+        row.temperature = 0.8f;
+        break;
+      case 1:
+        row.min_p = 0.1f;
+        break;
+      case 2:
+        row.temperature = 1.3f;
+        row.min_p = 0.02f;
+        row.num_top_logprobs = 2;
+        row.target_token = uniform_ints(1, 0, static_cast<int32_t>(vocab - 1))[0];
+        break;
+      case 3:
+        row.temperature = 0.5f;
+        row.top_k = static_cast<int32_t>(vocab);
+        break;
+      case 4:
+        row.temperature = 1e4f;
+        break;
+      case 5:
+        row.temperature = 0.9f;
+        lists = penalties(20, vocab);
+        row.repetition_penalty = 1.2f;
+        row.frequency_penalty = 0.3f;
+        break;
+      case 6: {
+        row.temperature = 0.8f;
+        std::vector<int32_t> allowed;
+        for (int64_t t = 0; t < vocab; t += 100) allowed.push_back(static_cast<int32_t>(t));
+        const std::vector<uint32_t> words = pack_mask(allowed, vocab);
+        mask = static_cast<int32_t>(batch.allowed_words.size() / words.size());
+        batch.allowed_words.insert(batch.allowed_words.end(), words.begin(), words.end());
+        break;
+      }
+      case 7:
+        row.min_p = 1.0f;
+        break;
+      default:
+        row.temperature = 0.7f;
+        row.min_p = 1e-30f;
+        break;
+    }
+    add_row(batch, row, lists);
+    batch.mask_index.push_back(mask);
+    if (setting < 7) ++fused;
+    if (setting == 7) ++race_pass;
+  }
+  const cuda::SamplePathCounts counts =
+      expect_both_paths_match_cpu(logits, num_rows, vocab, batch, what);
+  EXPECT_EQ(counts.fused_races, fused) << what;
+  EXPECT_EQ(counts.race_passes, race_pass) << what;
+}
+
+TEST(CudaSamplingTest, FusedRaceMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  for (int64_t vocab : {1000, 151936}) {
+    for (int64_t rows : {1, 3, 64, 256}) run_plain(vocab, rows, "");
+    run_plain(vocab, 9, "7");
+    run_plain(vocab, 9, "1");
+  }
+}
+
 }  // namespace
 }  // namespace pagoda::gpu_test

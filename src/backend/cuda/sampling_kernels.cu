@@ -73,7 +73,48 @@ struct RowStats {
   int32_t greedy_token = -1;
   float y_max = -INFINITY;
   double y_sum = 0.0;
+  int32_t race_token = -1;  // the fused race's winner; -1: none (draw_token() decides)
 };
+
+// The fused race of a plain sampled row (no top_k / top_p): the exponential
+// race of draw_token(), argmax over min_p-kept tokens of the score
+// p / e (p = f32(f64(q) / y_sum), q = expf(y - y_max), e = -logf(u_t)),
+// decided in row_stats()' pass of the sums, before y_sum is known, from
+// a = f32(q / e). Both are within a few f32 roundings of (q / e) / y_sum
+// and (q / e), so score_t / score_m lies within (1 +- 4 * 2^-24) of
+// a_t / a_m: a token whose a is below A * kRaceWindow, A the largest a of a
+// surely kept token, scores strictly less than that token. Each thread keeps
+// its two largest a; the race is decided exactly (draw_token()'s formulas
+// and tie rule over the threads' best tokens within the window) unless a
+// thread's second, or a token at min_p's edge (q within 2^-20 of min_p,
+// kept or not by rounding), reaches the window: then draw_token() runs its
+// pass. Rows whose min_p is in (0, 1e-20) (p at min_p's cut could be
+// subnormal, the bounds lost) or above 1 keep draw_token().
+constexpr float kRaceWindow = 1.0f - 0x1p-20f;
+constexpr float kRaceEdge = 0x1p-20f;
+
+struct RaceOutcome {
+  Candidate best;
+  int ambiguous;
+};
+struct RaceOp {
+  __device__ __forceinline__ RaceOutcome operator()(RaceOutcome a, RaceOutcome b) const {
+    return RaceOutcome{sampling::better(a.best, b.best), max(a.ambiguous, b.ambiguous)};
+  }
+};
+
+// What the fused race needs of the row (by value: a pointer to the row's
+// settings would put them in local memory).
+struct RaceParams {
+  bool on = false;  // a plain row, fused_race_applies()
+  float min_p = 0.0f;
+  uint64_t seed = 0, step = 0;
+};
+
+__device__ __forceinline__ bool fused_race_applies(const SampleRowParams& rp, int64_t vocab) {
+  return !(rp.temperature < kGreedyTemperature) && !sample_row_narrows(rp, vocab) &&
+         (rp.min_p == 0.0f || (rp.min_p >= 1e-20f && rp.min_p <= 1.0f));
+}
 
 struct Maxima {
   float raw, y;
@@ -90,8 +131,9 @@ struct Sum2Op {
   }
 };
 
+// race.on: the fused race decides the row (a plain row, fused_race_applies()).
 __device__ RowStats row_stats(const float* x, RowRef proc, float temperature, bool greedy,
-                              RowGroup& rg) {
+                              RaceParams race, RowGroup& rg) {
   Maxima mx{-INFINITY, -INFINITY, Candidate{-INFINITY, -1}};
   sampling::sweep2(rg, x, proc, [&](int64_t t, float xt, float v) {
     mx.raw = fmaxf(mx.raw, xt);
@@ -109,14 +151,55 @@ __device__ RowStats row_stats(const float* x, RowRef proc, float temperature, bo
   }
   mx = sampling::group_reduce(rg, mx, MaximaOp{});
   double s = 0.0, y_sum = 0.0;
-  sampling::sweep2(rg, x, proc, [&](int64_t, float xt, float v) {
+  // The fused race: this thread's two largest a over surely kept tokens
+  // (a1 of token id1), and its largest at min_p's edge.
+  float a1 = -1.0f, a2 = -1.0f, edge = -1.0f;
+  int32_t id1 = -1;
+  const float min_p = race.min_p;
+  const float keep_hi = __fmul_rn(min_p, 1.0f + kRaceEdge);
+  const float keep_lo = __fmul_rn(min_p, 1.0f - kRaceEdge);
+  sampling::sweep2(rg, x, proc, [&](int64_t t, float xt, float v) {
     s += exp(static_cast<double>(xt) - mx.raw);
-    if (!greedy) y_sum += static_cast<double>(expf(__fsub_rn(__fdiv_rn(v, temperature), mx.y)));
+    if (greedy) return;
+    const float q = expf(__fsub_rn(__fdiv_rn(v, temperature), mx.y));
+    y_sum += static_cast<double>(q);
+    if (!race.on) return;
+    const float a =
+        __fdiv_rn(q, -logf(philox_uniform(race.seed, race.step, static_cast<uint64_t>(t))));
+    if (q >= keep_hi) {
+      if (a > a1) {
+        a2 = a1;
+        a1 = a;
+        id1 = static_cast<int32_t>(t);
+      } else {
+        a2 = fmaxf(a2, a);
+      }
+    } else if (q >= keep_lo) {
+      edge = fmaxf(edge, a);
+    }
   });
   const double2 sums = sampling::group_reduce(
       rg, make_double2(sampling::block_reduce(s, SumOp{}), sampling::block_reduce(y_sum, SumOp{})),
       Sum2Op{});
   RowStats st;
+  if (race.on && isfinite(mx.y) && isfinite(sums.y) && sums.y > 0.0) {
+    const float a_max = row_reduce(rg, a1, MaxOp{});
+    const float window = __fmul_rn(a_max, kRaceWindow);
+    RaceOutcome mine{Candidate{-1.0f, -1}, a2 >= window || edge >= window ? 1 : 0};
+    if (id1 >= 0 && a1 >= window) {  // draw_token()'s score, exactly
+      const float y = __fdiv_rn(proc[id1], temperature);
+      const float pr =
+          static_cast<float>(static_cast<double>(expf(__fsub_rn(y, mx.y))) / sums.y);
+      const float min_p_cut = __fmul_rn(min_p, static_cast<float>(1.0 / sums.y));
+      if (min_p > 0.0f && pr < min_p_cut) mine.ambiguous = 1;  // not kept after all
+      const float e = -logf(philox_uniform(race.seed, race.step, static_cast<uint64_t>(id1)));
+      mine.best = Candidate{pr / e, id1};
+    }
+    const RaceOutcome block{sampling::block_best(mine.best),
+                            sampling::block_reduce(mine.ambiguous, MaxOp{})};
+    const RaceOutcome row = sampling::group_reduce(rg, block, RaceOp{});
+    if (a_max > 0.0f && row.ambiguous == 0) st.race_token = row.best.id;
+  }
   st.lse = static_cast<double>(mx.raw) + log(sums.x);
   st.raw_max = mx.raw;
   st.greedy_token = mx.best.id;
@@ -624,17 +707,23 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
   int* const dist_hist = reinterpret_cast<int*>(sh.hist);
   static_assert(sizeof(sh.hist) >= sampling::kDistanceBins * sizeof(int));
   const bool candidates = gl.fewer_passes && rg.size == 1 && sample_row_narrows(rp, p.vocab);
+  RaceParams race;
+  race.on = gl.fewer_passes && fused_race_applies(rp, p.vocab);
+  race.min_p = rp.min_p;
+  race.seed = rp.seed;
+  race.step = rp.step;
   const RowStats st = greedy && gl.fewer_passes ? greedy_stats(x, proc, rg)
                       : candidates ? candidate_stats(x, proc, rp.temperature, rg, dist_hist)
-                                   : row_stats(x, proc, rp.temperature, greedy, rg);
+                                   : row_stats(x, proc, rp.temperature, greedy, race, rg);
   const double lse = st.lse;
 
   CandidateDraw drawn;
   if (candidates) drawn = draw_from_candidates(rp, x, proc, p.vocab, st, rg, sh, dist_hist);
-  const int32_t token = greedy ? st.greedy_token
-                        : drawn.token >= 0
-                            ? drawn.token
-                            : draw_token(rp, proc, p.vocab, st, rg, sh, gl.fewer_passes);
+  const int32_t token = greedy              ? st.greedy_token
+                        : drawn.token >= 0    ? drawn.token
+                        : st.race_token >= 0  ? st.race_token
+                                              : draw_token(rp, proc, p.vocab, st, rg, sh,
+                                                           gl.fewer_passes);
   // fewer_passes: a token whose logit is the row's raw max has rank 1
   // without a pass (lp is monotone in x, so no lp is strictly larger).
   auto rank_of = [&](int32_t t) {
@@ -655,6 +744,10 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(SampleParams p, Gro
     if (!proc.is(x) && proc.allowed == nullptr) atomicAdd(&g_path_counts.scratch, 1ull);
     if (candidates) {
       atomicAdd(drawn.token >= 0 ? &g_path_counts.candidates : &g_path_counts.candidate_misses,
+                1ull);
+    }
+    if (race.on) {
+      atomicAdd(st.race_token >= 0 ? &g_path_counts.fused_races : &g_path_counts.race_passes,
                 1ull);
     }
   }

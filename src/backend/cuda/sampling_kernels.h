@@ -125,6 +125,8 @@ struct SamplePathCounts {
                                             // masks too with PAGODA_SAMPLE_KERNEL=old)
   unsigned long long candidates = 0;        // rows drawn from their candidates
   unsigned long long candidate_misses = 0;  // candidate-path rows left to the radix passes
+  unsigned long long fused_races = 0;       // plain sampled rows decided in the sums' pass
+  unsigned long long race_passes = 0;       // plain rows whose fused race left it to a pass
 };
 
 // The current device's counts (a synchronous copy; call with no sampling
