@@ -11,8 +11,10 @@
 // banned argmax (the processed row), at G = 1, 7 and the automatic split;
 // and top_k / top_p rows for the candidate path (one CTA per row), with
 // adversarial rows whose candidates overflow or whose cut guess fails (the
-// path must fall back to the full-row passes). Expectations as in
-// sampling_test.cpp.
+// path must fall back to the full-row passes); and plain sampled rows for
+// the fused race (the race decided in the pass of the sums; the path counts
+// must show it, and the race pass only where a row forces it). Expectations
+// as in sampling_test.cpp.
 #include <algorithm>
 #include <cmath>
 #include <string>
