@@ -32,7 +32,9 @@
 //        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
 //                                              cuBLASLt e4m3 8192^3 ceiling)
 //        kernel_bench --sample                (the sampling kernel, one CTA per row beside
-//                                              rows split over several CTAs)
+//                                              rows split over several CTAs; then masked
+//                                              rows, the mask on the fly beside the old
+//                                              scratch copy)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -730,11 +732,97 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
 // and the split's GB/s counting one read of the logits (the speed of light
 // is that over the copy ceiling; the kernel reads a row several times, from
 // L2 when the batch's logits fit there); at 152k tokens, rows 1 and 8,
-// top_p, also G forced to 4..64 (as capped).
+// top_p, also G forced to 4..64 (as capped). "old" is the automatic split
+// with PAGODA_SAMPLE_KERNEL=old (the passes before the fewer-pass path).
+// A fourth mode (T 0.8 alone) and a fifth (top_k 50 with top_p 0.9) follow
+// the three of earlier sessions.
+// Masked rows (issue 17, constrained decoding): 256 rows x 151,936 tokens,
+// every row masked (a random 50% or 1% of the tokens allowed, one mask per
+// row), greedy / T 0.8 top_k 50 / T 0.8 top_p 0.9: microseconds with the
+// mask read on the fly (the default: one launch) beside the old passes'
+// way (PAGODA_SAMPLE_KERNEL=old: the row masked into a scratch copy first,
+// in launches of at most 64 MiB of scratch, as cuda_sample.cpp chunks them:
+// 110 rows), and the unmasked rows for reference.
+void bench_sample_masked(CudaBackend& gpu) {
+  constexpr int kRows = 256;
+  constexpr int64_t kVocab = 151936;
+  constexpr size_t kScratchBytes = size_t{64} << 20;  // cuda_sample.cpp's kSampleScratchBytes
+  const int64_t words = (kVocab + 31) / 32;
+  const int chunk = static_cast<int>(kScratchBytes / (kVocab * sizeof(float)));
+  std::printf("sample, masked rows (%d x %lld; us per call)\n%-8s %-18s %9s %9s %8s %9s\n", kRows,
+              static_cast<long long>(kVocab), "allowed", "mode", "on fly", "old", "vs old",
+              "unmasked");
+  DeviceBuffer group(&gpu, cuda::sample_group_scratch_bytes());
+  check(cudaMemset(group.data(), 0, group.size()), "cudaMemset");
+  std::mt19937 gen(11);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  std::vector<float> host(static_cast<size_t>(kRows) * static_cast<size_t>(kVocab));
+  for (float& x : host) x = d(gen);
+  DeviceBuffer logits(&gpu, host.size() * 4), params(&gpu, kRows * sizeof(cuda::SampleRowParams)),
+      results(&gpu, kRows * sizeof(cuda::SampleRowResult)),
+      masks(&gpu, static_cast<size_t>(kRows * words) * 4),
+      scratch(&gpu, static_cast<size_t>(chunk) * static_cast<size_t>(kVocab) * 4);
+  check(cudaMemcpy(logits.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  for (int percent : {50, 1}) {
+    std::vector<uint32_t> bits(static_cast<size_t>(kRows * words), 0u);
+    std::uniform_int_distribution<int> pick(0, 99);
+    for (int64_t i = 0; i < kRows * kVocab; ++i) {
+      const int64_t r = i / kVocab, t = i % kVocab;
+      if (pick(gen) < percent) bits[static_cast<size_t>(r * words + (t >> 5))] |= 1u << (t & 31);
+    }
+    check(cudaMemcpy(masks.data(), bits.data(), bits.size() * 4, cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+    for (int mode = 0; mode < 3; ++mode) {
+      auto time_rows = [&](bool masked, bool old) {
+        cuda::SampleRowParams rp;
+        rp.temperature = mode == 0 ? 0.0f : 0.8f;
+        rp.top_k = mode == 1 ? 50 : 0;
+        rp.top_p = mode == 2 ? 0.9f : 1.0f;
+        std::vector<cuda::SampleRowParams> rps(kRows, rp);
+        for (int r = 0; r < kRows; ++r) {
+          rps[static_cast<size_t>(r)].seed = static_cast<uint64_t>(r) + 1;
+          rps[static_cast<size_t>(r)].mask_begin = masked ? static_cast<int32_t>(r * words) : -1;
+        }
+        check(cudaMemcpy(params.data(), rps.data(), rps.size() * sizeof(rp),
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy");
+        if (old) setenv("PAGODA_SAMPLE_KERNEL", "old", 1);
+        const int step = masked && old ? chunk : kRows;
+        const double ms = time_op(gpu, [&](int) {
+          for (int begin = 0; begin < kRows; begin += step) {
+            cuda::SampleParams p;
+            p.logits = static_cast<const float*>(logits.data()) + begin * kVocab;
+            p.vocab = kVocab;
+            p.num_rows = std::min(step, kRows - begin);
+            p.rows = static_cast<const cuda::SampleRowParams*>(params.data()) + begin;
+            p.allowed_words = static_cast<const uint32_t*>(masks.data());
+            p.scratch = static_cast<float*>(scratch.data());
+            p.results = static_cast<cuda::SampleRowResult*>(results.data()) + begin;
+            p.group_scratch = group.data();
+            p.group_scratch_bytes = group.size();
+            p.narrowing_rows = mode == 0 ? 0 : p.num_rows;
+            check(cuda::launch_sample(p, gpu.stream()), "launch_sample");
+          }
+        });
+        unsetenv("PAGODA_SAMPLE_KERNEL");
+        return ms * 1e3;
+      };
+      const double fly = time_rows(true, false), old = time_rows(true, true),
+                   plain = time_rows(false, false);
+      const char* names[] = {"greedy", "T0.8 top_k 50", "T0.8 top_p 0.9"};
+      std::printf("%6d%%  %-18s %9.1f %9.1f %7.2fx %9.1f\n", percent, names[mode], fly, old,
+                  old / fly, plain);
+    }
+  }
+  std::printf("\n");
+}
+
 void bench_sample(CudaBackend& gpu, const Ceilings& c) {
   std::printf("sample (f32 logits ~ N(0, 3); us per call; GB/s of one logits read, copy %.0f)\n"
-              "%6s %7s %-18s %9s %4s %9s %8s %7s\n",
-              c.copy_gbps, "rows", "vocab", "mode", "1 CTA", "G", "split", "speedup", "GB/s");
+              "%6s %7s %-18s %9s %4s %9s %8s %7s %9s %8s\n",
+              c.copy_gbps, "rows", "vocab", "mode", "1 CTA", "G", "split", "speedup", "GB/s",
+              "old", "vs old");
   DeviceBuffer group(&gpu, cuda::sample_group_scratch_bytes());
   check(cudaMemset(group.data(), 0, group.size()), "cudaMemset");
   std::mt19937 gen(7);
@@ -748,11 +836,11 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
           results(&gpu, rows * sizeof(cuda::SampleRowResult));
       check(cudaMemcpy(logits.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice),
             "cudaMemcpy");
-      for (int mode = 0; mode < 3; ++mode) {
+      for (int mode = 0; mode < 5; ++mode) {
         cuda::SampleRowParams rp;
         rp.temperature = mode == 0 ? 0.0f : 0.8f;
-        rp.top_p = mode == 1 ? 0.9f : 1.0f;
-        rp.top_k = mode == 2 ? 50 : 0;
+        rp.top_p = mode == 1 || mode == 4 ? 0.9f : 1.0f;
+        rp.top_k = mode == 2 || mode == 4 ? 50 : 0;
         std::vector<cuda::SampleRowParams> rps(static_cast<size_t>(rows), rp);
         for (int r = 0; r < rows; ++r)
           rps[static_cast<size_t>(r)].seed = static_cast<uint64_t>(r) + 1;
@@ -767,6 +855,8 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
         p.results = static_cast<cuda::SampleRowResult*>(results.data());
         p.group_scratch = group.data();
         p.group_scratch_bytes = group.size();
+        const bool narrowing = cuda::sample_row_narrows(rp, vocab);
+        p.narrowing_rows = narrowing ? rows : 0;
         auto time_with = [&](const char* groups) {
           setenv("PAGODA_SAMPLE_GROUPS", groups, 1);
           const double ms = time_op(
@@ -776,11 +866,16 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
         };
         const double one = time_with("1");
         const double split = time_with("");
-        const int groups = cuda::sample_groups(rows, vocab);
-        const char* names[] = {"greedy", "T0.8 top_p 0.9", "T0.8 top_k 50"};
+        setenv("PAGODA_SAMPLE_KERNEL", "old", 1);
+        const double old = time_with("");
+        unsetenv("PAGODA_SAMPLE_KERNEL");
+        const int groups = cuda::sample_groups(rows, vocab, narrowing);
+        const char* names[] = {"greedy", "T0.8 top_p 0.9", "T0.8 top_k 50", "T0.8",
+                               "T0.8 k50 p0.9"};
         const double gbps = static_cast<double>(host.size()) * 4.0 / (split * 1e-6) / 1e9;
-        std::printf("%6d %7lld %-18s %9.1f %4d %9.1f %7.2fx %7.0f\n", rows,
-                    static_cast<long long>(vocab), names[mode], one, groups, split, one / split, gbps);
+        std::printf("%6d %7lld %-18s %9.1f %4d %9.1f %7.2fx %7.0f %9.1f %7.2fx\n", rows,
+                    static_cast<long long>(vocab), names[mode], one, groups, split, one / split,
+                    gbps, old, old / split);
         if (vocab == 151936 && rows <= 8 && mode == 1) {  // other G (the automatic choice's tuning)
           std::printf("%33s", "forced G:");
           for (const char* forced : {"4", "8", "16", "32", "64"}) {
@@ -796,6 +891,7 @@ void bench_sample(CudaBackend& gpu, const Ceilings& c) {
     }
   }
   std::printf("\n");
+  bench_sample_masked(gpu);
 }
 
 }  // namespace

@@ -154,13 +154,17 @@ void fill_inputs(char* host, const InputLayout& in, const SamplingBatch& batch) 
   put(host, in.pen_prompt, batch.penalty_in_prompt);
 }
 
-// Kernel parameters for rows [begin, begin + n).
+// Kernel parameters for rows [begin, begin + n); host_in: the upload blob
+// (fill_inputs'), whose row settings give the split its hint.
 cuda::SampleParams chunk_params(const Tensor& logits, size_t begin, size_t n, size_t width,
-                                const InputLayout& in, const OutputLayout& res, const char* dev_in,
+                                const InputLayout& in, const OutputLayout& res, const char* host_in,
+                                const char* dev_in,
                                 char* dev_out, float* scratch, void* group_scratch,
                                 size_t group_scratch_bytes) {
   const int64_t vocab = logits.dim(1);
   cuda::SampleParams p;
+  const auto* rows = reinterpret_cast<const cuda::SampleRowParams*>(host_in) + begin;
+  for (size_t i = 0; i < n; ++i) p.narrowing_rows += cuda::sample_row_narrows(rows[i], vocab) ? 1 : 0;
   p.logits = logits.ptr<float>() + static_cast<int64_t>(begin) * vocab;
   p.vocab = vocab;
   p.num_rows = static_cast<int>(n);
@@ -257,13 +261,23 @@ void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch,
   const InputLayout in(num_rows, batch.penalty_tokens.size(), batch.bias_tokens.size(),
                        batch.allowed_words.size());
   const OutputLayout res(num_rows, width);
+  // Rows processed into scratch: bias or penalties (a mask alone is read on
+  // the fly, except with the old passes).
+  const bool mask_on_the_fly = cuda::sample_fewer_passes();
   bool any_processed = false;
   for (size_t r = 0; r < num_rows; ++r) {
     const cuda::SampleRowParams p = row_params(batch, r);
-    any_processed |= p.bias_end > p.bias_begin || p.penalty_end > p.penalty_begin || p.mask_begin >= 0;
+    any_processed |= p.bias_end > p.bias_begin || p.penalty_end > p.penalty_begin ||
+                     (p.mask_begin >= 0 && !mask_on_the_fly);
   }
   const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
-  const size_t chunk = std::clamp<size_t>(kSampleScratchBytes / row_bytes, 1, num_rows);
+  // Rows in launches whose scratch fits kSampleScratchBytes; without any
+  // processed row no scratch is used and one launch takes every row (110
+  // rows of 152k per launch would leave a 132-SM GPU partly idle, 3 times;
+  // a batch of masked rows, constrained decoding, is such a batch).
+  const size_t chunk = any_processed
+                           ? std::clamp<size_t>(kSampleScratchBytes / row_bytes, 1, num_rows)
+                           : num_rows;
   if (!ensure_pinned(slot.in_host, in.total) || !ensure_device(sample_in_dev_, in.total) ||
       !ensure_pinned(slot.out_host, res.total) || !ensure_device(sample_out_dev_, res.total) ||
       (any_processed && !ensure_device(sample_scratch_, chunk * row_bytes))) {
@@ -287,7 +301,7 @@ void CudaBackend::sample_async(const Tensor& logits, const SamplingBatch& batch,
   for (size_t begin = 0; begin < num_rows; begin += chunk) {
     const cuda::SampleParams p = chunk_params(
         logits, begin, std::min(chunk, num_rows - begin), width, in, res,
-        static_cast<const char*>(sample_in_dev_.ptr), static_cast<char*>(sample_out_dev_.ptr),
+        static_cast<const char*>(slot.in_host.ptr), static_cast<const char*>(sample_in_dev_.ptr), static_cast<char*>(sample_out_dev_.ptr),
         static_cast<float*>(sample_scratch_.ptr), sample_group_.ptr, sample_group_.bytes);
     if (!check(cuda::launch_sample(p, stream), "sample: kernel")) return;
   }

@@ -179,6 +179,26 @@ struct MinOp {
   }
 };
 
+// A logits row as the sampling steps read it: a[t], or -inf where an
+// allowed-token mask is given and clears bit t & 31 of word t >> 5
+// (SamplingBatch's layout). A mask-only row is read this way, the mask
+// applied on every read, instead of being copied into scratch first; a
+// plain pointer converts to an unmasked RowRef.
+struct RowRef {
+  const float* a = nullptr;
+  const uint32_t* allowed = nullptr;  // null: every token allowed
+
+  __device__ RowRef(const float* row, const uint32_t* mask = nullptr) : a(row), allowed(mask) {}
+  // v (= a[t]) as read through the mask.
+  __device__ __forceinline__ float masked(int64_t t, float v) const {
+    return allowed == nullptr || ((__ldg(&allowed[t >> 5]) >> (t & 31)) & 1u) != 0 ? v
+                                                                                    : -INFINITY;
+  }
+  __device__ __forceinline__ float operator[](int64_t t) const { return masked(t, a[t]); }
+  // Whether this reads exactly the row x (no mask).
+  __device__ __forceinline__ bool is(const float* x) const { return a == x && allowed == nullptr; }
+};
+
 // Tokens per thread whose loads a sweep issues together (memory-level
 // parallelism: one CTA per SM holds too few warps to cover DRAM latency with
 // one load per thread in flight).
@@ -187,24 +207,59 @@ constexpr int kSweepUnroll = 8;
 // Calls f(t, a[t]) for every token t of the CTA's chunk, in each thread the
 // order of the plain stride loop (t = lo + tid, then + kThreads, ...), so
 // per-thread sums are the same bits; the loads of kSweepUnroll tokens are
-// issued before the first call. Not warp-uniform at the chunk's end.
+// issued before the first call (a mask's words are read after them, from
+// L1 mostly: one word serves a warp's 32 tokens). Not warp-uniform at the
+// chunk's end.
 template <typename F>
-__device__ __forceinline__ void sweep(const RowGroup& rg, const float* a, F f) {
+__device__ __forceinline__ void sweep(const RowGroup& rg, RowRef a, F f) {
   constexpr int64_t kStep = static_cast<int64_t>(kSweepUnroll) * kThreads;
   int64_t t = rg.lo + threadIdx.x;
   for (; t + (kSweepUnroll - 1) * kThreads < rg.hi; t += kStep) {
     float v[kSweepUnroll];
 #pragma unroll
-    for (int k = 0; k < kSweepUnroll; ++k) v[k] = a[t + k * kThreads];
+    for (int k = 0; k < kSweepUnroll; ++k) v[k] = a.a[t + k * kThreads];
 #pragma unroll
-    for (int k = 0; k < kSweepUnroll; ++k) f(t + k * kThreads, v[k]);
+    for (int k = 0; k < kSweepUnroll; ++k) f(t + k * kThreads, a.masked(t + k * kThreads, v[k]));
   }
   for (; t < rg.hi; t += kThreads) f(t, a[t]);
 }
 
+// sweep() with 16-byte loads when a + lo is 16-byte aligned (else sweep()):
+// thread i takes the float4s i, i + kThreads, ... of the chunk, four of them
+// loaded together, then the chunk's last (< 4) tokens one per thread; each
+// thread still visits its tokens in increasing id order (its f64 partial
+// sums differ from sweep()'s, which visits other tokens).
+template <typename F>
+__device__ __forceinline__ void sweep_vec4(const RowGroup& rg, RowRef a, F f) {
+  if ((reinterpret_cast<uintptr_t>(a.a + rg.lo) & 15u) != 0) {
+    sweep(rg, a, f);
+    return;
+  }
+  constexpr int kUnroll = 4;
+  const int64_t n4 = (rg.hi - rg.lo) >> 2;
+  const float4* a4 = reinterpret_cast<const float4*>(a.a + rg.lo);
+  auto visit4 = [&](int64_t i, float4 v) {
+    const int64_t t = rg.lo + 4 * i;
+    f(t, a.masked(t, v.x));
+    f(t + 1, a.masked(t + 1, v.y));
+    f(t + 2, a.masked(t + 2, v.z));
+    f(t + 3, a.masked(t + 3, v.w));
+  };
+  int64_t i = threadIdx.x;
+  for (; i + (kUnroll - 1) * kThreads < n4; i += static_cast<int64_t>(kUnroll) * kThreads) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) v[k] = a4[i + k * kThreads];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) visit4(i + k * kThreads, v[k]);
+  }
+  for (; i < n4; i += kThreads) visit4(i, a4[i]);
+  for (int64_t t = rg.lo + 4 * n4 + threadIdx.x; t < rg.hi; t += kThreads) f(t, a[t]);
+}
+
 // sweep() over two rows of the same tokens: f(t, a[t], b[t]).
 template <typename F>
-__device__ __forceinline__ void sweep2(const RowGroup& rg, const float* a, const float* b, F f) {
+__device__ __forceinline__ void sweep2(const RowGroup& rg, RowRef a, RowRef b, F f) {
   constexpr int kUnroll = kSweepUnroll / 2;
   constexpr int64_t kStep = static_cast<int64_t>(kUnroll) * kThreads;
   int64_t t = rg.lo + threadIdx.x;
@@ -212,11 +267,14 @@ __device__ __forceinline__ void sweep2(const RowGroup& rg, const float* a, const
     float va[kUnroll], vb[kUnroll];
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
-      va[k] = a[t + k * kThreads];
-      vb[k] = b[t + k * kThreads];
+      va[k] = a.a[t + k * kThreads];
+      vb[k] = b.a[t + k * kThreads];
     }
 #pragma unroll
-    for (int k = 0; k < kUnroll; ++k) f(t + k * kThreads, va[k], vb[k]);
+    for (int k = 0; k < kUnroll; ++k) {
+      const int64_t tk = t + k * kThreads;
+      f(tk, a.masked(tk, va[k]), b.masked(tk, vb[k]));
+    }
   }
   for (; t < rg.hi; t += kThreads) f(t, a[t], b[t]);
 }
@@ -226,19 +284,19 @@ __device__ __forceinline__ void sweep2(const RowGroup& rg, const float* a, const
 // value 0, past rg.hi); kSweepUnroll slabs' loads issued together. f may use
 // warp collectives (not block barriers).
 template <typename F>
-__device__ __forceinline__ void sweep_uniform(const RowGroup& rg, const float* a, F f) {
+__device__ __forceinline__ void sweep_uniform(const RowGroup& rg, RowRef a, F f) {
   constexpr int64_t kStep = static_cast<int64_t>(kSweepUnroll) * kThreads;
   for (int64_t base = rg.lo; base < rg.hi; base += kStep) {
     float v[kSweepUnroll];
 #pragma unroll
     for (int k = 0; k < kSweepUnroll; ++k) {
       const int64_t t = base + k * kThreads + threadIdx.x;
-      v[k] = t < rg.hi ? a[t] : 0.0f;
+      v[k] = t < rg.hi ? a.a[t] : 0.0f;
     }
 #pragma unroll
     for (int k = 0; k < kSweepUnroll; ++k) {
       const int64_t t = base + k * kThreads + threadIdx.x;
-      f(t, t < rg.hi, v[k]);
+      f(t, t < rg.hi, t < rg.hi ? a.masked(t, v[k]) : 0.0f);
     }
   }
 }
@@ -264,7 +322,7 @@ __device__ __forceinline__ T row_reduce(RowGroup& rg, T v, Op op) {
 // are per warp (sampling_block.cuh's warp_hist_add), merged in warp order,
 // so a launch repeats its bits.
 template <typename Fn>
-__device__ Threshold group_select(Fn fn, const float* a, RowGroup& rg, double target,
+__device__ Threshold group_select(Fn fn, RowRef a, RowGroup& rg, double target,
                                   SelectShared& sh) {
   uint32_t prefix = 0, mask = 0;
   double remaining = target;
