@@ -9,7 +9,9 @@ files say "missing" is reported as not run) and row: TPOT, decode tok/s
 plain run's (for replay and random, the plain run of the same call; for
 ngram, suffix and the draft model, the replay call's plain run), the mean
 accepted length and acceptance rate, engine steps and whether the greedy
-outputs matched the plain run's (replay and random check it).
+outputs matched the plain run's (replay and random check it); under the
+tables, the cost of random drafts at each batch with the back-off cap the
+engine measured its way to.
 
 The draft model's cost per drafted token is (draft step - random step) / k,
 where a step's time is TPOT x tokens per step (the mean accepted length):
@@ -96,8 +98,10 @@ def model_section(out, key, title, k, big_batch):
     lines.append("")
     for label, c in (("batch 1", rand), ("batch %d" % big_batch, big)):
         if c and c.get("tpot_speedup"):
-            lines.append("Cost of speculation when nothing is accepted, %s: TPOT +%.1f%%." % (
-                label, 100.0 * (1.0 / c["tpot_speedup"] - 1.0)))
+            cap = c["speculative"].get("spec_backoff_cap")
+            lines.append("Cost of speculation when nothing is accepted, %s: TPOT +%.1f%%%s." % (
+                label, 100.0 * (1.0 / c["tpot_speedup"] - 1.0),
+                " (back-off cap %d steps)" % cap if cap else ""))
     if key == "8b":
         lines += ["", "Random weights: the prompt means nothing to this model, so ngram and suffix acceptance "
                   "comes only from its greedy output repeating itself (random-weight greedy decoding falls into "

@@ -222,7 +222,10 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
          "_min_token_prob 0.1) | \"draft_model\" (\"model\": a smaller model with the same "
          "vocabulary, \"revision\"), \"num_speculative_tokens\": k (tokens drafted per step; "
          "suffix: default its tree depth), \"disable_by_batch_size\": n (speculate only while "
-         "at most n sequences run)}. Each step verifies the k drafts in one forward and keeps "
+         "at most n sequences run), \"miss_cost_budget\": f (the share of decode time rejected "
+         "drafts may cost, default 0.04: the back-off after misses grows from 8 up to 64 steps "
+         "as verification is measured to cost more; 0 keeps it at 8)}. Each step verifies the k "
+         "drafts in one forward and keeps "
          "those equal to the model's own samples: outputs are the same as without it "
          "(docs/speculative-decoding.md)")
       ->type_name("JSON");

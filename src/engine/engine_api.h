@@ -274,6 +274,10 @@ struct EngineMetrics {
   uint64_t spec_num_draft_tokens = 0;
   uint64_t spec_num_accepted_tokens = 0;
   std::vector<uint64_t> spec_accepted_per_position;
+  // The back-off cap (spec/backoff.h) of the last step: the most steps a
+  // sample whose drafts keep missing waits (engine/spec_cost_policy.h);
+  // 0 before the first step and when speculation is off.
+  int32_t spec_backoff_cap = 0;
 };
 
 class Engine {

@@ -28,6 +28,7 @@ namespace pagoda {
 
 void LlmEngine::step() {
   const Clock::time_point start = Clock::now();
+  if (parts_.proposer) spec_cost_.step_started();
   detokenize_seconds_ = 0.0;
   if (!running_step_) {
     propose_drafts();
@@ -104,6 +105,7 @@ void LlmEngine::step() {
   jumped_in_flight_.clear();
   const bool decode_only =
       static_cast<size_t>(current.out.num_decode_seqs) == current.out.seqs.size();
+  if (parts_.proposer) measure_spec_cost(current);
   // The step was collected: its buffers become a later step's.
   scheduler_.recycle(std::move(current.out));
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
@@ -223,9 +225,22 @@ void LlmEngine::propose_drafts() {
   }
 }
 
-void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) {
-  sample.spec_backoff = SpecBackoff::next_wait(sample.spec_backoff, accepted);
-  sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified);
+void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) const {
+  sample.spec_backoff = SpecBackoff::next_wait(sample.spec_backoff, accepted, backoff_cap_);
+  sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified, backoff_cap_);
+}
+
+void LlmEngine::measure_spec_cost(const LaunchedStep& step) {
+  // Sequences that verified drafts (one kVerify row with arg 0 each); with
+  // the single-token ones they make up a step without a prefill chunk.
+  int64_t num_verifying = 0;
+  for (const RowRef& ref : step.refs) num_verifying += ref.kind == RowKind::kVerify && ref.arg == 0;
+  const size_t num_seqs = step.out.seqs.size();
+  spec_cost_.step_finished(
+      num_seqs, static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs,
+      num_verifying > 0);
+  backoff_cap_ = spec_cost_.cap(num_seqs);
+  metrics_.set_spec_backoff_cap(backoff_cap_);
 }
 
 void LlmEngine::end_sequences(const ScheduleOutput& out) {

@@ -34,6 +34,7 @@ LlmEngine::LlmEngine(EngineParts parts, Scheduler scheduler)
       scheduler_(std::move(scheduler)),
       planner_(parts_.eos_token_ids, parts_.info.vocab_size),
       run_ahead_(parts_.run_ahead, parts_.run_ahead_clock),
+      spec_cost_(parts_.options.speculative.miss_cost_budget, parts_.spec_cost_clock),
       metrics_(parts_.info.max_model_len,
                parts_.proposer ? parts_.options.speculative.num_speculative_tokens : 0) {
   uint64_t seed = parts_.options.seed ? parts_.options.seed : std::random_device{}();

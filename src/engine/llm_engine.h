@@ -24,11 +24,13 @@
 #include "engine/request_state.h"
 #include "engine/row_planner.h"
 #include "engine/run_ahead_policy.h"
+#include "engine/spec_cost_policy.h"
 #include "engine/stats_logger.h"
 #include "jinja/chat_template.h"
 #include "model/runner.h"
 #include "sample/sampling_params.h"
 #include "sched/scheduler.h"
+#include "spec/backoff.h"
 #include "spec/proposer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -68,6 +70,9 @@ struct EngineParts {
   // clock (null: the steady clock; tests give a fake one).
   RunAheadPolicy::Config run_ahead = {};
   RunAheadPolicy::NowFn run_ahead_clock = {};
+  // The clock that times steps for the back-off's cost-aware cap
+  // (engine/spec_cost_policy.h; null: the steady clock; tests give a fake one).
+  SpecCostPolicy::NowFn spec_cost_clock = {};
 };
 
 // Resolves and loads everything create_engine() needs without starting the
@@ -178,10 +183,13 @@ class LlmEngine final : public Engine {
   void propose_drafts();
   // The back-off of a sample drafted (`verified`: its drafts were verified)
   // or asked for drafts (the proposer had none) in step `step`
-  // (spec/backoff.h: waits of 1, 2, 4, then 8 steps after misses; rejected
-  // drafts at the cap wait for the next multiple of 8, so that the samples
-  // whose drafts keep being rejected verify in the same steps).
-  static void note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified);
+  // (spec/backoff.h: waits of 1, 2, 4, ... up to backoff_cap_ steps after
+  // misses; rejected drafts at the cap wait for the next multiple of it, so
+  // that the samples whose drafts keep being rejected verify in the same steps).
+  void note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) const;
+  // After a step was collected: its time for the back-off's cost model
+  // (spec_cost_), and the cap the next steps use.
+  void measure_spec_cost(const LaunchedStep& step);
   // Tells the proposer of the sequences that ended since the last schedule.
   void end_sequences(const ScheduleOutput& out);
   // The verification rows of one drafted sample (RowKind::kVerify; `rows`
@@ -242,6 +250,8 @@ class LlmEngine final : public Engine {
   Scheduler scheduler_;
   RowPlanner planner_;
   RunAheadPolicy run_ahead_;
+  // Times steps and picks the back-off cap (with a proposer only).
+  SpecCostPolicy spec_cost_;
   MetricsRecorder metrics_;
   std::unique_ptr<StatsLogger>
       stats_logger_;  // with options.stats_log_interval > 0; reads metrics_
@@ -275,6 +285,9 @@ class LlmEngine final : public Engine {
   std::unordered_set<SeqId> jumped_in_flight_;
   int next_slot_ = 0;
   int64_t num_launched_ = 0;         // steps launched so far: the index of the next one
+  // The back-off cap of samples' misses (spec_cost_'s, for the batch of the
+  // last collected step).
+  int32_t backoff_cap_ = SpecBackoff::kMinCap;
   double detokenize_seconds_ = 0.0;  // of the current step (EngineMetrics::detokenize_seconds)
   std::thread thread_;
 };

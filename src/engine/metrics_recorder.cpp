@@ -20,6 +20,11 @@ void MetricsRecorder::on_spec_verified(int32_t num_drafted, int32_t num_accepted
   for (size_t j = 0; j < n; ++j) ++m_.spec_accepted_per_position[j];
 }
 
+void MetricsRecorder::set_spec_backoff_cap(int32_t cap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  m_.spec_backoff_cap = cap;
+}
+
 void MetricsRecorder::on_tokens(int64_t num_generated) {
   std::lock_guard<std::mutex> lock(mu_);
   m_.generation_tokens += static_cast<uint64_t>(num_generated);

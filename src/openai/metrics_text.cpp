@@ -87,6 +87,9 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
     e.labelled_counter("pagoda:spec_decode_num_accepted_tokens_per_pos",
                        "Speculative decoding: drafted tokens accepted at each draft position.",
                        "position", spec_positions(m));
+    e.gauge("pagoda:spec_backoff_cap", static_cast<double>(m.spec_backoff_cap),
+            "Speculative decoding: the most steps a sample whose drafts keep missing waits "
+            "(picked from the measured cost of verification; 0 before the first step).");
   }
   append_vllm_metrics(out, m, model_name);
   return out;

@@ -58,6 +58,7 @@ constexpr const char* kKeys[] = {"method",
                                  "suffix_decoding_max_spec_factor",
                                  "suffix_decoding_min_token_prob",
                                  "disable_by_batch_size",
+                                 "miss_cost_budget",
                                  "draft_tensor_parallel_size"};
 
 // Most tokens one step may draft per sequence.
@@ -181,6 +182,9 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view text) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<int32_t> by_batch,
                           read_int(obj, "disable_by_batch_size", 0, 1 << 30));
   c.disable_by_batch_size = by_batch.value_or(0);
+  PAGODA_ASSIGN_OR_RETURN(std::optional<double> budget,
+                          read_number(obj, "miss_cost_budget", 0.0, 1.0));
+  c.miss_cost_budget = budget.value_or(c.miss_cost_budget);
   PAGODA_ASSIGN_OR_RETURN(std::optional<int32_t> draft_tp,
                           read_int(obj, "draft_tensor_parallel_size", 1, 1024));
   if (draft_tp && *draft_tp != 1) {

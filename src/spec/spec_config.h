@@ -39,6 +39,11 @@ struct SpeculativeConfig {
   double suffix_min_token_prob = 0.1;
   // Speculate only while at most this many sequences run (0: always).
   int32_t disable_by_batch_size = 0;
+  // The share of decode time that rejected drafts may cost: the back-off's
+  // cap grows (8 to 64 steps) until the measured cost of a verifying step
+  // over a plain one, spread over the cap, stays under it
+  // (engine/spec_cost_policy.h). 0: the cap stays 8.
+  double miss_cost_budget = 0.04;
 
   bool enabled() const { return method != SpecMethod::kNone; }
 };

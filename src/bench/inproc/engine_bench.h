@@ -55,6 +55,7 @@ struct SpecTotals {
   uint64_t num_draft_tokens = 0;
   uint64_t num_accepted_tokens = 0;
   std::vector<uint64_t> accepted_per_position;  // [num_speculative_tokens]
+  int32_t backoff_cap = 0;  // the back-off cap at the span's end (EngineMetrics::spec_backoff_cap)
 };
 
 // Engine steps over a timed span (EngineMetrics differences).

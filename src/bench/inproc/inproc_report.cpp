@@ -51,6 +51,7 @@ void spec_fields(json& j, const SpecTotals& s) {
   for (uint64_t a : s.accepted_per_position)
     per_pos.push_back(s.num_drafts > 0 ? json(static_cast<double>(a) / drafts) : json(nullptr));
   j["spec_acceptance_per_position"] = per_pos;
+  j["spec_backoff_cap"] = s.backoff_cap;
 }
 
 json host_us(const StepTimes& t) {
@@ -99,6 +100,7 @@ void step_lines(std::string& out, const json& j) {
     per_pos += v.is_null() ? std::string("n/a") : fmt::format("{:.3f}", v.get<double>());
   }
   line(out, "  acceptance per position:", per_pos);
+  line(out, "  back-off cap (steps):", std::to_string(j.value("spec_backoff_cap", 0)));
 }
 
 }  // namespace

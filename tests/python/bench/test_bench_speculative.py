@@ -102,6 +102,9 @@ def test_random_drafts_are_rejected_and_change_nothing(tmp_path):
     assert r["proposer"] == "random" and r["same_outputs"] is True
     assert spec["spec_num_draft_tokens"] > 0
     assert spec["spec_acceptance_rate"] < 0.1  # 1 in 512 by chance
+    # The back-off cap the engine measured its way to (a power of two, 8..64).
+    assert spec["spec_backoff_cap"] in (8, 16, 32, 64)
+    assert "back-off cap (steps):" in p.stdout
     # Each step still yields one token: as many steps as without speculation.
     assert r["step_ratio"] == pytest.approx(1.0, abs=0.1)
 

@@ -2,7 +2,7 @@
 suffix or draft-model speculation answers greedy chat and completion
 requests (streamed or not, logprobs included) exactly as without it, says so
 at start-up, exports the spec_decode counters under pagoda's and vLLM's names
-(and only when speculation is on), lets a request opt out with
+(and only when speculation is on) with the back-off cap, lets a request opt out with
 `speculative_decoding: false`, and refuses a bad configuration at start with
 the key named."""
 import json
@@ -68,6 +68,13 @@ def spec_counters(url):
     return values, text
 
 
+def backoff_cap(url):
+    """pagoda:spec_backoff_cap, or None when /metrics has none."""
+    text = requests.get(url + "/metrics", timeout=30).text
+    m = re.search(r'^pagoda:spec_backoff_cap\{[^}]*\} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else None
+
+
 def total(values, name):
     return sum(v for (n, _), v in values.items() if n == name)
 
@@ -91,6 +98,8 @@ def test_answers_equal_plain_decoding(running, method):
     assert re.search(r'^vllm:spec_decode_num_accepted_tokens_per_pos_total\{[^}]*position="0"\} ', text, re.M), text
     plain_values, plain_text = spec_counters(plain)
     assert not plain_values, plain_text  # no spec_decode families without speculation
+    assert backoff_cap(spec) in (8, 16, 32, 64), text
+    assert backoff_cap(plain) is None, plain_text
 
 
 def test_requests_can_opt_out(running):
@@ -111,12 +120,22 @@ def test_requests_can_opt_out(running):
     assert r.json()["error"]["param"] == "speculative_decoding", r.text
 
 
+def test_zero_miss_cost_budget_keeps_the_backoff_cap_at_8(running):
+    config = dict(METHODS["ngram"], miss_cost_budget=0)
+    url = running("--speculative-config", json.dumps(config)).ready_url()
+    r = requests.post(url + "/v1/completions",
+                      json={"prompt": PROMPT, "max_tokens": 48, "temperature": 0}, timeout=120)
+    assert r.status_code == 200, r.text
+    assert backoff_cap(url) == 8
+
+
 @pytest.mark.parametrize("config, words", [
     ('{"method": "ngram"}', "num_speculative_tokens: required"),
     ('{"method": "ngram", "num_speculative_tokens": 0}', "num_speculative_tokens: 0 is out of range"),
     ('{"method": "eagle", "num_speculative_tokens": 3, "model": "x"}', "'eagle' is not supported yet"),
     ('{"method": "ngram", "num_speculative_tokens": 3, "typo": 1}', "typo: unknown key"),
     ('[1, 2]', "must be a JSON object"),
+    ('{"method": "ngram", "num_speculative_tokens": 3, "miss_cost_budget": 2}', "miss_cost_budget: 2 is out of range"),
     ('{"method": "draft_model", "num_speculative_tokens": 3, "model": "/no/such/draft"}', "/no/such/draft"),
 ])
 def test_bad_configs_fail_at_start_naming_the_key(config, words):

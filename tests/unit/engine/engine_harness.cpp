@@ -131,6 +131,7 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   parts->acceptance_rule = setup.acceptance_rule;
   parts->run_ahead = setup.run_ahead;
   parts->run_ahead_clock = setup.run_ahead_clock;
+  parts->spec_cost_clock = setup.spec_cost_clock;
   Result<std::unique_ptr<LlmEngine>> engine = LlmEngine::start(std::move(parts.value()));
   if (!engine.ok()) {
     ADD_FAILURE() << "LlmEngine::start: " << engine.error().message;

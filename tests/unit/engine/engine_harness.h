@@ -129,6 +129,11 @@ struct EngineSetup {
   // tests the rule.
   RunAheadPolicy::Config run_ahead = {.small_batch = 0};
   RunAheadPolicy::NowFn run_ahead_clock = {};
+  // EngineParts::spec_cost_clock. Stopped by default here (no step takes
+  // time, so the back-off cap stays SpecBackoff::kMinCap), so that tests of
+  // speculation see the same steps whatever the host's speed;
+  // engine_spec_backoff_cap_test ticks it.
+  SpecCostPolicy::NowFn spec_cost_clock = [] { return SpecCostPolicy::Clock::time_point{}; };
 };
 
 // Greedy sampling of max_tokens tokens.

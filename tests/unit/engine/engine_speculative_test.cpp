@@ -418,8 +418,10 @@ TEST_F(StoriesSpeculative, ParallelRanksVerifyDrafts) {
 }
 
 // Drafts that are never accepted back off (1, 2, 4, then 8 steps between
-// tries), so the verification steps and the lost async overlap stay a small
-// share; drafts that are accepted go on every step.
+// tries: the harness's stopped step clock keeps the back-off cap at 8;
+// engine_spec_backoff_cap_test moves it), so the verification steps and the
+// lost async overlap stay a small share; drafts that are accepted go on every
+// step.
 TEST_F(StoriesSpeculative, DraftsThatMissBackOff) {
   std::vector<TestRequest> reqs = requests(false);
   const std::vector<RefSample> want = reference(reqs);

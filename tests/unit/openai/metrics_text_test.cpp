@@ -110,6 +110,22 @@ TEST(MetricsText, ExposesStepTimes) {
   EXPECT_EQ(s["pagoda:engine_steps_held_total" + l], 3);
 }
 
+// Speculation's families appear only with speculation on (per-position
+// counts sized by k), the back-off cap among them as a gauge.
+TEST(MetricsText, ExposesSpeculationWithItsBackoffCap) {
+  EngineMetrics m;
+  EXPECT_EQ(format_prometheus(m, "m", ModelInfo{}).find("spec_backoff_cap"), std::string::npos);
+  m.spec_accepted_per_position = {5, 2};
+  m.spec_num_drafts = 9;
+  m.spec_backoff_cap = 32;
+  const std::string text = format_prometheus(m, "m", ModelInfo{});
+  auto s = parse_exposition(text);
+  const std::string l = R"({model_name="m"})";
+  EXPECT_EQ(s["pagoda:spec_decode_num_drafts_total" + l], 9);
+  EXPECT_EQ(s["pagoda:spec_backoff_cap" + l], 32);
+  EXPECT_NE(text.find("# TYPE pagoda:spec_backoff_cap gauge\n"), std::string::npos);
+}
+
 TEST(MetricsText, WeightPrecisionInfo) {
   EngineMetrics m;
   const std::string precision = "fp8 (w8a8, dynamic per-token; per-channel weight scales; x)";

@@ -46,6 +46,11 @@ TEST(SpecConfig, NgramLookupDefaultsFollowVllm) {
   EXPECT_EQ(c.prompt_lookup_min, 2);
   EXPECT_EQ(c.prompt_lookup_max, 4);
   EXPECT_EQ(c.disable_by_batch_size, 8);
+  EXPECT_DOUBLE_EQ(c.miss_cost_budget, 0.04);  // the default
+  c = parse_ok(R"({"method": "ngram", "num_speculative_tokens": 2, "miss_cost_budget": 0.1})");
+  EXPECT_DOUBLE_EQ(c.miss_cost_budget, 0.1);
+  c = parse_ok(R"({"method": "ngram", "num_speculative_tokens": 2, "miss_cost_budget": 0})");
+  EXPECT_DOUBLE_EQ(c.miss_cost_budget, 0.0);  // today's fixed cap
 }
 
 TEST(SpecConfig, VllmsNgramModelSpellingSelectsNgram) {
@@ -152,6 +157,10 @@ TEST(SpecConfig, RefusalsNameTheirKey) {
 
   expect_refused(R"({"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": -1})",
                  "disable_by_batch_size");
+  expect_refused(R"({"method": "ngram", "num_speculative_tokens": 2, "miss_cost_budget": -0.1})",
+                 "miss_cost_budget");
+  expect_refused(R"({"method": "ngram", "num_speculative_tokens": 2, "miss_cost_budget": "x"})",
+                 "miss_cost_budget");
   expect_refused(
       R"({"method": "draft_model", "model": "x", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 2})",
       "draft_tensor_parallel_size");

@@ -1,0 +1,54 @@
+#include "engine/spec_cost_policy.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <utility>
+
+#include "spec/backoff.h"
+
+namespace pagoda {
+
+SpecCostPolicy::SpecCostPolicy(double budget, NowFn now)
+    : budget_(budget), now_(now ? std::move(now) : NowFn(&Clock::now)) {}
+
+int32_t SpecCostPolicy::cap_for(double r, double budget) {
+  if (!(r > 0.0) || !(budget > 0.0)) return SpecBackoff::kMinCap;
+  // Clamped before the conversion: r / budget may be huge.
+  const double steps = std::min(std::ceil(r / budget), double{SpecBackoff::kMaxCap});
+  const auto cap = std::bit_ceil(static_cast<uint32_t>(steps));
+  return std::clamp(static_cast<int32_t>(cap), SpecBackoff::kMinCap, SpecBackoff::kMaxCap);
+}
+
+void SpecCostPolicy::step_started() {
+  start_ = now_();
+}
+
+void SpecCostPolicy::step_finished(size_t num_seqs, bool decode_only, bool verifying) {
+  if (!decode_only || num_seqs == 0) return;
+  record(num_seqs, std::chrono::duration<double>(now_() - start_).count(), verifying);
+}
+
+void SpecCostPolicy::record(size_t num_seqs, double seconds, bool verifying) {
+  if (!(seconds > 0.0)) return;
+  Averages& a = buckets_[bucket(num_seqs)];
+  double& avg = verifying ? a.verify_s : a.plain_s;
+  avg = avg > 0.0 ? avg + kAverageWeight * (seconds - avg) : seconds;
+}
+
+std::optional<double> SpecCostPolicy::extra_cost(size_t num_seqs) const {
+  const Averages& a = buckets_[bucket(num_seqs)];
+  if (a.plain_s <= 0.0 || a.verify_s <= 0.0) return std::nullopt;
+  return a.verify_s / a.plain_s - 1.0;
+}
+
+int32_t SpecCostPolicy::cap(size_t num_seqs) const {
+  return cap_for(extra_cost(num_seqs).value_or(0.0), budget_);
+}
+
+size_t SpecCostPolicy::bucket(size_t num_seqs) {
+  const size_t b = num_seqs <= 1 ? 0 : static_cast<size_t>(std::bit_width(num_seqs - 1));
+  return std::min(b, kNumBuckets - 1);
+}
+
+}  // namespace pagoda

@@ -1,0 +1,112 @@
+// SpecCostPolicy: the back-off cap from measured step times, with a fake
+// clock and with step times recorded directly.
+#include "engine/spec_cost_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "spec/backoff.h"
+
+namespace pagoda {
+namespace {
+
+using Clock = SpecCostPolicy::Clock;
+
+struct FakeClock {
+  Clock::time_point t{};
+  void advance(double s) {
+    t += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
+};
+
+TEST(SpecCostPolicy, CapIsTheNextPowerOfTwoOfCostOverBudgetWithinEightAndSixtyFour) {
+  EXPECT_EQ(SpecCostPolicy::cap_for(1.0, 0.04), 32);   // 25 steps -> 32
+  EXPECT_EQ(SpecCostPolicy::cap_for(0.2, 0.04), 8);    // 5 -> the least cap
+  EXPECT_EQ(SpecCostPolicy::cap_for(0.32, 0.04), 8);   // exactly 8
+  EXPECT_EQ(SpecCostPolicy::cap_for(0.33, 0.04), 16);  // 8.25 -> 16
+  EXPECT_EQ(SpecCostPolicy::cap_for(0.6, 0.04), 16);
+  EXPECT_EQ(SpecCostPolicy::cap_for(2.5, 0.04), 64);  // 62.5 -> 64
+  EXPECT_EQ(SpecCostPolicy::cap_for(3.0, 0.04), 64);  // 75 -> clamped
+  EXPECT_EQ(SpecCostPolicy::cap_for(1e300, 0.04), 64);
+  EXPECT_EQ(SpecCostPolicy::cap_for(1.0, 0.1), 16);  // 10 -> 16
+  // No cost, a verifying step cheaper than a plain one, or no budget: the least cap.
+  EXPECT_EQ(SpecCostPolicy::cap_for(0.0, 0.04), SpecBackoff::kMinCap);
+  EXPECT_EQ(SpecCostPolicy::cap_for(-0.3, 0.04), SpecBackoff::kMinCap);
+  EXPECT_EQ(SpecCostPolicy::cap_for(NAN, 0.04), SpecBackoff::kMinCap);
+  EXPECT_EQ(SpecCostPolicy::cap_for(1.0, 0.0), SpecBackoff::kMinCap);
+}
+
+TEST(SpecCostPolicy, NothingMeasuredMeansTheLeastCap) {
+  SpecCostPolicy p(0.04);
+  EXPECT_EQ(p.cap(64), 8);
+  EXPECT_FALSE(p.extra_cost(64));
+  p.record(64, 0.010, /*verifying=*/false);  // plain steps only: r unknown
+  EXPECT_EQ(p.cap(64), 8);
+  EXPECT_FALSE(p.extra_cost(64));
+  SpecCostPolicy q(0.04);
+  q.record(64, 0.020, /*verifying=*/true);  // verifying steps only
+  EXPECT_EQ(q.cap(64), 8);
+  q.record(64, 0.0, /*verifying=*/false);  // a zero time is no measurement
+  EXPECT_EQ(q.cap(64), 8);
+}
+
+// Steps timed by the fake clock: at batch 64 a verifying step costs two
+// plain ones (r = 1: cap 32); batch 1's bucket keeps its own averages.
+TEST(SpecCostPolicy, TimesStepsWithItsClockPerBatchBucket) {
+  FakeClock c;
+  SpecCostPolicy p(0.04, [&c] { return c.t; });
+  auto run_step = [&](size_t num_seqs, double seconds, bool decode_only, bool verifying) {
+    p.step_started();
+    c.advance(seconds);
+    p.step_finished(num_seqs, decode_only, verifying);
+  };
+  for (int i = 0; i < 20; ++i) run_step(64, 0.010, true, false);
+  run_step(64, 0.020, true, true);
+  ASSERT_TRUE(p.extra_cost(64));
+  EXPECT_NEAR(*p.extra_cost(64), 1.0, 1e-6);
+  EXPECT_EQ(p.cap(64), 32);
+  EXPECT_EQ(p.cap(33), 32);  // the same bucket (33..64)
+  EXPECT_EQ(p.cap(32), 8);   // another, unmeasured
+  EXPECT_EQ(p.cap(1), 8);
+  // A step with a prefill chunk is not compared, however long.
+  run_step(64, 5.0, /*decode_only=*/false, false);
+  run_step(64, 5.0, /*decode_only=*/false, true);
+  EXPECT_NEAR(*p.extra_cost(64), 1.0, 1e-6);
+  // Batch 1: a verifying step costs 1.2 plain ones.
+  for (int i = 0; i < 5; ++i) run_step(1, 0.005, true, false);
+  run_step(1, 0.006, true, true);
+  EXPECT_NEAR(*p.extra_cost(1), 0.2, 1e-6);
+  EXPECT_EQ(p.cap(1), 8);
+  EXPECT_EQ(p.cap(64), 32);
+}
+
+// The averages follow recent steps: verification that gets cheaper brings
+// the cap down again, one that gets dearer raises it.
+TEST(SpecCostPolicy, CapFollowsTheRunningAverages) {
+  SpecCostPolicy p(0.04);
+  p.record(16, 0.010, false);
+  p.record(16, 0.020, true);
+  EXPECT_EQ(p.cap(16), 32);
+  for (int i = 0; i < 40; ++i) p.record(16, 0.012, true);
+  EXPECT_NEAR(*p.extra_cost(16), 0.2, 0.01);
+  EXPECT_EQ(p.cap(16), 8);
+  for (int i = 0; i < 40; ++i) p.record(16, 0.035, true);
+  EXPECT_EQ(p.cap(16), 64);
+  // One slow step moves its average by kAverageWeight of the difference:
+  // plain 0.010 -> 0.0125 after a 0.030 s step.
+  p.record(16, 0.030, false);
+  EXPECT_NEAR(*p.extra_cost(16), 0.035 / 0.0125 - 1.0, 0.02);
+}
+
+TEST(SpecCostPolicy, ZeroBudgetKeepsTheLeastCap) {
+  SpecCostPolicy p(0.0);
+  p.record(64, 0.010, false);
+  p.record(64, 0.030, true);
+  EXPECT_NEAR(*p.extra_cost(64), 2.0, 1e-9);
+  EXPECT_EQ(p.cap(64), 8);
+}
+
+}  // namespace
+}  // namespace pagoda
