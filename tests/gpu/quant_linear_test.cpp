@@ -103,10 +103,11 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   DevTensor gout(gpu, out_dt, {c.rows, c.n});
   gout.poison();
   Tensor out_t = gout.t();
-  // Up to 8 rows, and 9..64 on the wide kernel, the weight is dequantized in
-  // f32 registers (below).
+  // Up to 8 rows, and 9..kQuantWideRouteMaxRows on the wide kernel (linear()'s
+  // route; launched directly up to kQuantWideMaxRows), the weight is
+  // dequantized in f32 registers (below).
   const bool in_registers = c.direct_mma || c.rows <= cuda::kQuantGemvMaxRows ||
-                            (c.rows <= cuda::kQuantWideMaxRows && gpu.quant_wide() &&
+                            (c.rows <= cuda::kQuantWideRouteMaxRows && gpu.quant_wide() &&
                              cuda::quant_mma_wide_supports(
                                  params_of(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t)));
   if (c.direct_mma) {
@@ -407,21 +408,22 @@ TEST(CudaQuantLinearTest, MmaWideKernelEveryFormatMatchesCpu) {
   }
 }
 
-// The wide kernel over long rows (K = 14336, the 8B down_proj: 56 steps
-// over the CTA's warps) and many tiles (N = 4100) at T = 9, 40 and 64, for
-// the formats of common files; then the same rows with the wide kernel off
+// linear() over long rows (K = 14336, the 8B down_proj: 56 steps over the
+// CTA's warps) and many tiles (N = 4100) at T = 9 and 32 (the wide kernel,
+// up to its route limit) and 40 (past it: dequantize + cuBLASLt), for the
+// formats of common files; then the same rows with the wide kernel off
 // (CudaBackend::set_quant_wide(false), PAGODA_QUANT_WIDE=dequant: the
-// cuBLASLt path).
+// cuBLASLt path). The kernel itself at 33..64 rows: the direct launches above.
 TEST(CudaQuantLinearTest, MmaWideKernelLongRows) {
   PAGODA_REQUIRE_GPU();
   CudaBackend& gpu = *cuda_backend(DType::kBF16);
   for (bool wide : {true, false}) {
     gpu.set_quant_wide(wide);
     for (DType wt : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kW4G128}) {
-      for (int64_t rows : {9, 40, 64}) {
+      for (int64_t rows : {9, 32, 40}) {
         SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows) + (wide ? " wide" : " dequant"));
-        run_case(DType::kBF16, wt, {rows, 96, 14336, rows == 40, rows != 9});
-        run_case(DType::kBF16, wt, {rows, 4100, 512, rows == 9, rows == 40});
+        run_case(DType::kBF16, wt, {rows, 96, 14336, rows == 32, rows != 9});
+        run_case(DType::kBF16, wt, {rows, 4100, 512, rows == 9, rows == 32});
       }
     }
   }

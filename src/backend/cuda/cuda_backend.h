@@ -143,8 +143,8 @@ class CudaBackend final : public Backend {
   enum class QuantDecode { kStaged, kUnstaged, kLegacy };
   void set_quant_decode(QuantDecode d) { quant_decode_ = d; }
   QuantDecode quant_decode() const { return quant_decode_; }
-  // Block-dtype linear with kQuantGemvMaxRows + 1 .. kQuantWideMaxRows rows
-  // (batch 9..64): on by default the tensor-core kernel keeping the weight
+  // Block-dtype linear with kQuantGemvMaxRows + 1 .. kQuantWideRouteMaxRows
+  // rows (batch 9..32): on by default the tensor-core kernel keeping the weight
   // in blocks (launch_quant_mma_wide); off, the weight is dequantized and
   // multiplied by cuBLASLt as for more rows. PAGODA_QUANT_WIDE=dequant in
   // the environment turns it off at creation (A/B timing).

@@ -10,7 +10,7 @@
 // q4_0 and q4_1 first on the staged one (quant_staged_gemv.cu).
 // set_quant_decode (PAGODA_QUANT_GEMV=unstaged / legacy) skips the staged
 // kernel / every tensor-core one (A/B timing). kQuantGemvMaxRows + 1 ..
-// cuda::kQuantWideMaxRows rows (batch 9..64): the tensor-core kernel for
+// cuda::kQuantWideRouteMaxRows rows (batch 9..32): the tensor-core kernel for
 // wider x (launch_quant_mma_wide, every format, the weight still read in
 // blocks) unless set_quant_wide(false) / PAGODA_QUANT_WIDE=dequant or its
 // alignment is not met. More rows (or those cases): the weight is
@@ -35,12 +35,6 @@ namespace {
 
 // Elements of one dequantized chunk: 32 MiB of bf16.
 constexpr int64_t kDequantChunkElems = int64_t{16} << 20;
-// The wide kernel takes up to cuda::kQuantWideMaxRows rows, but each of its
-// CTAs re-reads x for its K range, so it loses to dequantize + cuBLASLt above
-// 32 rows: H100, 8B shapes, wide / dequant time at T = 16 / 32 / 64 over
-// q4_0, q8_0, q4_K, q6_K, w4g128: 0.20-0.89 / 0.47-1.21 / 0.89-2.69 (bench/
-// results/2026-11-27-h100x2-session25.md).
-constexpr int64_t kQuantWideRouteMaxRows = 32;
 
 bool is_half(DType t) {
   return t == DType::kBF16 || t == DType::kF16;
@@ -105,7 +99,7 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
   }
   if (rows == 0) return;
   const bool wide = quant_wide_ && rows > cuda::kQuantGemvMaxRows &&
-                    rows <= std::min<int64_t>(kQuantWideRouteMaxRows, cuda::kQuantWideMaxRows);
+                    rows <= cuda::kQuantWideRouteMaxRows;
   if (rows <= cuda::kQuantGemvMaxRows || wide) {
     cuda::QuantGemvParams g;
     g.dtype = x.dtype;

@@ -40,6 +40,13 @@ namespace pagoda::cuda {
 
 constexpr int kQuantGemvMaxRows = 8;
 constexpr int kQuantWideMaxRows = 64;
+// linear() routes only up to this many rows to the wide kernel: each of its
+// CTAs re-reads x for its K range, so it loses to dequantize + cuBLASLt above
+// 32 rows (H100, 8B shapes, wide / dequant time at T = 16 / 32 / 64 over
+// q4_0, q8_0, q4_K, q6_K, w4g128: 0.20-0.89 / 0.47-1.21 / 0.89-2.69,
+// bench/results/2026-11-27-h100x2-session25.md).
+constexpr int kQuantWideRouteMaxRows = 32;
+static_assert(kQuantWideRouteMaxRows <= kQuantWideMaxRows);
 
 struct QuantGemvParams {
   DType dtype = DType::kBF16;       // x: bf16 or f16
