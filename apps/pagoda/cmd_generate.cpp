@@ -263,21 +263,23 @@ Result<std::vector<GenerateRequest>> make_requests(Engine& engine, const std::ve
   return requests;
 }
 
-// Submits every request with its own collector. When the engine refuses
-// one, the ones already in are aborted and drained (their sinks point into
-// `collectors`) and the error names the item.
+// Submits every request, each with its own collector, in one add_requests:
+// all or none, and the engine takes them into its first step together, so
+// the batch's steps (and so its numerics) do not depend on submission
+// timing. A refusal names the item.
 Status submit_all(Engine& engine, const std::vector<GenerateRequest>& requests, const std::string& input,
                   std::vector<std::unique_ptr<Collector>>* collectors) {
-  for (size_t i = 0; i < requests.size(); ++i) {
-    collectors->push_back(std::make_unique<Collector>(requests[i].params.n, false));
-    GenerateRequest req = requests[i];
-    req.sink = collectors->back()->sink();
-    Status st = engine.add_request(std::move(req));
-    if (!st.ok()) {
-      for (size_t j = 0; j < i; ++j) engine.abort(requests[j].request_id);
-      engine.drain();
-      return make_error(st.error().code, fmt::format("{}: item {}: {}", input, i + 1, st.error().message));
-    }
+  std::vector<GenerateRequest> batch;
+  batch.reserve(requests.size());
+  for (const GenerateRequest& r : requests) {
+    collectors->push_back(std::make_unique<Collector>(r.params.n, false));
+    batch.push_back(r);
+    batch.back().sink = collectors->back()->sink();
+  }
+  size_t failed = 0;
+  Status st = engine.add_requests(std::move(batch), &failed);
+  if (!st.ok()) {
+    return make_error(st.error().code, fmt::format("{}: item {}: {}", input, failed + 1, st.error().message));
   }
   return Status::Ok();
 }
@@ -454,7 +456,9 @@ int run_generate(int argc, char** argv) {
                  "{\"status_code\", \"request_id\", \"body\"}, \"error\"}; a bad line gets an error line and "
                  "the others still run. Or pagoda's own: \"prompt\" (text or token ids) or \"messages\", plus "
                  "OpenAI-style sampling fields (max_tokens, temperature, top_p, top_k, seed, stop, n, best_of, "
-                 "use_beam_search, logprobs, prompt_logprobs, allowed_token_ids, bad_words, priority, ...), every line checked before any runs; "
+                 "use_beam_search, logprobs, prompt_logprobs, allowed_token_ids, bad_words, priority, ...), every line checked before any runs "
+                 "and all submitted at once (the engine's first step takes them together, so a rerun schedules the "
+                 "same steps); "
                  "it writes prompt (or messages), text, token_ids, finish_reason, stop_reason (when a stop string "
                  "or a stop_token_ids id ended it), usage; plus choices when n > 1 and logprobs / prompt_logprobs when "
                  "requested. Output lines keep the input order. Shows progress and reports the prefix-cache hit "

@@ -292,6 +292,16 @@ class Engine {
   // finishes normally unless aborted or failed inside the engine (then its
   // events carry `error`). Thread-safe.
   virtual Status add_request(GenerateRequest request) = 0;
+  // Queues several requests, all or none: each is checked as add_request
+  // checks it (and the batch against the waiting bound as a whole); on the
+  // first refusal nothing is queued, the error is that request's, and
+  // *failed (when given) is its index. LlmEngine queues an accepted batch
+  // under one lock, so its engine thread takes the requests together into
+  // the same step: an offline batch's first step, and so its numerics, do
+  // not depend on how fast the caller submitted. The default adds them one
+  // by one, aborting the added ones on a refusal (no such guarantee).
+  // Thread-safe.
+  virtual Status add_requests(std::vector<GenerateRequest> requests, size_t* failed = nullptr);
   // Aborts a live request (no-op if unknown or finished); its KV is freed at
   // once and its sink gets a final event with FinishReason::kAbort. Thread-safe.
   virtual void abort(const std::string& request_id) = 0;

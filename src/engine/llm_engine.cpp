@@ -105,31 +105,55 @@ Status LlmEngine::prepare(const GenerateRequest& request, RequestState& state) c
 }
 
 Status LlmEngine::add_request(GenerateRequest request) {
-  auto state = std::make_unique<RequestState>();
-  PAGODA_RETURN_IF_ERROR(prepare(request, *state));
-  state->priority = request.priority;
-  state->prompt_logprobs = PromptLogprobs(state->params.prompt_logprobs, state->prompt.size());
+  std::vector<GenerateRequest> one;
+  one.push_back(std::move(request));
+  return add_requests(std::move(one));
+}
+
+Status LlmEngine::add_requests(std::vector<GenerateRequest> requests, size_t* failed) {
+  auto refuse = [&](size_t i, Error e) -> Status {
+    if (failed != nullptr) *failed = i;
+    return e;
+  };
+  if (requests.empty()) return Status::Ok();
+  std::vector<std::unique_ptr<RequestState>> states;
+  states.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto state = std::make_unique<RequestState>();
+    if (Status st = prepare(requests[i], *state); !st.ok()) return refuse(i, st.error());
+    state->priority = requests[i].priority;
+    state->prompt_logprobs = PromptLogprobs(state->params.prompt_logprobs, state->prompt.size());
+    states.push_back(std::move(state));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ || stop_)
-      return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
-    if (num_unscheduled_ >= parts_.options.max_waiting_requests) {
-      return make_error(
-          ErrorCode::kResourceExhausted,
-          fmt::format("the waiting queue is full ({} requests); retry later", num_unscheduled_));
+      return refuse(0, Error{ErrorCode::kResourceExhausted, "the engine is shutting down"});
+    for (size_t i = 0; i < states.size(); ++i) {
+      const int64_t waiting = num_unscheduled_ + static_cast<int64_t>(i);
+      if (waiting >= parts_.options.max_waiting_requests) {
+        return refuse(i, Error{ErrorCode::kResourceExhausted,
+                               fmt::format("the waiting queue is full ({} requests); retry later",
+                                           waiting)});
+      }
+      const std::string& id = states[i]->external_id;
+      bool duplicate = live_ids_.contains(id);
+      for (size_t j = 0; j < i && !duplicate; ++j) duplicate = states[j]->external_id == id;
+      if (duplicate) {
+        return refuse(i, Error{ErrorCode::kInvalidArgument,
+                               fmt::format("request id '{}' is already in use", id)});
+      }
     }
-    if (live_ids_.contains(state->external_id)) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("request id '{}' is already in use", state->external_id));
+    for (std::unique_ptr<RequestState>& state : states) {
+      state->id = next_id_++;
+      state->seed = state->params.seed ? *state->params.seed : rng_();
+      live_ids_.emplace(state->external_id, state->id);
+      ++num_unscheduled_;
+      Command c;
+      c.add = std::move(state);
+      commands_.push_back(std::move(c));
     }
-    state->id = next_id_++;
-    state->seed = state->params.seed ? *state->params.seed : rng_();
-    live_ids_.emplace(state->external_id, state->id);
-    ++num_unscheduled_;
     idle_ = false;
-    Command c;
-    c.add = std::move(state);
-    commands_.push_back(std::move(c));
   }
   cv_.notify_one();
   return Status::Ok();

@@ -89,6 +89,7 @@ class LlmEngine final : public Engine {
   ~LlmEngine() override;
 
   Status add_request(GenerateRequest request) override;
+  Status add_requests(std::vector<GenerateRequest> requests, size_t* failed = nullptr) override;
   void abort(const std::string& request_id) override;
   const Tokenizer& tokenizer() const override { return *parts_.tokenizer; }
   bool has_chat_template() const override { return parts_.chat_template.has_value(); }

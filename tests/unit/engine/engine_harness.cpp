@@ -186,8 +186,11 @@ void record(RequestLog& log, RequestOutput& ev) {
 
 }  // namespace
 
-Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r, EventHook hook) {
-  auto log = std::make_shared<RequestLog>();
+namespace {
+
+// `r` as a GenerateRequest whose sink records into `log` (then calls hook).
+GenerateRequest generate_request(const TestRequest& r, const std::shared_ptr<RequestLog>& log,
+                                 EventHook hook) {
   log->id = r.id;
   log->n = r.params.n;
   log->samples.resize(static_cast<size_t>(r.params.n));
@@ -202,8 +205,28 @@ Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r,
     record(*log, ev);
     if (hook) hook(ev);
   };
-  PAGODA_RETURN_IF_ERROR(engine.add_request(std::move(g)));
+  return g;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r, EventHook hook) {
+  auto log = std::make_shared<RequestLog>();
+  PAGODA_RETURN_IF_ERROR(engine.add_request(generate_request(r, log, std::move(hook))));
   return log;
+}
+
+Result<std::vector<std::shared_ptr<RequestLog>>> submit_batch(Engine& engine,
+                                                              const std::vector<TestRequest>& rs,
+                                                              size_t* failed) {
+  std::vector<std::shared_ptr<RequestLog>> logs;
+  std::vector<GenerateRequest> batch;
+  for (const TestRequest& r : rs) {
+    logs.push_back(std::make_shared<RequestLog>());
+    batch.push_back(generate_request(r, logs.back(), {}));
+  }
+  PAGODA_RETURN_IF_ERROR(engine.add_requests(std::move(batch), failed));
+  return logs;
 }
 
 void expect_complete(const RequestLog& log) {

@@ -188,6 +188,11 @@ using EventHook = std::function<void(const RequestOutput&)>;
 // Adds `r` with a sink that records into the returned log.
 Result<std::shared_ptr<RequestLog>> submit(Engine& engine, const TestRequest& r,
                                            EventHook hook = {});
+// Adds every request in one Engine::add_requests (all or none; *failed: the
+// refused one's index), each with a sink that records into its log.
+Result<std::vector<std::shared_ptr<RequestLog>>> submit_batch(Engine& engine,
+                                                              const std::vector<TestRequest>& rs,
+                                                              size_t* failed = nullptr);
 
 // Submits every request (arriving together: see the gate in run_all), waits
 // until the engine is idle, and checks the contract: one final event per index, no problems,
