@@ -5,15 +5,15 @@
 namespace pagoda {
 
 Status Engine::add_requests(std::vector<GenerateRequest> requests, size_t* failed) {
+  std::vector<std::string> added;
   for (size_t i = 0; i < requests.size(); ++i) {
-    const std::string id = requests[i].request_id;
-    Status st = add_request(std::move(requests[i]));
-    if (!st.ok()) {
-      for (size_t j = 0; j < i; ++j) abort(requests[j].request_id);
+    std::string id = requests[i].request_id;
+    if (Status st = add_request(std::move(requests[i])); !st.ok()) {
+      for (const std::string& a : added) abort(a);
       if (failed != nullptr) *failed = i;
       return st;
     }
-    requests[i].request_id = id;  // moved from: kept for the aborts above
+    added.push_back(std::move(id));
   }
   return Status::Ok();
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "core/log.h"
@@ -129,6 +131,7 @@ Status LlmEngine::add_requests(std::vector<GenerateRequest> requests, size_t* fa
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ || stop_)
       return refuse(0, Error{ErrorCode::kResourceExhausted, "the engine is shutting down"});
+    std::unordered_set<std::string_view> batch_ids;  // the ids of states[0, i)
     for (size_t i = 0; i < states.size(); ++i) {
       const int64_t waiting = num_unscheduled_ + static_cast<int64_t>(i);
       if (waiting >= parts_.options.max_waiting_requests) {
@@ -137,9 +140,7 @@ Status LlmEngine::add_requests(std::vector<GenerateRequest> requests, size_t* fa
                                            waiting)});
       }
       const std::string& id = states[i]->external_id;
-      bool duplicate = live_ids_.contains(id);
-      for (size_t j = 0; j < i && !duplicate; ++j) duplicate = states[j]->external_id == id;
-      if (duplicate) {
+      if (live_ids_.contains(id) || !batch_ids.insert(id).second) {
         return refuse(i, Error{ErrorCode::kInvalidArgument,
                                fmt::format("request id '{}' is already in use", id)});
       }
