@@ -23,8 +23,8 @@
 //                                              64, 512 beside bf16, or only the named formats,
 //                                              e.g. q5_0 q2_K; q8_0 / q4_0 / q4_1 at T <= 8
 //                                              under each decode-kernel choice: staged,
-//                                              unstaged, legacy; T 16..64 on the wide kernel
-//                                              and on dequant + cuBLASLt;
+//                                              staged-v1, unstaged, legacy; T 16..64 on the
+//                                              wide kernel and on dequant + cuBLASLt;
 //                                              PAGODA_QUANT_GEMV=legacy: the other formats
 //                                              on the CUDA-core decode kernels)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
@@ -437,6 +437,8 @@ const char* quant_decode_name(CudaBackend::QuantDecode d) {
       return "unstaged";
     case CudaBackend::QuantDecode::kLegacy:
       return "legacy";
+    case CudaBackend::QuantDecode::kStagedV1:
+      return "staged-v1";
   }
   return "?";
 }
@@ -449,8 +451,9 @@ const char* quant_decode_name(CudaBackend::QuantDecode d) {
 // dequantize-then-cuBLASLt path ("dequant", CudaBackend::set_quant_wide
 // (false)), T 512 the latter. q8_0, q4_0 and q4_1 at T <= 8 run under
 // each decode-kernel choice (CudaBackend::QuantDecode: "staged",
-// quant_staged_gemv.cu; "unstaged", quant_mma_gemv.cu from 2 rows and
-// quant_gemv.cu for 1; "legacy", quant_gemv.cu), the other formats under the
+// quant_staged_gemv.cu; "staged-v1", its first schedule; "unstaged",
+// quant_mma_gemv.cu from 2 rows and quant_gemv.cu for 1; "legacy",
+// quant_gemv.cu), the other formats under the
 // backend's (PAGODA_QUANT_GEMV, default staged: quant_mma_gemv.cu where it
 // has the format, else quant_gemv.cu / group_gemv.cu). Weights are random
 // bytes (timing only; a _perm format gets a random permutation). GB/s
@@ -513,7 +516,8 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
         // Decode-kernel choices (T <= 8), or wide kernel on / off (T 9..64).
         std::vector<QuantDecode> choices = {backend_choice};
         if (staged_format && t <= 8)
-          choices = {QuantDecode::kStaged, QuantDecode::kUnstaged, QuantDecode::kLegacy};
+          choices = {QuantDecode::kStaged, QuantDecode::kStagedV1, QuantDecode::kUnstaged,
+                     QuantDecode::kLegacy};
         const bool wide_t = is_block_dtype(f) && t > 8 && t <= 64;
         std::vector<bool> wides = {true};
         if (wide_t) wides = {true, false};

@@ -212,7 +212,7 @@ TEST(CudaQuantLinearTest, DecodeKernelsEveryRowCount) {
 }
 
 // q8_0, q4_0 and q4_1 decode (T 1..8) under every kernel choice
-// (CudaBackend::QuantDecode: staged, unstaged, legacy), bf16 and f16 x, f32
+// (CudaBackend::QuantDecode: staged, staged-v1, unstaged, legacy), bf16 and f16 x, f32
 // and x-dtype out, bias on and off: N 1, 17 (a partial 16-row tile), 100,
 // and 16400 (1025 tiles: 4-warp CTAs) with a short K; K of 1 and 3 blocks
 // (one partial 256-element step; rows of 102 / 54 bytes start at every
@@ -226,6 +226,7 @@ TEST(CudaQuantLinearTest, StagedFormatsEveryKernelChoice) {
   PAGODA_REQUIRE_GPU();
   using QuantDecode = CudaBackend::QuantDecode;
   const std::pair<QuantDecode, const char*> choices[] = {{QuantDecode::kStaged, "staged"},
+                                                         {QuantDecode::kStagedV1, "staged-v1"},
                                                          {QuantDecode::kUnstaged, "unstaged"},
                                                          {QuantDecode::kLegacy, "legacy"}};
   const int64_t ks[] = {32, 96, 544, 4096, 14336};
@@ -250,6 +251,90 @@ TEST(CudaQuantLinearTest, StagedFormatsEveryKernelChoice) {
                            (c.f32_out ? " f32-out" : "") + " w+" + std::to_string(offset));
               run_case(dt, wt, c);
             }
+          }
+        }
+      }
+    }
+    gpu.set_quant_decode(before);
+    expect_status_ok(gpu);
+  }
+}
+
+cuda::StagedConfig staged_config(int64_t n, int64_t k, cuda::StagedPlan plan) {
+  cuda::QuantGemvParams p;
+  p.n = n;
+  p.k = k;
+  return cuda::quant_staged_gemv_config(p, plan);
+}
+
+bool same_config(const cuda::StagedConfig& a, const cuda::StagedConfig& b) {
+  return a.warps == b.warps && a.stages == b.stages && a.whole_steps == b.whole_steps;
+}
+
+// The staged kernel's configuration per shape (quant_staged_gemv_config):
+// the pipelined plan gives the 8B's qkv and o_proj (384 / 256 tiles, 16
+// steps) 4 warps x 3 buffers, down (56 steps) 8 x 2, both whole steps,
+// gate_up (1792 tiles) the first version's 4 x 2 a block at a time, the
+// boundaries at 1024 tiles and 32 steps; the double-buffered plan (the
+// first version) 8 warps below 1024 tiles, else 4, 2 buffers.
+TEST(CudaQuantLinearTest, StagedConfigPerShape) {
+  using cuda::StagedConfig;
+  using cuda::StagedPlan;
+  const struct {
+    int64_t n, k;
+    StagedConfig pipelined, double_buffered;
+  } cases[] = {
+      {6144, 4096, {4, 3, true}, {8, 2, false}},     {4096, 4096, {4, 3, true}, {8, 2, false}},
+      {28672, 4096, {4, 2, false}, {4, 2, false}},   {4096, 14336, {8, 2, true}, {8, 2, false}},
+      {16368, 8192, {4, 3, true}, {8, 2, false}},    {16369, 8192, {4, 2, false}, {4, 2, false}},
+      {100, 8192 + 32, {8, 2, true}, {8, 2, false}}, {1, 32, {4, 3, true}, {8, 2, false}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    EXPECT_TRUE(same_config(staged_config(c.n, c.k, StagedPlan::kPipelined), c.pipelined));
+    EXPECT_TRUE(
+        same_config(staged_config(c.n, c.k, StagedPlan::kDoubleBuffered), c.double_buffered));
+  }
+}
+
+// Both staged plans (CudaBackend::QuantDecode kStaged: pipelined, kStagedV1:
+// double-buffered) against the CPU at every T 1..8, bf16 and f16 x, f32 and
+// x-dtype out, over shapes that together take every pipelined configuration
+// (asserted): N 17 x K 32 (one partial step; 4 x 3), 100 x 8192 (32 whole
+// steps, 8 a warp: the 3 buffers wrap; 4 x 3), 33 x 8224 (33 steps, the
+// last one block; 8 x 2), 16400 x 288 (1025 tiles, a whole and a partial
+// step; 4 x 2 a block at a time), 1 x 4096 (one row, 4 x 3); the weight at offsets 0, 2, 6,
+// 14. Fresh random blocks per case.
+TEST(CudaQuantLinearTest, StagedPlansEveryConfiguration) {
+  PAGODA_REQUIRE_GPU();
+  using QuantDecode = CudaBackend::QuantDecode;
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {17, 32}, {100, 8192}, {33, 8224}, {16400, 288}, {1, 4096}};
+  const size_t offsets[] = {0, 2, 6, 14};
+  std::vector<cuda::StagedConfig> seen;
+  for (const auto& [n, k] : shapes) {
+    const cuda::StagedConfig cfg = staged_config(n, k, cuda::StagedPlan::kPipelined);
+    bool known = false;
+    for (const cuda::StagedConfig& s : seen) known = known || same_config(s, cfg);
+    if (!known) seen.push_back(cfg);
+  }
+  EXPECT_EQ(seen.size(), 3u) << "the shapes take 4x3, 4x2 and 8x2";
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    const QuantDecode before = gpu.quant_decode();
+    for (QuantDecode choice : {QuantDecode::kStaged, QuantDecode::kStagedV1}) {
+      gpu.set_quant_decode(choice);
+      for (DType wt : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+        for (int64_t rows = 1; rows <= 8; ++rows) {
+          for (size_t i = 0; i < std::size(shapes); ++i) {
+            const auto [n, k] = shapes[i];
+            const bool bias = (rows + i) % 2 == 0, f32_out = (rows + i) % 3 != 1;
+            const size_t offset = offsets[(rows + i) % std::size(offsets)];
+            const QuantCase c{rows, n, k, bias, f32_out, offset};
+            SCOPED_TRACE(std::string(choice == QuantDecode::kStaged ? "staged " : "staged-v1 ") +
+                         name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows) + " n=" +
+                         std::to_string(n) + " k=" + std::to_string(k) + (bias ? " bias" : "") +
+                         (f32_out ? " f32-out" : "") + " w+" + std::to_string(offset));
+            run_case(dt, wt, c);
           }
         }
       }

@@ -91,6 +91,8 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   if (quant != nullptr && std::strcmp(quant, "unstaged") == 0)
     quant_decode_ = QuantDecode::kUnstaged;
   if (quant != nullptr && std::strcmp(quant, "legacy") == 0) quant_decode_ = QuantDecode::kLegacy;
+  if (quant != nullptr && std::strcmp(quant, "staged-v1") == 0)
+    quant_decode_ = QuantDecode::kStagedV1;
   const char* wide = std::getenv("PAGODA_QUANT_WIDE");
   if (wide != nullptr && std::strcmp(wide, "dequant") == 0) quant_wide_ = false;
   cudaStream_t stream = nullptr;

@@ -138,9 +138,11 @@ class CudaBackend final : public Backend {
   // q4_1 through shared memory (quant_staged_gemv.cu) and the rest as
   // kUnstaged; kUnstaged the tensor-core kernel reading the blocks directly
   // (quant_mma_gemv.cu; one row of q8_0 / q4_0 / q4_1 on the CUDA cores);
-  // kLegacy only the CUDA-core kernels. PAGODA_QUANT_GEMV=unstaged or
-  // =legacy in the environment picks one at creation (A/B timing).
-  enum class QuantDecode { kStaged, kUnstaged, kLegacy };
+  // kLegacy only the CUDA-core kernels; kStagedV1 as kStaged with the
+  // staged kernel's first schedule (cuda::StagedPlan::kDoubleBuffered).
+  // PAGODA_QUANT_GEMV=unstaged, =legacy or =staged-v1 in the environment
+  // picks one at creation (A/B timing).
+  enum class QuantDecode { kStaged, kUnstaged, kLegacy, kStagedV1 };
   void set_quant_decode(QuantDecode d) { quant_decode_ = d; }
   QuantDecode quant_decode() const { return quant_decode_; }
   // Block-dtype linear with kQuantGemvMaxRows + 1 .. kQuantWideRouteMaxRows

@@ -9,7 +9,9 @@
 // (group_gemv.cu for the group formats, quant_gemv.cu for GGUF's); q8_0,
 // q4_0 and q4_1 first on the staged one (quant_staged_gemv.cu).
 // set_quant_decode (PAGODA_QUANT_GEMV=unstaged / legacy) skips the staged
-// kernel / every tensor-core one (A/B timing). kQuantGemvMaxRows + 1 ..
+// kernel / every tensor-core one, PAGODA_QUANT_GEMV=staged-v1 runs the
+// staged kernel's first schedule (cuda::StagedPlan::kDoubleBuffered) (A/B
+// timing). kQuantGemvMaxRows + 1 ..
 // cuda::kQuantWideRouteMaxRows rows (batch 9..32): the tensor-core kernel for
 // wider x (launch_quant_mma_wide, every format, the weight still read in
 // blocks) unless set_quant_wide(false) / PAGODA_QUANT_WIDE=dequant or its
@@ -131,8 +133,12 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
         check(cuda::launch_quant_mma_wide(g, stream_), "linear (quant mma wide)");
         return;
       }
-    } else if (quant_decode_ == QuantDecode::kStaged && cuda::quant_staged_gemv_supports(g)) {
-      check(cuda::launch_quant_staged_gemv(g, stream_), "linear (staged quant gemv)");
+    } else if ((quant_decode_ == QuantDecode::kStaged || quant_decode_ == QuantDecode::kStagedV1) &&
+               cuda::quant_staged_gemv_supports(g)) {
+      const cuda::StagedPlan plan = quant_decode_ == QuantDecode::kStaged
+                                        ? cuda::StagedPlan::kPipelined
+                                        : cuda::StagedPlan::kDoubleBuffered;
+      check(cuda::launch_quant_staged_gemv(g, stream_, plan), "linear (staged quant gemv)");
       return;
     } else if (quant_decode_ != QuantDecode::kLegacy && cuda::quant_mma_gemv_supports(g)) {
       check(cuda::launch_quant_mma_gemv(g, stream_), "linear (quant mma gemv)");

@@ -66,11 +66,38 @@ struct QuantGemvParams {
 // rows, w 2-byte aligned, x 16-byte aligned.
 bool quant_staged_gemv_supports(const QuantGemvParams& p);
 
+// How the staged kernel schedules its copies: kPipelined (the default)
+// picks warps and buffers per shape (quant_staged_gemv_config) and, below
+// 1024 tiles, computes whole steps without a branch per block;
+// kDoubleBuffered is the first
+// version (8 warps a CTA below 1024 tiles, else 4; two buffers a warp; a
+// block at a time), kept for A/B timing (CudaBackend::QuantDecode::
+// kStagedV1). Each is deterministic; the two differ in f32 summation order
+// where their warp counts differ (each warp sums its own steps of K).
+enum class StagedPlan { kPipelined, kDoubleBuffered };
+
+// One launch's kernel: warps a CTA (each owns every warps-th 256-element
+// step of K), stages (buffers a warp: stages - 1 steps' copies in flight
+// while it computes one), whole_steps (full steps without a branch per
+// block).
+struct StagedConfig {
+  int warps = 0;
+  int stages = 0;
+  bool whole_steps = false;
+};
+
+// The configuration launch_quant_staged_gemv(p, ..., plan) runs (p.n, p.k
+// only): kPipelined: 4 warps x 2 stages from 1024 tiles (n >= 16384) on
+// (kDoubleBuffered's kernel), else 4 x 3 for K <= 8192, else 8 x 2, both
+// whole_steps; kDoubleBuffered: 4 x 2 from 1024 tiles on, else 8 x 2.
+StagedConfig quant_staged_gemv_config(const QuantGemvParams& p, StagedPlan plan);
+
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32
 // accumulation in a fixed order (that of launch_quant_mma_gemv). Copies
 // start 16-byte aligned: when w is not, up to 14 bytes before w are read
 // (the 16-byte granule holding w's first byte: never another page).
-cudaError_t launch_quant_staged_gemv(const QuantGemvParams& p, cudaStream_t stream);
+cudaError_t launch_quant_staged_gemv(const QuantGemvParams& p, cudaStream_t stream,
+                                     StagedPlan plan = StagedPlan::kPipelined);
 
 // Lets the staged kernels use their shared memory (over 48 KiB for q8_0);
 // called once per device before the first launch (CudaBackend::init).

@@ -16,14 +16,37 @@
 // For each of its steps the warp copies, for each of the 16 rows, the
 // 16-byte chunks covering the row's step bytes [a, a + bytes) (from
 // a & ~15, so up to 14 bytes before them; the last chunk cut at a + bytes)
-// into row r's slot of one of its two shared buffers, lanes 2r and 2r + 1
-// taking row r's even and odd chunks (RowCopier); the next
-// step's copies are in flight while the current step is computed (double
-// buffering, cp.async groups). Lane (g, c) then reads its share of rows g
+// into row r's slot of one of its kStages shared buffers, lanes 2r and
+// 2r + 1 taking row r's even and odd chunks (RowCopier); the copies of the
+// warp's next kStages - 1 steps are in flight while the current step is
+// computed (cp.async groups). Lane (g, c) then reads its share of rows g
 // and g + 8 (the same Raw quant_fragments.cuh's F::load gives) from its
 // row slot at the row's head offset with 2-byte shared loads, and the
 // tensor-core step of quant_mma_step.cuh does the math (one row of x is
 // the n8 B side with 7 zero columns: the same instruction count as 8).
+//
+// Configurations (quant_staged_gemv_config, StagedPlan): kPipelined (the
+// default) picks per shape:
+//  - n >= 16384 (>= 1024 tiles, e.g. the 8B's gate_up, 1792): 4 warps,
+//    2 buffers, a block at a time: the first version's kernel (78% of the
+//    copy ceiling at T = 1 on an H100; whole steps would take ~100-112
+//    registers, 4 CTAs a SM instead of 5);
+//  - else K <= 8192 (<= 32 steps; qkv 6144 x 4096: 384 tiles, o_proj 4096
+//    x 4096: 256): 4 warps, 3 buffers, whole steps: every block's shared
+//    reads before the math and no branch between blocks
+//    (accumulate_whole_step: the mma chains of the 8 blocks overlap; ptxas:
+//    ~570 instructions a q8_0 step against ~610 a block at a time, 98-112
+//    registers, no spills). With 8 warps (kDoubleBuffered) a
+//    warp had 2 steps of K = 4096: both copies issued up front, the math
+//    only after they landed and beside no other copies of its SM, and the
+//    384 8-warp CTAs of qkv were 1.45 waves of 264 slots (2 a SM); now a
+//    warp has 4 steps with two copies in flight during each step's math,
+//    and qkv's 384 4-warp CTAs fit one wave (3 a SM for q8_0: 60 KB of
+//    shared memory each; more for q4_0 / q4_1);
+//  - else (down 4096 x 14336: 56 steps): 8 warps, 2 buffers, as before
+//    (7 steps a warp already overlap copies and math), whole steps.
+// kDoubleBuffered (CudaBackend::QuantDecode::kStagedV1) is the first
+// version: 8 warps below 1024 tiles, else 4, 2 buffers, a block at a time.
 //
 // Reads outside the weight: a copy ends at the row step's last byte, but
 // starts at the 16-byte aligned address at or before its first: when w is
@@ -31,12 +54,15 @@
 // before w, in the granule holding w's first byte (never another page);
 // those bytes are not used.
 //
-// Shared memory per warp: 2 buffers x 16 rows x kRowChunks 16-byte chunks,
-// kRowChunks odd so that rows g and g + 4 start on different banks (q8_0:
-// 19 chunks, 9728 B a warp; q4_0 / q4_1: 11, 5632 B).
+// Shared memory per warp: kStages buffers x 16 rows x kRowChunks 16-byte
+// chunks, kRowChunks odd so that rows g and g + 4 start on different banks
+// (q8_0: 19 chunks, 4864 B a buffer; q4_0 / q4_1: 11, 2816 B).
 //
 // Numerics: those of quant_mma_gemv.cu (exact integer quants times x in
 // the tensor core, f32 scale per block); deterministic, graph-capturable.
+// The f32 partial sums are per warp (its steps in order) and then summed in
+// warp order, so configurations with different warp counts differ in
+// summation order only.
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/mma_helpers.cuh"
@@ -49,7 +75,13 @@ namespace {
 
 using qmma::kStepElems;
 using qmma::kTileRows;
-constexpr int64_t kManyTiles = 1024;  // from here on 4 warps a CTA, else 8
+constexpr int64_t kManyTiles = 1024;  // from here on 4 warps a CTA (quant_staged_gemv_config)
+// K of at most this many steps (8192) and fewer tiles: 4 warps, 3 buffers
+// each (kPipelined). 8 warps would leave a warp <= 4 steps (2 for the 8B's
+// qkv / o_proj), every copy issued before any math and the math after the
+// last copy landed; 4 warps give a warp 4 steps of K = 4096, two in flight
+// while it computes one.
+constexpr int64_t kShortSteps = 32;
 // Resident warps per SM the register allocation must allow (<= 128
 // registers a thread): each has one step's copies in flight while it
 // computes, 16 x 4352 B = 70 KB a SM for q8_0 (~2x the bytes the H200's
@@ -68,8 +100,8 @@ struct StagedShape {
   static constexpr int kRowChunks = kSpanChunks | 1;  // a row's slot: 19, 11, 11 chunks
   static constexpr int kRowStride = 16 * kRowChunks;
   static constexpr int kBufferBytes = kTileRows * kRowStride;  // one step of the 16 rows
-  template <int kWarps>
-  static constexpr int kSmemBytes = kWarps * 2 * kBufferBytes;
+  // Dynamic shared memory of a CTA of kWarps warps with kStages buffers each.
+  static constexpr int smem_bytes(int warps, int stages) { return warps * stages * kBufferBytes; }
 };
 
 // ---- 2-byte reads of a shared-memory copy (2-byte aligned) ----
@@ -150,11 +182,55 @@ struct RowCopier {
   }
 };
 
-template <typename T, class F, int kWarps>
+// acc += one whole step (all kChunks blocks) of rows g (slot_a) and g + 8
+// (slot_b) times x (xr): every block's shared reads first, then the math,
+// with no branch between blocks, so the reads of later blocks and the mma
+// chains of earlier ones overlap. Same order of additions into acc as the
+// block-at-a-time loop (bit-identical results).
+template <typename T, class F>
+__device__ __forceinline__ void accumulate_whole_step(float (&acc)[4], const uint8_t* slot_a,
+                                                      const uint8_t* slot_b, const qmma::XRaw& xr,
+                                                      int c) {
+  typename F::Raw ra, rb;
+#pragma unroll
+  for (int h = 0; h < qmma::kChunks; ++h) {
+    load_shared(ra, slot_a, h, c);
+    load_shared(rb, slot_b, h, c);
+  }
+#pragma unroll
+  for (int h = 0; h < qmma::kChunks; ++h) {
+    qmma::accumulate_chunk<T, F>(acc, F::template chunk<T>(ra, h), F::template chunk<T>(rb, h),
+                                 xr.v[h]);
+  }
+}
+
+// acc += blocks [0, valid_chunks) of one step, a block at a time (fewer
+// live registers; the last, partial step of a row).
+template <typename T, class F>
+__device__ __forceinline__ void accumulate_partial_step(float (&acc)[4], const uint8_t* slot_a,
+                                                        const uint8_t* slot_b, const qmma::XRaw& xr,
+                                                        int valid_chunks, int c) {
+#pragma unroll
+  for (int h = 0; h < qmma::kChunks; ++h) {
+    if (h >= valid_chunks) break;
+    typename F::Raw cur_a, cur_b;  // block h only
+    load_shared(cur_a, slot_a, h, c);
+    load_shared(cur_b, slot_b, h, c);
+    qmma::accumulate_chunk<T, F>(acc, F::template chunk<T>(cur_a, h),
+                                 F::template chunk<T>(cur_b, h), xr.v[h]);
+  }
+}
+
+// kStages buffers a warp: the copies of the warp's next kStages - 1 steps
+// are in flight while it computes one. kWholeSteps: full steps through
+// accumulate_whole_step (else every step a block at a time, the
+// kDoubleBuffered plan).
+template <typename T, class F, int kWarps, int kStages, bool kWholeSteps>
 __global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
     quant_staged_gemv_kernel(QuantGemvParams p) {
+  static_assert(kStages >= 2, "one step computed while the next is copied");
   using S = StagedShape<F>;
-  extern __shared__ __align__(16) uint8_t staged[];  // [kWarps][2][kBufferBytes]
+  extern __shared__ __align__(16) uint8_t staged[];  // [kWarps][kStages][kBufferBytes]
   __shared__ float partial[kWarps][4][32];
   pdl_enter();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -175,36 +251,40 @@ __global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
     const int64_t left = num_blocks - step * F::kStepBlocks;
     return static_cast<int>(left < F::kStepBlocks ? left : F::kStepBlocks);
   };
-  uint8_t* buffers = staged + warp * 2 * S::kBufferBytes;
+  uint8_t* buffers = staged + warp * kStages * S::kBufferBytes;
   const RowCopier<F> copier(w, row_bytes, row0, p.n, lane);
 
   float acc[4] = {};
-  int64_t step = warp;
-  if (step < num_steps) copier.copy(buffers, step, valid_blocks(step) * F::kBytes);
-  cp_async_commit();
-  for (int buf = 0; step < num_steps; step += kWarps, buf ^= 1) {
-    const int64_t next = step + kWarps;
-    __syncwarp();  // every lane has read the other buffer (the previous step)
-    if (next < num_steps)
-      copier.copy(buffers + (buf ^ 1) * S::kBufferBytes, next, valid_blocks(next) * F::kBytes);
+  // Steps warp + s * kWarps (s < kStages - 1) into buffers s: one group each.
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    const int64_t ahead = warp + s * kWarps;
+    if (ahead < num_steps)
+      copier.copy(buffers + s * S::kBufferBytes, ahead, valid_blocks(ahead) * F::kBytes);
+    cp_async_commit();
+  }
+  int buf = 0;  // the i-th step of the warp is in buffer i % kStages
+  for (int64_t step = warp; step < num_steps; step += kWarps) {
+    const int64_t ahead = step + (kStages - 1) * kWarps;
+    const int ahead_buf = buf == 0 ? kStages - 1 : buf - 1;  // (buf + kStages - 1) % kStages
+    __syncwarp();  // every lane has read ahead_buf (the previous step)
+    if (ahead < num_steps)
+      copier.copy(buffers + ahead_buf * S::kBufferBytes, ahead, valid_blocks(ahead) * F::kBytes);
     cp_async_commit();                            // maybe empty: the wait below counts groups
     const int valid_chunks = valid_blocks(step);  // one chunk a block
     qmma::XRaw xr = {};
     if (has_x) qmma::load_x<F::kX>(xr, xg + step * kStepElems, valid_chunks, c);
-    cp_async_wait<1>();  // this lane's copies of `step` landed
-    __syncwarp();        // and every lane's
+    cp_async_wait<kStages - 1>();  // this lane's copies of `step` landed
+    __syncwarp();                  // and every lane's
     const uint8_t* slots = buffers + buf * S::kBufferBytes;
     const uint8_t* slot_a = slots + g * S::kRowStride + head_a;
     const uint8_t* slot_b = slots + (g + 8) * S::kRowStride + head_b;
-#pragma unroll
-    for (int h = 0; h < qmma::kChunks; ++h) {  // a block (chunk) at a time: fewer live registers
-      if (h >= valid_chunks) break;
-      typename F::Raw cur_a, cur_b;  // block h only
-      load_shared(cur_a, slot_a, h, c);
-      load_shared(cur_b, slot_b, h, c);
-      qmma::accumulate_chunk<T, F>(acc, F::template chunk<T>(cur_a, h),
-                                   F::template chunk<T>(cur_b, h), xr.v[h]);
+    if (kWholeSteps && valid_chunks == qmma::kChunks) {
+      accumulate_whole_step<T, F>(acc, slot_a, slot_b, xr, c);
+    } else {
+      accumulate_partial_step<T, F>(acc, slot_a, slot_b, xr, valid_chunks, c);
     }
+    buf = buf + 1 == kStages ? 0 : buf + 1;
   }
   cp_async_wait<0>();
   qmma::store_tile<T, kWarps>(partial, acc, p, row0);
@@ -228,17 +308,45 @@ bool dispatch_staged_format(DType t, Fn&& f) {
   }
 }
 
-template <typename T, class F, int kWarps>
-cudaError_t configure_staged() {
-  return cudaFuncSetAttribute(quant_staged_gemv_kernel<T, F, kWarps>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              StagedShape<F>::template kSmemBytes<kWarps>);
+// A kernel configuration (StagedConfig) as types.
+template <int kWarps, int kStages, bool kWholeSteps>
+struct Config {
+  static constexpr int warps = kWarps, stages = kStages;
+  static constexpr bool whole_steps = kWholeSteps;
+};
+
+// Calls f(Config{}) for every configuration quant_staged_gemv_config
+// returns (or only the one equal to `only`, when given); false when none is.
+template <typename Fn>
+bool dispatch_config(const StagedConfig* only, Fn&& f) {
+  bool found = false;
+  auto visit = [&](auto cfg) {
+    using C = decltype(cfg);
+    if (only == nullptr || (only->warps == C::warps && only->stages == C::stages &&
+                            only->whole_steps == C::whole_steps)) {
+      f(cfg);
+      found = true;
+    }
+  };
+  visit(Config<4, 2, false>{});  // both plans from 1024 tiles on
+  visit(Config<8, 2, false>{});  // kDoubleBuffered below 1024 tiles
+  visit(Config<4, 3, true>{});   // kPipelined below 1024 tiles
+  visit(Config<8, 2, true>{});
+  return found;
 }
 
 template <typename T, class F>
 cudaError_t configure_format() {
-  const cudaError_t e = configure_staged<T, F, 4>();
-  return e != cudaSuccess ? e : configure_staged<T, F, 8>();
+  cudaError_t e = cudaSuccess;
+  dispatch_config(nullptr, [&](auto cfg) {
+    using C = decltype(cfg);
+    const cudaError_t r =
+        cudaFuncSetAttribute(quant_staged_gemv_kernel<T, F, C::warps, C::stages, C::whole_steps>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             StagedShape<F>::smem_bytes(C::warps, C::stages));
+    if (e == cudaSuccess) e = r;
+  });
+  return e;
 }
 
 template <typename T>
@@ -270,25 +378,34 @@ cudaError_t init_quant_staged_gemv() {
   return e != cudaSuccess ? e : configure_type<f16>();
 }
 
-cudaError_t launch_quant_staged_gemv(const QuantGemvParams& p, cudaStream_t stream) {
+StagedConfig quant_staged_gemv_config(const QuantGemvParams& p, StagedPlan plan) {
+  const int64_t tiles = ceil_div(p.n, kTileRows);
+  if (plan == StagedPlan::kDoubleBuffered) return {tiles >= kManyTiles ? 4 : 8, 2, false};
+  const int64_t num_steps = ceil_div(p.k, kStepElems);
+  if (tiles >= kManyTiles) return {4, 2, false};
+  if (num_steps <= kShortSteps) return {4, 3, true};
+  return {8, 2, true};
+}
+
+cudaError_t launch_quant_staged_gemv(const QuantGemvParams& p, cudaStream_t stream,
+                                     StagedPlan plan) {
   if (!quant_staged_gemv_supports(p)) return cudaErrorInvalidValue;
   const int64_t tiles = ceil_div(p.n, kTileRows);
   if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(tiles));
+  const StagedConfig config = quant_staged_gemv_config(p, plan);
   return dispatch_half(p.dtype, [&](auto t) {
     using T = decltype(t);
+    bool launched = false;
     dispatch_staged_format(p.w_dtype, [&](auto f) {
       using F = decltype(f);
-      using S = StagedShape<F>;
-      if (tiles >= kManyTiles) {
-        launch_kernel(quant_staged_gemv_kernel<T, F, 4>, grid, 4 * 32, S::template kSmemBytes<4>,
-                      stream, p);
-      } else {
-        launch_kernel(quant_staged_gemv_kernel<T, F, 8>, grid, 8 * 32, S::template kSmemBytes<8>,
-                      stream, p);
-      }
+      launched = dispatch_config(&config, [&](auto cfg) {
+        using C = decltype(cfg);
+        launch_kernel(quant_staged_gemv_kernel<T, F, C::warps, C::stages, C::whole_steps>, grid,
+                      C::warps * 32, StagedShape<F>::smem_bytes(C::warps, C::stages), stream, p);
+      });
     });
-    return cudaGetLastError();
+    return launched ? cudaGetLastError() : cudaErrorInvalidValue;
   });
 }
 
