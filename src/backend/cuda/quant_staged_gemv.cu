@@ -32,11 +32,13 @@
 //    copy ceiling at T = 1 on an H100; whole steps would take ~100-112
 //    registers, 4 CTAs a SM instead of 5);
 //  - else K <= 8192 (<= 32 steps; qkv 6144 x 4096: 384 tiles, o_proj 4096
-//    x 4096: 256): 4 warps, 3 buffers, whole steps: every block's shared
-//    reads before the math and no branch between blocks
-//    (accumulate_whole_step: the mma chains of the 8 blocks overlap; ptxas:
-//    ~570 instructions a q8_0 step against ~610 a block at a time, 98-112
-//    registers, no spills). With 8 warps (kDoubleBuffered) a
+//    x 4096: 256): 4 warps, 3 buffers, whole steps: the copies with sizes
+//    fixed per lane (RowCopier::copy_whole), the x loads without a branch
+//    per chunk, every block's shared reads before the math and no branch
+//    between blocks (accumulate_whole_step: the mma chains of the 8 blocks
+//    overlap). ptxas, bf16 q8_0: ~690 instructions a warp's step against
+//    ~870 a block at a time (copies ~50 vs ~140, x ~45 vs ~120, math ~565
+//    vs ~610); 93-112 registers, no spills. With 8 warps (kDoubleBuffered) a
 //    warp had 2 steps of K = 4096: both copies issued up front, the math
 //    only after they landed and beside no other copies of its SM, and the
 //    384 8-warp CTAs of qkv were 1.45 waves of 264 slots (2 a SM); now a
@@ -180,6 +182,26 @@ struct RowCopier {
       }
     }
   }
+
+  // copy(buf, step, kStepBytes) with fewer instructions: kStepBytes is a
+  // multiple of 16, so every step of the row starts at the row's offset
+  // `head` into its first chunk, chunks [0, kStepBytes / 16) are whole and
+  // chunk kStepBytes / 16 holds `head` bytes (none when head is 0).
+  __device__ __forceinline__ void copy_whole(uint8_t* buf, int64_t step) const {
+    constexpr int kFull = S::kStepBytes / 16;
+    const uintptr_t start =
+        reinterpret_cast<uintptr_t>(row) + static_cast<size_t>(step) * S::kStepBytes;
+    const int head = static_cast<int>(start & 15u);
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(start & ~uintptr_t{15});
+    const uint32_t dst = smem_addr(buf + slot);
+#pragma unroll
+    for (int i = 0; i < (kFull + 1) / 2; ++i) {
+      const int chunk = 2 * i + half;
+      if (chunk < kFull) cp_async_upto_16(dst + 16 * chunk, base + 16 * chunk, 16);
+    }
+    if (half == (kFull & 1) && head > 0)
+      cp_async_upto_16(dst + 16 * kFull, base + 16 * kFull, head);
+  }
 };
 
 // acc += one whole step (all kChunks blocks) of rows g (slot_a) and g + 8
@@ -253,14 +275,21 @@ __global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
   };
   uint8_t* buffers = staged + warp * kStages * S::kBufferBytes;
   const RowCopier<F> copier(w, row_bytes, row0, p.n, lane);
+  auto issue = [&](uint8_t* buf, int64_t step) {  // the copies of `step` into buf
+    const int valid = valid_blocks(step);
+    if (kWholeSteps && valid == F::kStepBlocks) {
+      copier.copy_whole(buf, step);
+    } else {
+      copier.copy(buf, step, valid * F::kBytes);
+    }
+  };
 
   float acc[4] = {};
   // Steps warp + s * kWarps (s < kStages - 1) into buffers s: one group each.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     const int64_t ahead = warp + s * kWarps;
-    if (ahead < num_steps)
-      copier.copy(buffers + s * S::kBufferBytes, ahead, valid_blocks(ahead) * F::kBytes);
+    if (ahead < num_steps) issue(buffers + s * S::kBufferBytes, ahead);
     cp_async_commit();
   }
   int buf = 0;  // the i-th step of the warp is in buffer i % kStages
@@ -268,18 +297,22 @@ __global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
     const int64_t ahead = step + (kStages - 1) * kWarps;
     const int ahead_buf = buf == 0 ? kStages - 1 : buf - 1;  // (buf + kStages - 1) % kStages
     __syncwarp();  // every lane has read ahead_buf (the previous step)
-    if (ahead < num_steps)
-      copier.copy(buffers + ahead_buf * S::kBufferBytes, ahead, valid_blocks(ahead) * F::kBytes);
+    if (ahead < num_steps) issue(buffers + ahead_buf * S::kBufferBytes, ahead);
     cp_async_commit();                            // maybe empty: the wait below counts groups
     const int valid_chunks = valid_blocks(step);  // one chunk a block
+    const bool whole = kWholeSteps && valid_chunks == qmma::kChunks;
     qmma::XRaw xr = {};
-    if (has_x) qmma::load_x<F::kX>(xr, xg + step * kStepElems, valid_chunks, c);
+    if (has_x && whole) {  // the loads without a branch per chunk
+      qmma::load_x<F::kX>(xr, xg + step * kStepElems, qmma::kChunks, c);
+    } else if (has_x) {
+      qmma::load_x<F::kX>(xr, xg + step * kStepElems, valid_chunks, c);
+    }
     cp_async_wait<kStages - 1>();  // this lane's copies of `step` landed
     __syncwarp();                  // and every lane's
     const uint8_t* slots = buffers + buf * S::kBufferBytes;
     const uint8_t* slot_a = slots + g * S::kRowStride + head_a;
     const uint8_t* slot_b = slots + (g + 8) * S::kRowStride + head_b;
-    if (kWholeSteps && valid_chunks == qmma::kChunks) {
+    if (whole) {
       accumulate_whole_step<T, F>(acc, slot_a, slot_b, xr, c);
     } else {
       accumulate_partial_step<T, F>(acc, slot_a, slot_b, xr, valid_chunks, c);
