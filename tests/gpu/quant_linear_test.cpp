@@ -273,9 +273,8 @@ bool same_config(const cuda::StagedConfig& a, const cuda::StagedConfig& b) {
 
 // The staged kernel's configuration per shape (quant_staged_gemv_config):
 // the pipelined plan gives the 8B's qkv and o_proj (384 / 256 tiles, 16
-// steps) 4 warps x 3 buffers, down (56 steps) 8 x 2, both whole steps,
-// gate_up (1792 tiles) the first version's 4 x 2 a block at a time, the
-// boundaries at 1024 tiles and 32 steps; the double-buffered plan (the
+// steps) 4 warps x 3 buffers, down (56 steps) 8 x 2, gate_up (1792 tiles)
+// 4 x 2, all whole steps, the boundaries at 1024 tiles and 32 steps; the double-buffered plan (the
 // first version) 8 warps below 1024 tiles, else 4, 2 buffers.
 TEST(CudaQuantLinearTest, StagedConfigPerShape) {
   using cuda::StagedConfig;
@@ -285,8 +284,8 @@ TEST(CudaQuantLinearTest, StagedConfigPerShape) {
     StagedConfig pipelined, double_buffered;
   } cases[] = {
       {6144, 4096, {4, 3, true}, {8, 2, false}},     {4096, 4096, {4, 3, true}, {8, 2, false}},
-      {28672, 4096, {4, 2, false}, {4, 2, false}},   {4096, 14336, {8, 2, true}, {8, 2, false}},
-      {16368, 8192, {4, 3, true}, {8, 2, false}},    {16369, 8192, {4, 2, false}, {4, 2, false}},
+      {28672, 4096, {4, 2, true}, {4, 2, false}},    {4096, 14336, {8, 2, true}, {8, 2, false}},
+      {16368, 8192, {4, 3, true}, {8, 2, false}},    {16369, 8192, {4, 2, true}, {4, 2, false}},
       {100, 8192 + 32, {8, 2, true}, {8, 2, false}}, {1, 32, {4, 3, true}, {8, 2, false}}};
   for (const auto& c : cases) {
     SCOPED_TRACE("n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
@@ -302,7 +301,7 @@ TEST(CudaQuantLinearTest, StagedConfigPerShape) {
 // (asserted): N 17 x K 32 (one partial step; 4 x 3), 100 x 8192 (32 whole
 // steps, 8 a warp: the 3 buffers wrap; 4 x 3), 33 x 8224 (33 steps, the
 // last one block; 8 x 2), 16400 x 288 (1025 tiles, a whole and a partial
-// step; 4 x 2 a block at a time), 1 x 4096 (one row, 4 x 3); the weight at offsets 0, 2, 6,
+// step; 4 x 2), 1 x 4096 (one row, 4 x 3); the weight at offsets 0, 2, 6,
 // 14. Fresh random blocks per case.
 TEST(CudaQuantLinearTest, StagedPlansEveryConfiguration) {
   PAGODA_REQUIRE_GPU();

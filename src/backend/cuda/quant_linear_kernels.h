@@ -67,9 +67,8 @@ struct QuantGemvParams {
 bool quant_staged_gemv_supports(const QuantGemvParams& p);
 
 // How the staged kernel schedules its copies: kPipelined (the default)
-// picks warps and buffers per shape (quant_staged_gemv_config) and, below
-// 1024 tiles, computes whole steps without a branch per block;
-// kDoubleBuffered is the first
+// picks warps and buffers per shape (quant_staged_gemv_config) and runs
+// whole steps without a branch per copy, x chunk or block; kDoubleBuffered is the first
 // version (8 warps a CTA below 1024 tiles, else 4; two buffers a warp; a
 // block at a time), kept for A/B timing (CudaBackend::QuantDecode::
 // kStagedV1). Each is deterministic; the two differ in f32 summation order
@@ -87,9 +86,9 @@ struct StagedConfig {
 };
 
 // The configuration launch_quant_staged_gemv(p, ..., plan) runs (p.n, p.k
-// only): kPipelined: 4 warps x 2 stages from 1024 tiles (n >= 16384) on
-// (kDoubleBuffered's kernel), else 4 x 3 for K <= 8192, else 8 x 2, both
-// whole_steps; kDoubleBuffered: 4 x 2 from 1024 tiles on, else 8 x 2.
+// only): kPipelined: 4 warps x 2 stages from 1024 tiles (n >= 16384) on,
+// else 4 x 3 for K <= 8192, else 8 x 2, all whole_steps; kDoubleBuffered:
+// 4 x 2 from 1024 tiles on, else 8 x 2, a block at a time.
 StagedConfig quant_staged_gemv_config(const QuantGemvParams& p, StagedPlan plan);
 
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32

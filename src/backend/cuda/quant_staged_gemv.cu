@@ -26,19 +26,19 @@
 // the n8 B side with 7 zero columns: the same instruction count as 8).
 //
 // Configurations (quant_staged_gemv_config, StagedPlan): kPipelined (the
-// default) picks per shape:
+// default) runs whole steps: the copies with sizes fixed per lane
+// (RowCopier::copy_whole), the x loads without a branch per chunk, every
+// block's shared reads before the math and no branch between blocks
+// (accumulate_whole_step: the mma chains of the 8 blocks overlap); ptxas,
+// bf16 q8_0 at 4 x 3: ~690 instructions a warp's step against ~870 a block
+// at a time (copies ~50 vs ~140, x ~45 vs ~120, math ~565 vs ~610); no
+// spills. It picks per shape:
 //  - n >= 16384 (>= 1024 tiles, e.g. the 8B's gate_up, 1792): 4 warps,
-//    2 buffers, a block at a time: the first version's kernel (78% of the
-//    copy ceiling at T = 1 on an H100; whole steps would take ~100-112
-//    registers, 4 CTAs a SM instead of 5);
+//    2 buffers, 5 CTAs a SM (min_ctas_per_sm: 77-92 registers) as the
+//    first version (78% of the copy ceiling at T = 1 on an H100);
 //  - else K <= 8192 (<= 32 steps; qkv 6144 x 4096: 384 tiles, o_proj 4096
-//    x 4096: 256): 4 warps, 3 buffers, whole steps: the copies with sizes
-//    fixed per lane (RowCopier::copy_whole), the x loads without a branch
-//    per chunk, every block's shared reads before the math and no branch
-//    between blocks (accumulate_whole_step: the mma chains of the 8 blocks
-//    overlap). ptxas, bf16 q8_0: ~690 instructions a warp's step against
-//    ~870 a block at a time (copies ~50 vs ~140, x ~45 vs ~120, math ~565
-//    vs ~610); 93-112 registers, no spills. With 8 warps (kDoubleBuffered) a
+//    x 4096: 256): 4 warps, 3 buffers (93-112 registers). With 8 warps
+//    (kDoubleBuffered) a
 //    warp had 2 steps of K = 4096: both copies issued up front, the math
 //    only after they landed and beside no other copies of its SM, and the
 //    384 8-warp CTAs of qkv were 1.45 waves of 264 slots (2 a SM); now a
@@ -46,7 +46,7 @@
 //    and qkv's 384 4-warp CTAs fit one wave (3 a SM for q8_0: 60 KB of
 //    shared memory each; more for q4_0 / q4_1);
 //  - else (down 4096 x 14336: 56 steps): 8 warps, 2 buffers, as before
-//    (7 steps a warp already overlap copies and math), whole steps.
+//    (7 steps a warp already overlap copies and math; 93-112 registers).
 // kDoubleBuffered (CudaBackend::QuantDecode::kStagedV1) is the first
 // version: 8 warps below 1024 tiles, else 4, 2 buffers, a block at a time.
 //
@@ -89,6 +89,13 @@ constexpr int64_t kShortSteps = 32;
 // computes, 16 x 4352 B = 70 KB a SM for q8_0 (~2x the bytes the H200's
 // DRAM latency needs at full bandwidth).
 constexpr int kMinWarpsPerSm = 16;
+// CTAs a SM the register allocation must allow: kMinWarpsPerSm warps, and
+// 5 4-warp CTAs (<= 96 registers) for the whole-step kernel of >= 1024
+// tiles, as many as the first version's 87 registers gave it (5 x 41 KB
+// of q8_0 shared memory fit).
+constexpr int min_ctas_per_sm(int warps, int stages, bool whole_steps) {
+  return warps == 4 && stages == 2 && whole_steps ? 5 : kMinWarpsPerSm / warps;
+}
 
 // Shared-memory geometry of format F's staged steps.
 template <class F>
@@ -248,7 +255,7 @@ __device__ __forceinline__ void accumulate_partial_step(float (&acc)[4], const u
 // accumulate_whole_step (else every step a block at a time, the
 // kDoubleBuffered plan).
 template <typename T, class F, int kWarps, int kStages, bool kWholeSteps>
-__global__ void __launch_bounds__(kWarps * 32, kMinWarpsPerSm / kWarps)
+__global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, kWholeSteps))
     quant_staged_gemv_kernel(QuantGemvParams p) {
   static_assert(kStages >= 2, "one step computed while the next is copied");
   using S = StagedShape<F>;
@@ -361,9 +368,10 @@ bool dispatch_config(const StagedConfig* only, Fn&& f) {
       found = true;
     }
   };
-  visit(Config<4, 2, false>{});  // both plans from 1024 tiles on
-  visit(Config<8, 2, false>{});  // kDoubleBuffered below 1024 tiles
-  visit(Config<4, 3, true>{});   // kPipelined below 1024 tiles
+  visit(Config<4, 2, false>{});  // kDoubleBuffered
+  visit(Config<8, 2, false>{});
+  visit(Config<4, 2, true>{});  // kPipelined
+  visit(Config<4, 3, true>{});
   visit(Config<8, 2, true>{});
   return found;
 }
@@ -415,7 +423,7 @@ StagedConfig quant_staged_gemv_config(const QuantGemvParams& p, StagedPlan plan)
   const int64_t tiles = ceil_div(p.n, kTileRows);
   if (plan == StagedPlan::kDoubleBuffered) return {tiles >= kManyTiles ? 4 : 8, 2, false};
   const int64_t num_steps = ceil_div(p.k, kStepElems);
-  if (tiles >= kManyTiles) return {4, 2, false};
+  if (tiles >= kManyTiles) return {4, 2, true};
   if (num_steps <= kShortSteps) return {4, 3, true};
   return {8, 2, true};
 }
