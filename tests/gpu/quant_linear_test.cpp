@@ -274,8 +274,9 @@ bool same_config(const cuda::StagedConfig& a, const cuda::StagedConfig& b) {
 // The staged kernel's configuration per shape (quant_staged_gemv_config):
 // the pipelined plan gives the 8B's qkv and o_proj (384 / 256 tiles, 16
 // steps) 4 warps x 3 buffers, down (56 steps) 8 x 2, gate_up (1792 tiles)
-// 4 x 2, all whole steps, the boundaries at 1024 tiles and 32 steps; the double-buffered plan (the
-// first version) 8 warps below 1024 tiles, else 4, 2 buffers.
+// 4 x 2, all whole steps, the boundaries at 1024 tiles and 32 steps; the
+// double-buffered plan (the first version) 8 warps below 1024 tiles, else
+// 4, 2 buffers, a block at a time.
 TEST(CudaQuantLinearTest, StagedConfigPerShape) {
   using cuda::StagedConfig;
   using cuda::StagedPlan;
