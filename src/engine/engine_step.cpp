@@ -62,6 +62,10 @@ void LlmEngine::step() {
                         planner_.can_run_ahead(current.refs, requests_, num_launched_) &&
                         !has_jump_forward_rows(current.refs);
   const bool ahead = eligible && run_ahead_.run_ahead(current.out.seqs.size());
+  // Held for drafts: the next step drafts, so none runs ahead of it
+  // (spec_cost_policy.h counts this step's time to that verification).
+  const bool held_for_drafts = parts_.proposer && parts_.options.async_scheduling && !ahead &&
+                               RowPlanner::drafts_due(current.refs, requests_, num_launched_);
   bool next_failed = false;
   bool overlapped = false;
   if (ahead) {
@@ -105,7 +109,7 @@ void LlmEngine::step() {
   jumped_in_flight_.clear();
   const bool decode_only =
       static_cast<size_t>(current.out.num_decode_seqs) == current.out.seqs.size();
-  if (parts_.proposer) measure_spec_cost(current);
+  if (parts_.proposer) measure_spec_cost(current, held_for_drafts);
   // The step was collected: its buffers become a later step's.
   scheduler_.recycle(std::move(current.out));
   metrics_.on_step(seconds_between(start, Clock::now()), parts_.runner->last_step_wait_seconds(),
@@ -230,15 +234,18 @@ void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted, bo
   sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified, backoff_cap_);
 }
 
-void LlmEngine::measure_spec_cost(const LaunchedStep& step) {
+void LlmEngine::measure_spec_cost(const LaunchedStep& step, bool held_for_drafts) {
   // Sequences that verified drafts (one kVerify row with arg 0 each); with
   // the single-token ones they make up a step without a prefill chunk.
   int64_t num_verifying = 0;
   for (const RowRef& ref : step.refs) num_verifying += ref.kind == RowKind::kVerify && ref.arg == 0;
   const size_t num_seqs = step.out.seqs.size();
+  using Kind = SpecCostPolicy::StepKind;
+  const Kind kind = num_verifying > 0 ? Kind::kVerifying
+                    : held_for_drafts ? Kind::kHeld
+                                      : Kind::kPlain;
   spec_cost_.step_finished(
-      num_seqs, static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs,
-      num_verifying > 0);
+      num_seqs, static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs, kind);
   backoff_cap_ = spec_cost_.cap(num_seqs);
   metrics_.set_spec_backoff_cap(backoff_cap_);
 }

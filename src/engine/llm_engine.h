@@ -189,8 +189,9 @@ class LlmEngine final : public Engine {
   // that the samples whose drafts keep being rejected verify in the same steps).
   void note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) const;
   // After a step was collected: its time for the back-off's cost model
-  // (spec_cost_), and the cap the next steps use.
-  void measure_spec_cost(const LaunchedStep& step);
+  // (spec_cost_; held_for_drafts: no step ran ahead of the next one because
+  // it drafts), and the cap the next steps use.
+  void measure_spec_cost(const LaunchedStep& step, bool held_for_drafts);
   // Tells the proposer of the sequences that ended since the last schedule.
   void end_sequences(const ScheduleOutput& out);
   // The verification rows of one drafted sample (RowKind::kVerify; `rows`

@@ -179,6 +179,18 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
   return true;
 }
 
+bool RowPlanner::drafts_due(std::span<const RowRef> refs, const RequestMap& requests,
+                            int64_t next_step) {
+  for (const RowRef& ref : refs) {
+    if (ref.kind != RowKind::kSample) continue;
+    auto it = requests.find(ref.req);
+    if (it == requests.end() || !it->second->speculates) continue;
+    auto sit = it->second->samples.find(ref.seq);
+    if (sit != it->second->samples.end() && sit->second->spec_next_step <= next_step) return true;
+  }
+  return false;
+}
+
 void RowPlanner::link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out) {
   std::unordered_map<SeqId, int32_t> sample_row;
   for (size_t r = 0; r < prev.size(); ++r) {

@@ -90,6 +90,11 @@ class RowPlanner {
   // step's masks wait for their tokens (plan's defer_masks).
   bool can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
                      int64_t next_step) const;
+  // Whether a row of `refs` samples for a sample to be drafted in step
+  // `next_step` (can_run_ahead's speculative hold: the drafts need the row's
+  // token on the host).
+  static bool drafts_due(std::span<const RowRef> refs, const RequestMap& requests,
+                         int64_t next_step);
   // Adds to `out` the pending rows (placeholder tokens) fed from the samples
   // of the step with rows `prev`.
   static void link_pending_tokens(std::span<const RowRef> prev, ScheduleOutput& out);

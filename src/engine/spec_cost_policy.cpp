@@ -24,22 +24,44 @@ void SpecCostPolicy::step_started() {
   start_ = now_();
 }
 
-void SpecCostPolicy::step_finished(size_t num_seqs, bool decode_only, bool verifying) {
+void SpecCostPolicy::step_finished(size_t num_seqs, bool decode_only, StepKind kind) {
+  const double seconds = std::chrono::duration<double>(now_() - start_).count();
+  const double held_s = std::exchange(held_s_, 0.0);
+  const int num_held = std::exchange(num_held_, 0);
   if (!decode_only || num_seqs == 0) return;
-  record(num_seqs, std::chrono::duration<double>(now_() - start_).count(), verifying);
+  switch (kind) {
+    case StepKind::kPlain:
+      record(num_seqs, seconds, false);
+      break;
+    case StepKind::kHeld:
+      // A held step's time may be ~0 (the CPU computed it before): kept as is.
+      held_s_ = seconds;
+      num_held_ = 1;
+      break;
+    case StepKind::kVerifying:
+      record(num_seqs, held_s + seconds, true, 1 + num_held);
+      break;
+  }
 }
 
-void SpecCostPolicy::record(size_t num_seqs, double seconds, bool verifying) {
-  if (!(seconds > 0.0)) return;
+void SpecCostPolicy::record(size_t num_seqs, double seconds, bool verifying, int num_steps) {
+  if (!(seconds > 0.0) || num_steps < 1) return;
   Averages& a = buckets_[bucket(num_seqs)];
-  double& avg = verifying ? a.verify_s : a.plain_s;
-  avg = avg > 0.0 ? avg + kAverageWeight * (seconds - avg) : seconds;
+  auto update = [](double& avg, double x) {
+    avg = avg > 0.0 ? avg + kAverageWeight * (x - avg) : x;
+  };
+  if (!verifying) {
+    update(a.plain_s, seconds);
+    return;
+  }
+  update(a.verify_steps, static_cast<double>(num_steps));
+  update(a.verify_s, seconds);
 }
 
 std::optional<double> SpecCostPolicy::extra_cost(size_t num_seqs) const {
   const Averages& a = buckets_[bucket(num_seqs)];
   if (a.plain_s <= 0.0 || a.verify_s <= 0.0) return std::nullopt;
-  return a.verify_s / a.plain_s - 1.0;
+  return a.verify_s / a.plain_s - a.verify_steps;
 }
 
 int32_t SpecCostPolicy::cap(size_t num_seqs) const {

@@ -132,6 +132,7 @@ std::unique_ptr<LlmEngine> start_engine(const EngineSetup& setup) {
   parts->run_ahead = setup.run_ahead;
   parts->run_ahead_clock = setup.run_ahead_clock;
   parts->spec_cost_clock = setup.spec_cost_clock;
+  if (setup.wrap_runner) parts->runner = setup.wrap_runner(std::move(parts->runner));
   Result<std::unique_ptr<LlmEngine>> engine = LlmEngine::start(std::move(parts.value()));
   if (!engine.ok()) {
     ADD_FAILURE() << "LlmEngine::start: " << engine.error().message;

@@ -134,6 +134,9 @@ struct EngineSetup {
   // speculation see the same steps whatever the host's speed;
   // engine_spec_backoff_cap_test ticks it.
   SpecCostPolicy::NowFn spec_cost_clock = [] { return SpecCostPolicy::Clock::time_point{}; };
+  // Replaces EngineParts::runner with what it returns given the loaded one
+  // (null: the loaded one); engine_spec_cost_timing_test times steps with it.
+  std::function<std::unique_ptr<Runner>(std::unique_ptr<Runner>)> wrap_runner = {};
 };
 
 // Greedy sampling of max_tokens tokens.

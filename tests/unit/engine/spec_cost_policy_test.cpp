@@ -60,7 +60,9 @@ TEST(SpecCostPolicy, TimesStepsWithItsClockPerBatchBucket) {
   auto run_step = [&](size_t num_seqs, double seconds, bool decode_only, bool verifying) {
     p.step_started();
     c.advance(seconds);
-    p.step_finished(num_seqs, decode_only, verifying);
+    p.step_finished(
+        num_seqs, decode_only,
+        verifying ? SpecCostPolicy::StepKind::kVerifying : SpecCostPolicy::StepKind::kPlain);
   };
   for (int i = 0; i < 20; ++i) run_step(64, 0.010, true, false);
   run_step(64, 0.020, true, true);
@@ -98,6 +100,50 @@ TEST(SpecCostPolicy, CapFollowsTheRunningAverages) {
   // plain 0.010 -> 0.0125 after a 0.030 s step.
   p.record(16, 0.030, false);
   EXPECT_NEAR(*p.extra_cost(16), 0.035 / 0.0125 - 1.0, 0.02);
+}
+
+// Async scheduling: a verification's window is the held step before it and
+// the verifying step. Where launch computes steps (the CPU backend) the held
+// step() takes ~0 s and the verifying one the verifying and the next plain
+// step: a window of 0 + 2 plain-step times costs nothing (r = 0, cap 8),
+// although the verifying step() alone reads r = 1. Where the device runs
+// steps between launch and collect, 1 + 3 plain times is r = 2 (cap 64).
+TEST(SpecCostPolicy, HeldStepJoinsTheVerificationWindow) {
+  using Kind = SpecCostPolicy::StepKind;
+  FakeClock c;
+  SpecCostPolicy p(0.04, [&c] { return c.t; });
+  auto run_step = [&](double seconds, bool decode_only, Kind kind) {
+    p.step_started();
+    c.advance(seconds);
+    p.step_finished(64, decode_only, kind);
+  };
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 6; ++j) run_step(0.010, true, Kind::kPlain);
+    run_step(0.0, true, Kind::kHeld);
+    run_step(0.020, true, Kind::kVerifying);
+  }
+  ASSERT_TRUE(p.extra_cost(64));
+  EXPECT_NEAR(*p.extra_cost(64), 0.0, 1e-6);
+  EXPECT_EQ(p.cap(64), 8);
+  SpecCostPolicy q(0.04, [&c] { return c.t; });
+  auto run_q = [&](double seconds, bool decode_only, Kind kind) {
+    q.step_started();
+    c.advance(seconds);
+    q.step_finished(64, decode_only, kind);
+  };
+  run_q(0.010, true, Kind::kPlain);
+  run_q(0.010, true, Kind::kHeld);
+  run_q(0.030, true, Kind::kVerifying);
+  EXPECT_NEAR(*q.extra_cost(64), 2.0, 1e-6);
+  EXPECT_EQ(q.cap(64), 64);
+  // A held step followed by a prefill chunk or a plain step joins nothing:
+  // the next verifying step's window is its own.
+  run_q(0.050, true, Kind::kHeld);
+  run_q(0.010, false, Kind::kPlain);
+  run_q(0.050, true, Kind::kHeld);
+  run_q(0.010, true, Kind::kPlain);
+  for (int i = 0; i < 60; ++i) run_q(0.010, true, Kind::kVerifying);
+  EXPECT_NEAR(*q.extra_cost(64), 0.0, 0.01);
 }
 
 TEST(SpecCostPolicy, ZeroBudgetKeepsTheLeastCap) {

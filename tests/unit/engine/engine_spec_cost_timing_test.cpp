@@ -1,0 +1,135 @@
+// The back-off's cost-aware cap (engine/spec_cost_policy.h) with async
+// scheduling, its steps timed by a simulated device: a runner wrapper
+// (SimulatedRunner) advances the policy's fake clock by each step's cost, a
+// plain step 1 ms and one that verifies drafts 1 + r ms, either at launch
+// (kAtLaunch, as the CPU backend computes a step in launch()) or on a device
+// queue that collect() waits for (kOnDevice, as CUDA runs it between launch
+// and collect). Every draft is rejected. With miss_cost_budget 0.04 the cap
+// must reach 32 when r = 1 and stay 8 when r = 0, for both: the step()
+// before a verifying step, held for its drafts, belongs to its window.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+
+#include "engine_harness.h"
+#include "spec/random_proposer.h"
+
+namespace pagoda::test {
+namespace {
+
+using Clock = SpecCostPolicy::Clock;
+using ms = std::chrono::milliseconds;
+
+enum class Timing { kAtLaunch, kOnDevice };
+
+// The simulated time: `now` is what the policy's clock reads; the device is
+// busy until device_free; done[slot] is when the step on `slot` ends.
+struct SimClock {
+  Timing timing = Timing::kAtLaunch;
+  ms verify_extra{0};  // r x 1 ms
+  Clock::time_point now{}, device_free{};
+  std::array<Clock::time_point, 2> done{};
+};
+
+// Forwards to the loaded runner; launch() and collect() move the clock.
+class SimulatedRunner final : public Runner {
+ public:
+  SimulatedRunner(std::unique_ptr<Runner> inner, std::shared_ptr<SimClock> clock)
+      : inner_(std::move(inner)), clock_(std::move(clock)) {}
+
+  int64_t num_kv_blocks() const override { return inner_->num_kv_blocks(); }
+  int64_t num_sliding_kv_blocks() const override { return inner_->num_sliding_kv_blocks(); }
+  const std::string& kv_sizing() const override { return inner_->kv_sizing(); }
+  int64_t kv_block_bytes() const override { return inner_->kv_block_bytes(); }
+  int64_t sliding_kv_block_bytes() const override { return inner_->sliding_kv_block_bytes(); }
+  DType kv_cache_dtype() const override { return inner_->kv_cache_dtype(); }
+  const std::string& kv_scales_source() const override { return inner_->kv_scales_source(); }
+  int block_size() const override { return inner_->block_size(); }
+  int64_t max_model_len() const override { return inner_->max_model_len(); }
+  int64_t max_num_batched_tokens() const override { return inner_->max_num_batched_tokens(); }
+  int64_t max_num_seqs() const override { return inner_->max_num_seqs(); }
+  const std::vector<int64_t>& decode_graph_sizes() const override {
+    return inner_->decode_graph_sizes();
+  }
+  int64_t last_graph_batch_size() const override { return inner_->last_graph_batch_size(); }
+  double last_step_wait_seconds() const override { return inner_->last_step_wait_seconds(); }
+  Status execute(const StepBatch& step, SampleOutput* out) override {
+    PAGODA_RETURN_IF_ERROR(launch(step, 0));
+    return collect(0, out);
+  }
+  Status launch(const StepBatch& step, int slot) override {
+    PAGODA_RETURN_IF_ERROR(inner_->launch(step, slot));
+    // Drafts: more logits rows than sequences.
+    const bool verifies = step.logits_rows.size() + 1 > step.query_start_loc.size();
+    const auto cost = ms(1) + (verifies ? clock_->verify_extra : ms(0));
+    SimClock& c = *clock_;
+    if (c.timing == Timing::kAtLaunch) {
+      c.now += cost;
+      c.done[static_cast<size_t>(slot)] = c.now;
+    } else {
+      c.device_free = std::max(c.device_free, c.now) + cost;
+      c.done[static_cast<size_t>(slot)] = c.device_free;
+    }
+    return Status::Ok();
+  }
+  Status collect(int slot, SampleOutput* out) override {
+    clock_->now = std::max(clock_->now, clock_->done[static_cast<size_t>(slot)]);
+    return inner_->collect(slot, out);
+  }
+  Status launch_sampling(int slot, const SamplingBatch& batch) override {
+    return inner_->launch_sampling(slot, batch);
+  }
+  Status execute_logits(const StepBatch& step, std::vector<float>* logits) override {
+    return inner_->execute_logits(step, logits);
+  }
+
+ private:
+  std::unique_ptr<Runner> inner_;
+  std::shared_ptr<SimClock> clock_;
+};
+
+// The cap at the end of 8 greedy requests of 160 tokens with random drafts
+// (k = 4, all rejected), async scheduling on.
+int32_t final_cap(Timing timing, int r) {
+  auto clock = std::make_shared<SimClock>();
+  clock->timing = timing;
+  clock->verify_extra = ms(r);
+  EngineSetup s{.model = stories_dir()};
+  s.async_scheduling = true;
+  s.speculative.num_speculative_tokens = 4;
+  s.speculative.miss_cost_budget = 0.04;
+  s.proposer = [] { return std::make_unique<RandomProposer>(512, 9); };
+  s.acceptance_rule = [](std::span<const int32_t>, std::span<const int32_t>) { return 0; };
+  s.spec_cost_clock = [clock] { return clock->now; };
+  s.wrap_runner = [clock](std::unique_ptr<Runner> inner) -> std::unique_ptr<Runner> {
+    return std::make_unique<SimulatedRunner>(std::move(inner), clock);
+  };
+  auto engine = start_engine(s);
+  if (engine == nullptr) return -1;
+  std::vector<TestRequest> reqs;
+  for (int i = 0; i < 8; ++i) {
+    SamplingParams p = greedy_params(160);
+    p.ignore_eos = true;
+    reqs.push_back({"t" + std::to_string(i), {1, 10 + i, 20 + i, 30}, p});
+  }
+  const auto logs = run_all(*engine, reqs);
+  EXPECT_EQ(logs.size(), reqs.size());
+  EXPECT_EQ(engine->metrics().spec_num_accepted_tokens, 0u);
+  EXPECT_GT(engine->metrics().overlapped_steps, 100);  // async scheduling ran ahead
+  return engine->metrics().spec_backoff_cap;
+}
+
+TEST(EngineSpecCostTiming, CapRisesOnlyWhenVerificationCostsWithStepsComputedAtLaunch) {
+  EXPECT_EQ(final_cap(Timing::kAtLaunch, 1), 32);
+  EXPECT_EQ(final_cap(Timing::kAtLaunch, 0), 8);
+}
+
+TEST(EngineSpecCostTiming, CapRisesOnlyWhenVerificationCostsWithStepsOnADeviceQueue) {
+  EXPECT_EQ(final_cap(Timing::kOnDevice, 1), 32);
+  EXPECT_EQ(final_cap(Timing::kOnDevice, 0), 8);
+}
+
+}  // namespace
+}  // namespace pagoda::test
