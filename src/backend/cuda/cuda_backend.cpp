@@ -94,8 +94,7 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   const char* wide = std::getenv("PAGODA_QUANT_WIDE");
   if (wide != nullptr && std::strcmp(wide, "dequant") == 0) quant_wide_ = false;
   const char* own_row = std::getenv("PAGODA_FP8_OWN_ROW");
-  if (own_row != nullptr && std::strcmp(own_row, "always") == 0) fp8_own_row_ = Fp8OwnRow::kAlways;
-  if (own_row != nullptr && std::strcmp(own_row, "never") == 0) fp8_own_row_ = Fp8OwnRow::kNever;
+  fp8_own_row_ = own_row != nullptr && std::strcmp(own_row, "1") == 0;
   cudaStream_t stream = nullptr;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));

@@ -186,11 +186,6 @@ bool fp8_gemv_tc_supports(const Fp8LinearParams& p) {
          is_aligned(p.x_codes, 16) && (p.block == 0 || p.block % 64 == 0) && fused_ok;
 }
 
-bool fp8_gemv_own_row_pays(int64_t n, int num_sms) {
-  // __launch_bounds__(kThreads, 2): 2 CTAs of kTileRows features per SM.
-  return ceil_div(n, kTileRows) <= 2 * static_cast<int64_t>(num_sms);
-}
-
 cudaError_t launch_fp8_gemv_tc(const Fp8LinearParams& p, cudaStream_t stream) {
   if (!fp8_gemv_tc_supports(p)) return cudaErrorInvalidValue;
   const int64_t blocks = ceil_div(p.n, kTileRows);

@@ -88,14 +88,6 @@ bool fp8_gemv_supports(const Fp8LinearParams& p);
 cudaError_t launch_fp8_gemv(const Fp8LinearParams& p, cudaStream_t stream);
 // The tensor-core decode kernel alone (launch_fp8_gemv picks it when supported).
 bool fp8_gemv_tc_supports(const Fp8LinearParams& p);
-// Whether a batch-1 product of n output features gains from the kernel
-// quantising its own row (Fp8LinearParams::x) over launch_fp8_quantize + the
-// kernel on codes: only when every CTA of the product is resident at once
-// (ceil(n / 16) <= 2 CTAs x num_sms). Each CTA quantises the row again, so a
-// product of several waves pays that prologue once per wave (8B gate_up,
-// 1,792 CTAs on an H100: 54.3 us own row vs 44.7 + 2.1 separate), while a
-// one-wave product hides it under its first weight loads (down: 29.0 vs 30.2).
-bool fp8_gemv_own_row_pays(int64_t n, int num_sms);
 cudaError_t launch_fp8_gemv_tc(const Fp8LinearParams& p, cudaStream_t stream);
 
 bool fp8_gemm_supports(const Fp8LinearParams& p);
