@@ -8,8 +8,9 @@
 // rows, per-row scales, k and n multiples of 16), the tensor-core FP8 GEMM
 // (> 8 rows: blocks % 128 == 0, per-row scales with n % 16 != 0; k tails of
 // 16 columns) and the decode kernel per 8 rows (odd k, block 16 / 64); the
-// batch-1 decode kernel quantising its own row; then a captured graph
-// against eager execution.
+// batch-1 decode kernel quantising its own row (and the backend's switch
+// between it and the quantise kernel); then a captured graph against eager
+// execution.
 //
 // Both backends quantise the same 16-bit activations with the same rules,
 // so the codes agree exactly; the sums differ in order only (and in the
@@ -226,6 +227,37 @@ TEST(CudaFp8LinearTest, OwnQuantisationMatchesQuantiseKernel) {
     }
     expect_status_ok(gpu);
   }
+}
+
+// Batch-1 linear through CudaBackend: the kernel quantising its own row
+// (set_fp8_own_row(true)) and the quantise kernel first (the default) give
+// the same codes, hence bit-equal outputs, on products of one and of several
+// waves of CTAs.
+TEST(CudaFp8LinearTest, OwnRowSwitchGivesTheSameResult) {
+  PAGODA_REQUIRE_GPU();
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  const int64_t one_wave = int64_t{32} * gpu.num_sms(), k = 1040;
+  for (int64_t n : {int64_t{200}, one_wave + 40}) {
+    for (int32_t block : {0, 128}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " block " + std::to_string(block));
+      const int64_t num_scales = block > 0 ? ((n + block - 1) / block) * ((k + block - 1) / block) : n;
+      DevFp8 w(gpu, n, k, block, random_codes(static_cast<size_t>(n * k)),
+               uniform(static_cast<size_t>(num_scales), 1e-4f, 4e-3f), {});
+      DevTensor x(gpu, DType::kBF16, {1, k}, uniform(static_cast<size_t>(k), -2, 2));
+      std::vector<std::vector<float>> outs;
+      for (bool own : {false, true}) {
+        gpu.set_fp8_own_row(own);
+        DevTensor out(gpu, DType::kBF16, {1, n});
+        out.poison();
+        gpu.linear(x.t(), w.w, Tensor(), out.t());
+        gpu.synchronize();
+        outs.push_back(out.download());
+      }
+      gpu.set_fp8_own_row(false);
+      expect_equal(outs[1], outs[0], "own row vs quantise kernel");
+    }
+  }
+  expect_status_ok(gpu);
 }
 
 // The 8B model's decode and prefill shapes (large k and n).

@@ -95,6 +95,8 @@ Status CudaBackend::init(int device, DType compute_dtype) {
     quant_decode_ = QuantDecode::kStagedV1;
   const char* wide = std::getenv("PAGODA_QUANT_WIDE");
   if (wide != nullptr && std::strcmp(wide, "dequant") == 0) quant_wide_ = false;
+  const char* own_row = std::getenv("PAGODA_FP8_OWN_ROW");
+  fp8_own_row_ = own_row != nullptr && std::strcmp(own_row, "1") == 0;
   cudaStream_t stream = nullptr;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));

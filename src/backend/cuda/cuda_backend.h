@@ -152,6 +152,13 @@ class CudaBackend final : public Backend {
   // the environment turns it off at creation (A/B timing).
   void set_quant_wide(bool on) { quant_wide_ = on; }
   bool quant_wide() const { return quant_wide_; }
+  // Batch-1 FP8 linear: off by default the quantise kernel runs before the
+  // decode kernel; on, the decode kernel quantises its own 16-bit row
+  // (cuda_fp8_linear.cpp; same codes, same result). Every CTA re-quantises
+  // the row, and on an H100 the 8B W1 step took 4.60 ms that way vs 4.02.
+  // PAGODA_FP8_OWN_ROW=1 in the environment turns it on at creation (A/B).
+  void set_fp8_own_row(bool on) { fp8_own_row_ = on; }
+  bool fp8_own_row() const { return fp8_own_row_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantWideMaxRows rows (or cuda::kQuantGemvMaxRows with
   // set_quant_wide(false)) dequantizes w in chunks of rows
@@ -216,6 +223,7 @@ class CudaBackend final : public Backend {
   bool fused_decode_ = true;
   QuantDecode quant_decode_ = QuantDecode::kStaged;
   bool quant_wide_ = true;
+  bool fp8_own_row_ = false;
   bool fp8_gemm_refused_ = false;  // cuBLASLt refused the FP8 GEMM once (cuda_fp8_linear.cpp)
   Status status_;
   int num_errors_logged_ = 0;

@@ -1,6 +1,7 @@
-// CudaBackend::linear with an FP8 weight (backend/linear_weight.h). One row
-// (batch-1 decode) goes to the tensor-core decode kernel with its 16-bit
-// values, which it quantises itself, where that kernel applies. Else the
+// CudaBackend::linear with an FP8 weight (backend/linear_weight.h). With
+// set_fp8_own_row(true), one row (batch-1 decode) goes to the tensor-core
+// decode kernel with its 16-bit values, which it quantises itself, where that
+// kernel applies (off by default: slower in the decode step). Else the
 // activations are quantised (launch_fp8_quantize) in chunks of fp8_chunk_rows
 // rows into fp8_codes_ / fp8_scales_. A chunk of up to cuda::kFp8GemvMaxRows
 // rows runs the decode kernel (launch_fp8_gemv), which streams the e4m3
@@ -142,7 +143,7 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
     g.k = k;
     return g;
   };
-  if (rows == 1) {
+  if (rows == 1 && fp8_own_row_) {
     // Batch-1 decode: the tensor-core kernel quantises the row itself.
     cuda::Fp8LinearParams g = fp8_params(0, 1, static_cast<char*>(out.data));
     g.x = x.data;
