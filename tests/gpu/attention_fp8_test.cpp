@@ -9,10 +9,14 @@
 // scales that keep values in range and that saturate some (|x / scale| >
 // 448). A graph captured on an FP8 cache replays after the scales change on
 // the device: the kernels read them there, so the output follows.
+// Decode runs through the register-converting FP8 decode kernel (head_dim %
+// 16 == 0) and, in the same tests, through the staged one
+// (CudaBackend::set_fp8_kv_decode_staged, PAGODA_FP8_KV_DECODE=old).
 // Unused cache slots hold 0x7f (an e4m3 NaN), so stray reads show.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "core/fp8.h"
 #include "test_util.h"
@@ -33,7 +37,12 @@ struct Fp8Case {
   float k_scale = 1.0f, v_scale = 1.0f;
   float softcap = 0.0f;
   int window = 0;
+  // Cached codes lie in +-range * 448 (one key in eight 8x that):
+  // kSubnormalRange makes most of them e4m3 subnormals (< 2^-6).
+  float range = 0.5f;
 };
+
+constexpr float kSubnormalRange = 1.0f / (64.0f * kE4M3Max);
 
 // Host data of one batch: the cache holds every context token but the new
 // ones, which kv_write adds from qkv (rows in `slots`).
@@ -91,7 +100,7 @@ Fp8Batch make_batch(DType dt, const Fp8Case& c) {
         continue;
       }
       // Values up to 4x the scale's 448 range in one of eight keys (saturated).
-      const float range = (p % 8 == 3 ? 4.0f : 0.5f) * kE4M3Max;
+      const float range = (p % 8 == 3 ? 8.0f : 1.0f) * c.range * kE4M3Max;
       const std::vector<float> kr = uniform(static_cast<size_t>(kvw), -range, range);
       const std::vector<float> vr = uniform(static_cast<size_t>(kvw), -range, range);
       for (int64_t i = 0; i < kvw; ++i) {
@@ -165,23 +174,44 @@ std::string describe(const Fp8Case& c) {
 }
 
 AttentionScoring scoring_of(const Fp8Case& c) {
-  return AttentionScoring(1.0f / std::sqrt(static_cast<float>(c.d)) / (c.k_scale * kE4M3Max) * 4.0f,
-                          c.softcap, c.window);
+  return AttentionScoring(
+      1.0f / std::sqrt(static_cast<float>(c.d)) / (c.k_scale * kE4M3Max) * 2.0f / c.range,
+      c.softcap, c.window);
 }
 
-void run_case(const Fp8Case& c) {
+// Sets the backend's FP8 decode path for a scope (the staged kernel when
+// `staged`), restoring the default after.
+class Fp8DecodePath {
+ public:
+  Fp8DecodePath(CudaBackend& gpu, bool staged) : gpu_(gpu) { gpu_.set_fp8_kv_decode_staged(staged); }
+  ~Fp8DecodePath() { gpu_.set_fp8_kv_decode_staged(false); }
+  Fp8DecodePath(const Fp8DecodePath&) = delete;
+  Fp8DecodePath& operator=(const Fp8DecodePath&) = delete;
+
+ private:
+  CudaBackend& gpu_;
+};
+
+// The case on both compute dtypes, through both FP8 decode paths (the
+// staged one only where `both_paths`: it is the default for every batch that
+// is not pure decode, and for head dims not a multiple of 16).
+void run_case(const Fp8Case& c, bool both_paths = false) {
   for (DType dt : kHalfTypes) {
-    SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
-    CudaBackend& gpu = *cuda_backend(dt);
-    const Fp8Batch b = make_batch(dt, c);
-    Fp8Tensors g(gpu, dt, b), r(cpu_backend(), DType::kF32, b);
-    const AttentionScoring scoring = scoring_of(c);
-    g.run(gpu, b, scoring);
-    r.run(cpu_backend(), b, scoring);
-    expect_status_ok(gpu);
-    EXPECT_EQ(g.k.download_bytes(), r.k.download_bytes()) << "kv_write: k cache bytes";
-    EXPECT_EQ(g.v.download_bytes(), r.v.download_bytes()) << "kv_write: v cache bytes";
-    expect_close(g.out.download(), r.out.download(), dt, "paged_attention over FP8 K/V");
+    for (bool staged : {false, true}) {
+      if (staged && !both_paths) continue;
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (staged ? " staged " : " ") + describe(c));
+      CudaBackend& gpu = *cuda_backend(dt);
+      const Fp8DecodePath path(gpu, staged);
+      const Fp8Batch b = make_batch(dt, c);
+      Fp8Tensors g(gpu, dt, b), r(cpu_backend(), DType::kF32, b);
+      const AttentionScoring scoring = scoring_of(c);
+      g.run(gpu, b, scoring);
+      r.run(cpu_backend(), b, scoring);
+      expect_status_ok(gpu);
+      EXPECT_EQ(g.k.download_bytes(), r.k.download_bytes()) << "kv_write: k cache bytes";
+      EXPECT_EQ(g.v.download_bytes(), r.v.download_bytes()) << "kv_write: v cache bytes";
+      expect_close(g.out.download(), r.out.download(), dt, "paged_attention over FP8 K/V");
+    }
   }
 }
 
@@ -213,7 +243,32 @@ TEST(CudaAttentionFp8Test, DecodeKernel) {
                            {4, 1, 192, 16, decodes(4, 1, 700), 0.01f, 0.01f},
                            {16, 2, 64, 16, {{1, 32768}}, 0.01f, 0.01f},
                            {32, 8, 128, 16, decodes(256, 1, 300), 0.01f, 0.02f}};
-  for (const Fp8Case& c : cases) run_case(c);
+  for (const Fp8Case& c : cases) run_case(c, true);
+}
+
+// The register-converting decode kernel over many shapes: every padded head
+// dim (and 80 / 112 / 160 inside one), groups 1..16, contexts off the 16-key
+// tile and the 48- / 64-key stage rounds, block sizes 1..64, split (short
+// batches) and unsplit, scales far from 1, and caches of mostly subnormal
+// codes (kSubnormalRange) and saturated ones; head dims 40 and 72 (not multiples
+// of 16) take the staged kernel.
+TEST(CudaAttentionFp8Test, RegisterDecodeKernelShapes) {
+  PAGODA_REQUIRE_GPU();
+  const std::vector<Seq> odd = {{1, 1},  {1, 3},  {1, 31}, {1, 47}, {1, 49},
+                                {1, 95}, {1, 97}, {1, 193}, {1, 257}, {1, 4099}};
+  std::vector<Fp8Case> cases;
+  for (int d : {32, 64, 80, 96, 112, 128, 160, 192, 256, 40, 72}) {
+    for (int g : {1, 3, 8, 16}) {
+      const int hkv = g == 16 ? 1 : 2;
+      const int bs = d % 3 == 0 ? 7 : (d % 64 == 0 ? 16 : 64);
+      cases.push_back({g * hkv, hkv, d, bs, odd, 0.02f, 3.0f});
+    }
+    cases.push_back({4, 4, d, 16, decodes(40, 1, 700), 5.0f, 0.004f});
+    cases.push_back({8, 2, d, 1, decodes(3, 1, 300), 64.0f, 64.0f, 0.0f, 0, kSubnormalRange});
+  }
+  cases.push_back({32, 8, 128, 16, decodes(6, 1, 20000), 0.01f, 0.02f, 0.0f, 0, kSubnormalRange});
+  cases.push_back({16, 2, 128, 32, decodes(200, 1, 2500), 0.3f, 0.07f, 0.0f, 0, 4.0f});
+  for (const Fp8Case& c : cases) run_case(c, true);
 }
 
 // The prefill kernel (q_len > 1, D <= 128): from scratch, over cached
@@ -254,7 +309,7 @@ TEST(CudaAttentionFp8Test, SoftcapAndSlidingWindow) {
           {8, 2, 128, 16, {{200, 200}, {64, 1000}, {1, 1}}, 0.02f, 0.01f, cap, window},
           {4, 1, 256, 16, concat(decodes(3, 1, 900), {{37, 700}}), 0.005f, 0.3f, cap, window},
           {8, 8, 64, 7, concat(decodes(2, 1, 200), {{90, 333}}), 1.0f, 1.0f, cap, window}};
-      for (const Fp8Case& c : cases) run_case(c);
+      for (const Fp8Case& c : cases) run_case(c, true);
     }
   }
 }
@@ -264,7 +319,7 @@ TEST(CudaAttentionFp8Test, LongContexts) {
   const Fp8Case cases[] = {{32, 8, 128, 16, {{1, 8192}, {1, 32768}}, 0.01f, 0.02f},
                            {8, 1, 128, 16, {{1, 32000}}, 0.004f, 0.01f},
                            {8, 2, 128, 16, {{64, 8192}}, 0.01f, 0.01f}};
-  for (const Fp8Case& c : cases) run_case(c);
+  for (const Fp8Case& c : cases) run_case(c, true);
 }
 
 // One small batch per kernel (decode split and unsplit, prefill, tile), for
@@ -275,7 +330,7 @@ TEST(CudaAttentionFp8Test, SmallBatchesOfEveryKernel) {
                            {8, 2, 64, 16, decodes(64, 1, 100), 0.01f, 0.02f},
                            {8, 2, 128, 16, {{70, 200}, {1, 5}}, 0.01f, 0.02f},
                            {4, 1, 256, 16, {{20, 90}}, 0.01f, 0.02f}};
-  for (const Fp8Case& c : cases) run_case(c);
+  for (const Fp8Case& c : cases) run_case(c, true);
 }
 
 // kv_write alone over head dims that do not take the 8-wide path (12, 20)
@@ -308,9 +363,11 @@ TEST(CudaAttentionFp8Test, GraphReplayReadsScalesOnTheDevice) {
   const Fp8Case cases[] = {{32, 8, 128, 16, {{1, 5000}, {1, 3000}, {1, 64}, {1, 17}}, 0.01f, 0.02f},
                            {8, 2, 128, 16, {{300, 2000}, {200, 1500}}, 0.01f, 0.02f}};
   for (const Fp8Case& c : cases) {
-    for (DType dt : kHalfTypes) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + describe(c));
+    for (const auto& [dt, staged] : {std::pair{DType::kBF16, false}, std::pair{DType::kF16, false},
+                                     std::pair{DType::kBF16, true}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (staged ? " staged " : " ") + describe(c));
       CudaBackend& gpu = *cuda_backend(dt);
+      const Fp8DecodePath path(gpu, staged);
       Fp8Batch b = make_batch(dt, c);
       Fp8Tensors g(gpu, dt, b);
       const AttentionScoring scoring = scoring_of(c);

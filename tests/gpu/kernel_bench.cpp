@@ -14,7 +14,8 @@
 //
 // Usage: kernel_bench [--quick]              (prefill attention runs in both)
 //        kernel_bench --attention BATCH CTX [fp8]  (one decode-attention shape, e.g. under
-//                                                   ncu; fp8: over an FP8 e4m3 KV cache)
+//                                                   ncu; fp8: over an FP8 e4m3 KV cache,
+//                                                   PAGODA_FP8_KV_DECODE=old: staged kernel)
 //        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
 //        kernel_bench --fused                 (the fused decode op beside its unfused
 //                                              calls: bench_fused_decode)
@@ -28,7 +29,10 @@
 //                                              PAGODA_QUANT_GEMV=legacy: the other formats
 //                                              on the CUDA-core decode kernels)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
-//                                              KV then FP8 KV: GB/s of the cache bytes read)
+//                                              KV, then FP8 KV through the register decode
+//                                              kernel and the staged one
+//                                              (PAGODA_FP8_KV_DECODE=old): GB/s of the cache
+//                                              bytes read)
 //        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
 //                                              cuBLASLt e4m3 8192^3 ceiling)
 //        kernel_bench --sample                (the sampling kernel, one CTA per row beside
@@ -248,7 +252,8 @@ void bench_fused_decode(CudaBackend& gpu) {
   std::printf("\n");
 }
 
-// kv_dtype: kBF16 (the compute dtype) or kF8E4M3 (the FP8 cache, scales 1).
+// kv_dtype: kBF16 (the compute dtype) or kF8E4M3 (the FP8 cache, scales 1;
+// through the decode kernel gpu.fp8_kv_decode_staged() picks).
 void bench_decode_attention(CudaBackend& gpu, const Ceilings& c, const std::vector<int>& batches,
                             const std::vector<int>& contexts, DType kv_dtype = DType::kBF16) {
   const int hq = 32, hkv = 8, d = 128, block_size = 16;
@@ -257,7 +262,10 @@ void bench_decode_attention(CudaBackend& gpu, const Ceilings& c, const std::vect
   std::printf(
       "decode paged_attention (bf16, %s KV, Hq=%d Hkv=%d D=%d, block %d; bytes = KV read)\n"
       "%6s %6s %10s %10s %8s\n",
-      fp8 ? "fp8_e4m3" : "bf16", hq, hkv, d, block_size, "batch", "ctx", "us", "GB/s", "%copy");
+      !fp8                         ? "bf16"
+      : gpu.fp8_kv_decode_staged() ? "fp8_e4m3 (staged decode, PAGODA_FP8_KV_DECODE=old)"
+                                   : "fp8_e4m3 (register decode)",
+      hq, hkv, d, block_size, "batch", "ctx", "us", "GB/s", "%copy");
   const size_t token_bytes = static_cast<size_t>(hkv) * d * dtype_size(kv_dtype);  // one of k or v
   const size_t max_kv_tokens = std::max<size_t>(static_cast<size_t>(batches.back()) * contexts.back(),
                                                 kRotateBytes / (2 * token_bytes));
@@ -920,9 +928,13 @@ int main(int argc, char** argv) {
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--fp8-kv") == 0) {
-    // Long-context decode, where the FP8 cache's halved bytes should show.
-    for (DType kv : {DType::kBF16, DType::kF8E4M3})
-      bench_decode_attention(gpu, c, {1, 8, 32, 64}, {8192, 32768}, kv);
+    // Long-context decode, where the FP8 cache's halved bytes should show:
+    // bf16, then FP8 through the register decode kernel and the staged one.
+    bench_decode_attention(gpu, c, {1, 8, 32, 64}, {8192, 32768}, DType::kBF16);
+    for (bool staged : {false, true}) {
+      gpu.set_fp8_kv_decode_staged(staged);
+      bench_decode_attention(gpu, c, {1, 8, 32, 64}, {8192, 32768}, DType::kF8E4M3);
+    }
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   // The block-format linear (not in the default run, which run.sh gives 90 s).

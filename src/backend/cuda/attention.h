@@ -21,8 +21,9 @@
 // scale * log2 e). K/V tiles are gathered from the paged cache through the
 // block table with cp.async, one tile in flight per CTA.
 //
-// Decode kernel (attention_decode.cuh), pure-decode batches (max_query_len
-// == 1) with G <= kAttentionDecodeMaxGroup. A decode CTA of the tile kernel
+// Decode kernel (attention_decode.cuh; over an FP8 cache
+// attention_decode_fp8.cuh, which converts K/V in registers), pure-decode
+// batches (max_query_len == 1) with G <= kAttentionDecodeMaxGroup. A decode CTA of the tile kernel
 // has only G real rows, so one warp of four works and one tile is in flight.
 // Here a CTA = (sequence, kv head, split) has the G rows in one m16 tile that
 // every warp shares, and its four warps split the keys instead (16-key tiles
@@ -73,6 +74,12 @@ struct AttentionParams {
   // k_scale folded into the score scale, v_scale into the output.
   DType kv_dtype = DType::kBF16;
   const float* kv_scales = nullptr;  // [2] f32 on the device (k_scale, v_scale); FP8 only
+  // FP8 decode (the decode kernel over an FP8 cache): false (default) takes
+  // the register-converting kernel (attention_decode_fp8.cuh) where
+  // head_dim % 16 == 0 and the caches are 16-byte aligned; true, and every
+  // other shape, the staged one (attention_decode.cuh). CudaBackend sets it
+  // from PAGODA_FP8_KV_DECODE=old (A/B runs).
+  bool fp8_decode_staged = false;
   int block_size = 0;
   int64_t num_blocks = 0;
   const int32_t* query_start_loc = nullptr;  // [num_seqs + 1]

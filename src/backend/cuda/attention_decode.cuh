@@ -30,7 +30,10 @@
 // 256: 190; so 5 / 4 / 4 / 3 / 2 / 1 CTAs (20 / 16 / 16 / 12 / 8 / 4 warps)
 // per SM, whichever of registers and shared memory binds.
 //
-// An FP8 cache (KV = fp8_e4m3): the stages hold the 8-bit tiles instead,
+// An FP8 cache (KV = fp8_e4m3), the staged path (taken for head dims not a
+// multiple of 16 and with PAGODA_FP8_KV_DECODE=old; attention_decode_fp8.cuh,
+// which converts in registers, is the default): the stages hold the 8-bit
+// tiles instead,
 //   warp w region          [kStages][K, V][16, kD] bytes, then [K, V][16, kS] T
 // which cp.async fills with 8-byte chunks; when tile i has landed each lane
 // converts exactly the chunks it copied into the 16-bit K and V tiles after
@@ -187,6 +190,57 @@ __device__ __forceinline__ void convert_kv_tile(const unsigned char* k8, const u
   for (int i = 0; i < S::kChunksPerLane; ++i) {
     attention_detail::convert_chunk<T, kD, S::kStride>(k8, k_s, lane + 32 * i);
     attention_detail::convert_chunk<T, kD, S::kStride>(v8, v_s, lane + 32 * i);
+  }
+}
+
+// Merges the kWarps warps' online-softmax states and writes the CTA's
+// result. Warp k's region, at o_all + k * region_floats, holds its O
+// [16, kD + 8] f32 (unnormalised) then its (m, l) [16][2] (rows >= G unused);
+// the caller wrote them and passed __syncthreads. Writes the normalised output
+// times v_scale (one split) or the split's f32 partials (O times v_scale, m,
+// l), the tile kernel's layout.
+template <typename T, int kD>
+__device__ __forceinline__ void merge_warp_states(const AttentionParams& p, const DecodeWork& w,
+                                                  const float* o_all, size_t region_floats,
+                                                  float v_scale) {
+  constexpr int kStride = kD + 8;
+  const int64_t num_q_heads = p.num_q_heads;
+  for (int item = threadIdx.x; item < w.group * (kD / 2); item += kThreads) {
+    const int r = item / (kD / 2);
+    const int d = 2 * (item % (kD / 2));
+    if (d >= p.head_dim) continue;
+    float m_w[kWarps], l_w[kWarps];
+    float m_max = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) {
+      const float2 ml = *reinterpret_cast<const float2*>(o_all + k * region_floats + kRows * kStride + 2 * r);
+      m_w[k] = ml.x;
+      l_w[k] = ml.y;
+      m_max = fmaxf(m_max, ml.x);
+    }
+    float l = 0.0f;
+    float2 o = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) {
+      // 0 for a warp without a valid key (m = -inf, O = 0, l = 0).
+      const float wgt = m_max == -INFINITY ? 0.0f : exp2f(m_w[k] - m_max);
+      const float2 ok = *reinterpret_cast<const float2*>(o_all + k * region_floats + r * kStride + d);
+      l += wgt * l_w[k];
+      o.x += wgt * ok.x;
+      o.y += wgt * ok.y;
+    }
+    const int64_t token = w.q_begin;
+    const int64_t head = static_cast<int64_t>(w.kv_head) * w.group + r;
+    if (p.num_splits == 1) {
+      const float inv = l > 0.0f ? v_scale / l : 0.0f;
+      T* out = static_cast<T*>(p.out) + (token * num_q_heads + head) * p.head_dim;
+      *reinterpret_cast<uint32_t*>(out + d) = pack2<T>(o.x * inv, o.y * inv);
+    } else {
+      const int64_t slot = (token * num_q_heads + head) * p.num_splits + w.split;
+      *reinterpret_cast<float2*>(p.partial_out + slot * p.head_dim + d) =
+          make_float2(o.x * v_scale, o.y * v_scale);
+      if (d == 0) *reinterpret_cast<float2*>(p.partial_ml + slot * 2) = make_float2(m_max, l);
+    }
   }
 }
 
@@ -356,46 +410,8 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, KV, kD>::kMinBlocksP
   }
   __syncthreads();
 
-  const int64_t num_q_heads = p.num_q_heads;
-  const size_t region_floats = S::kWarpRegionBytes / sizeof(float);
-  const float* o_all = reinterpret_cast<const float*>(smem_raw + S::kQBytes);
-  for (int item = threadIdx.x; item < w.group * (kD / 2); item += kThreads) {
-    const int r = item / (kD / 2);
-    const int d = 2 * (item % (kD / 2));
-    if (d >= p.head_dim) continue;
-    float m_w[kWarps], l_w[kWarps];
-    float m_max = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < kWarps; ++k) {
-      const float2 ml = *reinterpret_cast<const float2*>(o_all + k * region_floats + kRows * S::kStride + 2 * r);
-      m_w[k] = ml.x;
-      l_w[k] = ml.y;
-      m_max = fmaxf(m_max, ml.x);
-    }
-    float l = 0.0f;
-    float2 o = make_float2(0.0f, 0.0f);
-#pragma unroll
-    for (int k = 0; k < kWarps; ++k) {
-      // 0 for a warp without a valid key (m = -inf, O = 0, l = 0).
-      const float wgt = m_max == -INFINITY ? 0.0f : exp2f(m_w[k] - m_max);
-      const float2 ok = *reinterpret_cast<const float2*>(o_all + k * region_floats + r * S::kStride + d);
-      l += wgt * l_w[k];
-      o.x += wgt * ok.x;
-      o.y += wgt * ok.y;
-    }
-    const int64_t token = w.q_begin;
-    const int64_t head = static_cast<int64_t>(w.kv_head) * w.group + r;
-    if (p.num_splits == 1) {
-      const float inv = l > 0.0f ? scales.y / l : 0.0f;
-      T* out = static_cast<T*>(p.out) + (token * num_q_heads + head) * p.head_dim;
-      *reinterpret_cast<uint32_t*>(out + d) = pack2<T>(o.x * inv, o.y * inv);
-    } else {
-      const int64_t slot = (token * num_q_heads + head) * p.num_splits + w.split;
-      *reinterpret_cast<float2*>(p.partial_out + slot * p.head_dim + d) =
-          make_float2(o.x * scales.y, o.y * scales.y);
-      if (d == 0) *reinterpret_cast<float2*>(p.partial_ml + slot * 2) = make_float2(m_max, l);
-    }
-  }
+  merge_warp_states<T, kD>(p, w, reinterpret_cast<const float*>(smem_raw + S::kQBytes),
+                           S::kWarpRegionBytes / sizeof(float), scales.y);
 }
 
 }  // namespace attention_decode_detail

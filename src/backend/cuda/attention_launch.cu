@@ -101,8 +101,29 @@ cudaError_t launch_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
   return launch_attention_tiles<T, KV, 256>(p, stream);
 }
 
+// The register-converting FP8 decode kernel (p.head_dim % 16 == 0).
+template <typename T>
+cudaError_t launch_decode_fp8_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
+  if (p.head_dim <= 32) return launch_attention_decode_fp8<T, 32>(p, stream);
+  if (p.head_dim <= 64) return launch_attention_decode_fp8<T, 64>(p, stream);
+  if (p.head_dim <= 96) return launch_attention_decode_fp8<T, 96>(p, stream);
+  if (p.head_dim <= 128) return launch_attention_decode_fp8<T, 128>(p, stream);
+  if (p.head_dim <= 192) return launch_attention_decode_fp8<T, 192>(p, stream);
+  return launch_attention_decode_fp8<T, 256>(p, stream);
+}
+
+// Whether an FP8-cache decode launch takes the register-converting kernel
+// (attention.h: AttentionParams::fp8_decode_staged).
+bool uses_fp8_register_decode(const AttentionParams& p) {
+  return !p.fp8_decode_staged && p.head_dim % 16 == 0 && is_aligned(p.k_cache, 16) &&
+         is_aligned(p.v_cache, 16);
+}
+
 template <typename T, typename KV>
 cudaError_t launch_decode_for_head_dim(const AttentionParams& p, cudaStream_t stream) {
+  if constexpr (kIsFp8<KV>) {
+    if (uses_fp8_register_decode(p)) return launch_decode_fp8_for_head_dim<T>(p, stream);
+  }
   if (p.head_dim <= 32) return launch_attention_decode<T, KV, 32>(p, stream);
   if (p.head_dim <= 64) return launch_attention_decode<T, KV, 64>(p, stream);
   if (p.head_dim <= 96) return launch_attention_decode<T, KV, 96>(p, stream);
@@ -140,6 +161,15 @@ cudaError_t configure_all() {
       configure_attention_prefill<T, KV, 96>(), configure_attention_prefill<T, KV, 128>()};
   for (cudaError_t e : errors) {
     if (e != cudaSuccess) return e;
+  }
+  if constexpr (kIsFp8<KV>) {
+    const cudaError_t fp8_errors[] = {
+        configure_attention_decode_fp8<T, 32>(),  configure_attention_decode_fp8<T, 64>(),
+        configure_attention_decode_fp8<T, 96>(),  configure_attention_decode_fp8<T, 128>(),
+        configure_attention_decode_fp8<T, 192>(), configure_attention_decode_fp8<T, 256>()};
+    for (cudaError_t e : fp8_errors) {
+      if (e != cudaSuccess) return e;
+    }
   }
   return cudaSuccess;
 }

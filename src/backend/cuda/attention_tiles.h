@@ -28,6 +28,14 @@ cudaError_t launch_attention_decode(const AttentionParams& p, cudaStream_t strea
 template <typename T, typename KV, int kHeadDim>
 cudaError_t configure_attention_decode();
 
+// The decode kernel over an FP8 cache that converts K/V in registers
+// (attention_decode_fp8.cuh): p.head_dim % 16 == 0, 16-byte aligned caches.
+template <typename T, int kHeadDim>
+cudaError_t launch_attention_decode_fp8(const AttentionParams& p, cudaStream_t stream);
+
+template <typename T, int kHeadDim>
+cudaError_t configure_attention_decode_fp8();
+
 // The prefill kernel (kHeadDim <= 128): max_query_len > 1 batches.
 template <typename T, typename KV, int kHeadDim>
 cudaError_t launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);

@@ -159,6 +159,13 @@ class CudaBackend final : public Backend {
   // PAGODA_FP8_OWN_ROW=1 in the environment turns it on at creation (A/B).
   void set_fp8_own_row(bool on) { fp8_own_row_ = on; }
   bool fp8_own_row() const { return fp8_own_row_; }
+  // Decode attention over an FP8 KV cache: off by default the kernel that
+  // converts K/V in registers (attention_decode_fp8.cuh); on, the staged one
+  // that converts each tile into 16-bit tiles in shared memory
+  // (attention_decode.cuh). PAGODA_FP8_KV_DECODE=old in the environment turns
+  // it on at creation (A/B timing).
+  void set_fp8_kv_decode_staged(bool on) { fp8_kv_decode_staged_ = on; }
+  bool fp8_kv_decode_staged() const { return fp8_kv_decode_staged_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantWideMaxRows rows (or cuda::kQuantGemvMaxRows with
   // set_quant_wide(false)) dequantizes w in chunks of rows
@@ -224,6 +231,7 @@ class CudaBackend final : public Backend {
   QuantDecode quant_decode_ = QuantDecode::kStaged;
   bool quant_wide_ = true;
   bool fp8_own_row_ = false;
+  bool fp8_kv_decode_staged_ = false;
   bool fp8_gemm_refused_ = false;  // cuBLASLt refused the FP8 GEMM once (cuda_fp8_linear.cpp)
   Status status_;
   int num_errors_logged_ = 0;

@@ -352,6 +352,7 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   p.v_cache = cache.v.data;
   p.kv_dtype = cache.k.dtype;
   p.kv_scales = cache.k.dtype == DType::kF8E4M3 ? cache.scales.ptr<float>() : nullptr;
+  p.fp8_decode_staged = fp8_kv_decode_staged_;
   p.block_size = cache.block_size;
   p.num_blocks = cache.k.numel() / (width * cache.block_size);
   p.query_start_loc = meta.query_start_loc.ptr<int32_t>();
