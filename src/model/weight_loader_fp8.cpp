@@ -8,6 +8,7 @@
 
 #include "core/float_elements.h"
 #include "core/fp8_quant.h"
+#include "core/thread_pool.h"
 #include "model/weight_loader.h"
 
 namespace pagoda {
@@ -180,10 +181,11 @@ Result<LinearWeight> WeightLoader::quantize_fp8(const std::vector<std::string>& 
                                                 IndexRange cols) {
   int64_t total_rows = 0;
   for (const IndexRange& r : kept) total_rows += r.size();
-  std::vector<uint8_t> codes(static_cast<size_t>(total_rows * cols.size()));
-  std::vector<float> scales;
-  std::vector<float> line(static_cast<size_t>(cols.size()));
+  const int64_t width = cols.size();
+  std::vector<uint8_t> codes(static_cast<size_t>(total_rows * width));
+  std::vector<float> scales(static_cast<size_t>(total_rows));
   HostTensor host;  // read once for consecutive parts of one name (pre-fused qkv)
+  int64_t out_row = 0;  // the first output row of part i
   for (size_t i = 0; i < names.size(); ++i) {
     const TensorInfo* info = source_.find(names[i]);
     if (info != nullptr && info->blocks)
@@ -195,15 +197,21 @@ Result<LinearWeight> WeightLoader::quantize_fp8(const std::vector<std::string>& 
       host = HostTensor();
       PAGODA_ASSIGN_OR_RETURN(host, fetch(names[i], {rows[i], k}));
     }
-    for (int64_t r = kept[i].begin; r < kept[i].end; ++r) {
-      for (int64_t c = 0; c < cols.size(); ++c)
-        line[static_cast<size_t>(c)] =
-            load_float_element(host.dtype, host.data, r * k + cols.begin + c);
-      const float s = fp8_token_scale(fp8_amax(line.data(), cols.size()));
-      fp8_quantize(line.data(), cols.size(), s,
-                   codes.data() + static_cast<size_t>(scales.size()) * cols.size());
-      scales.push_back(s);
-    }
+    // Rows are independent (one scale each): quantised on the thread pool,
+    // each into its own place, so the result does not depend on the split.
+    const int64_t first = kept[i].begin, base = out_row;
+    parallel_for(kept[i].size(), 16, [&](int64_t lo, int64_t hi) {
+      std::vector<float> line(static_cast<size_t>(width));
+      for (int64_t r = lo; r < hi; ++r) {
+        const int64_t src = (first + r) * k + cols.begin;
+        for (int64_t c = 0; c < width; ++c)
+          line[static_cast<size_t>(c)] = load_float_element(host.dtype, host.data, src + c);
+        const float s = fp8_token_scale(fp8_amax(line.data(), width));
+        fp8_quantize(line.data(), width, s, codes.data() + static_cast<size_t>((base + r) * width));
+        scales[static_cast<size_t>(base + r)] = s;
+      }
+    });
+    out_row += kept[i].size();
   }
   LinearWeight w;
   PAGODA_ASSIGN_OR_RETURN(
