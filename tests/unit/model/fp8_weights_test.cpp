@@ -8,6 +8,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/fp8.h"
@@ -305,8 +308,33 @@ TEST(Fp8Weights, InconsistentCheckpointsAreRefusedNamingTheTensor) {
       "tensor model.embed_tokens.weight is stored as F8_E4M3; pagoda loads FP8 only");
 }
 
+// The online scheme's codes and scales of rows [r0, r1) x columns [c0, c1)
+// of bf16 tensors (the parts of one fused weight, in order), one scale per row.
+void expect_online_rows(const LinearWeight& w, MemorySource& src,
+                        const std::vector<std::tuple<std::string, int64_t, int64_t>>& parts,
+                        int64_t k, int64_t c0, int64_t c1) {
+  std::vector<uint8_t> want_codes;
+  std::vector<float> want_scales;
+  for (const auto& [name, r0, r1] : parts) {
+    HostTensor t = src.read(name).value();
+    for (int64_t r = r0; r < r1; ++r) {
+      std::vector<float> row;
+      for (int64_t col = c0; col < c1; ++col)
+        row.push_back(bf16_to_float(static_cast<const uint16_t*>(t.data)[r * k + col]));
+      float amax = 0.0f;
+      for (float x : row) amax = std::max(amax, std::fabs(x));
+      const float s = std::max(amax / 448.0f, 1.0f / (448.0f * 512.0f));
+      want_scales.push_back(s);
+      for (float x : row) want_codes.push_back(float_to_e4m3(x / s));
+    }
+  }
+  EXPECT_EQ(bytes(w), want_codes);
+  EXPECT_EQ(floats(w.weight_scale), want_scales);
+}
+
 TEST(Fp8Weights, OnlineSchemeQuantisesEachRowOfTheRanksSlice) {
   for (int size : {1, 2}) {
+    SCOPED_TRACE("tp size " + std::to_string(size));
     CpuBackend be;
     ModelConfig c = tiny_config();
     c.quantization = online_fp8_config();
@@ -320,24 +348,18 @@ TEST(Fp8Weights, OnlineSchemeQuantisesEachRowOfTheRanksSlice) {
     EXPECT_FALSE(w->embed.dtype == DType::kF8E4M3);
     ASSERT_TRUE(l.down.is_fp8());
     // down [32, 48]: this rank's columns, each row's scale over them.
-    HostTensor d = src.read("model.layers.0.mlp.down_proj.weight").value();
     const int64_t cols = 48 / size, c0 = rank * cols;
-    std::vector<uint8_t> want_codes;
-    std::vector<float> want_scales;
-    for (int64_t r = 0; r < 32; ++r) {
-      std::vector<float> row;
-      for (int64_t col = c0; col < c0 + cols; ++col)
-        row.push_back(bf16_to_float(static_cast<const uint16_t*>(d.data)[r * 48 + col]));
-      float amax = 0.0f;
-      for (float x : row) amax = std::max(amax, std::fabs(x));
-      const float s = std::max(amax / 448.0f, 1.0f / (448.0f * 512.0f));
-      want_scales.push_back(s);
-      for (float x : row) want_codes.push_back(float_to_e4m3(x / s));
-    }
-    EXPECT_EQ(bytes(l.down), want_codes);
-    EXPECT_EQ(floats(l.down.weight_scale), want_scales);
-    EXPECT_TRUE(l.qkv.is_fp8());
-    EXPECT_EQ(l.qkv.weight_scale.numel(), (32 + 16 + 16) / size);
+    expect_online_rows(l.down, src, {{"model.layers.0.mlp.down_proj.weight", 0, 32}}, 48, c0,
+                       c0 + cols);
+    // qkv: this rank's rows of q [32, 32], k and v [16, 32], fused in that order
+    // (rows quantised on the thread pool, each into its place).
+    ASSERT_TRUE(l.qkv.is_fp8());
+    const int64_t q = 32 / size, kv = 16 / size;
+    expect_online_rows(l.qkv, src,
+                       {{"model.layers.0.self_attn.q_proj.weight", rank * q, (rank + 1) * q},
+                        {"model.layers.0.self_attn.k_proj.weight", rank * kv, (rank + 1) * kv},
+                        {"model.layers.0.self_attn.v_proj.weight", rank * kv, (rank + 1) * kv}},
+                       32, 0, 32);
     EXPECT_TRUE(l.qkv.input_scale.empty());
   }
 }
