@@ -278,6 +278,10 @@ struct EngineMetrics {
   // sample whose drafts keep missing waits (engine/spec_cost_policy.h);
   // 0 before the first step and when speculation is off.
   int32_t spec_backoff_cap = 0;
+  // r, the measured extra cost of a verifying step in plain steps, of the
+  // last step's batch-size bucket (SpecCostPolicy::extra_cost), from which
+  // the cap is picked; empty until that bucket measured both kinds of step.
+  std::optional<double> spec_verify_extra_cost;
 };
 
 class Engine {

@@ -247,7 +247,7 @@ void LlmEngine::measure_spec_cost(const LaunchedStep& step, bool held_for_drafts
   spec_cost_.step_finished(
       num_seqs, static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs, kind);
   backoff_cap_ = spec_cost_.cap(num_seqs);
-  metrics_.set_spec_backoff_cap(backoff_cap_);
+  metrics_.set_spec_backoff_cap(backoff_cap_, spec_cost_.extra_cost(num_seqs));
 }
 
 void LlmEngine::end_sequences(const ScheduleOutput& out) {

@@ -20,9 +20,10 @@ void MetricsRecorder::on_spec_verified(int32_t num_drafted, int32_t num_accepted
   for (size_t j = 0; j < n; ++j) ++m_.spec_accepted_per_position[j];
 }
 
-void MetricsRecorder::set_spec_backoff_cap(int32_t cap) {
+void MetricsRecorder::set_spec_backoff_cap(int32_t cap, std::optional<double> extra_cost) {
   std::lock_guard<std::mutex> lock(mu_);
   m_.spec_backoff_cap = cap;
+  m_.spec_verify_extra_cost = extra_cost;
 }
 
 void MetricsRecorder::on_tokens(int64_t num_generated) {

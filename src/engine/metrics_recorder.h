@@ -51,8 +51,9 @@ class MetricsRecorder {
   // A drafted sequence was verified: num_accepted of its num_drafted drafts
   // kept (the first num_accepted positions).
   void on_spec_verified(int32_t num_drafted, int32_t num_accepted);
-  // The back-off cap the engine uses now (EngineMetrics::spec_backoff_cap).
-  void set_spec_backoff_cap(int32_t cap);
+  // The back-off cap the engine uses now and the measured r it was picked
+  // from (EngineMetrics::spec_backoff_cap, spec_verify_extra_cost).
+  void set_spec_backoff_cap(int32_t cap, std::optional<double> extra_cost);
   // State the engine thread refreshes after each step.
   void set_state(int64_t num_running, int64_t num_waiting, int64_t num_preemptions, double kv_usage,
                  int64_t prefix_queries, int64_t prefix_hits);

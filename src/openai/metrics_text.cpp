@@ -90,6 +90,11 @@ std::string format_prometheus(const EngineMetrics& m, const std::string& model_n
     e.gauge("pagoda:spec_backoff_cap", static_cast<double>(m.spec_backoff_cap),
             "Speculative decoding: the most steps a sample whose drafts keep missing waits "
             "(picked from the measured cost of verification; 0 before the first step).");
+    if (m.spec_verify_extra_cost)
+      e.gauge("pagoda:spec_verify_extra_cost", *m.spec_verify_extra_cost,
+              "Speculative decoding: r, the measured extra cost of a verifying step in plain "
+              "steps for the last step's batch size, from which the back-off cap is picked "
+              "(absent until measured).");
   }
   append_vllm_metrics(out, m, model_name);
   return out;

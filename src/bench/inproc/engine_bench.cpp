@@ -118,7 +118,8 @@ StepTotals step_totals_between(const EngineMetrics& before, const EngineMetrics&
   SpecTotals spec{after.spec_num_drafts - before.spec_num_drafts,
                   after.spec_num_draft_tokens - before.spec_num_draft_tokens,
                   after.spec_num_accepted_tokens - before.spec_num_accepted_tokens,
-                  after.spec_accepted_per_position, after.spec_backoff_cap};
+                  after.spec_accepted_per_position, after.spec_backoff_cap,
+                  after.spec_verify_extra_cost};
   for (size_t j = 0;
        j < spec.accepted_per_position.size() && j < before.spec_accepted_per_position.size(); ++j)
     spec.accepted_per_position[j] -= before.spec_accepted_per_position[j];

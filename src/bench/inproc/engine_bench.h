@@ -56,6 +56,7 @@ struct SpecTotals {
   uint64_t num_accepted_tokens = 0;
   std::vector<uint64_t> accepted_per_position;  // [num_speculative_tokens]
   int32_t backoff_cap = 0;  // the back-off cap at the span's end (EngineMetrics::spec_backoff_cap)
+  std::optional<double> verify_extra_cost;  // its r (EngineMetrics::spec_verify_extra_cost)
 };
 
 // Engine steps over a timed span (EngineMetrics differences).

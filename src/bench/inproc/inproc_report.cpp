@@ -52,6 +52,7 @@ void spec_fields(json& j, const SpecTotals& s) {
     per_pos.push_back(s.num_drafts > 0 ? json(static_cast<double>(a) / drafts) : json(nullptr));
   j["spec_acceptance_per_position"] = per_pos;
   j["spec_backoff_cap"] = s.backoff_cap;
+  j["spec_verify_extra_cost"] = s.verify_extra_cost ? json(*s.verify_extra_cost) : json(nullptr);
 }
 
 json host_us(const StepTimes& t) {
@@ -101,6 +102,7 @@ void step_lines(std::string& out, const json& j) {
   }
   line(out, "  acceptance per position:", per_pos);
   line(out, "  back-off cap (steps):", std::to_string(j.value("spec_backoff_cap", 0)));
+  line(out, "  verifying step's extra cost r:", num(j, "spec_verify_extra_cost"));
 }
 
 }  // namespace

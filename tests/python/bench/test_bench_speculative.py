@@ -105,6 +105,11 @@ def test_random_drafts_are_rejected_and_change_nothing(tmp_path):
     # The back-off cap the engine measured its way to (a power of two, 8..64).
     assert spec["spec_backoff_cap"] in (8, 16, 32, 64)
     assert "back-off cap (steps):" in p.stdout
+    # The measured r it was picked from: a number once both kinds of step
+    # of the last step's batch size were timed, else null (a short run).
+    r_cost = spec["spec_verify_extra_cost"]
+    assert r_cost is None or isinstance(r_cost, float), r_cost
+    assert "verifying step's extra cost r:" in p.stdout
     # Each step still yields one token: as many steps as without speculation.
     assert r["step_ratio"] == pytest.approx(1.0, abs=0.1)
 

@@ -100,6 +100,10 @@ def test_answers_equal_plain_decoding(running, method):
     assert not plain_values, plain_text  # no spec_decode families without speculation
     assert backoff_cap(spec) in (8, 16, 32, 64), text
     assert backoff_cap(plain) is None, plain_text
+    # r, when measured, is a number; never shown without speculation.
+    m = re.search(r'^pagoda:spec_verify_extra_cost\{[^}]*\} (\S+)$', text, re.M)
+    assert m is None or float(m.group(1)) == float(m.group(1)), text
+    assert "pagoda:spec_verify_extra_cost" not in plain_text, plain_text
 
 
 def test_requests_can_opt_out(running):

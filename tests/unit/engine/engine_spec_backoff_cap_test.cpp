@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "engine_harness.h"
@@ -22,12 +23,14 @@ using Clock = SpecCostPolicy::Clock;
 // What the drafting steps saw: per propose() call, each drafted sequence's
 // number of output tokens then (one more per step, as nothing is accepted);
 // `drafted` is set by a call and cleared by the fake clock.
-// `cap`: pagoda:spec_backoff_cap (EngineMetrics) at each call.
+// `cap` / `r`: pagoda:spec_backoff_cap and spec_verify_extra_cost
+// (EngineMetrics) at each call.
 struct DraftLog {
   const Engine* engine = nullptr;  // set before the first request
   bool drafted = false;
   std::vector<std::map<int64_t, int64_t>> calls;  // [call] seq_id -> output tokens
   std::vector<int32_t> cap;                       // [call]
+  std::vector<std::optional<double>> r;           // [call]
 };
 
 // RandomProposer's drafts, logged.
@@ -42,6 +45,7 @@ class LoggedRandomProposer final : public Proposer {
     for (const DraftInput& in : inputs)
       call[in.seq_id] = static_cast<int64_t>(in.tokens.size()) - in.num_prompt_tokens;
     log_->cap.push_back(log_->engine->metrics().spec_backoff_cap);
+    log_->r.push_back(log_->engine->metrics().spec_verify_extra_cost);
     log_->drafted = true;
     return inner_.propose(inputs, drafts);
   }
@@ -134,6 +138,10 @@ TEST(EngineSpecBackoffCap, RejectedDraftsVerifyTogetherOncePerMeasuredCap) {
       const auto& prev = log->calls[c - 1];
       num_full += call.size() == static_cast<size_t>(kNumRequests);
       EXPECT_EQ(log->cap[c], cap) << "call " << c;
+      // The r the cap came from: a drafting step costs 2 plain ones (with a
+      // budget of 0 it is measured all the same; the cap just stays 8).
+      ASSERT_TRUE(log->r[c].has_value()) << "call " << c;
+      EXPECT_NEAR(*log->r[c], 1.0, 0.05) << "call " << c;
       for (int64_t seq : seqs) {
         if (!call.contains(seq)) {
           finished.insert(seq);
