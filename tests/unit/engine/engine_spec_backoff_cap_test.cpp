@@ -132,16 +132,20 @@ TEST(EngineSpecBackoffCap, RejectedDraftsVerifyTogetherOncePerMeasuredCap) {
     ASSERT_EQ(seqs.size(), static_cast<size_t>(kNumRequests));
     const size_t num_steady = static_cast<size_t>(120 / cap);
     ASSERT_GT(log->calls.size(), num_steady + 1);
-    size_t num_full = 0;
+    size_t num_full = 0, num_measured = 0;
     for (size_t c = log->calls.size() - num_steady; c < log->calls.size(); ++c) {
       const auto& call = log->calls[c];
       const auto& prev = log->calls[c - 1];
       num_full += call.size() == static_cast<size_t>(kNumRequests);
       EXPECT_EQ(log->cap[c], cap) << "call " << c;
-      // The r the cap came from: a drafting step costs 2 plain ones (with a
-      // budget of 0 it is measured all the same; the cap just stays 8).
-      ASSERT_TRUE(log->r[c].has_value()) << "call " << c;
-      EXPECT_NEAR(*log->r[c], 1.0, 0.05) << "call " << c;
+      // The r the cap came from: a drafting step costs 2 plain ones. With a
+      // budget of 0 it is measured all the same (the cap just stays 8), but
+      // a batch size reached late (requests finishing) may not be yet.
+      if (budget > 0) ASSERT_TRUE(log->r[c].has_value()) << "call " << c;
+      if (log->r[c]) {
+        EXPECT_NEAR(*log->r[c], 1.0, 0.05) << "call " << c;
+        ++num_measured;
+      }
       for (int64_t seq : seqs) {
         if (!call.contains(seq)) {
           finished.insert(seq);
@@ -153,6 +157,7 @@ TEST(EngineSpecBackoffCap, RejectedDraftsVerifyTogetherOncePerMeasuredCap) {
       }
     }
     EXPECT_GE(num_full * 2, num_steady);
+    EXPECT_GE(num_measured * 2, num_steady);
     // So the drafting steps are few: the ramp (about log2(cap) + 1 per
     // sample) and one in cap of the ~kMaxTokens steps after it.
     EXPECT_LE(log->calls.size(), static_cast<size_t>(kNumRequests * 7 + kMaxTokens / cap));
