@@ -34,7 +34,8 @@ namespace {
 void add_process_flags(CLI::App& app) {
   app.add_option_function<int>(
          "--threads", [](int n) { set_num_cpu_threads(n); },
-         "threads of the CPU backend's pool; default: env PAGODA_NUM_THREADS, else one per core")
+         "threads of the CPU pool (the CPU backend's compute; load-time work such as --quantization "
+         "fp8's row quantisation); default: env PAGODA_NUM_THREADS, else one per core")
       ->check(CLI::PositiveNumber);
   app.add_option_function<std::string>(
          "--log-level", [](const std::string& name) { set_log_level(*parse_log_level(name)); },
