@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "engine_harness.h"
 #include "finishes_within.h"
+#include "forwarding_runner.h"
 #include "io/model_files.h"
 #include "io/model_location.h"
 #include "model/parallel_runner.h"
@@ -27,45 +28,17 @@ constexpr const char* kFailure = "injected: device lost";
 
 // A rank's ModelRunner whose launches fail from the `fail_from`-th on,
 // before its forward (so its peers wait for it in their forwards).
-class FailingRank final : public Runner {
+class FailingRank final : public ForwardingRunner {
  public:
   FailingRank(std::unique_ptr<Runner> inner, int fail_from)
-      : inner_(std::move(inner)), fail_from_(fail_from) {}
+      : ForwardingRunner(std::move(inner)), fail_from_(fail_from) {}
 
-  int64_t num_kv_blocks() const override { return inner_->num_kv_blocks(); }
-  const std::string& kv_sizing() const override { return inner_->kv_sizing(); }
-  int64_t num_sliding_kv_blocks() const override { return inner_->num_sliding_kv_blocks(); }
-  int64_t kv_block_bytes() const override { return inner_->kv_block_bytes(); }
-  int64_t sliding_kv_block_bytes() const override { return inner_->sliding_kv_block_bytes(); }
-  DType kv_cache_dtype() const override { return inner_->kv_cache_dtype(); }
-  const std::string& kv_scales_source() const override { return inner_->kv_scales_source(); }
-  int block_size() const override { return inner_->block_size(); }
-  int64_t max_model_len() const override { return inner_->max_model_len(); }
-  int64_t max_num_batched_tokens() const override { return inner_->max_num_batched_tokens(); }
-  int64_t max_num_seqs() const override { return inner_->max_num_seqs(); }
-  const std::vector<int64_t>& decode_graph_sizes() const override {
-    return inner_->decode_graph_sizes();
-  }
-  int64_t last_graph_batch_size() const override { return inner_->last_graph_batch_size(); }
-  double last_step_wait_seconds() const override { return inner_->last_step_wait_seconds(); }
-  Status execute(const StepBatch& step, SampleOutput* out) override {
-    PAGODA_RETURN_IF_ERROR(launch(step, 0));
-    return collect(0, out);
-  }
   Status launch(const StepBatch& step, int slot) override {
     if (++launches_ >= fail_from_) return make_error(ErrorCode::kInternal, kFailure);
-    return inner_->launch(step, slot);
-  }
-  Status collect(int slot, SampleOutput* out) override { return inner_->collect(slot, out); }
-  Status launch_sampling(int slot, const SamplingBatch& batch) override {
-    return inner_->launch_sampling(slot, batch);
-  }
-  Status execute_logits(const StepBatch& step, std::vector<float>* logits) override {
-    return inner_->execute_logits(step, logits);
+    return ForwardingRunner::launch(step, slot);
   }
 
  private:
-  std::unique_ptr<Runner> inner_;
   int fail_from_;
   int launches_ = 0;
 };

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "engine_harness.h"
+#include "forwarding_runner.h"
 #include "spec/random_proposer.h"
 
 namespace pagoda::test {
@@ -34,33 +35,13 @@ struct SimClock {
 };
 
 // Forwards to the loaded runner; launch() and collect() move the clock.
-class SimulatedRunner final : public Runner {
+class SimulatedRunner final : public ForwardingRunner {
  public:
   SimulatedRunner(std::unique_ptr<Runner> inner, std::shared_ptr<SimClock> clock)
-      : inner_(std::move(inner)), clock_(std::move(clock)) {}
+      : ForwardingRunner(std::move(inner)), clock_(std::move(clock)) {}
 
-  int64_t num_kv_blocks() const override { return inner_->num_kv_blocks(); }
-  int64_t num_sliding_kv_blocks() const override { return inner_->num_sliding_kv_blocks(); }
-  const std::string& kv_sizing() const override { return inner_->kv_sizing(); }
-  int64_t kv_block_bytes() const override { return inner_->kv_block_bytes(); }
-  int64_t sliding_kv_block_bytes() const override { return inner_->sliding_kv_block_bytes(); }
-  DType kv_cache_dtype() const override { return inner_->kv_cache_dtype(); }
-  const std::string& kv_scales_source() const override { return inner_->kv_scales_source(); }
-  int block_size() const override { return inner_->block_size(); }
-  int64_t max_model_len() const override { return inner_->max_model_len(); }
-  int64_t max_num_batched_tokens() const override { return inner_->max_num_batched_tokens(); }
-  int64_t max_num_seqs() const override { return inner_->max_num_seqs(); }
-  const std::vector<int64_t>& decode_graph_sizes() const override {
-    return inner_->decode_graph_sizes();
-  }
-  int64_t last_graph_batch_size() const override { return inner_->last_graph_batch_size(); }
-  double last_step_wait_seconds() const override { return inner_->last_step_wait_seconds(); }
-  Status execute(const StepBatch& step, SampleOutput* out) override {
-    PAGODA_RETURN_IF_ERROR(launch(step, 0));
-    return collect(0, out);
-  }
   Status launch(const StepBatch& step, int slot) override {
-    PAGODA_RETURN_IF_ERROR(inner_->launch(step, slot));
+    PAGODA_RETURN_IF_ERROR(ForwardingRunner::launch(step, slot));
     // Drafts: more logits rows than sequences.
     const bool verifies = step.logits_rows.size() + 1 > step.query_start_loc.size();
     const auto cost = ms(1) + (verifies ? clock_->verify_extra : ms(0));
@@ -76,17 +57,10 @@ class SimulatedRunner final : public Runner {
   }
   Status collect(int slot, SampleOutput* out) override {
     clock_->now = std::max(clock_->now, clock_->done[static_cast<size_t>(slot)]);
-    return inner_->collect(slot, out);
-  }
-  Status launch_sampling(int slot, const SamplingBatch& batch) override {
-    return inner_->launch_sampling(slot, batch);
-  }
-  Status execute_logits(const StepBatch& step, std::vector<float>* logits) override {
-    return inner_->execute_logits(step, logits);
+    return ForwardingRunner::collect(slot, out);
   }
 
  private:
-  std::unique_ptr<Runner> inner_;
   std::shared_ptr<SimClock> clock_;
 };
 
