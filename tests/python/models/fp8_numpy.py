@@ -60,10 +60,15 @@ def group_scale(amax):
     return np.maximum(np.float32(amax), np.float32(1e-10)) / np.float32(E4M3_MAX)
 
 
-def fp8_linear(x, w, module, scheme, fused=()):
+def fp8_linear(x, w, module, scheme, fused=(), jitter=None):
     """x [T, K] float64 (rounded to float32 first, as the CPU backend holds activations).
     `fused`: the modules fused with `module` into one linear (q/k/v, gate/up), whose largest
-    input_scale a static scheme uses (vLLM's rule)."""
+    input_scale a static scheme uses (vLLM's rule). `jitter`: None, or a numpy Generator that
+    multiplies x by (1 + u 2^-24), u uniform in [-1, 1], before the rounding to float32: noise
+    the size of a float32 summation order's, to measure how far e4m3 rounding flips alone
+    move a model's outputs."""
+    if jitter is not None:
+        x = x * (1.0 + jitter.uniform(-1.0, 1.0, x.shape) * 2.0 ** -24)
     x32 = x.astype(np.float32)
     wq = w[module + ".weight"]
     if scheme["kind"] == "block":
@@ -101,10 +106,10 @@ def rope(x, positions, theta):
     return x * cos + np.concatenate([-x[..., half:], x[..., :half]], axis=-1) * sin
 
 
-def forward(config, weights, ids, scheme, quantize=True):
+def forward(config, weights, ids, scheme, quantize=True, jitter=None):
     """Logits [T, vocab] of `ids` from position 0; every layer linear per `scheme` ({"kind":
     "dynamic" | "static" | "block", "block": b}); quantize=False: plain float64 linears of
-    unquantised weights (the comparison that shows what FP8 changes)."""
+    unquantised weights (the comparison that shows what FP8 changes); jitter: fp8_linear's."""
     w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     kv_heads = config["num_key_value_heads"]
@@ -116,7 +121,7 @@ def forward(config, weights, ids, scheme, quantize=True):
     x = w["model.embed_tokens.weight"][np.asarray(ids)]
 
     def lin(h, m, fused=()):
-        return fp8_linear(h, w, m, scheme, fused) if quantize else h @ w[m + ".weight"].T
+        return fp8_linear(h, w, m, scheme, fused, jitter) if quantize else h @ w[m + ".weight"].T
 
     for i in range(config["num_hidden_layers"]):
         p = f"model.layers.{i}."
