@@ -18,6 +18,7 @@
 // dtype's (expect_close), for an f32 output too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -280,9 +281,14 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
     CudaBackend& gpu = *cuda_backend(dt);
     // n 200 with per-row scales: the FP8 GEMM (cuBLASLt takes n 320).
     for (const auto& [n, block] : {std::pair<int64_t, int32_t>{320, 0}, {200, 0}, {320, 128}}) {
-      for (int64_t rows : {1, 3, 8, 64}) {  // 1: the kernel quantising its own row
+      // rows 0: one row with the decode kernel quantising its own row
+      // (set_fp8_own_row(true)); 1: the quantise kernel first (the default).
+      for (int64_t case_rows : {0, 1, 3, 8, 64}) {
+        const int64_t rows = std::max<int64_t>(case_rows, 1);
+        gpu.set_fp8_own_row(case_rows == 0);
         SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n) + " block " +
-                     std::to_string(block) + " rows=" + std::to_string(rows));
+                     std::to_string(block) + " rows=" + std::to_string(rows) +
+                     (case_rows == 0 ? " own row" : ""));
         const int64_t k = 1024;
         const int64_t num_scales = block > 0 ? 3 * 8 : n;
         DevFp8 w(gpu, n, k, block, random_codes(static_cast<size_t>(n * k)),
@@ -300,6 +306,7 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
         expect_equal(out.download(), eager, "graph replay");
       }
     }
+    gpu.set_fp8_own_row(false);
     expect_status_ok(gpu);
   }
 }
