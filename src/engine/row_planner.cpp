@@ -159,6 +159,7 @@ std::pair<std::span<const uint32_t>, bool> RowPlanner::row_mask(size_t i, int32_
 
 bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& requests,
                                int64_t next_step) const {
+  if (drafts_due(refs, requests, next_step)) return false;
   for (const RowRef& ref : refs) {
     if (ref.kind != RowKind::kSample && ref.kind != RowKind::kPromptLogprob &&
         ref.kind != RowKind::kDiscard && ref.kind != RowKind::kVerify) {
@@ -169,7 +170,6 @@ bool RowPlanner::can_run_ahead(std::span<const RowRef> refs, const RequestMap& r
     if ((ref.kind == RowKind::kSample || ref.kind == RowKind::kVerify) && it->second->speculates) {
       auto sit = it->second->samples.find(ref.seq);
       if (sit == it->second->samples.end()) continue;
-      if (ref.kind == RowKind::kSample && sit->second->spec_next_step <= next_step) return false;
       // Drafts likely rejected: the sample's last drafts (or asks) missed.
       if (ref.kind == RowKind::kVerify && sit->second->spec_backoff == 0) return false;
     }
