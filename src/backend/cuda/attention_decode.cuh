@@ -244,6 +244,46 @@ __device__ __forceinline__ void merge_warp_states(const AttentionParams& p, cons
   }
 }
 
+// The pieces both decode kernels (this one and attention_decode_fp8.cuh)
+// share around their key loop.
+// Q's A fragments of the warp's 16 rows from q_s (q_row: this lane's
+// ldmatrix address), loaded once where they stay in registers (kInRegs).
+template <int kD, bool kInRegs, typename T>
+__device__ __forceinline__ void load_q_frags(const T* q_row,
+                                             uint32_t (&q_frag)[kInRegs ? kD / 16 : 1][4]) {
+  if constexpr (kInRegs) {
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk) ldmatrix_x4(q_frag[kk], smem_addr(q_row + kk * 16));
+  }
+}
+
+// A warp's online-softmax state for this lane's rows (rows >= G take no
+// keys) and its zeroed O accumulator.
+template <int kD>
+__device__ __forceinline__ void init_row_state(const DecodeWork& w, int lane, SoftmaxState& st,
+                                               float (&o_acc)[kD / 8][4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = (lane >> 2) + 8 * h;
+    st.pos[h] = r < w.group ? w.seq_len - 1 : -1;  // every key < kv_end <= seq_len is visible
+  }
+#pragma unroll
+  for (int dt = 0; dt < kD / 8; ++dt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o_acc[dt][e] = 0.0f;
+  }
+}
+
+// P (a 16-key tile's scores after the online softmax) rounded to T as the
+// A fragment of O += P V (like the tile kernel).
+template <typename T>
+__device__ __forceinline__ void pack_p(const float (&s_acc)[kBlockN / 8][4], uint32_t (&a)[4]) {
+  a[0] = pack2<T>(s_acc[0][0], s_acc[0][1]);
+  a[1] = pack2<T>(s_acc[0][2], s_acc[0][3]);
+  a[2] = pack2<T>(s_acc[1][0], s_acc[1][1]);
+  a[3] = pack2<T>(s_acc[1][2], s_acc[1][3]);
+}
+
 template <typename T, typename KV, int kD>
 __global__ void __launch_bounds__(kThreads, (DecodeShape<T, KV, kD>::kMinBlocksPerSm))
     attention_decode_kernel(AttentionParams p) {
@@ -297,23 +337,11 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, KV, kD>::kMinBlocksP
 
   const T* q_row = q_s + (lane & 15) * S::kStride + (lane >> 4) * 8;
   [[maybe_unused]] uint32_t q_frag[S::kQInRegs ? kD / 16 : 1][4];
-  if constexpr (S::kQInRegs) {
-#pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk) ldmatrix_x4(q_frag[kk], smem_addr(q_row + kk * 16));
-  }
+  load_q_frags<kD, S::kQInRegs>(q_row, q_frag);
 
   SoftmaxState st;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = (lane >> 2) + 8 * h;
-    st.pos[h] = r < w.group ? w.seq_len - 1 : -1;  // every key < kv_end <= seq_len is visible
-  }
   float o_acc[kD / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < kD / 8; ++dt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o_acc[dt][e] = 0.0f;
-  }
+  init_row_state<kD>(w, lane, st, o_acc);
   const float2 scales = attention_detail::kv_scales<KV>(p);  // (k_scale, v_scale)
   const ScoreParams sp = ScoreParams::from(p, scales.x);
   // ldmatrix lane addresses within a stage (see compute_scores / accumulate_pv).
@@ -368,12 +396,9 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<T, KV, kD>::kMinBlocksP
     const int n0 = (first_tile + i * kWarps) * kBlockN;
     online_softmax<kBlockN, kD>(s_acc, o_acc, st, n0, w.kv_end, lane, sp);
 
-    // O += P V (P rounded to T, like the tile kernel).
+    // O += P V.
     uint32_t a[4];
-    a[0] = pack2<T>(s_acc[0][0], s_acc[0][1]);
-    a[1] = pack2<T>(s_acc[0][2], s_acc[0][3]);
-    a[2] = pack2<T>(s_acc[1][0], s_acc[1][1]);
-    a[3] = pack2<T>(s_acc[1][2], s_acc[1][3]);
+    pack_p<T>(s_acc, a);
 #pragma unroll
     for (int dn = 0; dn < kD / 16; ++dn) {
       uint32_t b[4];

@@ -58,7 +58,10 @@ using attention_decode_detail::kBlockN;
 using attention_decode_detail::kRows;
 using attention_decode_detail::kThreads;
 using attention_decode_detail::kWarps;
+using attention_decode_detail::init_row_state;
 using attention_decode_detail::kv_row_offset;
+using attention_decode_detail::load_q_frags;
+using attention_decode_detail::pack_p;
 using attention_detail::online_softmax;
 using attention_detail::ScoreParams;
 using attention_detail::SoftmaxState;
@@ -238,23 +241,11 @@ __global__ void __launch_bounds__(kThreads, (Fp8DecodeShape<T, kD>::kMinBlocksPe
 
   const T* q_row = q_s + (lane & 15) * S::kStride + (lane >> 4) * 8;
   uint32_t q_frag[S::kQInRegs ? kD / 16 : 1][4];
-  if constexpr (S::kQInRegs) {
-#pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk) ldmatrix_x4(q_frag[kk], smem_addr(q_row + kk * 16));
-  }
+  load_q_frags<kD, S::kQInRegs>(q_row, q_frag);
 
   SoftmaxState st;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = (lane >> 2) + 8 * h;
-    st.pos[h] = r < w.group ? w.seq_len - 1 : -1;  // every key < kv_end <= seq_len is visible
-  }
   float o_acc[kD / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < kD / 8; ++dt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o_acc[dt][e] = 0.0f;
-  }
+  init_row_state<kD>(w, lane, st, o_acc);
   const float2 scales = attention_detail::kv_scales<fp8_e4m3>(p);  // (k_scale, v_scale)
   const ScoreParams sp = ScoreParams::from(p, scales.x);
 
@@ -276,12 +267,9 @@ __global__ void __launch_bounds__(kThreads, (Fp8DecodeShape<T, kD>::kMinBlocksPe
     const int n0 = (first_tile + i * kWarps) * kBlockN;
     online_softmax<kBlockN, kD>(s_acc, o_acc, st, n0, w.kv_end, lane, sp);
 
-    // O += P V (P rounded to T, like the tile kernel).
+    // O += P V.
     uint32_t a[4];
-    a[0] = pack2<T>(s_acc[0][0], s_acc[0][1]);
-    a[1] = pack2<T>(s_acc[0][2], s_acc[0][3]);
-    a[2] = pack2<T>(s_acc[1][0], s_acc[1][1]);
-    a[3] = pack2<T>(s_acc[1][2], s_acc[1][3]);
+    pack_p<T>(s_acc, a);
     tile_pv<T, kD>(v8, a, lane, o_acc);
     __syncwarp();  // every lane is done with this stage
     if (refill) issue_kv_tile<T, kD>(p, next_off, lane, k8, v8);
