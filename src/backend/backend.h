@@ -81,6 +81,18 @@ struct AttentionScoring {
   int32_t sliding_window;  // > 0: the query at position p attends to (p - window, p] only
 };
 
+// A [T, K] activation quantised per token for an FP8 linear whose weight
+// takes dynamic per-token activation scales (linear_weight.h: block 0, no
+// input_scale): codes [T, K] kF8E4M3 with codes[t, k] = e4m3(a[t, k] /
+// scales[t]) and scales [T] f32 with scales[t] = fp8_token_scale(max_k
+// |a[t, k]|) (core/fp8_quant.h), a as stored in its dtype. The codes'
+// memory must extend to ceil(T / 16) * 16 rows: a device GEMM may read (never
+// use) the padding rows (cuBLASLt's FP8 row rule).
+struct Fp8Rows {
+  Tensor codes;
+  Tensor scales;
+};
+
 // Bytes of moe_experts' gate_up_scratch for T tokens routed to k experts
 // each, hidden size H: every backend fits (the CUDA grouped path keeps an
 // f32 row [H] per routed slot, the expert-sorted slot order and its tile list).
@@ -135,6 +147,16 @@ class Backend {
   virtual void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                             Tensor& out) = 0;
 
+  // The same three ops that also quantise their output `out` [T, K] per
+  // token into q (Fp8Rows, q.codes [T, K], q.scales [T]) for the FP8 linear
+  // that consumes it (linear_fp8_rows): codes and scales are exactly those
+  // that linear() would compute from `out` as stored.
+  virtual void rms_norm_fp8(const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                            Fp8Rows& q) = 0;
+  virtual void add_rms_norm_fp8(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                                Tensor& out, Fp8Rows& q) = 0;
+  virtual void silu_mul_fp8(const Tensor& gate_up, Tensor& out, Fp8Rows& q) = 0;
+
   // out = x @ w^T (+ bias). x [T,K], w [N,K], bias [N] or empty, out [T,N].
   // out may be f32 while x and w are in the compute dtype (logits). w may
   // instead be in a block dtype (core/dtype.h: GGUF quantization blocks, K a
@@ -143,6 +165,14 @@ class Backend {
   // weight with its scales, after prepare_fp8_weight(w): the W8A8 product of
   // linear_weight.h.
   virtual void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) = 0;
+
+  // linear() from pre-quantised activations: x holds the codes and per-token
+  // scales of a [T, K] activation (Fp8Rows); w is an FP8 weight with
+  // dynamic per-token activations (block 0, no input_scale). out [T, N] is
+  // bit-equal to linear(a, w, bias, out) on the activation a that x was
+  // quantised from.
+  virtual void linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& bias,
+                               Tensor& out) = 0;
 
   // Called by the weight loader once for each block-dtype weight [N, K] it
   // uploads, before any op reads it and before graphs are captured: the

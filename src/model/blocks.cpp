@@ -27,6 +27,28 @@ void mark_row_parallel(ForwardContext& ctx) {
   ctx.proj_partial = ctx.tp != nullptr && ctx.tp->size() > 1;
 }
 
+// Whether ctx's producer path serves the linear `w`: the path is on and w is
+// FP8 with dynamic per-token activations (block 0, no input_scale).
+bool takes_fp8_rows(const ForwardContext& ctx, const LinearWeight* w) {
+  return w != nullptr && !ctx.fp8_codes.empty() && w->is_fp8() && w->block == 0 &&
+         w->input_scale.empty();
+}
+
+// The producer scratch viewed for an activation [T, k].
+Fp8Rows fp8_rows(const ForwardContext& ctx, int64_t k) {
+  return {Tensor(ctx.fp8_codes.data, DType::kF8E4M3, {ctx.fp8_scales.dim(0), k}), ctx.fp8_scales};
+}
+
+// out = normed @ w^T (+ bias), from normed's codes when the norm left them.
+void linear_normed(ForwardContext& ctx, const LinearWeight& w, const Tensor& bias, Tensor& out) {
+  if (ctx.normed_fp8) {
+    ctx.normed_fp8 = false;
+    ctx.backend.linear_fp8_rows(fp8_rows(ctx, ctx.normed.dim(1)), w, bias, out);
+    return;
+  }
+  ctx.backend.linear(ctx.normed, w, bias, out);
+}
+
 }  // namespace
 
 Result<Tensor> load_norm(const ModelConfig& c, const std::string& name, WeightLoader& loader) {
@@ -184,14 +206,27 @@ void end_stage(ForwardContext& ctx, const Tensor& final_norm) {
   ctx.pp->send(ctx.proj, ctx.pp->rank() + 1);
 }
 
-void norm(ForwardContext& ctx, const Tensor& w) {
+void norm(ForwardContext& ctx, const Tensor& w, const LinearWeight* next) {
+  ctx.normed_fp8 = takes_fp8_rows(ctx, next);
+  if (ctx.normed_fp8) {
+    Fp8Rows q = fp8_rows(ctx, ctx.normed.dim(1));
+    ctx.backend.rms_norm_fp8(ctx.residual, w, ctx.eps, ctx.normed, q);
+    return;
+  }
   ctx.backend.rms_norm(ctx.residual, w, ctx.eps, ctx.normed);
 }
 
-void add_and_norm(ForwardContext& ctx, const Tensor& w) {
+void add_and_norm(ForwardContext& ctx, const Tensor& w, const LinearWeight* next) {
+  ctx.normed_fp8 = false;
   if (ctx.proj_partial) {
     ctx.tp->all_reduce_add_rms_norm(ctx.backend, ctx.proj, ctx.residual, w, ctx.eps, ctx.normed);
     ctx.proj_partial = false;
+    return;
+  }
+  ctx.normed_fp8 = takes_fp8_rows(ctx, next);
+  if (ctx.normed_fp8) {
+    Fp8Rows q = fp8_rows(ctx, ctx.normed.dim(1));
+    ctx.backend.add_rms_norm_fp8(ctx.residual, ctx.proj, w, ctx.eps, ctx.normed, q);
     return;
   }
   ctx.backend.add_rms_norm(ctx.residual, ctx.proj, w, ctx.eps, ctx.normed);
@@ -210,7 +245,7 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
   const bool sliding_group =
       ctx.sliding_meta != nullptr &&
       ctx.config.sliding_layers[static_cast<size_t>(ctx.first_layer) + layer];
-  be.linear(ctx.normed, l.qkv, l.qkv_bias, ctx.qkv);
+  linear_normed(ctx, l.qkv, l.qkv_bias, ctx.qkv);
   be.qk_norm_rope_kv_write(ctx.qkv, ctx.layout, l.q_norm, l.k_norm, ctx.eps, ctx.positions, cos_sin,
                            sliding_group ? ctx.sliding_slots : ctx.slots, cache);
   be.paged_attention(ctx.qkv, ctx.layout, cache, sliding_group ? *ctx.sliding_meta : ctx.meta,
@@ -221,15 +256,21 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
 
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   Backend& be = ctx.backend;
-  be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
-  be.silu_mul(ctx.gate_up, ctx.act);
-  be.linear(ctx.act, l.down, Tensor(), ctx.proj);
+  linear_normed(ctx, l.gate_up, Tensor(), ctx.gate_up);
+  if (takes_fp8_rows(ctx, &l.down)) {
+    Fp8Rows q = fp8_rows(ctx, ctx.act.dim(1));
+    be.silu_mul_fp8(ctx.gate_up, ctx.act, q);
+    be.linear_fp8_rows(q, l.down, Tensor(), ctx.proj);
+  } else {
+    be.silu_mul(ctx.gate_up, ctx.act);
+    be.linear(ctx.act, l.down, Tensor(), ctx.proj);
+  }
   mark_row_parallel(ctx);  // the next op sums the ranks' parts
 }
 
 void geglu_mlp(ForwardContext& ctx, const LayerWeights& l) {
   Backend& be = ctx.backend;
-  be.linear(ctx.normed, l.gate_up, Tensor(), ctx.gate_up);
+  linear_normed(ctx, l.gate_up, Tensor(), ctx.gate_up);
   be.gelu_tanh_mul(ctx.gate_up, ctx.act);
   be.linear(ctx.act, l.down, Tensor(), ctx.proj);
   mark_row_parallel(ctx);  // the next op sums the ranks' parts

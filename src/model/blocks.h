@@ -116,11 +116,16 @@ bool begin_stage(ForwardContext& ctx, const ModelWeights& w);
 // an earlier stage: sends the residual and `proj` (summed over tp) to the
 // next stage.
 void end_stage(ForwardContext& ctx, const Tensor& final_norm);
-// normed = rms_norm(residual) * w.
-void norm(ForwardContext& ctx, const Tensor& w);
+// normed = rms_norm(residual) * w. `next`: the linear that reads `normed`
+// next (attention's qkv, the MLP's gate_up) or null; when the FP8 producer
+// path serves it (ctx.fp8_codes set, next FP8 with dynamic per-token
+// activations) the norm also writes normed's codes (ctx.normed_fp8) and that
+// linear reads them.
+void norm(ForwardContext& ctx, const Tensor& w, const LinearWeight* next = nullptr);
 // residual += proj, then normed = rms_norm(residual) * w (one fused op;
-// with a partial proj, the tp all-reduce fused in too).
-void add_and_norm(ForwardContext& ctx, const Tensor& w);
+// with a partial proj, the tp all-reduce fused in too, and no codes). `next`
+// as in norm().
+void add_and_norm(ForwardContext& ctx, const Tensor& w, const LinearWeight* next = nullptr);
 // proj = o_proj(paged_attention(rope(qk_norm(qkv(normed))))) for `layer`:
 // the fused q/k/v projection (+ bias when l.qkv_bias is set), then one
 // qk_norm_rope_kv_write: per-head q/k RMSNorm when l.q_norm is set, RoPE
@@ -136,7 +141,8 @@ void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer);
 void attention(ForwardContext& ctx, const LayerWeights& l, size_t layer,
                const AttentionScoring& scoring, const Tensor& cos_sin);
 // proj = down(silu(gate(normed)) * up(normed)) (under tp the rank's partial
-// sum: ctx.proj_partial).
+// sum: ctx.proj_partial). With the FP8 producer path and an FP8 down of
+// dynamic per-token activations, silu_mul_fp8 writes act's codes for down.
 void swiglu_mlp(ForwardContext& ctx, const LayerWeights& l);
 // proj = down(gelu_tanh(gate(normed)) * up(normed)) (under tp the rank's
 // partial sum): Gemma's GeGLU.

@@ -60,6 +60,18 @@ struct ForwardContext {
   Tensor gate_up;   // [T, 2I]
   Tensor act;       // [T, I]
 
+  // FP8 producer quantisation (RunnerOptions::fp8_producer): when an FP8
+  // linear with dynamic per-token activations reads `normed` or `act`, the
+  // op writing that activation also writes its codes and scales here
+  // (rms_norm_fp8, add_rms_norm_fp8, silu_mul_fp8) and the linear reads them
+  // (linear_fp8_rows). fp8_codes [T, max(H, I)] u8 (viewed as [T, K] for the
+  // activation's K), fp8_scales [T] f32; both empty when the path is off.
+  Tensor fp8_codes{};
+  Tensor fp8_scales{};
+  // Set by norm / add_and_norm when fp8_codes hold `normed`'s codes; the
+  // linear that reads `normed` next clears it.
+  bool normed_fp8 = false;
+
   // Mixture-of-experts scratch (empty for dense models): E experts, k routed
   // per token, Im each expert's intermediate size, Is the shared expert's.
   // The expert and shared views alias gate_up / act's memory.

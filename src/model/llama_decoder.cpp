@@ -57,9 +57,9 @@ void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
     if (pending)
-      add_and_norm(ctx, l.input_norm);
+      add_and_norm(ctx, l.input_norm, &l.qkv);
     else
-      norm(ctx, l.input_norm);
+      norm(ctx, l.input_norm, &l.qkv);
     pending = true;
     const size_t layer = static_cast<size_t>(w.first_layer) + i;
     if (layer < c.sliding_layers.size() && c.sliding_layers[layer])
@@ -68,7 +68,7 @@ void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
                 ctx.cos_sin);
     else
       attention(ctx, l, i);
-    add_and_norm(ctx, l.post_attn_norm);
+    add_and_norm(ctx, l.post_attn_norm, &l.gate_up);
     swiglu_mlp(ctx, l);
   }
   end_stage(ctx, w.final_norm);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <unordered_map>
@@ -156,6 +157,21 @@ size_t moe_shared_offset(int64_t max_tokens, int64_t num_experts, int64_t k) {
   return (bytes + 255) / 256 * 256;
 }
 
+// Whether the FP8 producer path (RunnerOptions::fp8_producer, blocks.h) has
+// a linear to serve: some layer's qkv, gate_up or down is FP8 with dynamic
+// per-token activations. PAGODA_FP8_PRODUCER=0 turns it off (read once).
+bool wants_fp8_producer(const RunnerOptions& o, const ModelWeights& w) {
+  static const bool env_off = [] {
+    const char* v = std::getenv("PAGODA_FP8_PRODUCER");
+    return v != nullptr && std::string(v) == "0";
+  }();
+  if (!o.fp8_producer || env_off) return false;
+  for (const LayerWeights& l : w.layers)
+    for (const LinearWeight* lin : {&l.qkv, &l.gate_up, &l.down})
+      if (lin->is_fp8() && lin->block == 0 && lin->input_scale.empty()) return true;
+  return false;
+}
+
 }  // namespace
 
 struct ModelRunner::Buffers {
@@ -166,6 +182,10 @@ struct ModelRunner::Buffers {
   DeviceBuffer proj;                       // [T, H]: o_proj and down_proj outputs
   DeviceBuffer gate_up;                    // [T, 2W], W = mlp_width; moe_experts' scratch
   DeviceBuffer act;                        // [T, W]
+  // The FP8 producer path only (wants_fp8_producer): e4m3 codes [T, max(H, W)]
+  // (T rounded up to 16 rows)
+  // and f32 scales [T] of `normed` or `act` (forward_context.h).
+  DeviceBuffer fp8_codes, fp8_scales;
   // Mixture of experts only: router logits [T, E] f32, top-k weights [T, k]
   // f32, top-k ids [T, k] i32, then the shared expert's output [T, H] cd.
   DeviceBuffer moe;
@@ -197,8 +217,9 @@ struct ModelRunner::Buffers {
   // Bytes of the activation scratch (everything sized by T or the lm_head chunk).
   size_t scratch_bytes() const {
     size_t n = 0;
-    for (const DeviceBuffer* d : {&residual, &normed, &qkv, &attn, &proj, &gate_up, &act, &moe,
-                                  &gathered, &logits, &logits_local})
+    for (const DeviceBuffer* d : {&residual, &normed, &qkv, &attn, &proj, &gate_up, &act,
+                                  &fp8_codes, &fp8_scales, &moe, &gathered, &logits,
+                                  &logits_local})
       n += d->size();
     return n;
   }
@@ -310,6 +331,11 @@ Status ModelRunner::allocate(int64_t max_len) {
     }
     b.gate_up = DeviceBuffer(&backend_, gate_up_bytes);
     b.act = DeviceBuffer(&backend_, t * mlp_width(local_) * es);
+    if (wants_fp8_producer(options_, weights_)) {
+      // ceil(T / 16) * 16 rows: backend.h Fp8Rows.
+      b.fp8_codes = DeviceBuffer(&backend_, (t + 15) / 16 * 16 * std::max(h, mlp_width(local_)));
+      b.fp8_scales = DeviceBuffer(&backend_, t * sizeof(float));
+    }
     if (config_.num_experts > 0) {
       const int64_t e = config_.num_experts, k = config_.num_experts_per_tok;
       b.moe = DeviceBuffer(&backend_, moe_shared_offset(t, e, k) + t * h * es);
@@ -860,6 +886,10 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta,
       .gate_up = b.gate_up.tensor(cd, {t, 2 * inter}),
       .act = b.act.tensor(cd, {t, inter})};
   ctx.first_layer = layers_.begin;
+  if (b.fp8_codes.data() != nullptr) {
+    ctx.fp8_codes = b.fp8_codes.tensor(DType::kF8E4M3, {t, std::max(h, mlp_width(local_))});
+    ctx.fp8_scales = b.fp8_scales.tensor(DType::kF32, {t});
+  }
   if (sliding_group_) {
     ctx.sliding_slots = b.i32(b.layout.sliding_slots, t);
     ctx.sliding_meta = &sliding_meta;

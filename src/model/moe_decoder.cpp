@@ -87,12 +87,12 @@ void moe_forward(const ModelWeights& w, ForwardContext& ctx) {
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
     if (pending)
-      add_and_norm(ctx, l.input_norm);
+      add_and_norm(ctx, l.input_norm, &l.qkv);
     else
-      norm(ctx, l.input_norm);
+      norm(ctx, l.input_norm, &l.qkv);
     pending = true;
     attention(ctx, l, i);
-    add_and_norm(ctx, l.post_attn_norm);
+    add_and_norm(ctx, l.post_attn_norm, l.router.empty() ? &l.gate_up : nullptr);
     if (l.router.empty())
       swiglu_mlp(ctx, l);
     else

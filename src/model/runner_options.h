@@ -56,6 +56,12 @@ struct RunnerOptions {
   // their blocks on the device and Backend::linear computes from them; false
   // dequantizes them to the compute dtype at load (--gguf-dequantize).
   bool keep_weight_blocks = true;
+  // FP8 linears with dynamic per-token activations (backend/linear_weight.h)
+  // take their activation codes from the op that produces the activation
+  // (the RMSNorm before qkv / gate_up, silu_mul before down: blocks.h)
+  // instead of quantising it themselves: the same results, fewer launches.
+  // The runner also turns it off when PAGODA_FP8_PRODUCER=0 (the A/B switch).
+  bool fp8_producer = true;
   // Tensor parallelism (docs/parallelism.md): this runner holds rank
   // tp->rank()'s shard of tp->size() (query heads, kv heads and the
   // intermediate size split; kv heads replicated when fewer than the ranks)

@@ -110,6 +110,28 @@ void CpuBackend::silu_mul(const Tensor& gate_up, Tensor& out) {
   cpu::silu_mul(gate_up, out);
 }
 
+void CpuBackend::rms_norm_fp8(const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                              Fp8Rows& q) {
+  cpu::rms_norm(x, w, eps, out);
+  cpu::fp8_quantize_rows(out, q);
+}
+
+void CpuBackend::add_rms_norm_fp8(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                                  Tensor& out, Fp8Rows& q) {
+  cpu::add_rms_norm(residual, x, w, eps, out);
+  cpu::fp8_quantize_rows(out, q);
+}
+
+void CpuBackend::silu_mul_fp8(const Tensor& gate_up, Tensor& out, Fp8Rows& q) {
+  cpu::silu_mul(gate_up, out);
+  cpu::fp8_quantize_rows(out, q);
+}
+
+void CpuBackend::linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& bias,
+                                 Tensor& out) {
+  cpu::linear_fp8_rows(x, w, bias, out);
+}
+
 void CpuBackend::gelu_tanh_mul(const Tensor& gate_up, Tensor& out) {
   cpu::gelu_tanh_mul(gate_up, out);
 }

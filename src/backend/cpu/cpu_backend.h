@@ -45,6 +45,13 @@ class CpuBackend final : public Backend {
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                     Tensor& out) override;
   void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) override;
+  // The _fp8 producers: the op, then its f32 output quantised per token.
+  void rms_norm_fp8(const Tensor& x, const Tensor& w, float eps, Tensor& out, Fp8Rows& q) override;
+  void add_rms_norm_fp8(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                        Fp8Rows& q) override;
+  void silu_mul_fp8(const Tensor& gate_up, Tensor& out, Fp8Rows& q) override;
+  void linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& bias,
+                       Tensor& out) override;
   void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
                float eps) override;
   void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,

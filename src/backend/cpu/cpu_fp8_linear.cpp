@@ -1,5 +1,6 @@
 // linear with an FP8 W8A8 weight (backend/linear_weight.h): the reference
-// implementation of its arithmetic.
+// implementation of its arithmetic; also from activations quantised by their
+// producer (linear_fp8_rows, fp8_quantize_rows: backend.h Fp8Rows).
 //
 // The activations are quantised once per call (core/fp8_quant.h) into the
 // f32 values of their e4m3 codes, group by group (one group of K columns per
@@ -65,15 +66,24 @@ QuantizedActivations quantize_activations(const Tensor& x, const LinearWeight& w
   return q;
 }
 
-}  // namespace
+// The values of producer-quantised rows: one group of K columns per row.
+QuantizedActivations from_rows(const Fp8Rows& x) {
+  const int64_t t = x.codes.dim(0), k = x.codes.dim(1);
+  QuantizedActivations q;
+  q.width = k;
+  q.num_groups = 1;
+  q.values.resize(static_cast<size_t>(t * k));
+  q.scales.assign(x.scales.ptr<float>(), x.scales.ptr<float>() + t);
+  const float* table = e4m3_value_table();
+  const auto* codes = static_cast<const uint8_t*>(x.codes.data);
+  for (int64_t i = 0; i < t * k; ++i) q.values[static_cast<size_t>(i)] = table[codes[i]];
+  return q;
+}
 
-void linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
-  assert(x.dtype == DType::kF32 && out.dtype == DType::kF32 && w.is_fp8());
-  const int64_t num_rows = x.dim(0), k = x.dim(1), num_cols = w.dim(0);
-  assert(w.dim(1) == k && out.dim(0) == num_rows && out.dim(1) == num_cols);
-  assert(w.weight_scale.dtype == DType::kF32);
-  assert(w.block == 0 || w.input_scale.empty());
-  const QuantizedActivations q = quantize_activations(x, w);
+// out = the FP8 product of the quantised activations q [T, K] and w.
+void fp8_product(const QuantizedActivations& q, int64_t num_rows, int64_t k, const LinearWeight& w,
+                 const Tensor& bias, Tensor& out) {
+  const int64_t num_cols = w.dim(0);
   const float* bp = bias.empty() ? nullptr : bias.ptr<float>();
   const float* ws = w.weight_scale.ptr<float>();
   const int64_t ws_cols = w.block > 0 ? (k + w.block - 1) / w.block : 0;
@@ -115,6 +125,40 @@ void linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tens
               acc[static_cast<size_t>(r * nc + c)] + (bp != nullptr ? bp[c0 + c] : 0.0f);
     }
   });
+}
+
+}  // namespace
+
+void linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
+  assert(x.dtype == DType::kF32 && out.dtype == DType::kF32 && w.is_fp8());
+  const int64_t num_rows = x.dim(0), k = x.dim(1);
+  assert(w.dim(1) == k && out.dim(0) == num_rows && out.dim(1) == w.dim(0));
+  assert(w.weight_scale.dtype == DType::kF32);
+  assert(w.block == 0 || w.input_scale.empty());
+  fp8_product(quantize_activations(x, w), num_rows, k, w, bias, out);
+}
+
+void fp8_quantize_rows(const Tensor& a, Fp8Rows& q) {
+  assert(a.dtype == DType::kF32 && q.codes.dtype == DType::kF8E4M3 && q.scales.dtype == DType::kF32);
+  const int64_t t = a.dim(0), k = a.dim(1);
+  assert(q.codes.dim(0) == t && q.codes.dim(1) == k && q.scales.numel() == t);
+  const float* ap = a.ptr<float>();
+  auto* codes = static_cast<uint8_t*>(q.codes.data);
+  float* scales = q.scales.ptr<float>();
+  parallel_for(t, 16, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float s = fp8_token_scale(fp8_amax(ap + r * k, k));
+      scales[r] = s;
+      fp8_quantize(ap + r * k, k, s, codes + r * k);
+    }
+  });
+}
+
+void linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
+  assert(out.dtype == DType::kF32 && w.is_fp8() && w.block == 0 && w.input_scale.empty());
+  const int64_t num_rows = x.codes.dim(0), k = x.codes.dim(1);
+  assert(w.dim(1) == k && out.dim(0) == num_rows && out.dim(1) == w.dim(0));
+  fp8_product(from_rows(x), num_rows, k, w, bias, out);
 }
 
 }  // namespace pagoda::cpu

@@ -27,6 +27,9 @@ void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tens
 void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out);
 // cpu_fp8_linear.cpp
 void linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out);
+// q = a's per-token FP8 codes and scales (backend.h Fp8Rows); a [T, K] f32.
+void fp8_quantize_rows(const Tensor& a, Fp8Rows& q);
+void linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& bias, Tensor& out);
 
 // cpu_moe.cpp
 void moe_route(const Tensor& logits, bool renormalize, Tensor& ids, Tensor& weights);

@@ -1,6 +1,7 @@
 #include "backend/cuda/activation_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/fp8_quant.cuh"
 #include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
@@ -31,6 +32,45 @@ __global__ void silu_mul_kernel(SiluMulParams p) {
 #pragma unroll
     for (int j = 0; j < kVec; ++j) o.v[j] = glu_one<T, kAct>(g.v[j], u.v[j]);
     store_vec<T, kVec>(static_cast<T*>(p.out) + r * p.inter + c, o);
+  }
+}
+
+// silu_mul_kernel's values, one CTA per row, plus the row's FP8 codes: pass 1
+// writes the outputs and takes max|out| of the rounded values; pass 2
+// re-reads the thread's own outputs and writes their codes.
+template <typename T, int kVec, GluActivation kAct>
+__global__ void glu_fp8_kernel(SiluMulParams p) {
+  pdl_enter();
+  const int64_t row = blockIdx.x;
+  const int64_t groups = p.inter / kVec;
+  const T* gate = static_cast<const T*>(p.gate_up) + row * 2 * p.inter;
+  T* out = static_cast<T*>(p.out) + row * p.inter;
+  float amax = 0.0f;
+  for (int64_t i = threadIdx.x; i < groups; i += blockDim.x) {
+    const Vec<T, kVec> g = load_vec<T, kVec>(gate + i * kVec);
+    const Vec<T, kVec> u = load_vec<T, kVec>(gate + p.inter + i * kVec);
+    Vec<T, kVec> o;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      o.v[j] = glu_one<T, kAct>(g.v[j], u.v[j]);
+      amax = fmaxf(amax, fabsf(to_float(o.v[j])));
+    }
+    store_vec<T, kVec>(out + i * kVec, o);
+  }
+  const float s = fp8_token_scale_dev(block_max(amax));
+  if (threadIdx.x == 0) p.scales[row] = s;
+  uint8_t* codes = p.codes + row * p.inter;
+  for (int64_t i = threadIdx.x; i < groups; i += blockDim.x) {
+    const Vec<T, kVec> o = load_vec<T, kVec>(out + i * kVec);
+    if constexpr (kVec == 8) {  // one 8-byte store (codes 8-byte aligned: launch_silu_mul)
+      uint32_t packed[2] = {0, 0};
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        packed[j / 4] |= static_cast<uint32_t>(fp8_code(to_float(o.v[j]), s)) << (8 * (j % 4));
+      reinterpret_cast<uint2*>(codes)[i] = make_uint2(packed[0], packed[1]);
+    } else {
+      codes[i] = fp8_code(to_float(o.v[0]), s);
+    }
   }
 }
 
@@ -73,13 +113,27 @@ cudaError_t launch_bias_add_out(const BiasAddParams& p, cudaStream_t stream) {
 
 cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
   if (p.num_rows == 0 || p.inter == 0) return cudaSuccess;
-  const bool vec8 = p.inter % 8 == 0 && is_aligned(p.gate_up, 16) && is_aligned(p.out, 16);
+  const bool fp8 = p.codes != nullptr;
+  if (fp8 != (p.scales != nullptr) || (fp8 && p.num_rows > 0x7fffffff))
+    return cudaErrorInvalidValue;
+  const bool vec8 = p.inter % 8 == 0 && is_aligned(p.gate_up, 16) && is_aligned(p.out, 16) &&
+                    (!fp8 || is_aligned(p.codes, 8));
   const unsigned grid = grid_for(p.num_rows * (vec8 ? p.inter / 8 : p.inter));
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     constexpr auto kSilu = GluActivation::kSilu, kGelu = GluActivation::kGeluTanh;
     const bool gelu = p.act == kGelu;
-    if (vec8) {
+    if (fp8) {  // one CTA of up to 1024 threads per row
+      const int64_t groups = vec8 ? p.inter / 8 : p.inter;
+      const int threads = static_cast<int>(groups >= 1024 ? 1024 : ceil_div(groups, 32) * 32);
+      const unsigned rows = static_cast<unsigned>(p.num_rows);
+      if (vec8)
+        launch_kernel(gelu ? glu_fp8_kernel<T, 8, kGelu> : glu_fp8_kernel<T, 8, kSilu>, rows,
+                      threads, 0, stream, p);
+      else
+        launch_kernel(gelu ? glu_fp8_kernel<T, 1, kGelu> : glu_fp8_kernel<T, 1, kSilu>, rows,
+                      threads, 0, stream, p);
+    } else if (vec8) {
       launch_kernel(gelu ? silu_mul_kernel<T, 8, kGelu> : silu_mul_kernel<T, 8, kSilu>, grid,
                     kThreads, 0, stream, p);
     } else {

@@ -20,10 +20,16 @@ struct SiluMulParams {
   void* out = nullptr;            // [num_rows, inter]
   int64_t num_rows = 0;
   int64_t inter = 0;
+  // Optional (both or neither): out's per-token FP8 codes [num_rows, inter]
+  // and scales [num_rows] f32, computed from out as rounded (core/fp8_quant.h
+  // dynamic rules): bit-equal to launch_fp8_quantize of out.
+  uint8_t* codes = nullptr;
+  float* scales = nullptr;
 };
 
 // out = round(round(act(gate)) * up), act in f32 (like torch in 16-bit):
 // silu, or gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+// With codes set, one CTA per row also quantises the row (silu_mul_fp8).
 cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream);
 
 struct BiasAddParams {

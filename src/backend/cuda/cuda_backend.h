@@ -66,6 +66,15 @@ class CudaBackend final : public Backend {
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                     Tensor& out) override;
   void linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) override;
+  // The _fp8 producers: the norm / silu_mul kernel quantises its own output
+  // rows (norm_kernels.h, activation_kernels.h); linear_fp8_rows runs
+  // linear_fp8's product from the given codes (cuda_fp8_linear.cpp).
+  void rms_norm_fp8(const Tensor& x, const Tensor& w, float eps, Tensor& out, Fp8Rows& q) override;
+  void add_rms_norm_fp8(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                        Fp8Rows& q) override;
+  void silu_mul_fp8(const Tensor& gate_up, Tensor& out, Fp8Rows& q) override;
+  void linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& bias,
+                       Tensor& out) override;
   void qk_norm(Tensor& qkv, const QkvLayout& layout, const Tensor& q_w, const Tensor& k_w,
                float eps) override;
   void rope(Tensor& qkv, const QkvLayout& layout, const Tensor& positions,
@@ -196,13 +205,24 @@ class CudaBackend final : public Backend {
   void fail(const std::string& message);
   // fail() unless e is cudaSuccess; returns e == cudaSuccess.
   bool check(int cuda_error, const char* what);
-  // silu_mul (gelu_tanh false) or gelu_tanh_mul; scale (cap 0) or softcap.
-  void glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh);
+  // rms_norm (residual null) or add_rms_norm, with q: also out's FP8 codes.
+  void norm_rows(Tensor* residual, const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                 Fp8Rows* q);
+  // silu_mul (gelu_tanh false) or gelu_tanh_mul, with q: also out's FP8
+  // codes; scale (cap 0) or softcap.
+  void glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh, Fp8Rows* q = nullptr);
   void scale_or_cap(Tensor& x, float s, float cap);
   // linear() with a block-dtype w (cuda_quant_linear.cpp).
   void linear_blocks(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
   // linear() with an FP8 w (cuda_fp8_linear.cpp).
   void linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out);
+  // The FP8 product of nr quantised rows (codes [nr, K], scales [nr, groups])
+  // into out_rows [nr, N] (cuda_fp8_linear.cpp); false after a failure.
+  bool fp8_product(const uint8_t* codes, const float* scales, int64_t nr, const LinearWeight& w,
+                   const Tensor& bias, char* out_rows, DType out_dtype);
+  // Whether prepare_fp8_weight(w) sized the scratch for `rows` rows (the
+  // activation codes too when `codes`).
+  bool fp8_prepared(const LinearWeight& w, int64_t rows, bool codes) const;
   // Reallocates b to `bytes` when it is smaller (contents lost).
   static Status grow(Buffer& b, size_t bytes, const char* what);
 

@@ -14,6 +14,8 @@
 // FP8 GEMM: logged once), run the tiled tensor-core GEMM (launch_fp8_gemm)
 // where k % 16 == 0; what remains (odd k, other blocks) runs the decode
 // kernel on every 8 rows: correct, but it reads the weight once per 8 rows.
+// linear_fp8_rows takes codes and per-token scales a producer wrote
+// (backend.h Fp8Rows) and runs the same product on them, chunk by chunk.
 // Nothing allocates or waits: graph-capturable.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -100,6 +102,85 @@ Status CudaBackend::prepare_fp8_weight(const LinearWeight& w) {
   return Status::Ok();
 }
 
+bool CudaBackend::fp8_product(const uint8_t* codes, const float* scales, int64_t nr,
+                              const LinearWeight& w, const Tensor& bias, char* out_rows,
+                              DType out_dtype) {
+  const int64_t n = w.dim(0), k = w.dim(1), groups = num_groups(w);
+  const size_t out_es = dtype_size(out_dtype);
+  // The FP8 product's operands for m rows from row m0 of the codes.
+  auto fp8_params = [&](int64_t m0, int64_t m) {
+    cuda::Fp8LinearParams g;
+    g.x_codes = codes + m0 * k;
+    g.x_scales = scales + m0 * groups;
+    g.w = static_cast<const uint8_t*>(w.data);
+    g.w_scales = w.weight_scale.ptr<float>();
+    g.block = w.block;
+    g.bias = bias.empty() ? nullptr : bias.data;
+    g.bias_dtype = bias.dtype;
+    g.out = out_rows + static_cast<size_t>(m0 * n) * out_es;
+    g.out_dtype = out_dtype;
+    g.rows = static_cast<int>(m);
+    g.n = n;
+    g.k = k;
+    return g;
+  };
+  const bool many = nr > cuda::kFp8GemvMaxRows;
+  bool lt_ran = false;
+  if (many && lt_takes(w) && !fp8_gemm_refused_) {
+    cuda::LinearArgs a;
+    a.x = codes;
+    a.w = w.data;
+    a.out = fp8_acc_.ptr;
+    a.rows = (nr + 15) / 16 * 16;  // within the chunk (a multiple of 64)
+    a.n = n;
+    a.k = k;
+    a.in_dtype = DType::kF8E4M3;
+    a.bias_dtype = DType::kF32;
+    a.out_dtype = DType::kF32;
+    const Status st = linear_->run(a, stream_);
+    lt_ran = st.ok();
+    if (!st.ok()) {
+      log_warn(
+          "cuBLASLt's FP8 GEMM is unavailable ({}); FP8 linears of more than {} rows run "
+          "pagoda's FP8 GEMM (or the decode kernel per {} rows where it does not apply)",
+          st.error().message, cuda::kFp8GemvMaxRows, cuda::kFp8GemvMaxRows);
+      fp8_gemm_refused_ = true;
+    }
+  }
+  if (many && !lt_ran) {
+    const cuda::Fp8LinearParams m = fp8_params(0, nr);
+    if (cuda::fp8_gemm_supports(m)) return check(cuda::launch_fp8_gemm(m, stream_), "linear (fp8 gemm)");
+  }
+  if (!lt_ran) {
+    for (int64_t m0 = 0; m0 < nr; m0 += cuda::kFp8GemvMaxRows) {
+      const cuda::Fp8LinearParams g = fp8_params(m0, std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0));
+      if (!check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv)")) return false;
+    }
+    return true;
+  }
+  cuda::Fp8ScaleRowsParams e;
+  e.acc = static_cast<const float*>(fp8_acc_.ptr);
+  e.x_scales = scales;
+  e.w_scales = w.weight_scale.ptr<float>();
+  e.bias = bias.empty() ? nullptr : bias.data;
+  e.bias_dtype = bias.dtype;
+  e.out = out_rows;
+  e.out_dtype = out_dtype;
+  e.rows = nr;
+  e.n = n;
+  return check(cuda::launch_fp8_scale_rows(e, stream_), "linear (fp8 scale)");
+}
+
+// Whether the prepared scratch holds a chunk of `rows` rows of w's product.
+bool CudaBackend::fp8_prepared(const LinearWeight& w, int64_t rows, bool codes) const {
+  const int64_t n = w.dim(0), k = w.dim(1), m = std::min(fp8_chunk_rows(n), rows);
+  const bool lt = lt_takes(w) && !fp8_gemm_refused_;
+  return (!codes || (fp8_codes_.bytes >= static_cast<size_t>(m * k) &&
+                     fp8_scales_.bytes >= static_cast<size_t>(m * num_groups(w)) * 4)) &&
+         (!lt || rows <= cuda::kFp8GemvMaxRows ||
+          fp8_acc_.bytes >= static_cast<size_t>(m * n) * sizeof(float));
+}
+
 void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tensor& bias,
                              Tensor& out) {
   const int64_t k = x.ndim > 0 ? x.dim(-1) : 0;
@@ -114,38 +195,26 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
                             bias.empty() ? std::string("none") : describe(bias), describe(out)));
   }
   if (rows == 0) return;
-  const int64_t chunk = fp8_chunk_rows(n), groups = num_groups(w);
-  const bool lt = lt_takes(w) && !fp8_gemm_refused_;
-  if (fp8_codes_.bytes < static_cast<size_t>(std::min(chunk, rows) * k) ||
-      fp8_scales_.bytes < static_cast<size_t>(std::min(chunk, rows) * groups) * 4 ||
-      (lt && rows > cuda::kFp8GemvMaxRows &&
-       fp8_acc_.bytes < static_cast<size_t>(std::min(chunk, rows) * n) * sizeof(float))) {
+  if (!fp8_prepared(w, rows, true)) {
     return fail(
         fmt::format("linear: FP8 weight {} was not prepared (prepare_fp8_weight)", describe(w)));
   }
   auto* codes = static_cast<uint8_t*>(fp8_codes_.ptr);
   auto* scales = static_cast<float*>(fp8_scales_.ptr);
   const size_t x_es = dtype_size(x.dtype), out_es = dtype_size(out.dtype);
-  // The FP8 product's operands for m rows from row m0 of the chunk's codes.
-  auto fp8_params = [&](int64_t m0, int64_t m, char* out_rows) {
+  if (rows == 1 && fp8_own_row_) {
+    // Batch-1 decode: the tensor-core kernel quantises the row itself.
     cuda::Fp8LinearParams g;
-    g.x_codes = codes + m0 * k;
-    g.x_scales = scales + m0 * groups;
     g.w = static_cast<const uint8_t*>(w.data);
     g.w_scales = w.weight_scale.ptr<float>();
     g.block = w.block;
     g.bias = bias.empty() ? nullptr : bias.data;
     g.bias_dtype = bias.dtype;
-    g.out = out_rows + static_cast<size_t>(m0 * n) * out_es;
+    g.out = out.data;
     g.out_dtype = out.dtype;
-    g.rows = static_cast<int>(m);
+    g.rows = 1;
     g.n = n;
     g.k = k;
-    return g;
-  };
-  if (rows == 1 && fp8_own_row_) {
-    // Batch-1 decode: the tensor-core kernel quantises the row itself.
-    cuda::Fp8LinearParams g = fp8_params(0, 1, static_cast<char*>(out.data));
     g.x = x.data;
     g.x_dtype = x.dtype;
     g.input_scale = w.input_scale.empty() ? nullptr : w.input_scale.ptr<float>();
@@ -154,6 +223,7 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
       return;
     }
   }
+  const int64_t chunk = fp8_chunk_rows(n);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t nr = std::min(chunk, rows - r0);
     cuda::Fp8QuantizeParams q;
@@ -167,55 +237,39 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
     q.scales = scales;
     if (!check(cuda::launch_fp8_quantize(q, stream_), "linear (fp8 quantize)")) return;
     char* out_rows = static_cast<char*>(out.data) + static_cast<size_t>(r0 * n) * out_es;
-    const bool many = nr > cuda::kFp8GemvMaxRows;
-    bool lt_ran = false;
-    if (many && lt) {
-      cuda::LinearArgs a;
-      a.x = codes;
-      a.w = w.data;
-      a.out = fp8_acc_.ptr;
-      a.rows = (nr + 15) / 16 * 16;  // within the chunk (a multiple of 64)
-      a.n = n;
-      a.k = k;
-      a.in_dtype = DType::kF8E4M3;
-      a.bias_dtype = DType::kF32;
-      a.out_dtype = DType::kF32;
-      const Status st = linear_->run(a, stream_);
-      lt_ran = st.ok();
-      if (!st.ok()) {
-        log_warn(
-            "cuBLASLt's FP8 GEMM is unavailable ({}); FP8 linears of more than {} rows run "
-            "pagoda's FP8 GEMM (or the decode kernel per {} rows where it does not apply)",
-            st.error().message, cuda::kFp8GemvMaxRows, cuda::kFp8GemvMaxRows);
-        fp8_gemm_refused_ = true;
-      }
-    }
-    if (many && !lt_ran) {
-      const cuda::Fp8LinearParams m = fp8_params(0, nr, out_rows);
-      if (cuda::fp8_gemm_supports(m)) {
-        if (!check(cuda::launch_fp8_gemm(m, stream_), "linear (fp8 gemm)")) return;
-        continue;
-      }
-    }
-    if (!lt_ran) {
-      for (int64_t m0 = 0; m0 < nr; m0 += cuda::kFp8GemvMaxRows) {
-        const cuda::Fp8LinearParams g =
-            fp8_params(m0, std::min<int64_t>(cuda::kFp8GemvMaxRows, nr - m0), out_rows);
-        if (!check(cuda::launch_fp8_gemv(g, stream_), "linear (fp8 gemv)")) return;
-      }
-      continue;
-    }
-    cuda::Fp8ScaleRowsParams e;
-    e.acc = static_cast<const float*>(fp8_acc_.ptr);
-    e.x_scales = scales;
-    e.w_scales = w.weight_scale.ptr<float>();
-    e.bias = bias.empty() ? nullptr : bias.data;
-    e.bias_dtype = bias.dtype;
-    e.out = out_rows;
-    e.out_dtype = out.dtype;
-    e.rows = nr;
-    e.n = n;
-    if (!check(cuda::launch_fp8_scale_rows(e, stream_), "linear (fp8 scale)")) return;
+    if (!fp8_product(codes, scales, nr, w, bias, out_rows, out.dtype)) return;
+  }
+}
+
+void CudaBackend::linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& bias,
+                                  Tensor& out) {
+  const int64_t k = x.codes.ndim == 2 ? x.codes.dim(1) : 0;
+  const int64_t rows = k > 0 ? x.codes.dim(0) : 0;
+  const int64_t n = w.ndim == 2 ? w.dim(0) : 0;
+  const bool out_ok = is_half(out.dtype) || out.dtype == DType::kF32;
+  const bool bias_ok =
+      bias.empty() || (bias.numel() == n && (is_half(bias.dtype) || bias.dtype == DType::kF32));
+  if (x.codes.dtype != DType::kF8E4M3 || x.scales.dtype != DType::kF32 ||
+      x.scales.numel() != rows || !w.is_fp8() || w.block != 0 || !w.input_scale.empty() ||
+      !out_ok || !bias_ok || k == 0 || w.ndim != 2 || w.dim(1) != k || out.numel() != rows * n) {
+    return fail(fmt::format("linear_fp8_rows: codes {} scales {} w {} block {}{} bias {} out {}",
+                            describe(x.codes), describe(x.scales), describe(w), w.block,
+                            w.input_scale.empty() ? "" : " (static input_scale)",
+                            bias.empty() ? std::string("none") : describe(bias), describe(out)));
+  }
+  if (rows == 0) return;
+  if (!fp8_prepared(w, rows, false)) {
+    return fail(fmt::format("linear_fp8_rows: FP8 weight {} was not prepared (prepare_fp8_weight)",
+                            describe(w)));
+  }
+  const auto* codes = static_cast<const uint8_t*>(x.codes.data);
+  const float* scales = x.scales.ptr<float>();
+  const int64_t chunk = fp8_chunk_rows(n);
+  const size_t out_es = dtype_size(out.dtype);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t nr = std::min(chunk, rows - r0);
+    char* out_rows = static_cast<char*>(out.data) + static_cast<size_t>(r0 * n) * out_es;
+    if (!fp8_product(codes + r0 * k, scales + r0, nr, w, bias, out_rows, out.dtype)) return;
   }
 }
 

@@ -34,6 +34,12 @@ std::string describe(const Tensor& t) {
 int64_t last_dim(const Tensor& t) { return t.ndim > 0 ? t.dim(-1) : 0; }
 int64_t num_rows(const Tensor& t) { return t.ndim > 0 && last_dim(t) > 0 ? t.numel() / last_dim(t) : 0; }
 
+// Whether q holds codes [rows, k] e4m3 and scales [rows] f32.
+bool fp8_rows_ok(const Fp8Rows& q, int64_t rows, int64_t k) {
+  return q.codes.dtype == DType::kF8E4M3 && q.codes.numel() == rows * k &&
+         q.scales.dtype == DType::kF32 && q.scales.numel() == rows;
+}
+
 // Sets the KV write's destination in launch_kv_write's or
 // launch_qk_norm_rope_kv_write's params: `slots` and the layer's caches of
 // `width` (kv heads x head_dim) elements per slot.
@@ -121,41 +127,53 @@ void CudaBackend::gather_rows(const Tensor& x, const Tensor& indices, Tensor& ou
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
-  const int64_t hidden = last_dim(x);
-  if (!is_half(x.dtype) || w.dtype != x.dtype || out.dtype != x.dtype || w.numel() != hidden ||
-      out.numel() != x.numel()) {
-    return fail(fmt::format("rms_norm: x {} w {} out {}", describe(x), describe(w), describe(out)));
-  }
-  cuda::RmsNormParams p;
-  p.dtype = x.dtype;
-  p.x = x.data;
-  p.weight = w.data;
-  p.out = out.data;
-  p.num_rows = num_rows(x);
-  p.hidden = hidden;
-  p.eps = eps;
-  check(cuda::launch_rms_norm(p, stream_), "rms_norm");
+  norm_rows(nullptr, x, w, eps, out, nullptr);
 }
 
 void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
                                Tensor& out) {
-  const int64_t hidden = last_dim(residual);
-  if (!is_half(residual.dtype) || x.dtype != residual.dtype || w.dtype != residual.dtype ||
-      out.dtype != residual.dtype || w.numel() != hidden || x.numel() != residual.numel() ||
-      out.numel() != residual.numel() || out.data == residual.data) {
-    return fail(fmt::format("add_rms_norm: residual {} x {} w {} out {}", describe(residual),
-                            describe(x), describe(w), describe(out)));
+  norm_rows(&residual, x, w, eps, out, nullptr);
+}
+
+void CudaBackend::rms_norm_fp8(const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                               Fp8Rows& q) {
+  norm_rows(nullptr, x, w, eps, out, &q);
+}
+
+void CudaBackend::add_rms_norm_fp8(Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                                   Tensor& out, Fp8Rows& q) {
+  norm_rows(&residual, x, w, eps, out, &q);
+}
+
+void CudaBackend::norm_rows(Tensor* residual, const Tensor& x, const Tensor& w, float eps,
+                            Tensor& out, Fp8Rows* q) {
+  const char* name = residual != nullptr ? (q ? "add_rms_norm_fp8" : "add_rms_norm")
+                                         : (q ? "rms_norm_fp8" : "rms_norm");
+  const Tensor& in = residual != nullptr ? *residual : x;
+  const int64_t hidden = last_dim(in), rows = num_rows(in);
+  if (!is_half(in.dtype) || x.dtype != in.dtype || w.dtype != in.dtype || out.dtype != in.dtype ||
+      w.numel() != hidden || x.numel() != in.numel() || out.numel() != in.numel() ||
+      (residual != nullptr && out.data == residual->data) || (q != nullptr && !fp8_rows_ok(*q, rows, hidden))) {
+    return fail(fmt::format("{}: {} {} w {} out {}{}", name, residual ? "residual" : "x",
+                            describe(in), describe(w), describe(out),
+                            q ? fmt::format(" codes {} scales {}", describe(q->codes),
+                                            describe(q->scales))
+                              : std::string()));
   }
   cuda::RmsNormParams p;
-  p.dtype = residual.dtype;
+  p.dtype = in.dtype;
   p.x = x.data;
-  p.residual = residual.data;
+  p.residual = residual != nullptr ? residual->data : nullptr;
   p.weight = w.data;
   p.out = out.data;
-  p.num_rows = num_rows(residual);
+  p.num_rows = rows;
   p.hidden = hidden;
   p.eps = eps;
-  check(cuda::launch_rms_norm(p, stream_), "add_rms_norm");
+  if (q != nullptr) {
+    p.codes = static_cast<uint8_t*>(q->codes.data);
+    p.scales = q->scales.ptr<float>();
+  }
+  check(cuda::launch_rms_norm(p, stream_), name);
 }
 
 void CudaBackend::linear(const Tensor& x, const LinearWeight& w, const Tensor& bias, Tensor& out) {
@@ -379,11 +397,12 @@ void CudaBackend::paged_attention(const Tensor& qkv, const QkvLayout& layout,
   check(e, "paged_attention");
 }
 
-void CudaBackend::glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh) {
-  const char* name = gelu_tanh ? "gelu_tanh_mul" : "silu_mul";
+void CudaBackend::glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh, Fp8Rows* q) {
+  const char* name = gelu_tanh ? "gelu_tanh_mul" : (q ? "silu_mul_fp8" : "silu_mul");
   const int64_t inter = last_dim(gate_up) / 2;
   if (!is_half(gate_up.dtype) || out.dtype != gate_up.dtype || last_dim(gate_up) % 2 != 0 ||
-      out.numel() != num_rows(gate_up) * inter) {
+      out.numel() != num_rows(gate_up) * inter ||
+      (q != nullptr && !fp8_rows_ok(*q, num_rows(gate_up), inter))) {
     return fail(fmt::format("{}: gate_up {} out {}", name, describe(gate_up), describe(out)));
   }
   cuda::SiluMulParams p;
@@ -393,11 +412,19 @@ void CudaBackend::glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh) {
   p.out = out.data;
   p.num_rows = num_rows(gate_up);
   p.inter = inter;
+  if (q != nullptr) {
+    p.codes = static_cast<uint8_t*>(q->codes.data);
+    p.scales = q->scales.ptr<float>();
+  }
   check(cuda::launch_silu_mul(p, stream_), name);
 }
 
 void CudaBackend::silu_mul(const Tensor& gate_up, Tensor& out) {
   glu(gate_up, out, false);
+}
+
+void CudaBackend::silu_mul_fp8(const Tensor& gate_up, Tensor& out, Fp8Rows& q) {
+  glu(gate_up, out, false, &q);
 }
 
 void CudaBackend::gelu_tanh_mul(const Tensor& gate_up, Tensor& out) {

@@ -1,6 +1,7 @@
 #include "backend/cuda/norm_kernels.h"
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/fp8_quant.cuh"
 #include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
@@ -9,8 +10,10 @@ namespace {
 
 // One block per row; each thread handles kVec consecutive elements per step.
 // Pass 1 (optionally) updates the residual and sums squares; pass 2 re-reads
-// the row (the same thread's own elements) and writes the output.
-template <typename T, int kVec>
+// the row (the same thread's own elements) and writes the output. kFp8:
+// pass 2 also takes max|out| of the rounded outputs, and pass 3 re-reads the
+// thread's own outputs and writes their e4m3 codes with the row's scale.
+template <typename T, int kVec, bool kFp8>
 __global__ void rms_norm_kernel(RmsNormParams p) {
   pdl_enter();
   const int64_t row = blockIdx.x;
@@ -40,13 +43,34 @@ __global__ void rms_norm_kernel(RmsNormParams p) {
   const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(p.hidden) + p.eps);
 
   const T* src = res != nullptr ? res : x;
+  float amax = 0.0f;
   for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
     const Vec<T, kVec> v = load_vec<T, kVec>(src + i * kVec);
     const Vec<T, kVec> wv = load_vec<T, kVec>(w + i * kVec);
     Vec<T, kVec> o;
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) o.v[j] = norm_apply<T>(to_float(v.v[j]), inv, wv.v[j]);
+    for (int j = 0; j < kVec; ++j) {
+      o.v[j] = norm_apply<T>(to_float(v.v[j]), inv, wv.v[j]);
+      if constexpr (kFp8) amax = fmaxf(amax, fabsf(to_float(o.v[j])));
+    }
     store_vec<T, kVec>(out + i * kVec, o);
+  }
+  if constexpr (kFp8) {
+    const float s = fp8_token_scale_dev(block_max(amax));
+    if (threadIdx.x == 0) p.scales[row] = s;
+    uint8_t* codes = p.codes + row * p.hidden;
+    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
+      const Vec<T, kVec> o = load_vec<T, kVec>(out + i * kVec);
+      if constexpr (kVec == 8) {  // one 8-byte store (codes 8-byte aligned: launch_rms_norm)
+        uint32_t packed[2] = {0, 0};
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          packed[j / 4] |= static_cast<uint32_t>(fp8_code(to_float(o.v[j]), s)) << (8 * (j % 4));
+        reinterpret_cast<uint2*>(codes)[i] = make_uint2(packed[0], packed[1]);
+      } else {
+        codes[i] = fp8_code(to_float(o.v[0]), s);
+      }
+    }
   }
 }
 
@@ -84,16 +108,21 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return cudaSuccess;
   if (p.hidden <= 0 || p.num_rows > 0x7fffffff) return cudaErrorInvalidValue;
   const bool vec8 = p.hidden % 8 == 0 && is_aligned(p.x, 16) && is_aligned(p.weight, 16) &&
-                    is_aligned(p.out, 16) && (p.residual == nullptr || is_aligned(p.residual, 16));
+                    is_aligned(p.out, 16) && (p.residual == nullptr || is_aligned(p.residual, 16)) &&
+                    (p.codes == nullptr || is_aligned(p.codes, 8));
   const int64_t num_vec = vec8 ? p.hidden / 8 : p.hidden;
   const int threads = static_cast<int>(num_vec >= 1024 ? 1024 : ceil_div(num_vec, 32) * 32);
   const unsigned blocks = static_cast<unsigned>(p.num_rows);
+  const bool fp8 = p.codes != nullptr;
+  if (fp8 != (p.scales != nullptr)) return cudaErrorInvalidValue;
   return dispatch_half(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (vec8) {
-      launch_kernel(rms_norm_kernel<T, 8>, blocks, threads, 0, stream, p);
+      launch_kernel(fp8 ? rms_norm_kernel<T, 8, true> : rms_norm_kernel<T, 8, false>, blocks,
+                    threads, 0, stream, p);
     } else {
-      launch_kernel(rms_norm_kernel<T, 1>, blocks, threads, 0, stream, p);
+      launch_kernel(fp8 ? rms_norm_kernel<T, 1, true> : rms_norm_kernel<T, 1, false>, blocks,
+                    threads, 0, stream, p);
     }
     return cudaGetLastError();
   });

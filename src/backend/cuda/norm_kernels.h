@@ -7,6 +7,8 @@
 //  - y = round(x * inv) to the compute dtype, then out = round(y * w).
 // The CPU reference runs all of this in f32 without rounding; the difference
 // is within the 16-bit tolerance of the kernel tests.
+// With codes / scales set, the kernel also quantises its output row for an
+// FP8 linear (backend.h rms_norm_fp8 / add_rms_norm_fp8).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,6 +28,11 @@ struct RmsNormParams {
   int64_t num_rows = 0;
   int64_t hidden = 0;
   float eps = 1e-6f;
+  // Optional (both or neither): out's per-token FP8 codes [num_rows, hidden]
+  // and scales [num_rows] f32, computed from out as rounded (core/fp8_quant.h
+  // dynamic rules): bit-equal to launch_fp8_quantize of out (fp8_quant.cuh).
+  uint8_t* codes = nullptr;
+  float* scales = nullptr;
 };
 
 cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream);

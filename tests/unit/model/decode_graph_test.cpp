@@ -63,6 +63,20 @@ class GraphEmulatingBackend final : public Backend {
   void linear(const Tensor& x, const LinearWeight& w, const Tensor& b, Tensor& out) override {
     cpu_.linear(x, w, b, out);
   }
+  void rms_norm_fp8(const Tensor& x, const Tensor& w, float eps, Tensor& out, Fp8Rows& q) override {
+    cpu_.rms_norm_fp8(x, w, eps, out, q);
+  }
+  void add_rms_norm_fp8(Tensor& r, const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                        Fp8Rows& q) override {
+    cpu_.add_rms_norm_fp8(r, x, w, eps, out, q);
+  }
+  void silu_mul_fp8(const Tensor& gu, Tensor& out, Fp8Rows& q) override {
+    cpu_.silu_mul_fp8(gu, out, q);
+  }
+  void linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& b,
+                       Tensor& out) override {
+    cpu_.linear_fp8_rows(x, w, b, out);
+  }
   void qk_norm(Tensor& qkv, const QkvLayout& l, const Tensor& q, const Tensor& k,
                float eps) override {
     cpu_.qk_norm(qkv, l, q, k, eps);

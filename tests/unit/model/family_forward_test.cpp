@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "io/quantization_config.h"
 #include "memory_source.h"
 #include "model/model_runner.h"
 
@@ -59,6 +60,24 @@ class RecordingBackend final : public Backend {
   void linear(const Tensor& x, const LinearWeight& w, const Tensor& b, Tensor& out) override {
     ops.push_back(b.empty() ? "linear" : "linear+bias");
     cpu_.linear(x, w, b, out);
+  }
+  void rms_norm_fp8(const Tensor& x, const Tensor& w, float eps, Tensor& out, Fp8Rows& q) override {
+    ops.push_back("rms_norm_fp8");
+    cpu_.rms_norm_fp8(x, w, eps, out, q);
+  }
+  void add_rms_norm_fp8(Tensor& r, const Tensor& x, const Tensor& w, float eps, Tensor& out,
+                        Fp8Rows& q) override {
+    ops.push_back("add_rms_norm_fp8");
+    cpu_.add_rms_norm_fp8(r, x, w, eps, out, q);
+  }
+  void silu_mul_fp8(const Tensor& gu, Tensor& out, Fp8Rows& q) override {
+    ops.push_back("silu_mul_fp8");
+    cpu_.silu_mul_fp8(gu, out, q);
+  }
+  void linear_fp8_rows(const Fp8Rows& x, const LinearWeight& w, const Tensor& b,
+                       Tensor& out) override {
+    ops.push_back(b.empty() ? "linear_fp8_rows" : "linear_fp8_rows+bias");
+    cpu_.linear_fp8_rows(x, w, b, out);
   }
   void qk_norm(Tensor& qkv, const QkvLayout& l, const Tensor& q, const Tensor& k,
                float eps) override {
@@ -156,8 +175,9 @@ std::vector<std::string> llama_decoder_ops(int64_t num_layers, bool qkv_bias, bo
   return ops;
 }
 
-// The ops of one 3-token prefill of a tiny random `config` (logits only).
-std::vector<std::string> forward_ops(const ModelConfig& config) {
+// The ops of one 3-token prefill of a tiny random `config` (logits only),
+// with RunnerOptions::fp8_producer as given.
+std::vector<std::string> forward_ops(const ModelConfig& config, bool fp8_producer = true) {
   RecordingBackend be;
   MemorySource src;
   test::fill_random(config, &src);
@@ -165,6 +185,7 @@ std::vector<std::string> forward_ops(const ModelConfig& config) {
   o.block_size = 4;
   o.num_kv_blocks = 4;
   o.max_model_len = 16;
+  o.fp8_producer = fp8_producer;
   auto runner = ModelRunner::create(be, config, src, o);
   EXPECT_TRUE(runner.ok()) << (runner.ok() ? "" : runner.error().message);
   if (!runner.ok()) return {};
@@ -192,6 +213,26 @@ TEST(FamilyForward, LlamaAndMistralRunThePlainLlamaDecoder) {
   ModelConfig biased = tiny_config("llama");
   biased.attention_bias = true;
   EXPECT_EQ(forward_ops(biased), llama_decoder_ops(biased.num_layers, true, false));
+}
+
+// FP8 linears with dynamic per-token activations (the online scheme) take
+// the codes their producers write: the norms before qkv and gate_up and
+// silu_mul before down; o_proj (after attention) and the f32 lm_head do not.
+// Without the path (fp8_producer false): the plain decoder's ops.
+TEST(FamilyForward, Fp8DynamicLinearsTakeTheirProducersCodes) {
+  ModelConfig c = tiny_config("llama");
+  c.quantization = online_fp8_config();
+  std::vector<std::string> want = {"embedding"};
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    want.push_back(i == 0 ? "rms_norm_fp8" : "add_rms_norm_fp8");
+    for (const char* op : {"linear_fp8_rows", "rope+kv_write", "paged_attention", "linear",
+                           "add_rms_norm_fp8", "linear_fp8_rows", "silu_mul_fp8",
+                           "linear_fp8_rows"})
+      want.push_back(op);
+  }
+  for (const char* op : {"add_rms_norm", "gather_rows", "linear"}) want.push_back(op);
+  EXPECT_EQ(forward_ops(c), want);
+  EXPECT_EQ(forward_ops(c, false), llama_decoder_ops(c.num_layers, false, false));
 }
 
 TEST(FamilyForward, Qwen2AddsTheQkvBias) {
