@@ -9,9 +9,17 @@
 //    the saturating round-to-nearest-even conversion (__NV_SATFINITE), so the
 //    codes equal the CPU's for the same x.
 //  - launch_fp8_gemv: out = the FP8 product from the codes, for 1 ..
-//    kFp8GemvMaxRows rows, reading the weight once. Where k % 16 == 0, the
-//    codes are 16-byte aligned and the block is 0 or a multiple of 64
-//    (fp8_gemv_tc_supports): on tensor cores (fp8_gemv_tc.cu), mma.sync
+//    kFp8GemvMaxRows rows, reading the weight once, by the variant
+//    fp8_gemv_variant() picks (PAGODA_FP8_GEMV): by default 1 ..
+//    kFp8GemvRowsMaxRows rows on CUDA cores (fp8_gemv_rows.cu: a warp per 2
+//    weight rows over the whole k, 512 contiguous bytes per warp load) and
+//    more rows on tensor cores streamed through shared memory
+//    (fp8_gemv_stream.cu: a persistent grid, each CTA walking its 16-row
+//    tiles through a cp.async ring kept full across tiles), where those
+//    apply (k % 16 == 0, 16-byte aligned codes; the stream kernel: block 0
+//    or a multiple of 64). "tc" keeps the earlier tensor-core kernel for every
+//    row count (fp8_gemv_tc.cu), "stream" / "rows" force one (rows beyond
+//    kFp8GemvRowsMaxRows still stream). The tensor-core kernel (fp8_gemv_tc_supports): mma.sync
 //    m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
 //    promoted to f32 every 64 columns and scaled there (blocks) or at the
 //    end (per-row). Given the 16-bit row itself (Fp8LinearParams::x; one
@@ -46,6 +54,21 @@ namespace pagoda::cuda {
 constexpr int kFp8GemvMaxRows = 8;
 // The longest activation row the decode kernel quantises itself (shared memory).
 constexpr int64_t kFp8GemvFusedMaxK = 32768;
+// The most rows of the CUDA-core decode kernel (fp8_gemv_rows.cu).
+constexpr int kFp8GemvRowsMaxRows = 2;
+
+// The decode kernels launch_fp8_gemv may run for codes (a 16-bit row to
+// quantise, Fp8LinearParams::x, always takes the tensor-core kernel).
+enum class Fp8GemvVariant {
+  kAuto,    // rows for 1 .. kFp8GemvRowsMaxRows rows, else stream
+  kTc,      // fp8_gemv_tc.cu for every row count (PAGODA_FP8_GEMV=tc)
+  kStream,  // fp8_gemv_stream.cu for every row count (PAGODA_FP8_GEMV=stream)
+  kRows,    // as kAuto (PAGODA_FP8_GEMV=rows)
+};
+
+// PAGODA_FP8_GEMV in the environment, read once: tc, stream, rows; unset or
+// anything else: kAuto.
+Fp8GemvVariant fp8_gemv_variant();
 
 struct Fp8QuantizeParams {
   DType dtype = DType::kBF16;  // x: bf16 or f16
@@ -86,9 +109,13 @@ struct Fp8LinearParams {
 
 bool fp8_gemv_supports(const Fp8LinearParams& p);
 cudaError_t launch_fp8_gemv(const Fp8LinearParams& p, cudaStream_t stream);
-// The tensor-core decode kernel alone (launch_fp8_gemv picks it when supported).
+// Each decode kernel alone (launch_fp8_gemv picks one of them when supported).
 bool fp8_gemv_tc_supports(const Fp8LinearParams& p);
 cudaError_t launch_fp8_gemv_tc(const Fp8LinearParams& p, cudaStream_t stream);
+bool fp8_gemv_stream_supports(const Fp8LinearParams& p);
+cudaError_t launch_fp8_gemv_stream(const Fp8LinearParams& p, cudaStream_t stream);
+bool fp8_gemv_rows_supports(const Fp8LinearParams& p);
+cudaError_t launch_fp8_gemv_rows(const Fp8LinearParams& p, cudaStream_t stream);
 
 bool fp8_gemm_supports(const Fp8LinearParams& p);
 cudaError_t launch_fp8_gemm(const Fp8LinearParams& p, cudaStream_t stream);
