@@ -35,6 +35,9 @@
 //                                              bytes read)
 //        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
 //                                              cuBLASLt e4m3 8192^3 ceiling)
+//        kernel_bench --fp8-gemv              (each FP8 decode kernel alone on quantised
+//                                              codes at T 1, 2, 4, 8, 8B and 70B shapes:
+//                                              tc / stream / rows side by side)
 //        kernel_bench --sample                (the sampling kernel, one CTA per row beside
 //                                              rows split over several CTAs; then masked
 //                                              rows, the mask on the fly beside the old
@@ -737,6 +740,92 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
   std::printf("\n");
 }
 
+// Each FP8 decode kernel alone (fp8_linear_kernels.h: tc, the earlier
+// tensor-core kernel; stream; rows, at T <= kFp8GemvRowsMaxRows) on codes
+// quantised beforehand (the quantisation is not timed), per-channel and
+// 128x128 block scales, bf16 out, at the Llama-3 8B and 70B linear shapes
+// and T 1, 2, 4, 8: microseconds, GB/s (weight codes + activation codes +
+// out) and % of the copy ceiling side by side. Weight sets rotate past L2.
+void bench_fp8_gemv(CudaBackend& gpu, const Ceilings& c) {
+  struct Variant {
+    const char* name;
+    cudaError_t (*launch)(const cuda::Fp8LinearParams&, cudaStream_t);
+    int max_rows;
+  };
+  const Variant variants[] = {
+      {"tc", cuda::launch_fp8_gemv_tc, cuda::kFp8GemvMaxRows},
+      {"stream", cuda::launch_fp8_gemv_stream, cuda::kFp8GemvMaxRows},
+      {"rows", cuda::launch_fp8_gemv_rows, cuda::kFp8GemvRowsMaxRows}};
+  const GemmShape shapes[] = {{"8B qkv 4096->6144", 6144, 4096, false},
+                              {"8B o 4096x4096", 4096, 4096, false},
+                              {"8B gate_up 4096->28672", 28672, 4096, false},
+                              {"8B down 14336->4096", 4096, 14336, false},
+                              {"70B qkv 8192->10240", 10240, 8192, false},
+                              {"70B o 8192x8192", 8192, 8192, false},
+                              {"70B gate_up 8192->57344", 57344, 8192, false},
+                              {"70B down 28672->8192", 8192, 28672, false}};
+  std::printf("fp8 decode kernels alone (codes in, bf16 out; bytes = codes + x codes + out)\n");
+  std::printf("%-24s %-7s %2s", "shape (N x K)", "scales", "T");
+  for (const Variant& v : variants) std::printf(" %8s us %6s %5s", v.name, "GB/s", "%copy");
+  std::printf("\n");
+  for (const GemmShape& s : shapes) {
+    const size_t codes_bytes = static_cast<size_t>(s.n * s.k);
+    const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / codes_bytes, 1, 4));
+    DeviceBuffer codes(&gpu, codes_bytes * sets);
+    fill_random_fp8(gpu, codes.data(), codes.size());
+    for (int32_t block : {0, 128}) {
+      const int64_t groups = block > 0 ? (s.k + block - 1) / block : 1;
+      const int64_t num_scales = block > 0 ? ((s.n + block - 1) / block) * groups : s.n;
+      std::vector<float> host_scales(static_cast<size_t>(num_scales), 1e-3f);
+      DeviceBuffer scales(&gpu, host_scales.size() * 4);
+      gpu.copy_to_device(scales.data(), host_scales.data(), scales.size());
+      for (int t : {1, 2, 4, 8}) {
+        const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
+        DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
+        DeviceBuffer x_codes(&gpu, static_cast<size_t>(t * s.k)),
+            x_scales(&gpu, static_cast<size_t>(t * groups) * 4);
+        fill_random(gpu, x.data(), x.size());
+        cuda::Fp8QuantizeParams qp;
+        qp.dtype = DType::kBF16;
+        qp.x = x.data();
+        qp.rows = t;
+        qp.k = s.k;
+        qp.group = block;
+        qp.codes = static_cast<uint8_t*>(x_codes.data());
+        qp.scales = static_cast<float*>(x_scales.data());
+        check(cuda::launch_fp8_quantize(qp, gpu.stream()), "fp8 quantize");
+        cuda::Fp8LinearParams p;
+        p.x_codes = qp.codes;
+        p.x_scales = qp.scales;
+        p.w_scales = static_cast<const float*>(scales.data());
+        p.block = block;
+        p.out = out.data();
+        p.out_dtype = DType::kBF16;
+        p.rows = t;
+        p.n = s.n;
+        p.k = s.k;
+        std::printf("%-24s %-7s %2d", s.name, block > 0 ? "128x128" : "channel", t);
+        for (const Variant& v : variants) {
+          if (t > v.max_rows) {
+            std::printf(" %11s %6s %5s", "-", "-", "-");
+            continue;
+          }
+          const double ms = time_op(gpu, [&](int i) {
+            cuda::Fp8LinearParams pi = p;
+            pi.w = static_cast<const uint8_t*>(codes.data()) + (i % sets) * codes_bytes;
+            check(v.launch(pi, gpu.stream()), v.name);
+          });
+          const double gbps =
+              static_cast<double>(codes_bytes + x_codes.size() + out_bytes) / (ms * 1e-3) / 1e9;
+          std::printf(" %11.1f %6.0f %4.0f%%", ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
+        }
+        std::printf("\n");
+      }
+    }
+  }
+  std::printf("\n");
+}
+
 // The sampling kernel at rows 1..256 x vocabularies 32k..152k, greedy and
 // temperature 0.8 with top_p 0.9 or top_k 50 (no lists, masks or top-K):
 // microseconds with one CTA per row (PAGODA_SAMPLE_GROUPS=1) and with the
@@ -948,6 +1037,10 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], "--fp8") == 0) {
     bench_fp8_linear(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--fp8-gemv") == 0) {
+    bench_fp8_gemv(gpu, c);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--fused") == 0) {

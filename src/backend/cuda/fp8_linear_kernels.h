@@ -17,13 +17,13 @@
 //    (fp8_gemv_stream.cu: a persistent grid, each CTA walking its 16-row
 //    tiles through a cp.async ring kept full across tiles), where those
 //    apply (k % 16 == 0, 16-byte aligned codes; the stream kernel: block 0
-//    or a multiple of 64). "tc" keeps the earlier tensor-core kernel for every
-//    row count (fp8_gemv_tc.cu), "stream" / "rows" force one (rows beyond
-//    kFp8GemvRowsMaxRows still stream). The tensor-core kernel (fp8_gemv_tc_supports): mma.sync
-//    m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
+//    or a multiple of 64). "tc" keeps the earlier tensor-core kernel for
+//    every row count (fp8_gemv_tc.cu), "stream" / "rows" force one (rows
+//    beyond kFp8GemvRowsMaxRows still stream). The tensor-core kernels
+//    (fp8_gemv_tc_supports, fp8_gemv_stream_supports): mma.sync m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
 //    promoted to f32 every 64 columns and scaled there (blocks) or at the
 //    end (per-row). Given the 16-bit row itself (Fp8LinearParams::x; one
-//    row, k <= kFp8GemvFusedMaxK) it quantises that row in shared memory
+//    row, k <= kFp8GemvFusedMaxK) the earlier one quantises that row in shared memory
 //    while its first weight loads are in flight, replacing
 //    launch_fp8_quantize. Else (fp8_gemv.cu) one warp per output feature converts
 //    codes to f32 (exact) and dots them with every row in f32 FMA; the
