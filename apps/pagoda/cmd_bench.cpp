@@ -463,9 +463,13 @@ Status add_op_profile(const InprocFlags& f, const OpProfiling& p,
   pagoda::bench::OpProfileOptions o;
   o.num_steps = f.profile_ops_steps;
   o.batch_size = l.batch_size;
-  // The timed run's mean decode context, within what its requests reached.
+  // The timed run's mean decode context, the profile's sequences ending
+  // within the timed run's longest (input + output, which fits max_model_len).
+  const int64_t mean_context = l.input_len + (l.output_len - 1) / 2;
+  const int64_t chunk = std::max<int64_t>(f.engine.max_num_batched_tokens, 1);
+  o.prefill_steps = (l.batch_size * mean_context + chunk - 1) / chunk;
   o.context_len = std::max<int64_t>(
-      1, std::min(l.input_len + (l.output_len - 1) / 2, l.input_len + l.output_len - 1 - o.num_steps));
+      1, std::min(mean_context, l.input_len + l.output_len - pagoda::bench::profile_output_len(o)));
   o.seed = l.seed + 1000003;
   PAGODA_ASSIGN_OR_RETURN(auto profile,
                           pagoda::bench::run_op_profile(*p.engine, *p.runner, *p.backend, o));

@@ -85,7 +85,7 @@ Result<OpProfile> run_op_profile(LlmEngine& engine, ModelRunner& runner,
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64: fresh ids, no prefix hits
       p.push_back(static_cast<int32_t>(x % static_cast<uint64_t>(std::max<int64_t>(vocab, 1))));
     }
-  const std::vector<int64_t> lens(prompts.size(), o.num_steps + 1);
+  const std::vector<int64_t> lens(prompts.size(), profile_output_len(o));
   profiler.set_weight_names(linear_weight_names(runner.weights()));
   engine.wait_idle();
   runner.pause_graphs(true);

@@ -58,11 +58,21 @@ struct OpProfileOptions {
   int num_steps = 3;
   int64_t batch_size = 1;
   int64_t context_len = 1;  // prompt tokens: the first decode step's context is one more
+  // Steps the batch's prefill may take before every sequence decodes
+  // (ceil(batch_size * context_len / max_num_batched_tokens)). The requests
+  // reach the engine one by one, so their prefills may also be staggered by
+  // up to batch_size steps: the batch generates num_steps + prefill_steps +
+  // batch_size + 1 tokens (profile_output_len).
+  int64_t prefill_steps = 1;
   uint64_t seed = 0;
 };
 
-// Runs batch_size random prompts of context_len tokens for num_steps + 1
-// output tokens on `engine` (idle before and after) with graphs paused on
+inline int64_t profile_output_len(const OpProfileOptions& o) {
+  return o.num_steps + o.prefill_steps + o.batch_size + 1;
+}
+
+// Runs batch_size random prompts of context_len tokens for
+// profile_output_len(options) output tokens on `engine` (idle before and after) with graphs paused on
 // `runner` and `profiler` recording, and summarises the decode steps.
 Result<OpProfile> run_op_profile(LlmEngine& engine, ModelRunner& runner,
                                  ProfilingBackend& profiler, const OpProfileOptions& options);
