@@ -2,6 +2,7 @@
 // OpenAI-compatible server, and the in-process engine benches
 // (docs/benchmarks.md).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -21,6 +22,7 @@
 #include "bench/inproc/engine_bench.h"
 #include "bench/inproc/inproc_report.h"
 #include "bench/inproc/model_cost.h"
+#include "bench/inproc/op_profile.h"
 #include "bench/inproc/spec_comparison.h"
 #include "bench/inproc/stored_weight_bytes.h"
 #include "bench/inproc/w7_editing.h"
@@ -30,6 +32,7 @@
 #include "engine/llm_engine.h"
 #include "io/model_description.h"
 #include "io/model_files.h"
+#include "model/model_runner.h"
 #include "pagoda/engine_flags.h"
 #include "spec/random_proposer.h"
 #include "spec/replay_proposer.h"
@@ -243,6 +246,8 @@ struct InprocFlags {
   int spec_replay = 0;                        // --speculative-replay K
   int spec_random = 0;                        // --speculative-random K
   int spec_replay_forced = 0;                 // --speculative-replay-forced K
+  bool profile_ops = false;                   // --profile-ops
+  int profile_ops_steps = 3;                  // --profile-ops-steps N
   CLI::App* latency_cmd = nullptr;
   CLI::App* throughput_cmd = nullptr;
 };
@@ -329,6 +334,21 @@ void add_inproc_commands(CLI::App& app, InprocFlags& f) {
           ->type_name("K")
           ->excludes(replay);
   forced->excludes(f.latency_cmd->get_option("--speculative-random"));
+  f.latency_cmd->add_flag(
+      "--profile-ops", f.profile_ops,
+      "after the timed iterations, run one more batch eagerly (no CUDA graphs) with every backend "
+      "op timed on the device (cuda: an event pair around each op, the host kept ahead by a spin "
+      "kernel every 64 ops; cpu: the host clock) and print where a decode step's time goes: per "
+      "op (linears by weight name and shape) calls, us per step and per call, and for linears, "
+      "attention and MoE experts the bytes moved and GB/s against the ceiling; the sum of the "
+      "ops is set against the timed TPOT (the difference: launch gaps and host work that graphs "
+      "hide); into --result-json as op_profile and op_profile_summary; one device only");
+  f.latency_cmd
+      ->add_option("--profile-ops-steps", f.profile_ops_steps,
+                   "decode steps --profile-ops averages over (at context input-len + "
+                   "(output-len - 1) / 2)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   f.throughput_cmd = app.add_subcommand("throughput",
                                         "W2/W6: offline throughput in-process: every request added "
                                         "at once; output tok/s, total tok/s, req/s");
@@ -428,23 +448,83 @@ Status measure_ceiling(InprocFlags& f, const pagoda::ModelLocation& location,
   return Status::Ok();
 }
 
-// One latency run on `engine`: its report (and recordings when asked).
+// What --profile-ops needs of a started engine (engine/llm_engine.h's parts).
+struct OpProfiling {
+  pagoda::LlmEngine* engine = nullptr;
+  pagoda::ModelRunner* runner = nullptr;
+  pagoda::ProfilingBackend* backend = nullptr;
+};
+
+// --profile-ops after the timed iterations: the decode steps' per-op table
+// into `report` (op_profile.h).
+Status add_op_profile(const InprocFlags& f, const OpProfiling& p,
+                      const pagoda::bench::LatencyReportInputs& in, nlohmann::json& report) {
+  const auto& l = f.latency;
+  pagoda::bench::OpProfileOptions o;
+  o.num_steps = f.profile_ops_steps;
+  o.batch_size = l.batch_size;
+  // The timed run's mean decode context, the profile's sequences ending
+  // within the timed run's longest (input + output, which fits max_model_len).
+  const int64_t mean_context = l.input_len + (l.output_len - 1) / 2;
+  const int64_t chunk = std::max<int64_t>(f.engine.max_num_batched_tokens, 1);
+  o.prefill_steps = (l.batch_size * mean_context + chunk - 1) / chunk;
+  o.context_len = std::max<int64_t>(
+      1, std::min(mean_context, l.input_len + l.output_len - pagoda::bench::profile_output_len(o)));
+  o.seed = l.seed + 1000003;
+  PAGODA_ASSIGN_OR_RETURN(auto profile,
+                          pagoda::bench::run_op_profile(*p.engine, *p.runner, *p.backend, o));
+  pagoda::bench::add_op_profile(report, profile, report["tpot_mean_ms"].get<double>() * 1000.0,
+                                in.bandwidth);
+  return Status::Ok();
+}
+
+// One latency run on `engine`: its report (and recordings when asked), with
+// --profile-ops's table when `profiling` is given.
 Result<nlohmann::json> latency_run(const InprocFlags& f, pagoda::Engine& engine,
                                    const std::string& source, pagoda::bench::LatencyReportInputs in,
-                                   std::vector<pagoda::bench::Recording>* recordings) {
+                                   std::vector<pagoda::bench::Recording>* recordings,
+                                   const OpProfiling* profiling = nullptr) {
   pagoda::bench::LatencyBenchOptions options = f.latency;
   options.dataset = f.dataset;
   options.record_outputs = recordings != nullptr;
   PAGODA_ASSIGN_OR_RETURN(options.prompts, dataset_prompts(f, source, engine, options.input_len));
   auto result = pagoda::bench::run_latency_bench(engine, options);
-  engine.drain();
-  if (!result.ok()) return result.error();
+  if (!result.ok()) {
+    engine.drain();
+    return result.error();
+  }
   if (recordings) *recordings = std::move(result.value().recordings);
   in.options = options;
   in.result = std::move(result).value();
   in.device = engine.info().device;
   in.model = engine.info().served_model_name;
-  return pagoda::bench::latency_report(in);
+  nlohmann::json report = pagoda::bench::latency_report(in);
+  Status profiled = profiling ? add_op_profile(f, *profiling, in, report) : Status::Ok();
+  engine.drain();
+  if (!profiled.ok()) return profiled.error();
+  return report;
+}
+
+// The latency run on a fresh engine; with --profile-ops its backend is a
+// ProfilingBackend and the run ends with the op profile.
+Result<nlohmann::json> latency_run_fresh(InprocFlags& f, const std::string& source,
+                                         const pagoda::bench::LatencyReportInputs& in,
+                                         std::vector<pagoda::bench::Recording>* recordings) {
+  if (!f.profile_ops) {
+    PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
+    return latency_run(f, *engine, source, in, recordings);
+  }
+  pagoda::EngineOptions options = f.engine;
+  options.profile_ops = true;
+  PAGODA_ASSIGN_OR_RETURN(auto parts, pagoda::load_engine_parts(options));
+  OpProfiling p;
+  p.runner = dynamic_cast<pagoda::ModelRunner*>(parts.runner.get());
+  p.backend = dynamic_cast<pagoda::ProfilingBackend*>(parts.backend.get());
+  if (p.runner == nullptr || p.backend == nullptr)
+    return pagoda::make_error(ErrorCode::kInternal, "--profile-ops: the engine has no profiled runner");
+  PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::LlmEngine::start(std::move(parts)));
+  p.engine = engine.get();
+  return latency_run(f, *engine, source, in, recordings, &p);
 }
 
 // --speculative-replay / --speculative-random: the second run, with the
@@ -517,15 +597,17 @@ Status run_latency(InprocFlags& f) {
   in.tensor_parallel_size = f.engine.tensor_parallel_size;
   in.pipeline_parallel_size = f.engine.pipeline_parallel_size;
   in.matrix_flops_per_s = f.ceiling_tflops * 1e12;
+  if (compare && f.profile_ops)
+    return pagoda::make_error(ErrorCode::kInvalidArgument,
+                              "--profile-ops profiles one run: drop the speculation comparison");
   std::vector<pagoda::bench::Recording> recorded;
-  nlohmann::json report;
-  {
-    PAGODA_ASSIGN_OR_RETURN(auto engine, pagoda::create_engine(f.engine));
-    PAGODA_ASSIGN_OR_RETURN(report,
-                            latency_run(f, *engine, source, in, compare ? &recorded : nullptr));
-  }  // the engine's memory is free before a second one starts
+  // The engine's memory is free (latency_run_fresh returned) before a second one starts.
+  PAGODA_ASSIGN_OR_RETURN(nlohmann::json report,
+                          latency_run_fresh(f, source, in, compare ? &recorded : nullptr));
   if (compare) return run_speculative_comparison(f, source, in, std::move(report), recorded);
   std::printf("%s", pagoda::bench::format_latency_report(report).c_str());
+  if (report.contains("op_profile"))
+    std::printf("%s", pagoda::bench::format_op_profile(report).c_str());
   return write_json(f.result_json, report);
 }
 

@@ -66,6 +66,10 @@ struct EngineOptions {
   // RAM, cuda from gpu_memory_utilization (model/kv_budget.h).
   int64_t kv_cache_memory_bytes = 0;
   bool enforce_eager = false;
+  // `pagoda bench latency --profile-ops`: the runner's backend is wrapped in
+  // a ProfilingBackend (backend/profiling_backend.h), EngineParts::backend
+  // is that wrapper. One device only (no tensor or pipeline parallelism).
+  bool profile_ops = false;
   // --disable-hybrid-kv-cache-manager (vLLM's name): every layer keeps its
   // whole context in one KV pool. Off (default): a model with both
   // sliding-window and full-attention layers (Gemma 2/3) keeps the sliding

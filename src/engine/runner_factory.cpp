@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/communicator.h"
+#include "backend/profiling_backend.h"
 #include "core/log.h"
 #include "engine/backend_factory.h"
 #include "model/model_runner.h"
@@ -14,6 +15,7 @@
 #include "parallel/cpu_communicator.h"
 #ifdef PAGODA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_op_timer.h"
 #include "backend/cuda/nccl_communicator.h"
 #endif
 
@@ -65,6 +67,18 @@ std::string describe_parallelism(const ModelConfig& config, int tp, int pp) {
   return d;
 }
 
+// `backend` inside a ProfilingBackend with the timer of its kind: CUDA events
+// on its stream, or the host clock (the cpu backend runs ops synchronously).
+std::unique_ptr<Backend> profiling(std::unique_ptr<Backend> backend) {
+  std::unique_ptr<OpTimer> timer;
+#ifdef PAGODA_HAVE_CUDA
+  if (backend->kind() == DeviceKind::kCuda)
+    timer = std::make_unique<CudaOpTimer>(static_cast<CudaBackend&>(*backend).stream());
+#endif
+  if (timer == nullptr) timer = std::make_unique<HostOpTimer>();
+  return std::make_unique<ProfilingBackend>(std::move(backend), std::move(timer));
+}
+
 }  // namespace
 
 Result<LoadedRunner> load_runner(const EngineOptions& options, const ModelConfig& config,
@@ -79,8 +93,13 @@ Result<LoadedRunner> load_runner(const EngineOptions& options, const ModelConfig
   loaded.device = backends[0]->name();
   loaded.weight_precision =
       describe_quantization(config.quantization, dtype_name(backends[0]->compute_dtype()));
+  if (options.profile_ops && n > 1)
+    return make_error(ErrorCode::kUnsupported,
+                      "--profile-ops times one device: drop --tensor-parallel-size and "
+                      "--pipeline-parallel-size");
   if (n == 1) {
     log_info("backend: {}", loaded.device);
+    if (options.profile_ops) backends[0] = profiling(std::move(backends[0]));
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
                             ModelRunner::create(*backends[0], config, weights, runner_options));
     loaded.backend = std::move(backends[0]);

@@ -668,6 +668,10 @@ ModelRunner::ForwardRows ModelRunner::run_forward(const StepBatch& step) {
   const auto num_seqs = static_cast<int64_t>(step.seq_lens.size());
   const int32_t verify_len = options_.verify_graph_query_len;
   last_graph_batch_ = 0;
+  if (graphs_paused_.load()) {
+    prepare_and_forward(step);
+    return {step.num_tokens(), step.logits_rows.data()};
+  }
   if (is_decode_only(step)) {
     const int graph = pick_decode_graph(graph_sizes_, num_seqs);
     if (graph >= 0) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -120,6 +121,11 @@ class ModelRunner final : public Runner {
   // Seconds the last launch() + collect() spent waiting for the device (the
   // lm_head chunks' samples and the collect).
   double last_step_wait_seconds() const override { return last_wait_seconds_; }
+
+  // While paused, every step runs eagerly, the decode and verification
+  // graphs kept for later (bench --profile-ops: per-op timing needs the ops
+  // enqueued one by one). Set between steps, from any thread.
+  void pause_graphs(bool paused) { graphs_paused_.store(paused); }
 
   // One forward + sampling: launch(step, 0) then collect(0).
   Status execute(const StepBatch& step, SampleOutput* out) override;
@@ -270,6 +276,7 @@ class ModelRunner final : public Runner {
   bool sliding_group_ = false;
   int64_t num_sliding_kv_blocks_ = 0;  // the sliding pool's blocks sequences may use
   bool use_graphs_ = false;
+  std::atomic<bool> graphs_paused_{false};  // pause_graphs()
   int32_t scratch_block_ = -1;  // = num_kv_blocks_ when graphs are used: padding rows' block
   int32_t sliding_scratch_block_ = -1;  // = num_sliding_kv_blocks_ likewise, with the group
   std::vector<int64_t> graph_sizes_;

@@ -59,19 +59,7 @@ __global__ void glu_fp8_kernel(SiluMulParams p) {
   }
   const float s = fp8_token_scale_dev(block_max(amax));
   if (threadIdx.x == 0) p.scales[row] = s;
-  uint8_t* codes = p.codes + row * p.inter;
-  for (int64_t i = threadIdx.x; i < groups; i += blockDim.x) {
-    const Vec<T, kVec> o = load_vec<T, kVec>(out + i * kVec);
-    if constexpr (kVec == 8) {  // one 8-byte store (codes 8-byte aligned: launch_silu_mul)
-      uint32_t packed[2] = {0, 0};
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        packed[j / 4] |= static_cast<uint32_t>(fp8_code(to_float(o.v[j]), s)) << (8 * (j % 4));
-      reinterpret_cast<uint2*>(codes)[i] = make_uint2(packed[0], packed[1]);
-    } else {
-      codes[i] = fp8_code(to_float(o.v[0]), s);
-    }
-  }
+  store_row_codes<T, kVec>(out, groups, s, p.codes + row * p.inter);
 }
 
 template <typename O, typename B>

@@ -58,19 +58,7 @@ __global__ void rms_norm_kernel(RmsNormParams p) {
   if constexpr (kFp8) {
     const float s = fp8_token_scale_dev(block_max(amax));
     if (threadIdx.x == 0) p.scales[row] = s;
-    uint8_t* codes = p.codes + row * p.hidden;
-    for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-      const Vec<T, kVec> o = load_vec<T, kVec>(out + i * kVec);
-      if constexpr (kVec == 8) {  // one 8-byte store (codes 8-byte aligned: launch_rms_norm)
-        uint32_t packed[2] = {0, 0};
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          packed[j / 4] |= static_cast<uint32_t>(fp8_code(to_float(o.v[j]), s)) << (8 * (j % 4));
-        reinterpret_cast<uint2*>(codes)[i] = make_uint2(packed[0], packed[1]);
-      } else {
-        codes[i] = fp8_code(to_float(o.v[0]), s);
-      }
-    }
+    store_row_codes<T, kVec>(out, num_vec, s, p.codes + row * p.hidden);
   }
 }
 
