@@ -2,18 +2,20 @@
 // the CPU backend on the same codes and scales: per-tensor / per-channel
 // (every row its scale) and block-wise scales (128, and 16 / 64 / 256),
 // dynamic and static activations, with and without bias, bf16 / f16 / f32
-// out, through every path of cuda_fp8_linear.cpp: the tensor-core decode
-// kernel (1..8 rows, k % 16 == 0, block 0 or % 64 == 0) and the f32 one
-// (odd k, block 16), cuBLASLt's FP8 GEMM with the scaling epilogue (> 8
-// rows, per-row scales, k and n multiples of 16), the tensor-core FP8 GEMM
-// (> 8 rows: blocks % 128 == 0, per-row scales with n % 16 != 0; k tails of
-// 16 columns) and the decode kernel per 8 rows (odd k, block 16 / 64); the
+// out, through every path of cuda_fp8_linear.cpp: the decode kernels (1..8
+// rows, k % 16 == 0; by default the CUDA-core one at 1 row, the tensor-core
+// one at 2..8, block 0 or % 64 == 0) and the f32 one (odd k, block 16 at 3+
+// rows), cuBLASLt's FP8 GEMM with the scaling epilogue (> 8 rows, per-row
+// scales, k and n multiples of 16), the tensor-core FP8 GEMM (> 8 rows:
+// blocks % 128 == 0, per-row scales with n % 16 != 0; k tails of 16
+// columns) and the decode kernel per 8 rows (odd k, block 16 / 64); the
 // batch-1 decode kernel quantising its own row (and the backend's switch
 // between it and the quantise kernel); then a captured graph against eager
-// execution. Each decode kernel (tensor-core, streamed, CUDA-core rows) is
-// also run alone on the quantise kernel's codes, over odd n, k from 64 to
-// 16384, 1..8 rows, and tiles enough that every CTA of the streamed kernel
-// walks several, against the CPU and from a replayed graph.
+// execution. Each decode kernel (tensor-core, CUDA-core rows) is also run
+// alone on the quantise kernel's codes, over odd n, k from 64 to 16384, 1..8
+// rows (up to the kernel's limit) and several waves of CTAs, against the CPU
+// and from a replayed graph; launch_fp8_gemv runs the kernel
+// PAGODA_FP8_GEMV's rule names.
 //
 // Both backends quantise the same 16-bit activations with the same rules,
 // so the codes agree exactly; the sums differ in order only (and in the
@@ -294,16 +296,40 @@ struct DecodeVariant {
 
 const DecodeVariant kDecodeVariants[] = {
     {"tc", cuda::fp8_gemv_tc_supports, cuda::launch_fp8_gemv_tc, cuda::kFp8GemvMaxRows},
-    {"stream", cuda::fp8_gemv_stream_supports, cuda::launch_fp8_gemv_stream,
-     cuda::kFp8GemvMaxRows},
-    {"rows", cuda::fp8_gemv_rows_supports, cuda::launch_fp8_gemv_rows,
-     cuda::kFp8GemvRowsMaxRows},
+    {"rows", cuda::fp8_gemv_rows_supports, cuda::launch_fp8_gemv_rows, cuda::kFp8GemvRowsMaxRows},
 };
+
+// launch_fp8_gemv itself, which picks one of the above (or the f32 kernel).
+const DecodeVariant kRoutedDecode = {"launch_fp8_gemv", cuda::fp8_gemv_supports,
+                                     cuda::launch_fp8_gemv, cuda::kFp8GemvMaxRows};
+
+// The kernel launch_fp8_gemv must run on g under fp8_gemv_variant()
+// (fp8_linear_kernels.h), or null for the f32 kernel: with "tc" the
+// tensor-core kernel wherever it applies; by default the rows kernel for
+// exactly one row, else the tensor-core kernel, else rows; with "rows" the
+// rows kernel up to kFp8GemvRowsMaxRows rows, else the tensor-core kernel.
+const DecodeVariant* expected_route(const cuda::Fp8LinearParams& g) {
+  const DecodeVariant& tc = kDecodeVariants[0];
+  const DecodeVariant& rows = kDecodeVariants[1];
+  const bool tc_ok = tc.supports(g), rows_ok = rows.supports(g);
+  switch (cuda::fp8_gemv_variant()) {
+    case cuda::Fp8GemvVariant::kTc:
+      return tc_ok ? &tc : nullptr;
+    case cuda::Fp8GemvVariant::kRows:
+      return rows_ok ? &rows : tc_ok ? &tc : nullptr;
+    case cuda::Fp8GemvVariant::kAuto:
+      if (g.rows == 1 && rows_ok) return &rows;
+      return tc_ok ? &tc : rows_ok ? &rows : nullptr;
+  }
+  return nullptr;
+}
 
 // v on the codes of launch_fp8_quantize (the CPU's codes) against the CPU's
 // linear; then, with `graph`, the launch captured and replayed against the
-// eager result.
-void run_decode_variant(DType dt, const DecodeVariant& v, const Fp8Case& c, bool graph) {
+// eager result; with `route` (v is kRoutedDecode), the kernel
+// expected_route names run alone on the same codes gives the same bytes.
+void run_decode_variant(DType dt, const DecodeVariant& v, const Fp8Case& c, bool graph,
+                        bool route = false) {
   CudaBackend& gpu = *cuda_backend(dt);
   Backend& cpu = cpu_backend();
   const int32_t block = c.scales == Scales::kBlock ? c.block : 0;
@@ -353,6 +379,13 @@ void run_decode_variant(DType dt, const DecodeVariant& v, const Fp8Case& c, bool
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
   cpu.linear(cx.t(), cw.w, c.bias ? cb.t() : Tensor(), cout.t());
   expect_close(eager, cout.download(), dt, "fp8 decode kernel", 1.0, 1.0);
+  if (const DecodeVariant* want = route ? expected_route(g) : nullptr; want != nullptr) {
+    SCOPED_TRACE(std::string("expected route ") + want->name);
+    gout.poison();
+    ASSERT_EQ(want->launch(g, gpu.stream()), cudaSuccess);
+    gpu.synchronize();
+    expect_equal(gout.download(), eager, "launch_fp8_gemv vs the kernel it should pick");
+  }
   if (!graph) return;
   const int id = gpu.capture_graph([&] {
     if (v.launch(g, gpu.stream()) != cudaSuccess) ADD_FAILURE() << "launch in capture";
@@ -365,12 +398,12 @@ void run_decode_variant(DType dt, const DecodeVariant& v, const Fp8Case& c, bool
 
 // Every decode kernel alone against the CPU: n not a multiple of 16 (and
 // below one tile), k from 64 to 16384 (k % 64 == 16 and 48: a warp's last
-// 64 columns part out of range; k % 512 != 0: a streamed stage part out of
-// range), n of several tiles per streamed CTA (9000 rows > 2 CTAs x 132
-// SMs x 16), per-row scales and blocks 64 / 128 / 256 (and 16 for the rows
-// kernel), bias, bf16 / f16 / f32 out; every shape at 1..8 rows (up to the
-// kernel's own limit). The first case of each kernel and dtype also replays
-// from a graph.
+// 64 columns part out of range; k % 512 != 0: a warp load of the rows
+// kernel part out of range), n of several waves of CTAs (9000 rows: 563
+// tensor-core CTAs, over 2 per SM on 132 SMs), per-row scales and blocks 64
+// / 128 / 256 (and 16 for the rows kernel), bias, bf16 / f16 / f32 out;
+// every shape at 1..8 rows (up to the kernel's own limit). The first case
+// of each kernel and dtype also replays from a graph.
 TEST(CudaFp8LinearTest, EveryDecodeKernelMatchesCpu) {
   PAGODA_REQUIRE_GPU();
   const std::pair<int64_t, int64_t> shapes[] = {{1, 64},     {15, 80},   {17, 1040}, {200, 400},
@@ -401,6 +434,25 @@ TEST(CudaFp8LinearTest, EveryDecodeKernelMatchesCpu) {
     }
     expect_status_ok(*cuda_backend(dt));
   }
+}
+
+// launch_fp8_gemv runs the kernel PAGODA_FP8_GEMV's rule names (bit-equal
+// to that kernel alone; f32 out, where the kernels' summation orders show)
+// at every T, per-row scales and blocks 128 and 16 (rows kernel or f32
+// kernel only), and matches the CPU. Run the binary once per value of
+// PAGODA_FP8_GEMV (unset, tc, rows) to cover each rule.
+TEST(CudaFp8LinearTest, DecodeRoutingFollowsPagodaFp8Gemv) {
+  PAGODA_REQUIRE_GPU();
+  for (int64_t rows = 1; rows <= cuda::kFp8GemvMaxRows; ++rows) {
+    for (int32_t block : {0, 128, 16}) {
+      Fp8Case c{rows, 200, 1040, block > 0 ? Scales::kBlock : Scales::kPerChannel, false, true,
+                true};
+      if (block > 0) c.block = block;
+      SCOPED_TRACE(describe(c));
+      run_decode_variant(DType::kBF16, kRoutedDecode, c, false, true);
+    }
+  }
+  expect_status_ok(*cuda_backend(DType::kBF16));
 }
 
 // Every path captured into a graph and replayed gives the eager result.

@@ -37,7 +37,7 @@
 //                                              cuBLASLt e4m3 8192^3 ceiling)
 //        kernel_bench --fp8-gemv              (each FP8 decode kernel alone on quantised
 //                                              codes at T 1, 2, 4, 8, 8B and 70B shapes:
-//                                              tc / stream / rows side by side)
+//                                              tc / rows side by side)
 //        kernel_bench --sample                (the sampling kernel, one CTA per row beside
 //                                              rows split over several CTAs; then masked
 //                                              rows, the mask on the fly beside the old
@@ -740,8 +740,8 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
   std::printf("\n");
 }
 
-// Each FP8 decode kernel alone (fp8_linear_kernels.h: tc, the earlier
-// tensor-core kernel; stream; rows, at T <= kFp8GemvRowsMaxRows) on codes
+// Each FP8 decode kernel alone (fp8_linear_kernels.h: tc, the tensor-core
+// kernel; rows, the CUDA-core one, at T <= kFp8GemvRowsMaxRows) on codes
 // quantised beforehand (the quantisation is not timed), per-channel and
 // 128x128 block scales, bf16 out, at the Llama-3 8B and 70B linear shapes
 // and T 1, 2, 4, 8: microseconds, GB/s (weight codes + activation codes +
@@ -754,7 +754,6 @@ void bench_fp8_gemv(CudaBackend& gpu, const Ceilings& c) {
   };
   const Variant variants[] = {
       {"tc", cuda::launch_fp8_gemv_tc, cuda::kFp8GemvMaxRows},
-      {"stream", cuda::launch_fp8_gemv_stream, cuda::kFp8GemvMaxRows},
       {"rows", cuda::launch_fp8_gemv_rows, cuda::kFp8GemvRowsMaxRows}};
   const GemmShape shapes[] = {{"8B qkv 4096->6144", 6144, 4096, false},
                               {"8B o 4096x4096", 4096, 4096, false},

@@ -5,10 +5,11 @@
 // activations are quantised (launch_fp8_quantize) in chunks of fp8_chunk_rows
 // rows into fp8_codes_ / fp8_scales_. A chunk of up to cuda::kFp8GemvMaxRows
 // rows runs the decode kernel (launch_fp8_gemv), which streams the e4m3
-// weight once: by default 1-2 rows on CUDA cores (fp8_gemv_rows.cu), 3-8
-// on the streamed tensor-core kernel (fp8_gemv_stream.cu);
-// PAGODA_FP8_GEMV=tc keeps the earlier tensor-core kernel (fp8_gemv_tc.cu),
-// =stream / =rows force one (fp8_linear_kernels.h fp8_gemv_variant). Larger chunks with per-row weight scales run cuBLASLt's FP8
+// weight once: by default 1 row on CUDA cores (fp8_gemv_rows.cu), 2-8 on
+// tensor cores (fp8_gemv_tc.cu), the faster at each T on an H100;
+// PAGODA_FP8_GEMV=tc takes the tensor-core kernel for every row count, =rows
+// the CUDA-core one for 1-2 rows (fp8_linear_kernels.h fp8_gemv_variant).
+// Larger chunks with per-row weight scales run cuBLASLt's FP8
 // GEMM (e4m3 x e4m3, f32 accumulation, unscaled f32 result in fp8_acc_) and
 // the scaling epilogue (launch_fp8_scale_rows); its row count is rounded up
 // to a multiple of 16 (cuBLASLt's FP8 rule; the padding rows' products are

@@ -1,6 +1,11 @@
-// Decode products with an FP8 weight (fp8_linear_kernels.h): the variant
-// PAGODA_FP8_GEMV picks (fp8_gemv_rows.cu, fp8_gemv_stream.cu,
-// fp8_gemv_tc.cu) where it applies, else this f32 kernel.
+// Decode products with an FP8 weight (fp8_linear_kernels.h): the kernel
+// PAGODA_FP8_GEMV picks where it applies: by default the CUDA-core one
+// (fp8_gemv_rows.cu) for exactly 1 row and the tensor-core one
+// (fp8_gemv_tc.cu) for 2 .. 8 rows, the faster at each T on an H100
+// (kernel_bench --fp8-gemv); "tc" the tensor-core one everywhere, "rows"
+// the CUDA-core one up to kFp8GemvRowsMaxRows rows. Where the chosen kernel
+// does not apply the other runs if it may (not rows under "tc"), else this
+// f32 kernel.
 //
 // A CTA of kWarps warps owns kWarps output features (one weight row each).
 // Lane l of a warp reads 16 codes at columns 16 l + 512 i of its row with a
@@ -115,7 +120,6 @@ Fp8GemvVariant fp8_gemv_variant() {
     const char* env = std::getenv("PAGODA_FP8_GEMV");
     if (env == nullptr) return Fp8GemvVariant::kAuto;
     if (std::strcmp(env, "tc") == 0) return Fp8GemvVariant::kTc;
-    if (std::strcmp(env, "stream") == 0) return Fp8GemvVariant::kStream;
     if (std::strcmp(env, "rows") == 0) return Fp8GemvVariant::kRows;
     return Fp8GemvVariant::kAuto;
   }();
@@ -125,11 +129,11 @@ Fp8GemvVariant fp8_gemv_variant() {
 cudaError_t launch_fp8_gemv(const Fp8LinearParams& p, cudaStream_t stream) {
   if (!fp8_gemv_supports(p)) return cudaErrorInvalidValue;
   const Fp8GemvVariant v = fp8_gemv_variant();
-  if (v != Fp8GemvVariant::kTc && v != Fp8GemvVariant::kStream && fp8_gemv_rows_supports(p))
-    return launch_fp8_gemv_rows(p, stream);
-  if (v != Fp8GemvVariant::kTc && fp8_gemv_stream_supports(p))
-    return launch_fp8_gemv_stream(p, stream);
-  if (fp8_gemv_tc_supports(p)) return launch_fp8_gemv_tc(p, stream);
+  const bool tc_ok = fp8_gemv_tc_supports(p);
+  const bool rows_ok = v != Fp8GemvVariant::kTc && fp8_gemv_rows_supports(p);
+  const bool rows_first = v == Fp8GemvVariant::kRows || p.rows == 1;
+  if (rows_ok && (rows_first || !tc_ok)) return launch_fp8_gemv_rows(p, stream);
+  if (tc_ok) return launch_fp8_gemv_tc(p, stream);
   if (p.x != nullptr) return cudaErrorInvalidValue;  // only the tensor-core kernel quantises
   const int64_t blocks = ceil_div(p.n, kWarps);
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;

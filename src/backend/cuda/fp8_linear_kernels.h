@@ -10,25 +10,29 @@
 //    codes equal the CPU's for the same x.
 //  - launch_fp8_gemv: out = the FP8 product from the codes, for 1 ..
 //    kFp8GemvMaxRows rows, reading the weight once, by the variant
-//    fp8_gemv_variant() picks (PAGODA_FP8_GEMV): by default 1 ..
-//    kFp8GemvRowsMaxRows rows on CUDA cores (fp8_gemv_rows.cu: a warp per 2
-//    weight rows over the whole k, 512 contiguous bytes per warp load) and
-//    more rows on tensor cores streamed through shared memory
-//    (fp8_gemv_stream.cu: a persistent grid, each CTA walking its 16-row
-//    tiles through a cp.async ring kept full across tiles), where those
-//    apply (k % 16 == 0, 16-byte aligned codes; the stream kernel: block 0
-//    or a multiple of 64). "tc" keeps the earlier tensor-core kernel for
-//    every row count (fp8_gemv_tc.cu), "stream" / "rows" force one (rows
-//    beyond kFp8GemvRowsMaxRows still stream). The tensor-core kernels
-//    (fp8_gemv_tc_supports, fp8_gemv_stream_supports): mma.sync m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
+//    fp8_gemv_variant() picks (PAGODA_FP8_GEMV), where it applies (k % 16
+//    == 0, 16-byte aligned codes): by default exactly 1 row on CUDA cores
+//    (fp8_gemv_rows.cu: a warp per 2 weight rows over the whole k, 512
+//    contiguous bytes per warp load; any block that is a multiple of 16) and
+//    2 .. 8 rows on tensor cores (fp8_gemv_tc.cu; block 0 or a multiple of
+//    64): the faster of the two at each T on an H100 (kernel_bench
+//    --fp8-gemv, docs/cuda-backend.md: T 1, 8B gate_up 40.8 vs 42.2 us; T 2,
+//    70B o 26.9 vs 33.6 us). "tc" takes the tensor-core kernel for every row
+//    count, "rows" the CUDA-core one wherever it applies (1 ..
+//    kFp8GemvRowsMaxRows rows) and the tensor-core one above; where the
+//    chosen kernel does not apply the other runs if it may (never rows with
+//    "tc"). The tensor-core kernel (fp8_gemv_tc_supports): mma.sync
+//    m16n8k32 e4m3 with the activation rows as the mma's 8 columns, its sums
 //    promoted to f32 every 64 columns and scaled there (blocks) or at the
 //    end (per-row). Given the 16-bit row itself (Fp8LinearParams::x; one
-//    row, k <= kFp8GemvFusedMaxK) the earlier one quantises that row in shared memory
+//    row, k <= kFp8GemvFusedMaxK) it quantises that row in shared memory
 //    while its first weight loads are in flight, replacing
-//    launch_fp8_quantize. Else (fp8_gemv.cu) one warp per output feature converts
-//    codes to f32 (exact) and dots them with every row in f32 FMA; the
-//    scales are applied per warp partial (per row) or per 16-column lane
-//    partial (blocks), then the bias.
+//    launch_fp8_quantize. What neither kernel may take (fp8_gemv.cu: k % 16
+//    != 0; blocks not a multiple of 64 at 3 .. 8 rows, or at any T with
+//    "tc") runs one warp per output feature, converting codes to f32 (exact)
+//    and dotting them with every row in f32 FMA; the scales are applied per
+//    warp partial (per row) or per 16-column lane partial (blocks), then the
+//    bias.
 //  - launch_fp8_gemm: out = the FP8 product for any number of rows on tensor
 //    cores (fp8_gemm.cu; k % 16 == 0, 16-byte aligned codes, block 0 or a
 //    multiple of 128, n <= 65535 * 64): tiles of 64 weight rows x 64
@@ -58,16 +62,17 @@ constexpr int64_t kFp8GemvFusedMaxK = 32768;
 constexpr int kFp8GemvRowsMaxRows = 2;
 
 // The decode kernels launch_fp8_gemv may run for codes (a 16-bit row to
-// quantise, Fp8LinearParams::x, always takes the tensor-core kernel).
+// quantise, Fp8LinearParams::x, always takes the tensor-core kernel). Where
+// the chosen kernel does not apply the other one runs if it may (not rows
+// under kTc).
 enum class Fp8GemvVariant {
-  kAuto,    // rows for 1 .. kFp8GemvRowsMaxRows rows, else stream
-  kTc,      // fp8_gemv_tc.cu for every row count (PAGODA_FP8_GEMV=tc)
-  kStream,  // fp8_gemv_stream.cu for every row count (PAGODA_FP8_GEMV=stream)
-  kRows,    // as kAuto (PAGODA_FP8_GEMV=rows)
+  kAuto,  // rows for exactly 1 row, tc for 2 .. kFp8GemvMaxRows
+  kTc,    // fp8_gemv_tc.cu for every row count (PAGODA_FP8_GEMV=tc)
+  kRows,  // fp8_gemv_rows.cu for 1 .. kFp8GemvRowsMaxRows rows, else tc (PAGODA_FP8_GEMV=rows)
 };
 
-// PAGODA_FP8_GEMV in the environment, read once: tc, stream, rows; unset or
-// anything else: kAuto.
+// PAGODA_FP8_GEMV in the environment, read once: tc, rows; unset or anything
+// else: kAuto.
 Fp8GemvVariant fp8_gemv_variant();
 
 struct Fp8QuantizeParams {
@@ -112,8 +117,6 @@ cudaError_t launch_fp8_gemv(const Fp8LinearParams& p, cudaStream_t stream);
 // Each decode kernel alone (launch_fp8_gemv picks one of them when supported).
 bool fp8_gemv_tc_supports(const Fp8LinearParams& p);
 cudaError_t launch_fp8_gemv_tc(const Fp8LinearParams& p, cudaStream_t stream);
-bool fp8_gemv_stream_supports(const Fp8LinearParams& p);
-cudaError_t launch_fp8_gemv_stream(const Fp8LinearParams& p, cudaStream_t stream);
 bool fp8_gemv_rows_supports(const Fp8LinearParams& p);
 cudaError_t launch_fp8_gemv_rows(const Fp8LinearParams& p, cudaStream_t stream);
 
