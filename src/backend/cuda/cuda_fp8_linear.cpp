@@ -7,7 +7,8 @@
 // rows runs the decode kernel (launch_fp8_gemv), which streams the e4m3
 // weight once. Larger chunks with a 16-bit output (bias absent or of the
 // output's dtype) run cuBLASLt's FP8 GEMM with its own scale modes
-// (fp8_lt_mode; set_fp8_lt_scales, on by default): per-row weights whose k
+// (fp8_lt_mode; set_fp8_lt_scales, on by default) when the chunk's row count
+// is a multiple of 16: per-row weights whose k
 // and n are multiples of 16 with outer-vector scales on both operands, and
 // 128x128-block weights whose k is a multiple of 512 (cuBLASLt's block-scale
 // grid pads its k-blocks to a multiple of 4, which is then the loader's
@@ -80,8 +81,11 @@ bool lt_block_takes(const LinearWeight& w) {
 
 cuda::Fp8Scales CudaBackend::fp8_lt_mode(const LinearWeight& w, int64_t rows, const Tensor& bias,
                                           DType out_dtype) const {
-  const bool eligible = fp8_lt_scales_ && rows > cuda::kFp8GemvMaxRows && is_half(out_dtype) &&
-                        (bias.empty() || bias.dtype == out_dtype);
+  // Row counts that are multiples of 16 only: cuBLASLt's FP8 GEMMs take no
+  // others (it refused 10 rows on an H100), and these write `out` directly,
+  // so they cannot pad as the unscaled path does into its f32 scratch.
+  const bool eligible = fp8_lt_scales_ && rows > cuda::kFp8GemvMaxRows && rows % 16 == 0 &&
+                        is_half(out_dtype) && (bias.empty() || bias.dtype == out_dtype);
   if (eligible && w.block == 0 && lt_takes(w)) return cuda::Fp8Scales::kOuterVec;
   if (eligible && lt_block_takes(w)) return cuda::Fp8Scales::kBlock128;
   return cuda::Fp8Scales::kNone;
