@@ -5,10 +5,13 @@
 // out, through every path of cuda_fp8_linear.cpp: the decode kernels (1..8
 // rows, k % 16 == 0; by default the CUDA-core one at 1 row, the tensor-core
 // one at 2..8, block 0 or % 64 == 0) and the f32 one (odd k, block 16 at 3+
-// rows), cuBLASLt's FP8 GEMM with the scaling epilogue (> 8 rows, per-row
-// scales, k and n multiples of 16), the tensor-core FP8 GEMM (> 8 rows:
-// blocks % 128 == 0, per-row scales with n % 16 != 0; k tails of 16
-// columns) and the decode kernel per 8 rows (odd k, block 16 / 64); the
+// rows), cuBLASLt's FP8 GEMM with its own scale modes (> 8 rows, 16 m of
+// them, 16-bit out: outer-vector scales for per-row weights, 128x128 blocks
+// with k % 512 == 0) and, with that switched off or not applying, with the
+// scaling epilogue (per-row scales, k and n multiples of 16), the
+// tensor-core FP8 GEMM (> 8 rows: blocks % 128 == 0, per-row scales with
+// n % 16 != 0; k tails of 16 columns) and the decode kernel per 8 rows (odd
+// k, block 16 / 64); the
 // batch-1 decode kernel quantising its own row (and the backend's switch
 // between it and the quantise kernel); then a captured graph against eager
 // execution. Each decode kernel (tensor-core, CUDA-core rows) is also run
@@ -28,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/fp8_linear_kernels.h"
 #include "core/fp8.h"
 #include "test_util.h"
@@ -87,7 +91,8 @@ std::vector<uint8_t> random_codes(size_t n) {
   return v;
 }
 
-void run_case(DType dt, const Fp8Case& c) {
+// mode: where non-null, the cuBLASLt scale mode the GPU's call was routed to.
+void run_case(DType dt, const Fp8Case& c, cuda::Fp8Scales* mode = nullptr) {
   CudaBackend& gpu = *cuda_backend(dt);
   Backend& cpu = cpu_backend();
   const int32_t block = c.scales == Scales::kBlock ? c.block : 0;
@@ -109,6 +114,7 @@ void run_case(DType dt, const Fp8Case& c) {
   DevTensor gout(gpu, out_dt, {c.rows, c.n});
   gout.poison();
   gpu.linear(gx.t(), gw.w, c.bias ? gb.t() : Tensor(), gout.t());
+  if (mode != nullptr) *mode = gpu.fp8_lt_mode(gw.w, c.rows, c.bias ? gb.t() : Tensor(), out_dt);
   DevFp8 cw(cpu, c.n, c.k, block, codes, scales, input_scale);
   DevTensor cx(cpu, DType::kF32, {c.rows, c.k}, x), cb(cpu, DType::kF32, {c.n}, b);
   DevTensor cout(cpu, DType::kF32, {c.rows, c.n});
@@ -143,6 +149,59 @@ TEST(CudaFp8LinearTest, EveryScaleLayoutMatchesCpu) {
       }
     }
     expect_status_ok(*cuda_backend(dt));
+  }
+}
+
+// cuBLASLt's own scale modes above 8 rows, with the switch on and off
+// (PAGODA_FP8_LT_SCALES): per-tensor / per-channel weights (outer-vector
+// scales) and 128x128 blocks (1x128 activation groups), bias or none, bf16 /
+// f16 out (f32 out and row counts that are not multiples of 16 keep the
+// other paths), T 9 .. 4096 (4112 x 512 at 4096:
+// two chunks, a partial block row), against the CPU; each shape's routing
+// (fp8_lt_mode), and no refusal by cuBLASLt of a shape routed to it (a
+// refusal falls back correctly, but then the new path is not what ran).
+TEST(CudaFp8LinearTest, LtScaleModesMatchCpu) {
+  PAGODA_REQUIRE_GPU();
+  struct Shape {
+    int64_t n, k;
+    bool outer_vec, block;  // the shape takes cuBLASLt's outer-vector / block scales
+  };
+  const Shape shapes[] = {{320, 1024, true, true},  {4112, 512, true, true},
+                          {200, 512, false, false}, {96, 1280, true, false},
+                          {48, 400, true, false},   {4096, 4096, true, true}};
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    for (bool on : {true, false}) {
+      gpu.set_fp8_lt_scales(on);
+      const int64_t refusals = gpu.num_fp8_lt_refusals();
+      for (int64_t rows : {8, 9, 16, 17, 64, 100, 512, 4096}) {
+        for (size_t s = 0; s < std::size(shapes); ++s) {
+          const Shape& sh = shapes[s];
+          if (rows == 4096 && (dt != DType::kBF16 || (sh.n != 320 && sh.n != 4112))) continue;
+          if (sh.n * sh.k > 4096 * 1024 && rows > 64) continue;
+          for (Scales sc : {Scales::kPerTensor, Scales::kPerChannel, Scales::kBlock}) {
+            const bool static_act = sc == Scales::kPerChannel && rows % 2 == 1;
+            const Fp8Case c{rows, sh.n, sh.k, sc, static_act, (rows + s) % 2 == 0,
+                            rows == 17 && s % 2 == 0};
+            SCOPED_TRACE(std::string(dtype_name(dt)) + (on ? " lt-scales " : " old ") +
+                         describe(c));
+            cuda::Fp8Scales mode = cuda::Fp8Scales::kNone;
+            run_case(dt, c, &mode);
+            cuda::Fp8Scales want = cuda::Fp8Scales::kNone;
+            if (on && rows > cuda::kFp8GemvMaxRows && rows % 16 == 0 && !c.f32_out) {
+              if (sc == Scales::kBlock && sh.block) want = cuda::Fp8Scales::kBlock128;
+              if (sc != Scales::kBlock && sh.outer_vec) want = cuda::Fp8Scales::kOuterVec;
+            }
+            EXPECT_EQ(static_cast<int>(mode), static_cast<int>(want)) << "routing";
+          }
+        }
+      }
+      EXPECT_EQ(gpu.num_fp8_lt_refusals(), refusals)
+          << "cuBLASLt refused shapes routed to its scale modes (the fallback ran; the log "
+             "names the first)";
+    }
+    gpu.set_fp8_lt_scales(true);
+    expect_status_ok(gpu);
   }
 }
 
@@ -460,14 +519,19 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
     CudaBackend& gpu = *cuda_backend(dt);
-    // n 200 with per-row scales: the FP8 GEMM (cuBLASLt takes n 320).
+    // n 200 with per-row scales: the FP8 GEMM (cuBLASLt takes n 320); with
+    // lt-scales on, n 320 runs cuBLASLt's own scale modes (per-row and block
+    // 128) above 8 rows, off the unscaled GEMM + epilogue / pagoda's FP8 GEMM.
+    for (const bool lt_scales : {true, false})
     for (const auto& [n, block] : {std::pair<int64_t, int32_t>{320, 0}, {200, 0}, {320, 128}}) {
+      gpu.set_fp8_lt_scales(lt_scales);
       // rows 0: one row with the decode kernel quantising its own row
       // (set_fp8_own_row(true)); 1: the quantise kernel first (the default).
       for (int64_t case_rows : {0, 1, 3, 8, 64}) {
         const int64_t rows = std::max<int64_t>(case_rows, 1);
         gpu.set_fp8_own_row(case_rows == 0);
-        SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n) + " block " +
+        SCOPED_TRACE(std::string(dtype_name(dt)) + (lt_scales ? " lt-scales" : " old") +
+                     " n " + std::to_string(n) + " block " +
                      std::to_string(block) + " rows=" + std::to_string(rows) +
                      (case_rows == 0 ? " own row" : ""));
         const int64_t k = 1024;
@@ -488,6 +552,7 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
       }
     }
     gpu.set_fp8_own_row(false);
+    gpu.set_fp8_lt_scales(true);
     expect_status_ok(gpu);
   }
 }

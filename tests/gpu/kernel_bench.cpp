@@ -33,7 +33,9 @@
 //                                              kernel and the staged one
 //                                              (PAGODA_FP8_KV_DECODE=old): GB/s of the cache
 //                                              bytes read)
-//        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
+//        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, cuBLASLt's
+//                                              scale modes beside the old paths
+//                                              (PAGODA_FP8_LT_SCALES=0), and the FP8
 //                                              cuBLASLt e4m3 8192^3 ceiling)
 //        kernel_bench --fp8-gemv              (each FP8 decode kernel alone on quantised
 //                                              codes at T 1, 2, 4, 8, 8B and 70B shapes:
@@ -516,7 +518,7 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
                              perm.size() * 4);
         gpu.synchronize();
       }
-      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512, 4096}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -660,10 +662,15 @@ double fp8_gemm_ceiling(CudaBackend& gpu) {
 }
 
 // FP8 W8A8 linear (per-channel and 128x128 block scales, dynamic per-token
-// activations) beside bf16 on the Llama-3.1-8B shapes at T 1, 2, 4, 8, 64, 512:
+// activations) beside bf16 on the Llama-3.1-8B shapes at T 1 .. 4096:
 // microseconds of both, the FP8 call's GB/s (weight codes + x + out) against
-// the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. The FP8 time
-// includes the activation quantisation (and for cuBLASLt the epilogue);
+// the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. "fp8 us" is the
+// default route (above 8 rows cuBLASLt's own scale modes: outer-vector for
+// per-channel, 128x128 blocks x 1x128 groups for block 128), "old us" the
+// same call with set_fp8_lt_scales(false) (cuBLASLt unscaled f32 + the
+// scaling epilogue for per-channel, pagoda's FP8 GEMM for blocks); GB/s,
+// TFLOP/s and %fp8 are the default route's, "old%" the old route's %fp8.
+// Both times include the activation quantisation (and the epilogue);
 // "quant us" times launch_fp8_quantize alone: the share a fused producer
 // would save (at T = 1 the decode kernel quantises its own row: what that
 // saved).
@@ -676,10 +683,10 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
                               {"gate_up 4096->28672", 28672, 4096, false},
                               {"down 14336->4096", 4096, 14336, false}};
   std::printf(
-      "fp8 linear (bf16 x and out; bytes = codes + x + out)\n%-22s %-7s %4s %9s %9s %9s %8s %7s "
-      "%8s %7s\n",
-      "shape (N x K)", "scales", "T", "bf16 us", "fp8 us", "quant us", "GB/s", "%copy", "TFLOP/s",
-      "%fp8");
+      "fp8 linear (bf16 x and out; bytes = codes + x + out)\n%-22s %-7s %4s %9s %9s %9s %9s %8s "
+      "%7s %8s %7s %7s\n",
+      "shape (N x K)", "scales", "T", "bf16 us", "fp8 us", "old us", "quant us", "GB/s", "%copy",
+      "TFLOP/s", "%fp8", "old%");
   for (const GemmShape& s : shapes) {
     const size_t codes_bytes = static_cast<size_t>(s.n * s.k), bf16_bytes = codes_bytes * 2;
     const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / codes_bytes, 1, 4));
@@ -701,7 +708,7 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
         return w;
       };
       if (!gpu.prepare_fp8_weight(weight(0)).ok()) g_ok = false;
-      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512, 4096}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -713,6 +720,10 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
           gpu.linear(tx, tw, Tensor(), to);
         });
         const double ms = time_op(gpu, [&](int i) { gpu.linear(tx, weight(i), Tensor(), to); });
+        gpu.set_fp8_lt_scales(false);
+        const double old_ms =
+            time_op(gpu, [&](int i) { gpu.linear(tx, weight(i), Tensor(), to); });
+        gpu.set_fp8_lt_scales(true);
         const int64_t groups = block > 0 ? (s.k + block - 1) / block : 1;
         DeviceBuffer q_codes(&gpu, static_cast<size_t>(t * s.k)),
             q_scales(&gpu, static_cast<size_t>(t * groups) * 4);
@@ -730,13 +741,17 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
         const double gbps =
             static_cast<double>(codes_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
         const double tflops = 2.0 * t * s.n * s.k / (ms * 1e-3) / 1e12;
-        std::printf("%-22s %-7s %4lld %9.1f %9.1f %9.1f %8.0f %6.0f%% %8.1f %6.0f%%\n", s.name,
-                    block > 0 ? "128x128" : "channel", static_cast<long long>(t), bf16_ms * 1e3,
-                    ms * 1e3, quant_ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps, tflops,
-                    100.0 * tflops / fp8_tflops);
+        const double old_tflops = 2.0 * t * s.n * s.k / (old_ms * 1e-3) / 1e12;
+        std::printf("%-22s %-7s %4lld %9.1f %9.1f %9.1f %9.1f %8.0f %6.0f%% %8.1f %6.0f%% %6.0f%%\n",
+                    s.name, block > 0 ? "128x128" : "channel", static_cast<long long>(t),
+                    bf16_ms * 1e3, ms * 1e3, old_ms * 1e3, quant_ms * 1e3, gbps,
+                    100.0 * gbps / c.copy_gbps, tflops, 100.0 * tflops / fp8_tflops,
+                    100.0 * old_tflops / fp8_tflops);
       }
     }
   }
+  // Non-zero: some "fp8 us" rows ran the old route (the log names the first refusal).
+  std::printf("cuBLASLt scale-mode refusals: %lld\n", static_cast<long long>(gpu.num_fp8_lt_refusals()));
   std::printf("\n");
 }
 

@@ -4,7 +4,8 @@
 //  - launch_fp8_quantize: activations x [rows, k] (bf16 / f16) to e4m3 codes
 //    [rows, k] and their scales [rows, num_groups] f32: per token (one group
 //    of k columns; dynamic, or the static input_scale repeated per row) or
-//    per token and group of `group` columns (block-wise weights). The scale
+//    per token and group of `group` columns (block-wise weights; [num_groups,
+//    rows] with scales_by_group, for cuBLASLt's block scale mode). The scale
 //    rules of core/fp8_quant.h; codes = e4m3(x / s) with an IEEE division and
 //    the saturating round-to-nearest-even conversion (__NV_SATFINITE), so the
 //    codes equal the CPU's for the same x.
@@ -43,7 +44,8 @@
 //    numerics, as backend/linear_weight.h defines them); per-row scales and
 //    the bias are applied once at the end.
 //  - launch_fp8_scale_rows: the epilogue of the unscaled FP8 GEMM (cuBLASLt,
-//    f32 out): out[r, j] = acc[r, j] * x_scales[r] * w_scales[j] (+ bias).
+//    f32 out): out[r, j] = acc[r, j] * x_scales[r] * w_scales[j] (+ bias);
+//    the fallback of cuBLASLt's own scale modes (cuda_fp8_linear.cpp).
 // All are graph-capturable: no allocation, no host synchronization.
 #pragma once
 
@@ -84,6 +86,9 @@ struct Fp8QuantizeParams {
   const float* input_scale = nullptr;  // [1] static scale (group 0 only), or null: dynamic
   uint8_t* codes = nullptr;            // [rows, k]
   float* scales = nullptr;             // [rows, num_groups], num_groups = ceil(k / group) or 1
+  // group > 0 only: write the scales [num_groups, rows] instead (token index
+  // contiguous: cuBLASLt's VEC128_32F layout, cublaslt_linear.h).
+  bool scales_by_group = false;
 };
 
 cudaError_t launch_fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream);
