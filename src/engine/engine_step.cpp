@@ -245,9 +245,14 @@ void LlmEngine::measure_spec_cost(const LaunchedStep& step, bool held_for_drafts
                     : held_for_drafts ? Kind::kHeld
                                       : Kind::kPlain;
   spec_cost_.step_finished(
-      num_seqs, static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs, kind);
+      num_seqs, static_cast<size_t>(num_verifying),
+      static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs, kind);
   backoff_cap_ = spec_cost_.cap(num_seqs);
-  metrics_.set_spec_backoff_cap(backoff_cap_, spec_cost_.extra_cost(num_seqs));
+  // Reported: the last step whose bucket has an r (a run's tail of a few
+  // sequences, never measured, keeps the steady batch's figures).
+  const std::optional<double> r = spec_cost_.extra_cost(num_seqs);
+  if (r || !spec_cost_reported_) metrics_.set_spec_backoff_cap(backoff_cap_, r);
+  spec_cost_reported_ = spec_cost_reported_ || r;
 }
 
 void LlmEngine::end_sequences(const ScheduleOutput& out) {

@@ -290,6 +290,8 @@ class LlmEngine final : public Engine {
   // The back-off cap of samples' misses (spec_cost_'s, for the batch of the
   // last collected step).
   int32_t backoff_cap_ = SpecBackoff::kMinCap;
+  // Whether a step's bucket had an r yet (metrics then show the last such step's).
+  bool spec_cost_reported_ = false;
   double detokenize_seconds_ = 0.0;  // of the current step (EngineMetrics::detokenize_seconds)
   std::thread thread_;
 };
