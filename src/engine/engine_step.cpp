@@ -230,8 +230,13 @@ void LlmEngine::propose_drafts() {
 }
 
 void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) const {
-  sample.spec_backoff = SpecBackoff::next_wait(sample.spec_backoff, accepted, backoff_cap_);
-  sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified, backoff_cap_);
+  sample.spec_ever_accepted = sample.spec_ever_accepted || accepted;
+  // A sample never accepted backs off to the longest cap: the cost model
+  // prices a miss, it cannot tell whether this sample's drafts will ever hit.
+  const bool unproven = !sample.spec_ever_accepted && parts_.options.speculative.miss_cost_budget > 0;
+  const int32_t cap = unproven ? SpecBackoff::kMaxCap : backoff_cap_;
+  sample.spec_backoff = SpecBackoff::next_wait(sample.spec_backoff, accepted, cap);
+  sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified, cap);
 }
 
 void LlmEngine::measure_spec_cost(const LaunchedStep& step, bool held_for_drafts) {
