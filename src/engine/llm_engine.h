@@ -186,8 +186,8 @@ class LlmEngine final : public Engine {
   // or asked for drafts (the proposer had none) in step `step`
   // (spec/backoff.h: waits of 1, 2, 4, ... up to backoff_cap_ steps after
   // misses -- kMaxCap while none of the sample's drafts was ever accepted,
-  // unless miss_cost_budget is 0; rejected drafts at the cap wait for the
-  // next multiple of it, so that the samples whose drafts keep being
+  // unless miss_cost_budget is 0; rejected drafts wait for the
+  // last multiple of the wait within it, so that the samples whose drafts keep being
   // rejected verify in the same steps).
   void note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) const;
   // After a step was collected: its time for the back-off's cost model
