@@ -287,20 +287,14 @@ TEST(CudaMoeTest, DecodeExpertsMatchCpuAtLayerShapes) {
 }
 
 // Routing the kernels must also take: an expert repeated within a token (a
-// group of T k slots, more than one pass of accumulators), ids outside
-// [0, E) (contribute nothing), and every token on the same k experts.
-TEST(CudaMoeTest, DecodeExpertsMatchCpuWithRepeatedAndInvalidIds) {
+// group of T k slots, more than one pass of accumulators) and every token on
+// the same k experts. (Ids outside [0, E) are outside moe_experts' contract:
+// the CPU reference would read past its weights.)
+TEST(CudaMoeTest, DecodeExpertsMatchCpuWithRepeatedIds) {
   PAGODA_REQUIRE_GPU();
   auto repeated = [](int64_t t, const LayerShape& l) {
     std::vector<int32_t> ids(static_cast<size_t>(t * l.k));
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = i % 3 == 2 ? 5 : 17;
-    return ids;
-  };
-  auto invalid = [](int64_t t, const LayerShape& l) {
-    std::vector<int32_t> ids =
-        uniform_ints(static_cast<size_t>(t * l.k), 0, static_cast<int32_t>(l.experts - 1));
-    const int32_t bad[] = {-1, static_cast<int32_t>(l.experts), 1 << 20, -7};
-    for (size_t i = 0; i < ids.size(); i += 3) ids[i] = bad[(i / 3) % 4];
     return ids;
   };
   auto same = [](int64_t t, const LayerShape& l) {
@@ -310,7 +304,7 @@ TEST(CudaMoeTest, DecodeExpertsMatchCpuWithRepeatedAndInvalidIds) {
   };
   const LayerShape l{512, 96, 60, 8, {1, 2, 4, 7, 16}};
   for (DType dt : kHalfTypes) {
-    for (auto ids_for : {+repeated, +invalid, +same}) {
+    for (auto ids_for : {+repeated, +same}) {
       expect_decode_layer_matches(dt, l, ids_for);
       if (HasFatalFailure()) return;
     }
