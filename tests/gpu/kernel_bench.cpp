@@ -19,7 +19,8 @@
 //        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
 //        kernel_bench --fused                 (the fused decode op beside its unfused
 //                                              calls: bench_fused_decode)
-//        kernel_bench --moe                   (moe_experts only)
+//        kernel_bench --moe                   (moe_experts only; decode-path rows beside
+//                                              the v1 kernels, PAGODA_MOE_DECODE=v1)
 //        kernel_bench --quant [FORMAT...]     (block-format linear at T 1, 2, 4, 8, 16, 32,
 //                                              64, 512 beside bf16, or only the named formats,
 //                                              e.g. q5_0 q2_K; q8_0 / q4_0 / q4_1 at T <= 8
@@ -563,8 +564,10 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
 }
 
 // moe_experts (both fused paths, moe_kernels.h) on one layer of
-// Qwen3-30B-A3B (H 2048, I 768, 128 experts, top-8) at T 1, 8, 64, 512 and
-// of Mixtral-8x7B (H 4096, I 14336, 8 experts, top-2) at T 1, 64. Routing:
+// Qwen3-30B-A3B (H 2048, I 768, 128 experts, top-8) at T 1, 2, 4, 8, 16, 64,
+// 512 and of Mixtral-8x7B (H 4096, I 14336, 8 experts, top-2) at T 1, 2, 4,
+// 8, 16, 64; decode-path rows also time the v1 kernels (set_moe_decode_v1)
+// in the last three columns. Routing:
 // k distinct uniformly random experts per token, a new draw for each of the
 // kIters calls in a graph (so the experts read differ from call to call, as
 // in a model's consecutive layers). Active bytes: the distinct selected
@@ -576,13 +579,17 @@ void bench_moe(CudaBackend& gpu, const Ceilings& c) {
     int64_t h, in, e, k;
     std::vector<int64_t> tokens;
   };
-  const MoeShape shapes[] = {{"qwen3-30b-a3b", 2048, 768, 128, 8, {1, 8, 64, 512}},
-                             {"mixtral-8x7b", 4096, 14336, 8, 2, {1, 64}}};
+  const MoeShape shapes[] = {
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, {1, 2, 4, 8, 16, 64, 512}},
+      {"mixtral-8x7b", 4096, 14336, 8, 2, {1, 2, 4, 8, 16, 64}}};
   std::printf(
       "moe_experts (bf16; bytes = distinct selected experts' weights + x + out)\n"
-      "%-14s %5s %8s %10s %9s %8s %9s %8s %s\n",
-      "shape", "T", "experts", "us", "GB/s", "%copy", "TFLOP/s", "%gemm", "path");
+      "%-14s %5s %8s %10s %9s %8s %9s %8s %-8s %10s %8s %8s\n",
+      "shape", "T", "experts", "us", "GB/s", "%copy", "TFLOP/s", "%gemm", "path", "v1 us",
+      "v1 %copy", "v1/new");
   std::mt19937 gen(77);
+  const bool v1_env = gpu.moe_decode_v1();  // PAGODA_MOE_DECODE=v1: restored at the end
+  gpu.set_moe_decode_v1(false);
   for (const MoeShape& s : shapes) {
     const size_t expert_bytes = static_cast<size_t>(3 * s.in * s.h * 2);
     DeviceBuffer gu(&gpu, s.e * expert_bytes * 2 / 3), down(&gpu, s.e * expert_bytes / 3);
@@ -619,20 +626,32 @@ void bench_moe(CudaBackend& gpu, const Ceilings& c) {
       Tensor tout = out.tensor(DType::kBF16, {t, s.h});
       Tensor tscratch = scratch.tensor(DType::kBF16, {static_cast<int64_t>(scratch.size() / 2)});
       Tensor tact = act.tensor(DType::kBF16, {slots, s.in});
-      const double ms = time_op(gpu, [&](int i) {
-        const Tensor ti(static_cast<int32_t*>(dids.data()) + i * slots, DType::kI32, {t, s.k});
-        const Tensor tw(static_cast<float*>(dw.data()) + i * slots, DType::kF32, {t, s.k});
-        gpu.moe_experts(tx, tgu, tdown, ti, tw, tscratch, tact, tout);
-      });
+      auto time_experts = [&] {
+        return time_op(gpu, [&](int i) {
+          const Tensor ti(static_cast<int32_t*>(dids.data()) + i * slots, DType::kI32, {t, s.k});
+          const Tensor tw(static_cast<float*>(dw.data()) + i * slots, DType::kF32, {t, s.k});
+          gpu.moe_experts(tx, tgu, tdown, ti, tw, tscratch, tact, tout);
+        });
+      };
+      const double ms = time_experts();
       const double bytes = distinct * static_cast<double>(expert_bytes) + 2.0 * x.size();
       const double gbps = bytes / (ms * 1e-3) / 1e9;
       const double tflops = 2.0 * static_cast<double>(slots) * 3 * s.in * s.h / (ms * 1e-3) / 1e12;
       const bool decode = t <= 16 && slots <= 128;  // moe_kernels.h's kMoeDecodeMax*
-      std::printf("%-14s %5lld %8.1f %10.1f %9.0f %7.0f%% %9.1f %7.1f%% %s\n", s.name,
+      std::printf("%-14s %5lld %8.1f %10.1f %9.0f %7.0f%% %9.1f %7.1f%% %-8s", s.name,
                   static_cast<long long>(t), distinct, ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps,
                   tflops, 100.0 * tflops / c.gemm_tflops, decode ? "decode" : "grouped");
+      if (decode) {  // the same graph of calls on the v1 kernels
+        gpu.set_moe_decode_v1(true);
+        const double v1_ms = time_experts();
+        gpu.set_moe_decode_v1(false);
+        std::printf(" %10.1f %7.0f%% %8.2f", v1_ms * 1e3,
+                    100.0 * bytes / (v1_ms * 1e-3) / 1e9 / c.copy_gbps, v1_ms / ms);
+      }
+      std::printf("\n");
     }
   }
+  gpu.set_moe_decode_v1(v1_env);
   std::printf("\n");
 }
 

@@ -101,6 +101,8 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   fp8_lt_scales_ = lt_scales == nullptr || std::strcmp(lt_scales, "0") != 0;
   const char* fp8_decode = std::getenv("PAGODA_FP8_KV_DECODE");
   fp8_kv_decode_staged_ = fp8_decode != nullptr && std::strcmp(fp8_decode, "old") == 0;
+  const char* moe_decode = std::getenv("PAGODA_MOE_DECODE");
+  moe_decode_v1_ = moe_decode != nullptr && std::strcmp(moe_decode, "v1") == 0;
   cudaStream_t stream = nullptr;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));

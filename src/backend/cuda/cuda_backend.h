@@ -192,6 +192,12 @@ class CudaBackend final : public Backend {
   // it on at creation (A/B timing).
   void set_fp8_kv_decode_staged(bool on) { fp8_kv_decode_staged_ = on; }
   bool fp8_kv_decode_staged() const { return fp8_kv_decode_staged_; }
+  // moe_experts' decode path (<= 16 tokens): off by default the v2 kernels
+  // (moe_decode_v2.cu: one wave of resident blocks); on, the v1 kernels
+  // (moe_decode.cu: a block per output tile; the same bits).
+  // PAGODA_MOE_DECODE=v1 in the environment turns it on at creation (A/B).
+  void set_moe_decode_v1(bool on) { moe_decode_v1_ = on; }
+  bool moe_decode_v1() const { return moe_decode_v1_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantWideMaxRows rows (or cuda::kQuantGemvMaxRows with
   // set_quant_wide(false)) dequantizes w in chunks of rows
@@ -274,6 +280,7 @@ class CudaBackend final : public Backend {
   bool quant_wide_ = true;
   bool fp8_own_row_ = false;
   bool fp8_kv_decode_staged_ = false;
+  bool moe_decode_v1_ = false;
   bool fp8_gemm_refused_ = false;  // cuBLASLt refused the FP8 GEMM once (cuda_fp8_linear.cpp)
   bool fp8_lt_scales_ = true;
   int64_t num_fp8_lt_refusals_ = 0;
