@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -197,6 +198,53 @@ TEST(EngineSpecCostTiming, AProposerThatFindsNothingCostsNoOverlapAndNoTime) {
   EXPECT_GT(plain.metrics.overlapped_steps, 100u);
   EXPECT_EQ(spec.metrics.overlapped_steps, plain.metrics.overlapped_steps);
   EXPECT_LE(spec.sim_ms, plain.sim_ms * 1.01);
+}
+
+// Finds nothing (and says so) until a sequence has `from` tokens, then
+// drafts one token; records the length of each sequence at its first ask.
+class LateProposer final : public Proposer {
+ public:
+  explicit LateProposer(size_t from, std::shared_ptr<std::map<int64_t, size_t>> first_ask)
+      : from_(from), first_ask_(std::move(first_ask)) {}
+
+  Status propose(std::span<const DraftInput> inputs,
+                 std::vector<std::vector<int32_t>>& drafts) override {
+    drafts.assign(inputs.size(), {});
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      first_ask_->try_emplace(inputs[i].seq_id, inputs[i].tokens.size());
+      if (inputs[i].tokens.size() >= from_) drafts[i] = {7};
+    }
+    return Status::Ok();
+  }
+  bool may_draft_after_next_token(const DraftInput& in) override {
+    return in.tokens.size() + 1 >= from_;
+  }
+
+ private:
+  size_t from_;
+  std::shared_ptr<std::map<int64_t, size_t>> first_ask_;
+};
+
+// A proposer that starts finding drafts late is asked at the first step it
+// can draft in (no delay): nothing before held a step or counted a miss.
+TEST(EngineSpecCostTiming, AProposerThatFindsDraftsLateIsAskedAtTheFirstStepItCanDraft) {
+  auto first_ask = std::make_shared<std::map<int64_t, size_t>>();
+  EngineSetup s{.model = stories_dir()};
+  s.speculative.num_speculative_tokens = 4;
+  s.proposer = [first_ask] { return std::make_unique<LateProposer>(4 + 50, first_ask); };
+  auto engine = start_engine(s);
+  ASSERT_NE(engine, nullptr);
+  std::vector<TestRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    SamplingParams p = greedy_params(80);
+    p.ignore_eos = true;
+    reqs.push_back({"l" + std::to_string(i), {1, 10 + i, 20 + i, 30}, p});
+  }
+  EXPECT_EQ(run_all(*engine, reqs).size(), reqs.size());
+  ASSERT_EQ(first_ask->size(), reqs.size());
+  for (const auto& [seq, len] : *first_ask) EXPECT_EQ(len, 4u + 50) << "sequence " << seq;
+  EXPECT_GT(engine->metrics().spec_num_drafts, 0u);
+  EXPECT_GT(engine->metrics().overlapped_steps, 40u);
 }
 
 }  // namespace
