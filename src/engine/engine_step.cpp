@@ -55,6 +55,7 @@ void LlmEngine::step() {
   // N+1 now, so that the host work of both hides behind N's device time.
   LaunchedStep current = std::move(*running_step_);
   running_step_.reset();
+  if (parts_.proposer && parts_.options.async_scheduling) defer_undraftable(current.refs);
   // Eligible steps run ahead unless the adaptive rule holds them: a small
   // batch shortly after a busy arrival (RunAheadPolicy), so that the next
   // arrival joins the next step.
@@ -226,6 +227,26 @@ void LlmEngine::propose_drafts() {
     if (!kept.ok()) log_error("speculative decoding: {}", kept.error().message);
     // No draft: a miss for the back-off.
     if (!kept.ok() || *kept == 0) note_drafts(*samples[i], num_launched_, false, false);
+  }
+}
+
+void LlmEngine::defer_undraftable(std::span<const RowRef> refs) {
+  const int32_t k = parts_.options.speculative.num_speculative_tokens;
+  for (const RowRef& ref : refs) {
+    if (ref.kind != RowKind::kSample) continue;
+    auto rit = requests_.find(ref.req);
+    if (rit == requests_.end() || !rit->second->speculates) continue;
+    auto sit = rit->second->samples.find(ref.seq);
+    if (sit == rit->second->samples.end()) continue;
+    SampleState& sample = *sit->second;
+    if (sample.spec_next_step > num_launched_) continue;
+    const Sequence* seq = scheduler_.sequence(ref.seq);
+    // A placeholder (a token not on the host yet): the search cannot be checked.
+    if (seq == nullptr || seq->tokens.empty() || seq->tokens.back() == kPendingToken) continue;
+    if (!parts_.proposer->may_draft_after_next_token(
+            {ref.seq, seq->tokens, seq->num_prompt_tokens, k})) {
+      sample.spec_next_step = num_launched_ + 1;
+    }
   }
 }
 

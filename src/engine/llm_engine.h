@@ -182,6 +182,14 @@ class LlmEngine final : public Engine {
   // proposer for every sample of a speculating request whose last token is
   // sampled and uncomputed (Scheduler::set_draft).
   void propose_drafts();
+  // Async scheduling, before deciding whether the step after `refs` is
+  // planned ahead (RowPlanner::drafts_due holds it for drafts): a sample
+  // of `refs` due for drafts in that step (num_launched_) whose proposer
+  // cannot draft after the token `refs` samples for it
+  // (Proposer::may_draft_after_next_token) is moved to the step after
+  // (spec_next_step), its back-off untouched, so that nothing holds the
+  // step for it; it is asked again then, with that token known.
+  void defer_undraftable(std::span<const RowRef> refs);
   // The back-off of a sample drafted (`verified`: its drafts were verified)
   // or asked for drafts (the proposer had none) in step `step`
   // (spec/backoff.h: waits of 1, 2, 4, ... up to backoff_cap_ steps after

@@ -62,6 +62,16 @@ NgramProposer::NgramProposer(const SpeculativeConfig& config)
 
 NgramProposer::~NgramProposer() = default;
 
+NgramProposer::NgramIndex& NgramProposer::indexed(const DraftInput& in) {
+  const int64_t len = static_cast<int64_t>(in.tokens.size());
+  std::unique_ptr<NgramIndex>& index = index_[in.seq_id];
+  // Tokens only grow between calls; a shorter sequence means a restart.
+  if (!index || index->num_indexed() > len - 1) index = std::make_unique<NgramIndex>(max_n_);
+  // Every position but the last may hold an earlier occurrence.
+  index->index_until(in.tokens, len - 1);
+  return *index;
+}
+
 Status NgramProposer::propose(std::span<const DraftInput> inputs,
                               std::vector<std::vector<int32_t>>& drafts) {
   drafts.resize(inputs.size());
@@ -70,18 +80,23 @@ Status NgramProposer::propose(std::span<const DraftInput> inputs,
     std::vector<int32_t>& draft = drafts[i];
     draft.clear();
     const int64_t len = static_cast<int64_t>(in.tokens.size());
-    std::unique_ptr<NgramIndex>& index = index_[in.seq_id];
-    // Tokens only grow between calls; a shorter sequence means a restart.
-    if (!index || index->num_indexed() > len - 1) index = std::make_unique<NgramIndex>(max_n_);
-    // Every position but the last may hold an earlier occurrence.
-    index->index_until(in.tokens, len - 1);
-    const auto [n, end] = index->longest_match(in.tokens);
+    const auto [n, end] = indexed(in).longest_match(in.tokens);
     if (n < min_n_) continue;
     const int64_t from = end + 1;
     const int64_t count = std::min<int64_t>(in.max_draft, len - from);
     draft.assign(in.tokens.begin() + from, in.tokens.begin() + from + count);
   }
   return Status::Ok();
+}
+
+bool NgramProposer::may_draft_after_next_token(const DraftInput& in) {
+  // With the token t appended, a match of n tokens ends at t and occurs
+  // earlier ending at e <= len - 1: tokens[e - n + 1, e) equal the last
+  // n - 1 tokens now, an occurrence ending at e - 1 <= len - 2 -- exactly
+  // the positions indexed. Any t = tokens[e] then completes it, so this is
+  // exact (ngram_may_draft_reference). min_n = 1 matches the empty suffix.
+  if (in.tokens.empty()) return false;
+  return indexed(in).longest_match(in.tokens).first >= min_n_ - 1;
 }
 
 void NgramProposer::on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
@@ -104,6 +119,17 @@ std::vector<int32_t> ngram_draft_reference(std::span<const int32_t> tokens, int3
     }
   }
   return {};
+}
+
+bool ngram_may_draft_reference(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n,
+                               int32_t vocab_size) {
+  std::vector<int32_t> longer(tokens.begin(), tokens.end());
+  longer.push_back(0);
+  for (int32_t t = 0; t < vocab_size; ++t) {
+    longer.back() = t;
+    if (!ngram_draft_reference(longer, min_n, max_n, 1).empty()) return true;
+  }
+  return false;
 }
 
 }  // namespace pagoda

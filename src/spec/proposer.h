@@ -39,6 +39,18 @@ class Proposer {
   // step failed) leaves the step undrafted; the engine logs it.
   virtual Status propose(std::span<const DraftInput> inputs,
                          std::vector<std::vector<int32_t>>& drafts) = 0;
+  // Whether propose() could draft for in.seq_id once one more token, not
+  // known yet, follows in.tokens (all known): false only where no such token
+  // yields a draft. Async scheduling asks it before holding a step for a
+  // sample's drafts (their search needs that step's token on the host,
+  // so the next step is not planned ahead of it): where this says false the
+  // step is not held and the sample is not drafted. True (the default) is
+  // always correct; a proposer that can tell cheaply spares the hold. May
+  // update per-sequence state as propose() does; `in.max_draft` is unused.
+  virtual bool may_draft_after_next_token(const DraftInput& in) {
+    (void)in;
+    return true;
+  }
   // Of the num_drafted tokens proposed for seq_id last, the first
   // num_accepted were accepted (adaptive proposers learn from it).
   virtual void on_verified(int64_t seq_id, int32_t num_drafted, int32_t num_accepted) {

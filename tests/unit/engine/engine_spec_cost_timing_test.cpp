@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <memory>
+#include <random>
 
 #include "engine_harness.h"
 #include "forwarding_runner.h"
@@ -30,6 +32,9 @@ enum class Timing { kAtLaunch, kOnDevice };
 struct SimClock {
   Timing timing = Timing::kAtLaunch;
   ms verify_extra{0};  // r x 1 ms
+  // Host work per launched step (planning it), before its device work:
+  // hidden behind the step before when that one still runs (kOnDevice).
+  std::chrono::microseconds host_per_step{0};
   Clock::time_point now{}, device_free{};
   std::array<Clock::time_point, 2> done{};
 };
@@ -46,6 +51,7 @@ class SimulatedRunner final : public ForwardingRunner {
     const bool verifies = step.logits_rows.size() + 1 > step.query_start_loc.size();
     const auto cost = ms(1) + (verifies ? clock_->verify_extra : ms(0));
     SimClock& c = *clock_;
+    c.now += c.host_per_step;
     if (c.timing == Timing::kAtLaunch) {
       c.now += cost;
       c.done[static_cast<size_t>(slot)] = c.now;
@@ -131,6 +137,114 @@ TEST(EngineSpecCostTiming, NeverAcceptedDraftsBackOffToTheLongestCapAcceptedOnes
   const EngineMetrics hits = run_requests(Timing::kOnDevice, 1, 0.04, /*accept_all=*/true);
   EXPECT_GE(hits.spec_num_drafts, 8u * 30);
   EXPECT_GT(hits.spec_num_accepted_tokens, 3 * hits.spec_num_drafts);  // max_tokens cuts the last
+}
+
+// Prompt lookup that can find nothing (n = 200 exceeds every sequence), on
+// 8 requests of 40 random prompt tokens whose prefills take turns (64
+// batched tokens a step), so that their first decode steps differ; each
+// step costs 1 ms on the device and 0.5 ms of host planning. With
+// `speculate` off, the same requests without a proposer.
+struct EmptyRun {
+  EngineMetrics metrics;
+  double sim_ms = 0.0;  // simulated time from the first launch to the last collect
+};
+
+EmptyRun run_with_empty_proposals(bool speculate) {
+  auto clock = std::make_shared<SimClock>();
+  clock->timing = Timing::kOnDevice;
+  clock->host_per_step = std::chrono::microseconds(500);
+  EngineSetup s{.model = stories_dir()};
+  s.max_num_batched_tokens = 64;
+  if (speculate) {
+    s.speculative.method = SpecMethod::kNgram;
+    s.speculative.num_speculative_tokens = 4;
+    s.speculative.prompt_lookup_min = 200;
+    s.speculative.prompt_lookup_max = 200;
+  }
+  s.spec_cost_clock = [clock] { return clock->now; };
+  s.wrap_runner = [clock](std::unique_ptr<Runner> inner) -> std::unique_ptr<Runner> {
+    return std::make_unique<SimulatedRunner>(std::move(inner), clock);
+  };
+  auto engine = start_engine(s);
+  if (engine == nullptr) return {};
+  std::mt19937 rng(18);
+  std::uniform_int_distribution<int32_t> token(1, 500);
+  std::vector<TestRequest> reqs;
+  for (int i = 0; i < 8; ++i) {
+    SamplingParams p = greedy_params(120);
+    p.ignore_eos = true;
+    std::vector<int32_t> prompt(40);
+    for (int32_t& t : prompt) t = token(rng);
+    reqs.push_back({"e" + std::to_string(i), prompt, p});
+  }
+  const auto logs = run_all(*engine, reqs);
+  EXPECT_EQ(logs.size(), reqs.size());
+  return {engine->metrics(), std::chrono::duration<double, std::milli>(
+                                 clock->now - SpecCostPolicy::Clock::time_point{})
+                                 .count()};
+}
+
+// Issue 18: speculation whose proposer finds nothing must cost nothing. A
+// sample due for drafts holds the step before (its drafts need that step's
+// token on the host), losing async scheduling's overlap; a sample whose
+// proposer certainly has nothing after one more token
+// (Proposer::may_draft_after_next_token) is not held for, so the steps
+// overlap exactly as without speculation and take as long.
+TEST(EngineSpecCostTiming, AProposerThatFindsNothingCostsNoOverlapAndNoTime) {
+  const EmptyRun plain = run_with_empty_proposals(false);
+  const EmptyRun spec = run_with_empty_proposals(true);
+  EXPECT_EQ(spec.metrics.spec_num_drafts, 0u);
+  EXPECT_EQ(spec.metrics.steps.steps, plain.metrics.steps.steps);
+  EXPECT_GT(plain.metrics.overlapped_steps, 100u);
+  EXPECT_EQ(spec.metrics.overlapped_steps, plain.metrics.overlapped_steps);
+  EXPECT_LE(spec.sim_ms, plain.sim_ms * 1.01);
+}
+
+// Finds nothing (and says so) until a sequence has `from` tokens, then
+// drafts one token; records the length of each sequence at its first ask.
+class LateProposer final : public Proposer {
+ public:
+  explicit LateProposer(size_t from, std::shared_ptr<std::map<int64_t, size_t>> first_ask)
+      : from_(from), first_ask_(std::move(first_ask)) {}
+
+  Status propose(std::span<const DraftInput> inputs,
+                 std::vector<std::vector<int32_t>>& drafts) override {
+    drafts.assign(inputs.size(), {});
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      first_ask_->try_emplace(inputs[i].seq_id, inputs[i].tokens.size());
+      if (inputs[i].tokens.size() >= from_) drafts[i] = {7};
+    }
+    return Status::Ok();
+  }
+  bool may_draft_after_next_token(const DraftInput& in) override {
+    return in.tokens.size() + 1 >= from_;
+  }
+
+ private:
+  size_t from_;
+  std::shared_ptr<std::map<int64_t, size_t>> first_ask_;
+};
+
+// A proposer that starts finding drafts late is asked at the first step it
+// can draft in (no delay): nothing before held a step or counted a miss.
+TEST(EngineSpecCostTiming, AProposerThatFindsDraftsLateIsAskedAtTheFirstStepItCanDraft) {
+  auto first_ask = std::make_shared<std::map<int64_t, size_t>>();
+  EngineSetup s{.model = stories_dir()};
+  s.speculative.num_speculative_tokens = 4;
+  s.proposer = [first_ask] { return std::make_unique<LateProposer>(4 + 50, first_ask); };
+  auto engine = start_engine(s);
+  ASSERT_NE(engine, nullptr);
+  std::vector<TestRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    SamplingParams p = greedy_params(80);
+    p.ignore_eos = true;
+    reqs.push_back({"l" + std::to_string(i), {1, 10 + i, 20 + i, 30}, p});
+  }
+  EXPECT_EQ(run_all(*engine, reqs).size(), reqs.size());
+  ASSERT_EQ(first_ask->size(), reqs.size());
+  for (const auto& [seq, len] : *first_ask) EXPECT_EQ(len, 4u + 50) << "sequence " << seq;
+  EXPECT_GT(engine->metrics().spec_num_drafts, 0u);
+  EXPECT_GT(engine->metrics().overlapped_steps, 40u);
 }
 
 }  // namespace

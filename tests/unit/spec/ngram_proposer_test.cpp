@@ -137,6 +137,47 @@ TEST(NgramProposer, MatchesBruteForceOnRandomSequences) {
   }
 }
 
+// A 3-gram ending at the next token needs the last 2 tokens earlier.
+TEST(NgramProposer, MayDraftAfterNextTokenNeedsTheLastMinNMinusOneTokensEarlier) {
+  NgramProposer p(ngram_config(3, 3));
+  auto may = [&p](int64_t seq, const Tokens& t) {
+    return p.may_draft_after_next_token({seq, t, 1, 4});
+  };
+  EXPECT_TRUE(may(1, {7, 8, 9, 7, 8}));   // [7, 8] at the start: a 9 next drafts
+  EXPECT_FALSE(may(2, {7, 8, 9, 8}));     // [9, 8] never occurred before
+  EXPECT_TRUE(may(3, {7, 8, 7, 8}));      // [7, 8, 7] earlier: a 7 next drafts
+  EXPECT_FALSE(may(5, {7, 7}));           // [7, 7] only as the last tokens themselves
+  EXPECT_FALSE(may(4, {}));
+  NgramProposer unigram(ngram_config(1, 2));
+  EXPECT_TRUE(unigram.may_draft_after_next_token({5, Tokens{3}, 1, 4}));  // a 3 next
+}
+
+// Sequences grown token by token, asked in turn whether a draft may follow
+// the next token and for their drafts (one index serves both): equal to
+// trying every token of the vocabulary with the brute-force rule.
+TEST(NgramProposer, MayDraftAfterNextTokenMatchesBruteForceOnRandomSequences) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int32_t min_n = 1 + static_cast<int32_t>(rng() % 4);
+    const int32_t max_n = min_n + static_cast<int32_t>(rng() % 3);
+    const int32_t vocab = 2 + static_cast<int32_t>(rng() % 5);
+    NgramProposer p(ngram_config(min_n, max_n));
+    Tokens seq;
+    int num_true = 0;
+    for (int step = 0; step < 80; ++step) {
+      seq.push_back(static_cast<int32_t>(rng() % vocab));
+      const bool may = p.may_draft_after_next_token({0, seq, 1, 4});
+      ASSERT_EQ(may, ngram_may_draft_reference(seq, min_n, max_n, vocab))
+          << "trial " << trial << " step " << step;
+      num_true += may;
+      if (step % 3 == 0) {
+        ASSERT_EQ(propose_one(p, 0, seq, 3), ngram_draft_reference(seq, min_n, max_n, 3));
+      }
+    }
+    EXPECT_GT(num_true, 0) << "trial " << trial;
+  }
+}
+
 TEST(NgramProposer, SequenceEndDropsItsIndex) {
   NgramProposer p(ngram_config(1, 2));
   const Tokens t = {1, 2, 1};
