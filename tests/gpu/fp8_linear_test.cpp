@@ -190,7 +190,8 @@ TEST(CudaFp8LinearTest, LtScaleModesMatchCpu) {
             cuda::Fp8Scales want = cuda::Fp8Scales::kNone;
             if (on && rows > cuda::kFp8GemvMaxRows && rows % 16 == 0 && !c.f32_out) {
               if (sc == Scales::kBlock && sh.block) want = cuda::Fp8Scales::kBlock128;
-              if (sc != Scales::kBlock && sh.outer_vec) want = cuda::Fp8Scales::kOuterVec;
+              if (sc != Scales::kBlock && sh.outer_vec && rows > cuda::kFp8LtOuterVecMaxOldRows)
+                want = cuda::Fp8Scales::kOuterVec;
             }
             EXPECT_EQ(static_cast<int>(mode), static_cast<int>(want)) << "routing";
           }

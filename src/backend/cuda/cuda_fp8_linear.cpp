@@ -11,8 +11,9 @@
 // the CUDA-core one for 1-2 rows (fp8_linear_kernels.h fp8_gemv_variant).
 // Larger chunks with a 16-bit output (bias absent or of the output's dtype) run cuBLASLt's FP8 GEMM with its own scale modes
 // (fp8_lt_mode; set_fp8_lt_scales, on by default) when the chunk's row count
-// is a multiple of 16: per-row weights whose k
-// and n are multiples of 16 with outer-vector scales on both operands, and
+// is a multiple of 16: per-row weights whose k and n are multiples of 16,
+// in chunks of more than kFp8LtOuterVecMaxOldRows rows, with outer-vector
+// scales on both operands, and
 // 128x128-block weights whose k is a multiple of 512 (cuBLASLt's block-scale
 // grid pads its k-blocks to a multiple of 4, which is then the loader's
 // layout) and n a multiple of 16 with the activations quantised per 128-column
@@ -89,7 +90,8 @@ cuda::Fp8Scales CudaBackend::fp8_lt_mode(const LinearWeight& w, int64_t rows, co
   // so they cannot pad as the unscaled path does into its f32 scratch.
   const bool eligible = fp8_lt_scales_ && rows > cuda::kFp8GemvMaxRows && rows % 16 == 0 &&
                         is_half(out_dtype) && (bias.empty() || bias.dtype == out_dtype);
-  if (eligible && w.block == 0 && lt_takes(w)) return cuda::Fp8Scales::kOuterVec;
+  if (eligible && w.block == 0 && lt_takes(w) && rows > cuda::kFp8LtOuterVecMaxOldRows)
+    return cuda::Fp8Scales::kOuterVec;
   if (eligible && lt_block_takes(w)) return cuda::Fp8Scales::kBlock128;
   return cuda::Fp8Scales::kNone;
 }

@@ -58,6 +58,12 @@
 namespace pagoda::cuda {
 
 constexpr int kFp8GemvMaxRows = 8;
+// Per-row-scaled chunks of at most this many rows keep cuBLASLt's unscaled
+// GEMM + the scaling epilogue rather than its outer-vector scale mode
+// (CudaBackend::fp8_lt_mode): on an H100 (session 27, kernel_bench --fp8) the
+// scale mode's GEMM was slower at 16..64 rows on qkv, o_proj and down (e.g.
+// down 4096x14336 at 16 rows 48.4 vs 29.7 us) and faster at 512 and 4096.
+constexpr int64_t kFp8LtOuterVecMaxOldRows = 64;
 // The longest activation row the decode kernel quantises itself (shared memory).
 constexpr int64_t kFp8GemvFusedMaxK = 32768;
 // The most rows of the CUDA-core decode kernel (fp8_gemv_rows.cu).
