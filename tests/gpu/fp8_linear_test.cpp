@@ -542,14 +542,7 @@ TEST(CudaFp8LinearTest, GraphReplayMatchesEager) {
         DevTensor x(gpu, dt, {rows, k}), out(gpu, dt, {rows, n});
         auto record = [&] { gpu.linear(x.t(), w.w, Tensor(), out.t()); };
         x.upload(uniform(static_cast<size_t>(rows * k), -1, 1));
-        out.poison();
-        record();
-        const std::vector<float> eager = out.download();
-        const int id = gpu.capture_graph(record);
-        ASSERT_GE(id, 0);
-        out.poison();
-        gpu.replay_graph(id);
-        expect_equal(out.download(), eager, "graph replay");
+        expect_replay_matches_eager(gpu, out, record);
       }
     }
     gpu.set_fp8_own_row(false);

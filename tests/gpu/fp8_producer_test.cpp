@@ -200,14 +200,7 @@ TEST(CudaFp8ProducerTest, GraphReplayMatchesEager) {
         gpu.silu_mul_fp8(gu.t(), act.t(), qa);
         gpu.linear_fp8_rows(qa, down.w, Tensor(), out.t());
       };
-      out.poison();
-      record();
-      const std::vector<float> eager = out.download();
-      const int id = gpu.capture_graph(record);
-      ASSERT_GE(id, 0);
-      out.poison();
-      gpu.replay_graph(id);
-      expect_equal(out.download(), eager, "graph replay");
+      expect_replay_matches_eager(gpu, out, record);
     }
     expect_status_ok(gpu);
   }

@@ -113,14 +113,7 @@ TEST(CudaGroupQuantLinearTest, GraphReplayMatchesEager) {
       DevTensor x(gpu, DType::kBF16, {rows, k}), out(gpu, DType::kBF16, {rows, n});
       auto record = [&] { gpu.linear(x.t(), w.tensor, Tensor(), out.t()); };
       x.upload(uniform(static_cast<size_t>(rows * k), -1, 1));
-      out.poison();
-      record();
-      const std::vector<float> eager = out.download();
-      const int id = gpu.capture_graph(record);
-      ASSERT_GE(id, 0);
-      out.poison();
-      gpu.replay_graph(id);
-      expect_equal(out.download(), eager, "graph replay");
+      expect_replay_matches_eager(gpu, out, record);
     }
   }
   expect_status_ok(gpu);

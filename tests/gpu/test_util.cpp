@@ -237,6 +237,18 @@ void expect_equal(const std::vector<float>& got, const std::vector<float>& ref,
   EXPECT_EQ(num_bad, 0u) << what;
 }
 
+void expect_replay_matches_eager(CudaBackend& gpu, DevTensor& out,
+                                 const std::function<void()>& record) {
+  out.poison();
+  record();
+  const std::vector<float> eager = out.download();
+  const int id = gpu.capture_graph(record);
+  ASSERT_GE(id, 0);
+  out.poison();
+  gpu.replay_graph(id);
+  expect_equal(out.download(), eager, "graph replay");
+}
+
 void expect_status_ok(CudaBackend& gpu) {
   EXPECT_TRUE(gpu.status().ok()) << (gpu.status().ok() ? "" : gpu.status().error().message);
   gpu.clear_status();  // one failure should not fail every later test

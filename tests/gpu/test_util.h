@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -80,6 +81,11 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref, 
                   const std::string& what, double l2_scale = 1.0, double ulp_scale = 1.0);
 void expect_equal(const std::vector<float>& got, const std::vector<float>& ref,
                   const std::string& what);
+
+// Runs record() eagerly, then captures it into a graph and replays it, out
+// poisoned before each run: the replay must leave out bit-equal to eager.
+void expect_replay_matches_eager(CudaBackend& gpu, DevTensor& out,
+                                 const std::function<void()>& record);
 
 // Asserts that the CUDA backend recorded no error.
 void expect_status_ok(CudaBackend& gpu);
