@@ -5,8 +5,15 @@
 // bit for bit; linear_fp8_rows equals linear() on the activation the codes
 // came from, bit for bit (the same product kernels on the same codes); a
 // captured graph replays what eager execution wrote. Fresh random data over
-// rows 1..300, widths with and without the 8-element vector path (odd k),
-// bf16 and f16. Outputs and codes are poisoned first.
+// rows 1..300, widths 1..28672 with and without the 8-element vector path
+// (odd k), bf16 and f16. Outputs and codes are poisoned first.
+//
+// The shapes reach every kernel path: the norm's register kernel (up to 2048
+// vectors a row: 16384 wide, 2048 odd) and its wide fallback (28672, 2051,
+// 16391); silu_mul_fp8's cluster split (activation_kernels.cu row_split:
+// 14336 wide is 8 CTAs a row at 1, 2, 7 rows, 4 at 33 rows, 2 at 64, 1 at
+// 300; 4096 is 4 CTAs a row up to 32 rows) and its wide fallback (28672,
+// 28671 and 14335 at 300 rows: more than 4 vectors a thread in one CTA).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -18,7 +25,7 @@
 namespace pagoda::gpu_test {
 namespace {
 
-const int64_t kRows[] = {1, 2, 7, 33, 300};
+const int64_t kRows[] = {1, 2, 7, 33, 64, 300};
 
 // Producer rows [rows, k] on the GPU, poisoned; the codes' buffer holds
 // ceil(rows / 16) * 16 rows (backend.h Fp8Rows).
@@ -63,7 +70,7 @@ TEST(CudaFp8ProducerTest, NormsMatchThePlainNormAndTheQuantiseKernel) {
   for (DType dt : kHalfTypes) {
     CudaBackend& gpu = *cuda_backend(dt);
     for (int64_t rows : kRows) {
-      for (int64_t k : {8, 130, 4096, 7, 1001}) {
+      for (int64_t k : {8, 64, 130, 4096, 8192, 14336, 16384, 28672, 7, 1001, 2051, 16391}) {
         const std::string what = std::string(dtype_name(dt)) + " rows=" + std::to_string(rows) +
                                  " k=" + std::to_string(k);
         SCOPED_TRACE(what);
@@ -106,7 +113,7 @@ TEST(CudaFp8ProducerTest, SiluMulMatchesThePlainOpAndTheQuantiseKernel) {
   for (DType dt : kHalfTypes) {
     CudaBackend& gpu = *cuda_backend(dt);
     for (int64_t rows : kRows) {
-      for (int64_t inter : {8, 96, 14336, 1, 999}) {
+      for (int64_t inter : {8, 96, 4096, 14336, 28672, 1, 999, 14335, 28671}) {
         SCOPED_TRACE(std::string(dtype_name(dt)) + " rows=" + std::to_string(rows) +
                      " inter=" + std::to_string(inter));
         const std::vector<float> gu = normal(static_cast<size_t>(rows * 2 * inter), 0, 3);
@@ -186,7 +193,7 @@ TEST(CudaFp8ProducerTest, GraphReplayMatchesEager) {
     CudaBackend& gpu = *cuda_backend(dt);
     for (int64_t rows : {1, 8, 33}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " rows=" + std::to_string(rows));
-      const int64_t h = 1024, inter = 512;
+      const int64_t h = 1024, inter = 4096;  // silu_mul_fp8: 4-CTA clusters
       DevWeight gate_up(gpu, 2 * inter, h), down(gpu, h, inter);
       DevTensor x(gpu, dt, {rows, h}, normal(static_cast<size_t>(rows * h), 0, 1));
       DevTensor nw(gpu, dt, {h}, uniform(static_cast<size_t>(h), 0.5f, 2.0f));
