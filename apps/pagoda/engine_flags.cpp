@@ -225,7 +225,8 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
          "suffix: default its tree depth), \"disable_by_batch_size\": n (speculate only while "
          "at most n sequences run), \"miss_cost_budget\": f (the share of decode time rejected "
          "drafts may cost, default 0.04: the back-off after misses grows from 8 up to 64 steps "
-         "as verification is measured to cost more; 0 keeps it at 8)}. Each step verifies the k "
+         "as verification is measured to cost more, and to 64 for a sample none of whose "
+         "drafts was accepted yet; 0 keeps it at 8)}. Each step verifies the k "
          "drafts in one forward and keeps "
          "those equal to the model's own samples: outputs are the same as without it "
          "(docs/speculative-decoding.md)")

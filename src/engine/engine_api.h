@@ -278,13 +278,14 @@ struct EngineMetrics {
   uint64_t spec_num_draft_tokens = 0;
   uint64_t spec_num_accepted_tokens = 0;
   std::vector<uint64_t> spec_accepted_per_position;
-  // The back-off cap (spec/backoff.h) of the last step: the most steps a
-  // sample whose drafts keep missing waits (engine/spec_cost_policy.h);
-  // 0 before the first step and when speculation is off.
+  // The back-off cap (spec/backoff.h): the most steps a sample whose drafts
+  // keep missing waits (engine/spec_cost_policy.h), of the last step whose
+  // batch-size bucket had a measured r (before one: of the last step); 0
+  // before the first step and when speculation is off.
   int32_t spec_backoff_cap = 0;
-  // r, the measured extra cost of a verifying step in plain steps, of the
-  // last step's batch-size bucket (SpecCostPolicy::extra_cost), from which
-  // the cap is picked; empty until that bucket measured both kinds of step.
+  // r, the measured extra cost, in plain steps, of a step (window) in which
+  // every sequence verifies, of that step's bucket (SpecCostPolicy::extra_cost),
+  // from which the cap is picked; empty until a bucket had one.
   std::optional<double> spec_verify_extra_cost;
 };
 

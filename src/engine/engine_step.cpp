@@ -230,8 +230,13 @@ void LlmEngine::propose_drafts() {
 }
 
 void LlmEngine::note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) const {
-  sample.spec_backoff = SpecBackoff::next_wait(sample.spec_backoff, accepted, backoff_cap_);
-  sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified, backoff_cap_);
+  sample.spec_ever_accepted = sample.spec_ever_accepted || accepted;
+  // A sample never accepted backs off to the longest cap: the cost model
+  // prices a miss, it cannot tell whether this sample's drafts will ever hit.
+  const bool unproven = !sample.spec_ever_accepted && parts_.options.speculative.miss_cost_budget > 0;
+  const int32_t cap = unproven ? SpecBackoff::kMaxCap : backoff_cap_;
+  sample.spec_backoff = SpecBackoff::next_wait(sample.spec_backoff, accepted, cap);
+  sample.spec_next_step = SpecBackoff::next_step(step, sample.spec_backoff, verified, cap);
 }
 
 void LlmEngine::measure_spec_cost(const LaunchedStep& step, bool held_for_drafts) {
@@ -245,9 +250,14 @@ void LlmEngine::measure_spec_cost(const LaunchedStep& step, bool held_for_drafts
                     : held_for_drafts ? Kind::kHeld
                                       : Kind::kPlain;
   spec_cost_.step_finished(
-      num_seqs, static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs, kind);
+      num_seqs, static_cast<size_t>(num_verifying),
+      static_cast<size_t>(step.out.num_decode_seqs + num_verifying) == num_seqs, kind);
   backoff_cap_ = spec_cost_.cap(num_seqs);
-  metrics_.set_spec_backoff_cap(backoff_cap_, spec_cost_.extra_cost(num_seqs));
+  // Reported: the last step whose bucket has an r (a run's tail of a few
+  // sequences, never measured, keeps the steady batch's figures).
+  const std::optional<double> r = spec_cost_.extra_cost(num_seqs);
+  if (r || !spec_cost_reported_) metrics_.set_spec_backoff_cap(backoff_cap_, r);
+  spec_cost_reported_ = spec_cost_reported_ || r;
 }
 
 void LlmEngine::end_sequences(const ScheduleOutput& out) {

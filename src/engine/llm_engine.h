@@ -185,8 +185,10 @@ class LlmEngine final : public Engine {
   // The back-off of a sample drafted (`verified`: its drafts were verified)
   // or asked for drafts (the proposer had none) in step `step`
   // (spec/backoff.h: waits of 1, 2, 4, ... up to backoff_cap_ steps after
-  // misses; rejected drafts at the cap wait for the next multiple of it, so
-  // that the samples whose drafts keep being rejected verify in the same steps).
+  // misses -- kMaxCap while none of the sample's drafts was ever accepted,
+  // unless miss_cost_budget is 0; rejected drafts wait for the
+  // last multiple of the wait within it, so that the samples whose drafts keep being
+  // rejected verify in the same steps).
   void note_drafts(SampleState& sample, int64_t step, bool accepted, bool verified) const;
   // After a step was collected: its time for the back-off's cost model
   // (spec_cost_; held_for_drafts: no step ran ahead of the next one because
@@ -290,6 +292,8 @@ class LlmEngine final : public Engine {
   // The back-off cap of samples' misses (spec_cost_'s, for the batch of the
   // last collected step).
   int32_t backoff_cap_ = SpecBackoff::kMinCap;
+  // Whether a step's bucket had an r yet (metrics then show the last such step's).
+  bool spec_cost_reported_ = false;
   double detokenize_seconds_ = 0.0;  // of the current step (EngineMetrics::detokenize_seconds)
   std::thread thread_;
 };

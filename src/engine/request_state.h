@@ -47,6 +47,9 @@ struct SampleState {
   // wait after its last step without an accepted draft (0: none).
   int64_t spec_next_step = 0;
   int32_t spec_backoff = 0;
+  // Whether a draft of this sample was ever accepted (until then its waits
+  // may grow to SpecBackoff::kMaxCap, whatever the measured cost).
+  bool spec_ever_accepted = false;
   Clock::time_point last_token_time{};
   // With best_of > n, events are held until the request ends.
   std::vector<RequestOutput> held;

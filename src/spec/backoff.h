@@ -31,18 +31,20 @@ struct SpecBackoff {
 
   // The first engine step at which a sample drafted (or asked for drafts) in
   // `step` is drafted again after waiting `wait` steps: step + 1 + wait.
-  // After rejected drafts (`rejected`) at the cap (wait >= cap), that is
-  // rounded down to a multiple of `cap` (still after `step` + 1), so that
-  // the samples whose drafts keep being rejected -- typically every sample of
-  // a batch whose proposer misses -- verify in the same steps, one in `cap`,
-  // and the steps between stay plain decode steps for the whole batch
-  // (graph-replayed, overlapped); rounding down never tries later than the
-  // plain wait would. A proposer that had no draft cost no verification, so
-  // that wait is not rounded. `cap`: a power of two.
-  static int64_t next_step(int64_t step, int32_t wait, bool rejected, int32_t cap) {
+  // After rejected drafts (`rejected`) that is rounded down to a multiple of
+  // the wait (a power of two; still after `step` + 1), so that the samples
+  // whose drafts keep being rejected -- typically every sample of a batch
+  // whose proposer misses -- verify in the same steps already while their
+  // waits ramp up (a wait of 16 lands on multiples of 16, which are
+  // multiples of 8, ...), and at the cap one in `cap`; the steps between
+  // stay plain decode steps for the whole batch (graph-replayed,
+  // overlapped); rounding down never tries later than the plain wait would.
+  // A proposer that had no draft cost no verification, so that wait is not
+  // rounded. `cap`: a power of two (unused: the wait is already within it).
+  static int64_t next_step(int64_t step, int32_t wait, bool rejected, int32_t /*cap*/) {
     const int64_t earliest = step + 1 + wait;
-    if (!rejected || wait < cap) return earliest;
-    return earliest / cap * cap;
+    if (!rejected || wait < 2) return earliest;
+    return earliest / wait * wait;
   }
 };
 

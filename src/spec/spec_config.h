@@ -42,7 +42,8 @@ struct SpeculativeConfig {
   // The share of decode time that rejected drafts may cost: the back-off's
   // cap grows (8 to 64 steps) until the measured cost of a verifying step
   // over a plain one, spread over the cap, stays under it
-  // (engine/spec_cost_policy.h). 0: the cap stays 8.
+  // (engine/spec_cost_policy.h); a sample none of whose drafts was accepted
+  // yet waits up to 64 whatever the cost. 0: the cap stays 8 for every sample.
   double miss_cost_budget = 0.04;
 
   bool enabled() const { return method != SpecMethod::kNone; }

@@ -19,7 +19,8 @@
 //        kernel_bench --prefill               (prefill attention only, e.g. under ncu)
 //        kernel_bench --fused                 (the fused decode op beside its unfused
 //                                              calls: bench_fused_decode)
-//        kernel_bench --moe                   (moe_experts only)
+//        kernel_bench --moe                   (moe_experts only; decode-path rows beside
+//                                              the v1 kernels, PAGODA_MOE_DECODE=v1)
 //        kernel_bench --quant [FORMAT...]     (block-format linear at T 1, 2, 4, 8, 16, 32,
 //                                              64, 512 beside bf16, or only the named formats,
 //                                              e.g. q5_0 q2_K; q8_0 / q4_0 / q4_1 at T <= 8
@@ -33,11 +34,16 @@
 //                                              kernel and the staged one
 //                                              (PAGODA_FP8_KV_DECODE=old): GB/s of the cache
 //                                              bytes read)
-//        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, and the FP8
+//        kernel_bench --fp8                   (FP8 W8A8 linear beside bf16, cuBLASLt's
+//                                              scale modes beside the old paths
+//                                              (PAGODA_FP8_LT_SCALES=0), and the FP8
 //                                              cuBLASLt e4m3 8192^3 ceiling)
 //        kernel_bench --producers             (rms_norm / add_rms_norm / silu_mul plain,
 //                                              plain + FP8 quantise kernel, and the fused FP8
 //                                              producer op, widths 4096..28672, T 1, 8, 64)
+//        kernel_bench --fp8-gemv              (each FP8 decode kernel alone on quantised
+//                                              codes at T 1, 2, 4, 8, 8B and 70B shapes:
+//                                              tc / rows side by side)
 //        kernel_bench --sample                (the sampling kernel, one CTA per row beside
 //                                              rows split over several CTAs; then masked
 //                                              rows, the mask on the fly beside the old
@@ -516,7 +522,7 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
                              perm.size() * 4);
         gpu.synchronize();
       }
-      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512, 4096}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -561,8 +567,10 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
 }
 
 // moe_experts (both fused paths, moe_kernels.h) on one layer of
-// Qwen3-30B-A3B (H 2048, I 768, 128 experts, top-8) at T 1, 8, 64, 512 and
-// of Mixtral-8x7B (H 4096, I 14336, 8 experts, top-2) at T 1, 64. Routing:
+// Qwen3-30B-A3B (H 2048, I 768, 128 experts, top-8) at T 1, 2, 4, 8, 16, 64,
+// 512 and of Mixtral-8x7B (H 4096, I 14336, 8 experts, top-2) at T 1, 2, 4,
+// 8, 16, 64; decode-path rows also time the v1 kernels (set_moe_decode_v1)
+// in the last three columns. Routing:
 // k distinct uniformly random experts per token, a new draw for each of the
 // kIters calls in a graph (so the experts read differ from call to call, as
 // in a model's consecutive layers). Active bytes: the distinct selected
@@ -574,13 +582,17 @@ void bench_moe(CudaBackend& gpu, const Ceilings& c) {
     int64_t h, in, e, k;
     std::vector<int64_t> tokens;
   };
-  const MoeShape shapes[] = {{"qwen3-30b-a3b", 2048, 768, 128, 8, {1, 8, 64, 512}},
-                             {"mixtral-8x7b", 4096, 14336, 8, 2, {1, 64}}};
+  const MoeShape shapes[] = {
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, {1, 2, 4, 8, 16, 64, 512}},
+      {"mixtral-8x7b", 4096, 14336, 8, 2, {1, 2, 4, 8, 16, 64}}};
   std::printf(
       "moe_experts (bf16; bytes = distinct selected experts' weights + x + out)\n"
-      "%-14s %5s %8s %10s %9s %8s %9s %8s %s\n",
-      "shape", "T", "experts", "us", "GB/s", "%copy", "TFLOP/s", "%gemm", "path");
+      "%-14s %5s %8s %10s %9s %8s %9s %8s %-8s %10s %8s %8s\n",
+      "shape", "T", "experts", "us", "GB/s", "%copy", "TFLOP/s", "%gemm", "path", "v1 us",
+      "v1 %copy", "v1/new");
   std::mt19937 gen(77);
+  const bool v1_env = gpu.moe_decode_v1();  // PAGODA_MOE_DECODE=v1: restored at the end
+  gpu.set_moe_decode_v1(false);
   for (const MoeShape& s : shapes) {
     const size_t expert_bytes = static_cast<size_t>(3 * s.in * s.h * 2);
     DeviceBuffer gu(&gpu, s.e * expert_bytes * 2 / 3), down(&gpu, s.e * expert_bytes / 3);
@@ -617,20 +629,32 @@ void bench_moe(CudaBackend& gpu, const Ceilings& c) {
       Tensor tout = out.tensor(DType::kBF16, {t, s.h});
       Tensor tscratch = scratch.tensor(DType::kBF16, {static_cast<int64_t>(scratch.size() / 2)});
       Tensor tact = act.tensor(DType::kBF16, {slots, s.in});
-      const double ms = time_op(gpu, [&](int i) {
-        const Tensor ti(static_cast<int32_t*>(dids.data()) + i * slots, DType::kI32, {t, s.k});
-        const Tensor tw(static_cast<float*>(dw.data()) + i * slots, DType::kF32, {t, s.k});
-        gpu.moe_experts(tx, tgu, tdown, ti, tw, tscratch, tact, tout);
-      });
+      auto time_experts = [&] {
+        return time_op(gpu, [&](int i) {
+          const Tensor ti(static_cast<int32_t*>(dids.data()) + i * slots, DType::kI32, {t, s.k});
+          const Tensor tw(static_cast<float*>(dw.data()) + i * slots, DType::kF32, {t, s.k});
+          gpu.moe_experts(tx, tgu, tdown, ti, tw, tscratch, tact, tout);
+        });
+      };
+      const double ms = time_experts();
       const double bytes = distinct * static_cast<double>(expert_bytes) + 2.0 * x.size();
       const double gbps = bytes / (ms * 1e-3) / 1e9;
       const double tflops = 2.0 * static_cast<double>(slots) * 3 * s.in * s.h / (ms * 1e-3) / 1e12;
       const bool decode = t <= 16 && slots <= 128;  // moe_kernels.h's kMoeDecodeMax*
-      std::printf("%-14s %5lld %8.1f %10.1f %9.0f %7.0f%% %9.1f %7.1f%% %s\n", s.name,
+      std::printf("%-14s %5lld %8.1f %10.1f %9.0f %7.0f%% %9.1f %7.1f%% %-8s", s.name,
                   static_cast<long long>(t), distinct, ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps,
                   tflops, 100.0 * tflops / c.gemm_tflops, decode ? "decode" : "grouped");
+      if (decode) {  // the same graph of calls on the v1 kernels
+        gpu.set_moe_decode_v1(true);
+        const double v1_ms = time_experts();
+        gpu.set_moe_decode_v1(false);
+        std::printf(" %10.1f %7.0f%% %8.2f", v1_ms * 1e3,
+                    100.0 * bytes / (v1_ms * 1e-3) / 1e9 / c.copy_gbps, v1_ms / ms);
+      }
+      std::printf("\n");
     }
   }
+  gpu.set_moe_decode_v1(v1_env);
   std::printf("\n");
 }
 
@@ -660,10 +684,15 @@ double fp8_gemm_ceiling(CudaBackend& gpu) {
 }
 
 // FP8 W8A8 linear (per-channel and 128x128 block scales, dynamic per-token
-// activations) beside bf16 on the Llama-3.1-8B shapes at T 1, 2, 4, 8, 64, 512:
+// activations) beside bf16 on the Llama-3.1-8B shapes at T 1 .. 4096:
 // microseconds of both, the FP8 call's GB/s (weight codes + x + out) against
-// the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. The FP8 time
-// includes the activation quantisation (and for cuBLASLt the epilogue);
+// the copy ceiling and TFLOP/s against the FP8 GEMM ceiling. "fp8 us" is the
+// default route (above 8 rows cuBLASLt's own scale modes: outer-vector for
+// per-channel, 128x128 blocks x 1x128 groups for block 128), "old us" the
+// same call with set_fp8_lt_scales(false) (cuBLASLt unscaled f32 + the
+// scaling epilogue for per-channel, pagoda's FP8 GEMM for blocks); GB/s,
+// TFLOP/s and %fp8 are the default route's, "old%" the old route's %fp8.
+// Both times include the activation quantisation (and the epilogue);
 // "quant us" times launch_fp8_quantize alone: the share a fused producer
 // would save (at T = 1 the decode kernel quantises its own row: what that
 // saved).
@@ -676,10 +705,10 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
                               {"gate_up 4096->28672", 28672, 4096, false},
                               {"down 14336->4096", 4096, 14336, false}};
   std::printf(
-      "fp8 linear (bf16 x and out; bytes = codes + x + out)\n%-22s %-7s %4s %9s %9s %9s %8s %7s "
-      "%8s %7s\n",
-      "shape (N x K)", "scales", "T", "bf16 us", "fp8 us", "quant us", "GB/s", "%copy", "TFLOP/s",
-      "%fp8");
+      "fp8 linear (bf16 x and out; bytes = codes + x + out)\n%-22s %-7s %4s %9s %9s %9s %9s %8s "
+      "%7s %8s %7s %7s\n",
+      "shape (N x K)", "scales", "T", "bf16 us", "fp8 us", "old us", "quant us", "GB/s", "%copy",
+      "TFLOP/s", "%fp8", "old%");
   for (const GemmShape& s : shapes) {
     const size_t codes_bytes = static_cast<size_t>(s.n * s.k), bf16_bytes = codes_bytes * 2;
     const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / codes_bytes, 1, 4));
@@ -701,7 +730,7 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
         return w;
       };
       if (!gpu.prepare_fp8_weight(weight(0)).ok()) g_ok = false;
-      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512}) {
+      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512, 4096}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -713,6 +742,10 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
           gpu.linear(tx, tw, Tensor(), to);
         });
         const double ms = time_op(gpu, [&](int i) { gpu.linear(tx, weight(i), Tensor(), to); });
+        gpu.set_fp8_lt_scales(false);
+        const double old_ms =
+            time_op(gpu, [&](int i) { gpu.linear(tx, weight(i), Tensor(), to); });
+        gpu.set_fp8_lt_scales(true);
         const int64_t groups = block > 0 ? (s.k + block - 1) / block : 1;
         DeviceBuffer q_codes(&gpu, static_cast<size_t>(t * s.k)),
             q_scales(&gpu, static_cast<size_t>(t * groups) * 4);
@@ -730,10 +763,99 @@ void bench_fp8_linear(CudaBackend& gpu, const Ceilings& c) {
         const double gbps =
             static_cast<double>(codes_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
         const double tflops = 2.0 * t * s.n * s.k / (ms * 1e-3) / 1e12;
-        std::printf("%-22s %-7s %4lld %9.1f %9.1f %9.1f %8.0f %6.0f%% %8.1f %6.0f%%\n", s.name,
-                    block > 0 ? "128x128" : "channel", static_cast<long long>(t), bf16_ms * 1e3,
-                    ms * 1e3, quant_ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps, tflops,
-                    100.0 * tflops / fp8_tflops);
+        const double old_tflops = 2.0 * t * s.n * s.k / (old_ms * 1e-3) / 1e12;
+        std::printf("%-22s %-7s %4lld %9.1f %9.1f %9.1f %9.1f %8.0f %6.0f%% %8.1f %6.0f%% %6.0f%%\n",
+                    s.name, block > 0 ? "128x128" : "channel", static_cast<long long>(t),
+                    bf16_ms * 1e3, ms * 1e3, old_ms * 1e3, quant_ms * 1e3, gbps,
+                    100.0 * gbps / c.copy_gbps, tflops, 100.0 * tflops / fp8_tflops,
+                    100.0 * old_tflops / fp8_tflops);
+      }
+    }
+  }
+  // Non-zero: some "fp8 us" rows ran the old route (the log names the first refusal).
+  std::printf("cuBLASLt scale-mode refusals: %lld\n", static_cast<long long>(gpu.num_fp8_lt_refusals()));
+  std::printf("\n");
+}
+
+// Each FP8 decode kernel alone (fp8_linear_kernels.h: tc, the tensor-core
+// kernel; rows, the CUDA-core one, at T <= kFp8GemvRowsMaxRows) on codes
+// quantised beforehand (the quantisation is not timed), per-channel and
+// 128x128 block scales, bf16 out, at the Llama-3 8B and 70B linear shapes
+// and T 1, 2, 4, 8: microseconds, GB/s (weight codes + activation codes +
+// out) and % of the copy ceiling side by side. Weight sets rotate past L2.
+void bench_fp8_gemv(CudaBackend& gpu, const Ceilings& c) {
+  struct Variant {
+    const char* name;
+    cudaError_t (*launch)(const cuda::Fp8LinearParams&, cudaStream_t);
+    int max_rows;
+  };
+  const Variant variants[] = {
+      {"tc", cuda::launch_fp8_gemv_tc, cuda::kFp8GemvMaxRows},
+      {"rows", cuda::launch_fp8_gemv_rows, cuda::kFp8GemvRowsMaxRows}};
+  const GemmShape shapes[] = {{"8B qkv 4096->6144", 6144, 4096, false},
+                              {"8B o 4096x4096", 4096, 4096, false},
+                              {"8B gate_up 4096->28672", 28672, 4096, false},
+                              {"8B down 14336->4096", 4096, 14336, false},
+                              {"70B qkv 8192->10240", 10240, 8192, false},
+                              {"70B o 8192x8192", 8192, 8192, false},
+                              {"70B gate_up 8192->57344", 57344, 8192, false},
+                              {"70B down 28672->8192", 8192, 28672, false}};
+  std::printf("fp8 decode kernels alone (codes in, bf16 out; bytes = codes + x codes + out)\n");
+  std::printf("%-24s %-7s %2s", "shape (N x K)", "scales", "T");
+  for (const Variant& v : variants) std::printf(" %8s us %6s %5s", v.name, "GB/s", "%copy");
+  std::printf("\n");
+  for (const GemmShape& s : shapes) {
+    const size_t codes_bytes = static_cast<size_t>(s.n * s.k);
+    const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / codes_bytes, 1, 4));
+    DeviceBuffer codes(&gpu, codes_bytes * sets);
+    fill_random_fp8(gpu, codes.data(), codes.size());
+    for (int32_t block : {0, 128}) {
+      const int64_t groups = block > 0 ? (s.k + block - 1) / block : 1;
+      const int64_t num_scales = block > 0 ? ((s.n + block - 1) / block) * groups : s.n;
+      std::vector<float> host_scales(static_cast<size_t>(num_scales), 1e-3f);
+      DeviceBuffer scales(&gpu, host_scales.size() * 4);
+      gpu.copy_to_device(scales.data(), host_scales.data(), scales.size());
+      for (int t : {1, 2, 4, 8}) {
+        const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
+        DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
+        DeviceBuffer x_codes(&gpu, static_cast<size_t>(t * s.k)),
+            x_scales(&gpu, static_cast<size_t>(t * groups) * 4);
+        fill_random(gpu, x.data(), x.size());
+        cuda::Fp8QuantizeParams qp;
+        qp.dtype = DType::kBF16;
+        qp.x = x.data();
+        qp.rows = t;
+        qp.k = s.k;
+        qp.group = block;
+        qp.codes = static_cast<uint8_t*>(x_codes.data());
+        qp.scales = static_cast<float*>(x_scales.data());
+        check(cuda::launch_fp8_quantize(qp, gpu.stream()), "fp8 quantize");
+        cuda::Fp8LinearParams p;
+        p.x_codes = qp.codes;
+        p.x_scales = qp.scales;
+        p.w_scales = static_cast<const float*>(scales.data());
+        p.block = block;
+        p.out = out.data();
+        p.out_dtype = DType::kBF16;
+        p.rows = t;
+        p.n = s.n;
+        p.k = s.k;
+        std::printf("%-24s %-7s %2d", s.name, block > 0 ? "128x128" : "channel", t);
+        for (const Variant& v : variants) {
+          if (t > v.max_rows) {
+            std::printf(" %11s %6s %5s", "-", "-", "-");
+            continue;
+          }
+          const double ms = time_op(gpu, [&](int i) {
+            cuda::Fp8LinearParams pi = p;
+            pi.w = static_cast<const uint8_t*>(codes.data()) + (i % sets) * codes_bytes;
+            check(v.launch(pi, gpu.stream()), v.name);
+          });
+          const double gbps =
+              static_cast<double>(codes_bytes + x_codes.size() + out_bytes) / (ms * 1e-3) / 1e9;
+          std::printf(" %11.1f %6.0f %4.0f%%", ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
+        }
+        std::printf("\n");
       }
     }
   }
@@ -1012,6 +1134,10 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], "--fp8") == 0) {
     bench_fp8_linear(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--fp8-gemv") == 0) {
+    bench_fp8_gemv(gpu, c);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--fused") == 0) {

@@ -71,6 +71,17 @@ int64_t CublasLtLinear::row_bucket(int64_t rows) {
   return (rows + step - 1) / step * step;
 }
 
+cublasStatus_t CublasLtLinear::set_scale_pointers(cublasLtMatmulDesc_t desc, const LinearArgs& a) {
+  if (a.fp8_scales == Fp8Scales::kNone) return CUBLAS_STATUS_SUCCESS;
+  cublasStatus_t s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &a.w_scales, sizeof(a.w_scales));
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a.x_scales,
+                                       sizeof(a.x_scales));
+  }
+  return s;
+}
+
 // Column-major view of the row-major product: out^T [n, rows] =
 // w [n, k] (stored as col-major [k, n], op T) * x^T (col-major [k, rows]).
 Status CublasLtLinear::build_layouts(const LinearArgs& a, Plan& plan) {
@@ -92,6 +103,25 @@ Status CublasLtLinear::build_layouts(const LinearArgs& a, Plan& plan) {
       s = cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias,
                                          sizeof(a.bias));
     }
+  }
+  if (s == CUBLAS_STATUS_SUCCESS && a.bias != nullptr && a.in_dtype == DType::kF8E4M3) {
+    const int32_t bias_type = out_type;
+    s = cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                       sizeof(bias_type));
+  }
+  if (s == CUBLAS_STATUS_SUCCESS && a.fp8_scales != Fp8Scales::kNone) {
+    const bool block = a.fp8_scales == Fp8Scales::kBlock128;
+    const int32_t mode_w = block ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                 : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    const int32_t mode_x = block ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+                                 : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    s = cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_w,
+                                       sizeof(mode_w));
+    if (s == CUBLAS_STATUS_SUCCESS) {
+      s = cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_x,
+                                         sizeof(mode_x));
+    }
+    if (s == CUBLAS_STATUS_SUCCESS) s = set_scale_pointers(plan.desc, a);
   }
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "MatmulDescSetAttribute", a);
   s = cublasLtMatrixLayoutCreate(&plan.a, in_type, k, n, static_cast<int64_t>(k));
@@ -148,9 +178,12 @@ Result<CublasLtLinear::Plan*> CublasLtLinear::find_plan(const LinearArgs& a) {
                 alignment_log2(a.w),
                 alignment_log2(a.out),
                 a.bias != nullptr ? alignment_log2(a.bias) : 8,
-                a.ldo > 0 ? a.ldo : a.n};
+                a.ldo > 0 ? a.ldo : a.n,
+                static_cast<int>(a.fp8_scales)};
   auto it = plans_.find(key);
   if (it != plans_.end()) return &it->second;
+  auto no = refused_.find(key);
+  if (no != refused_.end()) return make_error(ErrorCode::kUnsupported, no->second);
   Plan plan;
   Status st = build_layouts(a, plan);
   Key bucket_key = key;
@@ -177,6 +210,7 @@ Result<CublasLtLinear::Plan*> CublasLtLinear::find_plan(const LinearArgs& a) {
   }
   if (!st.ok()) {
     destroy(plan);
+    refused_.emplace(key, st.error().message);
     return st.error();
   }
   return &plans_.emplace(key, plan).first->second;
@@ -184,12 +218,22 @@ Result<CublasLtLinear::Plan*> CublasLtLinear::find_plan(const LinearArgs& a) {
 
 Status CublasLtLinear::run(const LinearArgs& a, cudaStream_t stream) {
   if (a.rows == 0 || a.n == 0) return Status::Ok();
+  const bool fp8 = a.in_dtype == DType::kF8E4M3;
+  if ((a.fp8_scales != Fp8Scales::kNone && (!fp8 || a.w_scales == nullptr || a.x_scales == nullptr)) ||
+      (fp8 && a.fp8_scales == Fp8Scales::kNone && (a.bias != nullptr || a.out_dtype != DType::kF32)))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("cuBLASLt linear rows={} n={} k={}: FP8 scales without e4m3 "
+                                  "operands or scale pointers, or an unscaled FP8 product with a "
+                                  "bias or a 16-bit out",
+                                  a.rows, a.n, a.k));
   PAGODA_ASSIGN_OR_RETURN(Plan * plan, find_plan(a));
   if (a.bias != nullptr) {
     const cublasStatus_t s = cublasLtMatmulDescSetAttribute(
         plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof(a.bias));
     if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "MatmulDescSetAttribute(bias)", a);
   }
+  const cublasStatus_t ss = set_scale_pointers(plan->desc, a);
+  if (ss != CUBLAS_STATUS_SUCCESS) return lt_error(ss, "MatmulDescSetAttribute(scales)", a);
   const float alpha = 1.0f, beta = 0.0f;
   const cublasStatus_t s =
       cublasLtMatmul(handle_, plan->desc, &alpha, a.w, plan->a, a.x, plan->b, &beta, a.out,

@@ -9,7 +9,19 @@
 // heuristic runs once per row bucket (four per octave, at the bucket's top
 // row count) and a new row count in the bucket reuses that algorithm after
 // cublasLtMatmulAlgoCheck accepts it for the exact shape (else it gets its own
-// heuristic call).
+// heuristic call). A shape cuBLASLt refused (no algorithm, or a descriptor it
+// rejects) is remembered, so asking again fails at once without a heuristic
+// call.
+//
+// FP8 scale modes (cuBLASLt 12.9+, Hopper; Fp8Scales): cuBLASLt's "A" is w
+// (column-major [k, n], op T) and "B" is x (column-major [k, rows]), so w's
+// scales go to A_SCALE_POINTER and x's to B_SCALE_POINTER. kOuterVec
+// (OUTER_VEC_32F both): out[r, j] = sum * w_scales[j] * x_scales[r].
+// kBlock128 (BLK128x128_32F on w, VEC128_32F on x): each 128-column step's
+// sum is scaled by w_scales[j / 128, kb] * x_scales[kb, r]; cuBLASLt reads the
+// block grid k-block-major with its row stride padded to a multiple of 4
+// (element [nb, kb] at nb * round_up(ceil(k / 128), 4) + kb) and the
+// activation grid token-major (element [kb, r] at kb * rows + r).
 #pragma once
 
 #include <cublasLt.h>
@@ -19,12 +31,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "core/dtype.h"
 #include "core/result.h"
 
 namespace pagoda::cuda {
+
+enum class Fp8Scales { kNone, kOuterVec, kBlock128 };
 
 struct LinearArgs {
   const void* x = nullptr;    // [rows, k]
@@ -35,11 +50,18 @@ struct LinearArgs {
   int64_t rows = 0;
   int64_t n = 0;
   int64_t k = 0;
-  // x and w: bf16 or f16; or e4m3 (kF8E4M3: unscaled, out f32, no bias, k and
-  // n multiples of 16, 16-byte aligned: cuBLASLt's FP8 GEMM, TN layout)
+  // x and w: bf16 or f16; or e4m3 (kF8E4M3: k and n multiples of 16, 16-byte
+  // aligned: cuBLASLt's FP8 GEMM, TN layout; unscaled with out f32 and no
+  // bias unless fp8_scales says otherwise)
   DType in_dtype = DType::kBF16;
   DType bias_dtype = DType::kBF16; // must equal out_dtype (callers add other biases apart)
   DType out_dtype = DType::kBF16;  // in_dtype or f32
+  // e4m3 only: cuBLASLt applies the scales itself and writes out_dtype (bf16,
+  // f16 or f32) with the bias epilogue (bias_dtype == out_dtype); layouts in
+  // the header comment. kNone: the unscaled product above.
+  Fp8Scales fp8_scales = Fp8Scales::kNone;
+  const float* w_scales = nullptr;  // kOuterVec: [n]; kBlock128: [ceil(n / 128), round_up(ceil(k / 128), 4)]
+  const float* x_scales = nullptr;  // kOuterVec: [rows]; kBlock128: [ceil(k / 128), rows]
 };
 
 class CublasLtLinear {
@@ -59,8 +81,9 @@ class CublasLtLinear {
 
  private:
   // (n, rows, k, in dtype, out dtype, has bias, alignment log2 of x, w, out,
-  // bias, out's row stride)
-  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int, int, int64_t>;
+  // bias, out's row stride, FP8 scale mode)
+  using Key =
+      std::tuple<int64_t, int64_t, int64_t, int, int, bool, int, int, int, int, int64_t, int>;
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr;  // w as column-major [k, n], transposed
@@ -84,6 +107,9 @@ class CublasLtLinear {
   size_t workspace_bytes_ = 0;
   std::map<Key, Plan> plans_;                  // exact shapes
   std::map<Key, cublasLtMatmulAlgo_t> algos_;  // rows -> row_bucket(rows)
+  std::map<Key, std::string> refused_;         // exact shapes cuBLASLt refused: the error
+  // Sets the scale pointers of a (when it has FP8 scales) on desc.
+  static cublasStatus_t set_scale_pointers(cublasLtMatmulDesc_t desc, const LinearArgs& a);
 };
 
 }  // namespace pagoda::cuda

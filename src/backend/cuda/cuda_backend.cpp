@@ -97,8 +97,12 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   if (wide != nullptr && std::strcmp(wide, "dequant") == 0) quant_wide_ = false;
   const char* own_row = std::getenv("PAGODA_FP8_OWN_ROW");
   fp8_own_row_ = own_row != nullptr && std::strcmp(own_row, "1") == 0;
+  const char* lt_scales = std::getenv("PAGODA_FP8_LT_SCALES");
+  fp8_lt_scales_ = lt_scales == nullptr || std::strcmp(lt_scales, "0") != 0;
   const char* fp8_decode = std::getenv("PAGODA_FP8_KV_DECODE");
   fp8_kv_decode_staged_ = fp8_decode != nullptr && std::strcmp(fp8_decode, "old") == 0;
+  const char* moe_decode = std::getenv("PAGODA_MOE_DECODE");
+  moe_decode_v1_ = moe_decode != nullptr && std::strcmp(moe_decode, "v1") == 0;
   cudaStream_t stream = nullptr;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return make_error(ErrorCode::kInternal, fmt::format("cudaStreamCreate: {}", cudaGetErrorString(e)));

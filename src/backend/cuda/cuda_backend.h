@@ -37,6 +37,7 @@ namespace pagoda {
 
 namespace cuda {
 class CublasLtLinear;
+enum class Fp8Scales;  // cublaslt_linear.h
 }
 
 class CudaBackend final : public Backend {
@@ -168,6 +169,22 @@ class CudaBackend final : public Backend {
   // PAGODA_FP8_OWN_ROW=1 in the environment turns it on at creation (A/B).
   void set_fp8_own_row(bool on) { fp8_own_row_ = on; }
   bool fp8_own_row() const { return fp8_own_row_; }
+  // FP8 linears of more than 8 rows: on (the default), cuBLASLt applies the
+  // scales itself and writes the 16-bit output (outer-vector scales for
+  // per-row weights, 128x128 block / 1x128 group scales for block-128
+  // weights; cuda_fp8_linear.cpp); off, or where cuBLASLt refuses, the
+  // unscaled f32 GEMM and the scaling epilogue (per-row) or pagoda's FP8 GEMM
+  // (blocks). PAGODA_FP8_LT_SCALES=0 in the environment turns it off at
+  // creation (A/B).
+  void set_fp8_lt_scales(bool on) { fp8_lt_scales_ = on; }
+  bool fp8_lt_scales() const { return fp8_lt_scales_; }
+  // The cuBLASLt scale mode an FP8 linear of `rows` rows of w with this bias
+  // and output dtype takes (kNone: the other paths), before cuBLASLt is
+  // asked; num_fp8_lt_refusals() counts the calls it then refused (each
+  // fell back; cuda_fp8_linear.cpp).
+  cuda::Fp8Scales fp8_lt_mode(const LinearWeight& w, int64_t rows, const Tensor& bias,
+                              DType out_dtype) const;
+  int64_t num_fp8_lt_refusals() const { return num_fp8_lt_refusals_; }
   // Decode attention over an FP8 KV cache: off by default the kernel that
   // converts K/V in registers (attention_decode_fp8.cuh); on, the staged one
   // that converts each tile into 16-bit tiles in shared memory
@@ -175,6 +192,12 @@ class CudaBackend final : public Backend {
   // it on at creation (A/B timing).
   void set_fp8_kv_decode_staged(bool on) { fp8_kv_decode_staged_ = on; }
   bool fp8_kv_decode_staged() const { return fp8_kv_decode_staged_; }
+  // moe_experts' decode path (<= 16 tokens): off by default the v2 kernels
+  // (moe_decode_v2.cu: one wave of resident blocks); on, the v1 kernels
+  // (moe_decode.cu: a block per output tile; the same bits).
+  // PAGODA_MOE_DECODE=v1 in the environment turns it on at creation (A/B).
+  void set_moe_decode_v1(bool on) { moe_decode_v1_ = on; }
+  bool moe_decode_v1() const { return moe_decode_v1_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // more than cuda::kQuantWideMaxRows rows (or cuda::kQuantGemvMaxRows with
   // set_quant_wide(false)) dequantizes w in chunks of rows
@@ -220,6 +243,11 @@ class CudaBackend final : public Backend {
   // into out_rows [nr, N] (cuda_fp8_linear.cpp); false after a failure.
   bool fp8_product(const uint8_t* codes, const float* scales, int64_t nr, const LinearWeight& w,
                    const Tensor& bias, char* out_rows, DType out_dtype);
+  // The FP8 product of nr quantised rows through cuBLASLt's scale `mode`
+  // (codes [nr, K]; scales [nr] for kOuterVec, [groups, nr] for kBlock128)
+  // into out_rows [nr, N]; false where cuBLASLt refused (counted, logged once).
+  bool fp8_lt_scaled(const uint8_t* codes, const float* scales, int64_t nr, const LinearWeight& w,
+                     const Tensor& bias, char* out_rows, DType out_dtype, cuda::Fp8Scales mode);
   // Whether prepare_fp8_weight(w) sized the scratch for `rows` rows (the
   // activation codes too when `codes`).
   bool fp8_prepared(const LinearWeight& w, int64_t rows, bool codes) const;
@@ -252,7 +280,10 @@ class CudaBackend final : public Backend {
   bool quant_wide_ = true;
   bool fp8_own_row_ = false;
   bool fp8_kv_decode_staged_ = false;
+  bool moe_decode_v1_ = false;
   bool fp8_gemm_refused_ = false;  // cuBLASLt refused the FP8 GEMM once (cuda_fp8_linear.cpp)
+  bool fp8_lt_scales_ = true;
+  int64_t num_fp8_lt_refusals_ = 0;
   Status status_;
   int num_errors_logged_ = 0;
 

@@ -5,18 +5,32 @@
 // activations are quantised (launch_fp8_quantize) in chunks of fp8_chunk_rows
 // rows into fp8_codes_ / fp8_scales_. A chunk of up to cuda::kFp8GemvMaxRows
 // rows runs the decode kernel (launch_fp8_gemv), which streams the e4m3
-// weight once. Larger chunks with per-row weight scales run cuBLASLt's FP8
-// GEMM (e4m3 x e4m3, f32 accumulation, unscaled f32 result in fp8_acc_) and
-// the scaling epilogue (launch_fp8_scale_rows); its row count is rounded up
-// to a multiple of 16 (cuBLASLt's FP8 rule; the padding rows' products are
-// never read). Block-wise weights (block % 128 == 0), and per-row weights
-// cuBLASLt does not take (n not a multiple of 16, or cuBLASLt refused the
-// FP8 GEMM: logged once), run the tiled tensor-core GEMM (launch_fp8_gemm)
-// where k % 16 == 0; what remains (odd k, other blocks) runs the decode
-// kernel on every 8 rows: correct, but it reads the weight once per 8 rows.
+// weight once: by default 1 row on CUDA cores (fp8_gemv_rows.cu), 2-8 on
+// tensor cores (fp8_gemv_tc.cu), the faster at each T on an H100;
+// PAGODA_FP8_GEMV=tc takes the tensor-core kernel for every row count, =rows
+// the CUDA-core one for 1-2 rows (fp8_linear_kernels.h fp8_gemv_variant).
+// Larger chunks with a 16-bit output (bias absent or of the output's dtype) run cuBLASLt's FP8 GEMM with its own scale modes
+// (fp8_lt_mode; set_fp8_lt_scales, on by default) when the chunk's row count
+// is a multiple of 16: per-row weights whose k
+// and n are multiples of 16 with outer-vector scales on both operands, and
+// 128x128-block weights whose k is a multiple of 512 (cuBLASLt's block-scale
+// grid pads its k-blocks to a multiple of 4, which is then the loader's
+// layout) and n a multiple of 16 with the activations quantised per 128-column
+// group into [groups, rows] scales; cuBLASLt writes the scaled output and the
+// bias in one GEMM. Where that is off, does not apply or cuBLASLt refused
+// the shape (counted, logged once; the block path then re-quantises into
+// [rows, groups]), per-row weights run cuBLASLt's unscaled FP8 GEMM (f32
+// result in fp8_acc_, rows rounded up to a multiple of 16: the padding rows'
+// products are never read) and the scaling epilogue (launch_fp8_scale_rows).
+// Block-wise weights (block % 128 == 0), and per-row weights cuBLASLt does
+// not take (n not a multiple of 16, or cuBLASLt refused the FP8 GEMM: logged
+// once), run the tiled tensor-core GEMM (launch_fp8_gemm) where k % 16 == 0;
+// what remains (odd k, other blocks) runs the decode kernel on every 8 rows:
+// correct, but it reads the weight once per 8 rows.
 // linear_fp8_rows takes codes and per-token scales a producer wrote
 // (backend.h Fp8Rows) and runs the same product on them, chunk by chunk.
-// Nothing allocates or waits: graph-capturable.
+// Nothing allocates or waits (cuBLASLt's plans are host-side, cached per
+// shape): graph-capturable.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -58,7 +72,53 @@ bool lt_takes(const LinearWeight& w) {
          reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
 }
 
+// cuBLASLt's block scale modes take the weight: 128x128 blocks, k a multiple
+// of 512 (ceil(k / 128) % 4 == 0: the scale grid's rows need no padding), n a
+// multiple of 16, rows of 16-byte alignment.
+bool lt_block_takes(const LinearWeight& w) {
+  return w.block == 128 && w.dim(1) % 512 == 0 && w.dim(0) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
+}
+
 }  // namespace
+
+cuda::Fp8Scales CudaBackend::fp8_lt_mode(const LinearWeight& w, int64_t rows, const Tensor& bias,
+                                          DType out_dtype) const {
+  // Row counts that are multiples of 16 only: cuBLASLt's FP8 GEMMs take no
+  // others (it refused 10 rows on an H100), and these write `out` directly,
+  // so they cannot pad as the unscaled path does into its f32 scratch.
+  const bool eligible = fp8_lt_scales_ && rows > cuda::kFp8GemvMaxRows && rows % 16 == 0 &&
+                        is_half(out_dtype) && (bias.empty() || bias.dtype == out_dtype);
+  if (eligible && w.block == 0 && lt_takes(w)) return cuda::Fp8Scales::kOuterVec;
+  if (eligible && lt_block_takes(w)) return cuda::Fp8Scales::kBlock128;
+  return cuda::Fp8Scales::kNone;
+}
+
+bool CudaBackend::fp8_lt_scaled(const uint8_t* codes, const float* scales, int64_t nr,
+                                const LinearWeight& w, const Tensor& bias, char* out_rows,
+                                DType out_dtype, cuda::Fp8Scales mode) {
+  cuda::LinearArgs a;
+  a.x = codes;
+  a.w = w.data;
+  a.bias = bias.empty() ? nullptr : bias.data;
+  a.out = out_rows;
+  a.rows = nr;
+  a.n = w.dim(0);
+  a.k = w.dim(1);
+  a.in_dtype = DType::kF8E4M3;
+  a.bias_dtype = a.out_dtype = out_dtype;
+  a.fp8_scales = mode;
+  a.w_scales = w.weight_scale.ptr<float>();
+  a.x_scales = scales;
+  const Status st = linear_->run(a, stream_);
+  if (st.ok()) return true;
+  if (num_fp8_lt_refusals_++ == 0) {
+    log_warn("cuBLASLt refused an FP8 GEMM with its own scales ({}); such linears run the "
+             "unscaled GEMM and the scaling epilogue, or pagoda's FP8 GEMM",
+             st.error().message);
+  }
+  return false;
+}
 
 Status CudaBackend::grow(Buffer& b, size_t bytes, const char* what) {
   if (bytes <= b.bytes) return Status::Ok();
@@ -124,6 +184,9 @@ bool CudaBackend::fp8_product(const uint8_t* codes, const float* scales, int64_t
     g.k = k;
     return g;
   };
+  if (fp8_lt_mode(w, nr, bias, out_dtype) == cuda::Fp8Scales::kOuterVec &&
+      fp8_lt_scaled(codes, scales, nr, w, bias, out_rows, out_dtype, cuda::Fp8Scales::kOuterVec))
+    return true;
   const bool many = nr > cuda::kFp8GemvMaxRows;
   bool lt_ran = false;
   if (many && lt_takes(w) && !fp8_gemm_refused_) {
@@ -235,8 +298,17 @@ void CudaBackend::linear_fp8(const Tensor& x, const LinearWeight& w, const Tenso
     q.input_scale = w.input_scale.empty() ? nullptr : w.input_scale.ptr<float>();
     q.codes = codes;
     q.scales = scales;
+    // Block scales for cuBLASLt: [groups, nr] (re-quantised to [nr, groups] if it refuses).
+    q.scales_by_group = fp8_lt_mode(w, nr, bias, out.dtype) == cuda::Fp8Scales::kBlock128;
     if (!check(cuda::launch_fp8_quantize(q, stream_), "linear (fp8 quantize)")) return;
     char* out_rows = static_cast<char*>(out.data) + static_cast<size_t>(r0 * n) * out_es;
+    if (q.scales_by_group) {
+      if (fp8_lt_scaled(codes, scales, nr, w, bias, out_rows, out.dtype,
+                        cuda::Fp8Scales::kBlock128))
+        continue;
+      q.scales_by_group = false;
+      if (!check(cuda::launch_fp8_quantize(q, stream_), "linear (fp8 quantize)")) return;
+    }
     if (!fp8_product(codes, scales, nr, w, bias, out_rows, out.dtype)) return;
   }
 }

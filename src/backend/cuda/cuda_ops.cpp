@@ -512,6 +512,7 @@ void CudaBackend::moe_experts(const Tensor& x, const Tensor& gate_up, const Tens
   p.inter = inter;
   p.num_experts = static_cast<int>(e);
   p.top_k = static_cast<int>(k);
+  p.decode_v1 = moe_decode_v1_;
   check(cuda::launch_moe_experts(p, stream_), "moe_experts");
 }
 

@@ -1,5 +1,11 @@
-// Decode products with an FP8 weight (fp8_linear_kernels.h): the tensor-core
-// kernel (fp8_gemv_tc.cu) where it applies, else this f32 kernel.
+// Decode products with an FP8 weight (fp8_linear_kernels.h): the kernel
+// PAGODA_FP8_GEMV picks where it applies: by default the CUDA-core one
+// (fp8_gemv_rows.cu) for exactly 1 row and the tensor-core one
+// (fp8_gemv_tc.cu) for 2 .. 8 rows, the faster at each T on an H100
+// (kernel_bench --fp8-gemv); "tc" the tensor-core one everywhere, "rows"
+// the CUDA-core one up to kFp8GemvRowsMaxRows rows. Where the chosen kernel
+// does not apply the other runs if it may (not rows under "tc"), else this
+// f32 kernel.
 //
 // A CTA of kWarps warps owns kWarps output features (one weight row each).
 // Lane l of a warp reads 16 codes at columns 16 l + 512 i of its row with a
@@ -11,6 +17,9 @@
 // w_scale[n / B, g] before it is added; per-row scales multiply the warp's
 // sum once. The byte path (k % 16 != 0) walks one column per lane.
 #include <cuda_fp8.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/element_access.cuh"
@@ -26,21 +35,6 @@ constexpr int kThreads = kWarps * 32;
 
 __device__ __forceinline__ float e4m3_value(uint8_t c) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));
-}
-
-// The 16 codes of v as f32.
-__device__ __forceinline__ void unpack16(const uint4& v, float (&f)[16]) {
-  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const __nv_fp8x2_storage_t pair = static_cast<__nv_fp8x2_storage_t>(u[i] >> (16 * j));
-      const float2 t = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3)));
-      f[4 * i + 2 * j] = t.x;
-      f[4 * i + 2 * j + 1] = t.y;
-    }
-  }
 }
 
 template <bool kVector, bool kBlock>
@@ -121,9 +115,25 @@ bool fp8_gemv_supports(const Fp8LinearParams& p) {
          p.x_scales != nullptr && p.w != nullptr && p.w_scales != nullptr && p.out != nullptr;
 }
 
+Fp8GemvVariant fp8_gemv_variant() {
+  static const Fp8GemvVariant v = [] {
+    const char* env = std::getenv("PAGODA_FP8_GEMV");
+    if (env == nullptr) return Fp8GemvVariant::kAuto;
+    if (std::strcmp(env, "tc") == 0) return Fp8GemvVariant::kTc;
+    if (std::strcmp(env, "rows") == 0) return Fp8GemvVariant::kRows;
+    return Fp8GemvVariant::kAuto;
+  }();
+  return v;
+}
+
 cudaError_t launch_fp8_gemv(const Fp8LinearParams& p, cudaStream_t stream) {
   if (!fp8_gemv_supports(p)) return cudaErrorInvalidValue;
-  if (fp8_gemv_tc_supports(p)) return launch_fp8_gemv_tc(p, stream);
+  const Fp8GemvVariant v = fp8_gemv_variant();
+  const bool tc_ok = fp8_gemv_tc_supports(p);
+  const bool rows_ok = v != Fp8GemvVariant::kTc && fp8_gemv_rows_supports(p);
+  const bool rows_first = v == Fp8GemvVariant::kRows || p.rows == 1;
+  if (rows_ok && (rows_first || !tc_ok)) return launch_fp8_gemv_rows(p, stream);
+  if (tc_ok) return launch_fp8_gemv_tc(p, stream);
   if (p.x != nullptr) return cudaErrorInvalidValue;  // only the tensor-core kernel quantises
   const int64_t blocks = ceil_div(p.n, kWarps);
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;

@@ -1,14 +1,32 @@
 // Device helpers shared by the FP8 linear kernels (fp8_linear_kernels.h):
-// the weight's streaming load and the e4m3 tensor-core product (mma.sync
-// m16n8k32 e4m3 x e4m3 -> f32, sm_89+). Included only by .cu files of
-// backend/cuda.
+// the weight's streaming load, 16 codes to f32 (exact) and the e4m3
+// tensor-core product (mma.sync m16n8k32 e4m3 x e4m3 -> f32, sm_89+).
+// Included only by .cu files of backend/cuda.
 #pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
 #include "backend/cuda/stream_load.cuh"
 
 namespace pagoda::cuda {
+
+// The 16 e4m3 codes of v (byte 0 of v.x first) as f32: e4m3 -> f16 is exact.
+__device__ __forceinline__ void unpack16(const uint4& v, float (&f)[16]) {
+  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const __nv_fp8x2_storage_t pair = static_cast<__nv_fp8x2_storage_t>(u[i] >> (16 * j));
+      const float2 t = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3)));
+      f[4 * i + 2 * j] = t.x;
+      f[4 * i + 2 * j + 1] = t.y;
+    }
+  }
+}
 
 // d += a (16 x 32 e4m3, row-major) * b (32 x 8 e4m3, column-major), f32.
 // Fragments (PTX ISA, mma.m16n8k32, 8-bit types), lane = 4 g + q: a0 holds

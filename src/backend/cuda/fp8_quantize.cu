@@ -5,7 +5,8 @@
 // and the codes 8-byte aligned (kVec) a thread takes 8-element runs: one
 // 16-byte load, one 8-byte store (the same values and codes as element by
 // element: the max does not depend on the order). Per group: one warp per
-// (row, group).
+// (row, group), its scale stored at [row, group] (or [group, row] with
+// scales_by_group).
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/fp8_linear_kernels.h"
 #include "backend/cuda/fp8_quant.cuh"
@@ -76,7 +77,7 @@ __global__ void __launch_bounds__(kGroupWarps * 32) quantize_groups_kernel(Fp8Qu
   float amax = 0.0f;
   for (int64_t i = c0 + lane; i < c1; i += 32) amax = fmaxf(amax, fabsf(to_float(x[i])));
   const float s = fp8_group_scale_dev(warp_max(amax));
-  if (lane == 0) p.scales[item] = s;
+  if (lane == 0) p.scales[p.scales_by_group ? g * p.rows + row : item] = s;
   uint8_t* out = p.codes + row * p.k;
   for (int64_t i = c0 + lane; i < c1; i += 32) out[i] = fp8_code(to_float(x[i]), s);
 }
@@ -85,7 +86,8 @@ __global__ void __launch_bounds__(kGroupWarps * 32) quantize_groups_kernel(Fp8Qu
 
 cudaError_t launch_fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
   if (p.rows == 0) return cudaSuccess;
-  if (p.k <= 0 || p.group < 0 || (p.group > 0 && p.input_scale != nullptr) || p.rows > 0x7fffffff)
+  if (p.k <= 0 || p.group < 0 || (p.group > 0 && p.input_scale != nullptr) ||
+      (p.group == 0 && p.scales_by_group) || p.rows > 0x7fffffff)
     return cudaErrorInvalidValue;
   return dispatch_half(p.dtype, [&](auto t) {
     using T = decltype(t);

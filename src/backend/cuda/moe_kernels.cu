@@ -144,7 +144,8 @@ cudaError_t launch_moe_experts(const MoeExpertsParams& p, cudaStream_t stream) {
   if (p.num_experts < 1 || p.num_experts > kMoeMaxExperts || p.top_k < 1)
     return cudaErrorInvalidValue;
   if (p.num_tokens <= kMoeDecodeMaxTokens && p.num_tokens * p.top_k <= kMoeDecodeMaxSlots)
-    return launch_moe_experts_decode(p, stream);
+    return p.decode_v1 ? launch_moe_experts_decode_v1(p, stream)
+                       : launch_moe_experts_decode_v2(p, stream);
   return launch_moe_experts_grouped(p, stream);
 }
 

@@ -4,13 +4,16 @@
 // both read the routing on the device only (graph-safe, no host sync):
 //
 // - decode (<= kMoeDecodeMaxTokens tokens, <= kMoeDecodeMaxSlots routed
-//   (token, k) slots; moe_decode.cu): two launches. gate_up: a block per
-//   (distinct selected expert, 8 outputs); each warp streams one gate row and
-//   its up row with 16-byte loads once and dots them with every token routed
-//   to that expert, silu_mul in the epilogue -> act [T*k, I]. down: a block per
-//   4 hidden outputs streams those rows of every selected expert once, keeps
+//   (token, k) slots; moe_decode_v2.cu, or moe_decode.cu's v1 kernels with
+//   MoeExpertsParams::decode_v1): two launches. gate_up: a warp per (distinct
+//   selected expert, output n) streams one gate row and its up row with
+//   16-byte loads once and dots them with every token routed to that expert,
+//   silu_mul in the epilogue -> act [T*k, I]. down: a block per tile of
+//   hidden outputs streams those rows of every selected expert once, keeps
 //   the per-slot dots in shared memory and sums weight * dot over each token's
-//   k slots in slot order (f32, one rounding).
+//   k slots in slot order (f32, one rounding). v2 runs one wave of resident
+//   blocks that loop over that work; v1 a block per 8 (gate_up) or 4 (down)
+//   outputs. Both give the same bits.
 // - grouped (everything else; moe_grouped.cu): four launches. A one-block
 //   counting sort groups the slots by expert (prefix sums into buffers sized
 //   by T*k) and lists 64-row tiles of each expert's segment; a grouped
@@ -65,6 +68,7 @@ struct MoeExpertsParams {
   int64_t inter = 0;
   int num_experts = 0;
   int top_k = 0;
+  bool decode_v1 = false;  // the decode path on the v1 kernels (PAGODA_MOE_DECODE=v1, for A/B)
 };
 
 // Bytes of `scratch` the grouped path uses for `slots` = T*k routed rows:
@@ -81,8 +85,9 @@ constexpr int kMoeMaxExperts = 4096;
 // moe_experts_scratch_bytes on the grouped path: cudaErrorInvalidValue.
 cudaError_t launch_moe_experts(const MoeExpertsParams& p, cudaStream_t stream);
 
-// The two paths (moe_decode.cu, moe_grouped.cu); launch_moe_experts picks.
-cudaError_t launch_moe_experts_decode(const MoeExpertsParams& p, cudaStream_t stream);
+// The paths (moe_decode_v2.cu, moe_decode.cu, moe_grouped.cu); launch_moe_experts picks.
+cudaError_t launch_moe_experts_decode_v2(const MoeExpertsParams& p, cudaStream_t stream);
+cudaError_t launch_moe_experts_decode_v1(const MoeExpertsParams& p, cudaStream_t stream);
 cudaError_t launch_moe_experts_grouped(const MoeExpertsParams& p, cudaStream_t stream);
 
 struct SigmoidGatedAddParams {

@@ -64,24 +64,27 @@ class SimulatedRunner final : public ForwardingRunner {
   std::shared_ptr<SimClock> clock_;
 };
 
-// The cap at the end of 8 greedy requests of 160 tokens with random drafts
-// (k = 4, all rejected), async scheduling on.
-int32_t final_cap(Timing timing, int r) {
+// The metrics at the end of 8 greedy requests of 160 tokens with random
+// drafts (k = 4), async scheduling on; `accept_all`: every draft accepted
+// (a proposer that hits), else every one rejected.
+EngineMetrics run_requests(Timing timing, int r, double budget = 0.04, bool accept_all = false) {
   auto clock = std::make_shared<SimClock>();
   clock->timing = timing;
   clock->verify_extra = ms(r);
   EngineSetup s{.model = stories_dir()};
   s.async_scheduling = true;
   s.speculative.num_speculative_tokens = 4;
-  s.speculative.miss_cost_budget = 0.04;
+  s.speculative.miss_cost_budget = budget;
   s.proposer = [] { return std::make_unique<RandomProposer>(512, 9); };
-  s.acceptance_rule = [](std::span<const int32_t>, std::span<const int32_t>) { return 0; };
+  s.acceptance_rule = [accept_all](std::span<const int32_t>, std::span<const int32_t> drafts) {
+    return accept_all ? static_cast<int32_t>(drafts.size()) : 0;
+  };
   s.spec_cost_clock = [clock] { return clock->now; };
   s.wrap_runner = [clock](std::unique_ptr<Runner> inner) -> std::unique_ptr<Runner> {
     return std::make_unique<SimulatedRunner>(std::move(inner), clock);
   };
   auto engine = start_engine(s);
-  if (engine == nullptr) return -1;
+  if (engine == nullptr) return {};
   std::vector<TestRequest> reqs;
   for (int i = 0; i < 8; ++i) {
     SamplingParams p = greedy_params(160);
@@ -90,9 +93,15 @@ int32_t final_cap(Timing timing, int r) {
   }
   const auto logs = run_all(*engine, reqs);
   EXPECT_EQ(logs.size(), reqs.size());
-  EXPECT_EQ(engine->metrics().spec_num_accepted_tokens, 0u);
-  EXPECT_GT(engine->metrics().overlapped_steps, 100);  // async scheduling ran ahead
-  return engine->metrics().spec_backoff_cap;
+  if (!accept_all) {
+    EXPECT_EQ(engine->metrics().spec_num_accepted_tokens, 0u);
+    EXPECT_GT(engine->metrics().overlapped_steps, 100);  // async scheduling ran ahead
+  }
+  return engine->metrics();
+}
+
+int32_t final_cap(Timing timing, int r) {
+  return run_requests(timing, r).spec_backoff_cap;
 }
 
 TEST(EngineSpecCostTiming, CapRisesOnlyWhenVerificationCostsWithStepsComputedAtLaunch) {
@@ -103,6 +112,25 @@ TEST(EngineSpecCostTiming, CapRisesOnlyWhenVerificationCostsWithStepsComputedAtL
 TEST(EngineSpecCostTiming, CapRisesOnlyWhenVerificationCostsWithStepsOnADeviceQueue) {
   EXPECT_EQ(final_cap(Timing::kOnDevice, 1), 32);
   EXPECT_EQ(final_cap(Timing::kOnDevice, 0), 8);
+}
+
+// Drafts that are never accepted: each sample's waits grow to kMaxCap (64)
+// whatever the cost, so it verifies about 8 times in 160 tokens (the ramp
+// 1, 2, ..., 64 and an aligned try or two), against about 20 + 4 with the
+// fixed cap 8 of a zero budget; r is measured and shown all the same.
+// Drafts that are always accepted keep being drafted every step: a
+// verification yields k + 1 = 5 tokens, so about 160 / 5 per sample.
+TEST(EngineSpecCostTiming, NeverAcceptedDraftsBackOffToTheLongestCapAcceptedOnesKeepDrafting) {
+  const EngineMetrics missing = run_requests(Timing::kOnDevice, 1);
+  const EngineMetrics fixed = run_requests(Timing::kOnDevice, 1, /*budget=*/0.0);
+  EXPECT_LE(missing.spec_num_drafts, 8u * 10);
+  EXPECT_GE(fixed.spec_num_drafts, 8u * 20);
+  ASSERT_TRUE(missing.spec_verify_extra_cost.has_value());
+  EXPECT_NEAR(*missing.spec_verify_extra_cost, 1.0, 0.1);
+  EXPECT_EQ(missing.spec_backoff_cap, 32);
+  const EngineMetrics hits = run_requests(Timing::kOnDevice, 1, 0.04, /*accept_all=*/true);
+  EXPECT_GE(hits.spec_num_drafts, 8u * 30);
+  EXPECT_GT(hits.spec_num_accepted_tokens, 3 * hits.spec_num_drafts);  // max_tokens cuts the last
 }
 
 }  // namespace

@@ -42,13 +42,13 @@ TEST(SpecCostPolicy, NothingMeasuredMeansTheLeastCap) {
   SpecCostPolicy p(0.04);
   EXPECT_EQ(p.cap(64), 8);
   EXPECT_FALSE(p.extra_cost(64));
-  p.record(64, 0.010, /*verifying=*/false);  // plain steps only: r unknown
+  p.record(64, 0.010, /*num_verifying=*/0);  // plain steps only: r unknown
   EXPECT_EQ(p.cap(64), 8);
   EXPECT_FALSE(p.extra_cost(64));
   SpecCostPolicy q(0.04);
-  q.record(64, 0.020, /*verifying=*/true);  // verifying steps only
+  q.record(64, 0.020, /*num_verifying=*/64);  // verifying steps only
   EXPECT_EQ(q.cap(64), 8);
-  q.record(64, 0.0, /*verifying=*/false);  // a zero time is no measurement
+  q.record(64, 0.0, /*num_verifying=*/0);  // a zero time is no measurement
   EXPECT_EQ(q.cap(64), 8);
 }
 
@@ -61,7 +61,7 @@ TEST(SpecCostPolicy, TimesStepsWithItsClockPerBatchBucket) {
     p.step_started();
     c.advance(seconds);
     p.step_finished(
-        num_seqs, decode_only,
+        num_seqs, verifying ? num_seqs : 0, decode_only,
         verifying ? SpecCostPolicy::StepKind::kVerifying : SpecCostPolicy::StepKind::kPlain);
   };
   for (int i = 0; i < 20; ++i) run_step(64, 0.010, true, false);
@@ -88,17 +88,17 @@ TEST(SpecCostPolicy, TimesStepsWithItsClockPerBatchBucket) {
 // the cap down again, one that gets dearer raises it.
 TEST(SpecCostPolicy, CapFollowsTheRunningAverages) {
   SpecCostPolicy p(0.04);
-  p.record(16, 0.010, false);
-  p.record(16, 0.020, true);
+  p.record(16, 0.010, 0);
+  p.record(16, 0.020, 16);
   EXPECT_EQ(p.cap(16), 32);
-  for (int i = 0; i < 40; ++i) p.record(16, 0.012, true);
+  for (int i = 0; i < 40; ++i) p.record(16, 0.012, 16);
   EXPECT_NEAR(*p.extra_cost(16), 0.2, 0.01);
   EXPECT_EQ(p.cap(16), 8);
-  for (int i = 0; i < 40; ++i) p.record(16, 0.035, true);
+  for (int i = 0; i < 40; ++i) p.record(16, 0.035, 16);
   EXPECT_EQ(p.cap(16), 64);
   // One slow step moves its average by kAverageWeight of the difference:
   // plain 0.010 -> 0.0125 after a 0.030 s step.
-  p.record(16, 0.030, false);
+  p.record(16, 0.030, 0);
   EXPECT_NEAR(*p.extra_cost(16), 0.035 / 0.0125 - 1.0, 0.02);
 }
 
@@ -115,7 +115,7 @@ TEST(SpecCostPolicy, HeldStepJoinsTheVerificationWindow) {
   auto run_step = [&](double seconds, bool decode_only, Kind kind) {
     p.step_started();
     c.advance(seconds);
-    p.step_finished(64, decode_only, kind);
+    p.step_finished(64, kind == Kind::kVerifying ? 64 : 0, decode_only, kind);
   };
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 6; ++j) run_step(0.010, true, Kind::kPlain);
@@ -129,7 +129,7 @@ TEST(SpecCostPolicy, HeldStepJoinsTheVerificationWindow) {
   auto run_q = [&](double seconds, bool decode_only, Kind kind) {
     q.step_started();
     c.advance(seconds);
-    q.step_finished(64, decode_only, kind);
+    q.step_finished(64, kind == Kind::kVerifying ? 64 : 0, decode_only, kind);
   };
   run_q(0.010, true, Kind::kPlain);
   run_q(0.010, true, Kind::kHeld);
@@ -146,10 +146,70 @@ TEST(SpecCostPolicy, HeldStepJoinsTheVerificationWindow) {
   EXPECT_NEAR(*q.extra_cost(64), 0.0, 0.01);
 }
 
+// Every step verifies, a few sequences each (out of phase), never all: no
+// plain step, yet the line through the steps with fewer and more verifying
+// sequences gives p and r. Simulated: a step of S = 64 sequences, V of which
+// verify, takes p (1 + r V / S) with p = 10 ms and r = 1.
+TEST(SpecCostPolicy, EstimatesWhenEveryStepVerifies) {
+  FakeClock c;
+  SpecCostPolicy p(0.04, [&c] { return c.t; });
+  const double plain_s = 0.010, r = 1.0;
+  for (int i = 0; i < 200; ++i) {
+    const size_t num_verifying = 2 + static_cast<size_t>(i * 7 % 11);  // 2..12 of 64
+    p.step_started();
+    c.advance(plain_s * (1.0 + r * static_cast<double>(num_verifying) / 64.0));
+    p.step_finished(64, num_verifying, true, SpecCostPolicy::StepKind::kVerifying);
+  }
+  ASSERT_TRUE(p.extra_cost(64));
+  EXPECT_NEAR(*p.extra_cost(64), r, 1e-3);
+  EXPECT_EQ(p.cap(64), 32);
+  EXPECT_FALSE(p.extra_cost(16));  // another bucket: unmeasured
+  // Verification that costs nothing: r 0, the least cap.
+  SpecCostPolicy q(0.04, [&c] { return c.t; });
+  for (int i = 0; i < 200; ++i) {
+    q.step_started();
+    c.advance(plain_s);
+    q.step_finished(64, 2 + static_cast<size_t>(i % 9), true, SpecCostPolicy::StepKind::kVerifying);
+  }
+  EXPECT_NEAR(*q.extra_cost(64), 0.0, 1e-6);
+  EXPECT_EQ(q.cap(64), 8);
+}
+
+// Too little spread in the verifying share (always 1 of 64, or always the
+// same count) gives no estimate rather than a noisy extrapolation.
+TEST(SpecCostPolicy, NoEstimateWithoutSpread) {
+  SpecCostPolicy p(0.04);
+  for (int i = 0; i < 50; ++i) p.record(64, 0.010 + 0.001 * (i % 2), 1 + static_cast<size_t>(i % 2));
+  EXPECT_FALSE(p.extra_cost(64));  // shares 1/64 and 2/64: 1/64 apart
+  EXPECT_EQ(p.cap(64), 8);
+  SpecCostPolicy q(0.04);
+  for (int i = 0; i < 50; ++i) q.record(64, 0.012, 8);
+  EXPECT_FALSE(q.extra_cost(64));  // one group only
+}
+
+// Without plain steps the fit gives r; once plain steps come (the cap grew,
+// the samples aligned) the quotient of averages takes over.
+TEST(SpecCostPolicy, PlainStepsReplaceTheFit) {
+  SpecCostPolicy p(0.04);
+  for (int i = 0; i < 100; ++i) {
+    const size_t v = 2 + static_cast<size_t>(i % 7);  // 2..8 of 64
+    p.record(64, 0.010 * (1.0 + 0.6 * static_cast<double>(v) / 64.0), v);
+  }
+  ASSERT_TRUE(p.extra_cost(64));
+  EXPECT_NEAR(*p.extra_cost(64), 0.6, 1e-3);
+  EXPECT_EQ(p.cap(64), 16);
+  for (int i = 0; i < 100; ++i) {
+    p.record(64, 0.010, 0);
+    p.record(64, 0.030, 64, /*num_steps=*/2);  // held + every sequence: r = 1
+  }
+  EXPECT_NEAR(*p.extra_cost(64), 1.0, 1e-3);
+  EXPECT_EQ(p.cap(64), 32);
+}
+
 TEST(SpecCostPolicy, ZeroBudgetKeepsTheLeastCap) {
   SpecCostPolicy p(0.0);
-  p.record(64, 0.010, false);
-  p.record(64, 0.030, true);
+  p.record(64, 0.010, 0);
+  p.record(64, 0.030, 64);
   EXPECT_NEAR(*p.extra_cost(64), 2.0, 1e-9);
   EXPECT_EQ(p.cap(64), 8);
 }

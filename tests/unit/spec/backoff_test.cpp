@@ -23,11 +23,12 @@ TEST(SpecBackoff, WaitDoublesUpToTheCapAndResetsOnAcceptance) {
   EXPECT_EQ(SpecBackoff::next_wait(32, false, 8), 8);
 }
 
-TEST(SpecBackoff, NextStepWaitsTheWaitAndAtTheCapLandsOnItsMultiples) {
+TEST(SpecBackoff, NextStepWaitsTheWaitAndAfterRejectionsLandsOnItsMultiples) {
   for (const int32_t cap : {SpecBackoff::kMinCap, 16, SpecBackoff::kMaxCap}) {
     EXPECT_EQ(SpecBackoff::next_step(10, 0, true, cap), 11);
     EXPECT_EQ(SpecBackoff::next_step(10, 1, true, cap), 12);
-    EXPECT_EQ(SpecBackoff::next_step(10, 4, true, cap), 15);
+    EXPECT_EQ(SpecBackoff::next_step(10, 4, true, cap), 12);   // 15 rounded down to 4's multiple
+    EXPECT_EQ(SpecBackoff::next_step(10, 4, false, cap), 15);  // no draft: not rounded
     EXPECT_EQ(SpecBackoff::next_step(10, cap, false, cap), 11 + cap);  // no draft: not rounded
     for (int64_t step = 0; step < 200; ++step) {
       const int64_t n = SpecBackoff::next_step(step, cap, true, cap);
