@@ -5,6 +5,7 @@
 #include "backend/cuda/cluster_reduce.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/fp8_quant.cuh"
+#include "backend/cuda/glu_fp8_split.h"
 #include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
@@ -38,34 +39,20 @@ __global__ void silu_mul_kernel(SiluMulParams p) {
   }
 }
 
-// silu_mul_fp8's row split (glu_fp8_kernel): at most kMaxClusterCtas CTAs
-// (the portable cluster size) of at most kMaxRowThreads threads (512: 128
-// registers a thread, so 4 gate and 4 up vectors of 8 fit without spilling;
-// at 1024 threads ptxas spills), each thread keeping at most kMaxVecs
-// kVec-wide vectors in registers: 8 * 512 * 4 * 8 = 131072 elements a row
-// with the 8-element vectors. glu_fp8_wide_kernel takes up to kWideThreads.
-constexpr int kMaxClusterCtas = 8;
-constexpr int kMaxRowThreads = 512;
-constexpr int kMaxVecs = 4;
+// glu_fp8_wide_kernel's most threads a CTA (one CTA a row).
 constexpr int kWideThreads = 1024;
-// Enough CTAs to spread over an H100's 132 SMs: the cluster grows while
-// num_rows * cluster_ctas is below this.
-constexpr int64_t kTargetCtas = 128;
-// Each CTA of a cluster keeps at least this many vectors (the cluster does
-// not grow past groups / kMinVecsPerCta).
-constexpr int64_t kMinVecsPerCta = 128;
 
 // silu_mul_kernel's values plus the row's FP8 codes, one token's row split
 // over the CTAs of a thread-block cluster (grid: num_rows * cluster CTAs
 // along x, cluster = gridDim.x / num_rows consecutive CTAs; 1 = a plain
 // launch). Thread t of the CTA of rank c owns the vectors
-// i = (k * cluster + c) * blockDim.x + t (k < kMaxVecs, i < groups): it
+// i = (k * cluster + c) * blockDim.x + t (k < kGluMaxVecs, i < groups): it
 // issues all its gate / up loads before any math, stores its outputs, and
 // after the cluster's max |out| (cluster_max: the same max as one CTA over
 // the row, so the scale and codes are launch_fp8_quantize's of the stored
 // output bit for bit) writes their codes from the same registers.
 template <typename T, int kVec, GluActivation kAct>
-__global__ void __launch_bounds__(kMaxRowThreads) glu_fp8_kernel(SiluMulParams p) {
+__global__ void __launch_bounds__(kGluMaxRowThreads) glu_fp8_kernel(SiluMulParams p) {
   pdl_enter();
   const unsigned cluster = gridDim.x / static_cast<unsigned>(p.num_rows);
   const int64_t row = blockIdx.x / cluster;
@@ -76,9 +63,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) glu_fp8_kernel(SiluMulParams p
   auto index = [&](int k) {
     return (static_cast<int64_t>(k) * cluster + rank) * blockDim.x + threadIdx.x;
   };
-  Vec<T, kVec> g[kMaxVecs], u[kMaxVecs];
+  Vec<T, kVec> g[kGluMaxVecs], u[kGluMaxVecs];
 #pragma unroll
-  for (int k = 0; k < kMaxVecs; ++k) {
+  for (int k = 0; k < kGluMaxVecs; ++k) {
     const int64_t i = index(k);
     if (i < groups) {
       g[k] = load_vec<T, kVec>(gate + i * kVec);
@@ -87,7 +74,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) glu_fp8_kernel(SiluMulParams p
   }
   float amax = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kMaxVecs; ++k) {
+  for (int k = 0; k < kGluMaxVecs; ++k) {
     const int64_t i = index(k);
     if (i >= groups) continue;
 #pragma unroll
@@ -101,7 +88,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) glu_fp8_kernel(SiluMulParams p
   if (rank == 0 && threadIdx.x == 0) p.scales[row] = s;
   uint8_t* codes = p.codes + row * p.inter;
 #pragma unroll
-  for (int k = 0; k < kMaxVecs; ++k) {
+  for (int k = 0; k < kGluMaxVecs; ++k) {
     const int64_t i = index(k);
     if (i < groups) store_codes<T, kVec>(g[k], s, codes + i * kVec);
   }
@@ -133,25 +120,6 @@ __global__ void glu_fp8_wide_kernel(SiluMulParams p) {
   const float s = fp8_token_scale_dev(block_max(amax));
   if (threadIdx.x == 0) p.scales[row] = s;
   store_row_codes<T, kVec>(out, groups, s, p.codes + row * p.inter);
-}
-
-// glu_fp8_kernel's split of a row of `groups` vectors for num_rows rows:
-// the cluster size (1, 2, 4 or 8) and threads per CTA; threads == 0 when
-// the row is too wide for its registers (glu_fp8_wide_kernel).
-struct RowSplit {
-  int cluster = 1;
-  int threads = 0;
-};
-
-RowSplit row_split(int64_t num_rows, int64_t groups) {
-  RowSplit r;
-  while (r.cluster < kMaxClusterCtas && num_rows * r.cluster < kTargetCtas &&
-         groups >= 2 * r.cluster * kMinVecsPerCta)
-    r.cluster *= 2;
-  const int64_t per_cta = ceil_div(groups, r.cluster);
-  const int64_t threads = per_cta >= kMaxRowThreads ? kMaxRowThreads : ceil_div(per_cta, 32) * 32;
-  if (ceil_div(per_cta, threads) <= kMaxVecs) r.threads = static_cast<int>(threads);
-  return r;
 }
 
 template <typename O, typename B>
@@ -194,7 +162,7 @@ cudaError_t launch_bias_add_out(const BiasAddParams& p, cudaStream_t stream) {
 cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
   if (p.num_rows == 0 || p.inter == 0) return cudaSuccess;
   const bool fp8 = p.codes != nullptr;
-  if (fp8 != (p.scales != nullptr) || (fp8 && p.num_rows * kMaxClusterCtas > 0x7fffffff))
+  if (fp8 != (p.scales != nullptr) || (fp8 && p.num_rows * kGluMaxClusterCtas > 0x7fffffff))
     return cudaErrorInvalidValue;
   const bool vec8 = p.inter % 8 == 0 && is_aligned(p.gate_up, 16) && is_aligned(p.out, 16) &&
                     (!fp8 || is_aligned(p.codes, 8));
@@ -205,7 +173,7 @@ cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
     const bool gelu = p.act == kGelu;
     if (fp8) {  // a row over a cluster of CTAs, or one CTA of up to 1024 threads
       const int64_t groups = vec8 ? p.inter / 8 : p.inter;
-      const RowSplit split = row_split(p.num_rows, groups);
+      const GluFp8Split split = glu_fp8_split(p.num_rows, groups);
       auto launch = [&](auto vec) {
         constexpr int kVec = decltype(vec)::value;
         if (split.threads > 0) {
