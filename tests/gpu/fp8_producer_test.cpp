@@ -240,13 +240,16 @@ struct Output {
   float bound;
 };
 
-// Captures `record`, then `rounds` times: fresh inputs (inputs(true)), every
-// output poisoned, an eager run and its outputs' bytes; the same inputs
-// again (inputs(false): in-place outputs such as the residual restored),
+// Runs `record` once eagerly (lazy workspaces and library handles are made
+// outside capture, as the model runner does) and captures it; then 3 times:
+// fresh inputs (inputs(true)), every output poisoned, an eager run and its
+// outputs' bytes; the same inputs again (inputs(false): in-place outputs such as the residual restored),
 // outputs poisoned, a replay: the same bytes.
 void expect_replay_matches_eager(CudaBackend& gpu, const std::function<void()>& record,
                                  const std::function<void(bool)>& inputs,
                                  const std::vector<Output>& outputs, const std::string& what) {
+  inputs(true);
+  record();
   const int id = gpu.capture_graph(record);
   ASSERT_GE(id, 0) << what;
   for (int round = 0; round < 3; ++round) {
