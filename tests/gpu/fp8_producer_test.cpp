@@ -242,9 +242,10 @@ struct Output {
 
 // Runs `record` once eagerly (lazy workspaces and library handles are made
 // outside capture, as the model runner does) and captures it; then 3 times:
-// fresh inputs (inputs(true)), every output poisoned, an eager run and its
-// outputs' bytes; the same inputs again (inputs(false): in-place outputs such as the residual restored),
-// outputs poisoned, a replay: the same bytes.
+// every output poisoned, then fresh inputs (inputs(true): an in-place output
+// such as the residual is an input too, so it is set after the poison), an
+// eager run and its outputs' bytes; outputs poisoned, the same inputs again
+// (inputs(false)), a replay: the same bytes.
 void expect_replay_matches_eager(CudaBackend& gpu, const std::function<void()>& record,
                                  const std::function<void(bool)>& inputs,
                                  const std::vector<Output>& outputs, const std::string& what) {
@@ -254,16 +255,16 @@ void expect_replay_matches_eager(CudaBackend& gpu, const std::function<void()>& 
   ASSERT_GE(id, 0) << what;
   for (int round = 0; round < 3; ++round) {
     const std::string r = what + " round " + std::to_string(round);
-    inputs(true);
     for (const Output& o : outputs) o.t->poison();
+    inputs(true);
     record();
     std::vector<std::vector<uint8_t>> eager;
     for (const Output& o : outputs) {
       eager.push_back(o.t->download_bytes());
       if (o.bound > 0) expect_sane(o.t->download(), o.bound, r + " eager");
     }
-    inputs(false);
     for (const Output& o : outputs) o.t->poison();
+    inputs(false);
     gpu.replay_graph(id);
     for (size_t i = 0; i < outputs.size(); ++i)
       EXPECT_TRUE(outputs[i].t->download_bytes() == eager[i])
