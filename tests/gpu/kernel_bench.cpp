@@ -38,6 +38,9 @@
 //                                              scale modes beside the old paths
 //                                              (PAGODA_FP8_LT_SCALES=0), and the FP8
 //                                              cuBLASLt e4m3 8192^3 ceiling)
+//        kernel_bench --producers             (rms_norm / add_rms_norm / silu_mul plain,
+//                                              plain + FP8 quantise kernel, and the fused FP8
+//                                              producer op, widths 4096..28672, T 1, 8, 64)
 //        kernel_bench --fp8-gemv              (each FP8 decode kernel alone on quantised
 //                                              codes at T 1, 2, 4, 8, 8B and 70B shapes:
 //                                              tc / rows side by side)
@@ -859,6 +862,67 @@ void bench_fp8_gemv(CudaBackend& gpu, const Ceilings& c) {
   std::printf("\n");
 }
 
+// The FP8 producers (--producers): rms_norm, add_rms_norm and silu_mul at
+// widths 4096, 8192, 14336, 28672 and T 1, 8, 64, bf16, each three ways in
+// one graph per column: the plain op, the plain op + launch_fp8_quantize of
+// its output (the path the producer replaces) and the fused producer op
+// (rms_norm_fp8, add_rms_norm_fp8, silu_mul_fp8). Inputs stay in L2, as
+// when the previous kernel of a decode step has just written them. "saved"
+// is (plain + quantise) - fused: positive when the fused op pays.
+void bench_producers(CudaBackend& gpu) {
+  std::printf("fp8 producers (bf16, L2-resident inputs): us per call\n%-13s %6s %4s %9s %9s %9s %8s\n",
+              "op", "width", "T", "plain", "+quant", "fused", "saved");
+  for (int64_t width : {int64_t{4096}, int64_t{8192}, int64_t{14336}, int64_t{28672}}) {
+    for (int64_t rows : {int64_t{1}, int64_t{8}, int64_t{64}}) {
+      const size_t row_bytes = static_cast<size_t>(rows * width * 2);
+      DeviceBuffer x(&gpu, 2 * row_bytes), res(&gpu, row_bytes), w(&gpu, width * 2);
+      DeviceBuffer out(&gpu, row_bytes), codes(&gpu, ((rows + 15) / 16 * 16) * width),
+          scales(&gpu, rows * 4);
+      fill_random(gpu, x.data(), x.size());
+      fill_random(gpu, res.data(), res.size());
+      fill_random(gpu, w.data(), w.size());
+      Tensor tx = x.tensor(DType::kBF16, {rows, width}), tres = res.tensor(DType::kBF16, {rows, width});
+      Tensor tgu = x.tensor(DType::kBF16, {rows, 2 * width}), tw = w.tensor(DType::kBF16, {width});
+      Tensor to = out.tensor(DType::kBF16, {rows, width});
+      Fp8Rows q{Tensor(codes.data(), DType::kF8E4M3, {rows, width}),
+                scales.tensor(DType::kF32, {rows})};
+      auto quantise = [&] {
+        cuda::Fp8QuantizeParams p;
+        p.dtype = DType::kBF16;
+        p.x = out.data();
+        p.rows = rows;
+        p.k = width;
+        p.codes = static_cast<uint8_t*>(codes.data());
+        p.scales = static_cast<float*>(scales.data());
+        check(cuda::launch_fp8_quantize(p, gpu.stream()), "launch_fp8_quantize");
+      };
+      struct Op {
+        const char* name;
+        std::function<void()> plain, fused;
+      };
+      const Op ops[] = {
+          {"rms_norm", [&] { gpu.rms_norm(tx, tw, 1e-5f, to); },
+           [&] { gpu.rms_norm_fp8(tx, tw, 1e-5f, to, q); }},
+          {"add_rms_norm", [&] { gpu.add_rms_norm(tres, tx, tw, 1e-5f, to); },
+           [&] { gpu.add_rms_norm_fp8(tres, tx, tw, 1e-5f, to, q); }},
+          {"silu_mul", [&] { gpu.silu_mul(tgu, to); }, [&] { gpu.silu_mul_fp8(tgu, to, q); }},
+      };
+      for (const Op& op : ops) {
+        const double plain = time_op(gpu, [&](int) { op.plain(); });
+        const double quant = time_op(gpu, [&](int) {
+          op.plain();
+          quantise();
+        });
+        const double fused = time_op(gpu, [&](int) { op.fused(); });
+        std::printf("%-13s %6lld %4lld %9.2f %9.2f %9.2f %8.2f\n", op.name,
+                    static_cast<long long>(width), static_cast<long long>(rows), plain * 1e3,
+                    quant * 1e3, fused * 1e3, (quant - fused) * 1e3);
+      }
+    }
+  }
+  std::printf("\n");
+}
+
 // The sampling kernel at rows 1..256 x vocabularies 32k..152k, greedy and
 // temperature 0.8 with top_p 0.9 or top_k 50 (no lists, masks or top-K):
 // microseconds with one CTA per row (PAGODA_SAMPLE_GROUPS=1) and with the
@@ -1082,6 +1146,10 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], "--sample") == 0) {
     bench_sample(gpu, c);
+    return gpu.status().ok() && g_ok ? 0 : 1;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--producers") == 0) {
+    bench_producers(gpu);
     return gpu.status().ok() && g_ok ? 0 : 1;
   }
   if (argc == 2 && std::strcmp(argv[1], "--prefill") == 0) {

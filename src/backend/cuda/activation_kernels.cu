@@ -1,7 +1,11 @@
 #include "backend/cuda/activation_kernels.h"
 
+#include <type_traits>
+
+#include "backend/cuda/cluster_reduce.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/fp8_quant.cuh"
+#include "backend/cuda/glu_fp8_split.h"
 #include "backend/cuda/head_ops.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 
@@ -35,11 +39,67 @@ __global__ void silu_mul_kernel(SiluMulParams p) {
   }
 }
 
-// silu_mul_kernel's values, one CTA per row, plus the row's FP8 codes: pass 1
-// writes the outputs and takes max|out| of the rounded values; pass 2
-// re-reads the thread's own outputs and writes their codes.
+// glu_fp8_wide_kernel's most threads a CTA (one CTA a row).
+constexpr int kWideThreads = 1024;
+
+// silu_mul_kernel's values plus the row's FP8 codes, one token's row split
+// over the CTAs of a thread-block cluster (grid: num_rows * cluster CTAs
+// along x, cluster = gridDim.x / num_rows consecutive CTAs; 1 = a plain
+// launch). Thread t of the CTA of rank c owns the vectors
+// i = (k * cluster + c) * blockDim.x + t (k < kGluMaxVecs, i < groups): it
+// issues all its gate / up loads before any math, stores its outputs, and
+// after the cluster's max |out| (cluster_max: the same max as one CTA over
+// the row, so the scale and codes are launch_fp8_quantize's of the stored
+// output bit for bit) writes their codes from the same registers.
 template <typename T, int kVec, GluActivation kAct>
-__global__ void glu_fp8_kernel(SiluMulParams p) {
+__global__ void __launch_bounds__(kGluMaxRowThreads) glu_fp8_kernel(SiluMulParams p) {
+  pdl_enter();
+  const unsigned cluster = gridDim.x / static_cast<unsigned>(p.num_rows);
+  const int64_t row = blockIdx.x / cluster;
+  const unsigned rank = blockIdx.x % cluster;
+  const int64_t groups = p.inter / kVec;
+  const T* gate = static_cast<const T*>(p.gate_up) + row * 2 * p.inter;
+  T* out = static_cast<T*>(p.out) + row * p.inter;
+  auto index = [&](int k) {
+    return (static_cast<int64_t>(k) * cluster + rank) * blockDim.x + threadIdx.x;
+  };
+  Vec<T, kVec> g[kGluMaxVecs], u[kGluMaxVecs];
+#pragma unroll
+  for (int k = 0; k < kGluMaxVecs; ++k) {
+    const int64_t i = index(k);
+    if (i < groups) {
+      g[k] = load_vec<T, kVec>(gate + i * kVec);
+      u[k] = load_vec<T, kVec>(gate + p.inter + i * kVec);
+    }
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kGluMaxVecs; ++k) {
+    const int64_t i = index(k);
+    if (i >= groups) continue;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      g[k].v[j] = glu_one<T, kAct>(g[k].v[j], u[k].v[j]);
+      amax = fmaxf(amax, fabsf(to_float(g[k].v[j])));
+    }
+    store_vec<T, kVec>(out + i * kVec, g[k]);
+  }
+  const float s = fp8_token_scale_dev(cluster_max(amax));
+  if (rank == 0 && threadIdx.x == 0) p.scales[row] = s;
+  uint8_t* codes = p.codes + row * p.inter;
+#pragma unroll
+  for (int k = 0; k < kGluMaxVecs; ++k) {
+    const int64_t i = index(k);
+    if (i < groups) store_codes<T, kVec>(g[k], s, codes + i * kVec);
+  }
+  cluster_reduce_done();
+}
+
+// glu_fp8_kernel for rows wider than a cluster's registers hold, one CTA per
+// row: pass 1 writes the outputs and takes max|out| of the rounded values;
+// pass 2 re-reads the thread's own outputs and writes their codes.
+template <typename T, int kVec, GluActivation kAct>
+__global__ void glu_fp8_wide_kernel(SiluMulParams p) {
   pdl_enter();
   const int64_t row = blockIdx.x;
   const int64_t groups = p.inter / kVec;
@@ -102,7 +162,7 @@ cudaError_t launch_bias_add_out(const BiasAddParams& p, cudaStream_t stream) {
 cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
   if (p.num_rows == 0 || p.inter == 0) return cudaSuccess;
   const bool fp8 = p.codes != nullptr;
-  if (fp8 != (p.scales != nullptr) || (fp8 && p.num_rows > 0x7fffffff))
+  if (fp8 != (p.scales != nullptr) || (fp8 && p.num_rows * kGluMaxClusterCtas > 0x7fffffff))
     return cudaErrorInvalidValue;
   const bool vec8 = p.inter % 8 == 0 && is_aligned(p.gate_up, 16) && is_aligned(p.out, 16) &&
                     (!fp8 || is_aligned(p.codes, 8));
@@ -111,16 +171,29 @@ cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
     using T = decltype(tag);
     constexpr auto kSilu = GluActivation::kSilu, kGelu = GluActivation::kGeluTanh;
     const bool gelu = p.act == kGelu;
-    if (fp8) {  // one CTA of up to 1024 threads per row
+    if (fp8) {  // a row over a cluster of CTAs, or one CTA of up to 1024 threads
       const int64_t groups = vec8 ? p.inter / 8 : p.inter;
-      const int threads = static_cast<int>(groups >= 1024 ? 1024 : ceil_div(groups, 32) * 32);
-      const unsigned rows = static_cast<unsigned>(p.num_rows);
-      if (vec8)
-        launch_kernel(gelu ? glu_fp8_kernel<T, 8, kGelu> : glu_fp8_kernel<T, 8, kSilu>, rows,
-                      threads, 0, stream, p);
-      else
-        launch_kernel(gelu ? glu_fp8_kernel<T, 1, kGelu> : glu_fp8_kernel<T, 1, kSilu>, rows,
-                      threads, 0, stream, p);
+      const GluFp8Split split = glu_fp8_split(p.num_rows, groups);
+      auto launch = [&](auto vec) {
+        constexpr int kVec = decltype(vec)::value;
+        if (split.threads > 0) {
+          launch_kernel_cluster(
+              gelu ? glu_fp8_kernel<T, kVec, kGelu> : glu_fp8_kernel<T, kVec, kSilu>,
+              static_cast<unsigned>(p.num_rows * split.cluster), split.threads,
+              static_cast<unsigned>(split.cluster), 0, stream, p);
+        } else {
+          const int threads =
+              static_cast<int>(groups >= kWideThreads ? kWideThreads : ceil_div(groups, 32) * 32);
+          launch_kernel(
+              gelu ? glu_fp8_wide_kernel<T, kVec, kGelu> : glu_fp8_wide_kernel<T, kVec, kSilu>,
+              static_cast<unsigned>(p.num_rows), threads, 0, stream, p);
+        }
+      };
+      if (vec8) {
+        launch(std::integral_constant<int, 8>());
+      } else {
+        launch(std::integral_constant<int, 1>());
+      }
     } else if (vec8) {
       launch_kernel(gelu ? silu_mul_kernel<T, 8, kGelu> : silu_mul_kernel<T, 8, kSilu>, grid,
                     kThreads, 0, stream, p);

@@ -29,7 +29,8 @@ struct SiluMulParams {
 
 // out = round(round(act(gate)) * up), act in f32 (like torch in 16-bit):
 // silu, or gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-// With codes set, one CTA per row also quantises the row (silu_mul_fp8).
+// With codes set, the kernel also quantises each row (silu_mul_fp8), a row
+// split over a thread-block cluster of up to 8 CTAs when rows are few.
 cudaError_t launch_silu_mul(const SiluMulParams& p, cudaStream_t stream);
 
 struct BiasAddParams {

@@ -43,27 +43,30 @@ __device__ __forceinline__ float block_max(float x) {
   return warp_max(x);
 }
 
-// The producers' second pass (rms_norm_fp8, add_rms_norm_fp8, silu_mul_fp8):
+// codes[0..kVec) = e4m3(o.v[j] / s): kVec == 8 as one 8-byte store (codes
+// 8-byte aligned: the launchers' rule), else kVec == 1.
+template <typename T, int kVec>
+__device__ __forceinline__ void store_codes(const Vec<T, kVec>& o, float s, uint8_t* codes) {
+  static_assert(kVec == 8 || kVec == 1, "8-code stores or single codes");
+  if constexpr (kVec == 8) {
+    uint32_t packed[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      packed[j / 4] |= static_cast<uint32_t>(fp8_code(to_float(o.v[j]), s)) << (8 * (j % 4));
+    *reinterpret_cast<uint2*>(codes) = make_uint2(packed[0], packed[1]);
+  } else {
+    codes[0] = fp8_code(to_float(o.v[0]), s);
+  }
+}
+
+// The wide-row producers' second pass (rows too wide to keep in registers):
 // the CTA's threads write codes[i] = e4m3(row[i] / s) for the row of
-// num_vec * kVec elements they just stored (re-read as stored, T). kVec == 8
-// stores 8 codes in one 8-byte write (codes 8-byte aligned: the launchers'
-// rule); else kVec == 1.
+// num_vec * kVec elements they just stored (re-read as stored, T).
 template <typename T, int kVec>
 __device__ __forceinline__ void store_row_codes(const T* row, int64_t num_vec, float s,
                                                 uint8_t* codes) {
-  static_assert(kVec == 8 || kVec == 1, "8-code stores or single codes");
-  for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x) {
-    const Vec<T, kVec> o = load_vec<T, kVec>(row + i * kVec);
-    if constexpr (kVec == 8) {
-      uint32_t packed[2] = {0, 0};
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        packed[j / 4] |= static_cast<uint32_t>(fp8_code(to_float(o.v[j]), s)) << (8 * (j % 4));
-      reinterpret_cast<uint2*>(codes)[i] = make_uint2(packed[0], packed[1]);
-    } else {
-      codes[i] = fp8_code(to_float(o.v[0]), s);
-    }
-  }
+  for (int64_t i = threadIdx.x; i < num_vec; i += blockDim.x)
+    store_codes<T, kVec>(load_vec<T, kVec>(row + i * kVec), s, codes + i * kVec);
 }
 
 }  // namespace pagoda::cuda

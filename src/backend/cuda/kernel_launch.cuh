@@ -37,21 +37,36 @@ inline bool pdl_enabled() {
   return enabled;
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute.
+// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute and,
+// with cluster_x > 1, thread-block clusters of cluster_x consecutive CTAs
+// along x (sm_90; gridDim.x a multiple of cluster_x, cluster_x <= 8, the
+// portable size). Graph capture records both attributes.
 template <typename... Params, typename... Args>
-cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                          cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attr[1];
+cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                  unsigned cluster_x, size_t smem, cudaStream_t stream,
+                                  Args&&... args) {
+  cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = cluster_x;
+  attr[1].val.clusterDim.y = 1;
+  attr[1].val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attr;
-  config.numAttrs = 1;
+  config.numAttrs = cluster_x > 1 ? 2 : 1;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, Args&&... args) {
+  return launch_kernel_cluster(kernel, grid, block, 1, smem, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace pagoda::cuda
