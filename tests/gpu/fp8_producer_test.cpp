@@ -246,9 +246,9 @@ struct Output {
 // such as the residual is an input too, so it is set after the poison), an
 // eager run and its outputs' bytes; outputs poisoned, the same inputs again
 // (inputs(false)), a replay: the same bytes.
-void expect_replay_matches_eager(CudaBackend& gpu, const std::function<void()>& record,
-                                 const std::function<void(bool)>& inputs,
-                                 const std::vector<Output>& outputs, const std::string& what) {
+void expect_replays_on_new_inputs(CudaBackend& gpu, const std::function<void()>& record,
+                                  const std::function<void(bool)>& inputs,
+                                  const std::vector<Output>& outputs, const std::string& what) {
   inputs(true);
   record();
   const int id = gpu.capture_graph(record);
@@ -298,12 +298,12 @@ TEST(CudaFp8ProducerTest, EachProducerReplaysAsEager) {
         res.upload(rv);
       };
       const std::vector<Output> outs = {{&out, 1e3f}, {&q.codes, 0}, {&q.scales, 1.0f}};
-      expect_replay_matches_eager(
+      expect_replays_on_new_inputs(
           gpu, [&] { gpu.rms_norm_fp8(x.t(), w.t(), 1e-5f, out.t(), q.view); }, inputs, outs,
           "rms_norm_fp8");
       std::vector<Output> add_outs = outs;
       add_outs.push_back({&res, 1e3f});
-      expect_replay_matches_eager(
+      expect_replays_on_new_inputs(
           gpu, [&] { gpu.add_rms_norm_fp8(res.t(), x.t(), w.t(), 1e-5f, out.t(), q.view); },
           inputs, add_outs, "add_rms_norm_fp8");
     }
@@ -328,7 +328,7 @@ TEST(CudaFp8ProducerTest, EachProducerReplaysAsEager) {
         if (fresh) guv = normal(static_cast<size_t>(c.rows * 2 * c.inter), 0, 3);
         gu.upload(guv);
       };
-      expect_replay_matches_eager(
+      expect_replays_on_new_inputs(
           gpu, [&] { gpu.silu_mul_fp8(gu.t(), act.t(), q.view); }, inputs,
           {{&act, 1e3f}, {&q.codes, 0}, {&q.scales, 1.0f}}, "silu_mul_fp8");
     }
@@ -364,7 +364,7 @@ TEST(CudaFp8ProducerTest, GraphReplayMatchesEager) {
         gpu.silu_mul_fp8(gu.t(), act.t(), qa.view);
         gpu.linear_fp8_rows(qa.view, down.w, Tensor(), out.t());
       };
-      expect_replay_matches_eager(gpu, record, inputs,
+      expect_replays_on_new_inputs(gpu, record, inputs,
                                   {{&out, 1e6f}, {&act, 1e6f}, {&qa.scales, 1e4f}}, "chain");
       // The last round's inputs through the unfused ops.
       DevTensor normed2(gpu, dt, {rows, h}), gu2(gpu, dt, {rows, 2 * inter});
