@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
-"""Speed of light of W2 (offline throughput) for a Llama config in bf16.
+"""Speed of light of W2 (offline throughput) for a Llama config, bf16 or FP8.
 
     python3 bench/w2_speed_of_light.py CONFIG_JSON --gbps 4251 --tflops 808 \
-        --requests 200 --input-len 1024 --output-len 1024 --batch 200
+        --requests 200 --input-len 1024 --output-len 1024 --batch 200 \
+        [--weights fp8 --tflops FP8_CEILING --attn-tflops BF16_CEILING] [--kv-cache-dtype fp8]
+
+Bytes per element follow pagoda's FP8 layout: `--weights fp8` makes the layer
+weights one byte (per-channel scales ignored) while the embedding and lm_head
+stay bf16; `--kv-cache-dtype fp8` makes the KV one byte. `--tflops` is the
+matrix ceiling of the weights' precision (the linear layers' prefill FLOPs);
+prefill attention runs in bf16 at `--attn-tflops` (default: --tflops).
 
 The run is bounded below by (a) its prefill at the matrix ceiling: every
 prompt token's matmul FLOPs (2 x the layer weights, no lm_head) plus causal
@@ -19,7 +26,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config")
     ap.add_argument("--gbps", type=float, required=True, help="memory ceiling, GB/s")
-    ap.add_argument("--tflops", type=float, required=True, help="bf16 matrix ceiling, TFLOP/s")
+    ap.add_argument("--tflops", type=float, required=True,
+                    help="matrix ceiling of the weights' precision (bf16, or e4m3 with --weights fp8), TFLOP/s")
+    ap.add_argument("--attn-tflops", type=float, help="bf16 matrix ceiling for prefill attention (default: --tflops)")
+    ap.add_argument("--weights", choices=["bf16", "fp8"], default="bf16", help="layer weights' precision")
+    ap.add_argument("--kv-cache-dtype", choices=["bf16", "fp8"], default="bf16")
     ap.add_argument("--requests", type=int, required=True)
     ap.add_argument("--input-len", type=int, required=True)
     ap.add_argument("--output-len", type=int, required=True)
@@ -31,11 +42,14 @@ def main():
     hkv = c.get("num_key_value_heads", hq)
     d = c.get("head_dim", h // hq)
     layer_params = h * (hq * d + 2 * hkv * d) + hq * d * h + 3 * h * inter
-    decode_bytes = 2 * (layers * layer_params + vocab * h)
-    kv_bytes_per_token = layers * 2 * hkv * d * 2
+    weight_bytes = 1 if a.weights == "fp8" else 2
+    decode_bytes = weight_bytes * layers * layer_params + 2 * vocab * h
+    kv_bytes_per_token = layers * 2 * hkv * d * (1 if a.kv_cache_dtype == "fp8" else 2)
     prefill_flop_per_token = 2 * layers * layer_params
     attn_flop_per_request = layers * 4 * (a.input_len ** 2 / 2) * hq * d
-    prefill_s = a.requests * (a.input_len * prefill_flop_per_token + attn_flop_per_request) / (a.tflops * 1e12)
+    attn_tflops = a.attn_tflops or a.tflops
+    prefill_s = a.requests * (a.input_len * prefill_flop_per_token / (a.tflops * 1e12)
+                              + attn_flop_per_request / (attn_tflops * 1e12))
     mean_ctx = a.input_len + a.output_len / 2
     bytes_per_token = decode_bytes / a.batch + mean_ctx * kv_bytes_per_token
     decode_s = a.requests * a.output_len * bytes_per_token / (a.gbps * 1e9)
