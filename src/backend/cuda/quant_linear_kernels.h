@@ -16,6 +16,11 @@
 //    of x, the formats of launch_quant_mma_gemv: its kernel's layout, each
 //    decoded weight fragment multiplied with up to 4 n8 tiles of x (32
 //    rows a launch; quant_mma_gemv.cu).
+//  - launch_quant_tiled_gemm: kQuantTiledMinRows rows of x and more (any
+//    count), for q4_0, q4_1, q8_0, q4_K, q5_K, q6_K and the group formats
+//    without _perm: a tiled tensor-core GEMM (64 features x 64 tokens a CTA)
+//    with the weight's blocks and x staged in shared memory by cp.async
+//    and decoded there into mma A fragments (quant_tiled_gemm.cu).
 //  - launch_quant_gemv (GGUF formats the above does not take: misaligned
 //    weights, one row of q4_0 / q4_1 / q5_1 / q8_0, up to two of q5_0) /
 //    launch_group_gemv: the
@@ -24,7 +29,7 @@
 //    dequantized in f32 registers (quant_blocks.cuh) and dotted with every
 //    x row, f32 accumulation.
 //  - launch_dequantize_blocks: rows [n0, n0 + num_rows) of w to bf16 / f16
-//    (past kQuantWideMaxRows rows, or where the above do not apply: the
+//    (where the above do not apply: the
 //    backend dequantizes a weight in chunks into a scratch buffer and runs
 //    the cuBLASLt GEMM on each chunk).
 // All are graph-capturable: no allocation, no host synchronization.
@@ -48,6 +53,17 @@ constexpr int kQuantWideMaxRows = 64;
 constexpr int kQuantWideRouteMaxRows = 32;
 static_assert(kQuantWideRouteMaxRows <= kQuantWideMaxRows);
 
+// linear() routes kQuantTiledMinRows rows and more to the tiled GEMM (the
+// formats it takes): from here on the wide kernel's per-CTA re-read of x
+// loses to dequantize + cuBLASLt, which the tiled kernel replaces.
+constexpr int kQuantTiledMinRows = kQuantWideRouteMaxRows + 1;
+// ... and up to this many (estimate, not yet measured): per row of x the
+// tiled kernel's mma.sync GEMM (~400 TFLOP/s with the decode, q4_K's sum(x)
+// mma) costs ~2x cuBLASLt's bf16 GEMM, while the dequantization is a fixed
+// cost per call (8B gate_up ~150 us, o_proj ~16 us on an H100), so
+// dequantize + cuBLASLt wins again from ~420..550 rows (long prefill chunks).
+constexpr int kQuantTiledRouteMaxRows = 512;
+
 struct QuantGemvParams {
   DType dtype = DType::kBF16;       // x: bf16 or f16
   DType w_dtype = DType::kQ4_K;     // a block dtype
@@ -57,7 +73,7 @@ struct QuantGemvParams {
   DType bias_dtype = DType::kBF16;  // f32, bf16 or f16
   void* out = nullptr;              // [rows, n]
   DType out_dtype = DType::kBF16;   // dtype or f32
-  int rows = 0;                     // 1 .. kQuantGemvMaxRows (wide: .. kQuantWideMaxRows)
+  int rows = 0;                     // 1 .. kQuantGemvMaxRows (wide: .. kQuantWideMaxRows; tiled: any)
   int64_t n = 0;
   int64_t k = 0;  // a multiple of the block's elements
 };
@@ -122,6 +138,22 @@ bool quant_mma_wide_supports(const QuantGemvParams& p);
 // accumulation in a fixed order (per 32 rows of x, that of
 // launch_quant_mma_gemv); one launch per 32 rows of x.
 cudaError_t launch_quant_mma_wide(const QuantGemvParams& p, cudaStream_t stream);
+
+// True when launch_quant_tiled_gemm handles p: q4_0, q4_1, q8_0, q4_K,
+// q5_K, q6_K or a group format without _perm, k a multiple of 256, w
+// aligned to the format's loads (as quant_mma_gemv_supports), x 16-byte
+// aligned, any rows >= 1.
+bool quant_tiled_gemm_supports(const QuantGemvParams& p);
+
+// out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32
+// accumulation in K order (that of launch_quant_mma_gemv's per-warp sums);
+// one launch for every row of x. As the staged kernel, with w not 16-byte
+// aligned up to 14 bytes before w are read (never another page).
+cudaError_t launch_quant_tiled_gemm(const QuantGemvParams& p, cudaStream_t stream);
+
+// Lets the tiled kernels use their shared memory (94..112 KiB); called once
+// per device before the first launch (CudaBackend::init).
+cudaError_t init_quant_tiled_gemm();
 
 // True when launch_quant_gemv handles p (the GGUF formats).
 bool quant_gemv_supports(const QuantGemvParams& p);
