@@ -543,8 +543,17 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
           const char* kernel;
         };
         std::vector<Run> runs;
-        const bool tiled_t = is_block_dtype(f) && t >= cuda::kQuantTiledMinRows &&
-                             t <= cuda::kQuantTiledRouteMaxRows;
+        // The tiled GEMM beside dequant at 64..512 rows, past its route too.
+        cuda::QuantGemvParams tp;
+        tp.w_dtype = f;
+        tp.x = tx.data;
+        tp.w = first.data;
+        tp.out = to.data;
+        tp.rows = static_cast<int>(t);
+        tp.n = s.n;
+        tp.k = s.k;
+        const bool tiled_t = is_block_dtype(f) && t >= cuda::kQuantTiledMinRows && t <= 512 &&
+                             cuda::quant_tiled_gemm_supports(tp);
         if (!is_block_dtype(f)) {
           runs = {{backend_choice, true, true, "bf16"}};
         } else if (t <= 8) {
@@ -568,9 +577,11 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
           gpu.set_quant_wide(r.wide);
           gpu.set_quant_tiled(r.tiled);
           const bool direct_wide = std::strcmp(r.kernel, "wide") == 0 && t > 32;
+          // The tiled GEMM launched directly: its route (quant_tiled_route) takes some shapes only.
+          const bool direct_tiled = std::strcmp(r.kernel, "tiled") == 0;
           const double ms = time_op(gpu, [&](int i) {
             const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
-            if (direct_wide) {  // the wide kernel past its route (two 32-row launches)
+            if (direct_wide || direct_tiled) {  // past the kernel's route (wide: two 32-row launches)
               cuda::QuantGemvParams p;
               p.w_dtype = f;
               p.x = tx.data;
@@ -579,7 +590,9 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
               p.rows = static_cast<int>(t);
               p.n = s.n;
               p.k = s.k;
-              if (cuda::launch_quant_mma_wide(p, gpu.stream()) != cudaSuccess) g_ok = false;
+              const cudaError_t e = direct_wide ? cuda::launch_quant_mma_wide(p, gpu.stream())
+                                                : cuda::launch_quant_tiled_gemm(p, gpu.stream());
+              if (e != cudaSuccess) g_ok = false;
             } else {
               gpu.linear(tx, tw, Tensor(), to);
             }

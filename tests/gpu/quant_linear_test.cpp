@@ -110,16 +110,15 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   // Up to 8 rows, and 9..kQuantWideRouteMaxRows on the wide kernel (linear()'s
   // route; launched directly up to kQuantWideMaxRows), the weight is
   // dequantized in f32 registers (below).
-  // So is it on the tiled kernel (kQuantTiledMinRows..kQuantTiledRouteMaxRows
-  // rows, its formats).
+  // So is it on the tiled kernel (cuda::quant_tiled_route, its formats).
   const cuda::QuantGemvParams p =
       params_of(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
   const bool in_registers =
       c.direct_mma || c.direct_tiled || c.rows <= cuda::kQuantGemvMaxRows ||
       (c.rows <= cuda::kQuantWideRouteMaxRows && gpu.quant_wide() &&
        cuda::quant_mma_wide_supports(p)) ||
-      (c.rows >= cuda::kQuantTiledMinRows && c.rows <= cuda::kQuantTiledRouteMaxRows &&
-       gpu.quant_tiled() && cuda::quant_tiled_gemm_supports(p));
+      (cuda::quant_tiled_route(c.rows, c.n) && gpu.quant_tiled() &&
+       cuda::quant_tiled_gemm_supports(p));
   if (c.direct_mma) {
     launch_mma_directly(gpu, gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
   } else if (c.direct_tiled) {
@@ -577,6 +576,18 @@ TEST(CudaQuantLinearTest, TiledGemmSupportsItsFormats) {
 // start mid 16-byte chunk in shared memory); then the kernel launched
 // directly at T = 600 and 1000 (past the route), and the same rows with
 // the tiled kernel off (set_quant_tiled(false), PAGODA_QUANT_TILED=0).
+// linear()'s route to the tiled GEMM: 33..64 rows of a weight with at least
+// 16384 output features (where it measured faster than dequantize + cuBLASLt).
+TEST(CudaQuantLinearTest, TiledRoute) {
+  EXPECT_FALSE(cuda::quant_tiled_route(32, 28672));
+  EXPECT_TRUE(cuda::quant_tiled_route(33, 28672));
+  EXPECT_TRUE(cuda::quant_tiled_route(64, 16384));
+  EXPECT_TRUE(cuda::quant_tiled_route(64, 128256));
+  EXPECT_FALSE(cuda::quant_tiled_route(65, 28672));
+  EXPECT_FALSE(cuda::quant_tiled_route(64, 16383));
+  EXPECT_FALSE(cuda::quant_tiled_route(48, 6144));
+}
+
 TEST(CudaQuantLinearTest, TiledGemmEveryFormatMatchesCpu) {
   PAGODA_REQUIRE_GPU();
   const int64_t batches[] = {33, 48, 64, 100, 128, 256, 300};
@@ -593,6 +604,7 @@ TEST(CudaQuantLinearTest, TiledGemmEveryFormatMatchesCpu) {
           const auto [n, k] = shapes[s];
           QuantCase c{rows, n, k, (b + s) % 3 == 0, (b + s) % 4 == 1};
           c.w_offset = (b + s) % 2 == 0 ? offset : 0;
+          c.direct_tiled = true;  // these n are below the route's (TiledRoute)
           SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows) +
                        " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                        (c.bias ? " bias" : "") + (c.f32_out ? " f32-out" : "") +
@@ -620,8 +632,8 @@ TEST(CudaQuantLinearTest, TiledGemmEveryFormatMatchesCpu) {
 }
 
 // The three paths (decode kernel, wide kernel in two 32-row launches,
-// dequantize + cuBLASLt) and the tiled GEMM (40 and 300 rows) captured into
-// a graph and replayed give the eager result.
+// dequantize + cuBLASLt: 300 and 700 rows) and the tiled GEMM (40 rows of a
+// 16384-feature weight) captured into a graph and replayed give the eager result.
 TEST(CudaQuantLinearTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
@@ -629,7 +641,7 @@ TEST(CudaQuantLinearTest, GraphReplayMatchesEager) {
     for (DType wt : {DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kW4G128, DType::kQ8_0}) {
       for (int64_t rows : {3, 40, 300, 700}) {
         SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows));
-        const int64_t n = 300, k = 1024;
+        const int64_t n = cuda::kQuantTiledRouteMinN, k = 1024;
         DevBlocks w(gpu, wt, n, k, test::random_blocks(wt, n * k / dtype_block_elems(wt), rng()));
         DevTensor x(gpu, dt, {rows, k}), out(gpu, dt, {rows, n});
         auto record = [&] { gpu.linear(x.t(), w.tensor, Tensor(), out.t()); };

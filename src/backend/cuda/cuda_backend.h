@@ -162,8 +162,8 @@ class CudaBackend final : public Backend {
   // the environment turns it off at creation (A/B timing).
   void set_quant_wide(bool on) { quant_wide_ = on; }
   bool quant_wide() const { return quant_wide_; }
-  // Block-dtype linear with cuda::kQuantTiledMinRows ..
-  // cuda::kQuantTiledRouteMaxRows rows (batch 33..512): on by default the tiled tensor-core GEMM keeping the
+  // Block-dtype linear where cuda::quant_tiled_route says so (33..64 rows,
+  // >= 16384 output features): on by default the tiled tensor-core GEMM keeping the
   // weight in blocks (launch_quant_tiled_gemm, its formats); off, the
   // weight is dequantized in chunks and multiplied by cuBLASLt.
   // PAGODA_QUANT_TILED=0 in the environment turns it off at creation (A/B).
@@ -207,7 +207,7 @@ class CudaBackend final : public Backend {
   bool moe_decode_v1() const { return moe_decode_v1_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
   // rows no kernel above takes (cuda_quant_linear.cpp: more than
-  // cuda::kQuantTiledRouteMaxRows, or 33+ outside the tiled GEMM's formats,
+  // 32 outside cuda::quant_tiled_route or the tiled GEMM's formats,
   // or with the wide / tiled kernels off) dequantizes w in chunks of rows
   // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
   // cuBLASLt on each chunk (cuda_quant_linear.cpp); a _perm group format

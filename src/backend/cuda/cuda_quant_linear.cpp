@@ -15,8 +15,8 @@
 // cuda::kQuantWideRouteMaxRows rows (batch 9..32): the tensor-core kernel for
 // wider x (launch_quant_mma_wide, every format, the weight still read in
 // blocks) unless set_quant_wide(false) / PAGODA_QUANT_WIDE=dequant or its
-// alignment is not met. cuda::kQuantTiledMinRows ..
-// cuda::kQuantTiledRouteMaxRows rows (batch 33..512): the tiled tensor-core GEMM (launch_quant_tiled_gemm: q4_0,
+// alignment is not met. cuda::quant_tiled_route (33..64 rows of a weight
+// with >= 16384 output features): the tiled tensor-core GEMM (launch_quant_tiled_gemm: q4_0,
 // q4_1, q8_0, q4_K, q5_K, q6_K, w4g* / w8g* without _perm, K a multiple of
 // 256) unless set_quant_tiled(false) / PAGODA_QUANT_TILED=0. The rest (GPTQ
 // act order, q2_K, q3_K, q5_0, q5_1, other K, those switches): the weight
@@ -122,8 +122,7 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
                             bias.empty() ? std::string("none") : describe(bias), describe(out)));
   }
   if (rows == 0) return;
-  if (quant_tiled_ && rows >= cuda::kQuantTiledMinRows && rows <= cuda::kQuantTiledRouteMaxRows &&
-      !has_k_perm(w.dtype)) {
+  if (quant_tiled_ && cuda::quant_tiled_route(rows, n) && !has_k_perm(w.dtype)) {
     const cuda::QuantGemvParams g = gemv_params(x, w, bias, out, rows);
     if (cuda::quant_tiled_gemm_supports(g)) {
       check(cuda::launch_quant_tiled_gemm(g, stream_), "linear (quant tiled gemm)");

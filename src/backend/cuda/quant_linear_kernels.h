@@ -57,12 +57,22 @@ static_assert(kQuantWideRouteMaxRows <= kQuantWideMaxRows);
 // formats it takes): from here on the wide kernel's per-CTA re-read of x
 // loses to dequantize + cuBLASLt, which the tiled kernel replaces.
 constexpr int kQuantTiledMinRows = kQuantWideRouteMaxRows + 1;
-// ... and up to this many (estimate, not yet measured): per row of x the
-// tiled kernel's mma.sync GEMM (~400 TFLOP/s with the decode, q4_K's sum(x)
-// mma) costs ~2x cuBLASLt's bf16 GEMM, while the dequantization is a fixed
-// cost per call (8B gate_up ~150 us, o_proj ~16 us on an H100), so
-// dequantize + cuBLASLt wins again from ~420..550 rows (long prefill chunks).
-constexpr int kQuantTiledRouteMaxRows = 512;
+// ... up to this many, and only for weights of at least kQuantTiledRouteMinN
+// output features (quant_tiled_route). Measured on an H100 (kernel_bench
+// --quant, bench/results/2026-11-28-h100-session28.md), tiled / dequantize +
+// cuBLASLt time at 64 rows: gate_up 28672x4096 and lm_head 128256x4096
+// 0.38-0.64 over q4_K, q6_K, q8_0, w4g128; qkv 6144x4096, o_proj 4096x4096
+// and down 4096x14336 0.74-1.93 (mostly slower: 64 or 96 CTAs of 64 features
+// do not fill the GPU); at 128 rows gate_up / lm_head 0.66-1.02, at 256 rows
+// 1.1-1.8 (the kernel's mma.sync loop reaches ~150 TFLOP/s).
+constexpr int kQuantTiledRouteMaxRows = 64;
+constexpr int64_t kQuantTiledRouteMinN = 16384;
+// Whether linear() takes the tiled GEMM for `rows` rows of x and an n x k
+// weight of a format it supports (quant_tiled_gemm_supports).
+constexpr bool quant_tiled_route(int64_t rows, int64_t n) {
+  return rows >= kQuantTiledMinRows && rows <= kQuantTiledRouteMaxRows &&
+         n >= kQuantTiledRouteMinN;
+}
 
 struct QuantGemvParams {
   DType dtype = DType::kBF16;       // x: bf16 or f16
