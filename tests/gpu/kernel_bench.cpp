@@ -22,11 +22,14 @@
 //        kernel_bench --moe                   (moe_experts only; decode-path rows beside
 //                                              the v1 kernels, PAGODA_MOE_DECODE=v1)
 //        kernel_bench --quant [FORMAT...]     (block-format linear at T 1, 2, 4, 8, 16, 32,
-//                                              64, 512 beside bf16, or only the named formats,
-//                                              e.g. q5_0 q2_K; q8_0 / q4_0 / q4_1 at T <= 8
-//                                              under each decode-kernel choice: staged,
-//                                              staged-v1, unstaged, legacy; T 16..64 on the
-//                                              wide kernel and on dequant + cuBLASLt;
+//                                              64, 128, 256, 512, 4096 beside bf16, or only
+//                                              the named formats, e.g. q5_0 q2_K; q8_0 /
+//                                              q4_0 / q4_1 at T <= 8 under each decode-kernel
+//                                              choice: staged, staged-v1, unstaged, legacy;
+//                                              T 16, 32 on the wide kernel and on dequant +
+//                                              cuBLASLt; T 64..512 on the tiled GEMM and on
+//                                              dequant + cuBLASLt (T 64 also the wide
+//                                              kernel launched directly); TFLOP/s column;
 //                                              PAGODA_QUANT_GEMV=legacy: the other formats
 //                                              on the CUDA-core decode kernels)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
@@ -66,6 +69,7 @@
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/fp8_linear_kernels.h"
+#include "backend/cuda/quant_linear_kernels.h"
 #include "backend/cuda/sampling_kernels.h"
 #include "core/fp8.h"
 #include "core/half.h"
@@ -502,8 +506,8 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
   const QuantDecode backend_choice = gpu.quant_decode();
   std::printf(
       "quantized linear (bf16 x, block weights; bytes = weight + x + out)\n"
-      "%-11s %-24s %4s %-9s %10s %9s %8s\n",
-      "format", "shape (N x K)", "T", "kernel", "us", "GB/s", "%copy");
+      "%-11s %-24s %4s %-9s %10s %9s %8s %8s\n",
+      "format", "shape (N x K)", "T", "kernel", "us", "GB/s", "%copy", "TFLOP/s");
   std::mt19937 gen(7);
   for (DType f : selected) {
     const bool staged_format = f == DType::kQ8_0 || f == DType::kQ4_0 || f == DType::kQ4_1;
@@ -522,7 +526,7 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
                              perm.size() * 4);
         gpu.synchronize();
       }
-      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 512, 4096}) {
+      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 4096}) {
         const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
         DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
         fill_random(gpu, x.data(), x.size());
@@ -530,33 +534,77 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
         Tensor to = out.tensor(DType::kBF16, {t, s.n});
         const Tensor first(w.data(), f, {s.n, s.k});
         if (is_block_dtype(f) && !gpu.prepare_block_weight(first).ok()) g_ok = false;
-        // Decode-kernel choices (T <= 8), or wide kernel on / off (T 9..64).
-        std::vector<QuantDecode> choices = {backend_choice};
-        if (staged_format && t <= 8)
-          choices = {QuantDecode::kStaged, QuantDecode::kStagedV1, QuantDecode::kUnstaged,
-                     QuantDecode::kLegacy};
-        const bool wide_t = is_block_dtype(f) && t > 8 && t <= 64;
-        std::vector<bool> wides = {true};
-        if (wide_t) wides = {true, false};
-        for (size_t run = 0; run < choices.size() * wides.size(); ++run) {
-          const QuantDecode choice = choices[run % choices.size()];
-          const bool wide = wides[run / choices.size()];
-          gpu.set_quant_decode(choice);
-          gpu.set_quant_wide(wide);
+        // Decode-kernel choices (T <= 8), wide kernel on / off (T 9..64:
+        // off is dequant up to 32, tiled or dequant above), tiled GEMM on /
+        // off (T 33..512).
+        struct Run {
+          QuantDecode choice;
+          bool wide, tiled;
+          const char* kernel;
+        };
+        std::vector<Run> runs;
+        // The tiled GEMM beside dequant at 64..512 rows, past its route too.
+        cuda::QuantGemvParams tp;
+        tp.w_dtype = f;
+        tp.x = tx.data;
+        tp.w = first.data;
+        tp.out = to.data;
+        tp.rows = static_cast<int>(t);
+        tp.n = s.n;
+        tp.k = s.k;
+        const bool tiled_t = is_block_dtype(f) && t >= cuda::kQuantTiledMinRows && t <= 512 &&
+                             cuda::quant_tiled_gemm_supports(tp);
+        if (!is_block_dtype(f)) {
+          runs = {{backend_choice, true, true, "bf16"}};
+        } else if (t <= 8) {
+          if (staged_format) {
+            for (QuantDecode q : {QuantDecode::kStaged, QuantDecode::kStagedV1,
+                                  QuantDecode::kUnstaged, QuantDecode::kLegacy})
+              runs.push_back({q, true, true, quant_decode_name(q)});
+          } else {
+            runs = {{backend_choice, true, true, quant_decode_name(backend_choice)}};
+          }
+        } else if (t <= cuda::kQuantWideRouteMaxRows) {
+          runs = {{backend_choice, true, true, "wide"}, {backend_choice, false, true, "dequant"}};
+        } else if (tiled_t) {
+          runs = {{backend_choice, true, true, "tiled"}, {backend_choice, true, false, "dequant"}};
+          if (t <= cuda::kQuantWideMaxRows) runs.push_back({backend_choice, true, false, "wide"});
+        } else {
+          runs = {{backend_choice, true, true, "dequant"}};
+        }
+        for (const Run& r : runs) {
+          gpu.set_quant_decode(r.choice);
+          gpu.set_quant_wide(r.wide);
+          gpu.set_quant_tiled(r.tiled);
+          const bool direct_wide = std::strcmp(r.kernel, "wide") == 0 && t > 32;
+          // The tiled GEMM launched directly: its route (quant_tiled_route) takes some shapes only.
+          const bool direct_tiled = std::strcmp(r.kernel, "tiled") == 0;
           const double ms = time_op(gpu, [&](int i) {
             const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
-            gpu.linear(tx, tw, Tensor(), to);
+            if (direct_wide || direct_tiled) {  // past the kernel's route (wide: two 32-row launches)
+              cuda::QuantGemvParams p;
+              p.w_dtype = f;
+              p.x = tx.data;
+              p.w = tw.data;
+              p.out = to.data;
+              p.rows = static_cast<int>(t);
+              p.n = s.n;
+              p.k = s.k;
+              const cudaError_t e = direct_wide ? cuda::launch_quant_mma_wide(p, gpu.stream())
+                                                : cuda::launch_quant_tiled_gemm(p, gpu.stream());
+              if (e != cudaSuccess) g_ok = false;
+            } else {
+              gpu.linear(tx, tw, Tensor(), to);
+            }
           });
           const double gbps =
               static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
-          const char* kernel = !is_block_dtype(f) ? "bf16"
-                               : wide_t && wide   ? "wide"
-                               : t > 8            ? "dequant"
-                                                  : quant_decode_name(choice);
-          std::printf("%-11s %-24s %4lld %-9s %10.1f %9.0f %7.0f%%\n",
-                      std::string(dtype_name(f)).c_str(), s.name, static_cast<long long>(t), kernel,
-                      ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps);
+          const double tflops = 2.0 * static_cast<double>(t * s.n * s.k) / (ms * 1e-3) / 1e12;
+          std::printf("%-11s %-24s %4lld %-9s %10.1f %9.0f %7.0f%% %8.1f\n",
+                      std::string(dtype_name(f)).c_str(), s.name, static_cast<long long>(t),
+                      r.kernel, ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps, tflops);
         }
+        gpu.set_quant_tiled(true);
         gpu.set_quant_decode(backend_choice);
         gpu.set_quant_wide(true);
       }

@@ -15,6 +15,7 @@
 // the compute dtype.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -55,6 +56,9 @@ struct QuantCase {
   // cuda::launch_quant_mma_wide (more) itself instead of linear() (which
   // may pick another kernel): the case must be one it supports.
   bool direct_mma = false;
+  // Launch cuda::launch_quant_tiled_gemm itself (any rows): the case must be
+  // one it supports.
+  bool direct_tiled = false;
 };
 
 // The decode / wide kernels' parameters for out = x w^T (+ bias).
@@ -106,12 +110,20 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   // Up to 8 rows, and 9..kQuantWideRouteMaxRows on the wide kernel (linear()'s
   // route; launched directly up to kQuantWideMaxRows), the weight is
   // dequantized in f32 registers (below).
-  const bool in_registers = c.direct_mma || c.rows <= cuda::kQuantGemvMaxRows ||
-                            (c.rows <= cuda::kQuantWideRouteMaxRows && gpu.quant_wide() &&
-                             cuda::quant_mma_wide_supports(
-                                 params_of(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t)));
+  // So is it on the tiled kernel (cuda::quant_tiled_route, its formats).
+  const cuda::QuantGemvParams p =
+      params_of(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
+  const bool in_registers =
+      c.direct_mma || c.direct_tiled || c.rows <= cuda::kQuantGemvMaxRows ||
+      (c.rows <= cuda::kQuantWideRouteMaxRows && gpu.quant_wide() &&
+       cuda::quant_mma_wide_supports(p)) ||
+      (cuda::quant_tiled_route(c.rows, c.n) && gpu.quant_tiled() &&
+       cuda::quant_tiled_gemm_supports(p));
   if (c.direct_mma) {
     launch_mma_directly(gpu, gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
+  } else if (c.direct_tiled) {
+    ASSERT_TRUE(cuda::quant_tiled_gemm_supports(p));
+    ASSERT_EQ(cuda::launch_quant_tiled_gemm(p, gpu.stream()), cudaSuccess);
   } else {
     gpu.linear(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
   }
@@ -516,17 +528,120 @@ TEST(CudaQuantLinearTest, MmaWideKernelLongRows) {
   expect_status_ok(gpu);
 }
 
+// The formats of the tiled GEMM (launch_quant_tiled_gemm).
+const DType kTiledFormats[] = {DType::kQ4_0,  DType::kQ4_1,   DType::kQ8_0,  DType::kQ4_K,
+                               DType::kQ5_K,  DType::kQ6_K,   DType::kW4G32, DType::kW4G64,
+                               DType::kW4G128, DType::kW8G32, DType::kW8G64, DType::kW8G128};
+
+// Which weights the tiled GEMM takes: its formats with K a multiple of 256
+// and w aligned to the format's loads, any rows; not q2_K, q3_K, q5_0,
+// q5_1 or a _perm format (GPTQ act order keeps the dequantize path).
+TEST(CudaQuantLinearTest, TiledGemmSupportsItsFormats) {
+  PAGODA_REQUIRE_GPU();
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  DeviceBuffer buf(&gpu, 64);
+  for (DType wt : test::block_dtypes()) {
+    cuda::QuantGemvParams p;
+    p.w_dtype = wt;
+    p.x = p.out = buf.data();
+    p.w = buf.data();
+    p.n = 100;
+    p.k = 4096;
+    const bool listed = std::find(std::begin(kTiledFormats), std::end(kTiledFormats), wt) !=
+                        std::end(kTiledFormats);
+    for (int rows : {1, 33, 64, 300, 5000}) {
+      p.rows = rows;
+      EXPECT_EQ(cuda::quant_tiled_gemm_supports(p), listed) << name_of(wt) << " rows=" << rows;
+    }
+    p.rows = 64;
+    if (dtype_block_elems(wt) == 32) {
+      p.k = 4096 + 32;  // not whole 256-element steps
+      EXPECT_FALSE(cuda::quant_tiled_gemm_supports(p)) << name_of(wt);
+    }
+  }
+  cuda::QuantGemvParams p;
+  p.w_dtype = DType::kW4G128Perm;
+  p.x = p.w = buf.data();
+  p.out = buf.data();
+  p.rows = 64;
+  p.n = 100;
+  p.k = 4096;
+  EXPECT_FALSE(cuda::quant_tiled_gemm_supports(p));
+}
+
+// linear() at T = 33..300 (the tiled GEMM's route) for each of its formats
+// against the CPU: odd N (partial 64-feature tiles), K = 256 (one step),
+// 4096 and 14336 (the 8B down_proj: 56 steps), with and without bias and
+// f32 output, w offset to the format's least alignment (a row's bytes then
+// start mid 16-byte chunk in shared memory); then the kernel launched
+// directly at T = 600 and 1000 (past the route), and the same rows with
+// the tiled kernel off (set_quant_tiled(false), PAGODA_QUANT_TILED=0).
+// linear()'s route to the tiled GEMM: 33..64 rows of a weight with at least
+// 16384 output features (where it measured faster than dequantize + cuBLASLt).
+TEST(CudaQuantLinearTest, TiledRoute) {
+  EXPECT_FALSE(cuda::quant_tiled_route(32, 28672));
+  EXPECT_TRUE(cuda::quant_tiled_route(33, 28672));
+  EXPECT_TRUE(cuda::quant_tiled_route(64, 16384));
+  EXPECT_TRUE(cuda::quant_tiled_route(64, 128256));
+  EXPECT_FALSE(cuda::quant_tiled_route(65, 28672));
+  EXPECT_FALSE(cuda::quant_tiled_route(64, 16383));
+  EXPECT_FALSE(cuda::quant_tiled_route(48, 6144));
+}
+
+TEST(CudaQuantLinearTest, TiledGemmEveryFormatMatchesCpu) {
+  PAGODA_REQUIRE_GPU();
+  const int64_t batches[] = {33, 48, 64, 100, 128, 256, 300};
+  const std::pair<int64_t, int64_t> shapes[] = {{67, 256}, {129, 4096}, {33, 14336}};
+  for (DType dt : kHalfTypes) {
+    for (DType wt : kTiledFormats) {
+      const size_t offset = dtype_block_elems(wt) == 256 && wt != DType::kQ6_K ? 0
+                            : wt == DType::kQ4_1 || wt >= DType::kW4G32 ? 4
+                                                                          : 2;
+      for (size_t b = 0; b < std::size(batches); ++b) {
+        for (size_t s = 0; s < std::size(shapes); ++s) {
+          const int64_t rows = batches[b];
+          if (s == 2 && rows != 64 && rows != 300) continue;  // CPU time
+          const auto [n, k] = shapes[s];
+          QuantCase c{rows, n, k, (b + s) % 3 == 0, (b + s) % 4 == 1};
+          c.w_offset = (b + s) % 2 == 0 ? offset : 0;
+          c.direct_tiled = true;  // these n are below the route's (TiledRoute)
+          SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows) +
+                       " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                       (c.bias ? " bias" : "") + (c.f32_out ? " f32-out" : "") +
+                       " w_offset=" + std::to_string(c.w_offset));
+          run_case(dt, wt, c);
+        }
+      }
+      for (int64_t rows : {600, 1000}) {
+        SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " direct rows=" + std::to_string(rows));
+        QuantCase c{rows, 131, 512, true, rows == 600};
+        c.direct_tiled = true;
+        run_case(dt, wt, c);
+      }
+    }
+    expect_status_ok(*cuda_backend(dt));
+  }
+  CudaBackend& gpu = *cuda_backend(DType::kBF16);
+  gpu.set_quant_tiled(false);
+  for (DType wt : {DType::kQ4_K, DType::kW4G128}) {
+    SCOPED_TRACE(name_of(wt) + " tiled off");
+    run_case(DType::kBF16, wt, {100, 129, 4096, true, false});
+  }
+  gpu.set_quant_tiled(true);
+  expect_status_ok(gpu);
+}
+
 // The three paths (decode kernel, wide kernel in two 32-row launches,
-// dequantize + cuBLASLt) captured into a graph and replayed give the eager
-// result.
+// dequantize + cuBLASLt: 300 and 700 rows) and the tiled GEMM (40 rows of a
+// 16384-feature weight) captured into a graph and replayed give the eager result.
 TEST(CudaQuantLinearTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   for (DType dt : kHalfTypes) {
     CudaBackend& gpu = *cuda_backend(dt);
-    for (DType wt : {DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-      for (int64_t rows : {3, 40, 300}) {
+    for (DType wt : {DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kW4G128, DType::kQ8_0}) {
+      for (int64_t rows : {3, 40, 300, 700}) {
         SCOPED_TRACE(name_of(dt) + " " + name_of(wt) + " rows=" + std::to_string(rows));
-        const int64_t n = 300, k = 1024;
+        const int64_t n = cuda::kQuantTiledRouteMinN, k = 1024;
         DevBlocks w(gpu, wt, n, k, test::random_blocks(wt, n * k / dtype_block_elems(wt), rng()));
         DevTensor x(gpu, dt, {rows, k}), out(gpu, dt, {rows, n});
         auto record = [&] { gpu.linear(x.t(), w.tensor, Tensor(), out.t()); };

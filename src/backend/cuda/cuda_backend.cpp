@@ -95,6 +95,8 @@ Status CudaBackend::init(int device, DType compute_dtype) {
     quant_decode_ = QuantDecode::kStagedV1;
   const char* wide = std::getenv("PAGODA_QUANT_WIDE");
   if (wide != nullptr && std::strcmp(wide, "dequant") == 0) quant_wide_ = false;
+  const char* tiled = std::getenv("PAGODA_QUANT_TILED");
+  if (tiled != nullptr && std::strcmp(tiled, "0") == 0) quant_tiled_ = false;
   const char* own_row = std::getenv("PAGODA_FP8_OWN_ROW");
   fp8_own_row_ = own_row != nullptr && std::strcmp(own_row, "1") == 0;
   const char* lt_scales = std::getenv("PAGODA_FP8_LT_SCALES");
@@ -119,6 +121,10 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   if (e != cudaSuccess)
     return make_error(ErrorCode::kInternal,
                       fmt::format("staged quant gemv setup: {}", cudaGetErrorString(e)));
+  e = cuda::init_quant_tiled_gemm();
+  if (e != cudaSuccess)
+    return make_error(ErrorCode::kInternal,
+                      fmt::format("tiled quant gemm setup: {}", cudaGetErrorString(e)));
   e = cudaMalloc(&attention_workspace_, kAttentionWorkspaceBytes);
   if (e != cudaSuccess) {
     attention_workspace_ = nullptr;

@@ -162,6 +162,13 @@ class CudaBackend final : public Backend {
   // the environment turns it off at creation (A/B timing).
   void set_quant_wide(bool on) { quant_wide_ = on; }
   bool quant_wide() const { return quant_wide_; }
+  // Block-dtype linear where cuda::quant_tiled_route says so (33..64 rows,
+  // >= 16384 output features): on by default the tiled tensor-core GEMM keeping the
+  // weight in blocks (launch_quant_tiled_gemm, its formats); off, the
+  // weight is dequantized in chunks and multiplied by cuBLASLt.
+  // PAGODA_QUANT_TILED=0 in the environment turns it off at creation (A/B).
+  void set_quant_tiled(bool on) { quant_tiled_ = on; }
+  bool quant_tiled() const { return quant_tiled_; }
   // Batch-1 FP8 linear: off by default the quantise kernel runs before the
   // decode kernel; on, the decode kernel quantises its own 16-bit row
   // (cuda_fp8_linear.cpp; same codes, same result). Every CTA re-quantises
@@ -199,8 +206,9 @@ class CudaBackend final : public Backend {
   void set_moe_decode_v1(bool on) { moe_decode_v1_ = on; }
   bool moe_decode_v1() const { return moe_decode_v1_; }
   // Grows the dequantization scratch for a block-dtype weight: the linear of
-  // more than cuda::kQuantWideMaxRows rows (or cuda::kQuantGemvMaxRows with
-  // set_quant_wide(false)) dequantizes w in chunks of rows
+  // rows no kernel above takes (cuda_quant_linear.cpp: more than
+  // 32 outside cuda::quant_tiled_route or the tiled GEMM's formats,
+  // or with the wide / tiled kernels off) dequantizes w in chunks of rows
   // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
   // cuBLASLt on each chunk (cuda_quant_linear.cpp); a _perm group format
   // (GPTQ act order) also grows the scratch its decode gathers x into.
@@ -278,6 +286,7 @@ class CudaBackend final : public Backend {
   bool fused_decode_ = true;
   QuantDecode quant_decode_ = QuantDecode::kStaged;
   bool quant_wide_ = true;
+  bool quant_tiled_ = true;
   bool fp8_own_row_ = false;
   bool fp8_kv_decode_staged_ = false;
   bool moe_decode_v1_ = false;

@@ -15,12 +15,15 @@
 // cuda::kQuantWideRouteMaxRows rows (batch 9..32): the tensor-core kernel for
 // wider x (launch_quant_mma_wide, every format, the weight still read in
 // blocks) unless set_quant_wide(false) / PAGODA_QUANT_WIDE=dequant or its
-// alignment is not met. More rows (or those cases): the weight is
-// dequantized chunk by chunk (chunk_rows() whole rows) into dequant_scratch_
-// and each chunk is one cuBLASLt GEMM writing its columns of out (row
-// stride N). Neither allocates nor waits, so
-// both are graph-capturable. A tiled kernel computing from the blocks
-// directly is to replace the second path above 64 rows too.
+// alignment is not met. cuda::quant_tiled_route (33..64 rows of a weight
+// with >= 16384 output features): the tiled tensor-core GEMM (launch_quant_tiled_gemm: q4_0,
+// q4_1, q8_0, q4_K, q5_K, q6_K, w4g* / w8g* without _perm, K a multiple of
+// 256) unless set_quant_tiled(false) / PAGODA_QUANT_TILED=0. The rest (GPTQ
+// act order, q2_K, q3_K, q5_0, q5_1, other K, those switches): the weight
+// is dequantized chunk by chunk (chunk_rows() whole rows) into
+// dequant_scratch_ and each chunk is one cuBLASLt GEMM writing its columns
+// of out (row stride N). None allocates or waits, so all are
+// graph-capturable.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -71,6 +74,25 @@ Status grow_scratch(void** ptr, size_t* have, size_t bytes, const char* what) {
   return Status::Ok();
 }
 
+// The block kernels' parameters for out = x w^T (+ bias), x [rows, k]; a
+// _perm format as its format without the permutation (x then gathered).
+cuda::QuantGemvParams gemv_params(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                  const Tensor& out, int64_t rows) {
+  cuda::QuantGemvParams g;
+  g.dtype = x.dtype;
+  g.w_dtype = without_k_perm(w.dtype);
+  g.x = x.data;
+  g.w = w.data;
+  g.bias = bias.empty() ? nullptr : bias.data;
+  g.bias_dtype = bias.dtype;
+  g.out = out.data;
+  g.out_dtype = out.dtype;
+  g.rows = static_cast<int>(rows);
+  g.n = w.dim(0);
+  g.k = w.dim(1);
+  return g;
+}
+
 }  // namespace
 
 Status CudaBackend::prepare_block_weight(const Tensor& w) {
@@ -100,13 +122,17 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
                             bias.empty() ? std::string("none") : describe(bias), describe(out)));
   }
   if (rows == 0) return;
+  if (quant_tiled_ && cuda::quant_tiled_route(rows, n) && !has_k_perm(w.dtype)) {
+    const cuda::QuantGemvParams g = gemv_params(x, w, bias, out, rows);
+    if (cuda::quant_tiled_gemm_supports(g)) {
+      check(cuda::launch_quant_tiled_gemm(g, stream_), "linear (quant tiled gemm)");
+      return;
+    }
+  }
   const bool wide = quant_wide_ && rows > cuda::kQuantGemvMaxRows &&
                     rows <= cuda::kQuantWideRouteMaxRows;
   if (rows <= cuda::kQuantGemvMaxRows || wide) {
-    cuda::QuantGemvParams g;
-    g.dtype = x.dtype;
-    g.w_dtype = without_k_perm(w.dtype);
-    g.x = x.data;
+    cuda::QuantGemvParams g = gemv_params(x, w, bias, out, rows);
     if (has_k_perm(w.dtype)) {  // x's columns in the weight's stored order
       if (static_cast<size_t>(rows * k) * 2 > gather_scratch_.bytes)
         return fail(fmt::format("linear: block weight {} was not prepared (prepare_block_weight)",
@@ -120,14 +146,6 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
       if (!check(cuda::launch_gather_columns(gc, stream_), "linear (act-order gather)")) return;
       g.x = gather_scratch_.ptr;
     }
-    g.w = w.data;
-    g.bias = bias.empty() ? nullptr : bias.data;
-    g.bias_dtype = bias.dtype;
-    g.out = out.data;
-    g.out_dtype = out.dtype;
-    g.rows = static_cast<int>(rows);
-    g.n = n;
-    g.k = k;
     if (wide) {
       if (cuda::quant_mma_wide_supports(g)) {
         check(cuda::launch_quant_mma_wide(g, stream_), "linear (quant mma wide)");

@@ -70,6 +70,29 @@ __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t* p) {
   return ld_u16(p) | (ld_u16(p + 2) << 16);
 }
 
+// Load policies of the format loaders (F::load<L>): GlobalLoads reads the
+// weight in global memory through the read-only path above; SharedLoads a
+// shared-memory copy of it at the same offsets mod 16 (quant_tiled_gemm.cu),
+// so every load keeps the format's alignment.
+struct GlobalLoads {
+  __device__ static uint32_t u16(const uint8_t* p) { return ld_u16(p); }
+  __device__ static uint32_t u32(const uint8_t* p) { return ld_u32(p); }
+  __device__ static uint32_t u32_a2(const uint8_t* p) { return ld_u32_a2(p); }
+  __device__ static uint2 u64(const uint8_t* p) { return ld_u64(p); }
+  __device__ static uint4 u128(const uint8_t* p) { return ld_u128(p); }
+};
+struct SharedLoads {
+  __device__ static uint32_t u16(const uint8_t* p) {
+    return *reinterpret_cast<const uint16_t*>(p);
+  }
+  __device__ static uint32_t u32(const uint8_t* p) {
+    return *reinterpret_cast<const uint32_t*>(p);
+  }
+  __device__ static uint32_t u32_a2(const uint8_t* p) { return u16(p) | (u16(p + 2) << 16); }
+  __device__ static uint2 u64(const uint8_t* p) { return *reinterpret_cast<const uint2*>(p); }
+  __device__ static uint4 u128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
+};
+
 // ---- integer -> 16-bit float pairs (T: bf16 or f16, the x dtype) ----
 template <typename T>
 struct Half2;
@@ -144,8 +167,9 @@ constexpr uint32_t kLowNibbles = 0x000F000Fu;  // nibbles 0 and 4 of a u32
 // Format traits: kElems / kBytes per block, kAlign (the bytes of every
 // load: 2 or 4), kX, kHasMin, kStepScales, and
 //  - Raw: one row's share of a step (256 elements: kStepBlocks blocks) for
-//    lane c; load(r, blocks, valid, c) reads the step's first `valid`
-//    blocks starting at `blocks`;
+//    lane c; load<L>(r, blocks, valid, c) reads the step's first `valid`
+//    blocks starting at `blocks` through load policy L (GlobalLoads by
+//    default, SharedLoads from a shared-memory copy);
 //  - chunk<T>(r, h): chunk h (0..7) of the step.
 // Each format's element layout is core/dtype.h / quant_blocks.cuh's.
 
@@ -160,12 +184,13 @@ struct FmtQ4_0 {
   struct Raw {
     uint32_t d[8], q[8];
   };
+  template <class L = GlobalLoads>
   __device__ static void load(Raw& r, const uint8_t* b, int valid, int c) {
 #pragma unroll
     for (int i = 0; i < kStepBlocks; ++i) {
       if (i < valid) {
-        r.d[i] = ld_u16(b + i * kBytes);
-        r.q[i] = ld_u32_a2(b + i * kBytes + 2 + 4 * c);
+        r.d[i] = L::u16(b + i * kBytes);
+        r.q[i] = L::u32_a2(b + i * kBytes + 2 + 4 * c);
       }
     }
   }
@@ -192,12 +217,13 @@ struct FmtQ4_1 {
   struct Raw {
     uint32_t dm[8], q[8];
   };
+  template <class L = GlobalLoads>
   __device__ static void load(Raw& r, const uint8_t* b, int valid, int c) {
 #pragma unroll
     for (int i = 0; i < kStepBlocks; ++i) {
       if (i < valid) {
-        r.dm[i] = ld_u32(b + i * kBytes);
-        r.q[i] = ld_u32(b + i * kBytes + 4 + 4 * c);
+        r.dm[i] = L::u32(b + i * kBytes);
+        r.q[i] = L::u32(b + i * kBytes + 4 + 4 * c);
       }
     }
   }
@@ -225,13 +251,14 @@ struct FmtQ8_0 {
   struct Raw {
     uint32_t d[8], q[8][2];
   };
+  template <class L = GlobalLoads>
   __device__ static void load(Raw& r, const uint8_t* b, int valid, int c) {
 #pragma unroll
     for (int i = 0; i < kStepBlocks; ++i) {
       if (i < valid) {
-        r.d[i] = ld_u16(b + i * kBytes);
-        r.q[i][0] = ld_u32_a2(b + i * kBytes + 2 + 4 * c);
-        r.q[i][1] = ld_u32_a2(b + i * kBytes + 18 + 4 * c);
+        r.d[i] = L::u16(b + i * kBytes);
+        r.q[i][0] = L::u32_a2(b + i * kBytes + 2 + 4 * c);
+        r.q[i][1] = L::u32_a2(b + i * kBytes + 18 + 4 * c);
       }
     }
   }
@@ -266,20 +293,21 @@ struct FmtQ45K {
   struct Raw {
     uint32_t hdr[4], q[4][2], qh[2];
   };
+  template <class L = GlobalLoads>
   __device__ static void load(Raw& r, const uint8_t* b, int, int c) {
-    const uint4 h = ld_u128(b);
+    const uint4 h = L::u128(b);
     r.hdr[0] = h.x;
     r.hdr[1] = h.y;
     r.hdr[2] = h.z;
     r.hdr[3] = h.w;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const uint2 q = ld_u64(b + kQs + 32 * j + 8 * c);  // k-step 0: q.x, 1: q.y
+      const uint2 q = L::u64(b + kQs + 32 * j + 8 * c);  // k-step 0: q.x, 1: q.y
       r.q[j][0] = q.x;
       r.q[j][1] = q.y;
     }
     if constexpr (kFive) {
-      const uint2 q = ld_u64(b + 16 + 8 * c);
+      const uint2 q = L::u64(b + 16 + 8 * c);
       r.qh[0] = q.x;
       r.qh[1] = q.y;
     }
@@ -327,17 +355,18 @@ struct FmtQ6K {
   struct Raw {
     uint32_t ql[2][4], qh[2][2], sc[4], d;
   };
+  template <class L = GlobalLoads>
   __device__ static void load(Raw& r, const uint8_t* b, int, int c) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
-      for (int m = 0; m < 4; ++m) r.ql[i][m] = ld_u32_a2(b + 64 * i + 16 * m + 4 * c);
+      for (int m = 0; m < 4; ++m) r.ql[i][m] = L::u32_a2(b + 64 * i + 16 * m + 4 * c);
 #pragma unroll
-      for (int s = 0; s < 2; ++s) r.qh[i][s] = ld_u32_a2(b + 128 + 32 * i + 16 * s + 4 * c);
+      for (int s = 0; s < 2; ++s) r.qh[i][s] = L::u32_a2(b + 128 + 32 * i + 16 * s + 4 * c);
     }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) r.sc[i] = ld_u32_a2(b + 192 + 4 * i);
-    r.d = ld_u16(b + 208);
+    for (int i = 0; i < 4; ++i) r.sc[i] = L::u32_a2(b + 192 + 4 * i);
+    r.d = L::u16(b + 208);
   }
   template <typename T>
   __device__ static Chunk chunk(const Raw& r, int u) {
@@ -375,19 +404,20 @@ struct FmtGroup {
   struct Raw {
     uint32_t hdr[kStepBlocks], q[8][kBits / 4];
   };
+  template <class L = GlobalLoads>
   __device__ static void load(Raw& r, const uint8_t* b, int valid, int c) {
 #pragma unroll
     for (int i = 0; i < kStepBlocks; ++i) {
       if (i < valid) {
         const uint8_t* p = b + i * kBytes;
-        r.hdr[i] = ld_u32(p);
+        r.hdr[i] = L::u32(p);
 #pragma unroll
         for (int h = 0; h < kChunks; ++h) {
           if constexpr (kBits == 4) {
-            r.q[i * kChunks + h][0] = ld_u32(p + 4 + 16 * h + 4 * c);
+            r.q[i * kChunks + h][0] = L::u32(p + 4 + 16 * h + 4 * c);
           } else {
-            r.q[i * kChunks + h][0] = ld_u32(p + 4 + 32 * h + 4 * c);
-            r.q[i * kChunks + h][1] = ld_u32(p + 4 + 32 * h + 16 + 4 * c);
+            r.q[i * kChunks + h][0] = L::u32(p + 4 + 32 * h + 4 * c);
+            r.q[i * kChunks + h][1] = L::u32(p + 4 + 32 * h + 16 + 4 * c);
           }
         }
       }

@@ -16,6 +16,11 @@
 //    of x, the formats of launch_quant_mma_gemv: its kernel's layout, each
 //    decoded weight fragment multiplied with up to 4 n8 tiles of x (32
 //    rows a launch; quant_mma_gemv.cu).
+//  - launch_quant_tiled_gemm: kQuantTiledMinRows rows of x and more (any
+//    count), for q4_0, q4_1, q8_0, q4_K, q5_K, q6_K and the group formats
+//    without _perm: a tiled tensor-core GEMM (64 features x 64 tokens a CTA)
+//    with the weight's blocks and x staged in shared memory by cp.async
+//    and decoded there into mma A fragments (quant_tiled_gemm.cu).
 //  - launch_quant_gemv (GGUF formats the above does not take: misaligned
 //    weights, one row of q4_0 / q4_1 / q5_1 / q8_0, up to two of q5_0) /
 //    launch_group_gemv: the
@@ -24,7 +29,7 @@
 //    dequantized in f32 registers (quant_blocks.cuh) and dotted with every
 //    x row, f32 accumulation.
 //  - launch_dequantize_blocks: rows [n0, n0 + num_rows) of w to bf16 / f16
-//    (past kQuantWideMaxRows rows, or where the above do not apply: the
+//    (where the above do not apply: the
 //    backend dequantizes a weight in chunks into a scratch buffer and runs
 //    the cuBLASLt GEMM on each chunk).
 // All are graph-capturable: no allocation, no host synchronization.
@@ -48,6 +53,27 @@ constexpr int kQuantWideMaxRows = 64;
 constexpr int kQuantWideRouteMaxRows = 32;
 static_assert(kQuantWideRouteMaxRows <= kQuantWideMaxRows);
 
+// linear() routes kQuantTiledMinRows rows and more to the tiled GEMM (the
+// formats it takes): from here on the wide kernel's per-CTA re-read of x
+// loses to dequantize + cuBLASLt, which the tiled kernel replaces.
+constexpr int kQuantTiledMinRows = kQuantWideRouteMaxRows + 1;
+// ... up to this many, and only for weights of at least kQuantTiledRouteMinN
+// output features (quant_tiled_route). Measured on an H100 (kernel_bench
+// --quant, bench/results/2026-11-28-h100-session28.md), tiled / dequantize +
+// cuBLASLt time at 64 rows: gate_up 28672x4096 and lm_head 128256x4096
+// 0.38-0.64 over q4_K, q6_K, q8_0, w4g128; qkv 6144x4096, o_proj 4096x4096
+// and down 4096x14336 0.74-1.93 (mostly slower: 64 or 96 CTAs of 64 features
+// do not fill the GPU); at 128 rows gate_up / lm_head 0.66-1.02, at 256 rows
+// 1.1-1.8 (the kernel's mma.sync loop reaches ~150 TFLOP/s).
+constexpr int kQuantTiledRouteMaxRows = 64;
+constexpr int64_t kQuantTiledRouteMinN = 16384;
+// Whether linear() takes the tiled GEMM for `rows` rows of x and an n x k
+// weight of a format it supports (quant_tiled_gemm_supports).
+constexpr bool quant_tiled_route(int64_t rows, int64_t n) {
+  return rows >= kQuantTiledMinRows && rows <= kQuantTiledRouteMaxRows &&
+         n >= kQuantTiledRouteMinN;
+}
+
 struct QuantGemvParams {
   DType dtype = DType::kBF16;       // x: bf16 or f16
   DType w_dtype = DType::kQ4_K;     // a block dtype
@@ -57,7 +83,7 @@ struct QuantGemvParams {
   DType bias_dtype = DType::kBF16;  // f32, bf16 or f16
   void* out = nullptr;              // [rows, n]
   DType out_dtype = DType::kBF16;   // dtype or f32
-  int rows = 0;                     // 1 .. kQuantGemvMaxRows (wide: .. kQuantWideMaxRows)
+  int rows = 0;                     // 1 .. kQuantGemvMaxRows (wide: .. kQuantWideMaxRows; tiled: any)
   int64_t n = 0;
   int64_t k = 0;  // a multiple of the block's elements
 };
@@ -122,6 +148,22 @@ bool quant_mma_wide_supports(const QuantGemvParams& p);
 // accumulation in a fixed order (per 32 rows of x, that of
 // launch_quant_mma_gemv); one launch per 32 rows of x.
 cudaError_t launch_quant_mma_wide(const QuantGemvParams& p, cudaStream_t stream);
+
+// True when launch_quant_tiled_gemm handles p: q4_0, q4_1, q8_0, q4_K,
+// q5_K, q6_K or a group format without _perm, k a multiple of 256, w
+// aligned to the format's loads (as quant_mma_gemv_supports), x 16-byte
+// aligned, any rows >= 1.
+bool quant_tiled_gemm_supports(const QuantGemvParams& p);
+
+// out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), f32
+// accumulation in K order (that of launch_quant_mma_gemv's per-warp sums);
+// one launch for every row of x. As the staged kernel, with w not 16-byte
+// aligned up to 14 bytes before w are read (never another page).
+cudaError_t launch_quant_tiled_gemm(const QuantGemvParams& p, cudaStream_t stream);
+
+// Lets the tiled kernels use their shared memory (94..112 KiB); called once
+// per device before the first launch (CudaBackend::init).
+cudaError_t init_quant_tiled_gemm();
 
 // True when launch_quant_gemv handles p (the GGUF formats).
 bool quant_gemv_supports(const QuantGemvParams& p);
