@@ -17,7 +17,10 @@
 #include <random>
 
 #include "core/log.h"
+#include "engine/backend_factory.h"
 #include "engine_harness.h"
+#include "io/model_files.h"
+#include "io/model_location.h"
 #include "spec/spec_config.h"
 
 namespace pagoda::test {
@@ -235,6 +238,91 @@ TEST_F(EagleTest, CopyingHeadIsAcceptedAndPerturbedHeadLess) {
   std::printf("accepted drafts: copying head %llu, perturbed %llu\n",
               static_cast<unsigned long long>(accepted[0]),
               static_cast<unsigned long long>(accepted[1]));
+}
+
+// The proposer itself against a target runner it is handed rows of: the
+// copying head's drafts after a prefill are the target's greedy token
+// repeated (the head read the hidden row of the last prompt position:
+// a row one position off would give another token), for several sequences
+// of one batch; a perturbed copy drafts something else for some of them.
+TEST_F(EagleTest, CopyingHeadDraftsTheTargetsLastToken) {
+  ScratchDir good, bad;
+  make_head(good.path(), {.copy = true});
+  make_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  Result<ModelLocation> loc = resolve_model(stories_dir());
+  ASSERT_TRUE(loc.ok());
+  Result<OpenedModel> opened = open_model(*loc);
+  ASSERT_TRUE(opened.ok());
+  std::unique_ptr<Backend> backend = create_backend("cpu", opened->config).value();
+  RunnerOptions ro;
+  ro.num_kv_blocks = 64;
+  ro.max_num_batched_tokens = 256;
+  ro.max_num_seqs = 8;
+  std::unique_ptr<ModelRunner> target =
+      ModelRunner::create(*backend, opened->config, *opened->weights, ro).value();
+  std::unique_ptr<Tokenizer> tok = Tokenizer::load(stories_dir()).value();
+  const std::vector<std::string> texts = {"Once upon a time", "The little dog was sad because",
+                                          "Lily and Ben went to the park. They saw a big"};
+  // One prefill of every prompt, sequence s in blocks [4s, 4s + 4).
+  StepBatch step;
+  std::vector<std::vector<int32_t>> prompts;
+  step.query_start_loc.push_back(0);
+  for (size_t s = 0; s < texts.size(); ++s) {
+    prompts.push_back(tok->encode(texts[s]));
+    for (size_t p = 0; p < prompts[s].size(); ++p) {
+      step.token_ids.push_back(prompts[s][p]);
+      step.positions.push_back(static_cast<int32_t>(p));
+      step.slot_mapping.push_back(static_cast<int32_t>(4 * s * 16 + p));
+    }
+    step.query_start_loc.push_back(step.num_tokens());
+    step.seq_lens.push_back(static_cast<int32_t>(prompts[s].size()));
+    for (int32_t b = 0; b < 4; ++b) step.block_tables.push_back(static_cast<int32_t>(4 * s) + b);
+    step.logits_rows.push_back(step.num_tokens() - 1);
+    SamplingRow row;
+    row.temperature = 0.0f;
+    step.sampling.rows.push_back(row);
+  }
+  step.max_blocks_per_seq = 4;
+  int differing = 0;
+  for (const fs::path& head : {good.path(), bad.path()}) {
+    EngineOptions o;
+    o.device = "cpu";
+    o.speculative = eagle_config(head, 3);
+    o.max_num_seqs = 8;
+    o.max_num_batched_tokens = 256;
+    Result<std::unique_ptr<EagleProposer>> eagle = EagleProposer::create(
+        o, {"stories260K", nullptr, 512, 512, 1024, 64, target.get()});
+    ASSERT_TRUE(eagle.ok()) << eagle.error().message;
+    SampleOutput out;
+    ASSERT_TRUE(target->execute(step, &out).ok());
+    const Tensor hidden = target->hidden_states();
+    const size_t row_bytes = 64 * sizeof(float);
+    std::vector<std::vector<int32_t>> seqs;
+    std::vector<DraftInput> inputs;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const int32_t first = step.query_start_loc[s];
+      (*eagle)->on_hidden_states(
+          static_cast<int64_t>(s), 0,
+          Tensor(static_cast<char*>(hidden.data) + first * row_bytes, hidden.dtype,
+                 {static_cast<int64_t>(prompts[s].size()), 64}));
+      seqs.push_back(prompts[s]);
+      seqs.back().push_back(out.token_ids[s]);
+    }
+    for (size_t s = 0; s < seqs.size(); ++s)
+      inputs.push_back({static_cast<int64_t>(s), seqs[s],
+                        static_cast<int32_t>(prompts[s].size()), 3});
+    std::vector<std::vector<int32_t>> drafts;
+    ASSERT_TRUE((*eagle)->propose(inputs, drafts).ok());
+    ASSERT_EQ(drafts.size(), seqs.size());
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      const std::vector<int32_t> copy(3, seqs[s].back());
+      if (head == good.path())
+        EXPECT_EQ(drafts[s], copy) << "sequence " << s;
+      else
+        differing += drafts[s] != copy;
+    }
+  }
+  EXPECT_GT(differing, 0);
 }
 
 // A head that is not the target's shape is refused at start.
