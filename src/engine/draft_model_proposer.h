@@ -64,6 +64,10 @@ struct DraftModelTarget {
   int64_t vocab_size = 0;                // the target's logits width (ModelConfig::vocab_size)
   int64_t max_model_len = 0;             // the target's; the draft needs no longer sequences
   int64_t kv_tokens = 0;                 // tokens the draft's pool holds (>= 1)
+  int64_t hidden_size = 0;               // the target's (an EAGLE head must match it)
+  // The target's runner (an EAGLE head reads its lm_head, embedding and
+  // hidden states and runs on its backend); null with tensor parallelism.
+  const ModelRunner* runner = nullptr;
 };
 
 class DraftModelProposer final : public Proposer {

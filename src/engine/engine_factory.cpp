@@ -12,6 +12,7 @@
 #include "engine/llm_engine.h"
 #include "engine/load_format.h"
 #include "engine/proposer_factory.h"
+#include "model/model_runner.h"
 #include "engine/runner_factory.h"
 #include "io/generation_defaults.h"
 #include "io/model_files.h"
@@ -168,7 +169,9 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   PAGODA_ASSIGN_OR_RETURN(parts.proposer,
                           make_proposer(options, {location.display_name, tokenizer.get(), opened.config.vocab_size,
                                                   runner.max_model_len(),
-                                                  runner.num_kv_blocks() * runner.block_size()}));
+                                                  runner.num_kv_blocks() * runner.block_size(),
+                                                  opened.config.hidden_size,
+                                                  dynamic_cast<const ModelRunner*>(&runner)}));
   parts.options = options;
   if (options.pipeline_parallel_size > 1 && options.async_scheduling) {
     // A step's input ids are the previous step's samples, which the last

@@ -141,11 +141,27 @@ bool LlmEngine::launch(ScheduleOutput out, const LaunchedStep* prev, LaunchedSte
       fail_batch(step.out, st.error().message);
       return false;
     }
+    hand_hidden_states(step.out);
   }
   metrics_.on_launch(static_cast<int64_t>(step.out.token_ids.size()));
   ++num_launched_;
   next_slot_ = (next_slot_ + 1) % kNumStepSlots;
   return true;
+}
+
+void LlmEngine::hand_hidden_states(const ScheduleOutput& out) {
+  if (!parts_.proposer || !parts_.proposer->wants_hidden_states()) return;
+  const Tensor hidden = parts_.runner->hidden_states();
+  if (hidden.empty()) return;
+  const size_t row_bytes = static_cast<size_t>(hidden.dim(1)) * dtype_size(hidden.dtype);
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    const ScheduledSeq& seq = out.seqs[i];
+    const int32_t row = parts_.runner->hidden_row(out.query_start_loc[i]);
+    parts_.proposer->on_hidden_states(
+        seq.seq_id, seq.start_position,
+        Tensor(static_cast<char*>(hidden.data) + row * row_bytes, hidden.dtype,
+               {seq.num_new_tokens, hidden.dim(1)}));
+  }
 }
 
 bool LlmEngine::finish_launch(LaunchedStep& step) {
@@ -156,6 +172,7 @@ bool LlmEngine::finish_launch(LaunchedStep& step) {
   const Status st = deferred ? parts_.runner->launch_sampling(step.slot, step.out.sampling)
                              : parts_.runner->launch(step.out, step.slot);
   step.stage = LaunchedStep::Stage::kLaunched;
+  if (st.ok() && !deferred) hand_hidden_states(step.out);
   if (st.ok()) return true;
   fail_batch(step.out, st.error().message);
   (void)scheduler_.update({});

@@ -202,6 +202,10 @@ class LlmEngine final : public Engine {
   // (spec_cost_; held_for_drafts: no step ran ahead of the next one because
   // it drafts), and the cap the next steps use.
   void measure_spec_cost(const LaunchedStep& step, bool held_for_drafts);
+  // Right after a forward of `out` was launched, with a proposer that wants
+  // them: each sequence's rows of the runner's final hidden states
+  // (Proposer::on_hidden_states).
+  void hand_hidden_states(const ScheduleOutput& out);
   // Tells the proposer of the sequences that ended since the last schedule.
   void end_sequences(const ScheduleOutput& out);
   // The verification rows of one drafted sample (RowKind::kVerify; `rows`

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/log.h"
+#include "engine/eagle_proposer.h"
 #include "spec/make_proposer.h"
 
 namespace pagoda {
@@ -16,6 +17,10 @@ Result<std::unique_ptr<Proposer>> make_proposer(const EngineOptions& options,
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<DraftModelProposer> draft,
                             DraftModelProposer::create(options, target));
     proposer = std::move(draft);
+  } else if (config.method == SpecMethod::kEagle) {
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<EagleProposer> eagle,
+                            EagleProposer::create(options, target));
+    proposer = std::move(eagle);
   } else {
     PAGODA_ASSIGN_OR_RETURN(proposer, make_spec_proposer(config));
   }

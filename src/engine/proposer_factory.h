@@ -1,6 +1,7 @@
 // The speculative-decoding proposer of --speculative-config
 // (docs/speculative-decoding.md): ngram and suffix from spec/
-// (make_spec_proposer), draft_model loaded here (DraftModelProposer).
+// (make_spec_proposer), draft_model and eagle loaded here (DraftModelProposer,
+// EagleProposer).
 #pragma once
 
 #include <memory>
@@ -14,7 +15,7 @@ namespace pagoda {
 
 // options.speculative's proposer; null when speculation is off. `target`
 // describes the loaded target (draft_model reads its tokenizer, vocabulary,
-// context and pool size). Logs the method and k.
+// context and pool size; eagle its runner). Logs the method and k.
 Result<std::unique_ptr<Proposer>> make_proposer(const EngineOptions& options,
                                                 const DraftModelTarget& target);
 

@@ -72,6 +72,12 @@ struct ForwardContext {
   // linear that reads `normed` next clears it.
   bool normed_fp8 = false;
 
+  // An EAGLE head's input (RunnerOptions::architecture, model/eagle.h): the
+  // hidden-state pool [slots, H] cd, row s the hidden state that the token
+  // written at KV slot s reads. Empty for other models, and in the runner's
+  // memory profile step (before the pool exists).
+  Tensor hidden_pool{};
+
   // Mixture-of-experts scratch (empty for dense models): E experts, k routed
   // per token, Im each expert's intermediate size, Is the shared expert's.
   // The expert and shared views alias gate_up / act's memory.

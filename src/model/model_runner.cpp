@@ -205,6 +205,9 @@ struct ModelRunner::Buffers {
   DeviceBuffer kv;
   // The same for the sliding-window group's layers, [num_sliding_kv_blocks, ...].
   DeviceBuffer kv_sliding;
+  // RunnerOptions::architecture only: [(blocks + 1) * block_size, H] cd,
+  // one hidden-state row per KV slot (forward_context.h hidden_pool).
+  DeviceBuffer hidden_pool;
   DeviceBuffer kv_scales;           // [num_layers, 2] f32: each layer's (k_scale, v_scale)
   std::vector<KvCacheView> caches;  // [num_layers] views into kv or kv_sliding
   // The same views per group (block copies): [0] full, [1] sliding.
@@ -234,7 +237,13 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
                                                          const ModelConfig& config,
                                                          WeightSource& weights,
                                                          const RunnerOptions& options) {
-  PAGODA_ASSIGN_OR_RETURN(const Architecture* arch, find_architecture(config));
+  const Architecture* arch = options.architecture;
+  if (arch == nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(arch, find_architecture(config));
+  } else {
+    PAGODA_RETURN_IF_ERROR(validate_decoder_config(config));
+    PAGODA_RETURN_IF_ERROR(arch->validate(config));
+  }
   TpShard shard;
   if (options.tp != nullptr) {
     PAGODA_RETURN_IF_ERROR(validate_tensor_parallel(config, options.tp->size()));
@@ -288,8 +297,29 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
   backend.memory_info(&r->free_at_start_, &total_bytes);  // before this runner's allocations
   PAGODA_ASSIGN_OR_RETURN(r->weights_, load_model_weights(*arch, config, backend, weights, shard,
                                                           stage, options.keep_weight_blocks));
+  if (options.shared_globals != nullptr) {
+    const ModelWeights& shared = *options.shared_globals;
+    if (r->weights_.embed.empty()) {
+      r->weights_.embed = shared.embed;
+      r->weights_.embed_first_row = shared.embed_first_row;
+      r->weights_.embed_vocab_parallel = shared.embed_vocab_parallel;
+    }
+    r->weights_.lm_head = shared.lm_head;
+  }
   PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
   return r;
+}
+
+Tensor ModelRunner::hidden_states() const {
+  return buf_->normed.tensor(backend_.compute_dtype(),
+                             {options_.max_num_batched_tokens, config_.hidden_size});
+}
+
+Tensor ModelRunner::hidden_pool() const {
+  if (buf_ == nullptr || buf_->hidden_pool.data() == nullptr) return {};
+  const int64_t rows = static_cast<int64_t>(buf_->hidden_pool.size()) /
+                       (config_.hidden_size * static_cast<int64_t>(dtype_size(backend_.compute_dtype())));
+  return buf_->hidden_pool.tensor(backend_.compute_dtype(), {rows, config_.hidden_size});
 }
 
 Status ModelRunner::resolve_kv_cache(WeightSource& weights) {
@@ -585,6 +615,18 @@ Status ModelRunner::allocate_kv(int64_t max_len) {
             sliding_group_ ? fmt::format(" + {} sliding-window blocks", sliding_pool) : ""));
   }
   map_kv_caches(b.kv.data(), pool, b.kv_sliding.data(), sliding_pool);
+  if (options_.architecture != nullptr) {
+    // One row past the pool's blocks too: the decode-graph padding rows' slots.
+    const int64_t rows = (num_blocks + 1) * bs;
+    try {
+      b.hidden_pool = DeviceBuffer(
+          &backend_, static_cast<size_t>(rows * config_.hidden_size) *
+                         dtype_size(backend_.compute_dtype()));
+    } catch (const std::bad_alloc&) {
+      return make_error(ErrorCode::kResourceExhausted,
+                        fmt::format("out of memory allocating a hidden-state pool of {} rows", rows));
+    }
+  }
   if (reserved > 0) {
     scratch_block_ = static_cast<int32_t>(num_blocks);
     sliding_scratch_block_ = sliding_group_ ? static_cast<int32_t>(num_sliding) : -1;
@@ -668,6 +710,7 @@ ModelRunner::ForwardRows ModelRunner::run_forward(const StepBatch& step) {
   const auto num_seqs = static_cast<int64_t>(step.seq_lens.size());
   const int32_t verify_len = options_.verify_graph_query_len;
   last_graph_batch_ = 0;
+  hidden_row_map_.clear();
   if (graphs_paused_.load()) {
     prepare_and_forward(step);
     return {step.num_tokens(), step.logits_rows.data()};
@@ -689,7 +732,8 @@ ModelRunner::ForwardRows ModelRunner::run_forward(const StepBatch& step) {
     const int graph = pick_decode_graph(verify_graph_sizes_, num_seqs);
     if (graph >= 0) {
       const int64_t batch = verify_graph_sizes_[static_cast<size_t>(graph)];
-      const std::vector<int32_t> row_map = verify_row_map(step, verify_len);
+      hidden_row_map_ = verify_row_map(step, verify_len);
+      const std::vector<int32_t>& row_map = hidden_row_map_;
       auto renumber = [&row_map](const std::vector<int32_t>& rows, std::vector<int32_t>* out) {
         out->clear();
         for (const int32_t r : rows) out->push_back(row_map[static_cast<size_t>(r)]);
@@ -899,6 +943,7 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta,
     ctx.sliding_meta = &sliding_meta;
   }
   if (config_.num_experts > 0) set_moe_scratch(t, &ctx);
+  ctx.hidden_pool = hidden_pool();
   arch_->forward(weights_, ctx);
 }
 

@@ -122,6 +122,22 @@ class ModelRunner final : public Runner {
   // lm_head chunks' samples and the collect).
   double last_step_wait_seconds() const override { return last_wait_seconds_; }
 
+  // The final normed hidden states of the last launched forward (the rows
+  // its lm_head reads; an EAGLE head's output hidden states): rows [0, T) of
+  // this [max_num_batched_tokens, H] compute-dtype view are valid from that
+  // launch() until the next one begins (ops enqueued in between read them in
+  // stream order). A pipeline stage other than the last holds none.
+  Tensor hidden_states() const override;
+  // The row of hidden_states() that holds row `row` of the last launched
+  // step: itself, except after a verification-graph replay (verify_row_map;
+  // a sequence's rows stay consecutive).
+  int32_t hidden_row(int32_t row) const override {
+    return hidden_row_map_.empty() ? row : hidden_row_map_[static_cast<size_t>(row)];
+  }
+  // RunnerOptions::architecture: the hidden-state pool [(num_kv_blocks() + 1)
+  // * block_size(), H] the head reads (row = KV slot); empty otherwise.
+  Tensor hidden_pool() const;
+
   // While paused, every step runs eagerly, the decode and verification
   // graphs kept for later (bench --profile-ops: per-op timing needs the ops
   // enqueued one by one). Set between steps, from any thread.
@@ -288,6 +304,9 @@ class ModelRunner final : public Runner {
   // lm_head chunks and the pending-token fill of the step being launched.
   std::vector<int32_t> padded_logits_rows_;
   std::vector<int32_t> padded_pending_rows_;
+  // The last launched step's rows in the padded batch (hidden_row); empty:
+  // the identity.
+  std::vector<int32_t> hidden_row_map_;
   int64_t last_graph_batch_ = 0;
   double last_wait_seconds_ = 0.0;
   // Pipelining state: the slot whose staging the current launch writes, the

@@ -13,6 +13,7 @@
 #include "batch/step_batch.h"
 #include "core/dtype.h"
 #include "core/result.h"
+#include "core/tensor.h"
 
 namespace pagoda {
 
@@ -51,6 +52,14 @@ class Runner {
   virtual int64_t last_graph_batch_size() const = 0;
   // Seconds the last launch() + collect() spent waiting for the device.
   virtual double last_step_wait_seconds() const = 0;
+
+  // The final normed hidden states [max_num_batched_tokens, H] of the last
+  // launched forward on the runner's backend (ModelRunner::hidden_states);
+  // empty where the runner cannot give them (tensor parallelism).
+  virtual Tensor hidden_states() const { return {}; }
+  // Its row holding row `row` of the last launched step (a sequence's rows
+  // are consecutive there too).
+  virtual int32_t hidden_row(int32_t row) const { return row; }
 
   // One forward + sampling: launch(step, 0) then collect(0).
   virtual Status execute(const StepBatch& step, SampleOutput* out) = 0;

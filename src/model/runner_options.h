@@ -7,6 +7,9 @@
 
 namespace pagoda {
 
+struct Architecture;  // architecture.h
+struct ModelWeights;  // weights.h
+
 class Communicator;  // backend/communicator.h
 
 struct RunnerOptions {
@@ -62,6 +65,16 @@ struct RunnerOptions {
   // instead of quantising it themselves: the same results, fewer launches.
   // The runner also turns it off when PAGODA_FP8_PRODUCER=0 (the A/B switch).
   bool fp8_producer = true;
+  // An EAGLE head (model/eagle.h): the family to run instead of the one
+  // config.architecture names (null: that one). The runner then also keeps
+  // a hidden-state pool, [(num_kv_blocks + 1) * block_size, H] in the compute
+  // dtype, one row per KV slot (hidden_pool()), which the head's forward
+  // reads at each token's slot.
+  const Architecture* architecture = nullptr;
+  // Weights another runner on the same backend owns and this one reads:
+  // its lm_head always, its embedding when this model loaded none (an
+  // EAGLE head shares the target's). Must outlive this runner. null: none.
+  const ModelWeights* shared_globals = nullptr;
   // Tensor parallelism (docs/parallelism.md): this runner holds rank
   // tp->rank()'s shard of tp->size() (query heads, kv heads and the
   // intermediate size split; kv heads replicated when fewer than the ranks)

@@ -61,6 +61,11 @@ struct ModelWeights {
   // [V, H] (under tp the rank's vocab block); when tied, `embed`'s memory
   // (the same block under tp), or the embedding in its blocks.
   LinearWeight lm_head;
+  // An EAGLE head (model/eagle.h): fc's columns over the token embedding and
+  // over the hidden state, [H, H] each, and its bias [H] (empty without one).
+  LinearWeight eagle_fc_embed;
+  LinearWeight eagle_fc_hidden;
+  Tensor eagle_fc_bias;
   std::vector<DeviceBuffer> buffers;  // owns every tensor above
   size_t num_bytes = 0;               // device bytes held by `buffers`
   // Tensors and device bytes of each dtype in `buffers` (the startup summary).

@@ -1,5 +1,7 @@
 #include "spec/make_proposer.h"
 
+#include <fmt/format.h>
+
 #include "spec/ngram_proposer.h"
 #include "spec/suffix_proposer.h"
 
@@ -12,8 +14,10 @@ Result<std::unique_ptr<Proposer>> make_spec_proposer(const SpeculativeConfig& co
     case SpecMethod::kSuffix:
       return std::unique_ptr<Proposer>(std::make_unique<SuffixProposer>(config));
     case SpecMethod::kDraftModel:
+    case SpecMethod::kEagle:
       return make_error(ErrorCode::kInvalidArgument,
-                        "speculative method draft_model: the draft model is built by the engine");
+                        fmt::format("speculative method {}: its model is built by the engine",
+                                    spec_method_name(config.method)));
     case SpecMethod::kNone:
       break;
   }

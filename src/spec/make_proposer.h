@@ -1,6 +1,6 @@
 // make_spec_proposer: the Proposer of a --speculative-config method that
 // needs no model (ngram, suffix). Draft models are built by the engine,
-// which owns model loading: for draft_model (and kNone) this returns
+// which owns model loading: for draft_model, eagle (and kNone) this returns
 // kInvalidArgument.
 #pragma once
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/tensor.h"
 
 namespace pagoda {
 
@@ -50,6 +51,19 @@ class Proposer {
   virtual bool may_draft_after_next_token(const DraftInput& in) {
     (void)in;
     return true;
+  }
+  // Whether the engine hands this proposer the target's hidden states
+  // (on_hidden_states after every forward it launches); false: never.
+  virtual bool wants_hidden_states() const { return false; }
+  // Right after the engine launched a forward, for each of its sequences:
+  // `rows` [n, H] (the target's compute dtype, on its backend) are that
+  // forward's final normed hidden states -- what its lm_head reads -- of
+  // seq_id's positions [first_pos, first_pos + n). Valid until the next
+  // launch (ops enqueued now read them in stream order). Rows of drafts the
+  // step then rejects are among them: only positions below the tokens the
+  // sequence keeps computed are the model's.
+  virtual void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows) {
+    (void)seq_id, (void)first_pos, (void)rows;
   }
   // Of the num_drafted tokens proposed for seq_id last, the first
   // num_accepted were accepted (adaptive proposers learn from it).

@@ -76,6 +76,8 @@ const char* spec_method_name(SpecMethod method) {
       return "suffix";
     case SpecMethod::kDraftModel:
       return "draft_model";
+    case SpecMethod::kEagle:
+      return "eagle";
   }
   return "";
 }
@@ -113,24 +115,34 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view text) {
     c.method = SpecMethod::kSuffix;
   } else if (method == "draft_model") {
     c.method = SpecMethod::kDraftModel;
-  } else if (method == "eagle" || method == "eagle3" || method == "medusa" ||
-             method == "mlp_speculator" || method == "mtp") {
+  } else if (method == "eagle") {
+    c.method = SpecMethod::kEagle;
+  } else if (method == "eagle3") {
+    return config_error("method",
+                        "'eagle3' is not supported yet: EAGLE-3 heads (Eagle3LlamaForCausalLM: fc "
+                        "over three target layers, own norm, lm_head and d2t) need hidden states "
+                        "of three target layers; EAGLE-1 heads are \"method\": \"eagle\"");
+  } else if (method == "medusa" || method == "mlp_speculator" || method == "mtp") {
     return config_error("method", fmt::format("'{}' is not supported yet (supported: ngram, "
-                                              "suffix, draft_model)",
+                                              "suffix, draft_model, eagle)",
                                               method));
   } else if (method.empty()) {
-    return config_error("method", "missing (ngram, suffix or draft_model)");
+    return config_error("method", "missing (ngram, suffix, draft_model or eagle)");
   } else {
-    return config_error("method",
-                        fmt::format("unknown method '{}' (ngram, suffix or draft_model)", method));
+    return config_error("method", fmt::format("unknown method '{}' (ngram, suffix, draft_model "
+                                              "or eagle)",
+                                              method));
   }
   if (c.method == SpecMethod::kDraftModel && c.model.empty()) {
     return config_error("model", "draft_model needs the draft model (a folder, .gguf or repo id)");
   }
-  if (c.method != SpecMethod::kDraftModel && !c.model.empty()) {
+  if (c.method == SpecMethod::kEagle && c.model.empty()) {
+    return config_error("model", "eagle needs the EAGLE head (a folder or repo id)");
+  }
+  if (!c.has_model() && !c.model.empty()) {
     return config_error("model", fmt::format("{} takes no model", method));
   }
-  if (c.method != SpecMethod::kDraftModel && !c.revision.empty()) {
+  if (!c.has_model() && !c.revision.empty()) {
     return config_error("revision", fmt::format("{} takes no model revision", method));
   }
 
@@ -191,8 +203,9 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view text) {
     return config_error("draft_tensor_parallel_size",
                         "only 1 is supported (the draft runs on the first GPU)");
   }
-  if (draft_tp && c.method != SpecMethod::kDraftModel) {
-    return config_error("draft_tensor_parallel_size", "applies to method draft_model only");
+  if (draft_tp && !c.has_model()) {
+    return config_error("draft_tensor_parallel_size",
+                        "applies to methods draft_model and eagle only");
   }
   return c;
 }

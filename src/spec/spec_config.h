@@ -16,13 +16,15 @@ enum class SpecMethod {
   kNgram,       // prompt lookup: the continuation of the last n tokens' earliest earlier match
   kSuffix,      // suffix decoding: suffix trees over this request and recent outputs
   kDraftModel,  // a smaller model with the target's vocabulary
+  kEagle,       // an EAGLE-1 head: one Llama layer over the target's hidden states
 };
 
 struct SpeculativeConfig {
   SpecMethod method = SpecMethod::kNone;
   // k: tokens drafted per sequence and step (each step verifies k + 1).
   int32_t num_speculative_tokens = 0;
-  // draft_model: the draft (a folder, .gguf file or repo id) and its revision.
+  // draft_model: the draft (a folder, .gguf file or repo id) and its revision;
+  // eagle: the head's folder or repo id (config.json + safetensors).
   std::string model;
   std::string revision;
   // ngram: match the last n tokens for n from prompt_lookup_max down to
@@ -47,6 +49,10 @@ struct SpeculativeConfig {
   double miss_cost_budget = 0.04;
 
   bool enabled() const { return method != SpecMethod::kNone; }
+  // Whether the method loads a model (draft_model, eagle).
+  bool has_model() const {
+    return method == SpecMethod::kDraftModel || method == SpecMethod::kEagle;
+  }
 };
 
 // The method's name as --speculative-config spells it ("" for kNone).

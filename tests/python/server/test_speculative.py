@@ -136,7 +136,8 @@ def test_zero_miss_cost_budget_keeps_the_backoff_cap_at_8(running):
 @pytest.mark.parametrize("config, words", [
     ('{"method": "ngram"}', "num_speculative_tokens: required"),
     ('{"method": "ngram", "num_speculative_tokens": 0}', "num_speculative_tokens: 0 is out of range"),
-    ('{"method": "eagle", "num_speculative_tokens": 3, "model": "x"}', "'eagle' is not supported yet"),
+    ('{"method": "eagle3", "num_speculative_tokens": 3, "model": "x"}', "'eagle3' is not supported yet"),
+    ('{"method": "eagle", "num_speculative_tokens": 3, "model": "/no/such/head"}', "EAGLE head '/no/such/head'"),
     ('{"method": "ngram", "num_speculative_tokens": 3, "typo": 1}', "typo: unknown key"),
     ('[1, 2]', "must be a JSON object"),
     ('{"method": "ngram", "num_speculative_tokens": 3, "miss_cost_budget": 2}', "miss_cost_budget: 2 is out of range"),
@@ -149,3 +150,35 @@ def test_bad_configs_fail_at_start_naming_the_key(config, words):
     finally:
         proc.stop()
     assert words in proc.output(), proc.output()
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="compares two engines' f32 greedy runs")
+def test_a_random_eagle_head_drafts_and_answers_as_plain(tmp_path, running):
+    """tools/make_random_eagle_head.py writes a head that drafts for
+    stories260K: the answers are those without speculation and drafts are
+    verified; a head missing a tensor is refused at start naming it."""
+    import pathlib
+    import subprocess
+    import sys
+    tool = pathlib.Path(__file__).resolve().parents[3] / "tools" / "make_random_eagle_head.py"
+    head = tmp_path / "head"
+    subprocess.run([sys.executable, str(tool), "--target", str(MODEL_DIR), "--out", str(head)], check=True)
+    config = json.dumps({"method": "eagle", "model": str(head), "num_speculative_tokens": 3})
+    plain = running().ready_url()
+    proc = running("--speculative-config", config)
+    spec = proc.ready_url()
+    assert answers(spec) == answers(plain)
+    assert "speculative decoding: eagle" in proc.output()
+    values, text = spec_counters(spec)
+    assert total(values, "pagoda:spec_decode_num_draft_tokens_total") > 0, text
+
+    from safetensors.numpy import load_file, save_file
+    tensors = load_file(str(head / "model.safetensors"))
+    del tensors["layers.0.mlp.up_proj.weight"]
+    save_file(tensors, str(head / "model.safetensors"))
+    proc = serve("--speculative-config", config)
+    try:
+        assert proc.proc.wait(timeout=120) != 0
+    finally:
+        proc.stop()
+    assert "tensor 'layers.0.mlp.up_proj.weight' is missing" in proc.output(), proc.output()

@@ -105,6 +105,22 @@ TEST(SpecConfig, DraftModel) {
   EXPECT_EQ(c.method, SpecMethod::kDraftModel);
 }
 
+TEST(SpecConfig, Eagle) {
+  const SpeculativeConfig c = parse_ok(
+      R"({"method": "eagle", "model": "/m/head", "revision": "r", "num_speculative_tokens": 3, "draft_tensor_parallel_size": 1})");
+  EXPECT_EQ(c.method, SpecMethod::kEagle);
+  EXPECT_STREQ(spec_method_name(c.method), "eagle");
+  EXPECT_TRUE(c.has_model());
+  EXPECT_EQ(c.model, "/m/head");
+  EXPECT_EQ(c.revision, "r");
+  EXPECT_EQ(c.num_speculative_tokens, 3);
+  // eagle3's refusal says what is missing and what to use instead.
+  auto r = parse_speculative_config(R"({"method": "eagle3", "model": "x", "num_speculative_tokens": 2})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("three target layers"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("\"eagle\""), std::string::npos) << r.error().message;
+}
+
 TEST(SpecConfig, RefusalsNameTheirKey) {
   auto r = parse_speculative_config("[1]");
   ASSERT_FALSE(r.ok());
@@ -115,7 +131,10 @@ TEST(SpecConfig, RefusalsNameTheirKey) {
   expect_refused(R"({"num_speculative_tokens": 2})", "method");
   expect_refused(R"({"method": 3, "num_speculative_tokens": 2})", "method");
   expect_refused(R"({"method": "magic", "num_speculative_tokens": 2})", "method");
-  expect_refused(R"({"method": "eagle", "model": "x", "num_speculative_tokens": 2})", "method");
+  expect_refused(R"({"method": "eagle3", "model": "x", "num_speculative_tokens": 2})", "method");
+  expect_refused(R"({"method": "medusa", "model": "x", "num_speculative_tokens": 2})", "method");
+  expect_refused(R"({"method": "eagle", "num_speculative_tokens": 2})", "model");
+  expect_refused(R"({"method": "eagle", "model": "x"})", "num_speculative_tokens");
   expect_refused(R"({"method": "draft_model", "num_speculative_tokens": 2})", "model");
   expect_refused(R"({"method": "ngram", "model": "x", "num_speculative_tokens": 2})", "model");
   expect_refused(R"({"method": "ngram", "revision": "r", "num_speculative_tokens": 2})",

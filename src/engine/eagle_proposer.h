@@ -1,0 +1,107 @@
+// EagleProposer: speculative decoding's eagle method (--speculative-config
+// '{"method": "eagle", "model": HEAD, "num_speculative_tokens": k}'). An
+// EAGLE-1 head (engine/eagle_head.h checks its checkpoint; model/eagle.h is
+// its forward) drafts greedily from the target's own hidden states.
+//
+// The head runs through its own ModelRunner on the target's backend (the
+// same stream: the engine proposes only while no target step is in flight),
+// with the target's lm_head and, when the head has none, its embedding
+// (RunnerOptions::shared_globals), and its own one-layer paged KV pool with
+// a KvManager (prefix caching off) for the block tables. The runner's
+// hidden-state pool has one row per KV slot of that pool.
+//
+// Head row i of a sequence (KV position i) reads token i + 1 and the
+// target's hidden state at position i (vLLM's shifted inputs): its output
+// gives the token at i + 2. The engine hands the target's hidden rows of
+// every forward (on_hidden_states), which are copied on the device into the
+// pool at their positions' slots -- no host copy. To draft after a sequence
+// of n tokens (the last sampled, not computed), the rows up to n - 2 are
+// computed (those missing, all sequences in one batched forward): draft 1.
+// Draft j + 1 comes from row n - 2 + j, whose token is draft j and whose
+// hidden state is the head's own output of row n - 3 + j (copied into the
+// pool at that row's slot; the target's later rows overwrite it).
+//
+// State per sequence: the tokens its computed rows read and how far the
+// target's hidden rows reach (rows are recomputed from where the tokens or
+// the target's hidden rows changed: rejected drafts, preemption). A
+// sequence whose hidden rows have a gap -- a prompt partly served from the
+// prefix cache (the target computed no hidden states there), or state
+// evicted when the pool was full -- is not drafted. Pool: the target's
+// capacity plus k + 1 tokens per --max-num-seqs; when full, the least
+// recently drafted sequence's state is evicted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "batch/step_batch.h"
+#include "core/result.h"
+#include "engine/draft_model_proposer.h"
+#include "engine/engine_api.h"
+#include "kv/kv_manager.h"
+#include "model/model_runner.h"
+#include "spec/proposer.h"
+
+namespace pagoda {
+
+class EagleProposer final : public Proposer {
+ public:
+  // Resolves options.speculative.model (a folder or repo id of
+  // safetensors), checks it with load_eagle_head (kInvalidArgument naming
+  // what differs), refuses a target without a single runner (tensor or
+  // pipeline parallelism), then creates the head's runner on the target's
+  // backend (--block-size, --max-num-seqs, --max-num-batched-tokens,
+  // --enforce-eager).
+  static Result<std::unique_ptr<EagleProposer>> create(const EngineOptions& options,
+                                                       const DraftModelTarget& target);
+  ~EagleProposer() override;
+
+  bool wants_hidden_states() const override { return true; }
+  void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows) override;
+  Status propose(std::span<const DraftInput> inputs,
+                 std::vector<std::vector<int32_t>>& drafts) override;
+  void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
+                       int32_t num_prompt_tokens) override;
+
+  // Sequences with state, and states evicted so far (tests, logs).
+  int32_t num_seqs() const { return static_cast<int32_t>(seqs_.size()); }
+  int64_t num_evictions() const { return num_evictions_; }
+
+ private:
+  struct SeqState {
+    // Rows [0, tokens.size() - 1) are computed; row i read tokens[i + 1]
+    // (empty: none computed).
+    std::vector<int32_t> tokens;
+    int32_t hidden_end = 0;  // the pool holds the target's hidden rows of positions [0, hidden_end)
+    uint64_t last_used = 0;  // call (tick_) that last drafted it
+  };
+  // Rows [begin, end) of a sequence; the last samples a draft into
+  // drafts[draft_index] and copies its output hidden state to row end's slot.
+  struct Piece {
+    int64_t seq_id = 0;
+    int32_t begin = 0;
+    int32_t end = 0;
+    size_t draft_index = 0;
+  };
+
+  explicit EagleProposer(std::unique_ptr<ModelRunner> runner);
+  bool reserve(int64_t seq_id, int32_t num_slots);
+  void drop(int64_t seq_id);
+  // Copies n rows of src starting at src_row to seq_id's pool slots of
+  // positions [pos, pos + n) (the table must cover them).
+  void copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq_id, int32_t pos, int32_t n);
+  Status run(std::span<const Piece> pieces, std::vector<std::vector<int32_t>>& drafts);
+
+  std::unique_ptr<ModelRunner> runner_;
+  KvManager kv_;
+  std::unordered_map<int64_t, SeqState> seqs_;
+  uint64_t tick_ = 0;
+  int64_t num_evictions_ = 0;
+  StepBatch step_;  // reused
+  SampleOutput out_;
+};
+
+}  // namespace pagoda

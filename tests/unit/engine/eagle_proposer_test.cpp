@@ -1,0 +1,365 @@
+// EagleProposer on the CPU (the specification) with stories260K as the
+// target: greedy outputs are the target's whatever the head drafts (a
+// random head; batches mixing speculative and plain requests; preemption in
+// a tiny KV pool), and a head built to copy the target's own prediction
+// gets drafts accepted on a repetitive text while a perturbed copy gets
+// fewer.
+#include "engine/eagle_proposer.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/log.h"
+#include "engine/backend_factory.h"
+#include "engine_harness.h"
+#include "io/model_files.h"
+#include "io/model_location.h"
+#include "spec/spec_config.h"
+
+namespace pagoda::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (fs::temp_directory_path() / "pagoda-eagle-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct F32Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+// A safetensors file of f32 tensors.
+void write_safetensors(const fs::path& path, const std::map<std::string, F32Tensor>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    const size_t bytes = t.data.size() * sizeof(float);
+    header[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  const std::string h = header.dump();
+  const uint64_t n = h.size();
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&n), sizeof(n));
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  for (const auto& [name, t] : tensors)
+    out.write(reinterpret_cast<const char*>(t.data.data()),
+              static_cast<std::streamsize>(t.data.size() * sizeof(float)));
+}
+
+// How a test head is built: `copy` makes fc = [0 | I], zero o_proj and
+// down_proj (the head's output is the target's hidden state: draft 1 is the
+// target's greedy token at the previous position); otherwise every weight
+// is random (scale 0.1). `noise` is added to fc either way.
+struct HeadSpec {
+  bool copy = false;
+  float noise = 0.0f;
+  uint32_t seed = 1;
+};
+
+// Writes an EAGLE-1 head of stories260K's shape into dir.
+void make_head(const fs::path& dir, const HeadSpec& spec) {
+  std::ifstream in(fs::path(stories_dir()) / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["num_hidden_layers"] = 1;
+  std::ofstream(dir / "config.json") << config.dump();
+  const int64_t h = config["hidden_size"], inter = config["intermediate_size"];
+  const int64_t d = config["head_dim"];
+  const int64_t q = int64_t{config["num_attention_heads"]} * d;
+  const int64_t kv = int64_t{config["num_key_value_heads"]} * d;
+  std::mt19937 rng(spec.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](std::vector<int64_t> shape, float scale) {
+    F32Tensor t{shape, {}};
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    for (int64_t i = 0; i < n; ++i) t.data.push_back(scale * normal(rng));
+    return t;
+  };
+  auto zeros = [](std::vector<int64_t> shape) {
+    F32Tensor t{shape, {}};
+    t.data.assign(static_cast<size_t>(shape[0] * shape[1]), 0.0f);
+    return t;
+  };
+  std::map<std::string, F32Tensor> w;
+  F32Tensor fc = spec.copy ? zeros({h, 2 * h}) : random({h, 2 * h}, 0.1f);
+  if (spec.copy)
+    for (int64_t i = 0; i < h; ++i) fc.data[static_cast<size_t>(i * 2 * h + h + i)] = 1.0f;
+  for (float& x : fc.data) x += spec.noise * normal(rng);
+  w["fc.weight"] = fc;
+  const std::string l = "layers.0.";
+  w[l + "self_attn.q_proj.weight"] = random({q, h}, 0.1f);
+  w[l + "self_attn.k_proj.weight"] = random({kv, h}, 0.1f);
+  w[l + "self_attn.v_proj.weight"] = random({kv, h}, 0.1f);
+  w[l + "self_attn.o_proj.weight"] = spec.copy ? zeros({h, q}) : random({h, q}, 0.1f);
+  w[l + "post_attention_layernorm.weight"] = F32Tensor{{h}, std::vector<float>(h, 1.0f)};
+  w[l + "mlp.gate_proj.weight"] = random({inter, h}, 0.1f);
+  w[l + "mlp.up_proj.weight"] = random({inter, h}, 0.1f);
+  w[l + "mlp.down_proj.weight"] = spec.copy ? zeros({h, inter}) : random({h, inter}, 0.1f);
+  write_safetensors(dir / "model.safetensors", w);
+}
+
+SpeculativeConfig eagle_config(const fs::path& head, int k) {
+  Result<SpeculativeConfig> c = parse_speculative_config(
+      R"({"method": "eagle", "num_speculative_tokens": )" + std::to_string(k) +
+      R"(, "model": ")" + head.string() + "\"}");
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+  return c.ok() ? *c : SpeculativeConfig{};
+}
+
+class EagleTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() { set_log_level(LogLevel::kError); }
+
+  // Prompts of stories260K text, one of them a repeated phrase.
+  static std::vector<TestRequest> requests(int count, int max_tokens, bool mix_plain) {
+    std::unique_ptr<Tokenizer> tok = Tokenizer::load(stories_dir()).value();
+    const std::vector<std::string> texts = {
+        "Once upon a time",
+        "Lily and Ben went to the park. They saw a big",
+        "The dog ran and ran and ran and ran and ran and ran and ran and ran and",
+        "One day, a boy named Tim found a shiny rock in the garden. He wanted to show it to his "
+        "mom, so he ran inside the house. His mom was",
+        "She saw a big, red ball."};
+    std::vector<TestRequest> out;
+    for (int i = 0; i < count; ++i) {
+      TestRequest r;
+      r.id = "r" + std::to_string(i);
+      r.prompt = tok->encode(texts[static_cast<size_t>(i) % texts.size()]);
+      r.prompt.push_back(20 + i);  // distinct prompts: no prefix-cache hits between them
+      r.params = greedy_params(max_tokens);
+      r.speculative = !(mix_plain && i % 3 == 1);
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  // The f32 reference's greedy continuation of each request (EOS id 2).
+  static std::vector<RefSample> reference(ReferenceModel& ref, const std::vector<TestRequest>& reqs) {
+    static const std::vector<int32_t> eos = {2};
+    std::vector<RefSample> out;
+    for (const TestRequest& r : reqs)
+      out.push_back(ref.sample(r.prompt, r.params, eos, 0, r.params.max_tokens.value()));
+    return out;
+  }
+
+  static std::vector<std::vector<int32_t>> run(const EngineSetup& s,
+                                               const std::vector<TestRequest>& reqs,
+                                               EngineMetrics* metrics = nullptr) {
+    auto engine = start_engine(s);
+    EXPECT_NE(engine, nullptr);
+    if (engine == nullptr) return {};
+    auto logs = run_all(*engine, reqs);
+    std::vector<std::vector<int32_t>> tokens;
+    for (const auto& log : logs) {
+      expect_complete(*log);
+      tokens.push_back(log->samples[0].tokens);
+    }
+    expect_idle_and_empty(*engine);
+    if (metrics != nullptr) *metrics = engine->metrics();
+    expect_consistent_metrics(engine->metrics());
+    return tokens;
+  }
+};
+
+// A random head: the greedy outputs equal the reference's (engine_harness.h's
+// device contract: exactly on the CPU, up to bf16 near-ties on CUDA, where a
+// verification row rounds unlike a decode row) for k = 1 and 4, async
+// scheduling on and off, a batch mixing speculative and plain requests,
+// 7-token prefill chunks, and a tiny KV pool that preempts.
+TEST_F(EagleTest, RandomHeadKeepsGreedyOutputs) {
+  ScratchDir dir;
+  make_head(dir.path(), {});
+  const std::vector<TestRequest> reqs = requests(10, 40, /*mix_plain=*/true);
+  std::unique_ptr<ReferenceModel> ref = ReferenceModel::load(stories_dir());
+  const std::vector<RefSample> want = reference(*ref, reqs);
+  ReferenceCheck check(ref.get(), "eagle random head");
+  for (int k : {1, 4}) {
+    for (bool async : {true, false}) {
+      for (bool tiny : {false, true}) {
+        const std::string what = "k=" + std::to_string(k) + (async ? " async" : " sync") +
+                                 (tiny ? " tiny pool" : "");
+        EngineSetup s{.model = stories_dir()};
+        s.async_scheduling = async;
+        if (tiny) {
+          s.num_kv_blocks = 12;  // 192 tokens for 10 sequences of up to ~80: preemption
+          s.max_chunk_tokens = 7;
+        }
+        s.speculative = eagle_config(dir.path(), k);
+        EngineMetrics m;
+        const std::vector<std::vector<int32_t>> got = run(s, reqs, &m);
+        ASSERT_EQ(got.size(), want.size()) << what;
+        for (size_t i = 0; i < got.size(); ++i)
+          check.expect_tokens(got[i], want[i], what + " request " + std::to_string(i));
+        EXPECT_GT(m.spec_num_draft_tokens, 0u) << what;
+        if (tiny) EXPECT_GT(m.num_preemptions, 0u) << what;
+      }
+    }
+  }
+}
+
+// The copying head (draft = the target's greedy token one position back)
+// is accepted on a repeating text; with fc perturbed it is accepted less.
+TEST_F(EagleTest, CopyingHeadIsAcceptedAndPerturbedHeadLess) {
+  ScratchDir good, bad;
+  make_head(good.path(), {.copy = true});
+  make_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  // Prompts repeating one token: the target's greedy output repeats too.
+  std::vector<TestRequest> reqs;
+  for (int32_t t : {300, 350, 400, 450, 500}) {
+    TestRequest r;
+    r.id = "rep" + std::to_string(t);
+    r.prompt.assign(24, t);
+    r.params = greedy_params(60);
+    reqs.push_back(r);
+  }
+  std::unique_ptr<ReferenceModel> ref = ReferenceModel::load(stories_dir());
+  const std::vector<RefSample> want = reference(*ref, reqs);
+  ReferenceCheck check(ref.get(), "eagle copying head");
+  uint64_t accepted[2] = {0, 0};
+  for (int which : {0, 1}) {
+    EngineSetup s{.model = stories_dir()};
+    s.speculative = eagle_config(which == 0 ? good.path() : bad.path(), 3);
+    EngineMetrics m;
+    const std::vector<std::vector<int32_t>> got = run(s, reqs, &m);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      check.expect_tokens(got[i], want[i], "head " + std::to_string(which) + " request " + std::to_string(i));
+    accepted[which] = m.spec_num_accepted_tokens;
+  }
+  EXPECT_GT(accepted[0], 0u);
+  EXPECT_LT(accepted[1], accepted[0]);
+  std::printf("accepted drafts: copying head %llu, perturbed %llu\n",
+              static_cast<unsigned long long>(accepted[0]),
+              static_cast<unsigned long long>(accepted[1]));
+}
+
+// The proposer itself against a target runner it is handed rows of: the
+// copying head's drafts after a prefill are the target's greedy token
+// repeated (the head read the hidden row of the last prompt position:
+// a row one position off would give another token), for several sequences
+// of one batch; a perturbed copy drafts something else for some of them.
+TEST_F(EagleTest, CopyingHeadDraftsTheTargetsLastToken) {
+  ScratchDir good, bad;
+  make_head(good.path(), {.copy = true});
+  make_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  Result<ModelLocation> loc = resolve_model(stories_dir());
+  ASSERT_TRUE(loc.ok());
+  Result<OpenedModel> opened = open_model(*loc);
+  ASSERT_TRUE(opened.ok());
+  std::unique_ptr<Backend> backend = create_backend("cpu", opened->config).value();
+  RunnerOptions ro;
+  ro.num_kv_blocks = 64;
+  ro.max_num_batched_tokens = 256;
+  ro.max_num_seqs = 8;
+  std::unique_ptr<ModelRunner> target =
+      ModelRunner::create(*backend, opened->config, *opened->weights, ro).value();
+  std::unique_ptr<Tokenizer> tok = Tokenizer::load(stories_dir()).value();
+  const std::vector<std::string> texts = {"Once upon a time", "The little dog was sad because",
+                                          "Lily and Ben went to the park. They saw a big"};
+  // One prefill of every prompt, sequence s in blocks [4s, 4s + 4).
+  StepBatch step;
+  std::vector<std::vector<int32_t>> prompts;
+  step.query_start_loc.push_back(0);
+  for (size_t s = 0; s < texts.size(); ++s) {
+    prompts.push_back(tok->encode(texts[s]));
+    for (size_t p = 0; p < prompts[s].size(); ++p) {
+      step.token_ids.push_back(prompts[s][p]);
+      step.positions.push_back(static_cast<int32_t>(p));
+      step.slot_mapping.push_back(static_cast<int32_t>(4 * s * 16 + p));
+    }
+    step.query_start_loc.push_back(step.num_tokens());
+    step.seq_lens.push_back(static_cast<int32_t>(prompts[s].size()));
+    for (int32_t b = 0; b < 4; ++b) step.block_tables.push_back(static_cast<int32_t>(4 * s) + b);
+    step.logits_rows.push_back(step.num_tokens() - 1);
+    SamplingRow row;
+    row.temperature = 0.0f;
+    step.sampling.rows.push_back(row);
+  }
+  step.max_blocks_per_seq = 4;
+  int differing = 0;
+  for (const fs::path& head : {good.path(), bad.path()}) {
+    EngineOptions o;
+    o.device = "cpu";
+    o.speculative = eagle_config(head, 3);
+    o.max_num_seqs = 8;
+    o.max_num_batched_tokens = 256;
+    Result<std::unique_ptr<EagleProposer>> eagle = EagleProposer::create(
+        o, {"stories260K", nullptr, 512, 512, 1024, 64, target.get()});
+    ASSERT_TRUE(eagle.ok()) << eagle.error().message;
+    SampleOutput out;
+    ASSERT_TRUE(target->execute(step, &out).ok());
+    const Tensor hidden = target->hidden_states();
+    const size_t row_bytes = 64 * sizeof(float);
+    std::vector<std::vector<int32_t>> seqs;
+    std::vector<DraftInput> inputs;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const int32_t first = step.query_start_loc[s];
+      (*eagle)->on_hidden_states(
+          static_cast<int64_t>(s), 0,
+          Tensor(static_cast<char*>(hidden.data) + first * row_bytes, hidden.dtype,
+                 {static_cast<int64_t>(prompts[s].size()), 64}));
+      seqs.push_back(prompts[s]);
+      seqs.back().push_back(out.token_ids[s]);
+    }
+    for (size_t s = 0; s < seqs.size(); ++s)
+      inputs.push_back({static_cast<int64_t>(s), seqs[s],
+                        static_cast<int32_t>(prompts[s].size()), 3});
+    std::vector<std::vector<int32_t>> drafts;
+    ASSERT_TRUE((*eagle)->propose(inputs, drafts).ok());
+    ASSERT_EQ(drafts.size(), seqs.size());
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      const std::vector<int32_t> copy(3, seqs[s].back());
+      if (head == good.path())
+        EXPECT_EQ(drafts[s], copy) << "sequence " << s;
+      else
+        differing += drafts[s] != copy;
+    }
+  }
+  EXPECT_GT(differing, 0);
+}
+
+// A head that is not the target's shape is refused at start.
+TEST_F(EagleTest, RefusesHeadOfAnotherShape) {
+  ScratchDir dir;
+  make_head(dir.path(), {});
+  nlohmann::json config;
+  {
+    std::ifstream in(dir.path() / "config.json");
+    config = nlohmann::json::parse(in);
+  }
+  config["hidden_size"] = 32;
+  std::ofstream(dir.path() / "config.json") << config.dump();
+  EngineOptions o;
+  o.model = stories_dir();
+  o.device = "cpu";
+  o.speculative = eagle_config(dir.path(), 2);
+  Result<EngineParts> parts = load_engine_parts(o);
+  ASSERT_FALSE(parts.ok());
+  EXPECT_NE(parts.error().message.find("hidden size"), std::string::npos) << parts.error().message;
+}
+
+}  // namespace
+}  // namespace pagoda::test
