@@ -21,10 +21,10 @@ struct DtypeRow {
 
 constexpr DtypeRow kDtypes[] = {
     {"F32", 4, DType::kF32},   {"F16", 2, DType::kF16},        {"BF16", 2, DType::kBF16},
-    {"F64", 8, std::nullopt},  {"I64", 8, std::nullopt},       {"U64", 8, std::nullopt},
+    {"F64", 8, std::nullopt},  {"I64", 8, DType::kI64},       {"U64", 8, std::nullopt},
     {"I32", 4, DType::kI32},   {"U32", 4, std::nullopt},       {"I16", 2, std::nullopt},
     {"U16", 2, std::nullopt},  {"I8", 1, std::nullopt},        {"U8", 1, std::nullopt},
-    {"BOOL", 1, std::nullopt}, {"F8_E4M3", 1, DType::kF8E4M3}, {"F8_E5M2", 1, std::nullopt},
+    {"BOOL", 1, DType::kU8}, {"F8_E4M3", 1, DType::kF8E4M3}, {"F8_E5M2", 1, std::nullopt},
 };
 
 const DtypeRow* find_dtype(const std::string& name) {

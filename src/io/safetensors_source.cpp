@@ -32,7 +32,8 @@ class SafetensorsSource final : public IndexedWeightSource {
         return make_error(
             ErrorCode::kUnsupported,
             fmt::format("safetensors {}: tensor '{}' has dtype {}; only F32, F16, BF16 and "
-                        "I32 (AWQ / GPTQ packed weights) and F8_E4M3 (FP8 linear weights) are supported",
+                        "I32 (AWQ / GPTQ packed weights), F8_E4M3 (FP8 linear weights), I64 and BOOL "
+                        "(EAGLE-3's d2t / t2d maps) are supported",
                         path, e.name, e.dtype_name));
       }
       if (const std::optional<size_t> at = position(e.name)) {
