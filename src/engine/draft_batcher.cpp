@@ -5,8 +5,35 @@
 
 namespace pagoda {
 
+Status DraftBatcher::draft(std::span<const DraftPiece> first, std::span<const int32_t> num_drafts,
+                           const KvManager& kv, const DraftCallbacks& cb,
+                           std::vector<std::vector<int32_t>>& drafts) {
+  const OnSampled sampled = [&](const DraftPiece& piece, int32_t row, int32_t token) {
+    drafts[piece.draft_index].push_back(token);
+    if (cb.on_sampled) cb.on_sampled(piece, row, token);
+  };
+  Status status = run(first, kv, cb, sampled);
+  pieces_.assign(first.begin(), first.end());
+  while (status.ok()) {
+    next_.clear();
+    for (const DraftPiece& p : pieces_) {
+      const std::vector<int32_t>& d = drafts[p.draft_index];
+      if (std::ssize(d) >= num_drafts[p.draft_index]) continue;
+      cb.feed(p.seq_id, d.back());
+      next_.push_back({p.seq_id, p.end, p.end + 1, p.draft_index});
+    }
+    if (next_.empty()) break;
+    pieces_.swap(next_);
+    status = run(pieces_, kv, cb, sampled);
+  }
+  if (!status.ok()) {
+    for (auto& d : drafts) d.clear();
+  }
+  return status;
+}
+
 Status DraftBatcher::run(std::span<const DraftPiece> pieces, const KvManager& kv,
-                         const TokenAt& token_at, const OnSampled& on_sampled) {
+                         const DraftCallbacks& cb, const OnSampled& on_sampled) {
   const int32_t max_tokens = static_cast<int32_t>(runner_.max_num_batched_tokens());
   const int32_t max_seqs = static_cast<int32_t>(runner_.max_num_seqs());
   const int32_t bs = kv.block_size();
@@ -30,7 +57,7 @@ Status DraftBatcher::run(std::span<const DraftPiece> pieces, const KvManager& kv
       const int32_t from = piece.begin + done;
       const int32_t n = std::min(piece.end - from, max_tokens - step_.num_tokens());
       for (int32_t pos = from; pos < from + n; ++pos) {
-        step_.token_ids.push_back(token_at(piece.seq_id, pos));
+        step_.token_ids.push_back(cb.token_at(piece.seq_id, pos));
         step_.positions.push_back(pos);
         step_.slot_mapping.push_back(table[static_cast<size_t>(pos / bs)] * bs + pos % bs);
       }

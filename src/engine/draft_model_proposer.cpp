@@ -136,7 +136,13 @@ DraftModelProposer::DraftModelProposer(std::unique_ptr<Backend> backend,
       kv_(static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
           static_cast<int32_t>(runner_->max_blocks_per_seq()),
           [this](int64_t seq_id) { seqs_.erase(seq_id); }),
-      batcher_(*runner_) {}
+      batcher_(*runner_),
+      // Row pos reads the token at pos; a draft is the next position's token.
+      callbacks_{[this](int64_t seq_id, int32_t pos) {
+                   return seqs_.at(seq_id).tokens[static_cast<size_t>(pos)];
+                 },
+                 [this](int64_t seq_id, int32_t token) { seqs_.at(seq_id).tokens.push_back(token); },
+                 {}} {}
 
 DraftModelProposer::~DraftModelProposer() = default;
 
@@ -166,7 +172,6 @@ Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
   // Draft lengths of the sequences that are drafted, by input index.
   std::vector<int32_t> num_drafts(inputs.size(), 0);
   std::vector<DraftPiece> pieces;
-  std::vector<int64_t> involved;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DraftInput& in = inputs[i];
     const int64_t len = static_cast<int64_t>(in.tokens.size());
@@ -198,40 +203,14 @@ Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
     s.tokens.assign(in.tokens.begin(), in.tokens.end());
     pieces.push_back({in.seq_id, begin, static_cast<int32_t>(len), i});
     num_drafts[i] = static_cast<int32_t>(k);
-    involved.push_back(in.seq_id);
   }
-  Status status = run(pieces, drafts);
-  // Drafts 2..k: one greedy decode step each, over the sequences that want more.
-  for (int32_t j = 1; status.ok(); ++j) {
-    pieces.clear();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (num_drafts[i] <= j) continue;
-      SeqState& s = seqs_.at(inputs[i].seq_id);
-      s.tokens.push_back(drafts[i].back());
-      const int32_t pos = static_cast<int32_t>(s.tokens.size()) - 1;
-      pieces.push_back({inputs[i].seq_id, pos, pos + 1, i});
-    }
-    if (pieces.empty()) break;
-    status = run(pieces, drafts);
-  }
+  // Draft 1 from each sequence's last position, then drafts 2..k: one
+  // greedy decode step each, over the sequences that want more.
+  const Status status = batcher_.draft(pieces, num_drafts, kv_.manager(), callbacks_, drafts);
   if (!status.ok()) {
-    for (int64_t id : involved) drop(id);
-    for (auto& d : drafts) d.clear();
+    for (const DraftPiece& piece : pieces) drop(piece.seq_id);
   }
   return status;
-}
-
-Status DraftModelProposer::run(std::span<const DraftPiece> pieces,
-                               std::vector<std::vector<int32_t>>& drafts) {
-  return batcher_.run(
-      pieces, kv_.manager(),
-      [&](int64_t seq_id, int32_t pos) {
-        return seqs_.at(seq_id).tokens[static_cast<size_t>(pos)];
-      },
-      [&](const DraftPiece& piece, int32_t row, int32_t token) {
-        (void)row;
-        drafts[piece.draft_index].push_back(token);
-      });
 }
 
 }  // namespace pagoda

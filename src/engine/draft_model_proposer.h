@@ -6,7 +6,8 @@
 //
 // The draft runs on its own backend of the target's device kind (--device;
 // cuda: the first GPU) through its own ModelRunner, with its own paged KV
-// pool and a KvManager (prefix caching off) for its block tables.
+// pool, whose block tables and eviction are a DraftKv (engine/draft_kv.h);
+// a DraftBatcher (engine/draft_batcher.h) packs its forwards into steps.
 //
 // Pool size rule: the pool holds DraftModelTarget::kv_tokens tokens -- the
 // engine passes the target's pool capacity, so every token the target holds
@@ -112,15 +113,13 @@ class DraftModelProposer final : public Proposer {
   DraftModelProposer(std::unique_ptr<Backend> backend, std::unique_ptr<ModelRunner> runner);
   // Frees seq_id's blocks and state.
   void drop(int64_t seq_id);
-  // Runs the pieces (rows read their own positions' tokens), appending each
-  // piece's greedy token to drafts[draft_index].
-  Status run(std::span<const DraftPiece> pieces, std::vector<std::vector<int32_t>>& drafts);
 
   std::unique_ptr<Backend> backend_;  // outlives runner_
   std::unique_ptr<ModelRunner> runner_;
   DraftKv kv_;  // evicting a sequence erases its seqs_ entry
   std::unordered_map<int64_t, SeqState> seqs_;
   DraftBatcher batcher_;
+  DraftCallbacks callbacks_;  // over seqs_
 };
 
 }  // namespace pagoda

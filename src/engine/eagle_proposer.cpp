@@ -66,7 +66,16 @@ EagleProposer::EagleProposer(std::unique_ptr<ModelRunner> runner)
       kv_(static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
           static_cast<int32_t>(runner_->max_blocks_per_seq()),
           [this](int64_t seq_id) { seqs_.erase(seq_id); }),
-      batcher_(*runner_) {}
+      batcher_(*runner_),
+      // Row i reads token i + 1; its output hidden state goes to the pool
+      // row of the next position, which the next chained row reads.
+      callbacks_{[this](int64_t seq_id, int32_t pos) {
+                   return seqs_.at(seq_id).tokens[static_cast<size_t>(pos) + 1];
+                 },
+                 [this](int64_t seq_id, int32_t token) { seqs_.at(seq_id).tokens.push_back(token); },
+                 [this](const DraftPiece& piece, int32_t row, int32_t /*token*/) {
+                   copy_to_pool(runner_->hidden_states(), row, piece.seq_id, piece.end, 1);
+                 }} {}
 
 EagleProposer::~EagleProposer() = default;
 
@@ -126,7 +135,6 @@ Status EagleProposer::propose(std::span<const DraftInput> inputs,
   const int64_t max_len = runner_->max_model_len();
   std::vector<int32_t> num_drafts(inputs.size(), 0);
   std::vector<DraftPiece> pieces;
-  std::vector<int64_t> involved;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DraftInput& in = inputs[i];
     const int32_t len = static_cast<int32_t>(in.tokens.size());
@@ -151,39 +159,13 @@ Status EagleProposer::propose(std::span<const DraftInput> inputs,
     s.tokens.assign(in.tokens.begin(), in.tokens.end());
     pieces.push_back({in.seq_id, begin, len - 1, i});
     num_drafts[i] = k;
-    involved.push_back(in.seq_id);
   }
-  Status status = run(pieces, drafts);
-  for (int32_t j = 1; status.ok(); ++j) {
-    pieces.clear();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (num_drafts[i] <= j) continue;
-      SeqState& s = seqs_.at(inputs[i].seq_id);
-      s.tokens.push_back(drafts[i].back());
-      const int32_t row = static_cast<int32_t>(s.tokens.size()) - 2;
-      pieces.push_back({inputs[i].seq_id, row, row + 1, i});
-    }
-    if (pieces.empty()) break;
-    status = run(pieces, drafts);
-  }
+  // Draft 1 from row len - 2, then draft j + 1 from row len - 2 + j.
+  const Status status = batcher_.draft(pieces, num_drafts, kv_.manager(), callbacks_, drafts);
   if (!status.ok()) {
-    for (int64_t id : involved) drop(id);
-    for (auto& d : drafts) d.clear();
+    for (const DraftPiece& piece : pieces) drop(piece.seq_id);
   }
   return status;
-}
-
-Status EagleProposer::run(std::span<const DraftPiece> pieces,
-                          std::vector<std::vector<int32_t>>& drafts) {
-  return batcher_.run(
-      pieces, kv_.manager(),
-      [&](int64_t seq_id, int32_t pos) {
-        return seqs_.at(seq_id).tokens[static_cast<size_t>(pos) + 1];
-      },
-      [&](const DraftPiece& piece, int32_t row, int32_t token) {
-        drafts[piece.draft_index].push_back(token);
-        copy_to_pool(runner_->hidden_states(), row, piece.seq_id, piece.end, 1);
-      });
 }
 
 }  // namespace pagoda

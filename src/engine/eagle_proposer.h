@@ -6,9 +6,10 @@
 // The head runs through its own ModelRunner on the target's backend (the
 // same stream: the engine proposes only while no target step is in flight),
 // with the target's lm_head and, when the head has none, its embedding
-// (RunnerOptions::shared_globals), and its own one-layer paged KV pool with
-// a KvManager (prefix caching off) for the block tables. The runner's
-// hidden-state pool has one row per KV slot of that pool.
+// (RunnerOptions::shared_globals), and its own one-layer paged KV pool whose
+// block tables and eviction are a DraftKv (engine/draft_kv.h); a
+// DraftBatcher (engine/draft_batcher.h) packs its forwards into steps. The
+// runner's hidden-state pool has one row per KV slot of that pool.
 //
 // Head row i of a sequence (KV position i) reads token i + 1 and the
 // target's hidden state at position i (vLLM's shifted inputs): its output
@@ -27,8 +28,9 @@
 // sequence whose hidden rows have a gap -- a prompt partly served from the
 // prefix cache (the target computed no hidden states there), or state
 // evicted when the pool was full -- is not drafted. Pool: the target's
-// capacity plus k + 1 tokens per --max-num-seqs; when full, the least
-// recently drafted sequence's state is evicted.
+// capacity plus k + 1 tokens per --max-num-seqs; when full, the state of
+// the least recently drafted sequence that is not in the current call is
+// evicted (a sequence never evicts itself, also when its hidden rows grow it).
 #pragma once
 
 #include <cstdint>
@@ -84,15 +86,12 @@ class EagleProposer final : public Proposer {
   // Copies n rows of src starting at src_row to seq_id's pool slots of
   // positions [pos, pos + n) (the table must cover them).
   void copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq_id, int32_t pos, int32_t n);
-  // Runs the pieces (row i reads token i + 1), appending each piece's greedy
-  // token to drafts[draft_index] and copying its output hidden state to the
-  // pool row of position end (the next chained row reads it).
-  Status run(std::span<const DraftPiece> pieces, std::vector<std::vector<int32_t>>& drafts);
 
   std::unique_ptr<ModelRunner> runner_;
   DraftKv kv_;  // evicting a sequence erases its seqs_ entry
   std::unordered_map<int64_t, SeqState> seqs_;
   DraftBatcher batcher_;
+  DraftCallbacks callbacks_;  // over seqs_
 };
 
 }  // namespace pagoda
