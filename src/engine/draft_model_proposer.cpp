@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
 #include "core/kv_cache_dtype.h"
 #include "core/log.h"
@@ -134,8 +133,16 @@ DraftModelProposer::DraftModelProposer(std::unique_ptr<Backend> backend,
                                        std::unique_ptr<ModelRunner> runner)
     : backend_(std::move(backend)),
       runner_(std::move(runner)),
-      kv_(KvConfig{static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
-                   /*enable_prefix_caching=*/false}) {}
+      kv_(static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
+          static_cast<int32_t>(runner_->max_blocks_per_seq()),
+          [this](int64_t seq_id) { seqs_.erase(seq_id); }),
+      batcher_(*runner_),
+      // Row pos reads the token at pos; a draft is the next position's token.
+      callbacks_{[this](int64_t seq_id, int32_t pos) {
+                   return seqs_.at(seq_id).tokens[static_cast<size_t>(pos)];
+                 },
+                 [this](int64_t seq_id, int32_t token) { seqs_.at(seq_id).tokens.push_back(token); },
+                 {}} {}
 
 DraftModelProposer::~DraftModelProposer() = default;
 
@@ -145,7 +152,7 @@ int32_t DraftModelProposer::num_computed(int64_t seq_id) const {
 }
 
 void DraftModelProposer::drop(int64_t seq_id) {
-  if (kv_.contains(seq_id)) kv_.free(seq_id);
+  kv_.drop(seq_id);
   seqs_.erase(seq_id);
 }
 
@@ -155,47 +162,16 @@ void DraftModelProposer::on_sequence_end(int64_t seq_id, std::span<const int32_t
   drop(seq_id);
 }
 
-bool DraftModelProposer::reserve(int64_t seq_id, int32_t num_slots) {
-  if (kv_.num_blocks_for(num_slots) > runner_->max_blocks_per_seq()) return false;
-  auto needed = [&] {
-    // The draft's KvManager has no sliding group (full only).
-    return kv_.contains(seq_id) ? kv_.blocks_needed(seq_id, num_slots).full
-                                : kv_.num_blocks_for(num_slots);
-  };
-  while (needed() > kv_.num_allocatable_blocks()) {
-    // The least recently drafted sequence holding blocks, not drafted in this call.
-    int64_t victim = 0;
-    uint64_t oldest = std::numeric_limits<uint64_t>::max();
-    for (const auto& [id, s] : seqs_) {
-      if (s.last_used < tick_ && s.last_used < oldest && kv_.contains(id)) {
-        victim = id;
-        oldest = s.last_used;
-      }
-    }
-    if (oldest == std::numeric_limits<uint64_t>::max()) return false;
-    drop(victim);
-    ++num_evictions_;
-  }
-  std::vector<BlockCopy> copies;  // stays empty: nothing is shared without prefix caching or forks
-  if (kv_.contains(seq_id)) {
-    kv_.grow(seq_id, num_slots, copies);
-  } else {
-    kv_.allocate(seq_id, PrefixHit{}, num_slots, {});
-  }
-  return true;
-}
-
 Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
                                    std::vector<std::vector<int32_t>>& drafts) {
   drafts.resize(inputs.size());
   for (auto& d : drafts) d.clear();
-  ++tick_;
+  kv_.begin_call();
   const int64_t max_len = runner_->max_model_len();
   const int64_t vocab = runner_->config().vocab_size;
   // Draft lengths of the sequences that are drafted, by input index.
   std::vector<int32_t> num_drafts(inputs.size(), 0);
-  std::vector<Piece> pieces;
-  std::vector<int64_t> involved;
+  std::vector<DraftPiece> pieces;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DraftInput& in = inputs[i];
     const int64_t len = static_cast<int64_t>(in.tokens.size());
@@ -206,7 +182,7 @@ Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
       continue;
     }
     SeqState& s = seqs_[in.seq_id];
-    s.last_used = tick_;
+    kv_.mark_drafted(in.seq_id);
     // The last token is always recomputed: its logits give draft 1.
     const auto kept =
         std::mismatch(s.tokens.begin(), s.tokens.end(), in.tokens.begin(), in.tokens.end() - 1)
@@ -216,94 +192,25 @@ Status DraftModelProposer::propose(std::span<const DraftInput> inputs,
     // cannot be computed: this sequence gets no draft while it is uncomputed.
     const bool in_vocab = std::all_of(in.tokens.begin() + std::ssize(s.tokens), in.tokens.end(),
                                       [&](int32_t t) { return t >= 0 && t < vocab; });
-    if (!in_vocab || !reserve(in.seq_id, static_cast<int32_t>(len + k - 1))) {
-      if (!kv_.contains(in.seq_id)) seqs_.erase(in.seq_id);
+    if (!in_vocab || !kv_.reserve(in.seq_id, static_cast<int32_t>(len + k - 1))) {
+      // Its computed tokens stay while it holds blocks (a state with none is dropped).
+      if (!kv_.manager().contains(in.seq_id)) drop(in.seq_id);
       continue;
     }
     // Blocks past this call's slots (a longer earlier extent) go back.
     kv_.shrink(in.seq_id, static_cast<int32_t>(len + k - 1));
     const int32_t begin = static_cast<int32_t>(s.tokens.size());
     s.tokens.assign(in.tokens.begin(), in.tokens.end());
-    pieces.push_back({in.seq_id, begin, static_cast<int32_t>(len), true, i});
+    pieces.push_back({in.seq_id, begin, static_cast<int32_t>(len), i});
     num_drafts[i] = static_cast<int32_t>(k);
-    involved.push_back(in.seq_id);
   }
-  Status status = run(pieces, drafts);
-  // Drafts 2..k: one greedy decode step each, over the sequences that want more.
-  for (int32_t j = 1; status.ok(); ++j) {
-    pieces.clear();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (num_drafts[i] <= j) continue;
-      SeqState& s = seqs_.at(inputs[i].seq_id);
-      s.tokens.push_back(drafts[i].back());
-      const int32_t pos = static_cast<int32_t>(s.tokens.size()) - 1;
-      pieces.push_back({inputs[i].seq_id, pos, pos + 1, true, i});
-    }
-    if (pieces.empty()) break;
-    status = run(pieces, drafts);
-  }
+  // Draft 1 from each sequence's last position, then drafts 2..k: one
+  // greedy decode step each, over the sequences that want more.
+  const Status status = batcher_.draft(pieces, num_drafts, kv_.manager(), callbacks_, drafts);
   if (!status.ok()) {
-    for (int64_t id : involved) drop(id);
-    for (auto& d : drafts) d.clear();
+    for (const DraftPiece& piece : pieces) drop(piece.seq_id);
   }
   return status;
-}
-
-Status DraftModelProposer::run(std::span<const Piece> pieces,
-                               std::vector<std::vector<int32_t>>& drafts) {
-  const int32_t max_tokens = static_cast<int32_t>(runner_->max_num_batched_tokens());
-  const int32_t max_seqs = static_cast<int32_t>(runner_->max_num_seqs());
-  const int32_t bs = kv_.block_size();
-  std::vector<size_t> sampled;  // draft index of each logits row
-  size_t p = 0;
-  int32_t done = 0;  // tokens of pieces[p] already run
-  while (p < pieces.size()) {
-    step_.clear();
-    sampled.clear();
-    std::vector<int64_t> step_seqs;
-    step_.query_start_loc.push_back(0);
-    while (p < pieces.size() && static_cast<int32_t>(step_seqs.size()) < max_seqs &&
-           step_.num_tokens() < max_tokens) {
-      const Piece& piece = pieces[p];
-      const std::vector<int32_t>& tokens = seqs_.at(piece.seq_id).tokens;
-      const std::span<const int32_t> table = kv_.block_table(piece.seq_id);
-      const int32_t from = piece.begin + done;
-      const int32_t n = std::min(piece.end - from, max_tokens - step_.num_tokens());
-      for (int32_t pos = from; pos < from + n; ++pos) {
-        step_.token_ids.push_back(tokens[static_cast<size_t>(pos)]);
-        step_.positions.push_back(pos);
-        step_.slot_mapping.push_back(table[static_cast<size_t>(pos / bs)] * bs + pos % bs);
-      }
-      step_.query_start_loc.push_back(step_.num_tokens());
-      step_.seq_lens.push_back(from + n);
-      step_seqs.push_back(piece.seq_id);
-      step_.max_blocks_per_seq =
-          std::max(step_.max_blocks_per_seq, static_cast<int32_t>(table.size()));
-      if (from + n < piece.end) {
-        done += n;  // the step is full: the rest of this piece goes to the next one
-        break;
-      }
-      if (piece.sample) {
-        step_.logits_rows.push_back(step_.num_tokens() - 1);
-        SamplingRow row;
-        row.temperature = 0.0f;  // greedy
-        step_.sampling.rows.push_back(row);
-        sampled.push_back(piece.draft_index);
-      }
-      ++p;
-      done = 0;
-    }
-    const size_t width = static_cast<size_t>(step_.max_blocks_per_seq);
-    step_.block_tables.assign(step_seqs.size() * width, 0);
-    for (size_t s = 0; s < step_seqs.size(); ++s) {
-      const std::span<const int32_t> table = kv_.block_table(step_seqs[s]);
-      std::copy(table.begin(), table.end(),
-                step_.block_tables.begin() + static_cast<std::ptrdiff_t>(s * width));
-    }
-    PAGODA_RETURN_IF_ERROR(runner_->execute(step_, &out_));
-    for (size_t r = 0; r < sampled.size(); ++r) drafts[sampled[r]].push_back(out_.token_ids[r]);
-  }
-  return Status::Ok();
 }
 
 }  // namespace pagoda

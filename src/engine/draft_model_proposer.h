@@ -6,7 +6,8 @@
 //
 // The draft runs on its own backend of the target's device kind (--device;
 // cuda: the first GPU) through its own ModelRunner, with its own paged KV
-// pool and a KvManager (prefix caching off) for its block tables.
+// pool, whose block tables and eviction are a DraftKv (engine/draft_kv.h);
+// a DraftBatcher (engine/draft_batcher.h) packs its forwards into steps.
 //
 // Pool size rule: the pool holds DraftModelTarget::kv_tokens tokens -- the
 // engine passes the target's pool capacity, so every token the target holds
@@ -46,8 +47,9 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "batch/step_batch.h"
 #include "core/result.h"
+#include "engine/draft_batcher.h"
+#include "engine/draft_kv.h"
 #include "engine/engine_api.h"
 #include "kv/kv_manager.h"
 #include "model/model_runner.h"
@@ -94,46 +96,30 @@ class DraftModelProposer final : public Proposer {
                        int32_t num_prompt_tokens) override;
 
   // The draft's pool (tests, logs).
-  const KvManager& kv() const { return kv_; }
+  const KvManager& kv() const { return kv_.manager(); }
   // Sequences with draft state, and how many states were evicted so far.
   int32_t num_seqs() const { return static_cast<int32_t>(seqs_.size()); }
-  int64_t num_evictions() const { return num_evictions_; }
+  int64_t num_evictions() const { return kv_.num_evictions(); }
   // Tokens of seq_id whose draft KV is computed (0 when it has no state).
   int32_t num_computed(int64_t seq_id) const;
 
  private:
+  // The tokens of a sequence whose draft KV is computed (positions
+  // [0, tokens.size())); during propose(), the tokens its pieces read.
   struct SeqState {
-    std::vector<int32_t> tokens;  // the first tokens.size() positions hold their KV
-    uint64_t last_used = 0;       // call (tick_) that last drafted it
-  };
-  // Positions [begin, end) of a sequence's state tokens to compute; `sample`:
-  // draft a token (greedy) after position end - 1 into drafts[draft_index].
-  struct Piece {
-    int64_t seq_id = 0;
-    int32_t begin = 0;
-    int32_t end = 0;
-    bool sample = false;
-    size_t draft_index = 0;
+    std::vector<int32_t> tokens;
   };
 
   DraftModelProposer(std::unique_ptr<Backend> backend, std::unique_ptr<ModelRunner> runner);
-  // Makes seq_id's table cover num_slots slots, evicting the least recently
-  // drafted sequences not drafted in this call; false when it cannot fit.
-  bool reserve(int64_t seq_id, int32_t num_slots);
+  // Frees seq_id's blocks and state.
   void drop(int64_t seq_id);
-  // Runs the pieces in as few forwards as the runner's limits allow (a
-  // piece longer than a step's token budget is chunked), appending each
-  // sampling piece's token to drafts[draft_index].
-  Status run(std::span<const Piece> pieces, std::vector<std::vector<int32_t>>& drafts);
 
   std::unique_ptr<Backend> backend_;  // outlives runner_
   std::unique_ptr<ModelRunner> runner_;
-  KvManager kv_;
+  DraftKv kv_;  // evicting a sequence erases its seqs_ entry
   std::unordered_map<int64_t, SeqState> seqs_;
-  uint64_t tick_ = 0;
-  int64_t num_evictions_ = 0;
-  StepBatch step_;  // reused
-  SampleOutput out_;
+  DraftBatcher batcher_;
+  DraftCallbacks callbacks_;  // over seqs_
 };
 
 }  // namespace pagoda

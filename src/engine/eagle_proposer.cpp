@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
 #include "core/log.h"
 #include "engine/eagle_head.h"
@@ -64,13 +63,24 @@ Result<std::unique_ptr<EagleProposer>> EagleProposer::create(const EngineOptions
 
 EagleProposer::EagleProposer(std::unique_ptr<ModelRunner> runner)
     : runner_(std::move(runner)),
-      kv_(KvConfig{static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
-                   /*enable_prefix_caching=*/false}) {}
+      kv_(static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
+          static_cast<int32_t>(runner_->max_blocks_per_seq()),
+          [this](int64_t seq_id) { seqs_.erase(seq_id); }),
+      batcher_(*runner_),
+      // Row i reads token i + 1; its output hidden state goes to the pool
+      // row of the next position, which the next chained row reads.
+      callbacks_{[this](int64_t seq_id, int32_t pos) {
+                   return seqs_.at(seq_id).tokens[static_cast<size_t>(pos) + 1];
+                 },
+                 [this](int64_t seq_id, int32_t token) { seqs_.at(seq_id).tokens.push_back(token); },
+                 [this](const DraftPiece& piece, int32_t row, int32_t /*token*/) {
+                   copy_to_pool(runner_->hidden_states(), row, piece.seq_id, piece.end, 1);
+                 }} {}
 
 EagleProposer::~EagleProposer() = default;
 
 void EagleProposer::drop(int64_t seq_id) {
-  if (kv_.contains(seq_id)) kv_.free(seq_id);
+  kv_.drop(seq_id);
   seqs_.erase(seq_id);
 }
 
@@ -80,40 +90,12 @@ void EagleProposer::on_sequence_end(int64_t seq_id, std::span<const int32_t> tok
   drop(seq_id);
 }
 
-bool EagleProposer::reserve(int64_t seq_id, int32_t num_slots) {
-  if (kv_.num_blocks_for(num_slots) > runner_->max_blocks_per_seq()) return false;
-  auto needed = [&] {
-    return kv_.contains(seq_id) ? kv_.blocks_needed(seq_id, num_slots).full
-                                : kv_.num_blocks_for(num_slots);
-  };
-  while (needed() > kv_.num_allocatable_blocks()) {
-    int64_t victim = 0;
-    uint64_t oldest = std::numeric_limits<uint64_t>::max();
-    for (const auto& [id, s] : seqs_) {
-      if (id != seq_id && s.last_used < tick_ && s.last_used < oldest && kv_.contains(id)) {
-        victim = id;
-        oldest = s.last_used;
-      }
-    }
-    if (oldest == std::numeric_limits<uint64_t>::max()) return false;
-    drop(victim);
-    ++num_evictions_;
-  }
-  std::vector<BlockCopy> copies;  // stays empty: nothing is shared
-  if (kv_.contains(seq_id)) {
-    kv_.grow(seq_id, num_slots, copies);
-  } else {
-    kv_.allocate(seq_id, PrefixHit{}, num_slots, {});
-  }
-  return true;
-}
-
 void EagleProposer::copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq_id, int32_t pos,
                                  int32_t n) {
   const Tensor pool = runner_->hidden_pool();
   const size_t row_bytes = static_cast<size_t>(pool.dim(1)) * dtype_size(pool.dtype);
   const int32_t bs = kv_.block_size();
-  const std::span<const int32_t> table = kv_.block_table(seq_id);
+  const std::span<const int32_t> table = kv_.manager().block_table(seq_id);
   while (n > 0) {
     const int32_t run = std::min(n, bs - pos % bs);
     const int64_t slot = static_cast<int64_t>(table[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
@@ -135,7 +117,7 @@ void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Te
   }
   SeqState& s = it->second;
   if (first_pos > s.hidden_end || first_pos + n > runner_->max_model_len() ||
-      !reserve(seq_id, first_pos + n)) {
+      !kv_.reserve(seq_id, first_pos + n)) {
     drop(seq_id);
     return;
   }
@@ -149,11 +131,10 @@ Status EagleProposer::propose(std::span<const DraftInput> inputs,
                               std::vector<std::vector<int32_t>>& drafts) {
   drafts.resize(inputs.size());
   for (auto& d : drafts) d.clear();
-  ++tick_;
+  kv_.begin_call();
   const int64_t max_len = runner_->max_model_len();
   std::vector<int32_t> num_drafts(inputs.size(), 0);
-  std::vector<Piece> pieces;
-  std::vector<int64_t> involved;
+  std::vector<DraftPiece> pieces;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DraftInput& in = inputs[i];
     const int32_t len = static_cast<int32_t>(in.tokens.size());
@@ -164,8 +145,8 @@ Status EagleProposer::propose(std::span<const DraftInput> inputs,
     // last: positions up to len - 1 + k - 1.
     const int32_t k = static_cast<int32_t>(std::min<int64_t>(in.max_draft, max_len - len + 1));
     if (k < 1 || s.hidden_end < len - 1) continue;
-    s.last_used = tick_;
-    if (!reserve(in.seq_id, std::max(len + k - 1, s.hidden_end))) {
+    kv_.mark_drafted(in.seq_id);
+    if (!kv_.reserve(in.seq_id, std::max(len + k - 1, s.hidden_end))) {
       drop(in.seq_id);
       continue;
     }
@@ -178,92 +159,13 @@ Status EagleProposer::propose(std::span<const DraftInput> inputs,
     s.tokens.assign(in.tokens.begin(), in.tokens.end());
     pieces.push_back({in.seq_id, begin, len - 1, i});
     num_drafts[i] = k;
-    involved.push_back(in.seq_id);
   }
-  Status status = run(pieces, drafts);
-  for (int32_t j = 1; status.ok(); ++j) {
-    pieces.clear();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (num_drafts[i] <= j) continue;
-      SeqState& s = seqs_.at(inputs[i].seq_id);
-      s.tokens.push_back(drafts[i].back());
-      const int32_t row = static_cast<int32_t>(s.tokens.size()) - 2;
-      pieces.push_back({inputs[i].seq_id, row, row + 1, i});
-    }
-    if (pieces.empty()) break;
-    status = run(pieces, drafts);
-  }
+  // Draft 1 from row len - 2, then draft j + 1 from row len - 2 + j.
+  const Status status = batcher_.draft(pieces, num_drafts, kv_.manager(), callbacks_, drafts);
   if (!status.ok()) {
-    for (int64_t id : involved) drop(id);
-    for (auto& d : drafts) d.clear();
+    for (const DraftPiece& piece : pieces) drop(piece.seq_id);
   }
   return status;
-}
-
-Status EagleProposer::run(std::span<const Piece> pieces,
-                          std::vector<std::vector<int32_t>>& drafts) {
-  const int32_t max_tokens = static_cast<int32_t>(runner_->max_num_batched_tokens());
-  const int32_t max_seqs = static_cast<int32_t>(runner_->max_num_seqs());
-  const int32_t bs = kv_.block_size();
-  struct Sampled {
-    size_t draft_index;
-    int64_t seq_id;
-    int32_t row;    // of the step
-    int32_t next;   // the position whose pool row takes its output
-  };
-  std::vector<Sampled> sampled;
-  size_t p = 0;
-  int32_t done = 0;  // rows of pieces[p] already run
-  while (p < pieces.size()) {
-    step_.clear();
-    sampled.clear();
-    std::vector<int64_t> step_seqs;
-    step_.query_start_loc.push_back(0);
-    while (p < pieces.size() && static_cast<int32_t>(step_seqs.size()) < max_seqs &&
-           step_.num_tokens() < max_tokens) {
-      const Piece& piece = pieces[p];
-      const std::vector<int32_t>& tokens = seqs_.at(piece.seq_id).tokens;
-      const std::span<const int32_t> table = kv_.block_table(piece.seq_id);
-      const int32_t from = piece.begin + done;
-      const int32_t n = std::min(piece.end - from, max_tokens - step_.num_tokens());
-      for (int32_t pos = from; pos < from + n; ++pos) {
-        step_.token_ids.push_back(tokens[static_cast<size_t>(pos) + 1]);
-        step_.positions.push_back(pos);
-        step_.slot_mapping.push_back(table[static_cast<size_t>(pos / bs)] * bs + pos % bs);
-      }
-      step_.query_start_loc.push_back(step_.num_tokens());
-      step_.seq_lens.push_back(from + n);
-      step_seqs.push_back(piece.seq_id);
-      step_.max_blocks_per_seq =
-          std::max(step_.max_blocks_per_seq, static_cast<int32_t>(table.size()));
-      if (from + n < piece.end) {
-        done += n;
-        break;
-      }
-      step_.logits_rows.push_back(step_.num_tokens() - 1);
-      SamplingRow row;
-      row.temperature = 0.0f;  // greedy
-      step_.sampling.rows.push_back(row);
-      sampled.push_back({piece.draft_index, piece.seq_id, step_.num_tokens() - 1, piece.end});
-      ++p;
-      done = 0;
-    }
-    const size_t width = static_cast<size_t>(step_.max_blocks_per_seq);
-    step_.block_tables.assign(step_seqs.size() * width, 0);
-    for (size_t s = 0; s < step_seqs.size(); ++s) {
-      const std::span<const int32_t> table = kv_.block_table(step_seqs[s]);
-      std::copy(table.begin(), table.end(),
-                step_.block_tables.begin() + static_cast<std::ptrdiff_t>(s * width));
-    }
-    PAGODA_RETURN_IF_ERROR(runner_->execute(step_, &out_));
-    const Tensor hidden = runner_->hidden_states();
-    for (size_t r = 0; r < sampled.size(); ++r) {
-      drafts[sampled[r].draft_index].push_back(out_.token_ids[r]);
-      // The next chained row reads this output as its hidden state.
-      copy_to_pool(hidden, sampled[r].row, sampled[r].seq_id, sampled[r].next, 1);
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace pagoda

@@ -6,9 +6,10 @@
 // The head runs through its own ModelRunner on the target's backend (the
 // same stream: the engine proposes only while no target step is in flight),
 // with the target's lm_head and, when the head has none, its embedding
-// (RunnerOptions::shared_globals), and its own one-layer paged KV pool with
-// a KvManager (prefix caching off) for the block tables. The runner's
-// hidden-state pool has one row per KV slot of that pool.
+// (RunnerOptions::shared_globals), and its own one-layer paged KV pool whose
+// block tables and eviction are a DraftKv (engine/draft_kv.h); a
+// DraftBatcher (engine/draft_batcher.h) packs its forwards into steps. The
+// runner's hidden-state pool has one row per KV slot of that pool.
 //
 // Head row i of a sequence (KV position i) reads token i + 1 and the
 // target's hidden state at position i (vLLM's shifted inputs): its output
@@ -27,8 +28,9 @@
 // sequence whose hidden rows have a gap -- a prompt partly served from the
 // prefix cache (the target computed no hidden states there), or state
 // evicted when the pool was full -- is not drafted. Pool: the target's
-// capacity plus k + 1 tokens per --max-num-seqs; when full, the least
-// recently drafted sequence's state is evicted.
+// capacity plus k + 1 tokens per --max-num-seqs; when full, the state of
+// the least recently drafted sequence that is not in the current call is
+// evicted (a sequence never evicts itself, also when its hidden rows grow it).
 #pragma once
 
 #include <cstdint>
@@ -37,11 +39,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "batch/step_batch.h"
 #include "core/result.h"
+#include "engine/draft_batcher.h"
+#include "engine/draft_kv.h"
 #include "engine/draft_model_proposer.h"
 #include "engine/engine_api.h"
-#include "kv/kv_manager.h"
 #include "model/model_runner.h"
 #include "spec/proposer.h"
 
@@ -68,7 +70,7 @@ class EagleProposer final : public Proposer {
 
   // Sequences with state, and states evicted so far (tests, logs).
   int32_t num_seqs() const { return static_cast<int32_t>(seqs_.size()); }
-  int64_t num_evictions() const { return num_evictions_; }
+  int64_t num_evictions() const { return kv_.num_evictions(); }
 
  private:
   struct SeqState {
@@ -76,32 +78,20 @@ class EagleProposer final : public Proposer {
     // (empty: none computed).
     std::vector<int32_t> tokens;
     int32_t hidden_end = 0;  // the pool holds the target's hidden rows of positions [0, hidden_end)
-    uint64_t last_used = 0;  // call (tick_) that last drafted it
-  };
-  // Rows [begin, end) of a sequence; the last samples a draft into
-  // drafts[draft_index] and copies its output hidden state to row end's slot.
-  struct Piece {
-    int64_t seq_id = 0;
-    int32_t begin = 0;
-    int32_t end = 0;
-    size_t draft_index = 0;
   };
 
   explicit EagleProposer(std::unique_ptr<ModelRunner> runner);
-  bool reserve(int64_t seq_id, int32_t num_slots);
+  // Frees seq_id's blocks and state.
   void drop(int64_t seq_id);
   // Copies n rows of src starting at src_row to seq_id's pool slots of
   // positions [pos, pos + n) (the table must cover them).
   void copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq_id, int32_t pos, int32_t n);
-  Status run(std::span<const Piece> pieces, std::vector<std::vector<int32_t>>& drafts);
 
   std::unique_ptr<ModelRunner> runner_;
-  KvManager kv_;
+  DraftKv kv_;  // evicting a sequence erases its seqs_ entry
   std::unordered_map<int64_t, SeqState> seqs_;
-  uint64_t tick_ = 0;
-  int64_t num_evictions_ = 0;
-  StepBatch step_;  // reused
-  SampleOutput out_;
+  DraftBatcher batcher_;
+  DraftCallbacks callbacks_;  // over seqs_
 };
 
 }  // namespace pagoda

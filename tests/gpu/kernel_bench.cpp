@@ -544,7 +544,7 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
         };
         std::vector<Run> runs;
         // The tiled GEMM beside dequant at 64..512 rows, past its route too.
-        cuda::QuantGemvParams tp;
+        cuda::QuantGemvParams tp;  // a direct launch's parameters (the first weight set)
         tp.w_dtype = f;
         tp.x = tx.data;
         tp.w = first.data;
@@ -582,14 +582,8 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
           const double ms = time_op(gpu, [&](int i) {
             const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
             if (direct_wide || direct_tiled) {  // past the kernel's route (wide: two 32-row launches)
-              cuda::QuantGemvParams p;
-              p.w_dtype = f;
-              p.x = tx.data;
+              cuda::QuantGemvParams p = tp;
               p.w = tw.data;
-              p.out = to.data;
-              p.rows = static_cast<int>(t);
-              p.n = s.n;
-              p.k = s.k;
               const cudaError_t e = direct_wide ? cuda::launch_quant_mma_wide(p, gpu.stream())
                                                 : cuda::launch_quant_tiled_gemm(p, gpu.stream());
               if (e != cudaSuccess) g_ok = false;

@@ -5,7 +5,6 @@
 #include "engine/draft_model_proposer.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <cstdio>
@@ -15,30 +14,13 @@
 
 #include "core/log.h"
 #include "engine_harness.h"
+#include "scratch_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A folder removed at the end of the scope.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "pagoda-draft-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // A model folder in `dir`: the model files of `model_dir` (config.json
 // replaced by `config` when given) and stories260K's tokenizer (`tokenizer`

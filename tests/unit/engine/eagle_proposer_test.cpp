@@ -7,7 +7,6 @@
 #include "engine/eagle_proposer.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -21,29 +20,13 @@
 #include "engine_harness.h"
 #include "io/model_files.h"
 #include "io/model_location.h"
+#include "scratch_dir.h"
 #include "spec/spec_config.h"
 
 namespace pagoda::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "pagoda-eagle-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 struct F32Tensor {
   std::vector<int64_t> shape;
