@@ -22,7 +22,9 @@ midlayer.{input_layernorm,hidden_norm,post_attention_layernorm}.weight,
 midlayer.self_attn.{q,k,v}_proj.weight [*, 2H], midlayer.self_attn.o_proj.weight,
 midlayer.mlp.*, norm.weight, lm_head.weight [Vd, H], d2t [Vd] (int64, draft d
 is target token d + d2t[d]: a random increasing choice of Vd target ids) and
-t2d [V] (bool).
+t2d [V] (bool). --aux-layers A,B,C writes
+eagle_config.eagle_aux_hidden_state_layer_ids (absent: the published default
+2, L/2, L-3, which a target of fewer than 7 layers cannot meet).
 
 Usage:
   python3 tools/make_random_eagle_head.py --target ../shared/models/stories260K --out /tmp/eagle260k
@@ -51,6 +53,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--with-embedding", action="store_true", help="write embed_tokens.weight")
     p.add_argument("--eagle3", action="store_true", help="an EAGLE-3 head (see above)")
+    p.add_argument("--aux-layers", default="",
+                   help="--eagle3: the target layers A,B,C whose residuals fc reads")
     p.add_argument("--draft-vocab", type=int, default=0,
                    help="EAGLE-3 draft vocabulary size (default min(V, 1024))")
     return p.parse_args(argv)
@@ -154,6 +158,9 @@ def main(argv=None):
         vocab = config["vocab_size"]
         config["architectures"] = ["LlamaForCausalLMEagle3"]
         config["draft_vocab_size"] = args.draft_vocab or min(vocab, 1024)
+        if args.aux_layers:
+            config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids":
+                                      [int(x) for x in args.aux_layers.split(",")]}
         shapes = eagle3_tensor_shapes(config, args.with_embedding)
     else:
         shapes = tensor_shapes(config, args.with_embedding)

@@ -8,6 +8,7 @@
 #include "engine/eagle_head.h"
 #include "engine/load_format.h"
 #include "io/hub/hub_options.h"
+#include "io/mapped_file.h"
 #include "io/model_files.h"
 #include "io/model_location.h"
 #include "model/eagle.h"
@@ -28,13 +29,35 @@ Result<std::unique_ptr<EagleProposer>> EagleProposer::create(const EngineOptions
   if (!location.ok()) return fail(location.error().message);
   Result<OpenedModel> opened = open_model_as(*location, "auto");
   if (!opened.ok()) return fail(opened.error().message);
-  Result<EagleHead> head = load_eagle_head(opened->config, *opened->weights,
-                                           {target.name, target.hidden_size, target.vocab_size});
-  if (!head.ok()) return head.error();
+  if (spec.method == SpecMethod::kEagle) {
+    Result<EagleHead> head = load_eagle_head(opened->config, *opened->weights,
+                                             {target.name, target.hidden_size, target.vocab_size});
+    if (!head.ok()) return head.error();
+  }
   if (target.runner == nullptr || !target.runner->is_last_stage() ||
       target.runner->layers().size() != target.runner->config().num_layers)
     return fail("the target runs on more than one GPU (tensor or pipeline parallelism); EAGLE "
                 "needs it on one");
+  if (spec.method == SpecMethod::kEagle3) {
+    // The head is read and checked against the target (a wrong one fails
+    // naming what differs); drafting with it is not in yet.
+    const EagleHeadTarget head_target{target.name, target.hidden_size, target.vocab_size,
+                                      target.runner->config().num_layers};
+    Result<std::string> config_json = read_file_text(location->path + "/config.json");
+    if (!config_json.ok()) return fail(config_json.error().message);
+    PAGODA_ASSIGN_OR_RETURN(Eagle3Fields fields, parse_eagle3_fields(*config_json, head_target));
+    PAGODA_ASSIGN_OR_RETURN(Eagle3Head head, load_eagle3_head(opened->config, fields,
+                                                              *opened->weights, head_target));
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("--speculative-config: EAGLE-3 head '{}' (draft vocabulary {}, "
+                                  "aux layers {}, {}, {}) fits target '{}', but drafting with "
+                                  "EAGLE-3 heads is not supported yet (the target's aux hidden "
+                                  "states and the head's forward are missing); EAGLE-1 heads are "
+                                  "\"method\": \"eagle\"",
+                                  spec.model, head.fields.draft_vocab_size,
+                                  head.fields.aux_layer_ids[0], head.fields.aux_layer_ids[1],
+                                  head.fields.aux_layer_ids[2], target.name));
+  }
   const ModelRunner& t = *target.runner;
   ModelConfig config = opened->config;
   config.vocab_size = target.vocab_size;

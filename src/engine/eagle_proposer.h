@@ -1,7 +1,9 @@
 // EagleProposer: speculative decoding's eagle method (--speculative-config
 // '{"method": "eagle", "model": HEAD, "num_speculative_tokens": k}'). An
 // EAGLE-1 head (engine/eagle_head.h checks its checkpoint; model/eagle.h is
-// its forward) drafts greedily from the target's own hidden states.
+// its forward) drafts greedily from the target's own hidden states. For
+// "method": "eagle3" create() reads and checks the EAGLE-3 head
+// (load_eagle3_head) and then refuses: its drafting is not in yet.
 //
 // The head runs through its own ModelRunner on the target's backend (the
 // same stream: the engine proposes only while no target step is in flight),
@@ -52,7 +54,8 @@ namespace pagoda {
 class EagleProposer final : public Proposer {
  public:
   // Resolves options.speculative.model (a folder or repo id of
-  // safetensors), checks it with load_eagle_head (kInvalidArgument naming
+  // safetensors), checks it with load_eagle_head (eagle3: parse_eagle3_fields
+  // and load_eagle3_head, then kUnsupported) (kInvalidArgument naming
   // what differs), refuses a target without a single runner (tensor or
   // pipeline parallelism), then creates the head's runner on the target's
   // backend (--block-size, --max-num-seqs, --max-num-batched-tokens,

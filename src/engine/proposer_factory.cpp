@@ -17,7 +17,7 @@ Result<std::unique_ptr<Proposer>> make_proposer(const EngineOptions& options,
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<DraftModelProposer> draft,
                             DraftModelProposer::create(options, target));
     proposer = std::move(draft);
-  } else if (config.method == SpecMethod::kEagle) {
+  } else if (config.method == SpecMethod::kEagle || config.method == SpecMethod::kEagle3) {
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<EagleProposer> eagle,
                             EagleProposer::create(options, target));
     proposer = std::move(eagle);

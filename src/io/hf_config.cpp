@@ -26,6 +26,9 @@ struct Family {
 
 constexpr Family kFamilies[] = {
     {"LlamaForCausalLM", "llama", "llama"},
+    // An EAGLE-3 draft head's config.json (a one-layer Llama; its tensors are
+    // the head's own layout, engine/eagle_head.h): read as a Llama config.
+    {"LlamaForCausalLMEagle3", "llama", "llama"},
     {"MistralForCausalLM", "mistral", "mistral"},
     {"Qwen2ForCausalLM", "qwen2", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3", "qwen3"},

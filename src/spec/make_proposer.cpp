@@ -15,6 +15,7 @@ Result<std::unique_ptr<Proposer>> make_spec_proposer(const SpeculativeConfig& co
       return std::unique_ptr<Proposer>(std::make_unique<SuffixProposer>(config));
     case SpecMethod::kDraftModel:
     case SpecMethod::kEagle:
+    case SpecMethod::kEagle3:
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("speculative method {}: its model is built by the engine",
                                     spec_method_name(config.method)));

@@ -78,6 +78,8 @@ const char* spec_method_name(SpecMethod method) {
       return "draft_model";
     case SpecMethod::kEagle:
       return "eagle";
+    case SpecMethod::kEagle3:
+      return "eagle3";
   }
   return "";
 }
@@ -118,26 +120,23 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view text) {
   } else if (method == "eagle") {
     c.method = SpecMethod::kEagle;
   } else if (method == "eagle3") {
-    return config_error("method",
-                        "'eagle3' is not supported yet: EAGLE-3 heads (Eagle3LlamaForCausalLM: fc "
-                        "over three target layers, own norm, lm_head and d2t) need hidden states "
-                        "of three target layers; EAGLE-1 heads are \"method\": \"eagle\"");
+    c.method = SpecMethod::kEagle3;
   } else if (method == "medusa" || method == "mlp_speculator" || method == "mtp") {
     return config_error("method", fmt::format("'{}' is not supported yet (supported: ngram, "
-                                              "suffix, draft_model, eagle)",
+                                              "suffix, draft_model, eagle, eagle3)",
                                               method));
   } else if (method.empty()) {
-    return config_error("method", "missing (ngram, suffix, draft_model or eagle)");
+    return config_error("method", "missing (ngram, suffix, draft_model, eagle or eagle3)");
   } else {
-    return config_error("method", fmt::format("unknown method '{}' (ngram, suffix, draft_model "
-                                              "or eagle)",
+    return config_error("method", fmt::format("unknown method '{}' (ngram, suffix, draft_model, "
+                                              "eagle or eagle3)",
                                               method));
   }
   if (c.method == SpecMethod::kDraftModel && c.model.empty()) {
     return config_error("model", "draft_model needs the draft model (a folder, .gguf or repo id)");
   }
-  if (c.method == SpecMethod::kEagle && c.model.empty()) {
-    return config_error("model", "eagle needs the EAGLE head (a folder or repo id)");
+  if ((c.method == SpecMethod::kEagle || c.method == SpecMethod::kEagle3) && c.model.empty()) {
+    return config_error("model", fmt::format("{} needs the EAGLE head (a folder or repo id)", method));
   }
   if (!c.has_model() && !c.model.empty()) {
     return config_error("model", fmt::format("{} takes no model", method));
@@ -205,7 +204,7 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view text) {
   }
   if (draft_tp && !c.has_model()) {
     return config_error("draft_tensor_parallel_size",
-                        "applies to methods draft_model and eagle only");
+                        "applies to methods draft_model, eagle and eagle3 only");
   }
   return c;
 }

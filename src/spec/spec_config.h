@@ -17,6 +17,7 @@ enum class SpecMethod {
   kSuffix,      // suffix decoding: suffix trees over this request and recent outputs
   kDraftModel,  // a smaller model with the target's vocabulary
   kEagle,       // an EAGLE-1 head: one Llama layer over the target's hidden states
+  kEagle3,      // an EAGLE-3 head: fc over three target layers' residuals, own lm_head and d2t
 };
 
 struct SpeculativeConfig {
@@ -24,7 +25,7 @@ struct SpeculativeConfig {
   // k: tokens drafted per sequence and step (each step verifies k + 1).
   int32_t num_speculative_tokens = 0;
   // draft_model: the draft (a folder, .gguf file or repo id) and its revision;
-  // eagle: the head's folder or repo id (config.json + safetensors).
+  // eagle, eagle3: the head's folder or repo id (config.json + safetensors).
   std::string model;
   std::string revision;
   // ngram: match the last n tokens for n from prompt_lookup_max down to
@@ -49,9 +50,10 @@ struct SpeculativeConfig {
   double miss_cost_budget = 0.04;
 
   bool enabled() const { return method != SpecMethod::kNone; }
-  // Whether the method loads a model (draft_model, eagle).
+  // Whether the method loads a model (draft_model, eagle, eagle3).
   bool has_model() const {
-    return method == SpecMethod::kDraftModel || method == SpecMethod::kEagle;
+    return method == SpecMethod::kDraftModel || method == SpecMethod::kEagle ||
+           method == SpecMethod::kEagle3;
   }
 };
 

@@ -136,7 +136,7 @@ def test_zero_miss_cost_budget_keeps_the_backoff_cap_at_8(running):
 @pytest.mark.parametrize("config, words", [
     ('{"method": "ngram"}', "num_speculative_tokens: required"),
     ('{"method": "ngram", "num_speculative_tokens": 0}', "num_speculative_tokens: 0 is out of range"),
-    ('{"method": "eagle3", "num_speculative_tokens": 3, "model": "x"}', "'eagle3' is not supported yet"),
+    ('{"method": "eagle3", "num_speculative_tokens": 3, "model": "/no/such/head"}', "EAGLE head '/no/such/head'"),
     ('{"method": "eagle", "num_speculative_tokens": 3, "model": "/no/such/head"}', "EAGLE head '/no/such/head'"),
     ('{"method": "ngram", "num_speculative_tokens": 3, "typo": 1}', "typo: unknown key"),
     ('[1, 2]', "must be a JSON object"),
@@ -182,3 +182,48 @@ def test_a_random_eagle_head_drafts_and_answers_as_plain(tmp_path, running):
     finally:
         proc.stop()
     assert "tensor 'layers.0.mlp.up_proj.weight' is missing" in proc.output(), proc.output()
+
+
+def test_an_eagle3_head_is_checked_at_start(tmp_path):
+    """An EAGLE-3 head (tools/make_random_eagle_head.py --eagle3) is read and
+    checked against the target: one that fits is refused only because
+    EAGLE-3 drafting is not in yet, naming its draft vocabulary and aux
+    layers; one whose aux layers the target lacks, or whose d2t maps outside
+    the target's vocabulary, is refused naming that."""
+    import pathlib
+    import subprocess
+    import sys
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    tool = pathlib.Path(__file__).resolve().parents[3] / "tools" / "make_random_eagle_head.py"
+
+    def refusal(head):
+        config = json.dumps({"method": "eagle3", "model": str(head), "num_speculative_tokens": 3})
+        proc = serve("--speculative-config", config)
+        try:
+            assert proc.proc.wait(timeout=120) != 0
+        finally:
+            proc.stop()
+        return proc.output()
+
+    head = tmp_path / "head"
+    subprocess.run([sys.executable, str(tool), "--target", str(MODEL_DIR), "--out", str(head),
+                    "--eagle3", "--draft-vocab", "100", "--aux-layers", "0,2,4"], check=True)
+    out = refusal(head)
+    assert "draft vocabulary 100, aux layers 0, 2, 4" in out, out
+    assert "drafting with EAGLE-3 heads is not supported yet" in out, out
+
+    # stories260K has 5 layers: the default 2, L/2, L-3 is layer 2 three times.
+    default = tmp_path / "default"
+    subprocess.run([sys.executable, str(tool), "--target", str(MODEL_DIR), "--out", str(default),
+                    "--eagle3"], check=True)
+    out = refusal(default)
+    assert "aux hidden-state layers [2, 2, 2]" in out, out
+
+    tensors = load_file(str(head / "model.safetensors"))
+    d2t = tensors["d2t"].copy()
+    d2t[7] = 10_000
+    tensors["d2t"] = d2t.astype(np.int64)
+    save_file(tensors, str(head / "model.safetensors"))
+    out = refusal(head)
+    assert "d2t[7] = 10000" in out, out

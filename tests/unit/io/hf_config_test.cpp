@@ -68,6 +68,20 @@ TEST(HfConfig, Llama) {
   EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{128001, 128008, 128009}));
 }
 
+// An EAGLE-3 head's config.json (engine/eagle_head.h) reads as a Llama's,
+// keeping its own architecture name and ignoring its EAGLE-3 fields.
+TEST(HfConfig, Eagle3HeadIsALlama) {
+  Json j = llama_base();
+  j["architectures"] = {"LlamaForCausalLMEagle3"};
+  j["num_hidden_layers"] = 1;
+  j["draft_vocab_size"] = 32000;
+  ModelConfig c = parse_ok(j);
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.hf_architecture, "LlamaForCausalLMEagle3");
+  EXPECT_EQ(c.num_layers, 1);
+  EXPECT_EQ(c.vocab_size, 128256);
+}
+
 TEST(HfConfig, DefaultsAndNulls) {
   Json j = llama_base();
   j.erase("num_key_value_heads");

@@ -114,11 +114,13 @@ TEST(SpecConfig, Eagle) {
   EXPECT_EQ(c.model, "/m/head");
   EXPECT_EQ(c.revision, "r");
   EXPECT_EQ(c.num_speculative_tokens, 3);
-  // eagle3's refusal says what is missing and what to use instead.
-  auto r = parse_speculative_config(R"({"method": "eagle3", "model": "x", "num_speculative_tokens": 2})");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("three target layers"), std::string::npos) << r.error().message;
-  EXPECT_NE(r.error().message.find("\"eagle\""), std::string::npos) << r.error().message;
+  // eagle3 names its head the same way (the engine checks it).
+  const SpeculativeConfig c3 =
+      parse_ok(R"({"method": "eagle3", "model": "/m/head3", "num_speculative_tokens": 2})");
+  EXPECT_EQ(c3.method, SpecMethod::kEagle3);
+  EXPECT_STREQ(spec_method_name(c3.method), "eagle3");
+  EXPECT_TRUE(c3.has_model());
+  EXPECT_EQ(c3.model, "/m/head3");
 }
 
 TEST(SpecConfig, RefusalsNameTheirKey) {
@@ -131,7 +133,7 @@ TEST(SpecConfig, RefusalsNameTheirKey) {
   expect_refused(R"({"num_speculative_tokens": 2})", "method");
   expect_refused(R"({"method": 3, "num_speculative_tokens": 2})", "method");
   expect_refused(R"({"method": "magic", "num_speculative_tokens": 2})", "method");
-  expect_refused(R"({"method": "eagle3", "model": "x", "num_speculative_tokens": 2})", "method");
+  expect_refused(R"({"method": "eagle3", "num_speculative_tokens": 2})", "model");
   expect_refused(R"({"method": "medusa", "model": "x", "num_speculative_tokens": 2})", "method");
   expect_refused(R"({"method": "eagle", "num_speculative_tokens": 2})", "model");
   expect_refused(R"({"method": "eagle", "model": "x"})", "num_speculative_tokens");
