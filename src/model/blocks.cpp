@@ -186,6 +186,16 @@ void embed_tokens(ForwardContext& ctx, const ModelWeights& w) {
   if (w.embed_vocab_parallel) ctx.tp->all_reduce_sum(ctx.residual);
 }
 
+void capture_aux_hidden(ForwardContext& ctx, int64_t layer) {
+  for (size_t j = 0; j < ctx.aux_layers.size(); ++j) {
+    if (ctx.aux_layers[j] != layer) continue;
+    const Tensor& a = ctx.aux_hidden;
+    const size_t rows_bytes = static_cast<size_t>(a.dim(1) * a.dim(2)) * dtype_size(a.dtype);
+    ctx.backend.copy_device(static_cast<char*>(a.data) + j * rows_bytes, ctx.residual.data,
+                            ctx.residual.nbytes());
+  }
+}
+
 bool begin_stage(ForwardContext& ctx, const ModelWeights& w) {
   if (ctx.pp == nullptr || ctx.pp->rank() == 0) {
     embed_tokens(ctx, w);

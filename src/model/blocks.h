@@ -122,6 +122,10 @@ void end_stage(ForwardContext& ctx, const Tensor& final_norm);
 // activations) the norm also writes normed's codes (ctx.normed_fp8) and that
 // linear reads them.
 void norm(ForwardContext& ctx, const Tensor& w, const LinearWeight* next = nullptr);
+// RunnerOptions::aux_hidden_layers: when `layer` (a global layer id) is
+// ctx.aux_layers[j], copies residual's T rows to ctx.aux_hidden[j]. Called
+// where residual holds the stream entering `layer` (before its first block).
+void capture_aux_hidden(ForwardContext& ctx, int64_t layer);
 // residual += proj, then normed = rms_norm(residual) * w (one fused op;
 // with a partial proj, the tp all-reduce fused in too, and no codes). `next`
 // as in norm().

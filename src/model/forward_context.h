@@ -5,6 +5,7 @@
 // must only enqueue backend ops on them (no allocation, no host reads).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -77,6 +78,12 @@ struct ForwardContext {
   // written at KV slot s reads. Empty for other models, and in the runner's
   // memory profile step (before the pool exists).
   Tensor hidden_pool{};
+
+  // RunnerOptions::aux_hidden_layers: layer aux_layers[j]'s incoming
+  // residual goes to rows [0, T) of aux_hidden [n, max T, H] cd at [j]
+  // (capture_aux_hidden). Empty for other runners.
+  std::span<const int64_t> aux_layers{};
+  Tensor aux_hidden{};
 
   // Mixture-of-experts scratch (empty for dense models): E experts, k routed
   // per token, Im each expert's intermediate size, Is the shared expert's.

@@ -62,6 +62,7 @@ void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
       norm(ctx, l.input_norm, &l.qkv);
     pending = true;
     const size_t layer = static_cast<size_t>(w.first_layer) + i;
+    capture_aux_hidden(ctx, static_cast<int64_t>(layer));
     if (layer < c.sliding_layers.size() && c.sliding_layers[layer])
       attention(ctx, l, i,
                 AttentionScoring(ctx.attention_scale, 0.0f, static_cast<int32_t>(c.sliding_window)),

@@ -1,6 +1,7 @@
 #include "model/model_runner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "model/architecture.h"
 #include "model/decode_graphs.h"
 #include "model/kv_budget.h"
+#include "model/llama_decoder.h"
 #include "model/load_weights.h"
 #include "model/memory_profile.h"
 #include "model/rope.h"
@@ -208,6 +210,8 @@ struct ModelRunner::Buffers {
   // RunnerOptions::architecture only: [(blocks + 1) * block_size, H] cd,
   // one hidden-state row per KV slot (forward_context.h hidden_pool).
   DeviceBuffer hidden_pool;
+  // RunnerOptions::aux_hidden_layers: [n, T, H] cd (aux_hidden_states()).
+  DeviceBuffer aux_hidden;
   DeviceBuffer kv_scales;           // [num_layers, 2] f32: each layer's (k_scale, v_scale)
   std::vector<KvCacheView> caches;  // [num_layers] views into kv or kv_sliding
   // The same views per group (block copies): [0] full, [1] sliding.
@@ -264,6 +268,25 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
                       "max_model_len " + std::to_string(options.max_model_len) +
                           " exceeds the model's max_position_embeddings " +
                           std::to_string(config.max_position_embeddings));
+  if (!options.aux_hidden_layers.empty()) {
+    const std::vector<int64_t>& ids = options.aux_hidden_layers;
+    std::vector<int64_t> sorted = ids;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted.front() < 0 || sorted.back() >= config.num_layers ||
+        std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("aux hidden-state layers [{}]: not distinct layers of the "
+                                    "model's {}",
+                                    fmt::join(ids, ", "), config.num_layers));
+    if (arch->forward != llama_forward || options.tp != nullptr || options.pp != nullptr)
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("aux hidden states (EAGLE-3) need a llama-decoder family on "
+                                    "one GPU; '{}'{} is not",
+                                    arch->name,
+                                    options.tp != nullptr || options.pp != nullptr
+                                        ? " split over GPUs"
+                                        : ""));
+  }
   std::unique_ptr<ModelRunner> r(new ModelRunner(backend, config, options));
   r->use_graphs_ = backend.supports_graphs() && !options.enforce_eager;
   r->local_ = tp_local_config(config, shard);
@@ -315,6 +338,14 @@ Tensor ModelRunner::hidden_states() const {
                              {options_.max_num_batched_tokens, config_.hidden_size});
 }
 
+Tensor ModelRunner::aux_hidden_states() const {
+  if (buf_ == nullptr || buf_->aux_hidden.data() == nullptr) return {};
+  return buf_->aux_hidden.tensor(
+      backend_.compute_dtype(),
+      {static_cast<int64_t>(options_.aux_hidden_layers.size()), options_.max_num_batched_tokens,
+       config_.hidden_size});
+}
+
 Tensor ModelRunner::hidden_pool() const {
   if (buf_ == nullptr || buf_->hidden_pool.data() == nullptr) return {};
   const int64_t rows = static_cast<int64_t>(buf_->hidden_pool.size()) /
@@ -354,6 +385,9 @@ Status ModelRunner::allocate(int64_t max_len) {
     b.qkv = DeviceBuffer(&backend_, t * layout_.row_width() * es);
     b.attn = DeviceBuffer(&backend_, t * local_.num_heads * d * es);
     b.proj = DeviceBuffer(&backend_, t * h * es);
+    if (!options_.aux_hidden_layers.empty())
+      b.aux_hidden =
+          DeviceBuffer(&backend_, options_.aux_hidden_layers.size() * t * h * es);
     size_t gate_up_bytes = t * 2 * mlp_width(local_) * es;
     if (config_.num_experts > 0) {  // also moe_experts' scratch
       const int64_t moe_bytes = moe_experts_scratch_bytes(t, config_.num_experts_per_tok, h);
@@ -944,6 +978,10 @@ void ModelRunner::forward(int64_t t, const AttentionMetadata& meta,
   }
   if (config_.num_experts > 0) set_moe_scratch(t, &ctx);
   ctx.hidden_pool = hidden_pool();
+  if (!options_.aux_hidden_layers.empty()) {
+    ctx.aux_layers = options_.aux_hidden_layers;
+    ctx.aux_hidden = aux_hidden_states();
+  }
   arch_->forward(weights_, ctx);
 }
 

@@ -137,6 +137,11 @@ class ModelRunner final : public Runner {
   // RunnerOptions::architecture: the hidden-state pool [(num_kv_blocks() + 1)
   // * block_size(), H] the head reads (row = KV slot); empty otherwise.
   Tensor hidden_pool() const;
+  // RunnerOptions::aux_hidden_layers: [n, max_num_batched_tokens, H] cd;
+  // rows [0, T) of [j] hold the last launched forward's residual entering
+  // layer aux_hidden_layers[j], row for row as hidden_states() (hidden_row),
+  // valid as long. Empty without aux layers.
+  Tensor aux_hidden_states() const;
 
   // While paused, every step runs eagerly, the decode and verification
   // graphs kept for later (bench --profile-ops: per-op timing needs the ops

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/kv_cache_dtype.h"
 
@@ -75,6 +76,13 @@ struct RunnerOptions {
   // its lm_head always, its embedding when this model loaded none (an
   // EAGLE head shares the target's). Must outlive this runner. null: none.
   const ModelWeights* shared_globals = nullptr;
+  // An EAGLE-3 head's target (engine/eagle_head.h): the decoder layers whose
+  // incoming residual stream -- the embedding plus every earlier layer's
+  // block outputs, before any norm -- each forward also copies into
+  // aux_hidden_states(), [aux_hidden_layers.size(), max_num_batched_tokens,
+  // H] in the compute dtype, in this order. Distinct ids in [0, num_layers);
+  // llama-decoder families (llama_decoder.h) on one GPU only. Empty: none.
+  std::vector<int64_t> aux_hidden_layers;
   // Tensor parallelism (docs/parallelism.md): this runner holds rank
   // tp->rank()'s shard of tp->size() (query heads, kv heads and the
   // intermediate size split; kv heads replicated when fewer than the ranks)

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
@@ -455,6 +456,72 @@ TEST_F(RunnerTest, DeferredSamplingEqualsSamplingAtLaunch) {
   EXPECT_FALSE(r->collect(0, &out).ok());
   ASSERT_TRUE(r->launch(prefill(4, 5, 1), 0).ok());
   ASSERT_TRUE(r->collect(0, &out).ok());
+}
+
+// RunnerOptions::aux_hidden_layers (EAGLE-3's target side): each forward
+// leaves the residual entering the named layers in aux_hidden_states(), in
+// the named order. Layer 0's is the embedding; layer j's, through the final
+// norm, is the final hidden state of the same model cut to its first j
+// layers (fill_random gives the cut model the same weights).
+TEST_F(RunnerTest, AuxHiddenStatesAreTheResidualEnteringEachLayer) {
+  ModelConfig c = tiny_config();
+  c.num_layers = 3;
+  RunnerOptions o;
+  o.block_size = 4;
+  o.num_kv_blocks = 8;
+  o.max_num_batched_tokens = 16;
+  const RunnerOptions plain = o;
+  o.aux_hidden_layers = {2, 0, 1};
+  auto r = make(o, c);
+  ASSERT_NE(r, nullptr);
+  const std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9, 2};
+  const StepBatch step = make_step({{prompt, 0, {0, 1}}}, 4, 2);
+  std::vector<float> logits;
+  ASSERT_TRUE(r->execute_logits(step, &logits).ok());
+  const int64_t t = static_cast<int64_t>(prompt.size()), h = c.hidden_size;
+  const Tensor aux = r->aux_hidden_states();
+  ASSERT_EQ(aux.ndim, 3);
+  ASSERT_EQ(aux.dim(0), 3);
+  ASSERT_EQ(aux.dim(1), 16);
+  ASSERT_EQ(aux.dim(2), h);
+  auto rows = [&](const Tensor& x, int64_t first_row, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n * h));
+    be_.copy_to_host(v.data(), static_cast<const float*>(x.data) + first_row * h,
+                     v.size() * sizeof(float));
+    return v;
+  };
+  const std::vector<float> embed = rows(r->weights().embed, 0, c.vocab_size);
+  const std::vector<float> layer0 = rows(aux, 16, t);  // aux_hidden_layers[1] = 0
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t k = 0; k < h; ++k)
+      ASSERT_EQ(layer0[i * h + k], embed[prompt[i] * h + k]) << "row " << i << " col " << k;
+  const std::vector<float> final_norm = rows(r->weights().final_norm, 0, 1);
+  for (const auto& [layers, j] : {std::pair<int64_t, int64_t>{1, 2}, {2, 0}}) {
+    ModelConfig cut = c;
+    cut.num_layers = layers;
+    MemorySource src;
+    test::fill_random(cut, &src);
+    auto rc = ModelRunner::create(be_, cut, src, plain);
+    ASSERT_TRUE(rc.ok()) << rc.error().message;
+    ASSERT_TRUE((*rc)->execute_logits(step, &logits).ok());
+    const std::vector<float> want = rows((*rc)->hidden_states(), 0, t);
+    const std::vector<float> got = rows(aux, j * 16, t);
+    for (int64_t i = 0; i < t; ++i) {
+      double ss = 0;
+      for (int64_t k = 0; k < h; ++k) ss += double(got[i * h + k]) * got[i * h + k];
+      const double inv = 1.0 / std::sqrt(ss / h + c.rms_norm_eps);
+      for (int64_t k = 0; k < h; ++k)
+        EXPECT_NEAR(got[i * h + k] * inv * final_norm[k], want[i * h + k], 1e-4)
+            << layers << " layers, row " << i << " col " << k;
+    }
+  }
+  // Refused: ids outside the model or repeated, a family not on the llama decoder.
+  o.aux_hidden_layers = {0, 3, 1};
+  EXPECT_NE(create_error(o, c).message.find("[0, 3, 1]"), std::string::npos);
+  o.aux_hidden_layers = {1, 1, 0};
+  EXPECT_NE(create_error(o, c).message.find("not distinct"), std::string::npos);
+  o.aux_hidden_layers = {0, 1};
+  EXPECT_EQ(create_error(o, tiny_config("gemma2")).code, ErrorCode::kUnsupported);
 }
 
 TEST_F(RunnerTest, ExecuteRejectsBadSteps) {
