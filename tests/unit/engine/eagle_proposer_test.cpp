@@ -3,11 +3,13 @@
 // random head; batches mixing speculative and plain requests; preemption in
 // a tiny KV pool), and a head built to copy the target's own prediction
 // gets drafts accepted on a repetitive text while a perturbed copy gets
-// fewer.
+// fewer. Also EAGLE-3's target side: the aux hidden states on the test
+// device against the CPU's.
 #include "engine/eagle_proposer.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "core/float_elements.h"
 #include "core/log.h"
 #include "engine/backend_factory.h"
 #include "engine_harness.h"
@@ -322,6 +325,85 @@ TEST_F(EagleTest, CopyingHeadDraftsTheTargetsLastToken) {
     }
   }
   EXPECT_GT(differing, 0);
+}
+
+// EAGLE-3's target side (RunnerOptions::aux_hidden_layers) on the test
+// device, decode graphs on: a batched prefill and a decode step leave the
+// same aux rows as the f32 CPU runner (exact on the CPU; on CUDA within
+// bf16 rounding of the residual stream).
+TEST_F(EagleTest, TargetAuxHiddenStatesMatchTheCpuOnTheTestDevice) {
+  Result<ModelLocation> loc = resolve_model(stories_dir());
+  ASSERT_TRUE(loc.ok());
+  Result<OpenedModel> opened = open_model(*loc);
+  ASSERT_TRUE(opened.ok());
+  RunnerOptions ro;
+  ro.num_kv_blocks = 64;
+  ro.max_num_batched_tokens = 256;
+  ro.max_num_seqs = 8;
+  ro.aux_hidden_layers = {4, 0, 2};
+  std::unique_ptr<Tokenizer> tok = Tokenizer::load(stories_dir()).value();
+  const std::vector<std::string> texts = {"Once upon a time", "The little dog was sad because",
+                                          "Lily and Ben went to the park. They saw a big"};
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& t : texts) prompts.push_back(tok->encode(t));
+  // Step 0: every prompt (sequence s in blocks [4s, 4s + 4)); step 1: one
+  // token more each (a decode batch: a graph replay on CUDA).
+  auto make = [&](bool decode) {
+    StepBatch step;
+    step.query_start_loc.push_back(0);
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const size_t n = prompts[s].size();
+      for (size_t p = decode ? n : 0; p <= n - (decode ? 0 : 1); ++p) {
+        step.token_ids.push_back(p < n ? prompts[s][p] : 13);
+        step.positions.push_back(static_cast<int32_t>(p));
+        step.slot_mapping.push_back(static_cast<int32_t>(4 * s * 16 + p));
+      }
+      step.query_start_loc.push_back(step.num_tokens());
+      step.seq_lens.push_back(static_cast<int32_t>(decode ? n + 1 : n));
+      for (int32_t b = 0; b < 4; ++b) step.block_tables.push_back(static_cast<int32_t>(4 * s) + b);
+      step.logits_rows.push_back(step.num_tokens() - 1);
+      SamplingRow row;
+      row.temperature = 0.0f;
+      step.sampling.rows.push_back(row);
+    }
+    step.max_blocks_per_seq = 4;
+    return step;
+  };
+  // The aux rows [3][T][H] of each step as f32 on the host.
+  auto run = [&](const std::string& device) {
+    std::unique_ptr<Backend> backend = create_backend(device, opened->config).value();
+    std::unique_ptr<ModelRunner> r =
+        ModelRunner::create(*backend, opened->config, *opened->weights, ro).value();
+    std::vector<std::vector<float>> out;
+    for (bool decode : {false, true}) {
+      const StepBatch step = make(decode);
+      SampleOutput sampled;
+      EXPECT_TRUE(r->execute(step, &sampled).ok());
+      backend->synchronize();
+      const Tensor aux = r->aux_hidden_states();
+      const int64_t t = step.num_tokens(), h = aux.dim(2);
+      const size_t es = dtype_size(aux.dtype);
+      std::vector<char> raw(static_cast<size_t>(aux.dim(0) * aux.dim(1) * h) * es);
+      backend->copy_to_host(raw.data(), aux.data, raw.size());
+      std::vector<float> rows;
+      for (int64_t j = 0; j < aux.dim(0); ++j)
+        for (int64_t i = 0; i < t * h; ++i)
+          rows.push_back(load_float_element(aux.dtype, raw.data(), j * aux.dim(1) * h + i));
+      out.push_back(std::move(rows));
+    }
+    return out;
+  };
+  const std::vector<std::vector<float>> want = run("cpu"), got = run(test_device());
+  ASSERT_EQ(got.size(), want.size());
+  // Layers 4 and 0 (the embedding) differ: the rows are the named layers'.
+  const size_t t0h = want[0].size() / 3;
+  EXPECT_FALSE(std::equal(want[0].begin(), want[0].begin() + t0h, want[0].begin() + t0h));
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].size(), want[k].size());
+    for (size_t i = 0; i < want[k].size(); ++i)
+      ASSERT_NEAR(got[k][i], want[k][i], 0.05 + 0.03 * std::abs(want[k][i]))
+          << (k == 0 ? "prefill" : "decode") << " element " << i;
+  }
 }
 
 // A head that is not the target's shape is refused at start.
