@@ -171,9 +171,9 @@ Result<Eagle3Fields> parse_eagle3_fields(const std::string& config_json,
   std::vector<int64_t> sorted = f.aux_layer_ids;
   std::sort(sorted.begin(), sorted.end());
   const bool distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
-  if (sorted.size() != 3 || !distinct || sorted.front() < 0 || sorted.back() >= target.num_layers)
+  if (sorted.size() != 3 || !distinct || sorted.front() < 0 || sorted.back() > target.num_layers)
     return head_error(target, fmt::format("its aux hidden-state layers [{}] are not three distinct "
-                                          "layers of the target's {} (eagle_config."
+                                          "ids in [0, {}] (eagle_config."
                                           "eagle_aux_hidden_state_layer_ids, default 2, L/2, L-3)",
                                           fmt::join(f.aux_layer_ids, ", "), target.num_layers));
   return f;

@@ -73,6 +73,8 @@ void llama_forward(const ModelWeights& w, ForwardContext& ctx) {
     swiglu_mlp(ctx, l);
   }
   end_stage(ctx, w.final_norm);
+  // Id L: the stream leaving the last layer (residual now holds it).
+  capture_aux_hidden(ctx, w.first_layer + static_cast<int64_t>(w.layers.size()));
 }
 
 }  // namespace pagoda

@@ -272,11 +272,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
     const std::vector<int64_t>& ids = options.aux_hidden_layers;
     std::vector<int64_t> sorted = ids;
     std::sort(sorted.begin(), sorted.end());
-    if (sorted.front() < 0 || sorted.back() >= config.num_layers ||
+    if (sorted.front() < 0 || sorted.back() > config.num_layers ||
         std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("aux hidden-state layers [{}]: not distinct layers of the "
-                                    "model's {}",
+                        fmt::format("aux hidden-state layers [{}]: not distinct ids in [0, {}] "
+                                    "(the model's layers and its last layer's output)",
                                     fmt::join(ids, ", "), config.num_layers));
     if (arch->forward != llama_forward || options.tp != nullptr || options.pp != nullptr)
       return make_error(ErrorCode::kUnsupported,
@@ -327,7 +327,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
       r->weights_.embed_first_row = shared.embed_first_row;
       r->weights_.embed_vocab_parallel = shared.embed_vocab_parallel;
     }
-    r->weights_.lm_head = shared.lm_head;
+    if (r->weights_.lm_head.empty()) r->weights_.lm_head = shared.lm_head;
   }
   PAGODA_RETURN_IF_ERROR(r->allocate(max_len));
   return r;
@@ -336,6 +336,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(Backend& backend,
 Tensor ModelRunner::hidden_states() const {
   return buf_->normed.tensor(backend_.compute_dtype(),
                              {options_.max_num_batched_tokens, config_.hidden_size});
+}
+
+Tensor ModelRunner::residual_states() const {
+  return buf_->residual.tensor(backend_.compute_dtype(),
+                               {options_.max_num_batched_tokens, config_.hidden_size});
 }
 
 Tensor ModelRunner::aux_hidden_states() const {
@@ -688,6 +693,7 @@ StepLimits ModelRunner::limits() const {
   l.sliding_window = sliding_group_ ? config_.sliding_window : 0;
   l.block_size = options_.block_size;
   l.vocab_size = config_.vocab_size;
+  l.input_vocab_size = options_.input_vocab_size;
   l.max_model_len = max_model_len_;
   return l;
 }

@@ -141,7 +141,12 @@ class ModelRunner final : public Runner {
   // rows [0, T) of [j] hold the last launched forward's residual entering
   // layer aux_hidden_layers[j], row for row as hidden_states() (hidden_row),
   // valid as long. Empty without aux layers.
-  Tensor aux_hidden_states() const;
+  Tensor aux_hidden_states() const override;
+  // The residual stream after the last layer (before any final norm) of the
+  // last launched forward: rows [0, T) of this [max_num_batched_tokens, H]
+  // compute-dtype view, valid as hidden_states() (an EAGLE-3 head's
+  // pre-norm output, which its chained drafts read).
+  Tensor residual_states() const;
 
   // While paused, every step runs eagerly, the decode and verification
   // graphs kept for later (bench --profile-ops: per-op timing needs the ops

@@ -60,6 +60,10 @@ class Runner {
   // Its row holding row `row` of the last launched step (a sequence's rows
   // are consecutive there too).
   virtual int32_t hidden_row(int32_t row) const { return row; }
+  // RunnerOptions::aux_hidden_layers: the residual streams entering those
+  // layers in the last launched forward, [n, max_num_batched_tokens, H]
+  // (ModelRunner::aux_hidden_states; rows as hidden_states()); empty without.
+  virtual Tensor aux_hidden_states() const { return {}; }
 
   // One forward + sampling: launch(step, 0) then collect(0).
   virtual Status execute(const StepBatch& step, SampleOutput* out) = 0;

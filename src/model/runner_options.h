@@ -73,8 +73,9 @@ struct RunnerOptions {
   // reads at each token's slot.
   const Architecture* architecture = nullptr;
   // Weights another runner on the same backend owns and this one reads:
-  // its lm_head always, its embedding when this model loaded none (an
-  // EAGLE head shares the target's). Must outlive this runner. null: none.
+  // its lm_head and its embedding, each where this model loaded none (an
+  // EAGLE-1 head shares both, an EAGLE-3 head the embedding unless it has
+  // one). Must outlive this runner. null: none.
   const ModelWeights* shared_globals = nullptr;
   // An EAGLE-3 head's target (engine/eagle_head.h): the decoder layers whose
   // incoming residual stream -- the embedding plus every earlier layer's
@@ -83,6 +84,10 @@ struct RunnerOptions {
   // H] in the compute dtype, in this order. Distinct ids in [0, num_layers);
   // llama-decoder families (llama_decoder.h) on one GPU only. Empty: none.
   std::vector<int64_t> aux_hidden_layers;
+  // Token ids a step may carry are [0, input_vocab_size); 0: the model's
+  // vocab_size. An EAGLE-3 head reads the target's ids (its embedding is
+  // [V, H]) while its logits are over its draft vocabulary (vocab_size Vd).
+  int64_t input_vocab_size = 0;
   // Tensor parallelism (docs/parallelism.md): this runner holds rank
   // tp->rank()'s shard of tp->size() (query heads, kv heads and the
   // intermediate size split; kv heads replicated when fewer than the ranks)

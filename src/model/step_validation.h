@@ -16,7 +16,7 @@ struct StepLimits {
   int64_t max_blocks_per_seq = 0;  // block table width
   int64_t num_kv_blocks = 0;
   int64_t block_size = 0;
-  int64_t vocab_size = 0;
+  int64_t vocab_size = 0;  // logits width (sampling's token ids)
   int64_t max_model_len = 0;
   // Rows the previously launched step sampled (the bound of pending_sources;
   // 0: no step may take pending tokens now).
@@ -25,6 +25,8 @@ struct StepLimits {
   // and a step must carry none of its fields) and its window.
   int64_t num_sliding_kv_blocks = 0;
   int64_t sliding_window = 0;
+  // Bound of token_ids (RunnerOptions::input_vocab_size); 0: vocab_size.
+  int64_t input_vocab_size = 0;
 };
 
 // `sampling`: also check step.sampling (one row per logits row, CSR offsets,

@@ -420,6 +420,28 @@ Result<Tensor> WeightLoader::load_columns(const std::string& name,
   return t;
 }
 
+Result<LinearWeight> WeightLoader::load_fused_linear_columns(
+    const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t k,
+    IndexRange cols) {
+  int64_t total_rows = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!has(names[i]))
+      return make_error(ErrorCode::kNotFound,
+                        "tensor " + names[i] + " not found in " + source_.describe());
+    total_rows += rows[i];
+  }
+  if (!within(cols, k))
+    return make_error(ErrorCode::kInternal, fmt::format("tensor {}: no column slice [{}, {}) of {}",
+                                                        names[0], cols.begin, cols.end, k));
+  PAGODA_ASSIGN_OR_RETURN(Tensor t, allocate(names[0], {total_rows, cols.size()}));
+  char* dst = static_cast<char*>(t.data);
+  for (size_t i = 0; i < names.size(); ++i) {
+    PAGODA_RETURN_IF_ERROR(read_into(names[i], {rows[i], k}, {0, rows[i]}, cols, dst));
+    dst += static_cast<size_t>(rows[i] * cols.size()) * dtype_size(t.dtype);
+  }
+  return LinearWeight(t);
+}
+
 Result<Tensor> WeightLoader::load_fused(const std::vector<std::string>& names,
                                         const std::vector<int64_t>& rows,
                                         const std::vector<int64_t>& cols,

@@ -112,6 +112,18 @@ class WeightLoader {
   Result<Tensor> load_rows(const std::string& name, const std::vector<int64_t>& shape,
                            IndexRange rows, int64_t padded_rows);
 
+  // Columns `cols` of 2-D tensors [rows[i], k] concatenated along dim 0,
+  // in the compute dtype (no FP8 or block formats): [sum rows, cols.size()]
+  // (an EAGLE-3 head's q/k/v over one half of its 2H-wide input).
+  Result<LinearWeight> load_fused_linear_columns(const std::vector<std::string>& names,
+                                                 const std::vector<int64_t>& rows, int64_t k,
+                                                 IndexRange cols);
+  // The file's shape of `name`; empty when it has none.
+  std::vector<int64_t> shape_of(std::string_view name) const {
+    const TensorInfo* t = source_.find(name);
+    return t == nullptr ? std::vector<int64_t>{} : t->shape;
+  }
+
   int64_t num_tensors_read() const { return num_read_; }
   uint64_t num_bytes_read() const { return bytes_read_; }  // file bytes
   void finish() { progress_.finish(); }

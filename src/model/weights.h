@@ -66,6 +66,13 @@ struct ModelWeights {
   LinearWeight eagle_fc_embed;
   LinearWeight eagle_fc_hidden;
   Tensor eagle_fc_bias;
+  // An EAGLE-3 head (model/eagle3.h): fc [H, 3H]'s column thirds over the
+  // target's three aux hidden states, [H, H] each (the proposer applies them);
+  // q/k/v's columns over the normed hidden input [Hq D + 2 Hkv D, H] (their
+  // columns over the normed embedding are layers[0].qkv); hidden_norm [H].
+  LinearWeight eagle3_fc[3];
+  LinearWeight eagle3_qkv_hidden;
+  Tensor eagle3_hidden_norm;
   std::vector<DeviceBuffer> buffers;  // owns every tensor above
   size_t num_bytes = 0;               // device bytes held by `buffers`
   // Tensors and device bytes of each dtype in `buffers` (the startup summary).

@@ -268,7 +268,7 @@ TEST(Eagle3Head, ConfigFields) {
   EXPECT_EQ(f->aux_layer_ids, (std::vector<int64_t>{1, 3, 7}));
 
   for (const char* bad : {R"({"draft_vocab_size": 33})", R"({"draft_vocab_size": 0})",
-                          R"({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 8]}})",
+                          R"({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 9]}})",
                           R"({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 1, 2]}})",
                           R"({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2]}})",
                           "[1, 2]"}) {

@@ -462,7 +462,8 @@ TEST_F(RunnerTest, DeferredSamplingEqualsSamplingAtLaunch) {
 // leaves the residual entering the named layers in aux_hidden_states(), in
 // the named order. Layer 0's is the embedding; layer j's, through the final
 // norm, is the final hidden state of the same model cut to its first j
-// layers (fill_random gives the cut model the same weights).
+// layers (fill_random gives the cut model the same weights); id L's is the
+// model's own.
 TEST_F(RunnerTest, AuxHiddenStatesAreTheResidualEnteringEachLayer) {
   ModelConfig c = tiny_config();
   c.num_layers = 3;
@@ -515,9 +516,25 @@ TEST_F(RunnerTest, AuxHiddenStatesAreTheResidualEnteringEachLayer) {
             << layers << " layers, row " << i << " col " << k;
     }
   }
-  // Refused: ids outside the model or repeated, a family not on the llama decoder.
-  o.aux_hidden_layers = {0, 3, 1};
-  EXPECT_NE(create_error(o, c).message.find("[0, 3, 1]"), std::string::npos);
+  // Id L = 3, the stream leaving the last layer: through the final norm, the
+  // model's own final hidden states.
+  o.aux_hidden_layers = {3};
+  auto last = make(o, c);
+  ASSERT_NE(last, nullptr);
+  ASSERT_TRUE(last->execute_logits(step, &logits).ok());
+  const std::vector<float> out = rows(last->aux_hidden_states(), 0, t);
+  const std::vector<float> final_hidden = rows(last->hidden_states(), 0, t);
+  for (int64_t i = 0; i < t; ++i) {
+    double ss = 0;
+    for (int64_t k = 0; k < h; ++k) ss += double(out[i * h + k]) * out[i * h + k];
+    const double inv = 1.0 / std::sqrt(ss / h + c.rms_norm_eps);
+    for (int64_t k = 0; k < h; ++k)
+      EXPECT_NEAR(out[i * h + k] * inv * final_norm[k], final_hidden[i * h + k], 1e-4)
+          << "id L, row " << i << " col " << k;
+  }
+  // Refused: ids outside [0, L] or repeated, a family not on the llama decoder.
+  o.aux_hidden_layers = {0, 4, 1};
+  EXPECT_NE(create_error(o, c).message.find("[0, 4, 1]"), std::string::npos);
   o.aux_hidden_layers = {1, 1, 0};
   EXPECT_NE(create_error(o, c).message.find("not distinct"), std::string::npos);
   o.aux_hidden_layers = {0, 1};
@@ -580,6 +597,20 @@ TEST(StepValidation, CatchesEveryMalformedField) {
   s = ok;
   s.seq_lens[1] = 13;
   expect_error(s, "seq_lens[1] = 13");
+  s = ok;
+  s.token_ids[1] = 60;  // vocab 50
+  expect_error(s, "token_ids[1] = 60");
+  {  // input_vocab_size (an EAGLE-3 head): token ids to 100, sampling still over 50
+    StepLimits wide = l;
+    wide.input_vocab_size = 100;
+    EXPECT_TRUE(validate_step(s, wide, true).ok());
+    StepBatch pen = s;
+    pen.sampling.penalty_offsets = {0, 1, 1};
+    pen.sampling.penalty_tokens = {60};
+    pen.sampling.penalty_output_counts = {1};
+    pen.sampling.penalty_in_prompt = {0};
+    EXPECT_FALSE(validate_step(pen, wide, true).ok());
+  }
   s = ok;
   s.max_blocks_per_seq = 4;
   expect_error(s, "max_blocks_per_seq 4");
