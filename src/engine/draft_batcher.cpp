@@ -8,7 +8,8 @@ namespace pagoda {
 Status DraftBatcher::draft(std::span<const DraftPiece> first, std::span<const int32_t> num_drafts,
                            const KvManager& kv, const DraftCallbacks& cb,
                            std::vector<std::vector<int32_t>>& drafts) {
-  const OnSampled sampled = [&](const DraftPiece& piece, int32_t row, int32_t token) {
+  const OnSampled sampled = [&](const DraftPiece& piece, int32_t row, int32_t sampled_id) {
+    const int32_t token = cb.to_target ? cb.to_target(sampled_id) : sampled_id;
     drafts[piece.draft_index].push_back(token);
     if (cb.on_sampled) cb.on_sampled(piece, row, token);
   };

@@ -40,6 +40,10 @@ struct DraftCallbacks {
   // just executed (the runner's hidden_states() row `row` is that row's
   // output); called in piece order after the token is appended to drafts.
   std::function<void(const DraftPiece& piece, int32_t row, int32_t token)> on_sampled;
+  // Optional: maps the runner's sampled id to the draft token (an EAGLE-3
+  // head's draft vocabulary to the target's), which drafts, feed and
+  // on_sampled get. Absent: the sampled id itself.
+  std::function<int32_t(int32_t sampled)> to_target;
 };
 
 class DraftBatcher {

@@ -142,6 +142,7 @@ DraftModelProposer::DraftModelProposer(std::unique_ptr<Backend> backend,
                    return seqs_.at(seq_id).tokens[static_cast<size_t>(pos)];
                  },
                  [this](int64_t seq_id, int32_t token) { seqs_.at(seq_id).tokens.push_back(token); },
+                 {},
                  {}} {}
 
 DraftModelProposer::~DraftModelProposer() = default;

@@ -12,8 +12,60 @@
 #include "io/model_files.h"
 #include "io/model_location.h"
 #include "model/eagle.h"
+#include "model/eagle3.h"
 
 namespace pagoda {
+
+namespace {
+
+// The head's location (options.speculative.model), errors naming it and the target.
+Result<ModelLocation> resolve_head(const EngineOptions& options, const std::string& target_name) {
+  const SpeculativeConfig& spec = options.speculative;
+  auto fail = [&](const std::string& what) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--speculative-config: EAGLE head '{}' for target '{}': {}",
+                                  spec.model, target_name, what));
+  };
+  if (spec.model.empty()) return fail("no \"model\" given");
+  Result<ModelLocation> location =
+      resolve_model(spec.model, HubOptions::from_env(spec.revision, options.download_dir));
+  if (!location.ok()) return fail(location.error().message);
+  return location;
+}
+
+Result<Eagle3Fields> read_eagle3_fields(const ModelLocation& location,
+                                        const EagleHeadTarget& target) {
+  PAGODA_ASSIGN_OR_RETURN(std::string config_json,
+                          read_file_text(location.path + "/config.json"));
+  return parse_eagle3_fields(config_json, target);
+}
+
+// The head runner's options beyond its architecture: the target's weights
+// shared, its pool sized to the target's capacity plus k + 1 tokens per
+// --max-num-seqs, the engine's step limits.
+void set_head_runner_options(const EngineOptions& options, const DraftModelTarget& target,
+                             const ModelConfig& head, RunnerOptions* ro) {
+  ro->shared_globals = &target.runner->weights();
+  ro->block_size = options.block_size;
+  const int64_t tokens = target.kv_tokens + options.max_num_seqs *
+                                                (options.speculative.num_speculative_tokens + 1);
+  ro->num_kv_blocks = (tokens + options.block_size - 1) / options.block_size;
+  ro->max_num_batched_tokens = options.max_num_batched_tokens;
+  ro->max_num_seqs = options.max_num_seqs;
+  ro->enforce_eager = options.enforce_eager;
+  ro->max_model_len = std::min(head.max_position_embeddings, ro->num_kv_blocks * ro->block_size);
+  if (target.max_model_len > 0)
+    ro->max_model_len = std::min(ro->max_model_len, target.max_model_len);
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> eagle3_aux_layers(const EngineOptions& options,
+                                               const EagleHeadTarget& target) {
+  PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_head(options, target.name));
+  PAGODA_ASSIGN_OR_RETURN(Eagle3Fields fields, read_eagle3_fields(location, target));
+  return fields.aux_layer_ids;
+}
 
 Result<std::unique_ptr<EagleProposer>> EagleProposer::create(const EngineOptions& options,
                                                              const DraftModelTarget& target) {
@@ -23,13 +75,11 @@ Result<std::unique_ptr<EagleProposer>> EagleProposer::create(const EngineOptions
                       fmt::format("--speculative-config: EAGLE head '{}' for target '{}': {}",
                                   spec.model, target.name, what));
   };
-  if (spec.model.empty()) return fail("no \"model\" given");
-  Result<ModelLocation> location =
-      resolve_model(spec.model, HubOptions::from_env(spec.revision, options.download_dir));
-  if (!location.ok()) return fail(location.error().message);
-  Result<OpenedModel> opened = open_model_as(*location, "auto");
+  PAGODA_ASSIGN_OR_RETURN(ModelLocation location, resolve_head(options, target.name));
+  Result<OpenedModel> opened = open_model_as(location, "auto");
   if (!opened.ok()) return fail(opened.error().message);
-  if (spec.method == SpecMethod::kEagle) {
+  const bool eagle3 = spec.method == SpecMethod::kEagle3;
+  if (!eagle3) {
     Result<EagleHead> head = load_eagle_head(opened->config, *opened->weights,
                                              {target.name, target.hidden_size, target.vocab_size});
     if (!head.ok()) return head.error();
@@ -38,67 +88,75 @@ Result<std::unique_ptr<EagleProposer>> EagleProposer::create(const EngineOptions
       target.runner->layers().size() != target.runner->config().num_layers)
     return fail("the target runs on more than one GPU (tensor or pipeline parallelism); EAGLE "
                 "needs it on one");
-  if (spec.method == SpecMethod::kEagle3) {
-    // The head is read and checked against the target (a wrong one fails
-    // naming what differs); drafting with it is not in yet.
-    const EagleHeadTarget head_target{target.name, target.hidden_size, target.vocab_size,
-                                      target.runner->config().num_layers};
-    Result<std::string> config_json = read_file_text(location->path + "/config.json");
-    if (!config_json.ok()) return fail(config_json.error().message);
-    PAGODA_ASSIGN_OR_RETURN(Eagle3Fields fields, parse_eagle3_fields(*config_json, head_target));
-    PAGODA_ASSIGN_OR_RETURN(Eagle3Head head, load_eagle3_head(opened->config, fields,
-                                                              *opened->weights, head_target));
-    return make_error(ErrorCode::kUnsupported,
-                      fmt::format("--speculative-config: EAGLE-3 head '{}' (draft vocabulary {}, "
-                                  "aux layers {}, {}, {}) fits target '{}', but drafting with "
-                                  "EAGLE-3 heads is not supported yet (the target's aux hidden "
-                                  "states and the head's forward are missing); EAGLE-1 heads are "
-                                  "\"method\": \"eagle\"",
-                                  spec.model, head.fields.draft_vocab_size,
-                                  head.fields.aux_layer_ids[0], head.fields.aux_layer_ids[1],
-                                  head.fields.aux_layer_ids[2], target.name));
-  }
   const ModelRunner& t = *target.runner;
   ModelConfig config = opened->config;
   config.vocab_size = target.vocab_size;
   RunnerOptions ro;
   ro.architecture = &eagle_architecture();
-  ro.shared_globals = &t.weights();
-  ro.block_size = options.block_size;
-  const int64_t tokens = target.kv_tokens + options.max_num_seqs * (spec.num_speculative_tokens + 1);
-  ro.num_kv_blocks = (tokens + options.block_size - 1) / options.block_size;
-  ro.max_num_batched_tokens = options.max_num_batched_tokens;
-  ro.max_num_seqs = options.max_num_seqs;
-  ro.enforce_eager = options.enforce_eager;
-  ro.max_model_len = std::min(config.max_position_embeddings, ro.num_kv_blocks * ro.block_size);
-  if (target.max_model_len > 0) ro.max_model_len = std::min(ro.max_model_len, target.max_model_len);
+  std::vector<int32_t> draft_to_target;  // EAGLE-3: draft id -> target id
+  if (eagle3) {
+    // Checked in full on the host (a wrong head fails naming what differs);
+    // the runner then loads it in the compute dtype.
+    const EagleHeadTarget head_target{target.name, target.hidden_size, target.vocab_size,
+                                      t.config().num_layers};
+    PAGODA_ASSIGN_OR_RETURN(Eagle3Fields fields, read_eagle3_fields(location, head_target));
+    PAGODA_ASSIGN_OR_RETURN(Eagle3Head head, load_eagle3_head(opened->config, fields,
+                                                              *opened->weights, head_target));
+    const Tensor aux = t.aux_hidden_states();
+    if (aux.empty() || aux.dim(0) != 3)
+      return fail(fmt::format("the target keeps no aux hidden states of layers {}, {}, {} (the "
+                              "engine sets them for \"method\": \"eagle3\")",
+                              fields.aux_layer_ids[0], fields.aux_layer_ids[1],
+                              fields.aux_layer_ids[2]));
+    draft_to_target = std::move(head.draft_to_target);
+    config.vocab_size = fields.draft_vocab_size;
+    ro.architecture = &eagle3_architecture();
+    ro.input_vocab_size = target.vocab_size;
+  }
+  set_head_runner_options(options, target, config, &ro);
   Result<std::unique_ptr<ModelRunner>> runner =
       ModelRunner::create(t.backend(), config, *opened->weights, ro);
   if (!runner.ok()) return fail(runner.error().message);
   const ModelRunner& r = **runner;
-  log_info("EAGLE head: {} (hidden {}, {} heads{}) on {}; its KV cache and hidden-state pool: "
+  log_info("EAGLE{} head: {} (hidden {}, {} heads{}{}) on {}; its KV cache and hidden-state pool: "
            "{} blocks x {} tokens; max model len {}",
-           location->display_name, config.hidden_size, config.num_heads,
+           eagle3 ? "-3" : "", location.display_name, config.hidden_size, config.num_heads,
            r.weights().embed.data == t.weights().embed.data ? ", the target's embedding" : "",
+           eagle3 ? fmt::format(", draft vocabulary {}", config.vocab_size) : std::string(),
            t.backend().name(), r.num_kv_blocks(), r.block_size(), r.max_model_len());
-  return std::unique_ptr<EagleProposer>(new EagleProposer(std::move(runner).value()));
+  return std::unique_ptr<EagleProposer>(new EagleProposer(
+      std::move(runner).value(), std::move(draft_to_target), t.max_num_batched_tokens()));
 }
 
-EagleProposer::EagleProposer(std::unique_ptr<ModelRunner> runner)
+EagleProposer::EagleProposer(std::unique_ptr<ModelRunner> runner,
+                             std::vector<int32_t> draft_to_target, int64_t max_target_rows)
     : runner_(std::move(runner)),
       kv_(static_cast<int32_t>(runner_->num_kv_blocks()), runner_->block_size(),
           static_cast<int32_t>(runner_->max_blocks_per_seq()),
           [this](int64_t seq_id) { seqs_.erase(seq_id); }),
       batcher_(*runner_),
-      // Row i reads token i + 1; its output hidden state goes to the pool
-      // row of the next position, which the next chained row reads.
+      draft_to_target_(std::move(draft_to_target)),
+      // Row i reads token i + 1; its output hidden state (EAGLE-3: the
+      // pre-norm one) goes to the pool row of the next position, which the
+      // next chained row reads.
       callbacks_{[this](int64_t seq_id, int32_t pos) {
                    return seqs_.at(seq_id).tokens[static_cast<size_t>(pos) + 1];
                  },
                  [this](int64_t seq_id, int32_t token) { seqs_.at(seq_id).tokens.push_back(token); },
                  [this](const DraftPiece& piece, int32_t row, int32_t /*token*/) {
-                   copy_to_pool(runner_->hidden_states(), row, piece.seq_id, piece.end, 1);
-                 }} {}
+                   copy_to_pool(eagle3() ? runner_->residual_states() : runner_->hidden_states(),
+                                row, piece.seq_id, piece.end, 1);
+                 },
+                 nullptr} {
+  if (eagle3()) {
+    callbacks_.to_target = [this](int32_t id) {
+      return draft_to_target_[static_cast<size_t>(id)];
+    };
+    const size_t bytes = static_cast<size_t>(max_target_rows * runner_->config().hidden_size) *
+                         dtype_size(runner_->backend().compute_dtype());
+    for (DeviceBuffer& b : fc_scratch_) b = DeviceBuffer(&runner_->backend(), bytes);
+  }
+}
 
 EagleProposer::~EagleProposer() = default;
 
@@ -131,8 +189,26 @@ void EagleProposer::copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq
   }
 }
 
-void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows) {
+void EagleProposer::apply_fc(std::span<const Tensor> aux) {
+  Backend& be = runner_->backend();
+  const ModelWeights& w = runner_->weights();
+  const int64_t n = aux[0].dim(0), h = aux[0].dim(1);
+  const DType cd = aux[0].dtype;
+  Tensor out = fc_scratch_[0].tensor(cd, {n, h});
+  Tensor part = fc_scratch_[1].tensor(cd, {n, h});
+  Tensor discarded = fc_scratch_[2].tensor(cd, {n, h});
+  be.linear(aux[0], w.eagle3_fc[0], Tensor(), out);
+  for (size_t j = 1; j < 3; ++j) {
+    be.linear(aux[j], w.eagle3_fc[j], Tensor(), part);
+    // out += part; the norm (any [H] weight) goes to a buffer nothing reads.
+    be.add_rms_norm(out, part, w.eagle3_hidden_norm, 1e-6f, discarded);
+  }
+}
+
+void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
+                                     std::span<const Tensor> aux) {
   const int32_t n = static_cast<int32_t>(rows.dim(0));
+  if (eagle3() && aux.size() != 3) return;  // no aux rows: nothing to draft from
   auto it = seqs_.find(seq_id);
   if (it == seqs_.end()) {
     if (first_pos != 0) return;  // the rows before it were never seen: no drafts
@@ -144,7 +220,12 @@ void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Te
     drop(seq_id);
     return;
   }
-  copy_to_pool(rows, 0, seq_id, first_pos, n);
+  if (eagle3()) {
+    apply_fc(aux);
+    copy_to_pool(fc_scratch_[0].tensor(rows.dtype, {n, rows.dim(1)}), 0, seq_id, first_pos, n);
+  } else {
+    copy_to_pool(rows, 0, seq_id, first_pos, n);
+  }
   s.hidden_end = first_pos + n;
   // Rows from first_pos on read hidden states that just changed.
   if (s.tokens.size() > static_cast<size_t>(first_pos) + 1) s.tokens.resize(first_pos + 1);

@@ -1,9 +1,15 @@
 // EagleProposer: speculative decoding's eagle method (--speculative-config
 // '{"method": "eagle", "model": HEAD, "num_speculative_tokens": k}'). An
 // EAGLE-1 head (engine/eagle_head.h checks its checkpoint; model/eagle.h is
-// its forward) drafts greedily from the target's own hidden states. For
-// "method": "eagle3" create() reads and checks the EAGLE-3 head
-// (load_eagle3_head) and then refuses: its drafting is not in yet.
+// its forward) drafts greedily from the target's own hidden states. An
+// EAGLE-3 head ("method": "eagle3"; load_eagle3_head checks it, model/eagle3.h
+// is its forward) drafts from the target's aux hidden states (the engine
+// makes the target keep them: eagle3_aux_layers): fc is applied to them on
+// the device as they come (on_hidden_states) and its [H] rows go to the
+// pool; a chained draft's row there is the head's pre-norm output
+// (ModelRunner::residual_states, vLLM's hidden_prenorm); its drafts, sampled
+// over the draft vocabulary, are mapped to target ids through d2t. Otherwise
+// it is the EAGLE-1 proposer below.
 //
 // The head runs through its own ModelRunner on the target's backend (the
 // same stream: the engine proposes only while no target step is in flight),
@@ -45,27 +51,35 @@
 #include "engine/draft_batcher.h"
 #include "engine/draft_kv.h"
 #include "engine/draft_model_proposer.h"
+#include "engine/eagle_head.h"
 #include "engine/engine_api.h"
 #include "model/model_runner.h"
 #include "spec/proposer.h"
 
 namespace pagoda {
 
+// EAGLE-3's aux layer ids of the target (the head's config.json, checked
+// against the target): what the engine sets as the target's
+// RunnerOptions::aux_hidden_layers before creating it. Errors as create()'s.
+Result<std::vector<int64_t>> eagle3_aux_layers(const EngineOptions& options,
+                                               const EagleHeadTarget& target);
+
 class EagleProposer final : public Proposer {
  public:
   // Resolves options.speculative.model (a folder or repo id of
   // safetensors), checks it with load_eagle_head (eagle3: parse_eagle3_fields
-  // and load_eagle3_head, then kUnsupported) (kInvalidArgument naming
-  // what differs), refuses a target without a single runner (tensor or
-  // pipeline parallelism), then creates the head's runner on the target's
-  // backend (--block-size, --max-num-seqs, --max-num-batched-tokens,
-  // --enforce-eager).
+  // and load_eagle3_head) (kInvalidArgument naming what differs), refuses a
+  // target without a single runner (tensor or pipeline parallelism) or, for
+  // eagle3, one keeping no aux hidden states, then creates the head's runner
+  // on the target's backend (--block-size, --max-num-seqs,
+  // --max-num-batched-tokens, --enforce-eager).
   static Result<std::unique_ptr<EagleProposer>> create(const EngineOptions& options,
                                                        const DraftModelTarget& target);
   ~EagleProposer() override;
 
   bool wants_hidden_states() const override { return true; }
-  void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows) override;
+  void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
+                        std::span<const Tensor> aux) override;
   Status propose(std::span<const DraftInput> inputs,
                  std::vector<std::vector<int32_t>>& drafts) override;
   void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
@@ -83,7 +97,14 @@ class EagleProposer final : public Proposer {
     int32_t hidden_end = 0;  // the pool holds the target's hidden rows of positions [0, hidden_end)
   };
 
-  explicit EagleProposer(std::unique_ptr<ModelRunner> runner);
+  // draft_to_target: an EAGLE-3 head's d2t map (empty: EAGLE-1);
+  // max_target_rows: the most rows one on_hidden_states call brings.
+  EagleProposer(std::unique_ptr<ModelRunner> runner, std::vector<int32_t> draft_to_target,
+                int64_t max_target_rows);
+  bool eagle3() const { return !draft_to_target_.empty(); }
+  // EAGLE-3: fc_scratch_[0] rows [0, n) = fc(concat(aux[0], aux[1], aux[2]))
+  // for aux [n, H] each, as three [H, H] linears summed (on the device).
+  void apply_fc(std::span<const Tensor> aux);
   // Frees seq_id's blocks and state.
   void drop(int64_t seq_id);
   // Copies n rows of src starting at src_row to seq_id's pool slots of
@@ -94,7 +115,9 @@ class EagleProposer final : public Proposer {
   DraftKv kv_;  // evicting a sequence erases its seqs_ entry
   std::unordered_map<int64_t, SeqState> seqs_;
   DraftBatcher batcher_;
-  DraftCallbacks callbacks_;  // over seqs_
+  std::vector<int32_t> draft_to_target_;  // EAGLE-3 [Vd]: target id of each draft id
+  DeviceBuffer fc_scratch_[3];            // EAGLE-3 [max_target_rows, H] cd each (apply_fc)
+  DraftCallbacks callbacks_;              // over seqs_
 };
 
 }  // namespace pagoda

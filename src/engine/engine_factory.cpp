@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/units.h"
 #include "engine/chat_template_source.h"
+#include "engine/eagle_proposer.h"
 #include "engine/llm_engine.h"
 #include "engine/load_format.h"
 #include "engine/proposer_factory.h"
@@ -161,8 +162,17 @@ Result<EngineParts> load_engine_parts(const EngineOptions& options, const std::s
   Result<std::optional<ChatTemplate>> chat_template = load_chat_template(options.chat_template, *tokenizer);
   if (!chat_template.ok()) return chat_template.error();
   if (!chat_template.value()) log_warn("no chat template: /v1/chat/completions is unavailable (pass --chat-template FILE)");
+  RunnerOptions runner_options = to_runner_options(options);
+  if (options.speculative.method == SpecMethod::kEagle3) {
+    // The head's aux layers, kept by the target's forwards (decode graphs are
+    // captured as the runner is created, so this comes first).
+    PAGODA_ASSIGN_OR_RETURN(
+        runner_options.aux_hidden_layers,
+        eagle3_aux_layers(options, {location.display_name, opened.config.hidden_size,
+                                    opened.config.vocab_size, opened.config.num_layers}));
+  }
   PAGODA_ASSIGN_OR_RETURN(LoadedRunner loaded,
-                          load_runner(options, opened.config, *opened.weights, to_runner_options(options)));
+                          load_runner(options, opened.config, *opened.weights, runner_options));
   const Runner& runner = *loaded.runner;
 
   EngineParts parts;

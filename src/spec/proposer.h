@@ -61,9 +61,13 @@ class Proposer {
   // seq_id's positions [first_pos, first_pos + n). Valid until the next
   // launch (ops enqueued now read them in stream order). Rows of drafts the
   // step then rejects are among them: only positions below the tokens the
-  // sequence keeps computed are the model's.
-  virtual void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows) {
-    (void)seq_id, (void)first_pos, (void)rows;
+  // sequence keeps computed are the model's. `aux`: empty, or where the
+  // target keeps aux hidden states (RunnerOptions::aux_hidden_layers, for
+  // EAGLE-3) one [n, H] view per aux layer of those positions' residual
+  // streams entering it, valid as `rows`.
+  virtual void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
+                                std::span<const Tensor> aux) {
+    (void)seq_id, (void)first_pos, (void)rows, (void)aux;
   }
   // Of the num_drafted tokens proposed for seq_id last, the first
   // num_accepted were accepted (adaptive proposers learn from it).

@@ -3,8 +3,9 @@
 // random head; batches mixing speculative and plain requests; preemption in
 // a tiny KV pool), and a head built to copy the target's own prediction
 // gets drafts accepted on a repetitive text while a perturbed copy gets
-// fewer. Also EAGLE-3's target side: the aux hidden states on the test
-// device against the CPU's.
+// fewer -- each for an EAGLE-1 and an EAGLE-3 head (make_eagle3_head). Also
+// EAGLE-3's target side: the aux hidden states on the test device against
+// the CPU's.
 #include "engine/eagle_proposer.h"
 
 #include <gtest/gtest.h>
@@ -34,15 +35,18 @@ namespace fs = std::filesystem;
 struct F32Tensor {
   std::vector<int64_t> shape;
   std::vector<float> data;
+  bool i64 = false;  // written as I64 (integral values), else F32
 };
 
-// A safetensors file of f32 tensors.
+// A safetensors file of f32 (and I64) tensors.
 void write_safetensors(const fs::path& path, const std::map<std::string, F32Tensor>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   size_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    const size_t bytes = t.data.size() * sizeof(float);
-    header[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    const size_t bytes = t.data.size() * (t.i64 ? sizeof(int64_t) : sizeof(float));
+    header[name] = {{"dtype", t.i64 ? "I64" : "F32"},
+                    {"shape", t.shape},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   const std::string h = header.dump();
@@ -50,9 +54,16 @@ void write_safetensors(const fs::path& path, const std::map<std::string, F32Tens
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(&n), sizeof(n));
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const auto& [name, t] : tensors)
-    out.write(reinterpret_cast<const char*>(t.data.data()),
-              static_cast<std::streamsize>(t.data.size() * sizeof(float)));
+  for (const auto& [name, t] : tensors) {
+    if (t.i64) {
+      std::vector<int64_t> v(t.data.begin(), t.data.end());
+      out.write(reinterpret_cast<const char*>(v.data()),
+                static_cast<std::streamsize>(v.size() * sizeof(int64_t)));
+    } else {
+      out.write(reinterpret_cast<const char*>(t.data.data()),
+                static_cast<std::streamsize>(t.data.size() * sizeof(float)));
+    }
+  }
 }
 
 // How a test head is built: `copy` makes fc = [0 | I], zero o_proj and
@@ -107,9 +118,99 @@ void make_head(const fs::path& dir, const HeadSpec& spec) {
   write_safetensors(dir / "model.safetensors", w);
 }
 
-SpeculativeConfig eagle_config(const fs::path& head, int k) {
+// stories260K's tensor `name` as f32 on the host.
+std::vector<float> target_tensor(const std::string& name) {
+  Result<OpenedModel> opened = open_model(resolve_model(stories_dir()).value());
+  EXPECT_TRUE(opened.ok());
+  Result<HostTensor> t = opened->weights->read(name);
+  EXPECT_TRUE(t.ok() && t->dtype == DType::kF32) << name;
+  const float* p = static_cast<const float*>(t->data);
+  return std::vector<float>(p, p + t->numel());
+}
+
+// How a test EAGLE-3 head is built. `copy`: aux layers [5, 1, 3] (5 = L,
+// the stream leaving stories260K's last layer), fc = [I | 0 | 0], zero
+// o_proj and down_proj, the target's final norm, and lm_head row d = the
+// target's (tied) embedding row of target id (d + 7) % V with d2t[d] = that
+// minus d: the head's logits are the target's, so draft 1 is the target's
+// greedy token one position back (the right token only through d2t).
+// Otherwise aux layers [1, 2, 4], every weight random (scale 0.1), a draft
+// vocabulary of V / 2 with d2t[d] = d (target id 2d). `noise` is added to fc.
+struct Eagle3Spec {
+  bool copy = false;
+  float noise = 0.0f;
+  uint32_t seed = 1;
+};
+
+void make_eagle3_head(const fs::path& dir, const Eagle3Spec& spec) {
+  std::ifstream in(fs::path(stories_dir()) / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  const int64_t h = config["hidden_size"], inter = config["intermediate_size"];
+  const int64_t d = config["head_dim"], v = config["vocab_size"];
+  const int64_t q = int64_t{config["num_attention_heads"]} * d;
+  const int64_t kv = int64_t{config["num_key_value_heads"]} * d;
+  const int64_t vd = spec.copy ? v : v / 2;
+  config["architectures"] = {"LlamaForCausalLMEagle3"};
+  config["num_hidden_layers"] = 1;
+  config["tie_word_embeddings"] = false;
+  config["draft_vocab_size"] = vd;
+  config["eagle_config"] = {{"eagle_aux_hidden_state_layer_ids",
+                             spec.copy ? std::vector<int64_t>{5, 1, 3}
+                                       : std::vector<int64_t>{1, 2, 4}}};
+  std::ofstream(dir / "config.json") << config.dump();
+  std::mt19937 rng(spec.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](std::vector<int64_t> shape, float scale) {
+    F32Tensor t{shape, {}};
+    for (int64_t i = 0; i < shape[0] * shape[1]; ++i) t.data.push_back(scale * normal(rng));
+    return t;
+  };
+  auto zeros = [](std::vector<int64_t> shape) {
+    return F32Tensor{shape, std::vector<float>(static_cast<size_t>(shape[0] * shape[1]), 0.0f)};
+  };
+  auto ones = [h] { return F32Tensor{{h}, std::vector<float>(static_cast<size_t>(h), 1.0f)}; };
+  std::map<std::string, F32Tensor> w;
+  F32Tensor fc = spec.copy ? zeros({h, 3 * h}) : random({h, 3 * h}, 0.1f);
+  if (spec.copy)
+    for (int64_t i = 0; i < h; ++i) fc.data[static_cast<size_t>(i * 3 * h + i)] = 1.0f;
+  for (float& x : fc.data) x += spec.noise * normal(rng);
+  w["fc.weight"] = fc;
+  const std::string m = "midlayer.";
+  w[m + "input_layernorm.weight"] = ones();
+  w[m + "hidden_norm.weight"] = ones();
+  w[m + "self_attn.q_proj.weight"] = random({q, 2 * h}, 0.1f);
+  w[m + "self_attn.k_proj.weight"] = random({kv, 2 * h}, 0.1f);
+  w[m + "self_attn.v_proj.weight"] = random({kv, 2 * h}, 0.1f);
+  w[m + "self_attn.o_proj.weight"] = spec.copy ? zeros({h, q}) : random({h, q}, 0.1f);
+  w[m + "post_attention_layernorm.weight"] = ones();
+  w[m + "mlp.gate_proj.weight"] = random({inter, h}, 0.1f);
+  w[m + "mlp.up_proj.weight"] = random({inter, h}, 0.1f);
+  w[m + "mlp.down_proj.weight"] = spec.copy ? zeros({h, inter}) : random({h, inter}, 0.1f);
+  F32Tensor d2t{{vd}, {}, /*i64=*/true};
+  if (spec.copy) {
+    w["norm.weight"] = F32Tensor{{h}, target_tensor("model.norm.weight")};
+    const std::vector<float> embed = target_tensor("model.embed_tokens.weight");
+    F32Tensor lm_head{{vd, h}, {}};
+    for (int64_t id = 0; id < vd; ++id) {
+      const int64_t target_id = (id + 7) % v;
+      lm_head.data.insert(lm_head.data.end(), embed.begin() + target_id * h,
+                          embed.begin() + (target_id + 1) * h);
+      d2t.data.push_back(static_cast<float>(target_id - id));
+    }
+    w["lm_head.weight"] = lm_head;
+  } else {
+    w["norm.weight"] = ones();
+    w["lm_head.weight"] = random({vd, h}, 0.1f);
+    for (int64_t id = 0; id < vd; ++id) d2t.data.push_back(static_cast<float>(id));
+  }
+  w["d2t"] = d2t;
+  write_safetensors(dir / "model.safetensors", w);
+}
+
+SpeculativeConfig eagle_config(const fs::path& head, int k, const char* method = "eagle") {
   Result<SpeculativeConfig> c = parse_speculative_config(
-      R"({"method": "eagle", "num_speculative_tokens": )" + std::to_string(k) +
+      R"({"method": ")" + std::string(method) + R"(", "num_speculative_tokens": )" +
+      std::to_string(k) +
       R"(, "model": ")" + head.string() + "\"}");
   EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
   return c.ok() ? *c : SpeculativeConfig{};
@@ -118,6 +219,11 @@ SpeculativeConfig eagle_config(const fs::path& head, int k) {
 class EagleTest : public testing::Test {
  protected:
   static void SetUpTestSuite() { set_log_level(LogLevel::kError); }
+
+  // The two engine tests below, for "method" eagle or eagle3.
+  void random_head_keeps_greedy_outputs(const char* method);
+  void copying_head_is_accepted(const char* method);
+  void copying_head_drafts_last_token(const char* method);
 
   // Prompts of stories260K text, one of them a repeated phrase.
   static std::vector<TestRequest> requests(int count, int max_tokens, bool mix_plain) {
@@ -175,13 +281,24 @@ class EagleTest : public testing::Test {
 // verification row rounds unlike a decode row) for k = 1 and 4, async
 // scheduling on and off, a batch mixing speculative and plain requests,
 // 7-token prefill chunks, and a tiny KV pool that preempts.
+// EAGLE-1 and EAGLE-3 heads alike.
 TEST_F(EagleTest, RandomHeadKeepsGreedyOutputs) {
+  for (const char* method : {"eagle", "eagle3"}) {
+    SCOPED_TRACE(method);
+    random_head_keeps_greedy_outputs(method);
+  }
+}
+
+void EagleTest::random_head_keeps_greedy_outputs(const char* method) {
   ScratchDir dir;
-  make_head(dir.path(), {});
+  if (std::string(method) == "eagle3")
+    make_eagle3_head(dir.path(), {});
+  else
+    make_head(dir.path(), {});
   const std::vector<TestRequest> reqs = requests(10, 40, /*mix_plain=*/true);
   std::unique_ptr<ReferenceModel> ref = ReferenceModel::load(stories_dir());
   const std::vector<RefSample> want = reference(*ref, reqs);
-  ReferenceCheck check(ref.get(), "eagle random head");
+  ReferenceCheck check(ref.get(), std::string(method) + " random head");
   for (int k : {1, 4}) {
     for (bool async : {true, false}) {
       for (bool tiny : {false, true}) {
@@ -193,7 +310,7 @@ TEST_F(EagleTest, RandomHeadKeepsGreedyOutputs) {
           s.num_kv_blocks = 12;  // 192 tokens for 10 sequences of up to ~80: preemption
           s.max_chunk_tokens = 7;
         }
-        s.speculative = eagle_config(dir.path(), k);
+        s.speculative = eagle_config(dir.path(), k, method);
         EngineMetrics m;
         const std::vector<std::vector<int32_t>> got = run(s, reqs, &m);
         ASSERT_EQ(got.size(), want.size()) << what;
@@ -208,13 +325,26 @@ TEST_F(EagleTest, RandomHeadKeepsGreedyOutputs) {
 
 // The copying head (draft = the target's greedy token one position back)
 // is accepted on a repeating text; with fc perturbed it is accepted less.
+// EAGLE-1 and EAGLE-3 heads alike.
 TEST_F(EagleTest, CopyingHeadIsAcceptedAndPerturbedHeadLess) {
+  for (const char* method : {"eagle", "eagle3"}) {
+    SCOPED_TRACE(method);
+    copying_head_is_accepted(method);
+  }
+}
+
+void EagleTest::copying_head_is_accepted(const char* method) {
   ScratchDir good, bad;
-  make_head(good.path(), {.copy = true});
-  make_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
-  // Prompts repeating one token: the target's greedy output repeats too.
+  if (std::string(method) == "eagle3") {
+    make_eagle3_head(good.path(), {.copy = true});
+    make_eagle3_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  } else {
+    make_head(good.path(), {.copy = true});
+    make_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  }
+  // Prompts repeating one token: the target's greedy output often repeats too.
   std::vector<TestRequest> reqs;
-  for (int32_t t : {300, 350, 400, 450, 500}) {
+  for (int32_t t = 30; t < 512; t += 16) {
     TestRequest r;
     r.id = "rep" + std::to_string(t);
     r.prompt.assign(24, t);
@@ -227,7 +357,7 @@ TEST_F(EagleTest, CopyingHeadIsAcceptedAndPerturbedHeadLess) {
   uint64_t accepted[2] = {0, 0};
   for (int which : {0, 1}) {
     EngineSetup s{.model = stories_dir()};
-    s.speculative = eagle_config(which == 0 ? good.path() : bad.path(), 3);
+    s.speculative = eagle_config(which == 0 ? good.path() : bad.path(), 3, method);
     EngineMetrics m;
     const std::vector<std::vector<int32_t>> got = run(s, reqs, &m);
     ASSERT_EQ(got.size(), want.size());
@@ -237,7 +367,7 @@ TEST_F(EagleTest, CopyingHeadIsAcceptedAndPerturbedHeadLess) {
   }
   EXPECT_GT(accepted[0], 0u);
   EXPECT_LT(accepted[1], accepted[0]);
-  std::printf("accepted drafts: copying head %llu, perturbed %llu\n",
+  std::printf("%s accepted drafts: copying head %llu, perturbed %llu\n", method,
               static_cast<unsigned long long>(accepted[0]),
               static_cast<unsigned long long>(accepted[1]));
 }
@@ -247,10 +377,25 @@ TEST_F(EagleTest, CopyingHeadIsAcceptedAndPerturbedHeadLess) {
 // repeated (the head read the hidden row of the last prompt position:
 // a row one position off would give another token), for several sequences
 // of one batch; a perturbed copy drafts something else for some of them.
+// EAGLE-3 (its copying head reads the target's aux rows, chains its own
+// pre-norm output and maps through d2t) as EAGLE-1.
 TEST_F(EagleTest, CopyingHeadDraftsTheTargetsLastToken) {
+  for (const char* method : {"eagle", "eagle3"}) {
+    SCOPED_TRACE(method);
+    copying_head_drafts_last_token(method);
+  }
+}
+
+void EagleTest::copying_head_drafts_last_token(const char* method) {
+  const bool eagle3 = std::string(method) == "eagle3";
   ScratchDir good, bad;
-  make_head(good.path(), {.copy = true});
-  make_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  if (eagle3) {
+    make_eagle3_head(good.path(), {.copy = true});
+    make_eagle3_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  } else {
+    make_head(good.path(), {.copy = true});
+    make_head(bad.path(), {.copy = true, .noise = 0.5f, .seed = 7});
+  }
   Result<ModelLocation> loc = resolve_model(stories_dir());
   ASSERT_TRUE(loc.ok());
   Result<OpenedModel> opened = open_model(*loc);
@@ -260,6 +405,7 @@ TEST_F(EagleTest, CopyingHeadDraftsTheTargetsLastToken) {
   ro.num_kv_blocks = 64;
   ro.max_num_batched_tokens = 256;
   ro.max_num_seqs = 8;
+  if (eagle3) ro.aux_hidden_layers = {5, 1, 3};  // make_eagle3_head's copy
   std::unique_ptr<ModelRunner> target =
       ModelRunner::create(*backend, opened->config, *opened->weights, ro).value();
   std::unique_ptr<Tokenizer> tok = Tokenizer::load(stories_dir()).value();
@@ -289,7 +435,7 @@ TEST_F(EagleTest, CopyingHeadDraftsTheTargetsLastToken) {
   for (const fs::path& head : {good.path(), bad.path()}) {
     EngineOptions o;
     o.device = "cpu";
-    o.speculative = eagle_config(head, 3);
+    o.speculative = eagle_config(head, 3, method);
     o.max_num_seqs = 8;
     o.max_num_batched_tokens = 256;
     Result<std::unique_ptr<EagleProposer>> eagle = EagleProposer::create(
@@ -298,15 +444,21 @@ TEST_F(EagleTest, CopyingHeadDraftsTheTargetsLastToken) {
     SampleOutput out;
     ASSERT_TRUE(target->execute(step, &out).ok());
     const Tensor hidden = target->hidden_states();
+    const Tensor aux = target->aux_hidden_states();  // [3, 256, 64] for eagle3
     const size_t row_bytes = 64 * sizeof(float);
     std::vector<std::vector<int32_t>> seqs;
     std::vector<DraftInput> inputs;
     for (size_t s = 0; s < prompts.size(); ++s) {
       const int32_t first = step.query_start_loc[s];
+      const int64_t n = static_cast<int64_t>(prompts[s].size());
+      std::vector<Tensor> aux_rows;
+      for (int64_t j = 0; eagle3 && j < 3; ++j)
+        aux_rows.push_back(Tensor(static_cast<char*>(aux.data) + (j * 256 + first) * row_bytes,
+                                  aux.dtype, {n, 64}));
       (*eagle)->on_hidden_states(
           static_cast<int64_t>(s), 0,
-          Tensor(static_cast<char*>(hidden.data) + first * row_bytes, hidden.dtype,
-                 {static_cast<int64_t>(prompts[s].size()), 64}));
+          Tensor(static_cast<char*>(hidden.data) + first * row_bytes, hidden.dtype, {n, 64}),
+          aux_rows);
       seqs.push_back(prompts[s]);
       seqs.back().push_back(out.token_ids[s]);
     }
