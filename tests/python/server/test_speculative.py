@@ -213,13 +213,23 @@ def test_an_eagle3_head_drafts_and_bad_ones_are_refused(tmp_path, running):
     subprocess.run([sys.executable, str(tool), "--target", str(MODEL_DIR), "--out", str(head),
                     "--eagle3", "--draft-vocab", "100", "--aux-layers", "0,2,4"], check=True)
     plain = running().ready_url()
+    want = answers(plain)
     proc = running("--speculative-config", config(head))
     spec = proc.ready_url()
-    assert answers(spec) == answers(plain)
+    assert answers(spec) == want
     assert "speculative decoding: eagle3" in proc.output()
-    assert "draft vocabulary 100" in proc.output(), proc.output()
+    assert "the target's embedding, draft vocabulary 100" in proc.output(), proc.output()
     values, text = spec_counters(spec)
     assert total(values, "pagoda:spec_decode_num_draft_tokens_total") > 0, text
+
+    # A head with its own embedding (over the target's vocabulary) uses it.
+    own = tmp_path / "own"
+    subprocess.run([sys.executable, str(tool), "--target", str(MODEL_DIR), "--out", str(own),
+                    "--eagle3", "--draft-vocab", "100", "--aux-layers", "0,2,4",
+                    "--with-embedding"], check=True)
+    proc = running("--speculative-config", config(own))
+    assert answers(proc.ready_url()) == want
+    assert "the target's embedding" not in proc.output(), proc.output()
 
     # stories260K has 5 layers: the default 2, L/2, L-3 is layer 2 three times.
     default = tmp_path / "default"
