@@ -203,12 +203,21 @@ void EagleProposer::apply_fc(std::span<const Tensor> aux) {
     // out += part; the norm (any [H] weight) goes to a buffer nothing reads.
     be.add_rms_norm(out, part, w.eagle3_hidden_norm, 1e-6f, discarded);
   }
+  fc_rows_ = n;
+}
+
+void EagleProposer::on_aux_hidden_states(std::span<const Tensor> aux) {
+  fc_rows_ = 0;
+  if (eagle3() && aux.size() == 3 && aux[0].dim(0) > 0) apply_fc(aux);
 }
 
 void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
-                                     std::span<const Tensor> aux) {
+                                     int32_t aux_row) {
   const int32_t n = static_cast<int32_t>(rows.dim(0));
-  if (eagle3() && aux.size() != 3) return;  // no aux rows: nothing to draft from
+  if (eagle3() && (aux_row < 0 || aux_row + n > fc_rows_)) {
+    drop(seq_id);  // EAGLE-3 without this forward's fc rows: a gap, no drafts
+    return;
+  }
   auto it = seqs_.find(seq_id);
   if (it == seqs_.end()) {
     if (first_pos != 0) return;  // the rows before it were never seen: no drafts
@@ -221,8 +230,8 @@ void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Te
     return;
   }
   if (eagle3()) {
-    apply_fc(aux);
-    copy_to_pool(fc_scratch_[0].tensor(rows.dtype, {n, rows.dim(1)}), 0, seq_id, first_pos, n);
+    copy_to_pool(fc_scratch_[0].tensor(rows.dtype, {fc_rows_, rows.dim(1)}), aux_row, seq_id,
+                 first_pos, n);
   } else {
     copy_to_pool(rows, 0, seq_id, first_pos, n);
   }

@@ -5,11 +5,12 @@
 // EAGLE-3 head ("method": "eagle3"; load_eagle3_head checks it, model/eagle3.h
 // is its forward) drafts from the target's aux hidden states (the engine
 // makes the target keep them: eagle3_aux_layers): fc is applied to them on
-// the device as they come (on_hidden_states) and its [H] rows go to the
-// pool; a chained draft's row there is the head's pre-norm output
-// (ModelRunner::residual_states, vLLM's hidden_prenorm); its drafts, sampled
-// over the draft vocabulary, are mapped to target ids through d2t. Otherwise
-// it is the EAGLE-1 proposer below.
+// the device once per target forward (on_aux_hidden_states) and each
+// sequence's [H] rows go to the pool (on_hidden_states); a chained draft's
+// row there is the head's pre-norm output (ModelRunner::residual_states,
+// vLLM's hidden_prenorm); its drafts, sampled over the draft vocabulary, are
+// mapped to target ids through d2t. Otherwise it is the EAGLE-1 proposer
+// below.
 //
 // The head runs through its own ModelRunner on the target's backend (the
 // same stream: the engine proposes only while no target step is in flight),
@@ -79,7 +80,9 @@ class EagleProposer final : public Proposer {
 
   bool wants_hidden_states() const override { return true; }
   void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
-                        std::span<const Tensor> aux) override;
+                        int32_t aux_row) override;
+  // EAGLE-3: fc over every row of the forward at once (apply_fc).
+  void on_aux_hidden_states(std::span<const Tensor> aux) override;
   Status propose(std::span<const DraftInput> inputs,
                  std::vector<std::vector<int32_t>>& drafts) override;
   void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
@@ -98,12 +101,14 @@ class EagleProposer final : public Proposer {
   };
 
   // draft_to_target: an EAGLE-3 head's d2t map (empty: EAGLE-1);
-  // max_target_rows: the most rows one on_hidden_states call brings.
+  // max_target_rows: the most rows of one target forward (its
+  // --max-num-batched-tokens).
   EagleProposer(std::unique_ptr<ModelRunner> runner, std::vector<int32_t> draft_to_target,
                 int64_t max_target_rows);
   bool eagle3() const { return !draft_to_target_.empty(); }
   // EAGLE-3: fc_scratch_[0] rows [0, n) = fc(concat(aux[0], aux[1], aux[2]))
-  // for aux [n, H] each, as three [H, H] linears summed (on the device).
+  // for aux [n, H] each, as three [H, H] linears summed (on the device);
+  // fc_rows_ = n.
   void apply_fc(std::span<const Tensor> aux);
   // Frees seq_id's blocks and state.
   void drop(int64_t seq_id);
@@ -117,6 +122,7 @@ class EagleProposer final : public Proposer {
   DraftBatcher batcher_;
   std::vector<int32_t> draft_to_target_;  // EAGLE-3 [Vd]: target id of each draft id
   DeviceBuffer fc_scratch_[3];            // EAGLE-3 [max_target_rows, H] cd each (apply_fc)
+  int64_t fc_rows_ = 0;                   // rows of fc_scratch_[0] the last forward filled
   DraftCallbacks callbacks_;              // over seqs_
 };
 

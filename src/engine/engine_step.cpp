@@ -154,19 +154,27 @@ void LlmEngine::hand_hidden_states(const ScheduleOutput& out) {
   const Tensor hidden = parts_.runner->hidden_states();
   if (hidden.empty()) return;
   const Tensor aux = parts_.runner->aux_hidden_states();  // [A, max T, H] or empty
-  const size_t row_bytes = static_cast<size_t>(hidden.dim(1)) * dtype_size(hidden.dtype);
-  const int64_t num_aux = aux.empty() ? 0 : aux.dim(0);
-  std::vector<Tensor> aux_rows(static_cast<size_t>(num_aux));
+  const int64_t h = hidden.dim(1);
+  const size_t row_bytes = static_cast<size_t>(h) * dtype_size(hidden.dtype);
+  if (!aux.empty()) {  // views over rows [0, the last sequence row + 1)
+    int64_t num_rows = 0;
+    for (size_t i = 0; i < out.seqs.size(); ++i)
+      num_rows = std::max<int64_t>(num_rows, parts_.runner->hidden_row(out.query_start_loc[i]) +
+                                                 out.seqs[i].num_new_tokens);
+    std::vector<Tensor> views;
+    for (int64_t j = 0; j < aux.dim(0); ++j)
+      views.push_back(Tensor(static_cast<char*>(aux.data) + j * aux.dim(1) * row_bytes, aux.dtype,
+                             {num_rows, h}));
+    parts_.proposer->on_aux_hidden_states(views);
+  }
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& seq = out.seqs[i];
     const int32_t row = parts_.runner->hidden_row(out.query_start_loc[i]);
-    const int64_t n = seq.num_new_tokens, h = hidden.dim(1);
-    for (int64_t j = 0; j < num_aux; ++j)
-      aux_rows[static_cast<size_t>(j)] =
-          Tensor(static_cast<char*>(aux.data) + (j * aux.dim(1) + row) * row_bytes, aux.dtype, {n, h});
     parts_.proposer->on_hidden_states(
         seq.seq_id, seq.start_position,
-        Tensor(static_cast<char*>(hidden.data) + row * row_bytes, hidden.dtype, {n, h}), aux_rows);
+        Tensor(static_cast<char*>(hidden.data) + row * row_bytes, hidden.dtype,
+               {seq.num_new_tokens, h}),
+        aux.empty() ? -1 : row);
   }
 }
 

@@ -61,14 +61,20 @@ class Proposer {
   // seq_id's positions [first_pos, first_pos + n). Valid until the next
   // launch (ops enqueued now read them in stream order). Rows of drafts the
   // step then rejects are among them: only positions below the tokens the
-  // sequence keeps computed are the model's. `aux`: empty, or where the
-  // target keeps aux hidden states (RunnerOptions::aux_hidden_layers, for
-  // EAGLE-3) one [n, H] view per aux layer of those positions' residual
-  // streams entering it, valid as `rows`.
+  // sequence keeps computed are the model's. `aux_row`: the row of the
+  // views on_aux_hidden_states got for this forward that holds first_pos's
+  // aux rows (the n positions' rows are consecutive there), or -1 where the
+  // target keeps none.
   virtual void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
-                                std::span<const Tensor> aux) {
-    (void)seq_id, (void)first_pos, (void)rows, (void)aux;
+                                int32_t aux_row) {
+    (void)seq_id, (void)first_pos, (void)rows, (void)aux_row;
   }
+  // Where the target keeps aux hidden states (RunnerOptions::aux_hidden_layers,
+  // for EAGLE-3): right after the engine launched a forward and before that
+  // forward's on_hidden_states calls, one [num_rows, H] view per aux layer of
+  // the residual streams entering it, covering every row of the forward (rows
+  // as hidden_states()); valid as on_hidden_states' `rows`.
+  virtual void on_aux_hidden_states(std::span<const Tensor> aux) { (void)aux; }
   // Of the num_drafted tokens proposed for seq_id last, the first
   // num_accepted were accepted (adaptive proposers learn from it).
   virtual void on_verified(int64_t seq_id, int32_t num_drafted, int32_t num_accepted) {

@@ -444,21 +444,24 @@ void EagleTest::copying_head_drafts_last_token(const char* method) {
     SampleOutput out;
     ASSERT_TRUE(target->execute(step, &out).ok());
     const Tensor hidden = target->hidden_states();
-    const Tensor aux = target->aux_hidden_states();  // [3, 256, 64] for eagle3
     const size_t row_bytes = 64 * sizeof(float);
+    if (eagle3) {  // the step's rows of each aux layer ([3, 256, 64])
+      const Tensor aux = target->aux_hidden_states();
+      std::vector<Tensor> views;
+      for (int64_t j = 0; j < 3; ++j)
+        views.push_back(Tensor(static_cast<char*>(aux.data) + j * 256 * row_bytes, aux.dtype,
+                               {static_cast<int64_t>(step.num_tokens()), 64}));
+      (*eagle)->on_aux_hidden_states(views);
+    }
     std::vector<std::vector<int32_t>> seqs;
     std::vector<DraftInput> inputs;
     for (size_t s = 0; s < prompts.size(); ++s) {
       const int32_t first = step.query_start_loc[s];
       const int64_t n = static_cast<int64_t>(prompts[s].size());
-      std::vector<Tensor> aux_rows;
-      for (int64_t j = 0; eagle3 && j < 3; ++j)
-        aux_rows.push_back(Tensor(static_cast<char*>(aux.data) + (j * 256 + first) * row_bytes,
-                                  aux.dtype, {n, 64}));
       (*eagle)->on_hidden_states(
           static_cast<int64_t>(s), 0,
           Tensor(static_cast<char*>(hidden.data) + first * row_bytes, hidden.dtype, {n, 64}),
-          aux_rows);
+          eagle3 ? first : -1);
       seqs.push_back(prompts[s]);
       seqs.back().push_back(out.token_ids[s]);
     }
