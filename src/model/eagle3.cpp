@@ -27,8 +27,8 @@ Status load_eagle3(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) 
   const std::string m = p + "midlayer.";
   const int64_t h = c.hidden_size, d = c.head_dim;
   for (int64_t j = 0; j < 3; ++j) {
-    PAGODA_ASSIGN_OR_RETURN(
-        w->eagle3_fc[j], loader.load_linear_columns(p + "fc.weight", {h, 3 * h}, {j * h, (j + 1) * h}));
+    PAGODA_ASSIGN_OR_RETURN(w->eagle3_fc[j], loader.load_linear_columns(p + "fc.weight", {h, 3 * h},
+                                                                        {j * h, (j + 1) * h}));
   }
   if (loader.has(p + "embed_tokens.weight")) {  // over the target's vocabulary
     ModelConfig target_vocab = c;
@@ -42,14 +42,14 @@ Status load_eagle3(const ModelConfig& c, WeightLoader& loader, ModelWeights* w) 
   w->first_layer = 0;
   w->layers.resize(1);
   LayerWeights& l = w->layers[0];
-  const std::vector<std::string> qkv = {m + "self_attn.q_proj.weight", m + "self_attn.k_proj.weight",
-                                        m + "self_attn.v_proj.weight"};
+  const std::vector<std::string> qkv = {
+      m + "self_attn.q_proj.weight", m + "self_attn.k_proj.weight", m + "self_attn.v_proj.weight"};
   const std::vector<int64_t> rows = {c.num_heads * d, c.num_kv_heads * d, c.num_kv_heads * d};
   PAGODA_ASSIGN_OR_RETURN(l.qkv, loader.load_fused_linear_columns(qkv, rows, 2 * h, {0, h}));
   PAGODA_ASSIGN_OR_RETURN(w->eagle3_qkv_hidden,
                           loader.load_fused_linear_columns(qkv, rows, 2 * h, {h, 2 * h}));
-  PAGODA_ASSIGN_OR_RETURN(l.o_proj, loader.load_linear(m + "self_attn.o_proj.weight",
-                                                       {h, c.num_heads * d}));
+  PAGODA_ASSIGN_OR_RETURN(l.o_proj,
+                          loader.load_linear(m + "self_attn.o_proj.weight", {h, c.num_heads * d}));
   PAGODA_ASSIGN_OR_RETURN(l.input_norm, load_norm(c, m + "input_layernorm.weight", loader));
   PAGODA_ASSIGN_OR_RETURN(w->eagle3_hidden_norm, load_norm(c, m + "hidden_norm.weight", loader));
   PAGODA_ASSIGN_OR_RETURN(l.post_attn_norm,
@@ -65,8 +65,8 @@ void eagle3_forward(const ModelWeights& w, ForwardContext& ctx) {
   Backend& be = ctx.backend;
   const LayerWeights& l = w.layers[0];
   const int64_t t = ctx.qkv.dim(0), n = ctx.qkv.dim(1);
-  embed_tokens(ctx, w);                                            // residual = embed(x)
-  be.rms_norm(ctx.residual, l.input_norm, ctx.eps, ctx.normed);    // normed = e
+  embed_tokens(ctx, w);                                          // residual = embed(x)
+  be.rms_norm(ctx.residual, l.input_norm, ctx.eps, ctx.normed);  // normed = e
   if (!ctx.hidden_pool.empty()) be.gather_rows(ctx.hidden_pool, ctx.slots, ctx.residual);  // = g
   be.rms_norm(ctx.residual, w.eagle3_hidden_norm, ctx.eps, ctx.proj);  // proj = n
   // gate_up [T, 2I] is free until the MLP (validate_eagle3: I >= qkv width):

@@ -230,10 +230,10 @@ Status validate_step(const StepBatch& s, const StepLimits& l, bool sampling) {
                  str(l.num_pending_sources) + "), the rows the previous step sampled");
     pending[static_cast<size_t>(row)] = true;
   }
+  const int64_t input_vocab = l.input_vocab_size > 0 ? l.input_vocab_size : l.vocab_size;
   for (int64_t t = 0; t < num_tokens; ++t)
     if (!pending[static_cast<size_t>(t)])
-      PAGODA_RETURN_IF_ERROR(check_token(
-          "token_ids", t, s.token_ids[t], l.input_vocab_size > 0 ? l.input_vocab_size : l.vocab_size));
+      PAGODA_RETURN_IF_ERROR(check_token("token_ids", t, s.token_ids[t], input_vocab));
   PAGODA_RETURN_IF_ERROR(check_sequences(s, l));
 
   const int64_t num_rows = static_cast<int64_t>(s.logits_rows.size());
