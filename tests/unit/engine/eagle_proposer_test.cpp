@@ -4,8 +4,8 @@
 // a tiny KV pool), and a head built to copy the target's own prediction
 // gets drafts accepted on a repetitive text while a perturbed copy gets
 // fewer -- each for an EAGLE-1 and an EAGLE-3 head (make_eagle3_head). Also
-// EAGLE-3's target side: the aux hidden states on the test device against
-// the CPU's.
+// EAGLE-3's head forward against a host f32 evaluation, and its target side:
+// the aux hidden states on the test device against the CPU's.
 #include "engine/eagle_proposer.h"
 
 #include <gtest/gtest.h>
@@ -21,9 +21,11 @@
 #include "core/float_elements.h"
 #include "core/log.h"
 #include "engine/backend_factory.h"
+#include "engine/eagle_head.h"
 #include "engine_harness.h"
 #include "io/model_files.h"
 #include "io/model_location.h"
+#include "model/eagle3.h"
 #include "scratch_dir.h"
 #include "spec/spec_config.h"
 
@@ -480,6 +482,169 @@ void EagleTest::copying_head_drafts_last_token(const char* method) {
     }
   }
   EXPECT_GT(differing, 0);
+}
+
+// Host f32 helpers for the head reference below: y = W x for W [rows, cols]
+// row-major reading cols of x; rms_norm(x) * w.
+std::vector<float> matvec(const std::vector<float>& w, int64_t rows, const std::vector<float>& x) {
+  const int64_t cols = static_cast<int64_t>(x.size());
+  std::vector<float> y(static_cast<size_t>(rows), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    double acc = 0;
+    for (int64_t c = 0; c < cols; ++c) acc += double(w[r * cols + c]) * x[c];
+    y[r] = static_cast<float>(acc);
+  }
+  return y;
+}
+
+std::vector<float> rms_norm(const std::vector<float>& x, const std::vector<float>& w, double eps) {
+  double ss = 0;
+  for (float v : x) ss += double(v) * v;
+  const double inv = 1.0 / std::sqrt(ss / x.size() + eps);
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = static_cast<float>(x[i] * inv * w[i]);
+  return y;
+}
+
+// model/eagle3's forward over one sequence of 5 tokens (ids on both sides
+// of the draft vocabulary, since they are the target's) with random hidden
+// inputs g in the pool, against a host f32 evaluation of eagle_head.h's
+// formula from load_eagle3_head's weights: 2H-wide q/k/v over
+// [input_layernorm(e) | hidden_norm(g)], RoPE (rotate-half), causal GQA
+// attention, the residual from g, the MLP, norm and the Vd-wide lm_head.
+// On PAGODA_TEST_DEVICE: exact to f32 rounding on the CPU; on CUDA within
+// bf16 rounding (weights, pool rows and activations in bf16).
+TEST_F(EagleTest, Eagle3HeadForwardMatchesAHostReference) {
+  ScratchDir dir;
+  make_eagle3_head(dir.path(), {.seed = 3});
+  Result<OpenedModel> target_model = open_model(resolve_model(stories_dir()).value());
+  ASSERT_TRUE(target_model.ok());
+  const ModelConfig& tc = target_model->config;
+  Result<OpenedModel> head_model = open_model(resolve_model(dir.path().string()).value());
+  ASSERT_TRUE(head_model.ok()) << head_model.error().message;
+  std::ifstream in(dir.path() / "config.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const EagleHeadTarget ht{"stories260K", tc.hidden_size, tc.vocab_size, tc.num_layers};
+  Result<Eagle3Fields> fields = parse_eagle3_fields(json, ht);
+  ASSERT_TRUE(fields.ok()) << fields.error().message;
+  Result<Eagle3Head> head = load_eagle3_head(head_model->config, *fields, *head_model->weights, ht);
+  ASSERT_TRUE(head.ok()) << head.error().message;
+
+  std::unique_ptr<Backend> backend = create_backend(test_device(), tc).value();
+  RunnerOptions tro;
+  tro.num_kv_blocks = 8;
+  std::unique_ptr<ModelRunner> target =
+      ModelRunner::create(*backend, tc, *target_model->weights, tro).value();
+  ModelConfig hc = head_model->config;
+  hc.vocab_size = fields->draft_vocab_size;
+  RunnerOptions ro;
+  ro.architecture = &eagle3_architecture();
+  ro.shared_globals = &target->weights();
+  ro.input_vocab_size = tc.vocab_size;
+  ro.num_kv_blocks = 4;
+  ro.max_num_batched_tokens = 32;
+  ro.max_num_seqs = 2;
+  Result<std::unique_ptr<ModelRunner>> r =
+      ModelRunner::create(*backend, hc, *head_model->weights, ro);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+
+  const int64_t h = hc.hidden_size, d = hc.head_dim, nq = hc.num_heads, nkv = hc.num_kv_heads;
+  const int64_t vd = hc.vocab_size, inter = hc.intermediate_size;
+  const std::vector<int32_t> ids = {5, 300, 17, 480, 256};
+  const int64_t t = static_cast<int64_t>(ids.size());
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> g(static_cast<size_t>(t), std::vector<float>(h));
+  for (auto& row : g)
+    for (float& x : row) x = normal(rng);
+  const Tensor pool = (*r)->hidden_pool();
+  StepBatch step;
+  step.query_start_loc = {0, static_cast<int32_t>(t)};
+  const size_t es = dtype_size(pool.dtype);
+  std::vector<char> g_rows(static_cast<size_t>(t * h) * es);
+  for (int64_t i = 0; i < t; ++i) {  // position i at slot i (block 0); its g at pool row i
+    for (int64_t c = 0; c < h; ++c) {
+      store_float_element(pool.dtype, g_rows.data(), i * h + c, g[i][c]);
+      g[i][c] = load_float_element(pool.dtype, g_rows.data(), i * h + c);  // as stored
+    }
+    step.token_ids.push_back(ids[i]);
+    step.positions.push_back(static_cast<int32_t>(i));
+    step.slot_mapping.push_back(static_cast<int32_t>(i));
+    step.logits_rows.push_back(static_cast<int32_t>(i));
+  }
+  backend->copy_to_device(pool.data, g_rows.data(), g_rows.size());
+  step.seq_lens = {static_cast<int32_t>(t)};
+  step.block_tables = {0};
+  step.max_blocks_per_seq = 1;
+  std::vector<float> logits;
+  ASSERT_TRUE((*r)->execute_logits(step, &logits).ok());
+  ASSERT_EQ(static_cast<int64_t>(logits.size()), t * vd);
+
+  const std::vector<float> embed = target_tensor("model.embed_tokens.weight");
+  const Eagle3Head& w = *head;
+  std::vector<std::vector<float>> q(t), k(t), v(t);
+  for (int64_t i = 0; i < t; ++i) {
+    std::vector<float> e(embed.begin() + ids[i] * h, embed.begin() + (ids[i] + 1) * h);
+    std::vector<float> x = rms_norm(e, w.input_norm, hc.rms_norm_eps);
+    const std::vector<float> n = rms_norm(g[i], w.hidden_norm, hc.rms_norm_eps);
+    x.insert(x.end(), n.begin(), n.end());  // [e | n], 2H
+    q[i] = matvec(w.q_proj, nq * d, x);
+    k[i] = matvec(w.k_proj, nkv * d, x);
+    v[i] = matvec(w.v_proj, nkv * d, x);
+    for (std::vector<float>* part : {&q[i], &k[i]}) {  // rotate-half RoPE at position i
+      for (int64_t head0 = 0; head0 < static_cast<int64_t>(part->size()); head0 += d) {
+        for (int64_t j = 0; j < d / 2; ++j) {
+          const double angle = i * std::pow(hc.rope_theta, -2.0 * j / d);
+          float& a = (*part)[head0 + j];
+          float& b = (*part)[head0 + j + d / 2];
+          const float a0 = a, b0 = b;
+          a = static_cast<float>(a0 * std::cos(angle) - b0 * std::sin(angle));
+          b = static_cast<float>(b0 * std::cos(angle) + a0 * std::sin(angle));
+        }
+      }
+    }
+  }
+  int64_t max_i = 0;
+  double max_err = 0;
+  for (int64_t i = 0; i < t; ++i) {
+    std::vector<float> attn(static_cast<size_t>(nq * d), 0.0f);
+    for (int64_t hq = 0; hq < nq; ++hq) {
+      const int64_t hk = hq / (nq / nkv);
+      std::vector<double> score;
+      double top = -1e30;
+      for (int64_t j = 0; j <= i; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c) dot += double(q[i][hq * d + c]) * k[j][hk * d + c];
+        score.push_back(dot / std::sqrt(double(d)));
+        top = std::max(top, score.back());
+      }
+      double sum = 0;
+      for (double& sc : score) sum += (sc = std::exp(sc - top));
+      for (int64_t j = 0; j <= i; ++j)
+        for (int64_t c = 0; c < d; ++c)
+          attn[hq * d + c] += static_cast<float>(score[j] / sum * v[j][hk * d + c]);
+    }
+    std::vector<float> res = matvec(w.o_proj, h, attn);
+    for (int64_t c = 0; c < h; ++c) res[c] += g[i][c];
+    const std::vector<float> pn = rms_norm(res, w.post_attn_norm, hc.rms_norm_eps);
+    const std::vector<float> gate = matvec(w.gate_proj, inter, pn);
+    const std::vector<float> up = matvec(w.up_proj, inter, pn);
+    std::vector<float> act(static_cast<size_t>(inter));
+    for (int64_t c = 0; c < inter; ++c) act[c] = gate[c] / (1.0f + std::exp(-gate[c])) * up[c];
+    const std::vector<float> down = matvec(w.down_proj, h, act);
+    for (int64_t c = 0; c < h; ++c) res[c] += down[c];
+    const std::vector<float> want = matvec(w.lm_head, vd, rms_norm(res, w.norm, hc.rms_norm_eps));
+    for (int64_t c = 0; c < vd; ++c) {
+      const double err = std::abs(logits[i * vd + c] - want[c]);
+      if (err > max_err) max_err = err, max_i = i;
+      const double tol =
+          on_cuda() ? 0.05 + 0.03 * std::abs(want[c]) : 1e-3 + 1e-3 * std::abs(want[c]);
+      ASSERT_NEAR(logits[i * vd + c], want[c], tol)
+          << "row " << i << " draft id " << c;
+    }
+  }
+  std::printf("eagle3 head forward: max |logit error| %.2e (row %lld)\n", max_err,
+              static_cast<long long>(max_i));
 }
 
 // EAGLE-3's target side (RunnerOptions::aux_hidden_layers) on the test
