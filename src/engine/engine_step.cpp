@@ -156,6 +156,8 @@ void LlmEngine::hand_hidden_states(const ScheduleOutput& out) {
   const size_t row_bytes = static_cast<size_t>(hidden.dim(1)) * dtype_size(hidden.dtype);
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& seq = out.seqs[i];
+    const auto rit = requests_.find(seq.request_id);
+    if (rit == requests_.end() || !rit->second->speculates) continue;
     const int32_t row = parts_.runner->hidden_row(out.query_start_loc[i]);
     parts_.proposer->on_hidden_states(
         seq.seq_id, seq.start_position,
