@@ -169,6 +169,8 @@ void LlmEngine::hand_hidden_states(const ScheduleOutput& out) {
   }
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& seq = out.seqs[i];
+    const auto rit = requests_.find(seq.request_id);
+    if (rit == requests_.end() || !rit->second->speculates) continue;
     const int32_t row = parts_.runner->hidden_row(out.query_start_loc[i]);
     parts_.proposer->on_hidden_states(
         seq.seq_id, seq.start_position,

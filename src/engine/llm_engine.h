@@ -203,8 +203,9 @@ class LlmEngine final : public Engine {
   // it drafts), and the cap the next steps use.
   void measure_spec_cost(const LaunchedStep& step, bool held_for_drafts);
   // Right after a forward of `out` was launched, with a proposer that wants
-  // them: each sequence's rows of the runner's final hidden states
-  // (Proposer::on_hidden_states).
+  // them: the rows of the runner's final hidden states of each sequence whose
+  // request speculates (Proposer::on_hidden_states; opted-out requests are
+  // never drafted, so their rows would only fill the proposer's pool).
   void hand_hidden_states(const ScheduleOutput& out);
   // Tells the proposer of the sequences that ended since the last schedule.
   void end_sequences(const ScheduleOutput& out);
