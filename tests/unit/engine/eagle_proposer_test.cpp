@@ -156,9 +156,9 @@ void make_eagle3_head(const fs::path& dir, const Eagle3Spec& spec) {
   config["num_hidden_layers"] = 1;
   config["tie_word_embeddings"] = false;
   config["draft_vocab_size"] = vd;
-  config["eagle_config"] = {{"eagle_aux_hidden_state_layer_ids",
-                             spec.copy ? std::vector<int64_t>{5, 1, 3}
-                                       : std::vector<int64_t>{1, 2, 4}}};
+  config["eagle_config"] = {
+      {"eagle_aux_hidden_state_layer_ids",
+       spec.copy ? std::vector<int64_t>{5, 1, 3} : std::vector<int64_t>{1, 2, 4}}};
   std::ofstream(dir / "config.json") << config.dump();
   std::mt19937 rng(spec.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -212,8 +212,7 @@ void make_eagle3_head(const fs::path& dir, const Eagle3Spec& spec) {
 SpeculativeConfig eagle_config(const fs::path& head, int k, const char* method = "eagle") {
   Result<SpeculativeConfig> c = parse_speculative_config(
       R"({"method": ")" + std::string(method) + R"(", "num_speculative_tokens": )" +
-      std::to_string(k) +
-      R"(, "model": ")" + head.string() + "\"}");
+      std::to_string(k) + R"(, "model": ")" + head.string() + "\"}");
   EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
   return c.ok() ? *c : SpeculativeConfig{};
 }
@@ -231,8 +230,7 @@ class EagleTest : public testing::Test {
   static std::vector<TestRequest> requests(int count, int max_tokens, bool mix_plain) {
     std::unique_ptr<Tokenizer> tok = Tokenizer::load(stories_dir()).value();
     const std::vector<std::string> texts = {
-        "Once upon a time",
-        "Lily and Ben went to the park. They saw a big",
+        "Once upon a time", "Lily and Ben went to the park. They saw a big",
         "The dog ran and ran and ran and ran and ran and ran and ran and ran and",
         "One day, a boy named Tim found a shiny rock in the garden. He wanted to show it to his "
         "mom, so he ran inside the house. His mom was",
@@ -251,7 +249,8 @@ class EagleTest : public testing::Test {
   }
 
   // The f32 reference's greedy continuation of each request (EOS id 2).
-  static std::vector<RefSample> reference(ReferenceModel& ref, const std::vector<TestRequest>& reqs) {
+  static std::vector<RefSample> reference(ReferenceModel& ref,
+                                          const std::vector<TestRequest>& reqs) {
     static const std::vector<int32_t> eos = {2};
     std::vector<RefSample> out;
     for (const TestRequest& r : reqs)
@@ -304,8 +303,8 @@ void EagleTest::random_head_keeps_greedy_outputs(const char* method) {
   for (int k : {1, 4}) {
     for (bool async : {true, false}) {
       for (bool tiny : {false, true}) {
-        const std::string what = "k=" + std::to_string(k) + (async ? " async" : " sync") +
-                                 (tiny ? " tiny pool" : "");
+        const std::string what =
+            "k=" + std::to_string(k) + (async ? " async" : " sync") + (tiny ? " tiny pool" : "");
         EngineSetup s{.model = stories_dir()};
         s.async_scheduling = async;
         if (tiny) {
@@ -364,7 +363,8 @@ void EagleTest::copying_head_is_accepted(const char* method) {
     const std::vector<std::vector<int32_t>> got = run(s, reqs, &m);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
-      check.expect_tokens(got[i], want[i], "head " + std::to_string(which) + " request " + std::to_string(i));
+      check.expect_tokens(got[i], want[i],
+                          "head " + std::to_string(which) + " request " + std::to_string(i));
     accepted[which] = m.spec_num_accepted_tokens;
   }
   EXPECT_GT(accepted[0], 0u);
@@ -440,8 +440,8 @@ void EagleTest::copying_head_drafts_last_token(const char* method) {
     o.speculative = eagle_config(head, 3, method);
     o.max_num_seqs = 8;
     o.max_num_batched_tokens = 256;
-    Result<std::unique_ptr<EagleProposer>> eagle = EagleProposer::create(
-        o, {"stories260K", nullptr, 512, 512, 1024, 64, target.get()});
+    Result<std::unique_ptr<EagleProposer>> eagle =
+        EagleProposer::create(o, {"stories260K", nullptr, 512, 512, 1024, 64, target.get()});
     ASSERT_TRUE(eagle.ok()) << eagle.error().message;
     SampleOutput out;
     ASSERT_TRUE(target->execute(step, &out).ok());
@@ -468,8 +468,8 @@ void EagleTest::copying_head_drafts_last_token(const char* method) {
       seqs.back().push_back(out.token_ids[s]);
     }
     for (size_t s = 0; s < seqs.size(); ++s)
-      inputs.push_back({static_cast<int64_t>(s), seqs[s],
-                        static_cast<int32_t>(prompts[s].size()), 3});
+      inputs.push_back(
+          {static_cast<int64_t>(s), seqs[s], static_cast<int32_t>(prompts[s].size()), 3});
     std::vector<std::vector<int32_t>> drafts;
     ASSERT_TRUE((*eagle)->propose(inputs, drafts).ok());
     ASSERT_EQ(drafts.size(), seqs.size());
@@ -639,8 +639,7 @@ TEST_F(EagleTest, Eagle3HeadForwardMatchesAHostReference) {
       if (err > max_err) max_err = err, max_i = i;
       const double tol =
           on_cuda() ? 0.05 + 0.03 * std::abs(want[c]) : 1e-3 + 1e-3 * std::abs(want[c]);
-      ASSERT_NEAR(logits[i * vd + c], want[c], tol)
-          << "row " << i << " draft id " << c;
+      ASSERT_NEAR(logits[i * vd + c], want[c], tol) << "row " << i << " draft id " << c;
     }
   }
   std::printf("eagle3 head forward: max |logit error| %.2e (row %lld)\n", max_err,
@@ -718,11 +717,33 @@ TEST_F(EagleTest, TargetAuxHiddenStatesMatchTheCpuOnTheTestDevice) {
   // Layers 4 and 0 (the embedding) differ: the rows are the named layers'.
   const size_t t0h = want[0].size() / 3;
   EXPECT_FALSE(std::equal(want[0].begin(), want[0].begin() + t0h, want[0].begin() + t0h));
+  // The device keeps the residual stream in bf16, so rows are compared by
+  // their relative L2 error (an element of a row can be off by several bf16
+  // steps of the row's scale); each layer's rows against another layer's
+  // rows are far apart, so a wrong layer or row fails.
+  const int64_t h = opened->config.hidden_size;
+  auto rel = [&](const std::vector<float>& g, size_t go, const std::vector<float>& w, size_t wo) {
+    double d = 0, n = 0;
+    for (int64_t c = 0; c < h; ++c) {
+      d += std::pow(g[go + c] - w[wo + c], 2.0);
+      n += std::pow(w[wo + c], 2.0);
+    }
+    return std::sqrt(d / std::max(n, 1e-30));
+  };
   for (size_t k = 0; k < want.size(); ++k) {
     ASSERT_EQ(got[k].size(), want[k].size());
-    for (size_t i = 0; i < want[k].size(); ++i)
-      ASSERT_NEAR(got[k][i], want[k][i], 0.05 + 0.03 * std::abs(want[k][i]))
-          << (k == 0 ? "prefill" : "decode") << " element " << i;
+    const size_t layer = want[k].size() / 3;
+    double worst = 0, closest_other = 1e9;
+    for (size_t j = 0; j < 3; ++j)
+      for (size_t r = 0; r < layer; r += h) {
+        worst = std::max(worst, rel(got[k], j * layer + r, want[k], j * layer + r));
+        closest_other =
+            std::min(closest_other, rel(got[k], j * layer + r, want[k], ((j + 1) % 3) * layer + r));
+      }
+    std::printf("[ %8s ] aux rows, %s: worst relative L2 error %.4f, closest other layer %.3f\n",
+                test_device().c_str(), k == 0 ? "prefill" : "decode", worst, closest_other);
+    EXPECT_LE(worst, 0.05) << (k == 0 ? "prefill" : "decode");
+    EXPECT_GT(closest_other, 0.2) << (k == 0 ? "prefill" : "decode");
   }
 }
 
