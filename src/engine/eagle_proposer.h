@@ -31,12 +31,18 @@
 // hidden state is the head's own output of row n - 3 + j (copied into the
 // pool at that row's slot; the target's later rows overwrite it).
 //
-// State per sequence: the tokens its computed rows read and how far the
-// target's hidden rows reach (rows are recomputed from where the tokens or
-// the target's hidden rows changed: rejected drafts, preemption). A
-// sequence whose hidden rows have a gap -- a prompt partly served from the
-// prefix cache (the target computed no hidden states there), or state
-// evicted when the pool was full -- is not drafted. Pool: the target's
+// State per sequence: the tokens its computed rows read and which of the
+// target's hidden rows the pool holds (rows are recomputed from where the
+// tokens or the target's hidden rows changed: rejected drafts, preemption).
+// It starts at the first position whose hidden row the head was handed
+// (kv_start): position 0 for a prompt computed in full; the first position
+// computed after a prefix-cache hit (the target computed no hidden states
+// before it); a fork's first decoded position (the n > 1 samples after the
+// shared prompt); the next forward's first position after the state was
+// evicted, or after a gap in the rows. The head's KV and pool hold positions
+// kv_start.. only (rows of its own block table from 0), RoPE at the absolute
+// positions, so its rows attend over that part of the sequence; drafting
+// starts once row len - 2 is at or after kv_start. Pool: the target's
 // capacity plus k + 1 tokens per --max-num-seqs; when full, the state of
 // the least recently drafted sequence that is not in the current call is
 // evicted (a sequence never evicts itself, also when its hidden rows grow it).
@@ -94,10 +100,15 @@ class EagleProposer final : public Proposer {
 
  private:
   struct SeqState {
-    // Rows [0, tokens.size() - 1) are computed; row i read tokens[i + 1]
-    // (empty: none computed).
+    // The first position the head has (the first target hidden row it was
+    // handed): its KV, pool rows and block table hold positions
+    // [kv_start, ...) at rows [0, ...) (DraftPiece::kv_start).
+    int32_t kv_start = 0;
+    // The sequence's tokens from position 0; rows [kv_start, tokens.size() - 1)
+    // are computed, row i read tokens[i + 1] (none when tokens.size() <= kv_start + 1).
     std::vector<int32_t> tokens;
-    int32_t hidden_end = 0;  // the pool holds the target's hidden rows of positions [0, hidden_end)
+    // The pool holds the target's hidden rows of positions [kv_start, hidden_end).
+    int32_t hidden_end = 0;
   };
 
   // draft_to_target: an EAGLE-3 head's d2t map (empty: EAGLE-1);
