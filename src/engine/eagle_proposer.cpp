@@ -190,6 +190,33 @@ void EagleProposer::copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq
   }
 }
 
+void EagleProposer::copy_pool_rows(int64_t from_seq, int64_t to_seq, int32_t n) {
+  const Tensor pool = runner_->hidden_pool();
+  const size_t row_bytes = static_cast<size_t>(pool.dim(1)) * dtype_size(pool.dtype);
+  const int32_t bs = kv_.block_size();
+  const std::span<const int32_t> src = kv_.manager().block_table(from_seq);
+  const std::span<const int32_t> dst = kv_.manager().block_table(to_seq);
+  for (size_t b = 0; static_cast<int32_t>(b) * bs < n; ++b) {
+    const int32_t rows = std::min(bs, n - static_cast<int32_t>(b) * bs);
+    runner_->backend().copy_device(static_cast<char*>(pool.data) + dst[b] * bs * row_bytes,
+                                   static_cast<const char*>(pool.data) + src[b] * bs * row_bytes,
+                                   rows * row_bytes);
+  }
+}
+
+void EagleProposer::on_fork(int64_t parent, int64_t child) {
+  const auto it = seqs_.find(parent);
+  if (it == seqs_.end() || seqs_.contains(child)) return;
+  const SeqState from{.kv_start = it->second.kv_start,
+                      .tokens = {},  // no head row computed
+                      .hidden_end = it->second.hidden_end};
+  const int32_t n = from.hidden_end - from.kv_start;
+  kv_.mark_drafted(parent);  // not evicted by the child's reserve
+  if (n < 1 || !kv_.reserve(child, n)) return;
+  seqs_.emplace(child, from);
+  copy_pool_rows(parent, child, n);
+}
+
 void EagleProposer::apply_fc(std::span<const Tensor> aux) {
   Backend& be = runner_->backend();
   const ModelWeights& w = runner_->weights();
@@ -226,8 +253,8 @@ void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Te
     it = seqs_.end();
   }
   if (it == seqs_.end()) {
-    // The first rows seen (a prefix-cache hit, a fork of n > 1, a state
-    // evicted before): the head's state starts at them.
+    // The first rows seen (a prefix-cache hit, a state evicted before, a
+    // fork without its parent's): the head's state starts at them.
     it = seqs_.emplace(seq_id, SeqState{.kv_start = first_pos, .tokens = {}, .hidden_end = first_pos})
              .first;
   }
