@@ -1,11 +1,12 @@
 // EagleProposer drafting sequences whose head state starts after position 0
-// (SeqState::kv_start > 0): a prompt partly served from the prefix cache,
-// a state evicted from a full head pool; and forks (n = 2 samples), which
+// (SeqState::kv_start > 0): a prompt partly served from the prefix cache, a
+// state evicted from a full head pool; and forks (n = 2 samples), which
 // start from their parent's rows. On the CPU proposer fed a stories260K
 // target's rows by hand: such a sequence is drafted (the copying head's
 // drafts are the target's token) exactly as the same rows handed from
 // position 0 would be (a random head: its attention over the part it has),
-// an evicted state drafts again from its next rows, a fork drafts at once. Through the engine (PAGODA_TEST_DEVICE): a second request sharing a
+// an evicted state drafts again from its next rows, a fork drafts at once.
+// Through the engine (PAGODA_TEST_DEVICE): a second request sharing a
 // 48-token prefix with a first is drafted and accepted, both samples of
 // n = 2 are drafted, and the outputs stay the target's.
 #include <gtest/gtest.h>
@@ -225,8 +226,8 @@ TEST_P(EaglePrefixTest, EvictedStateDraftsAgainFromItsNextRows) {
   const std::vector<int32_t> seq0 = target.sequence(0), seq1 = target.sequence(1);
   const std::vector<int32_t> copy0(3, seq0.back());
   EXPECT_EQ(propose(*eagle, {seq0, seq1}, {0, 1})[0], copy0);
-  (void)propose(*eagle, {}, {});  // a call without them: both evictable
-  target.hand(*eagle, 1, 0, 2, 0);  // sequence 2: prompt 1 again
+  (void)propose(*eagle, {}, {});         // a call without them: both evictable
+  target.hand(*eagle, 1, 0, 2, 0);       // sequence 2: prompt 1 again
   EXPECT_EQ(eagle->num_evictions(), 1);  // sequence 0: among the oldest, the lowest id
   EXPECT_EQ(eagle->num_seqs(), 2);
   EXPECT_TRUE(propose(*eagle, {seq0}, {0})[0].empty());
@@ -303,8 +304,8 @@ TEST_P(EaglePrefixEngineTest, PrefixCacheHitIsDraftedAndAccepted) {
   make_any_head(head.path(), method(), /*copy=*/true);
   std::vector<TestRequest> first, second;
   for (int32_t t : kRepeatingTokens) {
-    TestRequest r{.id = "a" + std::to_string(t), .prompt = repeated(t, 49),
-                  .params = greedy_params(40)};
+    TestRequest r{
+        .id = "a" + std::to_string(t), .prompt = repeated(t, 49), .params = greedy_params(40)};
     first.push_back(r);
     r.id = "b" + std::to_string(t);
     second.push_back(r);
@@ -389,7 +390,9 @@ TEST_P(EaglePrefixEngineTest, BothSamplesOfNTwoAreDrafted) {
   const Run plain = run(requests(2), false);
   // Two engines' f32 runs agree exactly; on cuda a verification row may
   // round unlike a decode row (bf16), so a near-tie may go another way.
-  if (!on_cuda()) EXPECT_EQ(two.tokens, plain.tokens);
+  if (!on_cuda()) {
+    EXPECT_EQ(two.tokens, plain.tokens);
+  }
   EXPECT_EQ(plain.metrics.spec_num_draft_tokens, 0u);
   EXPECT_GT(one.metrics.spec_num_draft_tokens, 0u);
   EXPECT_GT(2 * two.metrics.spec_num_draft_tokens, 3 * one.metrics.spec_num_draft_tokens);

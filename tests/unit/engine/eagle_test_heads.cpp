@@ -105,7 +105,6 @@ std::vector<float> target_tensor(const std::string& name) {
   return std::vector<float>(p, p + t->numel());
 }
 
-
 void make_eagle3_head(const fs::path& dir, const Eagle3Spec& spec) {
   std::ifstream in(fs::path(stories_dir()) / "config.json");
   nlohmann::json config = nlohmann::json::parse(in);
