@@ -6,7 +6,8 @@
 // T tokens, S sequences, R logits rows. Contract (checked by
 // ModelRunner::launch): sequence s owns batch rows [query_start_loc[s],
 // query_start_loc[s+1]) (at least one), row j of it sits at position
-// seq_lens[s] - q_len + j, and its slot is
+// pos = seq_lens[s] - q_len + j of its KV (plus position_offsets[s] for
+// RoPE, where given), and its slot is
 //   block_tables[s * max_blocks_per_seq + pos / block_size] * block_size + pos % block_size.
 #pragma once
 
@@ -50,6 +51,10 @@ struct StepBatch {
   // any of its lm_head chunks).
   std::vector<int32_t> pending_rows;
   std::vector<int32_t> pending_sources;
+  // [S] or empty (all 0): sequence s's KV holds its positions from
+  // position_offsets[s] on, so positions[t] = its KV position + that (a
+  // speculative draft's KV starting mid-sequence: engine/draft_batcher.h).
+  std::vector<int32_t> position_offsets;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   // An empty batch; the vectors keep their capacity (reused step to step).
@@ -72,6 +77,7 @@ struct StepBatch {
     sliding_copy_dst.clear();
     pending_rows.clear();
     pending_sources.clear();
+    position_offsets.clear();
   }
 };
 

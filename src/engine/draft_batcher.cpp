@@ -21,7 +21,7 @@ Status DraftBatcher::draft(std::span<const DraftPiece> first, std::span<const in
       const std::vector<int32_t>& d = drafts[p.draft_index];
       if (std::ssize(d) >= num_drafts[p.draft_index]) continue;
       cb.feed(p.seq_id, d.back());
-      next_.push_back({p.seq_id, p.end, p.end + 1, p.draft_index});
+      next_.push_back({p.seq_id, p.end, p.end + 1, p.draft_index, p.kv_start});
     }
     if (next_.empty()) break;
     pieces_.swap(next_);
@@ -58,12 +58,14 @@ Status DraftBatcher::run(std::span<const DraftPiece> pieces, const KvManager& kv
       const int32_t from = piece.begin + done;
       const int32_t n = std::min(piece.end - from, max_tokens - step_.num_tokens());
       for (int32_t pos = from; pos < from + n; ++pos) {
+        const int32_t kv_row = pos - piece.kv_start;
         step_.token_ids.push_back(cb.token_at(piece.seq_id, pos));
         step_.positions.push_back(pos);
-        step_.slot_mapping.push_back(table[static_cast<size_t>(pos / bs)] * bs + pos % bs);
+        step_.slot_mapping.push_back(table[static_cast<size_t>(kv_row / bs)] * bs + kv_row % bs);
       }
       step_.query_start_loc.push_back(step_.num_tokens());
-      step_.seq_lens.push_back(from + n);
+      step_.seq_lens.push_back(from + n - piece.kv_start);
+      step_.position_offsets.push_back(piece.kv_start);
       step_seqs.push_back(piece.seq_id);
       step_.max_blocks_per_seq =
           std::max(step_.max_blocks_per_seq, static_cast<int32_t>(table.size()));

@@ -19,14 +19,19 @@
 
 namespace pagoda {
 
-// Rows (KV positions) [begin, end) of sequence seq_id, begin < end; the
-// logits of row end - 1 give a greedy token. draft_index is the owner's tag
-// for that token (the proposer's input index).
+// Rows (positions) [begin, end) of sequence seq_id, kv_start <= begin < end;
+// the logits of row end - 1 give a greedy token. draft_index is the owner's
+// tag for that token (the proposer's input index). seq_id's KV holds
+// positions kv_start.. only: position p is row p - kv_start of its block
+// table (slot and attention length), while RoPE sees p itself (scores depend
+// on position differences only, so the rows attend as they would at
+// kv_start 0 over the part of the sequence that is there).
 struct DraftPiece {
   int64_t seq_id = 0;
   int32_t begin = 0;
   int32_t end = 0;
   size_t draft_index = 0;
+  int32_t kv_start = 0;
 };
 
 // What the batcher needs of the proposer's per-sequence state.

@@ -177,6 +177,7 @@ void EagleProposer::copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq
   const size_t row_bytes = static_cast<size_t>(pool.dim(1)) * dtype_size(pool.dtype);
   const int32_t bs = kv_.block_size();
   const std::span<const int32_t> table = kv_.manager().block_table(seq_id);
+  pos -= seqs_.at(seq_id).kv_start;  // the table's row
   while (n > 0) {
     const int32_t run = std::min(n, bs - pos % bs);
     const int64_t slot = static_cast<int64_t>(table[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
@@ -187,6 +188,33 @@ void EagleProposer::copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq
     src_row += run;
     n -= run;
   }
+}
+
+void EagleProposer::copy_pool_rows(int64_t from_seq, int64_t to_seq, int32_t n) {
+  const Tensor pool = runner_->hidden_pool();
+  const size_t row_bytes = static_cast<size_t>(pool.dim(1)) * dtype_size(pool.dtype);
+  const int32_t bs = kv_.block_size();
+  const std::span<const int32_t> src = kv_.manager().block_table(from_seq);
+  const std::span<const int32_t> dst = kv_.manager().block_table(to_seq);
+  for (size_t b = 0; static_cast<int32_t>(b) * bs < n; ++b) {
+    const int32_t rows = std::min(bs, n - static_cast<int32_t>(b) * bs);
+    runner_->backend().copy_device(static_cast<char*>(pool.data) + dst[b] * bs * row_bytes,
+                                   static_cast<const char*>(pool.data) + src[b] * bs * row_bytes,
+                                   rows * row_bytes);
+  }
+}
+
+void EagleProposer::on_fork(int64_t parent, int64_t child) {
+  const auto it = seqs_.find(parent);
+  if (it == seqs_.end() || seqs_.contains(child)) return;
+  const SeqState from{.kv_start = it->second.kv_start,
+                      .tokens = {},  // no head row computed
+                      .hidden_end = it->second.hidden_end};
+  const int32_t n = from.hidden_end - from.kv_start;
+  kv_.mark_drafted(parent);  // not evicted by the child's reserve
+  if (n < 1 || !kv_.reserve(child, n)) return;
+  seqs_.emplace(child, from);
+  copy_pool_rows(parent, child, n);
 }
 
 void EagleProposer::apply_fc(std::span<const Tensor> aux) {
@@ -219,13 +247,20 @@ void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Te
     return;
   }
   auto it = seqs_.find(seq_id);
+  if (it != seqs_.end() &&
+      (first_pos > it->second.hidden_end || first_pos < it->second.kv_start)) {
+    drop(seq_id);  // a gap after the rows it has, or rows before them: start again here
+    it = seqs_.end();
+  }
   if (it == seqs_.end()) {
-    if (first_pos != 0) return;  // the rows before it were never seen: no drafts
-    it = seqs_.emplace(seq_id, SeqState{}).first;
+    // The first rows seen (a prefix-cache hit, a state evicted before, a
+    // fork without its parent's): the head's state starts at them.
+    it = seqs_.emplace(seq_id, SeqState{.kv_start = first_pos, .tokens = {}, .hidden_end = first_pos})
+             .first;
   }
   SeqState& s = it->second;
-  if (first_pos > s.hidden_end || first_pos + n > runner_->max_model_len() ||
-      !kv_.reserve(seq_id, first_pos + n)) {
+  if (first_pos + n > runner_->max_model_len() ||
+      !kv_.reserve(seq_id, first_pos + n - s.kv_start)) {
     drop(seq_id);
     return;
   }
@@ -257,20 +292,22 @@ Status EagleProposer::propose(std::span<const DraftInput> inputs,
     // Rows len - 2 + j for drafts j + 1 (j < k) and the pool row after the
     // last: positions up to len - 1 + k - 1.
     const int32_t k = static_cast<int32_t>(std::min<int64_t>(in.max_draft, max_len - len + 1));
-    if (k < 1 || s.hidden_end < len - 1) continue;
+    // Row len - 2 needs the target's hidden rows up to it and is one of the head's.
+    if (k < 1 || s.hidden_end < len - 1 || len - 2 < s.kv_start) continue;
     kv_.mark_drafted(in.seq_id);
-    if (!kv_.reserve(in.seq_id, std::max(len + k - 1, s.hidden_end))) {
+    if (!kv_.reserve(in.seq_id, std::max(len + k - 1, s.hidden_end) - s.kv_start)) {
       drop(in.seq_id);
       continue;
     }
     const size_t same = static_cast<size_t>(
         std::mismatch(s.tokens.begin(), s.tokens.end(), in.tokens.begin(), in.tokens.end()).first -
         s.tokens.begin());
-    // Row len - 2 gives draft 1: recomputed when already there.
-    const int32_t begin =
-        std::min(same == 0 ? 0 : static_cast<int32_t>(same) - 1, len - 2);
+    // Row len - 2 gives draft 1: recomputed when already there. The rows
+    // before kv_start are not the head's.
+    const int32_t begin = std::max(
+        s.kv_start, std::min(same == 0 ? 0 : static_cast<int32_t>(same) - 1, len - 2));
     s.tokens.assign(in.tokens.begin(), in.tokens.end());
-    pieces.push_back({in.seq_id, begin, len - 1, i});
+    pieces.push_back({in.seq_id, begin, len - 1, i, s.kv_start});
     num_drafts[i] = k;
   }
   // Draft 1 from row len - 2, then draft j + 1 from row len - 2 + j.

@@ -31,12 +31,19 @@
 // hidden state is the head's own output of row n - 3 + j (copied into the
 // pool at that row's slot; the target's later rows overwrite it).
 //
-// State per sequence: the tokens its computed rows read and how far the
-// target's hidden rows reach (rows are recomputed from where the tokens or
-// the target's hidden rows changed: rejected drafts, preemption). A
-// sequence whose hidden rows have a gap -- a prompt partly served from the
-// prefix cache (the target computed no hidden states there), or state
-// evicted when the pool was full -- is not drafted. Pool: the target's
+// State per sequence: the tokens its computed rows read and which of the
+// target's hidden rows the pool holds (rows are recomputed from where the
+// tokens or the target's hidden rows changed: rejected drafts, preemption).
+// It starts at the first position whose hidden row the head was handed
+// (kv_start): position 0 for a prompt computed in full; the first position
+// computed after a prefix-cache hit (the target computed no hidden states
+// before it); the next forward's first position after the state was
+// evicted, or after a gap in the rows (or for a fork whose parent had none). The head's KV and pool hold positions
+// kv_start.. only (rows of its own block table from 0), RoPE at the absolute
+// positions, so its rows attend over that part of the sequence; drafting
+// starts once row len - 2 is at or after kv_start. A fork (on_fork) starts
+// from its parent's hidden rows instead: the samples of n > 1 draft from
+// their first decode step over the whole prompt. Pool: the target's
 // capacity plus k + 1 tokens per --max-num-seqs; when full, the state of
 // the least recently drafted sequence that is not in the current call is
 // evicted (a sequence never evicts itself, also when its hidden rows grow it).
@@ -87,6 +94,10 @@ class EagleProposer final : public Proposer {
                  std::vector<std::vector<int32_t>>& drafts) override;
   void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
                        int32_t num_prompt_tokens) override;
+  // child's state starts as parent's target hidden rows (copied in the pool
+  // on the device) with no head row computed: its first propose() computes
+  // them (the head's KV is not copied).
+  void on_fork(int64_t parent, int64_t child) override;
 
   // Sequences with state, and states evicted so far (tests, logs).
   int32_t num_seqs() const { return static_cast<int32_t>(seqs_.size()); }
@@ -94,10 +105,15 @@ class EagleProposer final : public Proposer {
 
  private:
   struct SeqState {
-    // Rows [0, tokens.size() - 1) are computed; row i read tokens[i + 1]
-    // (empty: none computed).
+    // The first position the head has (the first target hidden row it was
+    // handed): its KV, pool rows and block table hold positions
+    // [kv_start, ...) at rows [0, ...) (DraftPiece::kv_start).
+    int32_t kv_start = 0;
+    // The sequence's tokens from position 0; rows [kv_start, tokens.size() - 1)
+    // are computed, row i read tokens[i + 1] (none when tokens.size() <= kv_start + 1).
     std::vector<int32_t> tokens;
-    int32_t hidden_end = 0;  // the pool holds the target's hidden rows of positions [0, hidden_end)
+    // The pool holds the target's hidden rows of positions [kv_start, hidden_end).
+    int32_t hidden_end = 0;
   };
 
   // draft_to_target: an EAGLE-3 head's d2t map (empty: EAGLE-1);
@@ -115,6 +131,8 @@ class EagleProposer final : public Proposer {
   // Copies n rows of src starting at src_row to seq_id's pool slots of
   // positions [pos, pos + n) (the table must cover them).
   void copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq_id, int32_t pos, int32_t n);
+  // Copies the pool rows [0, n) of from_seq's table to to_seq's (both must cover them).
+  void copy_pool_rows(int64_t from_seq, int64_t to_seq, int32_t n);
 
   std::unique_ptr<ModelRunner> runner_;
   DraftKv kv_;  // evicting a sequence erases its seqs_ entry

@@ -498,6 +498,9 @@ void LlmEngine::start_samples(RequestState& req, SeqId seq0, const std::vector<S
     return;
   }
   req.branched = true;
+  if (parts_.proposer && req.speculates) {
+    for (size_t k = 1; k < ids->size(); ++k) parts_.proposer->on_fork(seq0, (*ids)[k]);
+  }
   const TokenConstraint* start = req.samples.at((*ids)[0])->constraint.get();
   for (size_t k = 1; k < ids->size(); ++k) {
     auto sample = std::make_unique<SampleState>(static_cast<int>(k), *parts_.tokenizer, req.params,

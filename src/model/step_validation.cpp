@@ -58,14 +58,21 @@ Status check_sequences(const StepBatch& s, const StepLimits& l) {
   PAGODA_RETURN_IF_ERROR(check_size("block_tables", s.block_tables.size(), num_seqs * width));
   if (s.query_start_loc[0] != 0 || s.query_start_loc.back() != num_tokens)
     return bad("query_start_loc must run from 0 to the number of tokens " + str(num_tokens));
+  if (!s.position_offsets.empty())
+    PAGODA_RETURN_IF_ERROR(check_size("position_offsets", s.position_offsets.size(), num_seqs));
   for (int64_t q = 0; q < num_seqs; ++q) {
     const int64_t begin = s.query_start_loc[q], q_len = s.query_start_loc[q + 1] - begin,
                   len = s.seq_lens[q];
+    const int64_t offset = s.position_offsets.empty() ? 0 : s.position_offsets[q];
     if (q_len < 1)
       return bad("sequence " + str(q) + " has " + str(q_len) + " new tokens (needs at least 1)");
     if (len < q_len || len > l.max_model_len)
       return bad("seq_lens[" + str(q) + "] = " + str(len) + " not in [" + str(q_len) +
                  ", max_model_len " + str(l.max_model_len) + "]");
+    if (offset < 0 || len + offset > l.max_model_len)
+      return bad("position_offsets[" + str(q) + "] = " + str(offset) +
+                 " not in [0, max_model_len " + str(l.max_model_len) + " - seq_lens " + str(len) +
+                 "]");
     const int64_t num_blocks = (len + l.block_size - 1) / l.block_size;
     if (num_blocks > width)
       return bad("sequence " + str(q) + " needs " + str(num_blocks) + " blocks, table width is " +
@@ -77,8 +84,9 @@ Status check_sequences(const StepBatch& s, const StepLimits& l) {
                    " not in [0, " + str(l.num_kv_blocks) + ")");
     for (int64_t j = 0; j < q_len; ++j) {
       const int64_t t = begin + j, pos = len - q_len + j;
-      if (s.positions[t] != pos)
-        return bad("positions[" + str(t) + "] = " + str(s.positions[t]) + ", expected " + str(pos));
+      if (s.positions[t] != pos + offset)
+        return bad("positions[" + str(t) + "] = " + str(s.positions[t]) + ", expected " +
+                   str(pos + offset));
       const int64_t slot =
           static_cast<int64_t>(table[pos / l.block_size]) * l.block_size + pos % l.block_size;
       if (s.slot_mapping[t] != slot)

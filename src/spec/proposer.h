@@ -7,8 +7,9 @@
 // depend on the proposer: only how many tokens one step yields does.
 //
 // All calls come from the engine thread, in this order for a sequence:
-// propose (any number of steps), on_verified after each step it was drafted
-// in, then on_sequence_end once. A sequence id is never reused.
+// on_fork if it is a fork, propose (any number of steps), on_verified after
+// each step it was drafted in, then on_sequence_end once. A sequence id is
+// never reused.
 #pragma once
 
 #include <cstdint>
@@ -80,6 +81,11 @@ class Proposer {
   virtual void on_verified(int64_t seq_id, int32_t num_drafted, int32_t num_accepted) {
     (void)seq_id, (void)num_drafted, (void)num_accepted;
   }
+  // child was just forked from parent (the samples 1.. of an n > 1 request,
+  // right after their shared prompt's prefill): it holds parent's tokens
+  // and KV, then its own sampled token; called before any step computes
+  // child. A proposer may start child's state from parent's.
+  virtual void on_fork(int64_t parent, int64_t child) { (void)parent, (void)child; }
   // The sequence ended (finished, aborted or dropped) with these tokens
   // (prompt, then outputs); per-sequence state is dropped.
   virtual void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,

@@ -245,3 +245,62 @@ def test_an_eagle3_head_drafts_and_bad_ones_are_refused(tmp_path, running):
     save_file(tensors, str(head / "model.safetensors"))
     out = refusal(head)
     assert "d2t[7] = 10000" in out, out
+
+
+def counter(url, name):
+    """The value of counter `name` (pagoda:..., exported as name_total) on /metrics."""
+    text = requests.get(url + "/metrics", timeout=30).text
+    m = re.search(r'^' + re.escape(name) + r'_total(?:\{[^}]*\})? (\S+)$', text, re.M)
+    assert m, text
+    return float(m.group(1))
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="compares two engines' f32 runs")
+@pytest.mark.parametrize("method", ["eagle", "eagle3"])
+def test_eagle_drafts_after_a_prefix_cache_hit_and_for_n_2(tmp_path, running, method):
+    """Chat requests sharing a long opening (two copies of STORY): the second
+    hits the prefix cache for it, and is drafted all the same (the head's
+    state starts where the target's hidden rows do); a seeded n = 2 request
+    is drafted too. Every answer is the plain server's."""
+    import pathlib
+    import subprocess
+    import sys
+    tool = pathlib.Path(__file__).resolve().parents[3] / "tools" / "make_random_eagle_head.py"
+    head = tmp_path / "head"
+    extra = ["--eagle3", "--draft-vocab", "100", "--aux-layers", "0,2,4"] if method == "eagle3" else []
+    subprocess.run([sys.executable, str(tool), "--target", str(MODEL_DIR), "--out", str(head)] + extra,
+                   check=True)
+    config = json.dumps({"method": method, "model": str(head), "num_speculative_tokens": 3})
+    plain = running().ready_url()
+    spec = running("--speculative-config", config).ready_url()
+
+    def chat(url, question):
+        messages = [{"role": "user", "content": STORY + STORY + question}]
+        r = requests.post(url + "/v1/chat/completions",
+                          json={"messages": messages, "max_tokens": 24, "temperature": 0}, timeout=120)
+        assert r.status_code == 200, r.text
+        return r.json()["choices"][0]["message"]["content"]
+
+    def drafted_and_hits():
+        return (counter(spec, "pagoda:spec_decode_num_draft_tokens"),
+                counter(spec, "pagoda:prefix_cache_hits"))
+
+    questions = ["Tell me about Lily.", "What did the ball do?"]
+    got = [chat(spec, questions[0])]
+    drafted0, hits0 = drafted_and_hits()
+    got.append(chat(spec, questions[1]))
+    drafted1, hits1 = drafted_and_hits()
+    assert hits1 - hits0 >= 64, (hits0, hits1)  # the shared opening: 4+ blocks of 16
+    assert drafted1 > drafted0, (drafted0, drafted1)
+    assert got == [chat(plain, q) for q in questions]
+
+    body = {"prompt": PROMPT, "max_tokens": 24, "temperature": 0.8, "seed": 5, "n": 2}
+
+    def texts(url):
+        r = requests.post(url + "/v1/completions", json=body, timeout=120)
+        assert r.status_code == 200, r.text
+        return sorted((c["index"], c["text"]) for c in r.json()["choices"])
+
+    drafted2, _ = drafted_and_hits()
+    assert texts(spec) == texts(plain)
+    assert counter(spec, "pagoda:spec_decode_num_draft_tokens") > drafted2

@@ -598,6 +598,19 @@ TEST(StepValidation, CatchesEveryMalformedField) {
   s.seq_lens[1] = 13;
   expect_error(s, "seq_lens[1] = 13");
   s = ok;
+  s.position_offsets = {2, 0};  // sequence 0's KV holds its positions from 2 on
+  for (size_t t = 0; t < 3; ++t) s.positions[t] += 2;
+  EXPECT_TRUE(validate_step(s, l, true).ok()) << validate_step(s, l, true).error().message;
+  s.positions[1] -= 2;
+  expect_error(s, "positions[1] = 1, expected 3");
+  s = ok;
+  s.position_offsets = {0};
+  expect_error(s, "position_offsets has 1 entries, expected 2");
+  s = ok;
+  s.position_offsets = {0, 7};  // position 12 of max_model_len 12
+  s.positions[3] += 7;
+  expect_error(s, "position_offsets[1] = 7");
+  s = ok;
   s.token_ids[1] = 60;  // vocab 50
   expect_error(s, "token_ids[1] = 60");
   {  // input_vocab_size (an EAGLE-3 head): token ids to 100, sampling still over 50
