@@ -420,7 +420,8 @@ Status write_json(const std::string& path, const nlohmann::json& j) {
 // quantization blocks (a GGUF file's, an AWQ / GPTQ checkpoint's, unless
 // --gguf-dequantize) count their block bytes per parameter as the files
 // store them (stored_weight_bytes.h: a fused product the loader dequantizes
-// because its parts' formats differ is still counted in blocks).
+// because its parts' formats differ is still counted in blocks); with
+// --load-format dummy, the dummy AWQ / GPTQ source's group blocks.
 Status measure_ceiling(InprocFlags& f, const pagoda::ModelLocation& location,
                        const pagoda::ModelConfig& config, pagoda::bench::LatencyReportInputs& in) {
   PAGODA_ASSIGN_OR_RETURN(auto backend, pagoda::create_backend(f.engine.device, config));
@@ -432,9 +433,11 @@ Status measure_ceiling(InprocFlags& f, const pagoda::ModelLocation& location,
   const auto all = static_cast<double>(cost.decode_weight_params);
   if (config.quantization.fp8() || f.engine.quantization == "fp8") {
     if (all > 0) in.bytes_per_weight = (matmul + (all - matmul) * elem) / all;
-  } else if (f.engine.load_format == "auto" && !f.engine.gguf_dequantize && all > 0) {
-    PAGODA_ASSIGN_OR_RETURN(pagoda::OpenedModel opened, pagoda::open_model(location));
-    if (const auto stored = pagoda::bench::stored_weight_bytes(opened.weights->tensors(), elem))
+  } else if (!f.engine.gguf_dequantize && all > 0) {
+    PAGODA_ASSIGN_OR_RETURN(
+        const auto stored,
+        pagoda::bench::stored_weight_bytes_of(location, f.engine.load_format, elem));
+    if (stored)
       in.bytes_per_weight =
           (matmul * stored->matmul + head * stored->head + (all - matmul - head) * elem) / all;
   }

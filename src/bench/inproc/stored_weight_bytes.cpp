@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "engine/load_format.h"
 
 namespace pagoda::bench {
 namespace {
@@ -40,6 +41,13 @@ std::optional<StoredWeightBytes> stored_weight_bytes(const std::vector<TensorInf
   const Sum& lm_head = has_head ? head : embed;
   if (!matmul.blocks && !lm_head.blocks) return std::nullopt;
   return StoredWeightBytes{matmul.per_param(elem), lm_head.per_param(elem)};
+}
+
+Result<std::optional<StoredWeightBytes>> stored_weight_bytes_of(const ModelLocation& location,
+                                                                const std::string& load_format,
+                                                                double elem) {
+  PAGODA_ASSIGN_OR_RETURN(OpenedModel opened, open_model_as(location, load_format));
+  return stored_weight_bytes(opened.weights->tensors(), elem);
 }
 
 }  // namespace pagoda::bench

@@ -6,6 +6,10 @@
 #include <optional>
 #include <vector>
 
+#include <string>
+
+#include "core/result.h"
+#include "io/model_location.h"
 #include "io/weight_source.h"
 
 namespace pagoda::bench {
@@ -24,5 +28,14 @@ struct StoredWeightBytes {
 // has blocks (nothing is kept quantized).
 std::optional<StoredWeightBytes> stored_weight_bytes(const std::vector<TensorInfo>& tensors,
                                                      double elem);
+
+// stored_weight_bytes of the tensors of the model at `location` as
+// `load_format` opens it (engine/load_format.h's open_model_as): "auto" its
+// files', "dummy" the dummy source's, whose AWQ / GPTQ linear weights are
+// random group-format blocks of the checkpoint's formats (a dummy GGUF model
+// is dense: nullopt). Errors: open_model_as's.
+Result<std::optional<StoredWeightBytes>> stored_weight_bytes_of(const ModelLocation& location,
+                                                                const std::string& load_format,
+                                                                double elem);
 
 }  // namespace pagoda::bench

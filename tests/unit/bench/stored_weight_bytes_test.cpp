@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/scratch_dir.h"
+
 namespace pagoda::bench {
 namespace {
 
@@ -55,6 +61,34 @@ TEST(StoredWeightBytes, AnEmbeddingInBlocksBesideABf16HeadIsNotQuantized) {
       info("model.layers.0.mlp.down_proj.weight", {256, 512}),
       info("lm_head.weight", {512, 256})};
   EXPECT_FALSE(stored_weight_bytes(t, 2.0).has_value());
+}
+
+// --load-format dummy of an AWQ checkpoint (tiny_llama_linear's config with
+// a 4-bit group-32 quantization_config, no weight files): its *_proj
+// weights are w4g32 blocks (4 + 16 bytes per 32), the lm_head stays dense;
+// the same folder opened as "auto" has only dense tensors.
+TEST(StoredWeightBytes, DummyAwqModelCountsItsGroupBlocks) {
+  namespace fs = std::filesystem;
+  const fs::path tiny = fs::path(PAGODA_TEST_DATA) / "models" / "tiny_llama_linear";
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(tiny / "config.json"));
+  config["quantization_config"] = {
+      {"quant_method", "awq"}, {"bits", 4}, {"group_size", 32}, {"zero_point", true}};
+  test::ScratchDir dir;
+  std::ofstream(dir.path() / "config.json") << config.dump();
+  const ModelLocation awq{ModelFormat::kHuggingFace, dir.path().string(), "tiny-awq"};
+  const auto dummy = stored_weight_bytes_of(awq, "dummy", 2.0);
+  ASSERT_TRUE(dummy.ok()) << dummy.error().message;
+  ASSERT_TRUE(dummy->has_value());
+  EXPECT_DOUBLE_EQ((*dummy)->matmul, 20.0 / 32);
+  EXPECT_DOUBLE_EQ((*dummy)->head, 2.0);
+
+  const ModelLocation dense{ModelFormat::kHuggingFace, tiny.string(), "tiny"};
+  const auto own = stored_weight_bytes_of(dense, "auto", 2.0);
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_FALSE(own->has_value());
+  const auto dense_dummy = stored_weight_bytes_of(dense, "dummy", 2.0);
+  ASSERT_TRUE(dense_dummy.ok()) << dense_dummy.error().message;
+  EXPECT_FALSE(dense_dummy->has_value());
 }
 
 }  // namespace
