@@ -81,6 +81,28 @@ def test_bench_latency_takes_dummy(tmp_path):
     assert "dummy weights" in out.stderr
 
 
+def test_bench_latency_counts_a_dummy_awq_models_group_blocks(tmp_path):
+    # The speed of light of a dummy AWQ model (4-bit, group 32: 20 bytes per 32 weights) counts its
+    # layers' matmul weights in blocks, not in the compute dtype (f32 on the CPU): 2 layers of
+    # q 64x64, k / v 32x64, o 64x64, gate / up 96x64, down 64x96 = 61440 weights, each 4 - 0.625
+    # bytes fewer than the dense dummy model's.
+    dense = config_only(tmp_path / "dense", "tiny", *TINY)
+    awq = config_only(tmp_path / "awq", "tiny", *TINY)
+    config = json.loads((awq / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True,
+                                     "version": "GEMM"}
+    (awq / "config.json").write_text(json.dumps(config))
+    step_bytes = {}
+    for name, model in (("dense", dense), ("awq", awq)):
+        result = tmp_path / f"{name}.json"
+        out = run("bench", "latency", model, *ENGINE, "--load-format", "dummy", "--input-len", "8",
+                  "--output-len", "2", "--num-iters", "1", "--warmup", "0", "--ceiling-gbps", "100",
+                  "--result-json", result)
+        assert out.returncode == 0, out.stderr
+        step_bytes[name] = json.loads(result.read_text())["decode_weight_bytes"]
+    assert step_bytes["dense"] - step_bytes["awq"] == pytest.approx(61440 * (4 - 0.625))
+
+
 @pytest.mark.parametrize("command", [["serve"], ["generate"], ["bench", "latency"], ["bench", "throughput"]],
                          ids=" ".join)
 def test_every_loading_command_has_the_flag(command):
