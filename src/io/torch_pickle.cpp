@@ -65,6 +65,13 @@ class PickleMachine {
  public:
   PickleMachine(const uint8_t* data, size_t size, std::string name)
       : p_(data), size_(size), name_(std::move(name)) {}
+  // A pickle may put a dict inside itself (through the memo): emptying every
+  // dict breaks such cycles so that all values are freed.
+  ~PickleMachine() {
+    for (const Ref& d : dicts_) d->dict.clear();
+  }
+  PickleMachine(const PickleMachine&) = delete;
+  PickleMachine& operator=(const PickleMachine&) = delete;
 
   Result<Ref> run() {
     while (true) {
@@ -85,7 +92,7 @@ class PickleMachine {
       case 0x80: return skip(1);                                  // PROTO
       case 0x95: return skip(8);                                  // FRAME
       case '(': marks_.push_back(stack_.size()); return Status::Ok();  // MARK
-      case '}': return push(make(Value::Kind::kDict));            // EMPTY_DICT
+      case '}': return push(new_dict());                          // EMPTY_DICT
       case ')': return push(make(Value::Kind::kTuple));           // EMPTY_TUPLE
       case 'N': return push(make(Value::Kind::kNone));            // NONE
       case 0x88: return push_bool(true);                          // NEWTRUE
@@ -141,6 +148,10 @@ class PickleMachine {
     return v;
   }
 
+  Ref new_dict() {
+    dicts_.push_back(make(Value::Kind::kDict));
+    return dicts_.back();
+  }
   Status push(Ref v) {
     stack_.push_back(std::move(v));
     return Status::Ok();
@@ -279,7 +290,7 @@ class PickleMachine {
     switch (fn->global) {
       case GlobalKind::kOrderedDict:
         if (!args->items.empty()) return corrupt("OrderedDict called with arguments");
-        return push(make(Value::Kind::kDict));
+        return push(new_dict());
       case GlobalKind::kRebuildTensor: return rebuild_tensor(args->items);
       case GlobalKind::kRebuildParameter:
         if (args->items.empty() || args->items[0]->kind != Value::Kind::kTensor)
@@ -368,6 +379,7 @@ class PickleMachine {
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;  // stack sizes at each open MARK
   std::map<uint64_t, Ref> memo_;
+  std::vector<Ref> dicts_;  // every dict made, emptied at the end
 };
 
 }  // namespace
