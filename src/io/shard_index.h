@@ -13,7 +13,7 @@
 namespace pagoda {
 
 struct ShardIndex {
-  std::vector<std::string> shards;               // file names, in first-use order
+  std::vector<std::string> shards;                // file names, in first-use order
   std::map<std::string, std::string> weight_map;  // tensor -> shard file name
 };
 

@@ -47,9 +47,9 @@ Status check_byteorder(const uint8_t* data, const std::map<std::string, const Zi
   const std::string order(reinterpret_cast<const char*>(data + it->second->data_begin),
                           it->second->size);
   if (order == "little") return Status::Ok();
-  return make_error(ErrorCode::kUnsupported,
-                    fmt::format("{}: byteorder is '{}'; only little-endian checkpoints are read",
-                                name, order));
+  return make_error(
+      ErrorCode::kUnsupported,
+      fmt::format("{}: byteorder is '{}'; only little-endian checkpoints are read", name, order));
 }
 
 // Row-major contiguous (size-1 dimensions may carry any stride), elements
@@ -57,8 +57,9 @@ Status check_byteorder(const uint8_t* data, const std::map<std::string, const Zi
 Result<int64_t> check_view(const TorchTensorRecord& r, const std::string& name) {
   const std::string where = fmt::format("{}: tensor '{}'", name, r.name);
   if (r.storage_offset < 0 || r.storage_offset > r.storage_numel) {
-    return make_error(ErrorCode::kCorrupt, fmt::format("{} has storage offset {} outside its {} elements",
-                                                       where, r.storage_offset, r.storage_numel));
+    return make_error(ErrorCode::kCorrupt,
+                      fmt::format("{} has storage offset {} outside its {} elements", where,
+                                  r.storage_offset, r.storage_numel));
   }
   const int64_t room = r.storage_numel - r.storage_offset;
   int64_t numel = 1;
@@ -111,10 +112,10 @@ Result<std::vector<TorchCheckpointTensor>> parse_torch_checkpoint(const uint8_t*
     PAGODA_RETURN_IF_ERROR(require_stored(storage, name));
     const uint64_t elem = dtype_size(r.dtype);
     if (storage.size != static_cast<uint64_t>(r.storage_numel) * elem) {
-      return make_error(ErrorCode::kCorrupt,
-                        fmt::format("{}: storage '{}' of tensor '{}' holds {} bytes, not {} {}s",
-                                    name, storage.name, r.name, storage.size, r.storage_numel,
-                                    r.storage_type));
+      return make_error(
+          ErrorCode::kCorrupt,
+          fmt::format("{}: storage '{}' of tensor '{}' holds {} bytes, not {} {}s", name,
+                      storage.name, r.name, storage.size, r.storage_numel, r.storage_type));
     }
     PAGODA_ASSIGN_OR_RETURN(int64_t numel, check_view(r, name));
     const uint64_t begin = storage.data_begin + static_cast<uint64_t>(r.storage_offset) * elem;

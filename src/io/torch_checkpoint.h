@@ -22,7 +22,7 @@ namespace pagoda {
 
 struct TorchCheckpointTensor {
   std::string name;
-  DType dtype = DType::kF32;   // f32, f16, bf16, i32, i64, u8 (bool), i8
+  DType dtype = DType::kF32;  // f32, f16, bf16, i32, i64, u8 (bool), i8
   std::vector<int64_t> shape;
   uint64_t begin = 0;  // absolute byte offsets of the (contiguous) data in the file: [begin, end)
   uint64_t end = 0;

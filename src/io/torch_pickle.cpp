@@ -31,13 +31,13 @@ using Ref = std::shared_ptr<Value>;
 struct Value {
   enum class Kind { kNone, kBool, kInt, kStr, kTuple, kDict, kGlobal, kStorage, kTensor };
   Kind kind = Kind::kNone;
-  int64_t i = 0;                         // kBool, kInt
-  std::string s;                         // kStr; kGlobal / kStorage: the storage type name
-  std::vector<Ref> items;                // kTuple
-  std::vector<std::pair<Ref, Ref>> dict; // kDict, in insertion order
-  GlobalKind global{};                   // kGlobal
-  DType dtype = DType::kF32;             // kGlobal of a storage type, kStorage
-  TorchTensorRecord tensor;              // kStorage (storage fields), kTensor
+  int64_t i = 0;                          // kBool, kInt
+  std::string s;                          // kStr; kGlobal / kStorage: the storage type name
+  std::vector<Ref> items;                 // kTuple
+  std::vector<std::pair<Ref, Ref>> dict;  // kDict, in insertion order
+  GlobalKind global{};                    // kGlobal
+  DType dtype = DType::kF32;              // kGlobal of a storage type, kStorage
+  TorchTensorRecord tensor;               // kStorage (storage fields), kTensor
 };
 
 Ref make(Value::Kind kind) {
@@ -48,15 +48,24 @@ Ref make(Value::Kind kind) {
 
 const char* kind_name(Value::Kind k) {
   switch (k) {
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return "bool";
-    case Value::Kind::kInt: return "int";
-    case Value::Kind::kStr: return "str";
-    case Value::Kind::kTuple: return "tuple";
-    case Value::Kind::kDict: return "dict";
-    case Value::Kind::kGlobal: return "global";
-    case Value::Kind::kStorage: return "storage";
-    case Value::Kind::kTensor: return "tensor";
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kBool:
+      return "bool";
+    case Value::Kind::kInt:
+      return "int";
+    case Value::Kind::kStr:
+      return "str";
+    case Value::Kind::kTuple:
+      return "tuple";
+    case Value::Kind::kDict:
+      return "dict";
+    case Value::Kind::kGlobal:
+      return "global";
+    case Value::Kind::kStorage:
+      return "storage";
+    case Value::Kind::kTensor:
+      return "tensor";
   }
   return "?";
 }
@@ -79,7 +88,8 @@ class PickleMachine {
       op_at_ = at_;
       const uint8_t op = p_[at_++];
       if (op == '.') {
-        if (stack_.size() != 1) return corrupt("STOP with " + std::to_string(stack_.size()) + " values on the stack");
+        if (stack_.size() != 1)
+          return corrupt("STOP with " + std::to_string(stack_.size()) + " values on the stack");
         return stack_.back();
       }
       PAGODA_RETURN_IF_ERROR(step(op));
@@ -88,6 +98,8 @@ class PickleMachine {
 
  private:
   Status step(uint8_t op) {
+    // One opcode a line.
+    // clang-format off
     switch (op) {
       case 0x80: return skip(1);                                  // PROTO
       case 0x95: return skip(8);                                  // FRAME
@@ -125,6 +137,7 @@ class PickleMachine {
                                       "PyTorch state dict uses; refused",
                                       name_, op, op_at_));
     }
+    // clang-format on
   }
 
   Error corrupt(const std::string& what) const {
@@ -157,7 +170,8 @@ class PickleMachine {
     return Status::Ok();
   }
   Result<Ref> pop() {
-    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) return corrupt("pops an empty stack");
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back()))
+      return corrupt("pops an empty stack");
     Ref v = std::move(stack_.back());
     stack_.pop_back();
     return v;
@@ -246,15 +260,17 @@ class PickleMachine {
       g->global = GlobalKind::kRebuildTensor;
     } else if (module == "torch._utils" && qualname == "_rebuild_parameter") {
       g->global = GlobalKind::kRebuildParameter;
-    } else if (std::optional<DType> t = module == "torch" ? storage_dtype(qualname) : std::nullopt) {
+    } else if (std::optional<DType> t =
+                   module == "torch" ? storage_dtype(qualname) : std::nullopt) {
       g->global = GlobalKind::kStorageType;
       g->dtype = *t;
       g->s = qualname;
     } else {
-      return make_error(ErrorCode::kUnsupported,
-                        fmt::format("{}: pickle global {}.{} (at byte {}) is not one a PyTorch "
-                                    "state dict of f32 / f16 / bf16 / integer tensors uses; refused",
-                                    name_, module, qualname, op_at_));
+      return make_error(
+          ErrorCode::kUnsupported,
+          fmt::format("{}: pickle global {}.{} (at byte {}) is not one a PyTorch "
+                      "state dict of f32 / f16 / bf16 / integer tensors uses; refused",
+                      name_, module, qualname, op_at_));
     }
     return push(g);
   }
@@ -286,17 +302,20 @@ class PickleMachine {
     PAGODA_ASSIGN_OR_RETURN(Ref args, pop());
     PAGODA_ASSIGN_OR_RETURN(Ref fn, pop());
     if (fn->kind != Value::Kind::kGlobal || args->kind != Value::Kind::kTuple)
-      return corrupt(fmt::format("REDUCE of a {} with {}", kind_name(fn->kind), kind_name(args->kind)));
+      return corrupt(
+          fmt::format("REDUCE of a {} with {}", kind_name(fn->kind), kind_name(args->kind)));
     switch (fn->global) {
       case GlobalKind::kOrderedDict:
         if (!args->items.empty()) return corrupt("OrderedDict called with arguments");
         return push(new_dict());
-      case GlobalKind::kRebuildTensor: return rebuild_tensor(args->items);
+      case GlobalKind::kRebuildTensor:
+        return rebuild_tensor(args->items);
       case GlobalKind::kRebuildParameter:
         if (args->items.empty() || args->items[0]->kind != Value::Kind::kTensor)
           return corrupt("_rebuild_parameter without a tensor");
         return push(args->items[0]);
-      case GlobalKind::kStorageType: break;
+      case GlobalKind::kStorageType:
+        break;
     }
     return corrupt("calls storage type " + fn->s);
   }
@@ -311,8 +330,9 @@ class PickleMachine {
         a[1]->kind != Value::Kind::kInt || !is_int_tuple(a[2]) || !is_int_tuple(a[3]) ||
         a[2]->items.size() != a[3]->items.size() || a[5]->kind != Value::Kind::kDict ||
         !a[5]->dict.empty()) {
-      return corrupt("_rebuild_tensor_v2 arguments are not (storage, offset, size, stride, "
-                     "requires_grad, {}) with as many sizes as strides");
+      return corrupt(
+          "_rebuild_tensor_v2 arguments are not (storage, offset, size, stride, "
+          "requires_grad, {}) with as many sizes as strides");
     }
     Ref t = make(Value::Kind::kTensor);
     t->tensor = a[0]->tensor;
@@ -323,7 +343,8 @@ class PickleMachine {
   }
 
   Status set_into(Value& dict, Ref key, Ref value) {
-    if (dict.kind != Value::Kind::kDict) return corrupt(std::string("SETITEM on a ") + kind_name(dict.kind));
+    if (dict.kind != Value::Kind::kDict)
+      return corrupt(std::string("SETITEM on a ") + kind_name(dict.kind));
     dict.dict.emplace_back(std::move(key), std::move(value));
     return Status::Ok();
   }
@@ -335,7 +356,8 @@ class PickleMachine {
   }
   Status setitems() {
     PAGODA_ASSIGN_OR_RETURN(std::vector<Ref> kv, pop_to_mark());
-    if (stack_.empty() || kv.size() % 2 != 0) return corrupt("SETITEMS without a dict or with an odd count");
+    if (stack_.empty() || kv.size() % 2 != 0)
+      return corrupt("SETITEMS without a dict or with an odd count");
     for (size_t k = 0; k < kv.size(); k += 2)
       PAGODA_RETURN_IF_ERROR(set_into(*stack_.back(), kv[k], kv[k + 1]));
     return Status::Ok();
@@ -349,9 +371,10 @@ class PickleMachine {
                        (state->kind == Value::Kind::kDict && state->dict.empty());
     const bool dict_attrs = obj.kind == Value::Kind::kDict && state->kind == Value::Kind::kDict;
     if (!empty && !dict_attrs) {
-      return make_error(ErrorCode::kUnsupported,
-                        fmt::format("{}: pickle BUILD of a {} with a {} state (at byte {}); refused",
-                                    name_, kind_name(obj.kind), kind_name(state->kind), op_at_));
+      return make_error(
+          ErrorCode::kUnsupported,
+          fmt::format("{}: pickle BUILD of a {} with a {} state (at byte {}); refused", name_,
+                      kind_name(obj.kind), kind_name(state->kind), op_at_));
     }
     return Status::Ok();
   }
@@ -389,8 +412,9 @@ Result<std::vector<TorchTensorRecord>> parse_torch_pickle(const uint8_t* data, s
   PickleMachine machine(data, size, name);
   PAGODA_ASSIGN_OR_RETURN(Ref top, machine.run());
   if (top->kind != Value::Kind::kDict) {
-    return make_error(ErrorCode::kUnsupported,
-                      fmt::format("{}: the pickle is a {}, not a state dict", name, kind_name(top->kind)));
+    return make_error(
+        ErrorCode::kUnsupported,
+        fmt::format("{}: the pickle is a {}, not a state dict", name, kind_name(top->kind)));
   }
   std::vector<TorchTensorRecord> out;
   for (const auto& [key, value] : top->dict) {

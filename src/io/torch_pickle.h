@@ -5,8 +5,8 @@
 // NEWTRUE / NEWFALSE, GLOBAL / STACK_GLOBAL, BINPERSID, REDUCE, SETITEM(S),
 // BUILD, the memo opcodes and STOP) and the globals
 //   collections.OrderedDict              called with () only
-//   torch._utils._rebuild_tensor_v2      (storage, offset, size, stride, requires_grad, hooks[, metadata])
-//   torch._utils._rebuild_parameter      (tensor, requires_grad, hooks)
+//   torch._utils._rebuild_tensor_v2      (storage, offset, size, stride, requires_grad, hooks[,
+//   metadata]) torch._utils._rebuild_parameter      (tensor, requires_grad, hooks)
 //   torch.{Float,Half,BFloat16,Int,Long,Bool,Byte,Char}Storage   as persistent-id storage types
 // Any other opcode or global is refused naming it. The pickle must produce
 // a dict of str -> tensor (a state dict). BUILD sets attributes Python-side;
@@ -27,14 +27,14 @@ namespace pagoda {
 // One tensor of the state dict: a view of a storage (the archive entry
 // <prefix>/data/<storage_key>, storage_numel elements of `dtype`).
 struct TorchTensorRecord {
-  std::string name;              // the state-dict key
-  std::string storage_type;      // as pickled, e.g. "FloatStorage"
-  DType dtype = DType::kF32;     // the storage's element type (BoolStorage: kU8)
-  std::string storage_key;       // the storage's entry under <prefix>/data/
-  int64_t storage_numel = 0;     // elements in the storage
-  int64_t storage_offset = 0;    // in elements
+  std::string name;            // the state-dict key
+  std::string storage_type;    // as pickled, e.g. "FloatStorage"
+  DType dtype = DType::kF32;   // the storage's element type (BoolStorage: kU8)
+  std::string storage_key;     // the storage's entry under <prefix>/data/
+  int64_t storage_numel = 0;   // elements in the storage
+  int64_t storage_offset = 0;  // in elements
   std::vector<int64_t> shape;
-  std::vector<int64_t> stride;   // in elements
+  std::vector<int64_t> stride;  // in elements
 };
 
 // Interprets the pickle in data[0..size); tensors in the dict's order.

@@ -22,12 +22,16 @@ constexpr size_t kLocalBytes = 30;
 constexpr size_t kMaxComment = 0xFFFF;
 
 // Little-endian reads; callers check bounds first.
-uint16_t u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint16_t u16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
 uint32_t u32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
          (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 }
-uint64_t u64(const uint8_t* p) { return u32(p) | (static_cast<uint64_t>(u32(p + 4)) << 32); }
+uint64_t u64(const uint8_t* p) {
+  return u32(p) | (static_cast<uint64_t>(u32(p + 4)) << 32);
+}
 
 // True when [begin, begin + len) lies inside a buffer of `size` bytes.
 bool inside(uint64_t begin, uint64_t len, size_t size) {
@@ -68,9 +72,9 @@ Result<Directory> find_directory(const uint8_t* data, size_t size, const std::st
       u32(data + at - kZip64LocatorBytes) == kZip64LocatorSig) {
     const uint64_t z = u64(data + at - kZip64LocatorBytes + 8);
     if (!inside(z, kZip64EocdBytes, size) || u32(data + z) != kZip64EocdSig) {
-      return make_error(ErrorCode::kCorrupt,
-                        fmt::format("{}: zip64 end-of-central-directory record at {} is invalid",
-                                    name, z));
+      return make_error(
+          ErrorCode::kCorrupt,
+          fmt::format("{}: zip64 end-of-central-directory record at {} is invalid", name, z));
     }
     d = Directory{u64(data + z + 32), u64(data + z + 48), u64(data + z + 40)};
   }
@@ -136,8 +140,8 @@ Result<std::vector<ZipEntry>> parse_zip_archive(const uint8_t* data, size_t size
     e.stored = e.method == 0;
     uint64_t compressed = u32(c + 20), uncompressed = u32(c + 24), local = u32(c + 42);
     const std::string where = fmt::format("{}: zip entry '{}'", name, e.name);
-    PAGODA_RETURN_IF_ERROR(apply_zip64_extra(c + kCentralBytes + name_len, extra_len,
-                                             &uncompressed, &compressed, &local, where));
+    PAGODA_RETURN_IF_ERROR(apply_zip64_extra(c + kCentralBytes + name_len, extra_len, &uncompressed,
+                                             &compressed, &local, where));
     if (flags & 1) {
       return make_error(ErrorCode::kUnsupported, where + " is encrypted");
     }

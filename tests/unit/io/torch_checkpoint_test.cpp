@@ -12,8 +12,8 @@
 #include <tuple>
 
 #include "core/half.h"
-#include "io_test_util.h"
 #include "io/zip_archive.h"
+#include "io_test_util.h"
 
 namespace pagoda {
 namespace {
@@ -74,7 +74,8 @@ std::string int_tuple(const std::vector<int64_t>& v) {
 
 // torch.save's pickle of an OrderedDict of tensors, with _metadata BUILD.
 std::string state_dict_pickle(const std::vector<Record>& records) {
-  std::string p = std::string("\x80\x02", 2) + "ccollections\nOrderedDict\n" + std::string("q\x00", 2) + ")R(";
+  std::string p =
+      std::string("\x80\x02", 2) + "ccollections\nOrderedDict\n" + std::string("q\x00", 2) + ")R(";
   for (const Record& r : records) {
     p += binunicode(r.name) + "ctorch._utils\n_rebuild_tensor_v2\n((" + binunicode("storage") +
          "ctorch\n" + r.storage_type + "\n" + binunicode(r.key) + binunicode("cpu") + "J" +
@@ -191,11 +192,13 @@ TEST(TorchCheckpoint, TensorsAtOffsetsIntoOneSharedStorage) {
 TEST(TorchCheckpoint, ShardedIndexFolder) {
   std::vector<float> a = {1, 2}, b = {3, 4, 5};
   TempDir dir;
-  write_bytes(dir.path() / "p-1.bin",
-              zip_of({{"p-1/data.pkl", state_dict_pickle({{"a", "FloatStorage", "0", 2, 0, {2}, {1}}}), 0},
-                      {"p-1/data/0", raw(a), 0}}));
+  write_bytes(
+      dir.path() / "p-1.bin",
+      zip_of({{"p-1/data.pkl", state_dict_pickle({{"a", "FloatStorage", "0", 2, 0, {2}, {1}}}), 0},
+              {"p-1/data/0", raw(a), 0}}));
   write_bytes(dir.path() / "p-2.bin",
-              zip_of({{"archive/data.pkl", state_dict_pickle({{"b", "FloatStorage", "0", 3, 0, {3}, {1}}}), 0},
+              zip_of({{"archive/data.pkl",
+                       state_dict_pickle({{"b", "FloatStorage", "0", 3, 0, {3}, {1}}}), 0},
                       {"archive/data/0", raw(b), 0}}));
   write_bytes(dir.path() / "pytorch_model.bin.index.json",
               R"({"weight_map": {"a": "p-1.bin", "b": "p-2.bin"}})");
@@ -216,9 +219,11 @@ TEST(TorchCheckpoint, RefusesGlobalsAndOpcodesOutsideTheWhitelist) {
   std::string pkl = f.pickle();
   const std::string evil = replaced(pkl, "torch._utils\n_rebuild_tensor_v2\n", "posix\nsystem\n");
   expect_error(f.bytes(evil), ErrorCode::kUnsupported, "pickle global posix.system");
-  expect_error(f.bytes(replaced(pkl, "FloatStorage", "DoubleStorage")), ErrorCode::kUnsupported, "global torch.DoubleStorage");
+  expect_error(f.bytes(replaced(pkl, "FloatStorage", "DoubleStorage")), ErrorCode::kUnsupported,
+               "global torch.DoubleStorage");
   // INST ('i') would import and call: refused by opcode.
-  expect_error(f.bytes(pkl.substr(0, 2) + "i" + pkl.substr(2)), ErrorCode::kUnsupported, "pickle opcode 0x69 at byte 2");
+  expect_error(f.bytes(pkl.substr(0, 2) + "i" + pkl.substr(2)), ErrorCode::kUnsupported,
+               "pickle opcode 0x69 at byte 2");
   expect_error(f.bytes(std::string("\x80\x02K\x05.", 5)), ErrorCode::kUnsupported,
                "the pickle is a int, not a state dict");
 }
@@ -236,8 +241,10 @@ TEST(TorchCheckpoint, RefusesTruncatedFilesAndPickles) {
   expect_error(f.bytes(pkl.substr(0, 40)), ErrorCode::kCorrupt, "t.bin: pickle");
   // A storage shorter than its numel.
   std::vector<float> short_a = {1, 2};
-  expect_error(zip_of({{"archive/data.pkl", pkl, 0}, {"archive/data/0", raw(short_a), 0},
-                       {"archive/data/1", raw(f.b), 0}, {"archive/data/2", raw(f.c), 0}}),
+  expect_error(zip_of({{"archive/data.pkl", pkl, 0},
+                       {"archive/data/0", raw(short_a), 0},
+                       {"archive/data/1", raw(f.b), 0},
+                       {"archive/data/2", raw(f.c), 0}}),
                ErrorCode::kCorrupt, "holds 8 bytes, not 6 FloatStorages");
 }
 
@@ -245,8 +252,10 @@ TEST(TorchCheckpoint, RefusesCompressedEntriesStridedViewsAndBigEndian) {
   const ThreeDtypes f;
   expect_error(zip_of({{"archive/data.pkl", f.pickle(), 8}, {"archive/data/0", raw(f.a), 0}}),
                ErrorCode::kUnsupported, "zip entry 'archive/data.pkl' is compressed (method 8)");
-  expect_error(zip_of({{"archive/data.pkl", f.pickle(), 0}, {"archive/data/0", raw(f.a), 8},
-                       {"archive/data/1", raw(f.b), 0}, {"archive/data/2", raw(f.c), 0}}),
+  expect_error(zip_of({{"archive/data.pkl", f.pickle(), 0},
+                       {"archive/data/0", raw(f.a), 8},
+                       {"archive/data/1", raw(f.b), 0},
+                       {"archive/data/2", raw(f.c), 0}}),
                ErrorCode::kUnsupported, "'archive/data/0' is compressed");
   // "a" as a transposed [3, 2] view of its storage.
   const std::string t = state_dict_pickle({{"a", "FloatStorage", "0", 6, 0, {3, 2}, {1, 3}}});
