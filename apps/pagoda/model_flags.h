@@ -12,7 +12,7 @@ namespace pagoda::app {
 
 // The help of a MODEL positional (commands append their default, if any).
 inline constexpr const char* kModelHelp =
-    "a model folder (config.json + safetensors), a .gguf file, or a Hugging Face repo id: "
+    "a model folder (config.json + safetensors, or pytorch_model.bin), a .gguf file, or a Hugging Face repo id: "
     "Org/Name, or Org/Name:QUANT for one .gguf of a GGUF repo (e.g. :Q4_K_M, the default when a "
     "repo has only GGUF files); a repo id is taken from the hub cache, or downloaded into it on "
     "first use (HF_ENDPOINT, HF_TOKEN; HF_HUB_OFFLINE=1: the cache only)";

@@ -11,7 +11,7 @@
 namespace pagoda {
 
 struct OpenedModel : ModelDescription {
-  // kHuggingFace: safetensors mmap views (AWQ / GPTQ modules as group-format
+  // kHuggingFace: safetensors (else pytorch_model.bin, io/torch_checkpoint.h) mmap views (AWQ / GPTQ modules as group-format
   // blocks, io/int_quant_source.h); kGguf: dequantized on read.
   std::unique_ptr<WeightSource> weights;
 };

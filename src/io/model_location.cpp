@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "io/hub/gguf_pick.h"
@@ -88,23 +89,32 @@ Result<ModelLocation> location_in_snapshot(const fs::path& snap, const RepoModel
   return ModelLocation{ModelFormat::kGguf, (snap / *picked).string(), display_name};
 }
 
-// Whether a Hugging Face snapshot holds its weights: every shard of
-// model.safetensors.index.json, else some .safetensors file. A download
-// fetches weights last, so this also vouches for the smaller files.
-bool has_all_weights(const fs::path& snap) {
-  if (auto index = read_file_text((snap / "model.safetensors.index.json").string()); index.ok()) {
-    const auto j = nlohmann::json::parse(*index, nullptr, false);
-    if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) return false;
-    for (const auto& [tensor, file] : j["weight_map"].items()) {
-      if (!file.is_string() || !is_file(snap / file.get<std::string>())) return false;
-    }
-    return true;
+// Whether every shard the index `index_name` in `snap` names is there;
+// nullopt when there is no such index.
+std::optional<bool> index_complete(const fs::path& snap, const char* index_name) {
+  auto index = read_file_text((snap / index_name).string());
+  if (!index.ok()) return std::nullopt;
+  const auto j = nlohmann::json::parse(*index, nullptr, false);
+  if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) return false;
+  for (const auto& [tensor, file] : j["weight_map"].items()) {
+    if (!file.is_string() || !is_file(snap / file.get<std::string>())) return false;
   }
+  return true;
+}
+
+// Whether a Hugging Face snapshot holds its weights: every shard of
+// model.safetensors.index.json, else some .safetensors file, else (PyTorch
+// checkpoints, io/hub/model_files_select.h) every shard of
+// pytorch_model.bin.index.json, else pytorch_model.bin. A download fetches
+// weights last, so this also vouches for the smaller files.
+bool has_all_weights(const fs::path& snap) {
+  if (auto complete = index_complete(snap, "model.safetensors.index.json")) return *complete;
   std::error_code ec;
   for (fs::directory_iterator it(snap, ec), end; !ec && it != end; it.increment(ec)) {
     if (it->path().extension() == ".safetensors" && is_file(it->path())) return true;
   }
-  return false;
+  if (auto complete = index_complete(snap, "pytorch_model.bin.index.json")) return *complete;
+  return is_file(snap / "pytorch_model.bin");
 }
 
 bool env_is_set(const char* name) {

@@ -3,12 +3,11 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <set>
 
 #include "core/log.h"
 #include "io/mapped_file.h"
 #include "io/safetensors.h"
+#include "io/shard_index.h"
 
 namespace pagoda {
 
@@ -85,40 +84,6 @@ class SafetensorsSource final : public IndexedWeightSource {
   uint64_t total_bytes_ = 0;
 };
 
-// Shard file names from model.safetensors.index.json, in first-use order, and
-// the tensor → shard map to cross-check.
-Status read_index(const std::string& index_path, std::vector<std::string>* shards,
-                  std::map<std::string, std::string>* weight_map) {
-  PAGODA_ASSIGN_OR_RETURN(std::string text, read_file_text(index_path));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return make_error(ErrorCode::kCorrupt, fmt::format("{}: not a valid JSON object", index_path));
-  }
-  auto wm = j.find("weight_map");
-  if (wm == j.end() || !wm->is_object()) {
-    return make_error(ErrorCode::kCorrupt,
-                      fmt::format("{}: missing object field 'weight_map'", index_path));
-  }
-  std::set<std::string> seen;
-  for (const auto& [name, file] : wm->items()) {
-    if (!file.is_string()) {
-      return make_error(ErrorCode::kCorrupt,
-                        fmt::format("{}: weight_map['{}'] is not a string", index_path, name));
-    }
-    const std::string f = file.get<std::string>();
-    if (f.empty() || f.find('/') != std::string::npos || f.find('\\') != std::string::npos ||
-        f == "..") {
-      return make_error(
-          ErrorCode::kCorrupt,
-          fmt::format("{}: weight_map['{}'] names '{}', not a file in the same folder", index_path,
-                      name, f));
-    }
-    (*weight_map)[name] = f;
-    if (seen.insert(f).second) shards->push_back(f);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<WeightSource>> open_safetensors_files(
@@ -135,19 +100,11 @@ Result<std::unique_ptr<WeightSource>> open_safetensors_folder(const std::string&
   const fs::path single_path = dir / "model.safetensors";
   std::error_code ec;
   if (fs::exists(index_path, ec)) {
-    std::vector<std::string> shards;
-    std::map<std::string, std::string> weight_map;
-    PAGODA_RETURN_IF_ERROR(read_index(index_path.string(), &shards, &weight_map));
+    PAGODA_ASSIGN_OR_RETURN(ShardIndex index, read_shard_index(index_path.string()));
     std::vector<std::string> paths;
-    for (const std::string& s : shards) paths.push_back((dir / s).string());
+    for (const std::string& s : index.shards) paths.push_back((dir / s).string());
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> source, open_safetensors_files(paths));
-    for (const auto& [name, shard] : weight_map) {
-      if (source->find(name) == nullptr) {
-        return make_error(ErrorCode::kCorrupt,
-                          fmt::format("{}: tensor '{}' is mapped to {} but not found there",
-                                      index_path.string(), name, shard));
-      }
-    }
+    PAGODA_RETURN_IF_ERROR(check_shard_index(index, *source, index_path.string()));
     return source;
   }
   if (fs::exists(single_path, ec)) return open_safetensors_files({single_path.string()});

@@ -70,13 +70,18 @@ Result<std::vector<std::string>> select_weight_files(const std::vector<std::stri
   for (const std::string& f : repo_files) {
     if (f.find('/') == std::string::npos && ends_with(f, ".safetensors")) out.push_back(f);
   }
-  if (out.empty()) {
+  if (!out.empty()) return out;
+  if (contains(repo_files, "pytorch_model.bin.index.json")) out.push_back("pytorch_model.bin.index.json");
+  for (const std::string& f : repo_files) {
+    if (f.rfind("pytorch_model", 0) == 0 && ends_with(f, ".bin")) out.push_back(f);
+  }
+  if (out.empty() || out.back() == "pytorch_model.bin.index.json") {
     std::string names;
     for (const std::string& f : repo_files) names += (names.empty() ? "" : ", ") + f;
     return make_error(
         ErrorCode::kUnsupported,
-        fmt::format("the repo has no .safetensors weights (pagoda reads safetensors or "
-                    "GGUF, not .bin/.pt/onnx); its files: {}",
+        fmt::format("the repo has no .safetensors or pytorch_model.bin weights (pagoda reads "
+                    "safetensors, PyTorch zip checkpoints or GGUF, not .pt/onnx); its files: {}",
                     names));
   }
   return out;

@@ -18,9 +18,11 @@ std::vector<std::string> select_metadata_files(const std::vector<std::string>& r
 
 // The weight files to download: the shards that `index_json` (the text of
 // model.safetensors.index.json; empty when the repo has none) maps tensors
-// to, else every top-level *.safetensors file. Never .bin / .pt / .pth /
-// onnx files: pagoda reads safetensors (or GGUF). An error names the files
-// when there is nothing pagoda can read.
+// to, else every top-level *.safetensors file, else (a repo of PyTorch
+// checkpoints, as published EAGLE heads are) pytorch_model.bin.index.json
+// when present and every top-level pytorch_model*.bin (io/torch_checkpoint.h).
+// Never .pt / .pth / onnx files. An error names the files when there is
+// nothing pagoda can read.
 Result<std::vector<std::string>> select_weight_files(const std::vector<std::string>& repo_files,
                                                      const std::string& index_json);
 

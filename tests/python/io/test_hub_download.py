@@ -147,6 +147,38 @@ def test_download_then_offline(hub: FakeHub, tmp_path: pathlib.Path, local_text:
     hub.start()  # for the fixture's stop()
 
 
+def test_pytorch_checkpoint_repo(tmp_path: pathlib.Path, local_text: str) -> None:
+    """A repo whose weights are pytorch_model.bin shards and their index (as
+    tools/torch_checkpoint.py writes them, torch.save's layout), no
+    safetensors: those are downloaded, the model answers as the local one,
+    and the snapshot then counts as complete (used with the hub gone, not
+    in offline mode)."""
+    import sys
+    shards = tmp_path / "bin"
+    shards.mkdir()
+    subprocess.run([sys.executable, str(ROOT / "tools" / "torch_checkpoint.py"),
+                    str(STORIES / "model.safetensors"), str(shards), "--writer", "python", "--shards", "2"],
+                   check=True)
+    files = {n: v for n, v in stories_files().items() if n != "model.safetensors"}
+    files.update({p.name: p.read_bytes() for p in shards.iterdir()})
+    h = FakeHub()
+    h.add_repo("tiny/stories-bin", {COMMIT_MAIN: files}, {"main": COMMIT_MAIN})
+    h.start()
+    try:
+        r = generate("tiny/stories-bin", env_for(h.url, tmp_path))
+    finally:
+        h.stop()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == local_text
+    snap = repo_dir(tmp_path, "tiny/stories-bin") / "snapshots" / COMMIT_MAIN
+    assert sorted(p.name for p in snap.glob("pytorch_model*")) == [
+        "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin", "pytorch_model.bin.index.json"]
+    assert not (snap / "stories260K.bin").exists()
+    r = generate("tiny/stories-bin", env_for(h.url, tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == local_text
+
+
 def test_tokenize_and_download_dir(hub: FakeHub, tmp_path: pathlib.Path) -> None:
     """tokenize takes a repo id and --download-dir picks the cache root instead of HF_HUB_CACHE."""
     local = pagoda("tokenize", str(STORIES), PROMPT, env=env_for(None, tmp_path))

@@ -4,7 +4,8 @@ requests (streamed or not, logprobs included) exactly as without it, says so
 at start-up, exports the spec_decode counters under pagoda's and vLLM's names
 (and only when speculation is on) with the back-off cap, lets a request opt out with
 `speculative_decoding: false`, and refuses a bad configuration at start with
-the key named."""
+the key named; EAGLE heads draft alike from model.safetensors and from
+pytorch_model.bin."""
 import json
 import re
 
@@ -245,6 +246,101 @@ def test_an_eagle3_head_drafts_and_bad_ones_are_refused(tmp_path, running):
     save_file(tensors, str(head / "model.safetensors"))
     out = refusal(head)
     assert "d2t[7] = 10000" in out, out
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="compares two engines' f32 greedy runs")
+def test_eagle_heads_from_pytorch_model_bin_draft_as_from_safetensors(tmp_path, running):
+    """A head folder holding pytorch_model.bin (tools/torch_checkpoint.py, the
+    layout torch.save writes) instead of model.safetensors loads through the
+    PyTorch checkpoint reader and drafts exactly as the safetensors head: the
+    same answers and the same draft / accepted counts per position. EAGLE-1:
+    a random head, every tensor in one shared storage (its drafts are not
+    accepted, so only loading and the answers are compared). EAGLE-3, in two
+    shards with pytorch_model.bin.index.json: a copying head (as
+    tests/unit/engine/eagle_test_heads.h's: its first draft is the target's
+    greedy token one position back, the current token x) whose d2t maps x to
+    the token that followed x in the plain run, so drafts are accepted and
+    their counts tell the heads apart. A checkpoint with compressed entries
+    is refused at start naming the entry."""
+    import pathlib
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    tools = pathlib.Path(__file__).resolve().parents[3] / "tools"
+    target = load_file(str(MODEL_DIR / "model.safetensors"))
+
+    plain = running().ready_url()
+    r = requests.post(plain + "/v1/completions",
+                      json={"prompt": PROMPT, "max_tokens": 48, "temperature": 0, "return_token_ids": True},
+                      timeout=120)
+    assert r.status_code == 200, r.text
+    ids = r.json()["choices"][0]["prompt_token_ids"] + r.json()["choices"][0]["token_ids"]
+    follower = dict(zip(ids[:-1], ids[1:]))
+
+    def bigram_copying(head):
+        t = load_file(str(head / "model.safetensors"))
+        h, v = t["fc.weight"].shape[0], t["lm_head.weight"].shape[0]
+        t["fc.weight"] = np.concatenate([np.eye(h, dtype=np.float32),
+                                         np.zeros((h, 2 * h), np.float32)], axis=1)  # aux 0 = layer L
+        for name in ("self_attn.o_proj.weight", "mlp.down_proj.weight"):
+            t["midlayer." + name] = np.zeros_like(t["midlayer." + name])
+        t["norm.weight"] = target["model.norm.weight"]
+        t["lm_head.weight"] = target["model.embed_tokens.weight"]  # tied: the target's logits
+        t["d2t"] = np.array([follower.get(d, d) - d for d in range(v)], np.int64)
+        save_file(t, str(head / "model.safetensors"))
+
+    def make_heads(name, head_args, convert_args, out_name):
+        st, pt = tmp_path / (name + "-st"), tmp_path / (name + "-pt")
+        subprocess.run([sys.executable, str(tools / "make_random_eagle_head.py"), "--target",
+                        str(MODEL_DIR), "--out", str(st)] + head_args, check=True)
+        if "--eagle3" in head_args:
+            bigram_copying(st)
+        pt.mkdir()
+        shutil.copy(st / "config.json", pt / "config.json")
+        subprocess.run([sys.executable, str(tools / "torch_checkpoint.py"), str(st / "model.safetensors"),
+                        str(pt / out_name), "--writer", "python"] + convert_args, check=True)
+        return st, pt
+
+    def drafts(method, head):
+        config = json.dumps({"method": method, "model": str(head), "num_speculative_tokens": 3})
+        proc = running("--speculative-config", config)
+        url = proc.ready_url()
+        got = answers(url)
+        values, text = spec_counters(url)
+        counts = {k: v for k, v in values.items() if k[0].startswith("pagoda:spec_decode_num_")}
+        assert total(values, "pagoda:spec_decode_num_draft_tokens_total") > 0, text
+        return got, counts, proc.output()
+
+    want_answers = answers(plain)
+    eagle = make_heads("eagle", [], ["--share-storage"], "pytorch_model.bin")
+    eagle3 = make_heads("eagle3", ["--eagle3", "--draft-vocab", "512", "--aux-layers", "5,1,3"],
+                        ["--shards", "2"], "")
+    for method, (st, pt) in (("eagle", eagle), ("eagle3", eagle3)):
+        want, want_counts, _ = drafts(method, st)
+        got, got_counts, out = drafts(method, pt)
+        assert "pytorch_model.bin (" in out or "2 PyTorch checkpoint shards" in out, out
+        assert got == want == want_answers
+        assert got_counts == want_counts
+        if method == "eagle3":
+            assert total(got_counts, "pagoda:spec_decode_num_accepted_tokens_total") > 0, got_counts
+
+    bin_path = eagle[1] / "pytorch_model.bin"
+    with zipfile.ZipFile(bin_path) as z:
+        entries = [(i.filename, z.read(i)) for i in z.infolist()]
+    with zipfile.ZipFile(bin_path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries:
+            z.writestr(name, data)
+    proc = serve("--speculative-config",
+                 json.dumps({"method": "eagle", "model": str(eagle[1]), "num_speculative_tokens": 3}))
+    try:
+        assert proc.proc.wait(timeout=120) != 0
+    finally:
+        proc.stop()
+    assert re.search(r"pytorch_model\.bin: zip entry 'archive/\S+' is compressed \(method 8\)",
+                     proc.output()), proc.output()
 
 
 def counter(url, name):

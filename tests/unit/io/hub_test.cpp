@@ -103,11 +103,32 @@ TEST(ModelFilesSelect, IndexNamesTheShards) {
   EXPECT_FALSE(select_weight_files(files, "{}").ok());
 }
 
-TEST(ModelFilesSelect, NoSafetensorsIsAnErrorNamingTheFiles) {
-  auto w = select_weight_files({"config.json", "pytorch_model.bin"}, "");
-  ASSERT_FALSE(w.ok());
-  EXPECT_EQ(w.error().code, ErrorCode::kUnsupported);
-  EXPECT_NE(w.error().message.find("pytorch_model.bin"), std::string::npos);
+TEST(ModelFilesSelect, PyTorchCheckpointsWhenThereAreNoSafetensors) {
+  auto w = select_weight_files({"config.json", "pytorch_model.bin", "README.md"}, "");
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(*w, std::vector<std::string>{"pytorch_model.bin"});
+  w = select_weight_files({"pytorch_model-00002-of-00002.bin", "pytorch_model.bin.index.json",
+                           "pytorch_model-00001-of-00002.bin", "training_args.bin", "x/pytorch_model.bin"},
+                          "");
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(*w, (std::vector<std::string>{"pytorch_model.bin.index.json",
+                                          "pytorch_model-00002-of-00002.bin",
+                                          "pytorch_model-00001-of-00002.bin"}));
+  // safetensors win when a repo has both.
+  w = select_weight_files({"pytorch_model.bin", "model.safetensors"}, "");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(*w, std::vector<std::string>{"model.safetensors"});
+}
+
+TEST(ModelFilesSelect, NothingReadableIsAnErrorNamingTheFiles) {
+  for (const std::vector<std::string>& files :
+       {std::vector<std::string>{"config.json", "model.pt"},
+        std::vector<std::string>{"config.json", "pytorch_model.bin.index.json"}}) {
+    auto w = select_weight_files(files, "");
+    ASSERT_FALSE(w.ok());
+    EXPECT_EQ(w.error().code, ErrorCode::kUnsupported);
+    EXPECT_NE(w.error().message.find(files[1]), std::string::npos) << w.error().message;
+  }
 }
 
 TEST(HubCache, Layout) {

@@ -202,6 +202,30 @@ TEST(OpenModel, BadGenerationConfigIsAnError) {
   m = open_model(ModelLocation{ModelFormat::kHuggingFace, tmp.path().string(), "t"});
   ASSERT_FALSE(m.ok());  // no weights
   EXPECT_NE(m.error().message.find("model.safetensors"), std::string::npos) << m.error().message;
+  EXPECT_NE(m.error().message.find("pytorch_model.bin"), std::string::npos) << m.error().message;
+}
+
+// Without safetensors a folder's pytorch_model.bin is read (io/torch_checkpoint.h);
+// with both, the safetensors.
+TEST(OpenModel, PyTorchCheckpointOnlyWithoutSafetensors) {
+  TempDir tmp;
+  write_bytes(
+      tmp.path() / "config.json",
+      R"({"architectures":["LlamaForCausalLM"],"vocab_size":4,"hidden_size":4,"intermediate_size":4,)"
+      R"("num_hidden_layers":1,"num_attention_heads":1,"max_position_embeddings":8})");
+  write_bytes(tmp.path() / "pytorch_model.bin", "not a zip archive at all");
+  const ModelLocation loc{ModelFormat::kHuggingFace, tmp.path().string(), "t"};
+  auto m = open_model(loc);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("pytorch_model.bin: no zip end-of-central-directory record"),
+            std::string::npos)
+      << m.error().message;
+  const std::string header = "{}";
+  write_bytes(tmp.path() / "model.safetensors",
+              std::string("\x02\0\0\0\0\0\0\0", 8) + header);
+  m = open_model(loc);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_NE(m->weights->describe().find("model.safetensors"), std::string::npos);
 }
 
 }  // namespace
