@@ -85,9 +85,10 @@ class PrefilledTarget {
   }
 
   // Hands `proposer` the target's rows of prompt s's positions [from, len)
-  // as sequence seq_id's positions [first_pos, first_pos + len - from).
-  void hand(EagleProposer& proposer, size_t s, int32_t from, int64_t seq_id,
-            int32_t first_pos) const {
+  // as sequence seq_id's positions [first_pos, first_pos + len - from), whose
+  // tokens are prompt s's from position from - first_pos (cache keys: `keys`).
+  void hand(EagleProposer& proposer, size_t s, int32_t from, int64_t seq_id, int32_t first_pos,
+            std::span<const uint64_t> keys = {}) const {
     const bool eagle3 = !runner_->aux_hidden_states().empty();
     const Tensor hidden = runner_->hidden_states();
     const size_t row_bytes = kHidden * sizeof(float);
@@ -100,10 +101,13 @@ class PrefilledTarget {
       proposer.on_aux_hidden_states(views);
     }
     const int32_t row = first_row_[s] + from;
-    proposer.on_hidden_states(seq_id, first_pos,
-                              Tensor(static_cast<char*>(hidden.data) + row * row_bytes,
-                                     hidden.dtype, {prompt_len(s) - from, kHidden}),
-                              eagle3 ? row : -1);
+    proposer.on_hidden_states(
+        seq_id, first_pos,
+        Tensor(static_cast<char*>(hidden.data) + row * row_bytes, hidden.dtype,
+               {prompt_len(s) - from, kHidden}),
+        eagle3 ? row : -1,
+        {std::span<const int32_t>(prompts_[s]).subspan(static_cast<size_t>(from - first_pos)),
+         keys});
   }
 
  private:
