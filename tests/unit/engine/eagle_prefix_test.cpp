@@ -440,7 +440,8 @@ class EaglePrefixEngineTest : public EaglePrefixTest {
 // Prompts of 49 tokens, then the same prompts again as new requests once
 // the first have finished: the second ones hit 48 tokens (3 blocks) in the
 // prefix cache, so the target computes one prompt row -- their head state
-// starts there, and they are drafted and accepted (never, before kv_start).
+// starts with the first requests' 3 cached head blocks (counted: 15 in all),
+// so they draft over the whole prompt, and are accepted as the first ones.
 // Outputs: the reference's greedy tokens.
 TEST_P(EaglePrefixEngineTest, PrefixCacheHitIsDraftedAndAccepted) {
   ScratchDir head;
@@ -470,6 +471,9 @@ TEST_P(EaglePrefixEngineTest, PrefixCacheHitIsDraftedAndAccepted) {
                           ref->sample(reqs[i].prompt, reqs[i].params, eos, 0, 40), reqs[i].id);
     }
     after[pass] = engine->metrics();
+    const auto* eagle = dynamic_cast<const EagleProposer*>(engine->proposer());
+    ASSERT_NE(eagle, nullptr);
+    EXPECT_EQ(eagle->num_reused_blocks(), pass == 0 ? 0 : 15);
   }
   expect_idle_and_empty(*engine);
   expect_consistent_metrics(after[1]);
@@ -478,8 +482,7 @@ TEST_P(EaglePrefixEngineTest, PrefixCacheHitIsDraftedAndAccepted) {
       after[1].spec_num_accepted_tokens - after[0].spec_num_accepted_tokens};
   EXPECT_GT(accepted[0], 0u);
   EXPECT_GT(accepted[1], 0u);
-  // Their drafts read one prompt row less context than the first ones': as
-  // good for the copying head.
+  // Their drafts read the same context as the first ones'.
   EXPECT_GT(2 * accepted[1], accepted[0]);
   std::printf("%s accepted drafts: first requests %llu, prefix-cache hits %llu\n", method(),
               static_cast<unsigned long long>(accepted[0]),
