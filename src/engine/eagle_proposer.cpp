@@ -295,6 +295,9 @@ void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Te
     // fork without its parent's): the head's state starts with its cached
     // blocks that reach them, else at them.
     it = seqs_.emplace(seq_id, start_state(first_pos, prefix, &hit)).first;
+    if (!hit.blocks.empty())
+      log_debug("EAGLE head: sequence {} starts with {} cached blocks (rows 0..{})", seq_id,
+                hit.blocks.size(), hit.num_tokens - 1);
   }
   SeqState& s = it->second;
   if (first_pos + n > runner_->max_model_len() ||
