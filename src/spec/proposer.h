@@ -36,9 +36,9 @@ struct DraftInput {
 // that depends only on the tokens (an EAGLE head's KV) by the same content.
 struct HiddenRowsPrefix {
   // The sequence's tokens from position 0 through the forward's last
-  // non-draft position: first_pos + n minus the forward's drafts (fewer
-  // than first_pos + 1 when the forward computes drafts only). Every one
-  // is computed by now or by this forward (none will change). Valid during the call.
+  // non-draft position: first_pos + n minus the forward's drafts. Every one
+  // is computed by now or by this forward (none will change). Valid during
+  // the call; empty where the engine has no such sequence.
   std::span<const int32_t> tokens;
   // The request's prefix-cache extra keys (RequestSpec::cache_keys: LoRA
   // adapter, cache salt); empty for none. Valid during the call.
