@@ -167,8 +167,43 @@ void EagleProposer::drop(int64_t seq_id) {
 
 void EagleProposer::on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
                                     int32_t num_prompt_tokens) {
-  (void)tokens, (void)num_prompt_tokens;
-  drop(seq_id);
+  (void)num_prompt_tokens;
+  const auto it = seqs_.find(seq_id);
+  if (it == seqs_.end() || it->second.keys.empty() || tokens.empty()) {
+    drop(seq_id);
+    return;
+  }
+  const SeqState& s = it->second;
+  // Row i is valid when it read the final tokens[0, i + 1] (computed: i + 1
+  // < s.tokens.size()) and the target's hidden row i (i < hidden_end; the
+  // pool rows from there may hold the head's own outputs).
+  const auto same = static_cast<int32_t>(
+      std::mismatch(s.tokens.begin(), s.tokens.end(), tokens.begin(), tokens.end()).first -
+      s.tokens.begin());
+  const int32_t num_rows = std::min(s.hidden_end, same - 1);
+  kv_.cache_and_drop(seq_id, tokens.subspan(1), std::max(num_rows, 0));
+  seqs_.erase(it);
+}
+
+EagleProposer::SeqState EagleProposer::start_state(int32_t first_pos,
+                                                   const HiddenRowsPrefix& prefix,
+                                                   PrefixHit* hit) const {
+  *hit = PrefixHit{};
+  SeqState s{
+      .kv_start = first_pos, .tokens = {}, .hidden_end = first_pos, .reused_end = 0, .keys = {}};
+  if (prefix.tokens.empty()) return s;
+  std::vector<uint64_t> keys(prefix.cache_keys.begin(), prefix.cache_keys.end());
+  keys.push_back(static_cast<uint64_t>(static_cast<uint32_t>(prefix.tokens[0])));
+  PrefixHit found = kv_.find_cached(prefix.tokens.subspan(1), keys);
+  if (found.num_tokens < first_pos) return s;  // a gap before first_pos: today's start
+  s.kv_start = 0;
+  s.reused_end = s.hidden_end = found.num_tokens;
+  // Row i read token i + 1: rows [0, reused_end) read tokens up to reused_end.
+  if (s.reused_end > 0)
+    s.tokens.assign(prefix.tokens.begin(), prefix.tokens.begin() + s.reused_end + 1);
+  s.keys = std::move(keys);
+  *hit = std::move(found);
+  return s;
 }
 
 void EagleProposer::copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq_id, int32_t pos,
@@ -209,10 +244,12 @@ void EagleProposer::on_fork(int64_t parent, int64_t child) {
   if (it == seqs_.end() || seqs_.contains(child)) return;
   const SeqState from{.kv_start = it->second.kv_start,
                       .tokens = {},  // no head row computed
-                      .hidden_end = it->second.hidden_end};
+                      .hidden_end = it->second.hidden_end,
+                      .reused_end = 0,  // its own blocks, cached at its end as the parent's
+                      .keys = it->second.keys};
   const int32_t n = from.hidden_end - from.kv_start;
   kv_.mark_drafted(parent);  // not evicted by the child's reserve
-  if (n < 1 || !kv_.reserve(child, n)) return;
+  if (n < 1 || !kv_.reserve(child, n, {}, from.keys)) return;
   seqs_.emplace(child, from);
   copy_pool_rows(parent, child, n);
 }
@@ -240,7 +277,7 @@ void EagleProposer::on_aux_hidden_states(std::span<const Tensor> aux) {
 }
 
 void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
-                                     int32_t aux_row) {
+                                     int32_t aux_row, const HiddenRowsPrefix& prefix) {
   const int32_t n = static_cast<int32_t>(rows.dim(0));
   if (eagle3() && (aux_row < 0 || aux_row + n > fc_rows_)) {
     drop(seq_id);  // EAGLE-3 without this forward's fc rows: a gap, no drafts
@@ -252,27 +289,37 @@ void EagleProposer::on_hidden_states(int64_t seq_id, int32_t first_pos, const Te
     drop(seq_id);  // a gap after the rows it has, or rows before them: start again here
     it = seqs_.end();
   }
+  PrefixHit hit;
   if (it == seqs_.end()) {
     // The first rows seen (a prefix-cache hit, a state evicted before, a
-    // fork without its parent's): the head's state starts at them.
-    it = seqs_.emplace(seq_id, SeqState{.kv_start = first_pos, .tokens = {}, .hidden_end = first_pos})
-             .first;
+    // fork without its parent's): the head's state starts with its cached
+    // blocks that reach them, else at them.
+    it = seqs_.emplace(seq_id, start_state(first_pos, prefix, &hit)).first;
+    if (!hit.blocks.empty())
+      log_debug("EAGLE head: sequence {} starts with {} cached blocks (rows 0..{})", seq_id,
+                hit.blocks.size(), hit.num_tokens - 1);
   }
   SeqState& s = it->second;
   if (first_pos + n > runner_->max_model_len() ||
-      !kv_.reserve(seq_id, first_pos + n - s.kv_start)) {
+      !kv_.reserve(seq_id, std::max(first_pos + n, s.reused_end) - s.kv_start, hit, s.keys)) {
     drop(seq_id);
     return;
   }
-  if (eagle3()) {
-    copy_to_pool(fc_scratch_[0].tensor(rows.dtype, {fc_rows_, rows.dim(1)}), aux_row, seq_id,
-                 first_pos, n);
-  } else {
-    copy_to_pool(rows, 0, seq_id, first_pos, n);
+  // Rows in reused blocks already hold the target's rows of these tokens.
+  const int32_t from = std::min(std::max(first_pos, s.reused_end), first_pos + n);
+  if (from < first_pos + n) {
+    if (eagle3()) {
+      copy_to_pool(fc_scratch_[0].tensor(rows.dtype, {fc_rows_, rows.dim(1)}),
+                   aux_row + (from - first_pos), seq_id, from, first_pos + n - from);
+    } else {
+      copy_to_pool(rows, from - first_pos, seq_id, from, first_pos + n - from);
+    }
   }
-  s.hidden_end = first_pos + n;
-  // Rows from first_pos on read hidden states that just changed.
-  if (s.tokens.size() > static_cast<size_t>(first_pos) + 1) s.tokens.resize(first_pos + 1);
+  s.hidden_end = std::max(first_pos + n, s.reused_end);
+  // Rows from first_pos on read hidden states that just changed, but for
+  // reused ones (the same tokens' rows).
+  const int32_t keep = std::max(first_pos, s.reused_end);
+  if (s.tokens.size() > static_cast<size_t>(keep) + 1) s.tokens.resize(keep + 1);
 }
 
 Status EagleProposer::propose(std::span<const DraftInput> inputs,
@@ -293,15 +340,20 @@ Status EagleProposer::propose(std::span<const DraftInput> inputs,
     // last: positions up to len - 1 + k - 1.
     const int32_t k = static_cast<int32_t>(std::min<int64_t>(in.max_draft, max_len - len + 1));
     // Row len - 2 needs the target's hidden rows up to it and is one of the head's.
-    if (k < 1 || s.hidden_end < len - 1 || len - 2 < s.kv_start) continue;
+    // Row len - 2 is run again, so it must not be a reused (shared) row.
+    if (k < 1 || s.hidden_end < len - 1 || len - 2 < s.kv_start || len - 2 < s.reused_end) continue;
+    const size_t same = static_cast<size_t>(
+        std::mismatch(s.tokens.begin(), s.tokens.end(), in.tokens.begin(), in.tokens.end()).first -
+        s.tokens.begin());
+    if (static_cast<int32_t>(same) < s.reused_end + 1 && s.reused_end > 0) {
+      drop(in.seq_id);  // tokens that its reused rows did not read (not expected)
+      continue;
+    }
     kv_.mark_drafted(in.seq_id);
     if (!kv_.reserve(in.seq_id, std::max(len + k - 1, s.hidden_end) - s.kv_start)) {
       drop(in.seq_id);
       continue;
     }
-    const size_t same = static_cast<size_t>(
-        std::mismatch(s.tokens.begin(), s.tokens.end(), in.tokens.begin(), in.tokens.end()).first -
-        s.tokens.begin());
     // Row len - 2 gives draft 1: recomputed when already there. The rows
     // before kv_start are not the head's.
     const int32_t begin = std::max(

@@ -34,19 +34,39 @@
 // State per sequence: the tokens its computed rows read and which of the
 // target's hidden rows the pool holds (rows are recomputed from where the
 // tokens or the target's hidden rows changed: rejected drafts, preemption).
-// It starts at the first position whose hidden row the head was handed
+//
+// Reuse across requests: head row i (its KV and pool row, the target's
+// hidden row i) depends only on tokens 0..i + 1 (and the request's
+// prefix-cache keys: a LoRA adapter changes the target's rows). So a
+// sequence's full head blocks are keyed as the target's prefix cache keys
+// its blocks (kv/block_hash.h, chained XXH3 over a block's tokens with the
+// cache keys) but over what the rows read: block b's key covers tokens
+// 0..(b + 1) * block_size, hashed as tokens 1.. with token 0 among the
+// extra keys (the target's hash of block b lacks token (b + 1) * block_size,
+// which its last row reads). At a sequence's end (on_sequence_end) its
+// computed rows that the final tokens confirm are cached in the head's pool
+// (DraftKv::cache_and_drop); a sequence whose state starts with the longest
+// cached run of its head blocks reuses them (rows [0, reused_end): shared,
+// never written, the target's hidden rows for them skipped) when they reach
+// the first position the target hands (a prefix-cache hit of the same
+// prefix); rows after them are computed as usual.
+//
+// Otherwise (nothing cached, or too little) the state starts at the first
+// position whose hidden row the head was handed
 // (kv_start): position 0 for a prompt computed in full; the first position
 // computed after a prefix-cache hit (the target computed no hidden states
 // before it); the next forward's first position after the state was
-// evicted, or after a gap in the rows (or for a fork whose parent had none). The head's KV and pool hold positions
-// kv_start.. only (rows of its own block table from 0), RoPE at the absolute
+// evicted, or after a gap in the rows (or for a fork whose parent had none). The head's KV and pool
+// hold positions kv_start.. only (rows of its own block table from 0), RoPE at the absolute
 // positions, so its rows attend over that part of the sequence; drafting
 // starts once row len - 2 is at or after kv_start. A fork (on_fork) starts
 // from its parent's hidden rows instead: the samples of n > 1 draft from
 // their first decode step over the whole prompt. Pool: the target's
 // capacity plus k + 1 tokens per --max-num-seqs; when full, the state of
 // the least recently drafted sequence that is not in the current call is
-// evicted (a sequence never evicts itself, also when its hidden rows grow it).
+// evicted (a sequence never evicts itself, also when its hidden rows grow it);
+// cached idle head blocks are evicted (least recently released first) before
+// any state is.
 #pragma once
 
 #include <cstdint>
@@ -86,12 +106,16 @@ class EagleProposer final : public Proposer {
   ~EagleProposer() override;
 
   bool wants_hidden_states() const override { return true; }
-  void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
-                        int32_t aux_row) override;
+  // A new state starts with the cached head blocks of prefix.tokens when
+  // they reach first_pos (see above).
+  void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows, int32_t aux_row,
+                        const HiddenRowsPrefix& prefix) override;
   // EAGLE-3: fc over every row of the forward at once (apply_fc).
   void on_aux_hidden_states(std::span<const Tensor> aux) override;
   Status propose(std::span<const DraftInput> inputs,
                  std::vector<std::vector<int32_t>>& drafts) override;
+  // Caches seq_id's head blocks whose rows `tokens` confirm (a state
+  // starting at position 0 only), then drops its state.
   void on_sequence_end(int64_t seq_id, std::span<const int32_t> tokens,
                        int32_t num_prompt_tokens) override;
   // child's state starts as parent's target hidden rows (copied in the pool
@@ -99,9 +123,12 @@ class EagleProposer final : public Proposer {
   // them (the head's KV is not copied).
   void on_fork(int64_t parent, int64_t child) override;
 
-  // Sequences with state, and states evicted so far (tests, logs).
+  // Sequences with state, states evicted so far, cached head blocks reused
+  // so far and cached idle ones now (tests, logs).
   int32_t num_seqs() const { return static_cast<int32_t>(seqs_.size()); }
   int64_t num_evictions() const { return kv_.num_evictions(); }
+  int64_t num_reused_blocks() const { return kv_.num_reused_blocks(); }
+  int32_t num_cached_blocks() const { return kv_.manager().stats().num_cached_blocks; }
 
  private:
   struct SeqState {
@@ -114,6 +141,12 @@ class EagleProposer final : public Proposer {
     std::vector<int32_t> tokens;
     // The pool holds the target's hidden rows of positions [kv_start, hidden_end).
     int32_t hidden_end = 0;
+    // Rows [0, reused_end) are cached blocks it started with (kv_start 0):
+    // shared, never written or recomputed.
+    int32_t reused_end = 0;
+    // Its head blocks' extra keys (the request's cache keys, then token 0);
+    // empty: none of its blocks is cached at its end (kv_start > 0).
+    std::vector<uint64_t> keys;
   };
 
   // draft_to_target: an EAGLE-3 head's d2t map (empty: EAGLE-1);
@@ -128,6 +161,10 @@ class EagleProposer final : public Proposer {
   void apply_fc(std::span<const Tensor> aux);
   // Frees seq_id's blocks and state.
   void drop(int64_t seq_id);
+  // A new state for seq_id, whose first hidden row handed is first_pos:
+  // from the cached head blocks of prefix.tokens when they reach first_pos
+  // (*hit holds them), else at first_pos (*hit empty).
+  SeqState start_state(int32_t first_pos, const HiddenRowsPrefix& prefix, PrefixHit* hit) const;
   // Copies n rows of src starting at src_row to seq_id's pool slots of
   // positions [pos, pos + n) (the table must cover them).
   void copy_to_pool(const Tensor& src, int64_t src_row, int64_t seq_id, int32_t pos, int32_t n);

@@ -172,11 +172,19 @@ void LlmEngine::hand_hidden_states(const ScheduleOutput& out) {
     const auto rit = requests_.find(seq.request_id);
     if (rit == requests_.end() || !rit->second->speculates) continue;
     const int32_t row = parts_.runner->hidden_row(out.query_start_loc[i]);
-    parts_.proposer->on_hidden_states(
-        seq.seq_id, seq.start_position,
-        Tensor(static_cast<char*>(hidden.data) + row * row_bytes, hidden.dtype,
-               {seq.num_new_tokens, h}),
-        aux.empty() ? -1 : row);
+    const Sequence* sq = scheduler_.sequence(seq.seq_id);
+    const Request* req = scheduler_.request(seq.request_id);
+    HiddenRowsPrefix prefix;
+    if (sq != nullptr && req != nullptr) {
+      const int32_t num_known = std::clamp(
+          seq.start_position + seq.num_new_tokens - seq.num_draft_tokens, 0, sq->num_tokens());
+      prefix = {std::span<const int32_t>(sq->tokens).first(static_cast<size_t>(num_known)),
+                req->spec.cache_keys};
+    }
+    parts_.proposer->on_hidden_states(seq.seq_id, seq.start_position,
+                                      Tensor(static_cast<char*>(hidden.data) + row * row_bytes,
+                                             hidden.dtype, {seq.num_new_tokens, h}),
+                                      aux.empty() ? -1 : row, prefix);
   }
 }
 

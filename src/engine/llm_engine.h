@@ -96,6 +96,8 @@ class LlmEngine final : public Engine {
   Result<std::string> apply_chat_template(const ChatTemplateInputs& inputs) const override;
   const ModelInfo& info() const override { return parts_.info; }
   EngineMetrics metrics() const override { return metrics_.snapshot(); }
+  // Speculative decoding's proposer, or null (tests: its own counters).
+  const Proposer* proposer() const { return parts_.proposer.get(); }
   Result<std::shared_ptr<const CompiledConstraint>> compile_constraint(
       const StructuredOutputSpec& spec) const override;
   void drain() override;

@@ -31,6 +31,20 @@ struct DraftInput {
   int32_t max_draft = 0;  // >= 1: propose at most this many tokens
 };
 
+// Of on_hidden_states: the sequence's prefix as the target's prefix cache
+// keys it (kv/kv_manager.h), so that a proposer can key state of its own
+// that depends only on the tokens (an EAGLE head's KV) by the same content.
+struct HiddenRowsPrefix {
+  // The sequence's tokens from position 0 through the forward's last
+  // non-draft position: first_pos + n minus the forward's drafts. Every one
+  // is computed by now or by this forward (none will change). Valid during
+  // the call; empty where the engine has no such sequence.
+  std::span<const int32_t> tokens;
+  // The request's prefix-cache extra keys (RequestSpec::cache_keys: LoRA
+  // adapter, cache salt); empty for none. Valid during the call.
+  std::span<const uint64_t> cache_keys;
+};
+
 class Proposer {
  public:
   virtual ~Proposer() = default;
@@ -65,10 +79,10 @@ class Proposer {
   // sequence keeps computed are the model's. `aux_row`: the row of the
   // views on_aux_hidden_states got for this forward that holds first_pos's
   // aux rows (the n positions' rows are consecutive there), or -1 where the
-  // target keeps none.
+  // target keeps none. `prefix`: the sequence's tokens and cache keys.
   virtual void on_hidden_states(int64_t seq_id, int32_t first_pos, const Tensor& rows,
-                                int32_t aux_row) {
-    (void)seq_id, (void)first_pos, (void)rows, (void)aux_row;
+                                int32_t aux_row, const HiddenRowsPrefix& prefix) {
+    (void)seq_id, (void)first_pos, (void)rows, (void)aux_row, (void)prefix;
   }
   // Where the target keeps aux hidden states (RunnerOptions::aux_hidden_layers,
   // for EAGLE-3): right after the engine launched a forward and before that

@@ -85,9 +85,11 @@ class PrefilledTarget {
   }
 
   // Hands `proposer` the target's rows of prompt s's positions [from, len)
-  // as sequence seq_id's positions [first_pos, first_pos + len - from).
-  void hand(EagleProposer& proposer, size_t s, int32_t from, int64_t seq_id,
-            int32_t first_pos) const {
+  // as sequence seq_id's positions [first_pos, first_pos + len - from), whose
+  // tokens are prompt s's from position from - first_pos, or `tokens` when
+  // given (cache keys: `keys`).
+  void hand(EagleProposer& proposer, size_t s, int32_t from, int64_t seq_id, int32_t first_pos,
+            std::span<const uint64_t> keys = {}, std::span<const int32_t> tokens = {}) const {
     const bool eagle3 = !runner_->aux_hidden_states().empty();
     const Tensor hidden = runner_->hidden_states();
     const size_t row_bytes = kHidden * sizeof(float);
@@ -100,10 +102,15 @@ class PrefilledTarget {
       proposer.on_aux_hidden_states(views);
     }
     const int32_t row = first_row_[s] + from;
-    proposer.on_hidden_states(seq_id, first_pos,
-                              Tensor(static_cast<char*>(hidden.data) + row * row_bytes,
-                                     hidden.dtype, {prompt_len(s) - from, kHidden}),
-                              eagle3 ? row : -1);
+    proposer.on_hidden_states(
+        seq_id, first_pos,
+        Tensor(static_cast<char*>(hidden.data) + row * row_bytes, hidden.dtype,
+               {prompt_len(s) - from, kHidden}),
+        eagle3 ? row : -1,
+        {tokens.empty()
+             ? std::span<const int32_t>(prompts_[s]).subspan(static_cast<size_t>(from - first_pos))
+             : tokens,
+         keys});
   }
 
  private:
@@ -274,6 +281,142 @@ TEST_P(EaglePrefixTest, ForkDraftsFromItsParentsRows) {
   EXPECT_TRUE(drafts.back().empty());
 }
 
+// Prompts of 33 to 63 tokens (2 or 3 full blocks, within PrefilledTarget's 4).
+const std::vector<std::string> kLongTexts = {
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun "
+    "with her dog, Max.",
+    "One day, Tom and his mom went to the store to buy some apples. Tom saw a big red ball and "
+    "he wanted it very much."};
+
+// The first position of prompt s's last (partial or full) block: where the
+// target's prefix-cache hit of the same prompt ends.
+int32_t hit_end(const PrefilledTarget& target, size_t s) {
+  return (target.prompt_len(s) - 1) / 16 * 16;
+}
+
+// A request whose head state reached its end (rows from 0, drafted, ended
+// with its greedy token) caches its head blocks; the same prompt again,
+// handed rows from the target's prefix-cache hit only, starts with them
+// (counted) and the copying head drafts the target's token, while a request
+// under other cache keys (another LoRA adapter, salt) reuses none.
+TEST_P(EaglePrefixTest, RepeatRequestReusesTheHeadsBlocks) {
+  ScratchDir head;
+  make_any_head(head.path(), method(), /*copy=*/true);
+  const PrefilledTarget target(kLongTexts, eagle3());
+  std::unique_ptr<EagleProposer> eagle = make_proposer(head.path(), method(), target);
+  ASSERT_NE(eagle, nullptr);
+  for (size_t s = 0; s < kLongTexts.size(); ++s) {
+    ASSERT_GE(target.prompt_len(s), 33);
+    ASSERT_LT(target.prompt_len(s), 60);
+    const std::vector<int32_t> seq = target.sequence(s);
+    const std::vector<int32_t> copy(3, seq.back());
+    const int64_t first = static_cast<int64_t>(10 * s);
+    target.hand(*eagle, s, 0, first, 0);
+    EXPECT_EQ(propose(*eagle, {seq}, {first})[0], copy);
+    const int32_t cached_before = eagle->num_cached_blocks();
+    eagle->on_sequence_end(first, seq, target.prompt_len(s));
+    // Rows [0, prompt_len) were computed: their full blocks are cached.
+    EXPECT_EQ(eagle->num_cached_blocks(), cached_before + target.prompt_len(s) / 16);
+    const int64_t reused_before = eagle->num_reused_blocks();
+    const int32_t from = hit_end(target, s);
+    target.hand(*eagle, s, from, first + 1, from);
+    EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16) << "prompt " << s;
+    EXPECT_EQ(propose(*eagle, {seq}, {first + 1})[0], copy) << "prompt " << s;
+    const std::vector<uint64_t> other = {42};
+    target.hand(*eagle, s, from, first + 2, from, other);
+    EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16) << "prompt " << s;
+    EXPECT_EQ(propose(*eagle, {seq}, {first + 2})[0], copy) << "prompt " << s;
+    for (int64_t id : {first + 1, first + 2}) eagle->on_sequence_end(id, seq, 0);
+  }
+  EXPECT_EQ(eagle->num_evictions(), 0);
+}
+
+// The strongest check, with a random head: a state that starts with the
+// cached blocks drafts bit-equal what a state computing every row from
+// position 0 drafts (its attention reads the reused KV rows as its own),
+// and so does a fork of it; a state starting at the hit with nothing
+// cached (other keys: today's kv_start) drafts otherwise for at least one
+// prompt (so the comparison can fail). A prompt whose token right after the
+// reused blocks differs must not reuse the last of them (its last row read
+// that token): with fewer blocks than the target's hit, it reuses none.
+TEST_P(EaglePrefixTest, ReusedStateDraftsAsOneComputedFromZero) {
+  ScratchDir head;
+  make_any_head(head.path(), method(), /*copy=*/false);
+  const PrefilledTarget target(kLongTexts, eagle3());
+  std::unique_ptr<EagleProposer> eagle = make_proposer(head.path(), method(), target);
+  ASSERT_NE(eagle, nullptr);
+  const std::vector<uint64_t> fresh = {1}, at_hit = {2};
+  bool kv_start_differs = false;
+  for (size_t s = 0; s < kLongTexts.size(); ++s) {
+    const std::vector<int32_t> seq = target.sequence(s);
+    const int64_t id = static_cast<int64_t>(10 * s);
+    target.hand(*eagle, s, 0, id, 0);
+    (void)propose(*eagle, {seq}, {id});
+    eagle->on_sequence_end(id, seq, target.prompt_len(s));
+    const int64_t reused_before = eagle->num_reused_blocks();
+    const int32_t from = hit_end(target, s);
+    target.hand(*eagle, s, from, id + 1, from);          // reuses
+    target.hand(*eagle, s, 0, id + 2, 0, fresh);         // every row from 0
+    target.hand(*eagle, s, from, id + 3, from, at_hit);  // kv_start = from
+    target.hand(*eagle, s, 0, id + 5, 0, fresh);         // the fork's reference
+    EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16);
+    eagle->on_fork(id + 1, id + 4);
+    std::vector<int32_t> fork = seq;
+    fork.back() = (fork.back() + 1) % 512;
+    const std::vector<std::vector<int32_t>> drafts =
+        propose(*eagle, {seq, seq, seq, fork, fork}, {id + 1, id + 2, id + 3, id + 4, id + 5});
+    EXPECT_EQ(drafts[0].size(), 3u) << "prompt " << s;
+    EXPECT_EQ(drafts[0], drafts[1]) << "prompt " << s;
+    EXPECT_EQ(drafts[3].size(), 3u) << "prompt " << s;
+    EXPECT_EQ(drafts[3], drafts[4]) << "fork, prompt " << s;
+    kv_start_differs = kv_start_differs || drafts[2] != drafts[1];
+  }
+  EXPECT_TRUE(kv_start_differs);
+  // Prompt 0 with its token at hit_end changed: the target would hit
+  // hit_end / 16 blocks, the head has one less that is valid: no reuse.
+  const size_t s = 0;
+  const int32_t from = hit_end(target, s);
+  std::vector<int32_t> changed = target.sequence(s);
+  changed[static_cast<size_t>(from)] = (changed[static_cast<size_t>(from)] + 1) % 512;
+  changed.pop_back();
+  const int64_t reused_before = eagle->num_reused_blocks();
+  target.hand(*eagle, s, from, 100, from, {}, changed);
+  EXPECT_EQ(eagle->num_reused_blocks(), reused_before);
+  // The original tokens reuse them.
+  target.hand(*eagle, s, from, 101, from);
+  EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16);
+}
+
+// A head pool of 4 blocks (52 + 12 tokens): a finished request's cached
+// blocks are evicted (least recently released first) when a new state needs
+// room, before any state is.
+TEST_P(EaglePrefixTest, CachedHeadBlocksAreEvictedUnderPressure) {
+  ScratchDir head;
+  make_any_head(head.path(), method(), /*copy=*/true);
+  const PrefilledTarget target(kLongTexts, eagle3());
+  std::unique_ptr<EagleProposer> eagle =
+      make_proposer(head.path(), method(), target, /*kv_tokens=*/52, /*max_num_seqs=*/3);
+  ASSERT_NE(eagle, nullptr);
+  const std::vector<int32_t> seq0 = target.sequence(0), seq1 = target.sequence(1);
+  target.hand(*eagle, 0, 0, 0, 0);
+  (void)propose(*eagle, {seq0}, {0});
+  eagle->on_sequence_end(0, seq0, target.prompt_len(0));
+  const int32_t cached = target.prompt_len(0) / 16;
+  EXPECT_EQ(eagle->num_cached_blocks(), cached);
+  // Prompt 1 from 0 needs ceil(len / 16) blocks of 4: cached ones go.
+  target.hand(*eagle, 1, 0, 1, 0);
+  const int32_t needed = (target.prompt_len(1) + 15) / 16;
+  EXPECT_EQ(eagle->num_cached_blocks(), std::min(cached, 4 - needed));
+  EXPECT_EQ(eagle->num_evictions(), 0);
+  EXPECT_EQ(propose(*eagle, {seq1}, {1})[0], std::vector<int32_t>(3, seq1.back()));
+  (void)propose(*eagle, {}, {});  // a call without it: 1 becomes evictable
+  // Prompt 0 again at the target's hit: its head blocks are gone (or only
+  // some are left: too few to reach the hit), so it starts there.
+  target.hand(*eagle, 0, hit_end(target, 0), 2, hit_end(target, 0));
+  EXPECT_EQ(eagle->num_reused_blocks(), 0);
+  EXPECT_EQ(propose(*eagle, {seq0}, {2})[0], std::vector<int32_t>(3, seq0.back()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Methods, EaglePrefixTest, testing::Values("eagle", "eagle3"));
 
 // Tokens whose repetition (24 or 49 times) stories260K continues greedily
@@ -297,7 +440,8 @@ class EaglePrefixEngineTest : public EaglePrefixTest {
 // Prompts of 49 tokens, then the same prompts again as new requests once
 // the first have finished: the second ones hit 48 tokens (3 blocks) in the
 // prefix cache, so the target computes one prompt row -- their head state
-// starts there, and they are drafted and accepted (never, before kv_start).
+// starts with the first requests' 3 cached head blocks (counted: 15 in all),
+// so they draft over the whole prompt, and are accepted as the first ones.
 // Outputs: the reference's greedy tokens.
 TEST_P(EaglePrefixEngineTest, PrefixCacheHitIsDraftedAndAccepted) {
   ScratchDir head;
@@ -327,6 +471,9 @@ TEST_P(EaglePrefixEngineTest, PrefixCacheHitIsDraftedAndAccepted) {
                           ref->sample(reqs[i].prompt, reqs[i].params, eos, 0, 40), reqs[i].id);
     }
     after[pass] = engine->metrics();
+    const auto* eagle = dynamic_cast<const EagleProposer*>(engine->proposer());
+    ASSERT_NE(eagle, nullptr);
+    EXPECT_EQ(eagle->num_reused_blocks(), pass == 0 ? 0 : 15);
   }
   expect_idle_and_empty(*engine);
   expect_consistent_metrics(after[1]);
@@ -335,8 +482,7 @@ TEST_P(EaglePrefixEngineTest, PrefixCacheHitIsDraftedAndAccepted) {
       after[1].spec_num_accepted_tokens - after[0].spec_num_accepted_tokens};
   EXPECT_GT(accepted[0], 0u);
   EXPECT_GT(accepted[1], 0u);
-  // Their drafts read one prompt row less context than the first ones': as
-  // good for the copying head.
+  // Their drafts read the same context as the first ones'.
   EXPECT_GT(2 * accepted[1], accepted[0]);
   std::printf("%s accepted drafts: first requests %llu, prefix-cache hits %llu\n", method(),
               static_cast<unsigned long long>(accepted[0]),

@@ -20,9 +20,9 @@
 
 #include "core/float_elements.h"
 #include "core/log.h"
+#include "eagle_test_heads.h"
 #include "engine/backend_factory.h"
 #include "engine/eagle_head.h"
-#include "eagle_test_heads.h"
 #include "engine_harness.h"
 #include "io/model_files.h"
 #include "io/model_location.h"
@@ -281,7 +281,7 @@ void EagleTest::copying_head_drafts_last_token(const char* method) {
       (*eagle)->on_hidden_states(
           static_cast<int64_t>(s), 0,
           Tensor(static_cast<char*>(hidden.data) + first * row_bytes, hidden.dtype, {n, 64}),
-          eagle3 ? first : -1);
+          eagle3 ? first : -1, {prompts[s], {}});
       seqs.push_back(prompts[s]);
       seqs.back().push_back(out.token_ids[s]);
     }
