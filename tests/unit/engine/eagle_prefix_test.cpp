@@ -52,24 +52,8 @@ class PrefilledTarget {
     if (eagle3) ro.aux_hidden_layers = {5, 1, 3};  // make_eagle3_head's copy
     runner_ = ModelRunner::create(*backend_, opened->config, *opened->weights, ro).value();
     std::unique_ptr<Tokenizer> tok = Tokenizer::load(stories_dir()).value();
-    StepBatch step;
-    step.query_start_loc.push_back(0);
-    for (size_t s = 0; s < texts.size(); ++s) {
-      prompts_.push_back(tok->encode(texts[s]));
-      for (size_t p = 0; p < prompts_[s].size(); ++p) {
-        step.token_ids.push_back(prompts_[s][p]);
-        step.positions.push_back(static_cast<int32_t>(p));
-        step.slot_mapping.push_back(static_cast<int32_t>(4 * s * 16 + p));
-      }
-      step.query_start_loc.push_back(step.num_tokens());
-      step.seq_lens.push_back(static_cast<int32_t>(prompts_[s].size()));
-      for (int32_t b = 0; b < 4; ++b) step.block_tables.push_back(static_cast<int32_t>(4 * s) + b);
-      step.logits_rows.push_back(step.num_tokens() - 1);
-      SamplingRow row;
-      row.temperature = 0.0f;
-      step.sampling.rows.push_back(row);
-    }
-    step.max_blocks_per_seq = 4;
+    for (const std::string& t : texts) prompts_.push_back(tok->encode(t));
+    const StepBatch step = greedy_step(prompts_);
     first_row_ = step.query_start_loc;
     num_rows_ = step.num_tokens();
     EXPECT_TRUE(runner_->execute(step, &out_).ok());

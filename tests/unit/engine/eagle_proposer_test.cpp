@@ -232,25 +232,9 @@ void EagleTest::copying_head_drafts_last_token(const char* method) {
   const std::vector<std::string> texts = {"Once upon a time", "The little dog was sad because",
                                           "Lily and Ben went to the park. They saw a big"};
   // One prefill of every prompt, sequence s in blocks [4s, 4s + 4).
-  StepBatch step;
   std::vector<std::vector<int32_t>> prompts;
-  step.query_start_loc.push_back(0);
-  for (size_t s = 0; s < texts.size(); ++s) {
-    prompts.push_back(tok->encode(texts[s]));
-    for (size_t p = 0; p < prompts[s].size(); ++p) {
-      step.token_ids.push_back(prompts[s][p]);
-      step.positions.push_back(static_cast<int32_t>(p));
-      step.slot_mapping.push_back(static_cast<int32_t>(4 * s * 16 + p));
-    }
-    step.query_start_loc.push_back(step.num_tokens());
-    step.seq_lens.push_back(static_cast<int32_t>(prompts[s].size()));
-    for (int32_t b = 0; b < 4; ++b) step.block_tables.push_back(static_cast<int32_t>(4 * s) + b);
-    step.logits_rows.push_back(step.num_tokens() - 1);
-    SamplingRow row;
-    row.temperature = 0.0f;
-    step.sampling.rows.push_back(row);
-  }
-  step.max_blocks_per_seq = 4;
+  for (const std::string& t : texts) prompts.push_back(tok->encode(t));
+  const StepBatch step = greedy_step(prompts);
   int differing = 0;
   for (const fs::path& head : {good.path(), bad.path()}) {
     EngineOptions o;
@@ -485,27 +469,6 @@ TEST_F(EagleTest, TargetAuxHiddenStatesMatchTheCpuOnTheTestDevice) {
   for (const std::string& t : texts) prompts.push_back(tok->encode(t));
   // Step 0: every prompt (sequence s in blocks [4s, 4s + 4)); step 1: one
   // token more each (a decode batch: a graph replay on CUDA).
-  auto make = [&](bool decode) {
-    StepBatch step;
-    step.query_start_loc.push_back(0);
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      const size_t n = prompts[s].size();
-      for (size_t p = decode ? n : 0; p <= n - (decode ? 0 : 1); ++p) {
-        step.token_ids.push_back(p < n ? prompts[s][p] : 13);
-        step.positions.push_back(static_cast<int32_t>(p));
-        step.slot_mapping.push_back(static_cast<int32_t>(4 * s * 16 + p));
-      }
-      step.query_start_loc.push_back(step.num_tokens());
-      step.seq_lens.push_back(static_cast<int32_t>(decode ? n + 1 : n));
-      for (int32_t b = 0; b < 4; ++b) step.block_tables.push_back(static_cast<int32_t>(4 * s) + b);
-      step.logits_rows.push_back(step.num_tokens() - 1);
-      SamplingRow row;
-      row.temperature = 0.0f;
-      step.sampling.rows.push_back(row);
-    }
-    step.max_blocks_per_seq = 4;
-    return step;
-  };
   // The aux rows [3][T][H] of each step as f32 on the host.
   auto run = [&](const std::string& device) {
     std::unique_ptr<Backend> backend = create_backend(device, opened->config).value();
@@ -513,7 +476,7 @@ TEST_F(EagleTest, TargetAuxHiddenStatesMatchTheCpuOnTheTestDevice) {
         ModelRunner::create(*backend, opened->config, *opened->weights, ro).value();
     std::vector<std::vector<float>> out;
     for (bool decode : {false, true}) {
-      const StepBatch step = make(decode);
+      const StepBatch step = decode ? greedy_step(prompts, 13) : greedy_step(prompts);
       SampleOutput sampled;
       EXPECT_TRUE(r->execute(step, &sampled).ok());
       backend->synchronize();

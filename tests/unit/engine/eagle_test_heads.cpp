@@ -178,4 +178,27 @@ SpeculativeConfig eagle_config(const fs::path& head, int k, const char* method) 
   return c.ok() ? *c : SpeculativeConfig{};
 }
 
+StepBatch greedy_step(const std::vector<std::vector<int32_t>>& prompts,
+                      std::optional<int32_t> next) {
+  StepBatch step;
+  step.query_start_loc.push_back(0);
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    const size_t n = prompts[s].size();
+    for (size_t p = next ? n : 0; p < n + (next ? 1 : 0); ++p) {
+      step.token_ids.push_back(p < n ? prompts[s][p] : *next);
+      step.positions.push_back(static_cast<int32_t>(p));
+      step.slot_mapping.push_back(static_cast<int32_t>(4 * s * 16 + p));
+    }
+    step.query_start_loc.push_back(step.num_tokens());
+    step.seq_lens.push_back(static_cast<int32_t>(next ? n + 1 : n));
+    for (int32_t b = 0; b < 4; ++b) step.block_tables.push_back(static_cast<int32_t>(4 * s) + b);
+    step.logits_rows.push_back(step.num_tokens() - 1);
+    SamplingRow row;
+    row.temperature = 0.0f;
+    step.sampling.rows.push_back(row);
+  }
+  step.max_blocks_per_seq = 4;
+  return step;
+}
+
 }  // namespace pagoda::test

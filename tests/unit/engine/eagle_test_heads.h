@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "batch/step_batch.h"
 #include "spec/spec_config.h"
 
 namespace pagoda::test {
@@ -48,5 +50,12 @@ void make_eagle3_head(const std::filesystem::path& dir, const Eagle3Spec& spec);
 // {"method": method, "num_speculative_tokens": k, "model": head}.
 SpeculativeConfig eagle_config(const std::filesystem::path& head, int k,
                                const char* method = "eagle");
+
+// A step of stories260K's runner over `prompts`, sequence s in KV blocks
+// [4s, 4s + 4) of 16 tokens (at most 63 prompt tokens), each sequence's last
+// row sampled greedily: without `next` one prefill of every prompt; with it,
+// the decode step after that prefill, token `next` at each prompt's length.
+StepBatch greedy_step(const std::vector<std::vector<int32_t>>& prompts,
+                      std::optional<int32_t> next = std::nullopt);
 
 }  // namespace pagoda::test
