@@ -111,7 +111,8 @@ Result<std::vector<TorchCheckpointTensor>> parse_torch_checkpoint(const uint8_t*
     const ZipEntry& storage = *it->second;
     PAGODA_RETURN_IF_ERROR(require_stored(storage, name));
     const uint64_t elem = dtype_size(r.dtype);
-    if (storage.size != static_cast<uint64_t>(r.storage_numel) * elem) {
+    // Compared by division: numel * elem may overflow 64 bits.
+    if (storage.size % elem != 0 || storage.size / elem != static_cast<uint64_t>(r.storage_numel)) {
       return make_error(
           ErrorCode::kCorrupt,
           fmt::format("{}: storage '{}' of tensor '{}' holds {} bytes, not {} {}s", name,

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,13 +39,17 @@ struct Value {
   GlobalKind global{};                    // kGlobal
   DType dtype = DType::kF32;              // kGlobal of a storage type, kStorage
   TorchTensorRecord tensor;               // kStorage (storage fields), kTensor
+  int depth = 0;                          // kTuple: 1 + its deepest tuple item's depth
 };
 
-Ref make(Value::Kind kind) {
-  auto v = std::make_shared<Value>();
-  v->kind = kind;
-  return v;
-}
+// Bounds on what a pickle may build. A state dict's deepest tuple is
+// _rebuild_tensor_v2's arguments holding its size tuple (2), and it makes
+// ~15 values a tensor: 16 levels and 1M values (~65k tensors) are far past
+// any checkpoint, while a nested tuple chain (one byte a level, freed
+// recursively) or a stream of 1-byte values (~300 bytes each here) would
+// otherwise overflow the stack or exhaust memory.
+constexpr int kMaxTupleDepth = 16;
+constexpr size_t kMaxValues = size_t{1} << 20;
 
 const char* kind_name(Value::Kind k) {
   switch (k) {
@@ -93,6 +98,9 @@ class PickleMachine {
         return stack_.back();
       }
       PAGODA_RETURN_IF_ERROR(step(op));
+      if (num_values_ > kMaxValues)
+        return corrupt("makes over " + std::to_string(kMaxValues) +
+                       " values (no state dict needs as many)");
     }
   }
 
@@ -105,7 +113,7 @@ class PickleMachine {
       case 0x95: return skip(8);                                  // FRAME
       case '(': marks_.push_back(stack_.size()); return Status::Ok();  // MARK
       case '}': return push(new_dict());                          // EMPTY_DICT
-      case ')': return push(make(Value::Kind::kTuple));           // EMPTY_TUPLE
+      case ')': return push_tuple(make(Value::Kind::kTuple));     // EMPTY_TUPLE
       case 'N': return push(make(Value::Kind::kNone));            // NONE
       case 0x88: return push_bool(true);                          // NEWTRUE
       case 0x89: return push_bool(false);                         // NEWFALSE
@@ -161,6 +169,13 @@ class PickleMachine {
     return v;
   }
 
+  // Every value is made here, so that run() can bound their count.
+  Ref make(Value::Kind kind) {
+    ++num_values_;
+    auto v = std::make_shared<Value>();
+    v->kind = kind;
+    return v;
+  }
   Ref new_dict() {
     dicts_.push_back(make(Value::Kind::kDict));
     return dicts_.back();
@@ -220,7 +235,7 @@ class PickleMachine {
     PAGODA_ASSIGN_OR_RETURN(std::vector<Ref> items, pop_to_mark());
     Ref t = make(Value::Kind::kTuple);
     t->items = std::move(items);
-    return push(t);
+    return push_tuple(std::move(t));
   }
   Status tuple_of(size_t n) {
     Ref t = make(Value::Kind::kTuple);
@@ -228,7 +243,15 @@ class PickleMachine {
     for (size_t k = n; k-- > 0;) {
       PAGODA_ASSIGN_OR_RETURN(t->items[k], pop());
     }
-    return push(t);
+    return push_tuple(std::move(t));
+  }
+  // Tuples are immutable once made, so their depth is final here (dicts,
+  // which may change later, are emptied flat at the end and not counted).
+  Status push_tuple(Ref t) {
+    for (const Ref& x : t->items) t->depth = std::max(t->depth, x->depth);
+    if (++t->depth > kMaxTupleDepth)
+      return corrupt("nests tuples over " + std::to_string(kMaxTupleDepth) + " deep");
+    return push(std::move(t));
   }
 
   Result<std::string> line() {
@@ -334,6 +357,15 @@ class PickleMachine {
           "_rebuild_tensor_v2 arguments are not (storage, offset, size, stride, "
           "requires_grad, {}) with as many sizes as strides");
     }
+    // torch.save appends a 7th argument only for tensors with metadata
+    // (torch._utils.get_tensor_metadata) that would change the tensor.
+    if (a.size() == 7 && !(a[6]->kind == Value::Kind::kNone ||
+                           (a[6]->kind == Value::Kind::kDict && a[6]->dict.empty()))) {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("{}: a tensor carries _rebuild_tensor_v2 metadata (a {}; at "
+                                    "byte {}), which pagoda does not apply; refused",
+                                    name_, kind_name(a[6]->kind), op_at_));
+    }
     Ref t = make(Value::Kind::kTensor);
     t->tensor = a[0]->tensor;
     t->tensor.storage_offset = a[1]->i;
@@ -403,6 +435,7 @@ class PickleMachine {
   std::vector<size_t> marks_;  // stack sizes at each open MARK
   std::map<uint64_t, Ref> memo_;
   std::vector<Ref> dicts_;  // every dict made, emptied at the end
+  size_t num_values_ = 0;   // made by make(), bounded by kMaxValues
 };
 
 }  // namespace

@@ -4,14 +4,18 @@
 // EMPTY_TUPLE, TUPLE*, BININT*, LONG1, BINUNICODE, SHORT_BINUNICODE, NONE,
 // NEWTRUE / NEWFALSE, GLOBAL / STACK_GLOBAL, BINPERSID, REDUCE, SETITEM(S),
 // BUILD, the memo opcodes and STOP) and the globals
-//   collections.OrderedDict              called with () only
-//   torch._utils._rebuild_tensor_v2      (storage, offset, size, stride, requires_grad, hooks[,
-//   metadata]) torch._utils._rebuild_parameter      (tensor, requires_grad, hooks)
-//   torch.{Float,Half,BFloat16,Int,Long,Bool,Byte,Char}Storage   as persistent-id storage types
-// Any other opcode or global is refused naming it. The pickle must produce
-// a dict of str -> tensor (a state dict). BUILD sets attributes Python-side;
-// here it is accepted only with an empty state, or a dict state on a dict
-// (state_dict()'s `_metadata` attribute), and ignored.
+//   collections.OrderedDict, called with () only;
+//   torch._utils._rebuild_tensor_v2, (storage, offset, size, stride,
+//     requires_grad, hooks[, metadata]);
+//   torch._utils._rebuild_parameter, (tensor, requires_grad, hooks);
+//   torch.{Float,Half,BFloat16,Int,Long,Bool,Byte,Char}Storage, as
+//     persistent-id storage types.
+// Any other opcode or global is refused naming it, and so is a tensor whose
+// _rebuild_tensor_v2 metadata (its 7th argument) is not empty. Bounded: one
+// pass over the bytes, tuples nested at most 16 deep, at most 2^20 values.
+// The pickle must produce a dict of str -> tensor (a state dict). BUILD sets
+// attributes Python-side; here it is accepted only with an empty state, or a
+// dict state on a dict (state_dict()'s `_metadata` attribute), and ignored.
 #pragma once
 
 #include <cstddef>

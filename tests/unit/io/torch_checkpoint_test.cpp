@@ -282,5 +282,41 @@ TEST(ZipArchive, ListsStoredEntriesAndTheirData) {
   EXPECT_EQ((*r)[2].method, 8);
 }
 
+// Bounds on what a hostile pickle makes: a chain of nested tuples (one byte
+// a level, freed recursively) and a stream of one-byte values are refused
+// before they exhaust the stack or memory.
+TEST(TorchCheckpoint, RefusesDeepTuplesAndTooManyValues) {
+  const ThreeDtypes f;
+  const std::string deep = std::string("\x80\x02)", 3) + std::string(1000000, '\x85') + ".";
+  expect_error(f.bytes(deep), ErrorCode::kCorrupt, "nests tuples over 16 deep");
+  const std::string many = std::string("\x80\x02", 2) + std::string(3000000, 'N') + ".";
+  expect_error(f.bytes(many), ErrorCode::kCorrupt, "makes over 1048576 values");
+}
+
+// A storage numel whose byte count overflows 64 bits (2^62 floats: 2^64
+// bytes, 0 modulo 2^64) does not pass for an empty storage.
+TEST(TorchCheckpoint, RefusesAStorageNumelThatOverflows) {
+  const ThreeDtypes f;
+  const std::string pkl = replaced(f.pickle(), binunicode("cpu") + "J" + le(6, 4),
+                                   binunicode("cpu") + "\x8a\x08" + le(uint64_t{1} << 62, 8));
+  expect_error(zip_of({{"archive/data.pkl", pkl, 0},
+                       {"archive/data/0", "", 0},
+                       {"archive/data/1", raw(f.b), 0},
+                       {"archive/data/2", raw(f.c), 0}}),
+               ErrorCode::kCorrupt, "holds 0 bytes, not 4611686018427387904 FloatStorages");
+}
+
+// _rebuild_tensor_v2's 7th argument (tensor metadata) is refused unless
+// empty: pagoda would not apply it.
+TEST(TorchCheckpoint, RefusesTensorMetadataItDoesNotApply) {
+  const ThreeDtypes f;
+  const std::string with_empty = replaced(f.pickle(), ")RtR", ")R}tR");
+  EXPECT_TRUE(parse(f.bytes(with_empty)).ok());
+  const std::string with_meta =
+      replaced(f.pickle(), ")RtR", ")R}" + binunicode("_is_conj") + "\x88stR");
+  expect_error(f.bytes(with_meta), ErrorCode::kUnsupported,
+               "a tensor carries _rebuild_tensor_v2 metadata (a dict");
+}
+
 }  // namespace
 }  // namespace pagoda
