@@ -143,6 +143,23 @@ class EaglePrefixTest : public testing::TestWithParam<const char*> {
   static void SetUpTestSuite() { set_log_level(LogLevel::kError); }
   const char* method() const { return GetParam(); }
   bool eagle3() const { return std::string(GetParam()) == "eagle3"; }
+
+  // A copying or random head of method(), stories260K prefilled with
+  // `texts`, and a proposer over both (make_proposer's pool sizes).
+  void start(bool copy, const std::vector<std::string>& texts, int64_t kv_tokens = 1024,
+             int64_t max_num_seqs = 8) {
+    make_any_head(head_.path(), method(), copy);
+    target_ = std::make_unique<PrefilledTarget>(texts, eagle3());
+    eagle_ = make_proposer(head_.path(), method(), *target_, kv_tokens, max_num_seqs);
+    ASSERT_NE(eagle_, nullptr);
+  }
+  const PrefilledTarget& target() const { return *target_; }
+  EagleProposer& eagle() { return *eagle_; }
+
+ private:
+  ScratchDir head_;
+  std::unique_ptr<PrefilledTarget> target_;
+  std::unique_ptr<EagleProposer> eagle_;
 };
 
 // Rows handed from the middle of the prompt on (a prefix-cache hit), or
@@ -150,22 +167,18 @@ class EaglePrefixTest : public testing::TestWithParam<const char*> {
 // (it read the hidden row of the last prompt position through the head's
 // table starting there).
 TEST_P(EaglePrefixTest, DraftsFromTheFirstRowItIsHanded) {
-  ScratchDir head;
-  make_any_head(head.path(), method(), /*copy=*/true);
-  const PrefilledTarget target(kTexts, eagle3());
-  std::unique_ptr<EagleProposer> eagle = make_proposer(head.path(), method(), target);
-  ASSERT_NE(eagle, nullptr);
+  ASSERT_NO_FATAL_FAILURE(start(/*copy=*/true, kTexts));
   std::vector<std::vector<int32_t>> seqs;
   std::vector<int64_t> ids;
   for (size_t s = 0; s < kTexts.size(); ++s) {
-    for (int32_t from : {target.prompt_len(s) / 2, target.prompt_len(s) - 1}) {
+    for (int32_t from : {target().prompt_len(s) / 2, target().prompt_len(s) - 1}) {
       const int64_t id = static_cast<int64_t>(ids.size());
-      target.hand(*eagle, s, from, id, from);
-      seqs.push_back(target.sequence(s));
+      target().hand(eagle(), s, from, id, from);
+      seqs.push_back(target().sequence(s));
       ids.push_back(id);
     }
   }
-  const std::vector<std::vector<int32_t>> drafts = propose(*eagle, seqs, ids);
+  const std::vector<std::vector<int32_t>> drafts = propose(eagle(), seqs, ids);
   ASSERT_EQ(drafts.size(), seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i)
     EXPECT_EQ(drafts[i], std::vector<int32_t>(3, seqs[i].back())) << "sequence " << i;
@@ -177,24 +190,20 @@ TEST_P(EaglePrefixTest, DraftsFromTheFirstRowItIsHanded) {
 // attention covers exactly the part it has (a row index off by kv_start,
 // or an attention length counting the missing rows, drafts otherwise).
 TEST_P(EaglePrefixTest, StateStartingLaterDraftsAsTheSameRowsFromZero) {
-  ScratchDir head;
-  make_any_head(head.path(), method(), /*copy=*/false);
-  const PrefilledTarget target(kTexts, eagle3());
-  std::unique_ptr<EagleProposer> eagle = make_proposer(head.path(), method(), target);
-  ASSERT_NE(eagle, nullptr);
+  ASSERT_NO_FATAL_FAILURE(start(/*copy=*/false, kTexts));
   std::vector<std::vector<int32_t>> seqs;
   std::vector<int64_t> ids;
   for (size_t s = 0; s < kTexts.size(); ++s) {
-    const int32_t from = target.prompt_len(s) / 2;
-    target.hand(*eagle, s, from, static_cast<int64_t>(2 * s), from);
-    target.hand(*eagle, s, from, static_cast<int64_t>(2 * s + 1), 0);
-    const std::vector<int32_t> seq = target.sequence(s);
+    const int32_t from = target().prompt_len(s) / 2;
+    target().hand(eagle(), s, from, static_cast<int64_t>(2 * s), from);
+    target().hand(eagle(), s, from, static_cast<int64_t>(2 * s + 1), 0);
+    const std::vector<int32_t> seq = target().sequence(s);
     seqs.push_back(seq);
     seqs.push_back(std::vector<int32_t>(seq.begin() + from, seq.end()));
     ids.push_back(static_cast<int64_t>(2 * s));
     ids.push_back(static_cast<int64_t>(2 * s + 1));
   }
-  const std::vector<std::vector<int32_t>> drafts = propose(*eagle, seqs, ids);
+  const std::vector<std::vector<int32_t>> drafts = propose(eagle(), seqs, ids);
   ASSERT_EQ(drafts.size(), seqs.size());
   for (size_t s = 0; s < kTexts.size(); ++s) {
     EXPECT_EQ(drafts[2 * s].size(), 3u) << "sequence " << s;
@@ -206,28 +215,23 @@ TEST_P(EaglePrefixTest, StateStartingLaterDraftsAsTheSameRowsFromZero) {
 // the third evicts the least recently drafted one, which is not drafted
 // until it is handed rows again (its next forward's), then drafts from them.
 TEST_P(EaglePrefixTest, EvictedStateDraftsAgainFromItsNextRows) {
-  ScratchDir head;
-  make_any_head(head.path(), method(), /*copy=*/true);
-  const PrefilledTarget target(kTexts, eagle3());
-  std::unique_ptr<EagleProposer> eagle =
-      make_proposer(head.path(), method(), target, /*kv_tokens=*/28, /*max_num_seqs=*/1);
-  ASSERT_NE(eagle, nullptr);
-  target.hand(*eagle, 0, 0, 0, 0);
-  target.hand(*eagle, 1, 0, 1, 0);
-  const std::vector<int32_t> seq0 = target.sequence(0), seq1 = target.sequence(1);
+  ASSERT_NO_FATAL_FAILURE(start(/*copy=*/true, kTexts, /*kv_tokens=*/28, /*max_num_seqs=*/1));
+  target().hand(eagle(), 0, 0, 0, 0);
+  target().hand(eagle(), 1, 0, 1, 0);
+  const std::vector<int32_t> seq0 = target().sequence(0), seq1 = target().sequence(1);
   const std::vector<int32_t> copy0(3, seq0.back());
-  EXPECT_EQ(propose(*eagle, {seq0, seq1}, {0, 1})[0], copy0);
-  (void)propose(*eagle, {}, {});         // a call without them: both evictable
-  target.hand(*eagle, 1, 0, 2, 0);       // sequence 2: prompt 1 again
-  EXPECT_EQ(eagle->num_evictions(), 1);  // sequence 0: among the oldest, the lowest id
-  EXPECT_EQ(eagle->num_seqs(), 2);
-  EXPECT_TRUE(propose(*eagle, {seq0}, {0})[0].empty());
+  EXPECT_EQ(propose(eagle(), {seq0, seq1}, {0, 1})[0], copy0);
+  (void)propose(eagle(), {}, {});         // a call without them: both evictable
+  target().hand(eagle(), 1, 0, 2, 0);     // sequence 2: prompt 1 again
+  EXPECT_EQ(eagle().num_evictions(), 1);  // sequence 0: among the oldest, the lowest id
+  EXPECT_EQ(eagle().num_seqs(), 2);
+  EXPECT_TRUE(propose(eagle(), {seq0}, {0})[0].empty());
   // Its next forward's rows (here the last prompt row again, as after a
   // rejected draft) make a state from there, evicting sequence 1.
-  (void)propose(*eagle, {}, {});
-  target.hand(*eagle, 0, target.prompt_len(0) - 1, 0, target.prompt_len(0) - 1);
-  EXPECT_EQ(eagle->num_evictions(), 2);
-  EXPECT_EQ(propose(*eagle, {seq0}, {0})[0], copy0);
+  (void)propose(eagle(), {}, {});
+  target().hand(eagle(), 0, target().prompt_len(0) - 1, 0, target().prompt_len(0) - 1);
+  EXPECT_EQ(eagle().num_evictions(), 2);
+  EXPECT_EQ(propose(eagle(), {seq0}, {0})[0], copy0);
 }
 
 // A fork (on_fork) starts from its parent's hidden rows: with its own last
@@ -235,27 +239,23 @@ TEST_P(EaglePrefixTest, EvictedStateDraftsAgainFromItsNextRows) {
 // its tokens drafts (a random head), while the parent drafts as before; a
 // fork of a sequence without state has none.
 TEST_P(EaglePrefixTest, ForkDraftsFromItsParentsRows) {
-  ScratchDir head;
-  make_any_head(head.path(), method(), /*copy=*/false);
-  const PrefilledTarget target(kTexts, eagle3());
-  std::unique_ptr<EagleProposer> eagle = make_proposer(head.path(), method(), target);
-  ASSERT_NE(eagle, nullptr);
+  ASSERT_NO_FATAL_FAILURE(start(/*copy=*/false, kTexts));
   std::vector<std::vector<int32_t>> seqs;
   std::vector<int64_t> ids;
   for (size_t s = 0; s < kTexts.size(); ++s) {
     const int64_t parent = static_cast<int64_t>(10 * s);
-    target.hand(*eagle, s, 0, parent, 0);
-    target.hand(*eagle, s, 0, parent + 2, 0);  // the fork's reference
-    eagle->on_fork(parent, parent + 1);
-    std::vector<int32_t> fork = target.sequence(s);
+    target().hand(eagle(), s, 0, parent, 0);
+    target().hand(eagle(), s, 0, parent + 2, 0);  // the fork's reference
+    eagle().on_fork(parent, parent + 1);
+    std::vector<int32_t> fork = target().sequence(s);
     fork.back() = (fork.back() + 1) % 512;
-    seqs.insert(seqs.end(), {target.sequence(s), fork, fork});
+    seqs.insert(seqs.end(), {target().sequence(s), fork, fork});
     ids.insert(ids.end(), {parent, parent + 1, parent + 2});
   }
-  eagle->on_fork(99, 100);
-  seqs.push_back(target.sequence(0));
+  eagle().on_fork(99, 100);
+  seqs.push_back(target().sequence(0));
   ids.push_back(100);
-  const std::vector<std::vector<int32_t>> drafts = propose(*eagle, seqs, ids);
+  const std::vector<std::vector<int32_t>> drafts = propose(eagle(), seqs, ids);
   ASSERT_EQ(drafts.size(), seqs.size());
   for (size_t s = 0; s < kTexts.size(); ++s) {
     EXPECT_EQ(drafts[3 * s].size(), 3u) << "parent " << s;
@@ -284,35 +284,31 @@ int32_t hit_end(const PrefilledTarget& target, size_t s) {
 // (counted) and the copying head drafts the target's token, while a request
 // under other cache keys (another LoRA adapter, salt) reuses none.
 TEST_P(EaglePrefixTest, RepeatRequestReusesTheHeadsBlocks) {
-  ScratchDir head;
-  make_any_head(head.path(), method(), /*copy=*/true);
-  const PrefilledTarget target(kLongTexts, eagle3());
-  std::unique_ptr<EagleProposer> eagle = make_proposer(head.path(), method(), target);
-  ASSERT_NE(eagle, nullptr);
+  ASSERT_NO_FATAL_FAILURE(start(/*copy=*/true, kLongTexts));
   for (size_t s = 0; s < kLongTexts.size(); ++s) {
-    ASSERT_GE(target.prompt_len(s), 33);
-    ASSERT_LT(target.prompt_len(s), 60);
-    const std::vector<int32_t> seq = target.sequence(s);
+    ASSERT_GE(target().prompt_len(s), 33);
+    ASSERT_LT(target().prompt_len(s), 60);
+    const std::vector<int32_t> seq = target().sequence(s);
     const std::vector<int32_t> copy(3, seq.back());
     const int64_t first = static_cast<int64_t>(10 * s);
-    target.hand(*eagle, s, 0, first, 0);
-    EXPECT_EQ(propose(*eagle, {seq}, {first})[0], copy);
-    const int32_t cached_before = eagle->num_cached_blocks();
-    eagle->on_sequence_end(first, seq, target.prompt_len(s));
+    target().hand(eagle(), s, 0, first, 0);
+    EXPECT_EQ(propose(eagle(), {seq}, {first})[0], copy);
+    const int32_t cached_before = eagle().num_cached_blocks();
+    eagle().on_sequence_end(first, seq, target().prompt_len(s));
     // Rows [0, prompt_len) were computed: their full blocks are cached.
-    EXPECT_EQ(eagle->num_cached_blocks(), cached_before + target.prompt_len(s) / 16);
-    const int64_t reused_before = eagle->num_reused_blocks();
-    const int32_t from = hit_end(target, s);
-    target.hand(*eagle, s, from, first + 1, from);
-    EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16) << "prompt " << s;
-    EXPECT_EQ(propose(*eagle, {seq}, {first + 1})[0], copy) << "prompt " << s;
+    EXPECT_EQ(eagle().num_cached_blocks(), cached_before + target().prompt_len(s) / 16);
+    const int64_t reused_before = eagle().num_reused_blocks();
+    const int32_t from = hit_end(target(), s);
+    target().hand(eagle(), s, from, first + 1, from);
+    EXPECT_EQ(eagle().num_reused_blocks(), reused_before + from / 16) << "prompt " << s;
+    EXPECT_EQ(propose(eagle(), {seq}, {first + 1})[0], copy) << "prompt " << s;
     const std::vector<uint64_t> other = {42};
-    target.hand(*eagle, s, from, first + 2, from, other);
-    EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16) << "prompt " << s;
-    EXPECT_EQ(propose(*eagle, {seq}, {first + 2})[0], copy) << "prompt " << s;
-    for (int64_t id : {first + 1, first + 2}) eagle->on_sequence_end(id, seq, 0);
+    target().hand(eagle(), s, from, first + 2, from, other);
+    EXPECT_EQ(eagle().num_reused_blocks(), reused_before + from / 16) << "prompt " << s;
+    EXPECT_EQ(propose(eagle(), {seq}, {first + 2})[0], copy) << "prompt " << s;
+    for (int64_t id : {first + 1, first + 2}) eagle().on_sequence_end(id, seq, 0);
   }
-  EXPECT_EQ(eagle->num_evictions(), 0);
+  EXPECT_EQ(eagle().num_evictions(), 0);
 }
 
 // The strongest check, with a random head: a state that starts with the
@@ -324,31 +320,27 @@ TEST_P(EaglePrefixTest, RepeatRequestReusesTheHeadsBlocks) {
 // reused blocks differs must not reuse the last of them (its last row read
 // that token): with fewer blocks than the target's hit, it reuses none.
 TEST_P(EaglePrefixTest, ReusedStateDraftsAsOneComputedFromZero) {
-  ScratchDir head;
-  make_any_head(head.path(), method(), /*copy=*/false);
-  const PrefilledTarget target(kLongTexts, eagle3());
-  std::unique_ptr<EagleProposer> eagle = make_proposer(head.path(), method(), target);
-  ASSERT_NE(eagle, nullptr);
+  ASSERT_NO_FATAL_FAILURE(start(/*copy=*/false, kLongTexts));
   const std::vector<uint64_t> fresh = {1}, at_hit = {2};
   bool kv_start_differs = false;
   for (size_t s = 0; s < kLongTexts.size(); ++s) {
-    const std::vector<int32_t> seq = target.sequence(s);
+    const std::vector<int32_t> seq = target().sequence(s);
     const int64_t id = static_cast<int64_t>(10 * s);
-    target.hand(*eagle, s, 0, id, 0);
-    (void)propose(*eagle, {seq}, {id});
-    eagle->on_sequence_end(id, seq, target.prompt_len(s));
-    const int64_t reused_before = eagle->num_reused_blocks();
-    const int32_t from = hit_end(target, s);
-    target.hand(*eagle, s, from, id + 1, from);          // reuses
-    target.hand(*eagle, s, 0, id + 2, 0, fresh);         // every row from 0
-    target.hand(*eagle, s, from, id + 3, from, at_hit);  // kv_start = from
-    target.hand(*eagle, s, 0, id + 5, 0, fresh);         // the fork's reference
-    EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16);
-    eagle->on_fork(id + 1, id + 4);
+    target().hand(eagle(), s, 0, id, 0);
+    (void)propose(eagle(), {seq}, {id});
+    eagle().on_sequence_end(id, seq, target().prompt_len(s));
+    const int64_t reused_before = eagle().num_reused_blocks();
+    const int32_t from = hit_end(target(), s);
+    target().hand(eagle(), s, from, id + 1, from);          // reuses
+    target().hand(eagle(), s, 0, id + 2, 0, fresh);         // every row from 0
+    target().hand(eagle(), s, from, id + 3, from, at_hit);  // kv_start = from
+    target().hand(eagle(), s, 0, id + 5, 0, fresh);         // the fork's reference
+    EXPECT_EQ(eagle().num_reused_blocks(), reused_before + from / 16);
+    eagle().on_fork(id + 1, id + 4);
     std::vector<int32_t> fork = seq;
     fork.back() = (fork.back() + 1) % 512;
     const std::vector<std::vector<int32_t>> drafts =
-        propose(*eagle, {seq, seq, seq, fork, fork}, {id + 1, id + 2, id + 3, id + 4, id + 5});
+        propose(eagle(), {seq, seq, seq, fork, fork}, {id + 1, id + 2, id + 3, id + 4, id + 5});
     EXPECT_EQ(drafts[0].size(), 3u) << "prompt " << s;
     EXPECT_EQ(drafts[0], drafts[1]) << "prompt " << s;
     EXPECT_EQ(drafts[3].size(), 3u) << "prompt " << s;
@@ -359,46 +351,41 @@ TEST_P(EaglePrefixTest, ReusedStateDraftsAsOneComputedFromZero) {
   // Prompt 0 with its token at hit_end changed: the target would hit
   // hit_end / 16 blocks, the head has one less that is valid: no reuse.
   const size_t s = 0;
-  const int32_t from = hit_end(target, s);
-  std::vector<int32_t> changed = target.sequence(s);
+  const int32_t from = hit_end(target(), s);
+  std::vector<int32_t> changed = target().sequence(s);
   changed[static_cast<size_t>(from)] = (changed[static_cast<size_t>(from)] + 1) % 512;
   changed.pop_back();
-  const int64_t reused_before = eagle->num_reused_blocks();
-  target.hand(*eagle, s, from, 100, from, {}, changed);
-  EXPECT_EQ(eagle->num_reused_blocks(), reused_before);
+  const int64_t reused_before = eagle().num_reused_blocks();
+  target().hand(eagle(), s, from, 100, from, {}, changed);
+  EXPECT_EQ(eagle().num_reused_blocks(), reused_before);
   // The original tokens reuse them.
-  target.hand(*eagle, s, from, 101, from);
-  EXPECT_EQ(eagle->num_reused_blocks(), reused_before + from / 16);
+  target().hand(eagle(), s, from, 101, from);
+  EXPECT_EQ(eagle().num_reused_blocks(), reused_before + from / 16);
 }
 
 // A head pool of 4 blocks (52 + 12 tokens): a finished request's cached
 // blocks are evicted (least recently released first) when a new state needs
 // room, before any state is.
 TEST_P(EaglePrefixTest, CachedHeadBlocksAreEvictedUnderPressure) {
-  ScratchDir head;
-  make_any_head(head.path(), method(), /*copy=*/true);
-  const PrefilledTarget target(kLongTexts, eagle3());
-  std::unique_ptr<EagleProposer> eagle =
-      make_proposer(head.path(), method(), target, /*kv_tokens=*/52, /*max_num_seqs=*/3);
-  ASSERT_NE(eagle, nullptr);
-  const std::vector<int32_t> seq0 = target.sequence(0), seq1 = target.sequence(1);
-  target.hand(*eagle, 0, 0, 0, 0);
-  (void)propose(*eagle, {seq0}, {0});
-  eagle->on_sequence_end(0, seq0, target.prompt_len(0));
-  const int32_t cached = target.prompt_len(0) / 16;
-  EXPECT_EQ(eagle->num_cached_blocks(), cached);
+  ASSERT_NO_FATAL_FAILURE(start(/*copy=*/true, kLongTexts, /*kv_tokens=*/52, /*max_num_seqs=*/3));
+  const std::vector<int32_t> seq0 = target().sequence(0), seq1 = target().sequence(1);
+  target().hand(eagle(), 0, 0, 0, 0);
+  (void)propose(eagle(), {seq0}, {0});
+  eagle().on_sequence_end(0, seq0, target().prompt_len(0));
+  const int32_t cached = target().prompt_len(0) / 16;
+  EXPECT_EQ(eagle().num_cached_blocks(), cached);
   // Prompt 1 from 0 needs ceil(len / 16) blocks of 4: cached ones go.
-  target.hand(*eagle, 1, 0, 1, 0);
-  const int32_t needed = (target.prompt_len(1) + 15) / 16;
-  EXPECT_EQ(eagle->num_cached_blocks(), std::min(cached, 4 - needed));
-  EXPECT_EQ(eagle->num_evictions(), 0);
-  EXPECT_EQ(propose(*eagle, {seq1}, {1})[0], std::vector<int32_t>(3, seq1.back()));
-  (void)propose(*eagle, {}, {});  // a call without it: 1 becomes evictable
+  target().hand(eagle(), 1, 0, 1, 0);
+  const int32_t needed = (target().prompt_len(1) + 15) / 16;
+  EXPECT_EQ(eagle().num_cached_blocks(), std::min(cached, 4 - needed));
+  EXPECT_EQ(eagle().num_evictions(), 0);
+  EXPECT_EQ(propose(eagle(), {seq1}, {1})[0], std::vector<int32_t>(3, seq1.back()));
+  (void)propose(eagle(), {}, {});  // a call without it: 1 becomes evictable
   // Prompt 0 again at the target's hit: its head blocks are gone (or only
   // some are left: too few to reach the hit), so it starts there.
-  target.hand(*eagle, 0, hit_end(target, 0), 2, hit_end(target, 0));
-  EXPECT_EQ(eagle->num_reused_blocks(), 0);
-  EXPECT_EQ(propose(*eagle, {seq0}, {2})[0], std::vector<int32_t>(3, seq0.back()));
+  target().hand(eagle(), 0, hit_end(target(), 0), 2, hit_end(target(), 0));
+  EXPECT_EQ(eagle().num_reused_blocks(), 0);
+  EXPECT_EQ(propose(eagle(), {seq0}, {2})[0], std::vector<int32_t>(3, seq0.back()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, EaglePrefixTest, testing::Values("eagle", "eagle3"));
