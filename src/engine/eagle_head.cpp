@@ -158,13 +158,16 @@ Result<Eagle3Fields> parse_eagle3_fields(const std::string& config_json,
                                           f.draft_vocab_size, target.vocab_size));
   f.aux_layer_ids = eagle3_default_aux_layers(target.num_layers);
   const auto ec = j.find("eagle_config");
+  if (ec != j.end() && !ec->is_null() && !ec->is_object())
+    return head_error(target, "config.json eagle_config is not an object");
   if (ec != j.end() && ec->is_object()) {
     const auto ids = ec->find("eagle_aux_hidden_state_layer_ids");
     if (ids != ec->end() && !ids->is_null()) {
-      if (!ids->is_array() ||
-          !std::all_of(ids->begin(), ids->end(), [](const auto& x) { return x.is_number_integer(); }))
-        return head_error(target, "config.json eagle_config.eagle_aux_hidden_state_layer_ids is not "
-                                  "a list of integers");
+      if (!ids->is_array() || !std::all_of(ids->begin(), ids->end(),
+                                           [](const auto& x) { return x.is_number_integer(); }))
+        return head_error(target,
+                          "config.json eagle_config.eagle_aux_hidden_state_layer_ids is not "
+                          "a list of integers");
       f.aux_layer_ids = ids->get<std::vector<int64_t>>();
     }
   }
@@ -216,10 +219,10 @@ Result<Eagle3Head> load_eagle3_head(const ModelConfig& config, const Eagle3Field
   for (int64_t d = 0; d < vd; ++d) {
     const int64_t t = d + d2t[static_cast<size_t>(d)];
     if (t < 0 || t >= target.vocab_size)
-      return head_error(target, fmt::format("d2t[{}] = {} maps draft token {} to {}, outside the "
-                                            "target's vocabulary [0, {})",
-                                            d, d2t[static_cast<size_t>(d)], d, t,
-                                            target.vocab_size));
+      return head_error(target,
+                        fmt::format("d2t[{}] = {} maps draft token {} to {}, outside the "
+                                    "target's vocabulary [0, {})",
+                                    d, d2t[static_cast<size_t>(d)], d, t, target.vocab_size));
     head.draft_to_target[static_cast<size_t>(d)] = static_cast<int32_t>(t);
   }
   return head;

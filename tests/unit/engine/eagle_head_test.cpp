@@ -251,8 +251,9 @@ TEST(Eagle3Head, RefusalsNameWhatIsWrong) {
 
   ModelConfig layers = head_config();
   layers.num_layers = 2;
-  EXPECT_NE(eagle3_refusal(published_eagle3_head(), layers).find("2 layers; EAGLE-3 heads have one"),
-            std::string::npos);
+  EXPECT_NE(
+      eagle3_refusal(published_eagle3_head(), layers).find("2 layers; EAGLE-3 heads have one"),
+      std::string::npos);
 }
 
 TEST(Eagle3Head, ConfigFields) {
@@ -271,7 +272,7 @@ TEST(Eagle3Head, ConfigFields) {
                           R"({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 9]}})",
                           R"({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 1, 2]}})",
                           R"({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2]}})",
-                          "[1, 2]"}) {
+                          R"({"eagle_config": [2, 16, 29]})", "[1, 2]"}) {
     Result<Eagle3Fields> r = parse_eagle3_fields(bad, kTarget);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
