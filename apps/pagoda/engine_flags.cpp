@@ -207,7 +207,8 @@ void add_engine_flags(CLI::App& app, EngineOptions& o) {
       "structured output: where the grammar admits a single continuation (a JSON key, a "
       "literal), append its tokens without sampling them, up to 64 bytes after each "
       "sampled token, fed to the model as one chunk; only for requests that ask for no logprobs "
-      "and no best_of > n");
+      "and no best_of > n, and only while a step's sequences plus the jumps' extra tokens stay "
+      "within 64 (beyond, the forward is bound by compute and jumps cost what they save)");
   app.add_option_function<std::string>(
          "--speculative-config",
          [&o](const std::string& text) {

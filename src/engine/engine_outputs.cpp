@@ -26,8 +26,14 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
     }
     // Only the sequence's last token can be replaced: a kept draft has the
     // step's later tokens after it (propose_drafts cut drafts that would jump).
+    // A jump is cut to the output budget and to the rows the step may still
+    // take (jump_rows_left_); with room for no extra token it is not planned.
+    const int64_t max_jump_tokens =
+        std::min<int64_t>(req.max_tokens - sample.stop.num_tokens(), jump_rows_left_ + 1);
     std::unique_ptr<TokenConstraint> before =
-        place == TokenPlace::kLast && jumps_forward(req) ? sample.constraint->clone() : nullptr;
+        place == TokenPlace::kLast && max_jump_tokens > 1 && jumps_forward(req)
+            ? sample.constraint->clone()
+            : nullptr;
     // The row was masked by this state's next tokens, so a refusal is a bug
     // (a constraint whose mask and accept() disagree).
     if (!sample.constraint->accept(token)) {
@@ -38,7 +44,7 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
     if (before) {
       std::optional<JumpForward> jump =
           plan_jump_forward(*parts_.tokenizer, *before, *sample.constraint, token, kJumpForwardMaxBytes,
-                            req.max_tokens - sample.stop.num_tokens());
+                            static_cast<int32_t>(max_jump_tokens));
       // The scheduler refuses when the KV pool lacks the jump's blocks: the
       // sampled token then stands and decoding goes on token by token. While
       // a step planned ahead computes the token, the token is replaced there
@@ -49,6 +55,7 @@ void LlmEngine::on_token(RequestState& req, SampleState& sample, SeqId seq, cons
         if (jumped) jumped_in_flight_.insert(seq);
       }
       if (jumped) {
+        jump_rows_left_ -= static_cast<int64_t>(jump->tokens.size()) - 1;
         tokens = std::move(jump->tokens);
         sample.constraint = std::move(jump->state);
       }

@@ -97,6 +97,11 @@ void LlmEngine::step() {
     else
       (void)scheduler_.update({});
   } else {
+    // The next steps' sequences: the running ones and those that wait to join.
+    const SchedulerStats sched = scheduler_.stats();
+    const int64_t seqs = std::min<int64_t>(parts_.runner->max_num_seqs(),
+                                           int64_t{sched.num_running_seqs} + sched.num_waiting_requests);
+    jump_rows_left_ = std::max<int64_t>(0, kJumpForwardMaxStepRows - seqs);
     apply_results(current.refs, so, ahead, current.index);
   }
   // A failed ahead launch aborted its requests; its scheduler step is empty now.

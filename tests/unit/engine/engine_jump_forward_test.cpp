@@ -5,7 +5,8 @@
 // max_tokens cuts a jump; a stop string inside forced text ends the output
 // there; jumped tokens survive chunking and preemption; n > 1 samples jump
 // independently; a grammar that forces nothing, a request with logprobs and
-// a re-tokenisation the constraint refuses all decode exactly as without it.
+// a re-tokenisation the constraint refuses all decode exactly as without it;
+// a batch too large for a jump's extra rows decodes as without it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -176,6 +177,47 @@ TEST_F(EngineJumpForward, StepShapesOfABatchThatJumps) {
   // On: jumps make steps with multi-token sequences.
   EXPECT_LT(on.decode_only_steps + 3, on.steps);
   EXPECT_GE(on.overlapped_steps + 3, on.steps);
+}
+
+// LlmEngine::kJumpForwardMaxStepRows: a step of 64 sequences leaves no rows
+// for a jump's extra tokens, so 64 identical greedy requests (all running
+// together to the end) decode exactly as without jump-forward, token for
+// token and step for step; 8 of them still jump (fewer steps); 60 leave 4
+// rows a step, so some jumps are taken or cut and the outputs stay whole
+// sentences of the grammar, in fewer steps than without.
+TEST_F(EngineJumpForward, LargeBatchesDecodeWithoutJumps) {
+  auto c = compile(kPerson);
+  ASSERT_NE(c, nullptr);
+  for (size_t batch : {64, 60, 8}) {
+    std::vector<TestRequest> requests;
+    for (size_t i = 0; i < batch; ++i)
+      requests.push_back({"greedy" + std::to_string(i), *prompt_, greedy(), 0, c});
+    // One step prefills every prompt and the KV pool holds every sequence,
+    // so all of them run to the end together.
+    const EngineSetup on_setup{.model = stories_dir(),
+                               .num_kv_blocks = 1024,
+                               .max_num_seqs = 64,
+                               .max_num_batched_tokens = 4096};
+    EngineSetup off_setup = on_setup;
+    off_setup.jump_forward = false;
+    Run on = run(on_setup, requests);
+    Run off = run(off_setup, requests);
+    ASSERT_EQ(on.logs.size(), batch);
+    ASSERT_EQ(off.logs.size(), batch);
+    for (const auto& log : on.logs) {
+      const SampleLog& s = log->samples[0];
+      EXPECT_EQ(s.finish, FinishReason::kStop) << batch << " " << log->id;
+      EXPECT_TRUE(matches(kPerson, s.text, /*complete=*/true)) << log->id << ": " << s.text;
+      EXPECT_EQ(s.text, text_of(s.tokens)) << log->id;
+    }
+    if (batch == 64) {
+      EXPECT_EQ(tokens_of(on), tokens_of(off));
+      EXPECT_EQ(on.steps, off.steps);
+      EXPECT_EQ(on.decode_only_steps, off.decode_only_steps);
+    } else {
+      EXPECT_LT(on.steps, off.steps) << batch << " sequences";
+    }
+  }
 }
 
 // max_tokens cuts a jump: exactly max_tokens tokens, finish length, and the
