@@ -31,7 +31,10 @@
 //                                              dequant + cuBLASLt (T 64 also the wide
 //                                              kernel launched directly); TFLOP/s column;
 //                                              PAGODA_QUANT_GEMV=legacy: the other formats
-//                                              on the CUDA-core decode kernels)
+//                                              on the CUDA-core decode kernels; w4g* in the
+//                                              tile layout, "tiles" T <= 32, then in blocks
+//                                              as "w4g128-blk" rows; PAGODA_W4_TILES=0:
+//                                              blocks only)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
 //                                              KV, then FP8 KV through the register decode
 //                                              kernel and the staged one
@@ -71,6 +74,7 @@
 #include "backend/cuda/fp8_linear_kernels.h"
 #include "backend/cuda/quant_linear_kernels.h"
 #include "backend/cuda/sampling_kernels.h"
+#include "backend/cuda/w4_tiles.h"
 #include "core/fp8.h"
 #include "core/half.h"
 
@@ -477,7 +481,11 @@ const char* quant_decode_name(CudaBackend::QuantDecode d) {
 // quant_gemv.cu), the other formats under the
 // backend's (PAGODA_QUANT_GEMV, default staged: quant_mma_gemv.cu where it
 // has the format, else quant_gemv.cu / group_gemv.cu). Weights are random
-// bytes (timing only; a _perm format gets a random permutation). GB/s
+// bytes (timing only; a _perm format gets a random permutation). A 4-bit
+// group format runs twice: repacked into the tile layout (w4_tiles.h;
+// "tiles" up to 32 rows, "dequant" above and beside it at 9..32), then
+// kept in blocks (format "w4g128-blk", the kernels above), unless the
+// backend's repack is off (PAGODA_W4_TILES=0). GB/s
 // counts the weight bytes + x + out, against the copy ceiling. `names`: the
 // formats to run (dtype_name spellings), all when empty; false (nothing
 // run) when one is not listed.
@@ -509,98 +517,120 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
       "%-11s %-24s %4s %-9s %10s %9s %8s %8s\n",
       "format", "shape (N x K)", "T", "kernel", "us", "GB/s", "%copy", "TFLOP/s");
   std::mt19937 gen(7);
+  const bool tiles_on = gpu.w4_tiles();
   for (DType f : selected) {
     const bool staged_format = f == DType::kQ8_0 || f == DType::kQ4_0 || f == DType::kQ4_1;
     for (const GemmShape& s : shapes) {
-      const size_t rows_bytes = dtype_nbytes(f, s.n * s.k);
-      const size_t w_bytes = rows_bytes + dtype_k_perm_bytes(f, s.k);
-      const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / w_bytes, 1, 8));
-      DeviceBuffer w(&gpu, w_bytes * sets);
-      fill_random(gpu, w.data(), w.size());
-      if (has_k_perm(f)) {
-        std::vector<int32_t> perm(static_cast<size_t>(s.k));
-        std::iota(perm.begin(), perm.end(), 0);
-        std::shuffle(perm.begin(), perm.end(), gen);
-        for (int i = 0; i < sets; ++i)
-          gpu.copy_to_device(static_cast<char*>(w.data()) + i * w_bytes + rows_bytes, perm.data(),
-                             perm.size() * 4);
-        gpu.synchronize();
-      }
-      for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 4096}) {
-        const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
-        DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
-        fill_random(gpu, x.data(), x.size());
-        const Tensor tx = x.tensor(DType::kBF16, {t, s.k});
-        Tensor to = out.tensor(DType::kBF16, {t, s.n});
-        const Tensor first(w.data(), f, {s.n, s.k});
-        if (is_block_dtype(f) && !gpu.prepare_block_weight(first).ok()) g_ok = false;
-        // Decode-kernel choices (T <= 8), wide kernel on / off (T 9..64:
-        // off is dequant up to 32, tiled or dequant above), tiled GEMM on /
-        // off (T 33..512).
-        struct Run {
-          QuantDecode choice;
-          bool wide, tiled;
-          const char* kernel;
-        };
-        std::vector<Run> runs;
-        // The tiled GEMM beside dequant at 64..512 rows, past its route too.
-        cuda::QuantGemvParams tp;  // a direct launch's parameters (the first weight set)
-        tp.w_dtype = f;
-        tp.x = tx.data;
-        tp.w = first.data;
-        tp.out = to.data;
-        tp.rows = static_cast<int>(t);
-        tp.n = s.n;
-        tp.k = s.k;
-        const bool tiled_t = is_block_dtype(f) && t >= cuda::kQuantTiledMinRows && t <= 512 &&
-                             cuda::quant_tiled_gemm_supports(tp);
-        if (!is_block_dtype(f)) {
-          runs = {{backend_choice, true, true, "bf16"}};
-        } else if (t <= 8) {
-          if (staged_format) {
-            for (QuantDecode q : {QuantDecode::kStaged, QuantDecode::kStagedV1,
-                                  QuantDecode::kUnstaged, QuantDecode::kLegacy})
-              runs.push_back({q, true, true, quant_decode_name(q)});
-          } else {
-            runs = {{backend_choice, true, true, quant_decode_name(backend_choice)}};
-          }
-        } else if (t <= cuda::kQuantWideRouteMaxRows) {
-          runs = {{backend_choice, true, true, "wide"}, {backend_choice, false, true, "dequant"}};
-        } else if (tiled_t) {
-          runs = {{backend_choice, true, true, "tiled"}, {backend_choice, true, false, "dequant"}};
-          if (t <= cuda::kQuantWideMaxRows) runs.push_back({backend_choice, true, false, "wide"});
-        } else {
-          runs = {{backend_choice, true, true, "dequant"}};
+      // A 4-bit group format runs in the tile layout (w4_tiles.h), then in
+      // blocks ("-blk" rows; PAGODA_W4_TILES=0: blocks only).
+      const bool w4 = tiles_on && cuda::w4_tiles_apply(f, s.n, s.k);
+      for (int layout = 0; layout < (w4 ? 2 : 1); ++layout) {
+        const bool tiles = w4 && layout == 0;
+        const std::string label = std::string(dtype_name(f)) + (w4 && !tiles ? "-blk" : "");
+        const size_t rows_bytes = dtype_nbytes(f, s.n * s.k);
+        const size_t w_bytes = rows_bytes + dtype_k_perm_bytes(f, s.k);
+        const int sets = static_cast<int>(std::clamp<size_t>(kRotateBytes / w_bytes, 1, 8));
+        DeviceBuffer w(&gpu, w_bytes * sets);
+        fill_random(gpu, w.data(), w.size());
+        if (has_k_perm(f)) {
+          std::vector<int32_t> perm(static_cast<size_t>(s.k));
+          std::iota(perm.begin(), perm.end(), 0);
+          std::shuffle(perm.begin(), perm.end(), gen);
+          for (int i = 0; i < sets; ++i)
+            gpu.copy_to_device(static_cast<char*>(w.data()) + i * w_bytes + rows_bytes, perm.data(),
+                               perm.size() * 4);
+          gpu.synchronize();
         }
-        for (const Run& r : runs) {
-          gpu.set_quant_decode(r.choice);
-          gpu.set_quant_wide(r.wide);
-          gpu.set_quant_tiled(r.tiled);
-          const bool direct_wide = std::strcmp(r.kernel, "wide") == 0 && t > 32;
-          // The tiled GEMM launched directly: its route (quant_tiled_route) takes some shapes only.
-          const bool direct_tiled = std::strcmp(r.kernel, "tiled") == 0;
-          const double ms = time_op(gpu, [&](int i) {
-            const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
-            if (direct_wide || direct_tiled) {  // past the kernel's route (wide: two 32-row launches)
-              cuda::QuantGemvParams p = tp;
-              p.w = tw.data;
-              const cudaError_t e = direct_wide ? cuda::launch_quant_mma_wide(p, gpu.stream())
-                                                : cuda::launch_quant_tiled_gemm(p, gpu.stream());
-              if (e != cudaSuccess) g_ok = false;
+        // Every set prepared (a 4-bit one repacked into tiles when `tiles`).
+        gpu.set_w4_tiles(tiles);
+        for (int i = 0; i < sets && is_block_dtype(f); ++i) {
+          const Tensor set(static_cast<char*>(w.data()) + i * w_bytes, f, {s.n, s.k});
+          if (!gpu.prepare_block_weight(set).ok() || gpu.in_w4_tiles(set) != tiles) g_ok = false;
+        }
+        gpu.set_w4_tiles(tiles_on);
+        for (int64_t t : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 4096}) {
+          const size_t out_bytes = static_cast<size_t>(t * s.n) * 2;
+          DeviceBuffer x(&gpu, static_cast<size_t>(t * s.k * 2)), out(&gpu, out_bytes);
+          fill_random(gpu, x.data(), x.size());
+          const Tensor tx = x.tensor(DType::kBF16, {t, s.k});
+          Tensor to = out.tensor(DType::kBF16, {t, s.n});
+          const Tensor first(w.data(), f, {s.n, s.k});
+          // Decode-kernel choices (T <= 8), wide kernel on / off (T 9..64:
+          // off is dequant up to 32, tiled or dequant above), tiled GEMM on /
+          // off (T 33..512).
+          struct Run {
+            QuantDecode choice;
+            bool wide, tiled;
+            const char* kernel;
+          };
+          std::vector<Run> runs;
+          // The tiled GEMM beside dequant at 64..512 rows, past its route too.
+          cuda::QuantGemvParams tp;  // a direct launch's parameters (the first weight set)
+          tp.w_dtype = f;
+          tp.x = tx.data;
+          tp.w = first.data;
+          tp.out = to.data;
+          tp.rows = static_cast<int>(t);
+          tp.n = s.n;
+          tp.k = s.k;
+          const bool tiled_t = is_block_dtype(f) && t >= cuda::kQuantTiledMinRows && t <= 512 &&
+                               cuda::quant_tiled_gemm_supports(tp);
+          if (!is_block_dtype(f)) {
+            runs = {{backend_choice, true, true, "bf16"}};
+          } else if (tiles && t <= cuda::kW4TileMaxRows) {
+            runs = {{backend_choice, true, true, "tiles"}};
+            if (t > 8) runs.push_back({backend_choice, false, true, "dequant"});
+          } else if (tiles) {  // the tile layout has no tiled GEMM
+            runs = {{backend_choice, true, true, "dequant"}};
+          } else if (t <= 8) {
+            if (staged_format) {
+              for (QuantDecode q : {QuantDecode::kStaged, QuantDecode::kStagedV1,
+                                    QuantDecode::kUnstaged, QuantDecode::kLegacy})
+                runs.push_back({q, true, true, quant_decode_name(q)});
             } else {
-              gpu.linear(tx, tw, Tensor(), to);
+              runs = {{backend_choice, true, true, quant_decode_name(backend_choice)}};
             }
-          });
-          const double gbps =
-              static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
-          const double tflops = 2.0 * static_cast<double>(t * s.n * s.k) / (ms * 1e-3) / 1e12;
-          std::printf("%-11s %-24s %4lld %-9s %10.1f %9.0f %7.0f%% %8.1f\n",
-                      std::string(dtype_name(f)).c_str(), s.name, static_cast<long long>(t),
-                      r.kernel, ms * 1e3, gbps, 100.0 * gbps / c.copy_gbps, tflops);
+          } else if (t <= cuda::kQuantWideRouteMaxRows) {
+            runs = {{backend_choice, true, true, "wide"}, {backend_choice, false, true, "dequant"}};
+          } else if (tiled_t) {
+            runs = {{backend_choice, true, true, "tiled"},
+                    {backend_choice, true, false, "dequant"}};
+            if (t <= cuda::kQuantWideMaxRows) runs.push_back({backend_choice, true, false, "wide"});
+          } else {
+            runs = {{backend_choice, true, true, "dequant"}};
+          }
+          for (const Run& r : runs) {
+            gpu.set_quant_decode(r.choice);
+            gpu.set_quant_wide(r.wide);
+            gpu.set_quant_tiled(r.tiled);
+            const bool direct_wide = std::strcmp(r.kernel, "wide") == 0 && t > 32;
+            // The tiled GEMM launched directly: its route (quant_tiled_route) takes some shapes
+            // only.
+            const bool direct_tiled = std::strcmp(r.kernel, "tiled") == 0;
+            const double ms = time_op(gpu, [&](int i) {
+              const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
+              if (direct_wide ||
+                  direct_tiled) {  // past the kernel's route (wide: two 32-row launches)
+                cuda::QuantGemvParams p = tp;
+                p.w = tw.data;
+                const cudaError_t e = direct_wide ? cuda::launch_quant_mma_wide(p, gpu.stream())
+                                                  : cuda::launch_quant_tiled_gemm(p, gpu.stream());
+                if (e != cudaSuccess) g_ok = false;
+              } else {
+                gpu.linear(tx, tw, Tensor(), to);
+              }
+            });
+            const double gbps =
+                static_cast<double>(w_bytes + x.size() + out_bytes) / (ms * 1e-3) / 1e9;
+            const double tflops = 2.0 * static_cast<double>(t * s.n * s.k) / (ms * 1e-3) / 1e12;
+            std::printf("%-11s %-24s %4lld %-9s %10.1f %9.0f %7.0f%% %8.1f\n", label.c_str(),
+                        s.name, static_cast<long long>(t), r.kernel, ms * 1e3, gbps,
+                        100.0 * gbps / c.copy_gbps, tflops);
+          }
+          gpu.set_quant_tiled(true);
+          gpu.set_quant_decode(backend_choice);
+          gpu.set_quant_wide(true);
         }
-        gpu.set_quant_tiled(true);
-        gpu.set_quant_decode(backend_choice);
-        gpu.set_quant_wide(true);
       }
     }
   }

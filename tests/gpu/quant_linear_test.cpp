@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/cuda/quant_linear_kernels.h"
+#include "backend/cuda/w4_tiles.h"
 #include "random_blocks.h"
 #include "test_util.h"
 
@@ -102,7 +103,12 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   round_all(dt, x);
   round_all(dt, b);
   const DType out_dt = c.f32_out ? DType::kF32 : dt;
+  // The kernels launched directly read the row-of-blocks layout: not
+  // repacked into 4-bit tiles (w4_tiles.h) for them.
+  const bool tiles_on = gpu.w4_tiles();
+  gpu.set_w4_tiles(tiles_on && !c.direct_mma && !c.direct_tiled);
   DevBlocks gw(gpu, wt, c.n, c.k, blocks, c.w_offset);
+  gpu.set_w4_tiles(tiles_on);
   DevTensor gx(gpu, dt, {c.rows, c.k}, x), gb(gpu, dt, {c.n}, b);
   DevTensor gout(gpu, out_dt, {c.rows, c.n});
   gout.poison();
@@ -111,14 +117,16 @@ void run_case(DType dt, DType wt, const QuantCase& c) {
   // route; launched directly up to kQuantWideMaxRows), the weight is
   // dequantized in f32 registers (below).
   // So is it on the tiled kernel (cuda::quant_tiled_route, its formats).
-  const cuda::QuantGemvParams p =
-      params_of(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
-  const bool in_registers =
-      c.direct_mma || c.direct_tiled || c.rows <= cuda::kQuantGemvMaxRows ||
-      (c.rows <= cuda::kQuantWideRouteMaxRows && gpu.quant_wide() &&
-       cuda::quant_mma_wide_supports(p)) ||
-      (cuda::quant_tiled_route(c.rows, c.n) && gpu.quant_tiled() &&
-       cuda::quant_tiled_gemm_supports(p));
+  // A 4-bit tile-layout weight: the tile kernel (up to kW4TileMaxRows), else
+  // dequantized.
+  cuda::QuantGemvParams p = params_of(gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
+  p.w_tiles = gpu.in_w4_tiles(gw.tensor);
+  const bool in_registers = c.direct_mma || c.direct_tiled || c.rows <= cuda::kQuantGemvMaxRows ||
+                            (p.w_tiles && c.rows <= cuda::kW4TileMaxRows && gpu.quant_wide()) ||
+                            (c.rows <= cuda::kQuantWideRouteMaxRows && gpu.quant_wide() &&
+                             cuda::quant_mma_wide_supports(p)) ||
+                            (cuda::quant_tiled_route(c.rows, c.n) && gpu.quant_tiled() &&
+                             cuda::quant_tiled_gemm_supports(p));
   if (c.direct_mma) {
     launch_mma_directly(gpu, gx.t(), gw.tensor, c.bias ? gb.t() : Tensor(), out_t);
   } else if (c.direct_tiled) {

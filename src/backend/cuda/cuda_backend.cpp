@@ -97,6 +97,8 @@ Status CudaBackend::init(int device, DType compute_dtype) {
   if (wide != nullptr && std::strcmp(wide, "dequant") == 0) quant_wide_ = false;
   const char* tiled = std::getenv("PAGODA_QUANT_TILED");
   if (tiled != nullptr && std::strcmp(tiled, "0") == 0) quant_tiled_ = false;
+  const char* w4_tiles = std::getenv("PAGODA_W4_TILES");
+  if (w4_tiles != nullptr && std::strcmp(w4_tiles, "0") == 0) w4_tiles_ = false;
   const char* own_row = std::getenv("PAGODA_FP8_OWN_ROW");
   fp8_own_row_ = own_row != nullptr && std::strcmp(own_row, "1") == 0;
   const char* lt_scales = std::getenv("PAGODA_FP8_LT_SCALES");
@@ -197,10 +199,19 @@ void* CudaBackend::allocate(size_t bytes) {
     log_warn("cuda backend: cudaMalloc({} bytes) failed: {}", bytes, cudaGetErrorString(e));
     return nullptr;
   }
+  allocation_bytes_[p] = bytes;
   return p;
 }
 
 void CudaBackend::deallocate(void* ptr) {
+  const auto a = allocation_bytes_.find(ptr);
+  if (a != allocation_bytes_.end()) {  // its bytes may come back as anything
+    const char* end = static_cast<const char*>(ptr) + a->second;
+    auto it = w4_tile_weights_.lower_bound(ptr);
+    while (it != w4_tile_weights_.end() && static_cast<const char*>(it->first) < end)
+      it = w4_tile_weights_.erase(it);
+    allocation_bytes_.erase(a);
+  }
   if (ptr != nullptr) check(cudaFree(ptr), "cudaFree");
 }
 

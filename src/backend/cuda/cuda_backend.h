@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -212,7 +213,20 @@ class CudaBackend final : public Backend {
   // (a multiple of 64 rows, about 16 Mi elements) to the compute dtype and runs
   // cuBLASLt on each chunk (cuda_quant_linear.cpp); a _perm group format
   // (GPTQ act order) also grows the scratch its decode gathers x into.
+  // A 4-bit group weight with N % 16 == 0 and K % 64 == 0
+  // (cuda::w4_tiles_apply) is also repacked in place into the tile layout
+  // (cuda/w4_tiles.h) and remembered until the allocation of allocate()
+  // holding it is deallocated: linear() then reads it through the tile
+  // kernels, and nothing else may read its bytes.
   Status prepare_block_weight(const Tensor& w) override;
+  // prepare_block_weight repacks 4-bit group weights into the tile layout:
+  // on by default; off (PAGODA_W4_TILES=0 in the environment at creation)
+  // they keep the row-of-blocks layout and its kernels (A/B timing).
+  void set_w4_tiles(bool on) { w4_tiles_ = on; }
+  bool w4_tiles() const { return w4_tiles_; }
+  // Whether w's bytes lie in a weight prepare_block_weight repacked into
+  // the tile layout.
+  bool in_w4_tiles(const Tensor& w) const;
   // Checks an FP8 weight (backend/linear_weight.h) and grows the FP8
   // scratch it needs: activation codes and scales for a chunk of rows, and
   // for cuBLASLt's FP8 GEMM its f32 product (cuda_fp8_linear.cpp). Errors: a
@@ -225,6 +239,11 @@ class CudaBackend final : public Backend {
   struct Buffer {  // a device or pinned allocation that grows on demand
     void* ptr = nullptr;
     size_t bytes = 0;
+  };
+  struct W4TileWeight {  // a weight in the 4-bit tile layout (cuda/w4_tiles.h)
+    size_t bytes = 0;    // its N rows' (a _perm permutation after them is not repacked)
+    DType dtype = DType::kW4G128;
+    int64_t k = 0;
   };
 
   CudaBackend() = default;
@@ -243,6 +262,14 @@ class CudaBackend final : public Backend {
   // codes; scale (cap 0) or softcap.
   void glu(const Tensor& gate_up, Tensor& out, bool gelu_tanh, Fp8Rows* q = nullptr);
   void scale_or_cap(Tensor& x, float s, float cap);
+  // Repacks w (w4_tiles_apply) into the tile layout through the
+  // dequantization scratch and remembers it (cuda_quant_linear.cpp).
+  Status repack_w4_tiles(const Tensor& w);
+  // The tile-layout weight p lies in; end() when none.
+  std::map<const void*, W4TileWeight>::const_iterator w4_tiles_at(const void* p) const;
+  // Whether w (in_w4_tiles) is whole 16-row tiles of the weight it lies in,
+  // in its format and K.
+  bool w4_tile_view_ok(const Tensor& w) const;
   // linear() with a block-dtype w (cuda_quant_linear.cpp).
   void linear_blocks(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out);
   // linear() with an FP8 w (cuda_fp8_linear.cpp).
@@ -287,6 +314,13 @@ class CudaBackend final : public Backend {
   QuantDecode quant_decode_ = QuantDecode::kStaged;
   bool quant_wide_ = true;
   bool quant_tiled_ = true;
+  bool w4_tiles_ = true;
+  // Weights in the 4-bit tile layout by allocation start (prepare_block_weight
+  // adds, deallocate removes).
+  std::map<const void*, W4TileWeight> w4_tile_weights_;
+  // Bytes of each live allocate() allocation: deallocate forgets the tile
+  // weights inside it.
+  std::map<const void*, size_t> allocation_bytes_;
   bool fp8_own_row_ = false;
   bool fp8_kv_decode_staged_ = false;
   bool moe_decode_v1_ = false;

@@ -1,6 +1,11 @@
 // CudaBackend::linear with a block-dtype weight (GGUF quantization blocks,
-// or AWQ / GPTQ repacked into the group formats). A _perm group format (GPTQ
-// act order) gathers x's columns into its stored order first (up to
+// or AWQ / GPTQ repacked into the group formats). A 4-bit group weight
+// prepare_block_weight repacked into the tile layout (cuda/w4_tiles.h;
+// PAGODA_W4_TILES=0 skips that) runs up to cuda::kW4TileMaxRows rows on its
+// tile kernel (9.. only with the wide kernel on), the rest through its tile
+// dequantization below; the paths that follow are for every other weight.
+// A _perm group format (GPTQ act order) gathers x's columns into its stored
+// order first (up to
 // kQuantWideMaxRows rows, into gather_scratch_) for the kernels; the
 // dequantization writes its columns back to their logical order instead.
 // Up to cuda::kQuantGemvMaxRows rows: a decode kernel, which streams the
@@ -34,6 +39,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gather_kernels.h"
 #include "backend/cuda/quant_linear_kernels.h"
+#include "backend/cuda/w4_tiles.h"
 
 namespace pagoda {
 namespace {
@@ -75,9 +81,10 @@ Status grow_scratch(void** ptr, size_t* have, size_t bytes, const char* what) {
 }
 
 // The block kernels' parameters for out = x w^T (+ bias), x [rows, k]; a
-// _perm format as its format without the permutation (x then gathered).
+// _perm format as its format without the permutation (x then gathered);
+// tiles: w in the 4-bit tile layout.
 cuda::QuantGemvParams gemv_params(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                  const Tensor& out, int64_t rows) {
+                                  const Tensor& out, int64_t rows, bool tiles) {
   cuda::QuantGemvParams g;
   g.dtype = x.dtype;
   g.w_dtype = without_k_perm(w.dtype);
@@ -90,6 +97,7 @@ cuda::QuantGemvParams gemv_params(const Tensor& x, const Tensor& w, const Tensor
   g.rows = static_cast<int>(rows);
   g.n = w.dim(0);
   g.k = w.dim(1);
+  g.w_tiles = tiles;
   return g;
 }
 
@@ -103,10 +111,70 @@ Status CudaBackend::prepare_block_weight(const Tensor& w) {
   const size_t bytes = static_cast<size_t>(chunk_rows(w.dim(0), w.dim(1)) * w.dim(1)) * es;
   PAGODA_RETURN_IF_ERROR(grow_scratch(&dequant_scratch_.ptr, &dequant_scratch_.bytes, bytes,
                                       "dequantization scratch"));
-  if (!has_k_perm(w.dtype)) return Status::Ok();
-  return grow_scratch(&gather_scratch_.ptr, &gather_scratch_.bytes,
-                      static_cast<size_t>(cuda::kQuantWideMaxRows * w.dim(1)) * es,
-                      "act-order gather scratch");
+  if (has_k_perm(w.dtype)) {
+    PAGODA_RETURN_IF_ERROR(grow_scratch(
+        &gather_scratch_.ptr, &gather_scratch_.bytes,
+        static_cast<size_t>(cuda::kQuantWideMaxRows * w.dim(1)) * es, "act-order gather scratch"));
+  }
+  if (!w4_tiles_ || !cuda::w4_tiles_apply(w.dtype, w.dim(0), w.dim(1)) ||
+      reinterpret_cast<uintptr_t>(w.data) % 16 != 0 || w4_tile_weights_.count(w.data) != 0)
+    return Status::Ok();  // kept in blocks (or already repacked)
+  return repack_w4_tiles(w);
+}
+
+Status CudaBackend::repack_w4_tiles(const Tensor& w) {
+  const size_t tile_bytes = cuda::w4_tile_bytes(w.dtype, w.dim(1));
+  const int64_t num_tiles = w.dim(0) / cuda::kW4TileRows;
+  // The scratch holds >= 64 rows (or all N) of K 16-bit elements: >= 3 tiles.
+  const int64_t per_pass = static_cast<int64_t>(dequant_scratch_.bytes / tile_bytes);
+  if (per_pass < 1) return make_error(ErrorCode::kInternal, "repack_w4_tiles: " + describe(w));
+  for (int64_t t0 = 0; t0 < num_tiles; t0 += per_pass) {
+    const int64_t tiles = std::min(per_pass, num_tiles - t0);
+    char* at = static_cast<char*>(w.data) + static_cast<size_t>(t0) * tile_bytes;
+    cuda::W4TileRepackParams r;
+    r.w_dtype = w.dtype;
+    r.src = dequant_scratch_.ptr;
+    r.dst = at;
+    r.num_tiles = tiles;
+    r.k = w.dim(1);
+    cudaError_t e =
+        cudaMemcpyAsync(dequant_scratch_.ptr, at, static_cast<size_t>(tiles) * tile_bytes,
+                        cudaMemcpyDeviceToDevice, stream_);
+    if (e == cudaSuccess) e = cuda::launch_w4_tile_repack(r, stream_);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return make_error(ErrorCode::kInternal,
+                        fmt::format("repack_w4_tiles {}: {}", describe(w), cudaGetErrorString(e)));
+    }
+  }
+  W4TileWeight& entry = w4_tile_weights_[w.data];
+  entry.bytes = static_cast<size_t>(num_tiles) * tile_bytes;
+  entry.dtype = w.dtype;
+  entry.k = w.dim(1);
+  return Status::Ok();
+}
+
+bool CudaBackend::in_w4_tiles(const Tensor& w) const {
+  return w4_tiles_at(w.data) != w4_tile_weights_.end();
+}
+
+std::map<const void*, CudaBackend::W4TileWeight>::const_iterator CudaBackend::w4_tiles_at(
+    const void* p) const {
+  auto it = w4_tile_weights_.upper_bound(p);
+  if (it == w4_tile_weights_.begin()) return w4_tile_weights_.end();
+  --it;
+  const char* start = static_cast<const char*>(it->first);
+  return static_cast<const char*>(p) < start + it->second.bytes ? it : w4_tile_weights_.end();
+}
+
+bool CudaBackend::w4_tile_view_ok(const Tensor& w) const {
+  const auto it = w4_tiles_at(w.data);
+  const size_t tile_bytes = cuda::w4_tile_bytes(it->second.dtype, it->second.k);
+  const size_t offset =
+      static_cast<size_t>(static_cast<const char*>(w.data) - static_cast<const char*>(it->first));
+  return without_k_perm(w.dtype) == without_k_perm(it->second.dtype) && w.dim(1) == it->second.k &&
+         w.dim(0) % cuda::kW4TileRows == 0 && offset % tile_bytes == 0 &&
+         offset + w.nbytes() - dtype_k_perm_bytes(w.dtype, w.dim(1)) <= it->second.bytes;
 }
 
 void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out) {
@@ -122,8 +190,14 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
                             bias.empty() ? std::string("none") : describe(bias), describe(out)));
   }
   if (rows == 0) return;
+  const bool tiles = in_w4_tiles(w);
+  if (tiles && !w4_tile_view_ok(w))
+    return fail(
+        fmt::format("linear: w {} is not whole 16-row tiles of the tile-layout weight "
+                    "it lies in",
+                    describe(w)));
   if (quant_tiled_ && cuda::quant_tiled_route(rows, n) && !has_k_perm(w.dtype)) {
-    const cuda::QuantGemvParams g = gemv_params(x, w, bias, out, rows);
+    const cuda::QuantGemvParams g = gemv_params(x, w, bias, out, rows, tiles);
     if (cuda::quant_tiled_gemm_supports(g)) {
       check(cuda::launch_quant_tiled_gemm(g, stream_), "linear (quant tiled gemm)");
       return;
@@ -132,7 +206,7 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
   const bool wide = quant_wide_ && rows > cuda::kQuantGemvMaxRows &&
                     rows <= cuda::kQuantWideRouteMaxRows;
   if (rows <= cuda::kQuantGemvMaxRows || wide) {
-    cuda::QuantGemvParams g = gemv_params(x, w, bias, out, rows);
+    cuda::QuantGemvParams g = gemv_params(x, w, bias, out, rows, tiles);
     if (has_k_perm(w.dtype)) {  // x's columns in the weight's stored order
       if (static_cast<size_t>(rows * k) * 2 > gather_scratch_.bytes)
         return fail(fmt::format("linear: block weight {} was not prepared (prepare_block_weight)",
@@ -146,7 +220,12 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
       if (!check(cuda::launch_gather_columns(gc, stream_), "linear (act-order gather)")) return;
       g.x = gather_scratch_.ptr;
     }
-    if (wide) {
+    if (tiles) {
+      if (cuda::w4_tile_gemv_supports(g)) {
+        check(cuda::launch_w4_tile_gemv(g, stream_), "linear (w4 tile gemv)");
+        return;
+      }
+    } else if (wide) {
       if (cuda::quant_mma_wide_supports(g)) {
         check(cuda::launch_quant_mma_wide(g, stream_), "linear (quant mma wide)");
         return;
@@ -186,6 +265,7 @@ void CudaBackend::linear_blocks(const Tensor& x, const Tensor& w, const Tensor& 
     d.out_dtype = x.dtype;
     d.out = dequant_scratch_.ptr;
     d.k_perm = w.k_perm();
+    d.w_tiles = tiles;
     if (!check(cuda::launch_dequantize_blocks(d, stream_), "linear (dequantize)")) return;
     cuda::LinearArgs a;
     a.x = x.data;

@@ -2,11 +2,13 @@
 // per 32-element unit reads its block from global memory, dequantizes the
 // unit in registers (quant_blocks.cuh) and writes 64 bytes as four 16-byte
 // stores (a _perm group format: 32 scalar stores to the permuted columns,
-// so out is the weight in its logical column order).
+// so out is the weight in its logical column order). A weight in the 4-bit
+// tile layout goes to launch_w4_tile_dequantize (w4_tile_repack.cu).
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/quant_blocks.cuh"
 #include "backend/cuda/quant_linear_kernels.h"
+#include "backend/cuda/w4_tiles.h"
 
 namespace pagoda::cuda {
 namespace {
@@ -47,6 +49,7 @@ __global__ void __launch_bounds__(kThreads) dequantize_blocks_kernel(DequantizeB
 }  // namespace
 
 cudaError_t launch_dequantize_blocks(const DequantizeBlocksParams& p, cudaStream_t stream) {
+  if (p.w_tiles) return launch_w4_tile_dequantize(p, stream);
   if (!is_block_dtype(p.w_dtype) || p.k <= 0 || p.k % dtype_block_elems(p.w_dtype) != 0 ||
       p.num_rows < 0 || p.first_row < 0 || !is_aligned(p.out, 16) ||
       !is_aligned(p.w, is_group_dtype(p.w_dtype) ? 4 : 2) ||

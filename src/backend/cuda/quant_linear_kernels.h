@@ -28,6 +28,9 @@
 //    used before, kept for the rest and for A/B runs): a weight stream
 //    dequantized in f32 registers (quant_blocks.cuh) and dotted with every
 //    x row, f32 accumulation.
+//  - 4-bit group weights repacked at load into the tile layout (w4_tiles.h,
+//    QuantGemvParams::w_tiles): launch_w4_tile_gemv (1..32 rows) and the
+//    dequantization below; the kernels above refuse that layout.
 //  - launch_dequantize_blocks: rows [n0, n0 + num_rows) of w to bf16 / f16
 //    (where the above do not apply: the
 //    backend dequantizes a weight in chunks into a scratch buffer and runs
@@ -86,6 +89,9 @@ struct QuantGemvParams {
   int rows = 0;                     // 1 .. kQuantGemvMaxRows (wide: .. kQuantWideMaxRows; tiled: any)
   int64_t n = 0;
   int64_t k = 0;  // a multiple of the block's elements
+  // w is in the 4-bit tile layout (w4_tiles.h): only launch_w4_tile_gemv
+  // reads it; every other kernel's supports() refuses it.
+  bool w_tiles = false;
 };
 
 // True when launch_quant_staged_gemv handles p: q8_0, q4_0 or q4_1, 1..8
@@ -189,10 +195,12 @@ struct DequantizeBlocksParams {
   // [k]: a _perm group format's permutation of K (Tensor::k_perm()), null
   // for every other format: stored column i is written to column k_perm[i].
   const int32_t* k_perm = nullptr;
+  // w is in the 4-bit tile layout (w4_tiles.h; launch_w4_tile_dequantize).
+  bool w_tiles = false;
 };
 
 // out[r, :] = round(dequant(w)[first_row + r, :]) for r < num_rows, in
-// logical column order.
+// logical column order (either layout of a 4-bit group weight: w_tiles).
 cudaError_t launch_dequantize_blocks(const DequantizeBlocksParams& p, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

@@ -250,6 +250,7 @@ bool dispatch_format(DType t, Fn&& f) {
 // The checks of quant_mma_gemv_supports but the row count's: dtypes, a
 // format listed in quant_linear_kernels.h, alignments.
 bool mma_operands_ok(const QuantGemvParams& p) {
+  if (p.w_tiles) return false;  // the tile layout (w4_tiles.h): launch_w4_tile_gemv only
   const bool in_ok = p.dtype == DType::kBF16 || p.dtype == DType::kF16;
   const bool out_ok = p.out_dtype == p.dtype || p.out_dtype == DType::kF32;
   const bool bias_ok = p.bias == nullptr || p.bias_dtype == DType::kF32 ||

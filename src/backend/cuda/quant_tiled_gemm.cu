@@ -330,6 +330,7 @@ cudaError_t configure_type() {
 }  // namespace
 
 bool quant_tiled_gemm_supports(const QuantGemvParams& p) {
+  if (p.w_tiles) return false;  // the tile layout (w4_tiles.h): launch_w4_tile_gemv only
   const bool in_ok = p.dtype == DType::kBF16 || p.dtype == DType::kF16;
   const bool out_ok = p.out_dtype == p.dtype || p.out_dtype == DType::kF32;
   const bool bias_ok = p.bias == nullptr || p.bias_dtype == DType::kF32 ||
