@@ -75,10 +75,41 @@ cudaError_t launch_w4_tile_repack(const W4TileRepackParams& p, cudaStream_t stre
 // k % 64 == 0, w and x 16-byte aligned, dtypes as launch_quant_mma_gemv.
 bool w4_tile_gemv_supports(const QuantGemvParams& p);
 
+// The decode kernels: kV1 (w4_tile_gemv.cu: a CTA a tile, any T up to
+// kW4TileMaxRows) and kV2 (w4_tile_gemv_v2.cu: persistent CTAs, x kept in
+// registers, the zero point folded; T <= 8, K <= kW4TileV2MaxK, else kV1).
+enum class W4TileKernel { kV1, kV2 };
+
+// The largest K the v2 kernel takes (16 warps of 256 columns; x in
+// registers).
+constexpr int64_t kW4TileV2MaxK = 4096;
+
+// PAGODA_W4_TILE_KERNEL=v1 or v2 in the environment (read once); v2 when
+// unset or anything else.
+W4TileKernel w4_tile_kernel_from_env();
+
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), w in the
-// tile layout: (q - z) * x exact in the tensor core, f32 partial sums per
-// group scaled by s once; f32 sums in a fixed order (deterministic).
+// tile layout, with `kernel` where it applies (kV2: w4_tile_gemv_v2_supports)
+// else kV1; the one-argument form with w4_tile_kernel_from_env(). Each
+// kernel sums in f32 in a fixed order (deterministic); v1 and v2 differ in
+// that order.
+cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, W4TileKernel kernel,
+                                cudaStream_t stream);
 cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, cudaStream_t stream);
+
+// True when the v2 kernel takes p: w4_tile_gemv_supports, rows <= 8,
+// k <= kW4TileV2MaxK.
+bool w4_tile_gemv_v2_supports(const QuantGemvParams& p);
+
+// The v2 kernel alone (cudaErrorInvalidValue where it does not apply), and
+// the CTAs it launches for p (0 where it does not apply): with rounds =
+// ceil(tiles / m), ceil(tiles / rounds) CTAs (each takes rounds or rounds - 1
+// tiles).
+// m = w4_tile_gemv_v2_max_ctas(p) = SMs x CTAs per SM (p.k, p.dtype and
+// p.w_dtype matter), 0 where v2 does not apply.
+cudaError_t launch_w4_tile_gemv_v2(const QuantGemvParams& p, cudaStream_t stream);
+int64_t w4_tile_gemv_v2_grid(const QuantGemvParams& p);
+int64_t w4_tile_gemv_v2_max_ctas(const QuantGemvParams& p);
 
 // launch_dequantize_blocks for a weight in the tile layout (p.w_tiles):
 // p.first_row and p.num_rows need not be whole tiles.

@@ -1,0 +1,377 @@
+// Decode product, version 2 (T = 1..8 rows of x, K <= kW4TileV2MaxK = 4096) with a
+// 4-bit group weight in the tile layout (w4_tiles.h):
+// launch_w4_tile_gemv_v2. Version 1 (w4_tile_gemv.cu) stays for T > 8,
+// long K and A/B timing (PAGODA_W4_TILE_KERNEL=v1).
+//
+// Why: v1's CTA owns one tile, so every CTA loads, waits one DRAM round trip,
+// computes and reduces in lockstep with all others (the math never overlaps
+// the stream), reloads x per tile and subtracts the zero point per fragment
+// register. Here:
+//  - Persistent CTAs: grid = min(tiles, SMs x CTAs per SM), balanced so
+//    every CTA takes the same number of tiles (+-1) (v2_grid), each looping
+//    t = blockIdx.x, + gridDim.x, ...; the next tile's weight and scale loads
+//    are issued before the current tile's math (two register buffers; the
+//    tile after that is prefetched into L2), and
+//    the warps' partial sums go to one of two shared buffers, so one barrier
+//    a tile suffices.
+//  - A warp owns a fixed K slice of kChunks = 4 64-column chunks for all
+//    tiles (warps a CTA = ceil(K / 256) <= 16): its x fragments
+//    (lane (g, c): token g's columns 32 h + 8 c .. + 7 of each half chunk h,
+//    as v1) are loaded once and kept in registers, and so are the per-group
+//    sums of x, sx[group][token 2c + e], made once by an mma with an all-ones
+//    A (C's columns are the tokens of the lane's C fragment).
+//  - The zero point is folded: the mma runs on (M + q') straight from one
+//    lop3 per fragment register (nibble into the mantissa, M = 128 bf16;
+//    f16: the nibble at bits 4..7, (M + 16 q) with M = 1024, the 1/16 folded
+//    into the scale), and per group acc += s' (sum - (M + z') sx), where
+//    z' = z (bf16) or 16 z (f16) and s' = s (bf16) or s / 16 (f16).
+//    Per k16 step: 3 shifts, 4 lop3, 1 mma for 256 elements.
+//
+// Numerics (the fold's error): (M + q') x is exact in f32 (8 x 11 mantissa
+// bits); the tensor core sums a group's G <= 128 products in f32, each at
+// most (M + q') |x| <= 143 |x|max (bf16; f16 in units of 1/16: 79 |x|max),
+// so |error of sum| <= G 2^-23 143 |x|max ~ 2.2e-3 |x|max (the 2^-23
+// allowing for the tensor core's truncation), and the same bound for
+// (M + z') sx (sx's own error is G 2^-23 |x|max, times M + z' <= 143). The
+// exact group sum (q - z) x has typical size 4.3 sqrt(G) |x| ~ 50 |x| (G = 128,
+// q, z uniform): the extra error is ~1e-4 of it, below bf16's and f16's output
+// rounding (2^-9, 2^-11). Sums in a fixed order: deterministic.
+// Graph-capturable, PDL (pdl_enter).
+#include <atomic>
+#include <type_traits>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/element_access.cuh"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/mma_helpers.cuh"
+#include "backend/cuda/w4_tiles.h"
+
+namespace pagoda::cuda {
+namespace {
+
+// Chunks a warp owns (its K slice: 256 columns), and warps a CTA at most:
+// K <= kW4TileV2MaxK = 4096. ptxas (sm_90a, 512 threads so <= 128
+// registers): 114 / 117 registers for w4g128 (bf16 / f16), 128 for w4g64,
+// 128 and an 80-byte spill for w4g32; 8 chunks a warp spilled 400..1600
+// bytes everywhere, so K > 4096 stays on v1.
+constexpr int kChunks = 4;
+constexpr int kMaxWarps = 16;
+static_assert(kChunks * kMaxWarps * kW4TileChunkElems == kW4TileV2MaxK);
+
+// Per dtype: the magic bits M of (M + q') and where the nibble sits.
+template <typename T>
+struct Fold;
+template <>
+struct Fold<__nv_bfloat16> {
+  static constexpr uint32_t kMagic2 = 0x43004300u;  // (128, 128)
+  static constexpr uint32_t kMask = 0x000F000Fu;    // q at bits 0..3: 128 + q
+  static constexpr float kMagic = 128.0f;
+  static constexpr float kQScale = 1.0f;  // q' = q
+  static constexpr uint32_t kOne2 = 0x3F803F80u;
+};
+template <>
+struct Fold<__half> {
+  static constexpr uint32_t kMagic2 = 0x64006400u;  // (1024, 1024)
+  static constexpr uint32_t kMask = 0x00F000F0u;    // q at bits 4..7: 1024 + 16 q
+  static constexpr float kMagic = 1024.0f;
+  static constexpr float kQScale = 16.0f;  // q' = 16 q
+  static constexpr uint32_t kOne2 = 0x3C003C00u;
+};
+
+__device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint32_t bits) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(mask), "r"(bits));
+  return d;
+}
+
+// The A fragment (M + q') of one k16 step from its quant word (w4_tiles.h:
+// register p holds nibbles (p, p + 4), i.e. bits 4p' of w for its low and
+// high element: a0 nibbles at bits 0 / 16, a1 at 4 / 20, a2 at 8 / 24,
+// a3 at 12 / 28).
+template <typename T>
+__device__ __forceinline__ void fold_step(uint32_t (&a)[4], uint32_t w) {
+  using F = Fold<T>;
+  if constexpr (std::is_same_v<T, __half>) {  // nibble to bits 4..7
+    a[0] = lop3_and_or(w << 4, F::kMask, F::kMagic2);
+    a[1] = lop3_and_or(w, F::kMask, F::kMagic2);
+    a[2] = lop3_and_or(w >> 4, F::kMask, F::kMagic2);
+    a[3] = lop3_and_or(w >> 8, F::kMask, F::kMagic2);
+  } else {  // nibble to bits 0..3
+    a[0] = lop3_and_or(w, F::kMask, F::kMagic2);
+    a[1] = lop3_and_or(w >> 4, F::kMask, F::kMagic2);
+    a[2] = lop3_and_or(w >> 8, F::kMask, F::kMagic2);
+    a[3] = lop3_and_or(w >> 12, F::kMask, F::kMagic2);
+  }
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// acc += s' (sum - (M + z') sx) for rows g (acc 0, 1) and g + 8 (acc 2, 3);
+// sv: (s f16, z u16) of row g in .x, of row g + 8 in .y.
+template <typename T>
+__device__ __forceinline__ void fold_group(float (&acc)[4], const float (&sum)[4], uint2 sv,
+                                           const float (&sx)[2]) {
+  using F = Fold<T>;
+  constexpr float kInvQScale = 1.0f / F::kQScale;
+  const float sa = __half2float(__ushort_as_half(static_cast<unsigned short>(sv.x & 0xFFFFu))) *
+                   kInvQScale;
+  const float sb = __half2float(__ushort_as_half(static_cast<unsigned short>(sv.y & 0xFFFFu))) *
+                   kInvQScale;
+  const float mza = F::kMagic + F::kQScale * static_cast<float>(sv.x >> 16);
+  const float mzb = F::kMagic + F::kQScale * static_cast<float>(sv.y >> 16);
+  acc[0] = fmaf(sa, fmaf(-mza, sx[0], sum[0]), acc[0]);
+  acc[1] = fmaf(sa, fmaf(-mza, sx[1], sum[1]), acc[1]);
+  acc[2] = fmaf(sb, fmaf(-mzb, sx[0], sum[2]), acc[2]);
+  acc[3] = fmaf(sb, fmaf(-mzb, sx[1], sum[3]), acc[3]);
+}
+
+// kG: the group (32, 64, 128). Block: ceil(K / 256) warps. Dynamic shared
+// memory: 2 x warps x 4 x 32 floats (the partial buffers).
+template <typename T, int kG>
+__global__ void __launch_bounds__(kMaxWarps * 32) w4_tile_gemv_v2_kernel(QuantGemvParams p) {
+  constexpr int kGroups = kChunks * 64 / kG;  // groups of a full slice
+  constexpr int kGroupSteps = kG / 16;        // k16 steps of a group
+  static_assert(kChunks * 64 % kG == 0);
+  extern __shared__ float partial[];  // [2][num_warps][4][32]
+  pdl_enter();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int num_warps = blockDim.x >> 5;
+  const int g = lane >> 2, c = lane & 3;
+  const int num_tiles = static_cast<int>(p.n / kW4TileRows);  // < 2^31 (supports)
+  const int64_t num_chunks = p.k / kW4TileChunkElems;
+  const int64_t chunk0 = static_cast<int64_t>(warp) * kChunks;
+  // Chunks of this warp's slice (>= 1; whole groups, as K % G == 0).
+  const int my_chunks = static_cast<int>(num_chunks - chunk0 < kChunks ? num_chunks - chunk0 : kChunks);
+  const size_t tile_bytes =
+      static_cast<size_t>(kW4TileRows) * static_cast<size_t>(p.k / kG) * (4 + kG / 2);
+
+  // x of token g (a lane of an absent token reads the last token's: its
+  // products land in output columns never stored), zero past the slice.
+  const int token = g < p.rows ? g : p.rows - 1;
+  const T* xrow = static_cast<const T*>(p.x) + token * p.k + chunk0 * 64 + 8 * c;
+  uint4 xv[kChunks][2];
+#pragma unroll
+  for (int d = 0; d < kChunks; ++d) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      xv[d][h] = d < my_chunks ? __ldg(reinterpret_cast<const uint4*>(xrow + d * 64 + 32 * h))
+                               : make_uint4(0, 0, 0, 0);
+  }
+  // sx[q][e]: the sum of token 2c + e's x over the slice's group q.
+  float sx[kGroups][2];
+  {
+    const uint32_t kOnes[4] = {Fold<T>::kOne2, Fold<T>::kOne2, Fold<T>::kOne2,
+                                   Fold<T>::kOne2};
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q) {
+      float s4[4] = {};
+#pragma unroll
+      for (int st = 0; st < kGroupSteps; ++st) {
+        const int s = q * kGroupSteps + st, d = s / 4, i = s % 4, h = i >> 1, e = i & 1;
+        mma_16816<T>(s4, kOnes, word(xv[d][h], 2 * e), word(xv[d][h], 2 * e + 1));
+      }
+      sx[q][0] = s4[0];
+      sx[q][1] = s4[1];
+    }
+  }
+
+  // One tile's slice: its quant vectors and its groups' scale pairs.
+  struct Slice {
+    uint4 q[kChunks];
+    uint2 s[kGroups];
+  };
+  // This lane's quant bytes of tile 0, its scale pairs relative to them, and
+  // the bytes between a CTA's consecutive tiles (pointers advance, so the
+  // loop does no 64-bit index arithmetic).
+  const uint8_t* const lane_w = static_cast<const uint8_t*>(p.w) + (32 * chunk0 + lane) * 16;
+  const int64_t scale_offset = num_chunks * kW4TileChunkBytes + (8 * (chunk0 * 64 / kG) + g) * 8 -
+                               (32 * chunk0 + lane) * 16;
+  const size_t stride_bytes = static_cast<size_t>(gridDim.x) * tile_bytes;
+  // Loads the slice whose quant bytes start at w; prefetch: the CTA has a
+  // tile after it, whose quant bytes go into L2 (a second tile in flight
+  // without registers).
+  auto load = [&](Slice& b, const uint8_t* w, bool prefetch) {
+    const uint4* quant = reinterpret_cast<const uint4*>(w);
+    const uint2* scales = reinterpret_cast<const uint2*>(w + scale_offset);
+#pragma unroll
+    for (int d = 0; d < kChunks; ++d)
+      if (d < my_chunks) b.q[d] = __ldg(quant + 32 * d);
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q)
+      if (q * kG < my_chunks * 64) b.s[q] = __ldg(scales + 8 * q);
+    if (prefetch) {
+      const uint4* next = reinterpret_cast<const uint4*>(w + stride_bytes);
+#pragma unroll
+      for (int d = 0; d < kChunks; ++d)
+        if (d < my_chunks) prefetch_l2(next + 32 * d);
+    }
+  };
+  // The slice's product, then the warps' sums added in warp order through
+  // partial buffer `buf`, bias, store.
+  auto compute_store = [&](const Slice& b, int t, int buf) {
+    float acc[4] = {};
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q) {
+      if (q * kG >= my_chunks * 64) break;
+      float sum[4] = {};
+#pragma unroll
+      for (int st = 0; st < kGroupSteps; ++st) {
+        const int s = q * kGroupSteps + st, d = s / 4, i = s % 4, h = i >> 1, e = i & 1;
+        uint32_t a[4];
+        fold_step<T>(a, word(b.q[d], i));
+        mma_16816<T>(sum, a, word(xv[d][h], 2 * e), word(xv[d][h], 2 * e + 1));
+      }
+      fold_group<T>(acc, sum, b.s[q], sx[q]);
+    }
+    float* part = partial + static_cast<size_t>(buf) * num_warps * 128;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) part[(warp * 4 + i) * 32 + lane] = acc[i];
+    __syncthreads();
+    // Value idx = i * 32 + l: fragment value i of lane l's, over the warps.
+    for (int idx = threadIdx.x; idx < 128; idx += blockDim.x) {
+      const int i = idx >> 5, l = idx & 31;
+      float v = part[i * 32 + l];
+      for (int w = 1; w < num_warps; ++w) v += part[(w * 4 + i) * 32 + l];
+      const int64_t row = static_cast<int64_t>(t) * kW4TileRows + (l >> 2) + (i >= 2 ? 8 : 0);
+      const int out_token = 2 * (l & 3) + (i & 1);
+      if (out_token >= p.rows) continue;
+      if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
+      const int64_t o = out_token * p.n + row;
+      if (p.out_dtype == DType::kF32) {
+        static_cast<float*>(p.out)[o] = v;
+      } else {
+        static_cast<T*>(p.out)[o] = from_float<T>(v);
+      }
+    }
+  };
+
+  // Two slices alternate: the next tile's loads in flight during this one's
+  // math; partial buffer = the tile's round parity.
+  const int stride = static_cast<int>(gridDim.x);
+  Slice b0, b1;
+  int t = static_cast<int>(blockIdx.x);
+  const uint8_t* w = lane_w + static_cast<size_t>(t) * tile_bytes;
+  if (t < num_tiles) load(b0, w, t + stride < num_tiles);
+  for (; t < num_tiles; t += 2 * stride, w += 2 * stride_bytes) {
+    if (t + stride < num_tiles) load(b1, w + stride_bytes, t + 2 * stride < num_tiles);
+    compute_store(b0, t, 0);
+    if (t + stride >= num_tiles) break;
+    if (t + 2 * stride < num_tiles) load(b0, w + 2 * stride_bytes, t + 3 * stride < num_tiles);
+    compute_store(b1, t + stride, 1);
+  }
+}
+
+template <typename T, int kG>
+struct V2Launch {
+  using Kernel = void (*)(QuantGemvParams);
+  static constexpr Kernel kernel = w4_tile_gemv_v2_kernel<T, kG>;
+
+  // CTAs of `warps` warps resident on one SM (cached per warp count).
+  static int ctas_per_sm(int warps) {
+    static std::atomic<int> cache[kMaxWarps + 1];  // 0: not yet asked
+    int v = cache[warps].load(std::memory_order_relaxed);
+    if (v == 0) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, warps * 32,
+                                                        smem_bytes(warps)) != cudaSuccess ||
+          v < 1)
+        v = 1;
+      cache[warps].store(v, std::memory_order_relaxed);
+    }
+    return v;
+  }
+  static size_t smem_bytes(int warps) { return 2 * static_cast<size_t>(warps) * 128 * sizeof(float); }
+};
+
+int num_sms() {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return 1;
+  return sms;
+}
+
+int v2_warps(int64_t k) {
+  const int64_t chunks = k / kW4TileChunkElems;
+  return static_cast<int>((chunks + kChunks - 1) / kChunks);
+}
+
+// Balanced grid: rounds = ceil(tiles / (SMs x CTAs per SM)), then the fewest
+// CTAs that take every tile in that many rounds (tiles a CTA differ by <= 1).
+int64_t balanced_grid(int64_t num_tiles, int64_t max_ctas) {
+  const int64_t rounds = (num_tiles + max_ctas - 1) / max_ctas;
+  return (num_tiles + rounds - 1) / rounds;
+}
+
+template <typename T, int kG>
+int64_t max_ctas(const QuantGemvParams& p) {
+  return static_cast<int64_t>(num_sms()) * V2Launch<T, kG>::ctas_per_sm(v2_warps(p.k));
+}
+
+template <typename T, int kG>
+int64_t grid_of(const QuantGemvParams& p) {
+  return balanced_grid(p.n / kW4TileRows, max_ctas<T, kG>(p));
+}
+
+template <typename T, int kG>
+cudaError_t launch_v2(const QuantGemvParams& p, cudaStream_t stream) {
+  using L = V2Launch<T, kG>;
+  const int warps = v2_warps(p.k);
+  const dim3 grid(static_cast<unsigned>(grid_of<T, kG>(p)));
+  return launch_kernel(L::kernel, grid, dim3(warps * 32), L::smem_bytes(warps), stream, p);
+}
+
+// f(T{}, integral_constant kG) for p's dtype (bf16 or f16:
+// w4_tile_gemv_supports) and group.
+template <typename T, typename F>
+auto dispatch_group(const QuantGemvParams& p, F&& f) {
+  switch (without_k_perm(p.w_dtype)) {
+    case DType::kW4G32:
+      return f(T{}, std::integral_constant<int, 32>{});
+    case DType::kW4G64:
+      return f(T{}, std::integral_constant<int, 64>{});
+    default:
+      return f(T{}, std::integral_constant<int, 128>{});
+  }
+}
+template <typename F>
+auto dispatch_v2(const QuantGemvParams& p, F&& f) {
+  return p.dtype == DType::kF16 ? dispatch_group<__half>(p, f)
+                                : dispatch_group<__nv_bfloat16>(p, f);
+}
+
+}  // namespace
+
+bool w4_tile_gemv_v2_supports(const QuantGemvParams& p) {
+  return w4_tile_gemv_supports(p) && p.rows <= 8 && p.k <= kW4TileV2MaxK;
+}
+
+int64_t w4_tile_gemv_v2_grid(const QuantGemvParams& p) {
+  if (!w4_tile_gemv_v2_supports(p)) return 0;
+  return dispatch_v2(p, [&](auto t, auto g) -> int64_t {
+    return grid_of<decltype(t), decltype(g)::value>(p);
+  });
+}
+
+int64_t w4_tile_gemv_v2_max_ctas(const QuantGemvParams& p) {
+  const bool ok = (p.dtype == DType::kBF16 || p.dtype == DType::kF16) && p.k > 0 &&
+                  p.k % kW4TileChunkElems == 0 && p.k <= kW4TileV2MaxK;
+  if (!ok) return 0;
+  return dispatch_v2(p, [&](auto t, auto g) -> int64_t {
+    return max_ctas<decltype(t), decltype(g)::value>(p);
+  });
+}
+
+cudaError_t launch_w4_tile_gemv_v2(const QuantGemvParams& p, cudaStream_t stream) {
+  if (!w4_tile_gemv_v2_supports(p)) return cudaErrorInvalidValue;
+  return dispatch_v2(p, [&](auto t, auto g) {
+    return launch_v2<decltype(t), decltype(g)::value>(p, stream);
+  });
+}
+
+}  // namespace pagoda::cuda
