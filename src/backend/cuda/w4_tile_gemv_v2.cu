@@ -51,9 +51,9 @@ namespace {
 
 // Chunks a warp owns (its K slice: 256 columns), and warps a CTA at most:
 // K <= kW4TileV2MaxK = 4096. ptxas (sm_90a, 512 threads so <= 128
-// registers): 114 / 117 registers for w4g128 (bf16 / f16), 128 for w4g64,
-// 128 and an 80-byte spill for w4g32; 8 chunks a warp spilled 400..1600
-// bytes everywhere, so K > 4096 stays on v1.
+// registers): 125 / 120 registers for w4g128 (bf16 / f16), 128 and an
+// 8-byte spill for w4g64, 128 and a 100-byte spill for w4g32; 8 chunks a
+// warp spilled 400..1600 bytes everywhere, so K > 4096 stays on v1.
 constexpr int kChunks = 4;
 constexpr int kMaxWarps = 16;
 static_assert(kChunks * kMaxWarps * kW4TileChunkElems == kW4TileV2MaxK);
@@ -237,7 +237,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32) w4_tile_gemv_v2_kernel(QuantGe
     for (int idx = threadIdx.x; idx < 128; idx += blockDim.x) {
       const int i = idx >> 5, l = idx & 31;
       float v = part[i * 32 + l];
-      for (int w = 1; w < num_warps; ++w) v += part[(w * 4 + i) * 32 + l];
+#pragma unroll
+      for (int w = 1; w < kMaxWarps; ++w)
+        if (w < num_warps) v += part[(w * 4 + i) * 32 + l];
       const int64_t row = static_cast<int64_t>(t) * kW4TileRows + (l >> 2) + (i >= 2 ? 8 : 0);
       const int out_token = 2 * (l & 3) + (i & 1);
       if (out_token >= p.rows) continue;
