@@ -33,7 +33,8 @@
 //                                              PAGODA_QUANT_GEMV=legacy: the other formats
 //                                              on the CUDA-core decode kernels; w4g* in the
 //                                              tile layout ("tiles-v1" / "tiles-v2": each
-//                                              decode kernel at T <= 8, w4_tiles.h), "tiles"
+//                                              decode kernel at T <= 8, w4_tiles.h; v2
+//                                              hands down at T 8 to v1), "tiles"
 //                                              T 16, 32, then in blocks
 //                                              as "w4g128-blk" rows; PAGODA_W4_TILES=0:
 //                                              blocks only)

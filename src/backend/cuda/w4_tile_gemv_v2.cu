@@ -1,7 +1,8 @@
-// Decode product, version 2 (T = 1..8 rows of x, K <= kW4TileV2MaxK = 4096) with a
-// 4-bit group weight in the tile layout (w4_tiles.h):
-// launch_w4_tile_gemv_v2. Version 1 (w4_tile_gemv.cu) stays for T > 8,
-// long K and A/B timing (PAGODA_W4_TILE_KERNEL=v1).
+// Decode product, version 2 (T = 1..8 rows of x and K <= kW4TileV2MaxK =
+// 4096, or T = 1..4 and K <= kW4TileV2LongMaxK = 16384) with a 4-bit group
+// weight in the tile layout (w4_tiles.h): launch_w4_tile_gemv_v2. Version 1
+// (w4_tile_gemv.cu) stays for the rest and for A/B timing
+// (PAGODA_W4_TILE_KERNEL=v1).
 //
 // Why: v1's CTA owns one tile, so every CTA loads, waits one DRAM round trip,
 // computes and reduces in lockstep with all others (the math never overlaps
@@ -53,7 +54,8 @@ namespace {
 // K <= kW4TileV2MaxK = 4096. ptxas (sm_90a, 512 threads so <= 128
 // registers): 125 / 120 registers for w4g128 (bf16 / f16), 128 and an
 // 8-byte spill for w4g64, 128 and a 100-byte spill for w4g32; 8 chunks a
-// warp spilled 400..1600 bytes everywhere, so K > 4096 stays on v1.
+// warp spilled 400..1600 bytes everywhere, so K > 4096 reads x from shared
+// memory (w4_tile_gemv_v2_long_kernel).
 constexpr int kChunks = 4;
 constexpr int kMaxWarps = 16;
 static_assert(kChunks * kMaxWarps * kW4TileChunkElems == kW4TileV2MaxK);
@@ -269,6 +271,166 @@ __global__ void __launch_bounds__(kMaxWarps * 32) w4_tile_gemv_v2_kernel(QuantGe
   }
 }
 
+// Long K (kW4TileV2MaxK < K <= kW4TileV2LongMaxK, T <= kW4TileV2LongMaxRows):
+// x does not fit registers, so the CTA stages x once in shared memory
+// (rows of K + kXPad elements: the pad puts token g's row 64 g bytes
+// further in the banks) and each warp reads its fragments from there. Warp
+// w owns chunks [w S, w S + S) of every tile (S = ceil(chunks / 16) rounded
+// to whole groups; trailing warps may own fewer or none) and walks them in
+// units of kChunks chunks; the units of the CTA's tiles form one sequence
+// (unit u: tile u >> unit_shift, part u & unit_mask, the same count for
+// every warp), loaded one unit ahead (two register slices) with the
+// unit after that prefetched into L2. Per group, the sums of x come from an
+// all-ones mma beside the product (1 more mma a k16 step). After a tile's
+// last unit: partial sums, one barrier, the cross-warp sum as above.
+// Numerics as the short kernel (same fold, same bound).
+constexpr int kXPad = 32;
+static_assert(kW4TileV2LongMaxK / kW4TileChunkElems <= kMaxWarps * 4 * kChunks,
+              "at most 4 units a tile");
+
+template <typename T, int kG>
+__global__ void __launch_bounds__(kMaxWarps * 32) w4_tile_gemv_v2_long_kernel(QuantGemvParams p) {
+  constexpr int kGroups = kChunks * 64 / kG;
+  constexpr int kGroupSteps = kG / 16;
+  constexpr int kUnitChunks = kG >= 64 ? kG / 64 : 1;  // chunks of a whole group
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* partial = reinterpret_cast<float*>(smem);  // [2][kMaxWarps][4][32]
+  T* xs = reinterpret_cast<T*>(smem + 2 * kMaxWarps * 128 * sizeof(float));  // [rows][K + pad]
+  pdl_enter();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t row_elems = p.k + kXPad;
+  {  // stage x: 16-byte copies
+    const int64_t per_row = p.k / 8, total = p.rows * per_row;
+    for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+      const int64_t r = i / per_row, j = i % per_row;
+      *reinterpret_cast<uint4*>(xs + r * row_elems + 8 * j) =
+          __ldg(reinterpret_cast<const uint4*>(p.x) + i);
+    }
+  }
+  __syncthreads();
+  const int num_tiles = static_cast<int>(p.n / kW4TileRows);
+  const int num_chunks = static_cast<int>(p.k / kW4TileChunkElems);
+  int per_warp = (num_chunks + kMaxWarps - 1) / kMaxWarps;
+  per_warp = (per_warp + kUnitChunks - 1) / kUnitChunks * kUnitChunks;
+  // Units a tile: ceil(per_warp / kChunks) <= 4, rounded up to a power of
+  // two so a unit's tile and part are a shift and a mask (a rounded-up unit
+  // has no valid chunks).
+  const int unit_shift = per_warp <= kChunks ? 0 : per_warp <= 2 * kChunks ? 1 : 2;
+  const int units_per_tile = 1 << unit_shift, unit_mask = units_per_tile - 1;
+  const int chunk0 = warp * per_warp;
+  const int my_total = max(0, min(per_warp, num_chunks - chunk0));
+  const size_t tile_bytes =
+      static_cast<size_t>(kW4TileRows) * static_cast<size_t>(p.k / kG) * (4 + kG / 2);
+  const int token = g < p.rows ? g : p.rows - 1;
+  const T* xlane = xs + token * row_elems + 8 * c;
+  const int stride = static_cast<int>(gridDim.x);
+  const int my_tiles =
+      static_cast<int>(blockIdx.x) < num_tiles
+          ? (num_tiles - static_cast<int>(blockIdx.x) + stride - 1) / stride
+          : 0;
+  const int num_units = my_tiles * units_per_tile;
+
+  struct Slice {
+    uint4 q[kChunks];
+    uint2 s[kGroups];
+  };
+  // Unit u's first chunk (in the tile), its valid chunks, and this lane's
+  // quant bytes.
+  auto unit_chunk = [&](int u) { return chunk0 + (u & unit_mask) * kChunks; };
+  auto unit_valid = [&](int u) {
+    return max(0, min(kChunks, my_total - (u & unit_mask) * kChunks));
+  };
+  auto unit_w = [&](int u) {
+    const int t = static_cast<int>(blockIdx.x) + (u >> unit_shift) * stride;
+    return static_cast<const uint8_t*>(p.w) + static_cast<size_t>(t) * tile_bytes +
+           static_cast<size_t>(32 * unit_chunk(u) + lane) * 16;
+  };
+  auto load = [&](Slice& b, int u) {
+    const int valid = unit_valid(u), j0 = unit_chunk(u);
+    const uint8_t* w = unit_w(u);
+    const uint4* quant = reinterpret_cast<const uint4*>(w);
+    const uint2* scales = reinterpret_cast<const uint2*>(
+        w - static_cast<size_t>(32 * j0 + lane) * 16 + num_chunks * kW4TileChunkBytes) +
+                          8 * (j0 * 64 / kG) + g;
+#pragma unroll
+    for (int d = 0; d < kChunks; ++d)
+      if (d < valid) b.q[d] = __ldg(quant + 32 * d);
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q)
+      if (q * kG < valid * 64) b.s[q] = __ldg(scales + 8 * q);
+    if (u + 2 < num_units) {
+      const uint4* next = reinterpret_cast<const uint4*>(unit_w(u + 2));
+      const int next_valid = unit_valid(u + 2);
+#pragma unroll
+      for (int d = 0; d < kChunks; ++d)
+        if (d < next_valid) prefetch_l2(next + 32 * d);
+    }
+  };
+  float acc[4] = {};
+  auto compute = [&](const Slice& b, int u) {
+    const int valid = unit_valid(u);
+    const T* xu = xlane + unit_chunk(u) * 64;
+    const uint32_t kOnes[4] = {Fold<T>::kOne2, Fold<T>::kOne2, Fold<T>::kOne2, Fold<T>::kOne2};
+    uint4 xv[2];  // the current chunk's x (a G = 32 group may start mid-chunk)
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q) {
+      if (q * kG >= valid * 64) break;
+      float sum[4] = {}, s4[4] = {};
+#pragma unroll
+      for (int st = 0; st < kGroupSteps; ++st) {
+        const int s = q * kGroupSteps + st, d = s / 4, i = s % 4, h = i >> 1, e = i & 1;
+        if (i == 0) {  // chunk d's x fragments (both halves)
+          xv[0] = *reinterpret_cast<const uint4*>(xu + d * 64);
+          xv[1] = *reinterpret_cast<const uint4*>(xu + d * 64 + 32);
+        }
+        uint32_t a[4];
+        fold_step<T>(a, word(b.q[d], i));
+        mma_16816<T>(sum, a, word(xv[h], 2 * e), word(xv[h], 2 * e + 1));
+        mma_16816<T>(s4, kOnes, word(xv[h], 2 * e), word(xv[h], 2 * e + 1));
+      }
+      const float sx[2] = {s4[0], s4[1]};
+      fold_group<T>(acc, sum, b.s[q], sx);
+    }
+    if ((u & unit_mask) != unit_mask) return;
+    // The tile's last unit: the warps' sums through partial buffer (tile
+    // round parity), bias, store.
+    const int i_tile = u >> unit_shift;
+    const int t = static_cast<int>(blockIdx.x) + i_tile * stride;
+    float* part = partial + static_cast<size_t>(i_tile & 1) * kMaxWarps * 128;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) part[(warp * 4 + i) * 32 + lane] = acc[i];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i] = 0.0f;
+    __syncthreads();
+    if (threadIdx.x >= 128) return;
+    const int i = threadIdx.x >> 5;
+    float v = part[i * 32 + lane];
+#pragma unroll
+    for (int w = 1; w < kMaxWarps; ++w) v += part[(w * 4 + i) * 32 + lane];
+    const int64_t row = static_cast<int64_t>(t) * kW4TileRows + g + (i >= 2 ? 8 : 0);
+    const int out_token = 2 * c + (i & 1);
+    if (out_token >= p.rows) return;
+    if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
+    const int64_t o = out_token * p.n + row;
+    if (p.out_dtype == DType::kF32) {
+      static_cast<float*>(p.out)[o] = v;
+    } else {
+      static_cast<T*>(p.out)[o] = from_float<T>(v);
+    }
+  };
+
+  Slice b0, b1;
+  if (num_units > 0) load(b0, 0);
+  for (int u = 0; u < num_units; u += 2) {
+    if (u + 1 < num_units) load(b1, u + 1);
+    compute(b0, u);
+    if (u + 1 >= num_units) break;
+    if (u + 2 < num_units) load(b0, u + 2);
+    compute(b1, u + 1);
+  }
+}
+
 template <typename T, int kG>
 struct V2Launch {
   using Kernel = void (*)(QuantGemvParams);
@@ -288,6 +450,47 @@ struct V2Launch {
     return v;
   }
   static size_t smem_bytes(int warps) { return 2 * static_cast<size_t>(warps) * 128 * sizeof(float); }
+};
+
+// Shared memory of the long-K kernel: the partial buffers and x.
+size_t long_smem_bytes(int rows, int64_t k) {
+  return 2 * kMaxWarps * 128 * sizeof(float) + static_cast<size_t>(rows) * (k + kXPad) * 2;
+}
+
+template <typename T, int kG>
+struct V2LongLaunch {
+  using Kernel = void (*)(QuantGemvParams);
+  static constexpr Kernel kernel = w4_tile_gemv_v2_long_kernel<T, kG>;
+
+  // Lets the kernel have the most shared memory it uses, once per device.
+  static cudaError_t allow_smem() {
+    static std::atomic<uint64_t> done{0};  // bit d: device d done
+    int device = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess) return e;
+    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+    if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return cudaSuccess;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(long_smem_bytes(kW4TileV2LongMaxRows,
+                                                              kW4TileV2LongMaxK)));
+    if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
+    return e;
+  }
+  // CTAs resident on one SM at `rows` rows and K = k (cached per rows, for
+  // the K of the first call: one CTA an SM at every K of the range).
+  static int ctas_per_sm(int rows, int64_t k) {
+    static std::atomic<int> cache[kW4TileV2LongMaxRows + 1];  // 0: not yet asked
+    int v = cache[rows].load(std::memory_order_relaxed);
+    if (v == 0) {
+      if (allow_smem() != cudaSuccess ||
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, kMaxWarps * 32,
+                                                        long_smem_bytes(rows, k)) != cudaSuccess ||
+          v < 1)
+        v = 1;
+      cache[rows].store(v, std::memory_order_relaxed);
+    }
+    return v;
+  }
 };
 
 int num_sms() {
@@ -312,7 +515,10 @@ int64_t balanced_grid(int64_t num_tiles, int64_t max_ctas) {
 
 template <typename T, int kG>
 int64_t max_ctas(const QuantGemvParams& p) {
-  return static_cast<int64_t>(num_sms()) * V2Launch<T, kG>::ctas_per_sm(v2_warps(p.k));
+  const int per_sm = p.k > kW4TileV2MaxK
+                         ? V2LongLaunch<T, kG>::ctas_per_sm(p.rows, p.k)
+                         : V2Launch<T, kG>::ctas_per_sm(v2_warps(p.k));
+  return static_cast<int64_t>(num_sms()) * per_sm;
 }
 
 template <typename T, int kG>
@@ -322,9 +528,16 @@ int64_t grid_of(const QuantGemvParams& p) {
 
 template <typename T, int kG>
 cudaError_t launch_v2(const QuantGemvParams& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(grid_of<T, kG>(p)));
+  if (p.k > kW4TileV2MaxK) {
+    using L = V2LongLaunch<T, kG>;
+    const cudaError_t e = L::allow_smem();
+    if (e != cudaSuccess) return e;
+    return launch_kernel(L::kernel, grid, dim3(kMaxWarps * 32), long_smem_bytes(p.rows, p.k),
+                         stream, p);
+  }
   using L = V2Launch<T, kG>;
   const int warps = v2_warps(p.k);
-  const dim3 grid(static_cast<unsigned>(grid_of<T, kG>(p)));
   return launch_kernel(L::kernel, grid, dim3(warps * 32), L::smem_bytes(warps), stream, p);
 }
 
@@ -350,7 +563,9 @@ auto dispatch_v2(const QuantGemvParams& p, F&& f) {
 }  // namespace
 
 bool w4_tile_gemv_v2_supports(const QuantGemvParams& p) {
-  return w4_tile_gemv_supports(p) && p.rows <= 8 && p.k <= kW4TileV2MaxK;
+  return w4_tile_gemv_supports(p) &&
+         ((p.rows <= 8 && p.k <= kW4TileV2MaxK) ||
+          (p.rows <= kW4TileV2LongMaxRows && p.k <= kW4TileV2LongMaxK));
 }
 
 int64_t w4_tile_gemv_v2_grid(const QuantGemvParams& p) {
@@ -362,7 +577,9 @@ int64_t w4_tile_gemv_v2_grid(const QuantGemvParams& p) {
 
 int64_t w4_tile_gemv_v2_max_ctas(const QuantGemvParams& p) {
   const bool ok = (p.dtype == DType::kBF16 || p.dtype == DType::kF16) && p.k > 0 &&
-                  p.k % kW4TileChunkElems == 0 && p.k <= kW4TileV2MaxK;
+                  p.k % kW4TileChunkElems == 0 &&
+                  (p.k <= kW4TileV2MaxK ||
+                   (p.rows >= 1 && p.rows <= kW4TileV2LongMaxRows && p.k <= kW4TileV2LongMaxK));
   if (!ok) return 0;
   return dispatch_v2(p, [&](auto t, auto g) -> int64_t {
     return max_ctas<decltype(t), decltype(g)::value>(p);

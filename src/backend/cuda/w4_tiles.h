@@ -77,12 +77,17 @@ bool w4_tile_gemv_supports(const QuantGemvParams& p);
 
 // The decode kernels: kV1 (w4_tile_gemv.cu: a CTA a tile, any T up to
 // kW4TileMaxRows) and kV2 (w4_tile_gemv_v2.cu: persistent CTAs, x kept in
-// registers, the zero point folded; T <= 8, K <= kW4TileV2MaxK, else kV1).
+// registers or shared memory, the zero point folded; w4_tile_gemv_v2_supports,
+// else kV1).
 enum class W4TileKernel { kV1, kV2 };
 
-// The largest K the v2 kernel takes (16 warps of 256 columns; x in
-// registers).
+// The v2 kernel takes T <= 8 up to K = kW4TileV2MaxK (16 warps of 256
+// columns, x in registers) and T <= kW4TileV2LongMaxRows up to
+// kW4TileV2LongMaxK (x staged in shared memory: T (K + 32) 2 bytes + 16 KiB,
+// 144 KiB at the limits).
 constexpr int64_t kW4TileV2MaxK = 4096;
+constexpr int kW4TileV2LongMaxRows = 4;
+constexpr int64_t kW4TileV2LongMaxK = 16384;
 
 // PAGODA_W4_TILE_KERNEL=v1 or v2 in the environment (read once); v2 when
 // unset or anything else.
@@ -97,16 +102,17 @@ cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, W4TileKernel kernel,
                                 cudaStream_t stream);
 cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, cudaStream_t stream);
 
-// True when the v2 kernel takes p: w4_tile_gemv_supports, rows <= 8,
-// k <= kW4TileV2MaxK.
+// True when the v2 kernel takes p: w4_tile_gemv_supports and rows <= 8,
+// k <= kW4TileV2MaxK or rows <= kW4TileV2LongMaxRows, k <= kW4TileV2LongMaxK.
 bool w4_tile_gemv_v2_supports(const QuantGemvParams& p);
 
 // The v2 kernel alone (cudaErrorInvalidValue where it does not apply), and
 // the CTAs it launches for p (0 where it does not apply): with rounds =
 // ceil(tiles / m), ceil(tiles / rounds) CTAs (each takes rounds or rounds - 1
 // tiles).
-// m = w4_tile_gemv_v2_max_ctas(p) = SMs x CTAs per SM (p.k, p.dtype and
-// p.w_dtype matter), 0 where v2 does not apply.
+// m = w4_tile_gemv_v2_max_ctas(p) = SMs x CTAs per SM (p.k, p.dtype,
+// p.w_dtype and for k > kW4TileV2MaxK p.rows matter), 0 where v2 does not
+// apply.
 cudaError_t launch_w4_tile_gemv_v2(const QuantGemvParams& p, cudaStream_t stream);
 int64_t w4_tile_gemv_v2_grid(const QuantGemvParams& p);
 int64_t w4_tile_gemv_v2_max_ctas(const QuantGemvParams& p);
