@@ -19,6 +19,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "random_blocks.h"
@@ -343,9 +344,12 @@ TEST(CudaW4TilesTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   CudaBackend& gpu = *cuda_backend(DType::kBF16);
   for (DType wt : {DType::kW4G128, DType::kW4G32Perm}) {
-    for (int64_t rows : {3, 20, 100}) {
-      SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows));
-      const int64_t n = 320, k = 1024;
+    // rows 3: the v2 kernels (K 1024 in registers, 14336 through shared
+    // memory; unless PAGODA_W4_TILE_KERNEL=v1), 20: v1, 100: dequantized.
+    for (auto [rows, k] : {std::pair<int64_t, int64_t>{3, 1024}, {3, 14336}, {20, 1024},
+                           {100, 1024}}) {
+      SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows) + " k=" + std::to_string(k));
+      const int64_t n = 320;
       Weight w(gpu, wt, n, k, test::random_weight(wt, n, k, rng()));
       ASSERT_TRUE(gpu.in_w4_tiles(w.tensor));
       DevTensor x(gpu, DType::kBF16, {rows, k}), out(gpu, DType::kBF16, {rows, n});
