@@ -9,7 +9,7 @@
 // the stream), reloads x per tile and subtracts the zero point per fragment
 // register. Here:
 //  - Persistent CTAs: grid = min(tiles, SMs x CTAs per SM), balanced so
-//    every CTA takes the same number of tiles (+-1) (v2_grid), each looping
+//    every CTA takes the same number of tiles (+-1) (balanced_grid), each looping
 //    t = blockIdx.x, + gridDim.x, ...; the next tile's weight and scale loads
 //    are issued before the current tile's math (two register buffers; the
 //    tile after that is prefetched into L2), and
@@ -29,14 +29,19 @@
 //    Per k16 step: 3 shifts, 4 lop3, 1 mma for 256 elements.
 //
 // Numerics (the fold's error): (M + q') x is exact in f32 (8 x 11 mantissa
-// bits); the tensor core sums a group's G <= 128 products in f32, each at
-// most (M + q') |x| <= 143 |x|max (bf16; f16 in units of 1/16: 79 |x|max),
-// so |error of sum| <= G 2^-23 143 |x|max ~ 2.2e-3 |x|max (the 2^-23
-// allowing for the tensor core's truncation), and the same bound for
-// (M + z') sx (sx's own error is G 2^-23 |x|max, times M + z' <= 143). The
-// exact group sum (q - z) x has typical size 4.3 sqrt(G) |x| ~ 50 |x| (G = 128,
-// q, z uniform): the extra error is ~1e-4 of it, below bf16's and f16's output
-// rounding (2^-9, 2^-11). Sums in a fixed order: deterministic.
+// bits). A group's sum is G / 16 mma steps, each rounding to f32 with an
+// error <= 2^-23 of its largest magnitude (|C| and its products, allowing
+// for the tensor core's truncation), and |C| <= G (M + q')max |x|max, so
+//   |error(sum)| <= (G / 16) 2^-23 G 143 |x|max = 0.035 |x|max  (G = 128, bf16;
+//   f16 in units of 1/16: (M + q')max = 79, 0.019 |x|max),
+// and (M + z') sx adds 143 times sx's own error ((G / 16) 2^-23 G |x|max)
+// plus one f32 rounding: <= 0.018 |x|max (f16: 0.010). In all <= 0.053
+// |x|max (bf16) / 0.029 (f16). That is the worst case (every x of one sign
+// at |x|max; for random signs |C| and the error grow as sqrt(G)). Against a
+// typical group sum sum (q - z) x ~ 4.3 sqrt(G) |x| ~ 50 |x| it is 1.1e-3
+// (bf16) / 6e-4 (f16): below one bf16 output rounding (2^-9 = 2e-3), about
+// one f16 rounding (2^-11 = 4.9e-4); v1's bound is ~10x smaller (its terms
+// are <= 15 |x|). Sums in a fixed order: deterministic.
 // Graph-capturable, PDL (pdl_enter).
 #include <atomic>
 #include <type_traits>
