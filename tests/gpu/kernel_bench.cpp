@@ -32,7 +32,10 @@
 //                                              kernel launched directly); TFLOP/s column;
 //                                              PAGODA_QUANT_GEMV=legacy: the other formats
 //                                              on the CUDA-core decode kernels; w4g* in the
-//                                              tile layout, "tiles" T <= 32, then in blocks
+//                                              tile layout ("tiles-v1" / "tiles-v2": each
+//                                              decode kernel at T <= 8, w4_tiles.h; v2
+//                                              hands down at T 8 to v1), "tiles"
+//                                              T 16, 32, then in blocks
 //                                              as "w4g128-blk" rows; PAGODA_W4_TILES=0:
 //                                              blocks only)
 //        kernel_bench --fp8-kv                (decode attention at 8k and 32k contexts, bf16
@@ -577,6 +580,8 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
                                cuda::quant_tiled_gemm_supports(tp);
           if (!is_block_dtype(f)) {
             runs = {{backend_choice, true, true, "bf16"}};
+          } else if (tiles && t <= 8) {  // each tile decode kernel, launched directly
+            runs = {{backend_choice, true, true, "tiles-v1"}, {backend_choice, true, true, "tiles-v2"}};
           } else if (tiles && t <= cuda::kW4TileMaxRows) {
             runs = {{backend_choice, true, true, "tiles"}};
             if (t > 8) runs.push_back({backend_choice, false, true, "dequant"});
@@ -607,10 +612,19 @@ bool bench_quant_linear(CudaBackend& gpu, const Ceilings& c, const std::vector<s
             // The tiled GEMM launched directly: its route (quant_tiled_route) takes some shapes
             // only.
             const bool direct_tiled = std::strcmp(r.kernel, "tiled") == 0;
+            const bool direct_v1 = std::strcmp(r.kernel, "tiles-v1") == 0;
+            const bool direct_v2 = std::strcmp(r.kernel, "tiles-v2") == 0;
             const double ms = time_op(gpu, [&](int i) {
               const Tensor tw(static_cast<char*>(w.data()) + (i % sets) * w_bytes, f, {s.n, s.k});
-              if (direct_wide ||
-                  direct_tiled) {  // past the kernel's route (wide: two 32-row launches)
+              if (direct_v1 || direct_v2) {  // v2 hands what it does not take (K > 4096) to v1
+                cuda::QuantGemvParams p = tp;
+                p.w = tw.data;
+                p.w_tiles = true;
+                const cudaError_t e = cuda::launch_w4_tile_gemv(
+                    p, direct_v1 ? cuda::W4TileKernel::kV1 : cuda::W4TileKernel::kV2, gpu.stream());
+                if (e != cudaSuccess) g_ok = false;
+              } else if (direct_wide ||
+                         direct_tiled) {  // past the kernel's route (wide: two 32-row launches)
                 cuda::QuantGemvParams p = tp;
                 p.w = tw.data;
                 const cudaError_t e = direct_wide ? cuda::launch_quant_mma_wide(p, gpu.stream())

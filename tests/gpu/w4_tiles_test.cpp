@@ -7,6 +7,7 @@
 // bytes for every format, bf16 / f16, T = 1..8 and 12 / 16 / 24 / 32, N 16,
 // 48, 4112, K 64, 192, 4096 (those that are whole groups), bias, f32 out;
 // a view of whole tiles (a fused weight's part); T 40 and 200 (dequantized);
+// each decode kernel (v1, v2) launched directly on v2's loop edges;
 // a weight that must stay in blocks (N % 16 != 0, and with the repack off);
 // deallocate forgetting a weight; graph replay.
 //
@@ -18,6 +19,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "random_blocks.h"
@@ -111,6 +113,47 @@ void check_linear(CudaBackend& gpu, const Tensor& w, const std::vector<uint8_t>&
                f32_out && in_registers ? 0.5 : 1.0);
 }
 
+// launch_w4_tile_gemv with `kernel` on w (in the tile layout) against the
+// CPU on `bytes`, as check_linear (w's dtype without _perm: no gather).
+void check_kernel(CudaBackend& gpu, cuda::W4TileKernel kernel, const Tensor& w,
+                  const std::vector<uint8_t>& bytes, DType dt, int64_t rows, bool bias,
+                  bool f32_out) {
+  Backend& cpu = cpu_backend();
+  const int64_t n = w.dim(0), k = w.dim(1);
+  std::vector<float> x = uniform(static_cast<size_t>(rows * k), -1, 1);
+  std::vector<float> b = uniform(static_cast<size_t>(n), -1, 1);
+  round_all(dt, x);
+  round_all(dt, b);
+  const DType out_dt = f32_out ? DType::kF32 : dt;
+  DevTensor gx(gpu, dt, {rows, k}, x), gb(gpu, dt, {n}, b);
+  DevTensor gout(gpu, out_dt, {rows, n});
+  gout.poison();
+  cuda::QuantGemvParams p;
+  p.dtype = dt;
+  p.w_dtype = w.dtype;
+  p.x = gx.t().data;
+  p.w = w.data;
+  p.bias = bias ? gb.t().data : nullptr;
+  p.bias_dtype = dt;
+  p.out = gout.t().data;
+  p.out_dtype = out_dt;
+  p.rows = static_cast<int>(rows);
+  p.n = n;
+  p.k = k;
+  p.w_tiles = true;
+  ASSERT_TRUE(cuda::w4_tile_gemv_supports(p));
+  EXPECT_EQ(cuda::w4_tile_gemv_v2_supports(p),
+            (rows <= 8 && k <= cuda::kW4TileV2MaxK) ||
+                (rows <= cuda::kW4TileV2LongMaxRows && k <= cuda::kW4TileV2LongMaxK));
+  ASSERT_EQ(cuda::launch_w4_tile_gemv(p, kernel, gpu.stream()), cudaSuccess);
+  gpu.synchronize();
+  Weight cw(cpu, w.dtype, n, k, bytes);
+  DevTensor cx(cpu, DType::kF32, {rows, k}, x), cb(cpu, DType::kF32, {n}, b);
+  DevTensor cout(cpu, DType::kF32, {rows, n});
+  cpu.linear(cx.t(), cw.tensor, bias ? cb.t() : Tensor(), cout.t());
+  expect_close(gout.download(), cout.download(), dt, "w4 tile kernel", 1.0, f32_out ? 0.5 : 1.0);
+}
+
 TEST(CudaW4TilesTest, RepackMatchesTheLayout) {
   PAGODA_REQUIRE_GPU();
   CudaBackend& gpu = *cuda_backend(DType::kBF16);
@@ -150,6 +193,63 @@ TEST(CudaW4TilesTest, DecodeMatchesCpu) {
                          " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                          (bias ? " bias" : "") + (f32_out ? " f32-out" : ""));
             check_linear(gpu, w.tensor, bytes, dt, rows, bias, f32_out);
+          }
+        }
+      }
+    }
+    expect_status_ok(gpu);
+  }
+}
+
+// Each decode kernel (v1, v2) launched directly, T = 1..8, on the edges of
+// v2's persistent loop: tiles < CTAs, = the most CTAs (m), m + 1 (two
+// rounds, one CTA one tile short), 2 m + 1 (three rounds: the unrolled
+// loop's odd exit), N = 16 * 1000 + 16; K = 64 (one warp, one chunk), 1152
+// (a last warp of 2 chunks), 4096 (16 warps); long K (x in shared memory up
+// to 4 rows, v1 above): 14336 (4 units a tile, tiles < m and = m_long + 1),
+// 5120 (units of 4 + 1 or 4 + 2 chunks), 4160 (5 chunks a warp, the last 3
+// warps none; groups of 32 and 64 only).
+TEST(CudaW4TilesTest, BothKernelsMatchCpu) {
+  PAGODA_REQUIRE_GPU();
+  const DType kFormats[] = {DType::kW4G32, DType::kW4G64, DType::kW4G128};
+  for (DType dt : kHalfTypes) {
+    CudaBackend& gpu = *cuda_backend(dt);
+    for (DType wt : kFormats) {
+      cuda::QuantGemvParams probe;
+      probe.dtype = dt;
+      probe.w_dtype = wt;
+      probe.rows = 1;
+      probe.k = 1024;
+      probe.w_tiles = true;
+      const int64_t m = cuda::w4_tile_gemv_v2_max_ctas(probe);
+      probe.k = 14336;
+      const int64_t m_long = cuda::w4_tile_gemv_v2_max_ctas(probe);
+      ASSERT_GT(m, 0);
+      ASSERT_GT(m_long, 0);
+      struct Shape {
+        int64_t n, k;
+      };
+      const Shape shapes[] = {{48, 1024},          {16 * m, 1024},   {16 * (m + 1), 1024},
+                              {16 * (2 * m + 1), 1024}, {16 * 1000 + 16, 4096}, {32, 64},
+                              {16 * (m + 3), 1152}, {64, 4096},      {32, 14336},
+                              {16 * (m_long + 1), 14336}, {16 * 40, 5120}, {48, 4160}};
+      for (const Shape& sh : shapes) {
+        if (sh.k % dtype_block_elems(wt) != 0) continue;
+        const std::vector<uint8_t> bytes = test::random_weight(wt, sh.n, sh.k, rng());
+        Weight w(gpu, wt, sh.n, sh.k, bytes);
+        ASSERT_TRUE(gpu.in_w4_tiles(w.tensor));
+        for (cuda::W4TileKernel kernel : {cuda::W4TileKernel::kV1, cuda::W4TileKernel::kV2}) {
+          for (int64_t rows : {1, 2, 3, 5, 8}) {
+            // CPU time: fewer rows for large weights.
+            if (sh.n * sh.k > 1 << 22 && rows != 1 && rows != 3 && rows != 8) continue;
+            if (sh.n * sh.k > 1 << 24 && rows == 8) continue;
+            const bool bias = (rows + sh.n / 16) % 2 == 0, f32_out = rows == 3 || rows == 8;
+            SCOPED_TRACE(name_of(dt) + " " + name_of(wt) +
+                         (kernel == cuda::W4TileKernel::kV1 ? " v1" : " v2") +
+                         " rows=" + std::to_string(rows) + " n=" + std::to_string(sh.n) +
+                         " k=" + std::to_string(sh.k) + (bias ? " bias" : "") +
+                         (f32_out ? " f32-out" : ""));
+            check_kernel(gpu, kernel, w.tensor, bytes, dt, rows, bias, f32_out);
           }
         }
       }
@@ -244,9 +344,12 @@ TEST(CudaW4TilesTest, GraphReplayMatchesEager) {
   PAGODA_REQUIRE_GPU();
   CudaBackend& gpu = *cuda_backend(DType::kBF16);
   for (DType wt : {DType::kW4G128, DType::kW4G32Perm}) {
-    for (int64_t rows : {3, 20, 100}) {
-      SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows));
-      const int64_t n = 320, k = 1024;
+    // rows 3: the v2 kernels (K 1024 in registers, 14336 through shared
+    // memory; unless PAGODA_W4_TILE_KERNEL=v1), 20: v1, 100: dequantized.
+    for (auto [rows, k] : {std::pair<int64_t, int64_t>{3, 1024}, {3, 14336}, {20, 1024},
+                           {100, 1024}}) {
+      SCOPED_TRACE(name_of(wt) + " rows=" + std::to_string(rows) + " k=" + std::to_string(k));
+      const int64_t n = 320;
       Weight w(gpu, wt, n, k, test::random_weight(wt, n, k, rng()));
       ASSERT_TRUE(gpu.in_w4_tiles(w.tensor));
       DevTensor x(gpu, DType::kBF16, {rows, k}), out(gpu, DType::kBF16, {rows, n});

@@ -1,5 +1,6 @@
 // Decode product (T = 1..32 rows of x) with a 4-bit group weight in the
-// tile layout (w4_tiles.h): launch_w4_tile_gemv.
+// tile layout (w4_tiles.h): launch_w4_tile_gemv, version 1, and the choice
+// between it and version 2 (w4_tile_gemv_v2.cu, T <= 8).
 //
 // Why: the row-of-blocks kernel (quant_mma_gemv.cu, FmtGroup<4, 128>) spent
 // ~0.2 warp-instructions per weight element gathering nibbles out of 68-byte
@@ -24,6 +25,8 @@
 //
 // Numerics: (q - z) and its products with x are exact; sums in f32 in a
 // fixed order. Deterministic, graph-capturable, PDL (pdl_enter).
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -264,8 +267,33 @@ bool w4_tile_gemv_supports(const QuantGemvParams& p) {
          p.n / kW4TileRows <= 0x7fffffff && is_aligned(p.w, 16) && is_aligned(p.x, 16);
 }
 
+W4TileKernel w4_tile_kernel_from_env() {
+  static const W4TileKernel kernel = [] {
+    const char* v = std::getenv("PAGODA_W4_TILE_KERNEL");
+    if (v != nullptr && std::strcmp(v, "v1") == 0) return W4TileKernel::kV1;
+    if (v != nullptr && std::strcmp(v, "v2") == 0) return W4TileKernel::kV2;
+    return W4TileKernel::kAuto;
+  }();
+  return kernel;
+}
+
+W4TileKernel w4_tile_auto_kernel(const QuantGemvParams& p) {
+  if (!w4_tile_gemv_v2_supports(p)) return W4TileKernel::kV1;
+  const int64_t tiles = p.n / kW4TileRows;
+  return p.k > kW4TileV2MaxK || tiles <= 2 * w4_tile_gemv_v2_max_ctas(p) ? W4TileKernel::kV2
+                                                                          : W4TileKernel::kV1;
+}
+
 cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, cudaStream_t stream) {
+  return launch_w4_tile_gemv(p, w4_tile_kernel_from_env(), stream);
+}
+
+cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, W4TileKernel kernel,
+                                cudaStream_t stream) {
   if (!w4_tile_gemv_supports(p)) return cudaErrorInvalidValue;
+  if (kernel == W4TileKernel::kAuto) kernel = w4_tile_auto_kernel(p);
+  if (kernel == W4TileKernel::kV2 && w4_tile_gemv_v2_supports(p))
+    return launch_w4_tile_gemv_v2(p, stream);
   return dispatch_half(p.dtype, [&](auto t) {
     using T = decltype(t);
     switch (p.w_dtype) {

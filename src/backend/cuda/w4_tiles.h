@@ -75,10 +75,57 @@ cudaError_t launch_w4_tile_repack(const W4TileRepackParams& p, cudaStream_t stre
 // k % 64 == 0, w and x 16-byte aligned, dtypes as launch_quant_mma_gemv.
 bool w4_tile_gemv_supports(const QuantGemvParams& p);
 
+// The decode kernels: kV1 (w4_tile_gemv.cu: a CTA a tile, any T up to
+// kW4TileMaxRows) and kV2 (w4_tile_gemv_v2.cu: persistent CTAs, x kept in
+// registers or shared memory, the zero point folded; w4_tile_gemv_v2_supports,
+// else kV1).
+enum class W4TileKernel { kV1, kV2, kAuto };  // kAuto: w4_tile_auto_kernel
+
+// The v2 kernel takes T <= 8 up to K = kW4TileV2MaxK (16 warps of 256
+// columns, x in registers) and T <= kW4TileV2LongMaxRows up to
+// kW4TileV2LongMaxK (x staged in shared memory: T (K + 32) 2 bytes + 16 KiB,
+// 144 KiB at the limits).
+constexpr int64_t kW4TileV2MaxK = 4096;
+constexpr int kW4TileV2LongMaxRows = 4;
+constexpr int64_t kW4TileV2LongMaxK = 16384;
+
+// PAGODA_W4_TILE_KERNEL=v1 or v2 in the environment (read once): that
+// kernel wherever it applies. Unset or anything else: w4_tile_auto_kernel.
+W4TileKernel w4_tile_kernel_from_env();
+
+// The default choice: kV2 where it applies and either K is long (v1's
+// warps then stream long serial K ranges over few tiles) or the weight has
+// at most two tiles per CTA of v2's persistent grid; else kV1, whose
+// CTA-a-tile grid keeps more warps per SM once there are more tiles than
+// that. H200, 8B shapes, kernel_bench --quant w4g128 at T = 1 (v1 / v2, µs):
+// o_proj 4096x4096 (256 tiles) 7.2 / 5.9, down 4096x14336 20.8 / 17.4,
+// qkv 6144x4096 (384 tiles, 132 CTAs) 8.4 / 8.4 (v1 0.4-0.7 faster at
+// T = 2..8), gate_up 28672x4096 24.0 / 25.5.
+W4TileKernel w4_tile_auto_kernel(const QuantGemvParams& p);
+
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), w in the
-// tile layout: (q - z) * x exact in the tensor core, f32 partial sums per
-// group scaled by s once; f32 sums in a fixed order (deterministic).
+// tile layout, with `kernel` where it applies (kV2: w4_tile_gemv_v2_supports)
+// else kV1; the one-argument form with w4_tile_kernel_from_env(). Each
+// kernel sums in f32 in a fixed order (deterministic); v1 and v2 differ in
+// that order.
+cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, W4TileKernel kernel,
+                                cudaStream_t stream);
 cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, cudaStream_t stream);
+
+// True when the v2 kernel takes p: w4_tile_gemv_supports and rows <= 8,
+// k <= kW4TileV2MaxK or rows <= kW4TileV2LongMaxRows, k <= kW4TileV2LongMaxK.
+bool w4_tile_gemv_v2_supports(const QuantGemvParams& p);
+
+// The v2 kernel alone (cudaErrorInvalidValue where it does not apply), and
+// the CTAs it launches for p (0 where it does not apply): with rounds =
+// ceil(tiles / m), ceil(tiles / rounds) CTAs (each takes rounds or rounds - 1
+// tiles).
+// m = w4_tile_gemv_v2_max_ctas(p) = SMs x CTAs per SM (p.k, p.dtype,
+// p.w_dtype and for k > kW4TileV2MaxK p.rows matter), 0 where v2 does not
+// apply.
+cudaError_t launch_w4_tile_gemv_v2(const QuantGemvParams& p, cudaStream_t stream);
+int64_t w4_tile_gemv_v2_grid(const QuantGemvParams& p);
+int64_t w4_tile_gemv_v2_max_ctas(const QuantGemvParams& p);
 
 // launch_dequantize_blocks for a weight in the tile layout (p.w_tiles):
 // p.first_row and p.num_rows need not be whole tiles.
