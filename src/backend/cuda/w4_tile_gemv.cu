@@ -270,18 +270,9 @@ bool w4_tile_gemv_supports(const QuantGemvParams& p) {
 W4TileKernel w4_tile_kernel_from_env() {
   static const W4TileKernel kernel = [] {
     const char* v = std::getenv("PAGODA_W4_TILE_KERNEL");
-    if (v != nullptr && std::strcmp(v, "v1") == 0) return W4TileKernel::kV1;
-    if (v != nullptr && std::strcmp(v, "v2") == 0) return W4TileKernel::kV2;
-    return W4TileKernel::kAuto;
+    return v != nullptr && std::strcmp(v, "v1") == 0 ? W4TileKernel::kV1 : W4TileKernel::kV2;
   }();
   return kernel;
-}
-
-W4TileKernel w4_tile_auto_kernel(const QuantGemvParams& p) {
-  if (!w4_tile_gemv_v2_supports(p)) return W4TileKernel::kV1;
-  const int64_t tiles = p.n / kW4TileRows;
-  return p.k > kW4TileV2MaxK || tiles <= 2 * w4_tile_gemv_v2_max_ctas(p) ? W4TileKernel::kV2
-                                                                          : W4TileKernel::kV1;
 }
 
 cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, cudaStream_t stream) {
@@ -291,7 +282,6 @@ cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, cudaStream_t stream) {
 cudaError_t launch_w4_tile_gemv(const QuantGemvParams& p, W4TileKernel kernel,
                                 cudaStream_t stream) {
   if (!w4_tile_gemv_supports(p)) return cudaErrorInvalidValue;
-  if (kernel == W4TileKernel::kAuto) kernel = w4_tile_auto_kernel(p);
   if (kernel == W4TileKernel::kV2 && w4_tile_gemv_v2_supports(p))
     return launch_w4_tile_gemv_v2(p, stream);
   return dispatch_half(p.dtype, [&](auto t) {

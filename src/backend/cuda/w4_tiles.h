@@ -79,7 +79,7 @@ bool w4_tile_gemv_supports(const QuantGemvParams& p);
 // kW4TileMaxRows) and kV2 (w4_tile_gemv_v2.cu: persistent CTAs, x kept in
 // registers or shared memory, the zero point folded; w4_tile_gemv_v2_supports,
 // else kV1).
-enum class W4TileKernel { kV1, kV2, kAuto };  // kAuto: w4_tile_auto_kernel
+enum class W4TileKernel { kV1, kV2 };
 
 // The v2 kernel takes T <= 8 up to K = kW4TileV2MaxK (16 warps of 256
 // columns, x in registers) and T <= kW4TileV2LongMaxRows up to
@@ -89,19 +89,9 @@ constexpr int64_t kW4TileV2MaxK = 4096;
 constexpr int kW4TileV2LongMaxRows = 4;
 constexpr int64_t kW4TileV2LongMaxK = 16384;
 
-// PAGODA_W4_TILE_KERNEL=v1 or v2 in the environment (read once): that
-// kernel wherever it applies. Unset or anything else: w4_tile_auto_kernel.
+// PAGODA_W4_TILE_KERNEL=v1 or v2 in the environment (read once); v2 when
+// unset or anything else.
 W4TileKernel w4_tile_kernel_from_env();
-
-// The default choice: kV2 where it applies and either K is long (v1's
-// warps then stream long serial K ranges over few tiles) or the weight has
-// at most two tiles per CTA of v2's persistent grid; else kV1, whose
-// CTA-a-tile grid keeps more warps per SM once there are more tiles than
-// that. H200, 8B shapes, kernel_bench --quant w4g128 at T = 1 (v1 / v2, µs):
-// o_proj 4096x4096 (256 tiles) 7.2 / 5.9, down 4096x14336 20.8 / 17.4,
-// qkv 6144x4096 (384 tiles, 132 CTAs) 8.4 / 8.4 (v1 0.4-0.7 faster at
-// T = 2..8), gate_up 28672x4096 24.0 / 25.5.
-W4TileKernel w4_tile_auto_kernel(const QuantGemvParams& p);
 
 // out[r, j] = round(sum_i x[r, i] * dequant(w)[j, i] + bias[j]), w in the
 // tile layout, with `kernel` where it applies (kV2: w4_tile_gemv_v2_supports)
