@@ -117,8 +117,8 @@ Status CudaBackend::prepare_block_weight(const Tensor& w) {
         static_cast<size_t>(cuda::kQuantWideMaxRows * w.dim(1)) * es, "act-order gather scratch"));
   }
   if (!w4_tiles_ || !cuda::w4_tiles_apply(w.dtype, w.dim(0), w.dim(1)) ||
-      reinterpret_cast<uintptr_t>(w.data) % 16 != 0 || w4_tile_weights_.count(w.data) != 0)
-    return Status::Ok();  // kept in blocks (or already repacked)
+      reinterpret_cast<uintptr_t>(w.data) % 16 != 0 || in_w4_tiles(w))
+    return Status::Ok();  // kept in blocks (or already repacked, or a view of a repacked weight)
   return repack_w4_tiles(w);
 }
 
