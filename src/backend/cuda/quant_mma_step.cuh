@@ -116,6 +116,20 @@ __device__ __forceinline__ void accumulate_step(float (&acc)[4], const typename 
   }
 }
 
+// out[token, row] = v (+ bias[row]), rounded once to the out dtype: the
+// store of every block decode / GEMM kernel's outputs.
+template <typename T>
+__device__ __forceinline__ void store_output(const QuantGemvParams& p, int64_t row, int64_t token,
+                                             float v) {
+  if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
+  const int64_t o = token * p.n + row;
+  if (p.out_dtype == DType::kF32) {
+    static_cast<float*>(p.out)[o] = v;
+  } else {
+    static_cast<T*>(p.out)[o] = from_float<T>(v);
+  }
+}
+
 // Sums the kWarps warps' accumulators (each warp took its own steps of K)
 // in warp order through `partial`, adds the bias and stores the tile's
 // outputs out[token, row] for rows < p.n and tokens < p.rows; acc[j] holds
@@ -143,14 +157,7 @@ __device__ __forceinline__ void store_tiles(float (&partial)[kWarps][kNTiles][4]
       for (int w = 1; w < kWarps; ++w) v += partial[w][j][i][lane];
       const int64_t row = row0 + g + (i >= 2 ? 8 : 0);
       const int token = 8 * j + 2 * c + (i & 1);
-      if (row >= p.n || token >= p.rows) continue;
-      if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
-      const int64_t o = token * p.n + row;
-      if (p.out_dtype == DType::kF32) {
-        static_cast<float*>(p.out)[o] = v;
-      } else {
-        static_cast<T*>(p.out)[o] = from_float<T>(v);
-      }
+      if (row < p.n && token < p.rows) store_output<T>(p, row, token, v);
     }
   }
 }

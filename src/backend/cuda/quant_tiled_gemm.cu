@@ -274,15 +274,7 @@ __global__ void __launch_bounds__(kThreads) quant_tiled_gemm_kernel(QuantGemvPar
       for (int e = 0; e < 4; ++e) {
         const int64_t row = row0 + (wm * kWarpMTiles + i) * kTileRows + g + (e >= 2 ? 8 : 0);
         const int64_t token = token0 + (wn * kWarpNTiles + j) * 8 + 2 * c + (e & 1);
-        if (row >= p.n || token >= p.rows) continue;
-        float v = acc[i][j][e];
-        if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
-        const int64_t o = token * p.n + row;
-        if (p.out_dtype == DType::kF32) {
-          static_cast<float*>(p.out)[o] = v;
-        } else {
-          static_cast<T*>(p.out)[o] = from_float<T>(v);
-        }
+        if (row < p.n && token < p.rows) qmma::store_output<T>(p, row, token, acc[i][j][e]);
       }
     }
   }

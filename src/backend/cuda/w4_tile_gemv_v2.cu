@@ -50,6 +50,7 @@
 #include "backend/cuda/element_access.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/mma_helpers.cuh"
+#include "backend/cuda/quant_mma_step.cuh"
 #include "backend/cuda/w4_tiles.h"
 
 namespace pagoda::cuda {
@@ -140,19 +141,6 @@ __device__ __forceinline__ void fold_group(float (&acc)[4], const float (&sum)[4
 
 // kG: the group (32, 64, 128). Block: ceil(K / 256) warps. Dynamic shared
 // memory: 2 x warps x 4 x 32 floats (the partial buffers).
-// out[token, row] = v (+ bias[row]), rounded to the out dtype.
-template <typename T>
-__device__ __forceinline__ void store_output(const QuantGemvParams& p, int64_t row, int token,
-                                             float v) {
-  if (p.bias != nullptr) v += load_as_float(p.bias, p.bias_dtype, row);
-  const int64_t o = token * p.n + row;
-  if (p.out_dtype == DType::kF32) {
-    static_cast<float*>(p.out)[o] = v;
-  } else {
-    static_cast<T*>(p.out)[o] = from_float<T>(v);
-  }
-}
-
 template <typename T, int kG>
 __global__ void __launch_bounds__(kMaxWarps * 32) w4_tile_gemv_v2_kernel(QuantGemvParams p) {
   constexpr int kGroups = kChunks * 64 / kG;  // groups of a full slice
@@ -262,7 +250,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) w4_tile_gemv_v2_kernel(QuantGe
         if (w < num_warps) v += part[(w * 4 + i) * 32 + l];
       const int64_t row = static_cast<int64_t>(t) * kW4TileRows + (l >> 2) + (i >= 2 ? 8 : 0);
       const int out_token = 2 * (l & 3) + (i & 1);
-      if (out_token < p.rows) store_output<T>(p, row, out_token, v);
+      if (out_token < p.rows) qmma::store_output<T>(p, row, out_token, v);
     }
   };
 
@@ -421,7 +409,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) w4_tile_gemv_v2_long_kernel(Qu
     for (int w = 1; w < kMaxWarps; ++w) v += part[(w * 4 + i) * 32 + lane];
     const int64_t row = static_cast<int64_t>(t) * kW4TileRows + g + (i >= 2 ? 8 : 0);
     const int out_token = 2 * c + (i & 1);
-    if (out_token < p.rows) store_output<T>(p, row, out_token, v);
+    if (out_token < p.rows) qmma::store_output<T>(p, row, out_token, v);
   };
 
   Slice b0, b1;
